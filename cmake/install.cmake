@@ -1,0 +1,22 @@
+# Install: libraries, headers, xsmerge, CMake package and pkg-config files.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+set(_xs_targets xsprof)
+if(TARGET xsprof-mpi)
+  list(APPEND _xs_targets xsprof-mpi)
+endif()
+install(TARGETS ${_xs_targets} EXPORT xsprofTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS xsmerge RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY include/xsprof DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT xsprofTargets NAMESPACE xsprof:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xsprof)
+configure_package_config_file(cmake/xsprofConfig.cmake.in ${PROJECT_BINARY_DIR}/xsprofConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xsprof)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/xsprofConfigVersion.cmake COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/xsprofConfig.cmake ${PROJECT_BINARY_DIR}/xsprofConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xsprof)
+foreach(pc xsprof xsprof-mpi)
+  configure_file(cmake/${pc}.pc.in ${PROJECT_BINARY_DIR}/${pc}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()

@@ -1,0 +1,69 @@
+/* core/collector.h — the internal (hidden) interface that other collectors
+ * (mpi/, pmpi_wrappers/, gpu/) use to append records and learn the process
+ * identity. Owner: core. Nothing here is exported from the shared libraries. */
+#ifndef XSPROF_CORE_COLLECTOR_H
+#define XSPROF_CORE_COLLECTOR_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "xsprof/xsprof.h"
+#include "record.h"
+
+#define XSPROF_HIDDEN __attribute__((visibility("hidden")))
+
+/* Reserve `size` bytes (a multiple of 8, at most 4096) in the calling
+ * thread's buffer. Returns NULL when collection is off, the thread is inside
+ * xsprof already, or the record had to be dropped (the drop is counted).
+ * The caller fills the record (header included) and calls commit. */
+XSPROF_HIDDEN void *xsprof_buf_reserve(uint32_t size);
+XSPROF_HIDDEN void xsprof_buf_commit(void *rec);
+
+/* Like reserve, but also works when the session is stopped: definitions
+ * (strings, threads, communicators, clock samples) must never be skipped. */
+XSPROF_HIDDEN void *xsprof_buf_reserve_def(uint32_t size);
+
+/* Append a fully built record (copying `size` bytes); definitions flag as above. */
+XSPROF_HIDDEN xsprof_status xsprof_buf_append(const void *rec, uint32_t size, int is_definition);
+
+/* xsprof thread id of the calling thread (dense from 0). */
+XSPROF_HIDDEN uint32_t xsprof_thread_self(void);
+
+/* Per-thread re-entry guard: returns 1 if the caller may record (and marks
+ * the thread busy), 0 if it is already inside xsprof. Always pair with leave. */
+XSPROF_HIDDEN int xsprof_guard_enter(void);
+XSPROF_HIDDEN void xsprof_guard_leave(void);
+
+/* 1 while collection is on (session active and not finalized). */
+XSPROF_HIDDEN int xsprof_collecting(void);
+
+/* Process identity. Before MPI_Init the rank comes from the launcher's
+ * environment; mpi/ confirms it and the agreed run directory (chosen by rank
+ * 0) after MPI_Init. Moves the journal if the directory changed. */
+XSPROF_HIDDEN xsprof_status xsprof_identity_set(int rank, int size, const char *run_dir);
+XSPROF_HIDDEN int xsprof_identity_rank(void);
+XSPROF_HIDDEN int xsprof_identity_size(void);
+/* Run directory in use ("" before the first record). */
+XSPROF_HIDDEN const char *xsprof_output_dir(void);
+/* The default run directory name this process would choose (rank 0's wins). */
+XSPROF_HIDDEN xsprof_status xsprof_output_default_dir(char *buf, size_t len);
+
+/* Run metadata (key/value strings stored as file attributes). */
+XSPROF_HIDDEN xsprof_status xsprof_meta_set(const char *key, const char *value);
+
+/* Hooks run by xsprof_finalize before the data is written (mpi/ takes the
+ * final clock sample there), in registration order. At most 8. */
+typedef void (*xsprof_finalize_hook)(void);
+XSPROF_HIDDEN xsprof_status xsprof_finalize_hook_add(xsprof_finalize_hook fn);
+
+/* Logging: one line, prefixed with "xsprof[rank R]: ". level: 0 error,
+ * 1 warning, 2 info, 3 debug; XSPROF_LOG selects what is shown. */
+XSPROF_HIDDEN void xsprof_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+enum { XSPROF_LOG_ERROR = 0, XSPROF_LOG_WARN = 1, XSPROF_LOG_INFO = 2, XSPROF_LOG_DEBUG = 3 };
+
+/* Configuration lookups (XSPROF_* environment, validated once at start). */
+XSPROF_HIDDEN const char *xsprof_config_get(const char *name); /* NULL when unset */
+
+/* Count an anomaly (API misuse) without failing the program. */
+XSPROF_HIDDEN void xsprof_anomaly(const char *what);
+
+#endif

@@ -1,0 +1,124 @@
+/* xsprof public C API (valid C11 and C++). Include this one header.
+ *
+ * Error convention: every function returns xsprof_status (XSPROF_OK == 0);
+ * xsprof_status_string() names any code. Functions never abort the program:
+ * misuse is counted as an anomaly and reported in the rank file. */
+#ifndef XSPROF_XSPROF_H
+#define XSPROF_XSPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define XSPROF_API __attribute__((visibility("default")))
+#else
+#define XSPROF_API
+#endif
+
+typedef enum xsprof_status {
+    XSPROF_OK = 0,
+    XSPROF_ERR_INVALID = 1,     /* bad argument (NULL, empty, out of range) */
+    XSPROF_ERR_NOMEM = 2,       /* fixed memory budget or malloc exhausted */
+    XSPROF_ERR_IO = 3,          /* file system error (errno kept) */
+    XSPROF_ERR_STATE = 4,       /* call not valid in the current state */
+    XSPROF_ERR_UNBALANCED = 5,  /* region end without begin / wrong nesting */
+    XSPROF_ERR_TOO_LONG = 6,    /* name or value longer than the limit */
+    XSPROF_ERR_FULL = 7,        /* buffer full, record dropped (policy drop) */
+    XSPROF_ERR_DISABLED = 8,    /* collection off: record intentionally skipped */
+    XSPROF_ERR_UNSUPPORTED = 9, /* feature not available on this system */
+    XSPROF_ERR_FORMAT = 10,     /* corrupt, truncated or foreign input file */
+    XSPROF_ERR_VERSION = 11     /* input written by an incompatible version */
+} xsprof_status;
+
+XSPROF_API const char *xsprof_status_string(xsprof_status s);
+
+/* ---- names ------------------------------------------------------------ */
+/* Interned once per process; the id is valid for the whole run. */
+typedef uint32_t xsprof_name_id;
+#define XSPROF_NAME_MAX 1023
+XSPROF_API xsprof_status xsprof_name_intern(const char *name, xsprof_name_id *id);
+
+/* ---- regions ---------------------------------------------------------- */
+XSPROF_API xsprof_status xsprof_region_begin(const char *name);
+XSPROF_API xsprof_status xsprof_region_begin_id(xsprof_name_id id);
+XSPROF_API xsprof_status xsprof_region_end(void);
+
+/* Typed key/value arguments attached to the innermost open region. */
+XSPROF_API xsprof_status xsprof_region_arg_int(const char *key, int64_t value);
+XSPROF_API xsprof_status xsprof_region_arg_double(const char *key, double value);
+XSPROF_API xsprof_status xsprof_region_arg_string(const char *key, const char *value);
+/* A shape such as [128,256]: up to 8 dimensions. */
+XSPROF_API xsprof_status xsprof_region_arg_shape(const char *key, const int64_t *dims, int ndims);
+
+/* ---- instants and counters -------------------------------------------- */
+XSPROF_API xsprof_status xsprof_instant(const char *name);
+XSPROF_API xsprof_status xsprof_counter_set(const char *name, double value);
+
+/* ---- memory events (device -1 = host) -------------------------------- */
+XSPROF_API xsprof_status xsprof_mem_alloc(const void *ptr, uint64_t size, int device);
+XSPROF_API xsprof_status xsprof_mem_free(const void *ptr, int device);
+
+/* ---- session ---------------------------------------------------------- */
+/* Collection starts at load (XSPROF_ENABLE=1, default). Any thread may call. */
+XSPROF_API xsprof_status xsprof_session_start(void);
+XSPROF_API xsprof_status xsprof_session_stop(void);
+XSPROF_API xsprof_status xsprof_session_toggle(void);
+XSPROF_API int xsprof_session_active(void);
+/* Write everything recorded so far and close the rank file. Called
+ * automatically at exit / MPI_Finalize; later calls are counted anomalies. */
+XSPROF_API xsprof_status xsprof_finalize(void);
+
+/* ---- thread naming ---------------------------------------------------- */
+XSPROF_API xsprof_status xsprof_thread_name(const char *name);
+
+/* ---- schedule (torch.profiler style) ---------------------------------- */
+typedef void (*xsprof_trace_ready_fn)(int cycle, void *user);
+XSPROF_API xsprof_status xsprof_schedule_set(int wait, int warmup, int active, int repeat,
+                                             xsprof_trace_ready_fn on_trace_ready, void *user);
+XSPROF_API xsprof_status xsprof_step(void);
+
+/* ---- observers -------------------------------------------------------- */
+typedef struct xsprof_region_info {
+    const char *name;
+    xsprof_name_id id;
+    int depth;
+    uint32_t thread;
+    int64_t t_begin; /* ns, local clock */
+    int64_t t_end;   /* 0 in the begin callback */
+} xsprof_region_info;
+typedef void (*xsprof_observer_fn)(const xsprof_region_info *info, void *user);
+typedef uint64_t xsprof_observer_handle;
+/* sample_rate in (0,1]: fraction of regions reported (geometric skips).
+ * thread_local_only: only regions of the calling thread. */
+XSPROF_API xsprof_status xsprof_observer_add(xsprof_observer_fn on_begin, xsprof_observer_fn on_end,
+                                             void *user, double sample_rate, int thread_local_only,
+                                             xsprof_observer_handle *handle);
+XSPROF_API xsprof_status xsprof_observer_remove(xsprof_observer_handle handle);
+
+/* ---- clock ------------------------------------------------------------ */
+/* The timestamp xsprof records (ns, this process's clock). */
+XSPROF_API int64_t xsprof_clock_now(void);
+
+/* ---- scope macros: end the region when the C scope is left ----------- */
+XSPROF_API void xsprof_scope_cleanup_(int *token);
+XSPROF_API int xsprof_scope_enter_(xsprof_name_id *cache, const char *name);
+
+#define XSPROF_CAT2_(a, b) a##b
+#define XSPROF_CAT_(a, b) XSPROF_CAT2_(a, b)
+#if defined(__GNUC__)
+/* The id is cached per call site, so the name is hashed once per process. */
+#define XSPROF_SCOPE(name)                                                              \
+    static xsprof_name_id XSPROF_CAT_(xsprof_id_, __LINE__);                           \
+    int XSPROF_CAT_(xsprof_scope_, __LINE__) __attribute__((cleanup(xsprof_scope_cleanup_), unused)) = \
+        xsprof_scope_enter_(&XSPROF_CAT_(xsprof_id_, __LINE__), (name))
+#define XSPROF_FUNCTION() XSPROF_SCOPE(__func__)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,66 @@
+/* io/reader.h — reader library for rank files (rank-NNNNN.h5) and for the
+ * journals of ranks that died before writing one (rank-NNNNN.xsj). Used by
+ * xsmerge and the tests. Owner: io.
+ *
+ * Every dataset's type and shape are validated before reading: a damaged or
+ * foreign file yields XSPROF_ERR_FORMAT / XSPROF_ERR_VERSION and a one-line
+ * message in `err` naming the file and the problem, never a crash. */
+#ifndef XSPROF_IO_READER_H
+#define XSPROF_IO_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "xsprof/xsprof.h"
+#include "format.h"
+
+typedef struct xsprof_rank_data {
+    char path[4096];
+    int format_version;
+    int32_t rank;
+    int32_t size;
+    int64_t pid;
+    char host[64];
+    char job_id[64];
+    char command[4096];
+    char clock_source[32];
+    char xsprof_version[32];
+    char mpi_version[128];
+    char end_state[64];         /* "finalized", "signal 11 (SIGSEGV)", "killed (no handler ran)" ... */
+    int64_t start_realtime_ns;
+    int64_t start_clock_ns;
+    uint64_t dropped;
+    uint64_t anomalies;
+    int truncated;              /* 1 when the rank did not finish normally */
+    int recovered;              /* 1 when read from a journal, not a finished file */
+
+    char **strings;             /* strings[id] */
+    uint32_t nstrings;
+
+    xsprof_io_region *regions; size_t nregions;
+    xsprof_io_arg *args;       size_t nargs;
+    xsprof_io_instant *instants; size_t ninstants;
+    xsprof_io_counter *counters; size_t ncounters;
+    xsprof_io_mpi *mpi;        size_t nmpi;
+    xsprof_io_gpu *gpu;        size_t ngpu;
+    xsprof_io_mem *mem;        size_t nmem;
+    xsprof_io_clock *clock;    size_t nclock;
+    xsprof_io_thread *threads; size_t nthreads;
+    xsprof_io_comm *comms;     size_t ncomms;
+    int32_t *comm_members;     size_t ncomm_members;
+    xsprof_io_topo *topo;      size_t ntopo;
+    xsprof_io_meta *meta;      size_t nmeta;
+} xsprof_rank_data;
+
+/* Load a whole rank file. On error `out` is left empty (safe to free). */
+xsprof_status xsprof_rankfile_load(const char *path, xsprof_rank_data *out, char *err, size_t errlen);
+
+/* Recover a rank's data from its journal (dead process). Sets recovered=1
+ * and truncated=1 unless the journal says the process finalized. */
+xsprof_status xsprof_journal_load(const char *path, xsprof_rank_data *out, char *err, size_t errlen);
+
+void xsprof_rank_data_free(xsprof_rank_data *d);
+
+/* String by id, "?" when out of range (never NULL). */
+const char *xsprof_rank_data_string(const xsprof_rank_data *d, uint32_t id);
+
+#endif

@@ -1,0 +1,63 @@
+/* merge/model.h — the in-memory model that xsmerge's stages pass along:
+ * read -> align -> match -> analyse -> emit. Owner: merge.
+ * After align, every timestamp in ranks[i].d (regions, mpi, gpu, instants,
+ * counters, memory) is on the reference clock, in ns since the job's first
+ * event (t = 0), so later stages never convert time again. */
+#ifndef XSPROF_MERGE_MODEL_H
+#define XSPROF_MERGE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "io/reader.h"
+
+typedef struct xsm_rank {
+    xsprof_rank_data d;   /* loaded rank file or recovered journal */
+    int present;          /* 0 when the rank is missing (--partial) */
+    int64_t correction_ns; /* largest clock-condition correction applied */
+} xsm_rank;
+
+/* One matched point-to-point message. Indices are rows of ranks[x].d.mpi. */
+typedef struct xsm_message {
+    int32_t src, dst;     /* world ranks */
+    uint32_t comm;
+    int32_t tag;
+    uint64_t bytes;
+    size_t send_row;      /* Send/Ssend/Isend/Sendrecv row on src */
+    size_t recv_row;      /* row on dst that completed the receive: Recv, Sendrecv or COMPLETION */
+    int64_t recv_post_row; /* Irecv row on dst (-1 for blocking receives) */
+    int64_t send_completion_row; /* COMPLETION/Wait row for an Isend on src, -1 if none */
+} xsm_message;
+
+/* One collective instance: the same (comm, coll_seq) on every member. */
+typedef struct xsm_collective {
+    uint32_t comm;
+    uint64_t coll_seq;
+    uint32_t op;          /* string id on ranks[members[0]] */
+    int coll_kind;        /* enum xsprof_coll_kind */
+    int32_t root;         /* world rank or -1 */
+    size_t n;             /* members seen */
+    int32_t *ranks;       /* world ranks, n entries */
+    size_t *rows;         /* mpi row on each rank, n entries */
+} xsm_collective;
+
+typedef struct xsm_clock_stats {
+    uint64_t violations_before; /* messages received before sent / collective exits before last entry, after offset interpolation only */
+    uint64_t violations_after;  /* same after the controlled logical clock (must be 0) */
+    int64_t max_correction_ns;  /* largest shift applied by the logical clock */
+    double max_residual_us;     /* largest clock-sample error bound (rtt/2) */
+} xsm_clock_stats;
+
+typedef struct xsm_run {
+    char run_dir[4096];
+    xsm_rank *ranks;      /* indexed by world rank, nranks entries */
+    size_t nranks;
+    xsm_message *msgs; size_t nmsgs;
+    xsm_collective *colls; size_t ncolls;
+    size_t unmatched_sends, unmatched_recvs, incomplete_colls;
+    xsm_clock_stats clock;
+    int64_t t_end;        /* last event, reference clock (ns since t = 0) */
+    char command[4096];
+    char job_id[64];
+} xsm_run;
+
+#endif

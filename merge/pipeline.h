@@ -1,0 +1,21 @@
+/* merge/pipeline.h — read -> align -> match, producing an xsm_run.
+ * Owner: merge pipeline (read/, align/, match/). Used by main and by the
+ * analysis (to load a baseline run). */
+#ifndef XSPROF_MERGE_PIPELINE_H
+#define XSPROF_MERGE_PIPELINE_H
+
+#include <stddef.h>
+#include "model.h"
+
+typedef struct xsm_load_opts {
+    int partial;          /* continue without missing/damaged ranks */
+    int quiet;            /* no progress bar, no notes */
+    int64_t from_ns, to_ns; /* time window, reference clock; to_ns <= 0: no limit */
+    const char *ranks;    /* "0-7,12" or NULL for all */
+} xsm_load_opts;
+
+/* Returns 0 on success, 1 on bad input (err holds one line naming the file). */
+int xsm_run_load(const char *run_dir, const xsm_load_opts *opts, xsm_run *run, char *err, size_t errlen);
+void xsm_run_free(xsm_run *run);
+
+#endif

@@ -55,6 +55,11 @@ XSPROF_HIDDEN xsprof_status xsprof_meta_set(const char *key, const char *value);
 typedef void (*xsprof_finalize_hook)(void);
 XSPROF_HIDDEN xsprof_status xsprof_finalize_hook_add(xsprof_finalize_hook fn);
 
+/* How the run ended, stored as the rank file's end_state ("finalized",
+ * "exit without MPI_Finalize", ...). mpi/ sets a pessimistic value at
+ * MPI_Init and "finalized" at MPI_Finalize. */
+XSPROF_HIDDEN void xsprof_end_state_set(const char *state);
+
 /* Logging: one line, prefixed with "xsprof[rank R]: ". level: 0 error,
  * 1 warning, 2 info, 3 debug; XSPROF_LOG selects what is shown. */
 XSPROF_HIDDEN void xsprof_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,0 +1,137 @@
+/* core/internal.h — state shared between core's own modules (not other
+ * folders: they use collector.h). Owner: core. */
+#ifndef XSPROF_CORE_INTERNAL_H
+#define XSPROF_CORE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <pthread.h>
+#include "collector.h"
+#include "journal.h"
+
+#define XSPROF_MAX_DEPTH 256
+#define XSPROF_MAX_OBSERVERS 16
+
+/* One open region on a thread's stack. */
+typedef struct xsprof_frame {
+    int64_t t_begin;
+    uint32_t name;
+    uint32_t nargs;
+    uint32_t sampled;  /* bit i: observer i saw the begin */
+    uint8_t recorded;  /* 0 when filtered out or collection was off at begin */
+    uint8_t pad[3];
+    int64_t counters[8]; /* perf counter values at begin */
+} xsprof_frame;
+
+/* Per-thread state: reached through one initial-exec TLS pointer. */
+typedef struct xsprof_thread {
+    uint32_t tid;
+    int32_t os_tid;
+    int busy;                 /* re-entry guard */
+    uint32_t depth;
+    char *cur;                /* next free byte in the chunk */
+    char *end;                /* end of the chunk */
+    xsprof_chunk_header *chunk;
+    uint64_t chunk_seq;
+    uint64_t dropped;
+    uint64_t drop_gen;        /* spare generation when we last failed to get a chunk */
+    uint64_t rng;
+    int64_t obs_skip[XSPROF_MAX_OBSERVERS];
+    int perf_fd[8];
+    int perf_open;            /* 0 not tried, 1 open, -1 unavailable */
+    struct xsprof_thread *next;
+    xsprof_frame stack[XSPROF_MAX_DEPTH];
+} xsprof_thread;
+
+/* The one global state object. Life cycle: UNINIT -> RUNNING -> FINALIZED. */
+enum { XSPROF_STATE_UNINIT = 0, XSPROF_STATE_RUNNING = 1, XSPROF_STATE_FINALIZING = 2, XSPROF_STATE_FINALIZED = 3,
+       XSPROF_STATE_FAILED = 4 };
+
+typedef struct xsprof_global {
+    _Atomic int collecting;   /* the one branch on the hot path */
+    _Atomic int state;
+    _Atomic int user_on;      /* session start/stop */
+    _Atomic int schedule_on;  /* schedule window */
+    _Atomic int nobservers;
+    pthread_mutex_t lock;     /* identity, journal creation, thread list, session changes */
+    xsprof_thread *threads;
+    _Atomic uint32_t next_tid;
+    int rank, size;
+    _Atomic uint64_t anomalies;
+    _Atomic uint64_t dropped;
+} xsprof_global;
+
+XSPROF_HIDDEN extern xsprof_global xsprof_g;
+XSPROF_HIDDEN extern __thread xsprof_thread *xsprof_tls __attribute__((tls_model("initial-exec")));
+
+/* session.c */
+XSPROF_HIDDEN void xsprof_core_init(void);
+XSPROF_HIDDEN void xsprof_collecting_update(void);
+
+/* thread.c */
+XSPROF_HIDDEN xsprof_thread *xsprof_thread_get(void);
+XSPROF_HIDDEN void *xsprof_thread_reserve_slow(xsprof_thread *t, uint32_t size);
+XSPROF_HIDDEN void xsprof_thread_close_chunk(xsprof_thread *t);
+XSPROF_HIDDEN void xsprof_threads_close_all(void);
+
+/* journal.c */
+XSPROF_HIDDEN xsprof_status xsprof_journal_open(void);
+XSPROF_HIDDEN xsprof_chunk_header *xsprof_journal_chunk_take(int block);
+XSPROF_HIDDEN void xsprof_journal_chunk_full(xsprof_chunk_header *c);
+XSPROF_HIDDEN uint64_t xsprof_journal_spare_gen(void);
+XSPROF_HIDDEN xsprof_status xsprof_journal_string_add(uint32_t id, const char *s, uint32_t len);
+XSPROF_HIDDEN xsprof_status xsprof_journal_finish(void);
+XSPROF_HIDDEN xsprof_status xsprof_journal_relocate(const char *dir, int rank);
+XSPROF_HIDDEN void xsprof_journal_mark_signal(int sig);
+XSPROF_HIDDEN int xsprof_journal_is_open(void);
+XSPROF_HIDDEN uint32_t xsprof_journal_chunk_bytes(void);
+XSPROF_HIDDEN void xsprof_journal_count_drop(void);
+
+/* intern.c */
+typedef struct xsprof_name_entry {
+    uint64_t hash;
+    uint32_t id;
+    uint32_t len;
+    uint8_t filtered;   /* 1: regions of this name are not recorded */
+    uint8_t warned;     /* XSPROF_WARN_REGION_MS warning printed once */
+    char str[];
+} xsprof_name_entry;
+XSPROF_HIDDEN const xsprof_name_entry *xsprof_name_entry_get(uint32_t id);
+XSPROF_HIDDEN uint32_t xsprof_name_count(void);
+XSPROF_HIDDEN xsprof_status xsprof_names_flush_to_journal(void);
+
+/* filter.c */
+XSPROF_HIDDEN xsprof_status xsprof_filter_parse(const char *spec);
+XSPROF_HIDDEN int xsprof_filter_excludes(const char *name);
+
+/* observer.c */
+XSPROF_HIDDEN uint32_t xsprof_observers_begin(xsprof_thread *t, const char *name, uint32_t id, int depth, int64_t t0);
+XSPROF_HIDDEN void xsprof_observers_end(xsprof_thread *t, uint32_t sampled, const char *name, uint32_t id, int depth,
+                                        int64_t t0, int64_t t1);
+
+/* counters.c */
+XSPROF_HIDDEN xsprof_status xsprof_counters_parse(const char *spec);
+XSPROF_HIDDEN int xsprof_counters_active(void);
+XSPROF_HIDDEN void xsprof_counters_read(xsprof_thread *t, int64_t *out);
+XSPROF_HIDDEN void xsprof_counters_emit(xsprof_thread *t, const int64_t *begin, uint16_t depth);
+XSPROF_HIDDEN void xsprof_counters_thread_close(xsprof_thread *t);
+
+/* schedule.c */
+XSPROF_HIDDEN xsprof_status xsprof_schedule_parse(const char *spec);
+XSPROF_HIDDEN void xsprof_schedule_check_at_finalize(void);
+
+/* signal.c */
+XSPROF_HIDDEN void xsprof_signals_install(void);
+
+/* config.c */
+XSPROF_HIDDEN void xsprof_config_load(void);
+XSPROF_HIDDEN int64_t xsprof_config_int(const char *name, int64_t dflt);
+XSPROF_HIDDEN xsprof_status xsprof_size_parse(const char *s, uint64_t *out);
+
+/* log.c */
+XSPROF_HIDDEN void xsprof_log_init(void);
+
+/* clock.c */
+XSPROF_HIDDEN void xsprof_clock_init(int rank);
+
+#endif

@@ -1,0 +1,207 @@
+/* core/region.c — the public recording API: regions, arguments, instants,
+ * counter samples, memory events. Every open region has a frame on the
+ * thread's stack, recorded or not, so toggling the session mid-region never
+ * mismatches begins and ends; a region is written once, complete, when it
+ * ends. */
+#include <string.h>
+#include "buffer.h"
+#include "clock.h"
+#include "internal.h"
+
+static int64_t g_warn_region_ns = -1; /* XSPROF_WARN_REGION_MS, set by session.c */
+void xsprof_region_warn_set(int64_t ms);
+void xsprof_region_warn_set(int64_t ms) { g_warn_region_ns = ms > 0 ? ms * 1000000 : -1; }
+
+xsprof_status xsprof_region_begin_id(xsprof_name_id id) {
+    xsprof_thread *t = xsprof_tls;
+    if (__builtin_expect(!t, 0) && !(t = xsprof_thread_get()))
+        return XSPROF_ERR_NOMEM;
+    uint32_t d = t->depth;
+    if (__builtin_expect(d >= XSPROF_MAX_DEPTH, 0)) {
+        xsprof_anomaly("region nesting deeper than 256");
+        return XSPROF_ERR_INVALID;
+    }
+    xsprof_frame *f = &t->stack[d];
+    t->depth = d + 1;
+    if (!atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed)) {
+        f->recorded = 0;
+        return XSPROF_ERR_DISABLED;
+    }
+    const xsprof_name_entry *e = xsprof_name_entry_get(id);
+    if (__builtin_expect(!e || e->filtered, 0)) {
+        f->recorded = 0;
+        return e ? XSPROF_OK : XSPROF_ERR_INVALID;
+    }
+    f->recorded = 1;
+    f->name = id;
+    f->nargs = 0;
+    f->sampled = 0;
+    if (atomic_load_explicit(&xsprof_g.nobservers, memory_order_relaxed))
+        f->sampled = xsprof_observers_begin(t, e->str, id, (int)d, xsprof_clock_read());
+    if (xsprof_counters_active())
+        xsprof_counters_read(t, f->counters);
+    f->t_begin = xsprof_clock_read(); /* last: our own work stays outside the region */
+    return XSPROF_OK;
+}
+
+xsprof_status xsprof_region_begin(const char *name) {
+    xsprof_name_id id;
+    xsprof_status st = xsprof_name_intern(name, &id);
+    if (st) {
+        /* Keep begin/end balanced even when the name is refused. */
+        xsprof_thread *t = xsprof_thread_get();
+        if (t && t->depth < XSPROF_MAX_DEPTH)
+            t->stack[t->depth++].recorded = 0;
+        return st;
+    }
+    return xsprof_region_begin_id(id);
+}
+
+xsprof_status xsprof_region_end(void) {
+    int64_t t1 = xsprof_clock_read();
+    xsprof_thread *t = xsprof_tls;
+    if (__builtin_expect(!t || !t->depth, 0)) {
+        xsprof_anomaly("region end without begin");
+        return XSPROF_ERR_UNBALANCED;
+    }
+    uint32_t d = --t->depth;
+    xsprof_frame *f = &t->stack[d];
+    if (!f->recorded)
+        return XSPROF_OK;
+    if (xsprof_counters_active())
+        xsprof_counters_emit(t, f->counters, (uint16_t)d);
+    xsprof_rec_region *r = xsprof_thread_reserve(t, sizeof *r);
+    if (__builtin_expect(r != NULL, 1)) {
+        r->h.type = XSPROF_REC_REGION;
+        r->h.size = sizeof *r;
+        r->depth = (uint16_t)d;
+        r->category = XSPROF_CAT_USER;
+        r->name = f->name;
+        r->nargs = f->nargs;
+        r->t_begin = f->t_begin;
+        r->t_end = t1;
+        xsprof_thread_commit(t, r);
+    }
+    if (__builtin_expect(f->sampled != 0, 0)) {
+        const xsprof_name_entry *e = xsprof_name_entry_get(f->name);
+        xsprof_observers_end(t, f->sampled, e ? e->str : "?", f->name, (int)d, f->t_begin, t1);
+    }
+    if (__builtin_expect(g_warn_region_ns > 0 && t1 - f->t_begin > g_warn_region_ns, 0)) {
+        xsprof_name_entry *e = (xsprof_name_entry *)xsprof_name_entry_get(f->name);
+        if (e && !e->warned) {
+            e->warned = 1; /* once per name: a warning, not a flood */
+            xsprof_log(XSPROF_LOG_WARN, "region '%s' took %.3f ms (XSPROF_WARN_REGION_MS=%lld)", e->str,
+                       (double)(t1 - f->t_begin) / 1e6, (long long)(g_warn_region_ns / 1000000));
+        }
+    }
+    return r ? XSPROF_OK : XSPROF_ERR_FULL;
+}
+
+/* Arguments go to the innermost open region; written now, attached by the
+ * reader to the next REGION record of the same depth. */
+static xsprof_status arg_put(const char *key, xsprof_rec_arg *a) {
+    xsprof_thread *t = xsprof_tls;
+    if (!key)
+        return XSPROF_ERR_INVALID;
+    if (!t || !t->depth) {
+        xsprof_anomaly("region argument outside a region");
+        return XSPROF_ERR_STATE;
+    }
+    xsprof_frame *f = &t->stack[t->depth - 1];
+    if (!f->recorded)
+        return XSPROF_ERR_DISABLED;
+    xsprof_status st = xsprof_name_intern(key, &a->key);
+    if (st)
+        return st;
+    a->h.type = XSPROF_REC_ARG;
+    a->h.size = xsprof_rec_size(sizeof *a);
+    a->depth = (uint16_t)(t->depth - 1);
+    void *p = xsprof_thread_reserve(t, a->h.size);
+    if (!p)
+        return XSPROF_ERR_FULL;
+    memcpy(p, a, sizeof *a);
+    xsprof_thread_commit(t, p);
+    f->nargs++;
+    return XSPROF_OK;
+}
+
+xsprof_status xsprof_region_arg_int(const char *key, int64_t value) {
+    xsprof_rec_arg a = {.kind = XSPROF_ARG_INT, .v.i = value};
+    return arg_put(key, &a);
+}
+
+xsprof_status xsprof_region_arg_double(const char *key, double value) {
+    xsprof_rec_arg a = {.kind = XSPROF_ARG_DOUBLE, .v.d = value};
+    return arg_put(key, &a);
+}
+
+xsprof_status xsprof_region_arg_string(const char *key, const char *value) {
+    if (!value)
+        return XSPROF_ERR_INVALID;
+    xsprof_rec_arg a = {.kind = XSPROF_ARG_STRING};
+    xsprof_status st = xsprof_name_intern(value, &a.v.s);
+    return st ? st : arg_put(key, &a);
+}
+
+xsprof_status xsprof_region_arg_shape(const char *key, const int64_t *dims, int ndims) {
+    if (!dims || ndims < 0 || ndims > XSPROF_ARG_SHAPE_MAX)
+        return XSPROF_ERR_INVALID;
+    xsprof_rec_arg a = {.kind = XSPROF_ARG_SHAPE, .ndims = (uint32_t)ndims};
+    memcpy(a.v.dims, dims, sizeof(int64_t) * (size_t)ndims);
+    return arg_put(key, &a);
+}
+
+/* Scope macros: the token says whether a frame was pushed. */
+int xsprof_scope_enter_(xsprof_name_id *cache, const char *name) {
+    xsprof_name_id id = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (!id) {
+        /* Ids are stored +1 so 0 means "not interned yet". */
+        if (xsprof_name_intern(name, &id) != XSPROF_OK) {
+            xsprof_region_begin(name); /* pushes an unrecorded frame */
+            return 1;
+        }
+        __atomic_store_n(cache, id + 1, __ATOMIC_RELAXED);
+    } else
+        id -= 1;
+    xsprof_region_begin_id(id);
+    return 1;
+}
+
+void xsprof_scope_cleanup_(int *token) {
+    if (*token)
+        xsprof_region_end();
+}
+
+xsprof_status xsprof_instant(const char *name) {
+    if (!atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed))
+        return XSPROF_ERR_DISABLED;
+    xsprof_rec_instant r = {.h = {XSPROF_REC_INSTANT, sizeof r}, .t = xsprof_clock_read()};
+    xsprof_status st = xsprof_name_intern(name, &r.name);
+    return st ? st : xsprof_buf_append(&r, sizeof r, 0);
+}
+
+xsprof_status xsprof_counter_set(const char *name, double value) {
+    if (!atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed))
+        return XSPROF_ERR_DISABLED;
+    xsprof_rec_counter r = {.h = {XSPROF_REC_COUNTER, sizeof r}, .t = xsprof_clock_read(), .value = value};
+    xsprof_status st = xsprof_name_intern(name, &r.name);
+    return st ? st : xsprof_buf_append(&r, sizeof r, 0);
+}
+
+static xsprof_status mem_event(uint16_t kind, const void *ptr, uint64_t size, int device) {
+    if (!atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed))
+        return XSPROF_ERR_DISABLED;
+    if (device < -1 || device > 32767)
+        return XSPROF_ERR_INVALID;
+    xsprof_rec_mem r = {.h = {XSPROF_REC_MEM, sizeof r}, .kind = kind, .device = (int16_t)device,
+                        .t = xsprof_clock_read(), .ptr = (uint64_t)(uintptr_t)ptr, .size = size};
+    return xsprof_buf_append(&r, sizeof r, 0);
+}
+
+xsprof_status xsprof_mem_alloc(const void *ptr, uint64_t size, int device) {
+    return ptr ? mem_event(XSPROF_MEM_ALLOC, ptr, size, device) : XSPROF_ERR_INVALID;
+}
+
+xsprof_status xsprof_mem_free(const void *ptr, int device) {
+    return ptr ? mem_event(XSPROF_MEM_FREE, ptr, 0, device) : XSPROF_ERR_INVALID;
+}

@@ -1,0 +1,115 @@
+/* core/schedule.c — torch.profiler-style schedule advanced by xsprof_step():
+ * `wait` steps off, `warmup` steps off (the application warms up, xsprof
+ * stays out of the way), `active` steps recorded, repeated `repeat` times
+ * (0 = forever). on_trace_ready runs when an active window closes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+static struct {
+    int set;
+    int wait, warmup, active, repeat;
+    long step;
+    int cycles_done;
+    xsprof_trace_ready_fn fn;
+    void *user;
+} g_s;
+
+static int phase_active(long step) {
+    long cycle = g_s.wait + g_s.warmup + g_s.active;
+    long c = step / cycle;
+    if (g_s.repeat > 0 && c >= g_s.repeat)
+        return 0;
+    return step % cycle >= g_s.wait + g_s.warmup;
+}
+
+static xsprof_status schedule_apply(int wait, int warmup, int active, int repeat, xsprof_trace_ready_fn fn, void *user) {
+    if (wait < 0 || warmup < 0 || active < 1 || repeat < 0)
+        return XSPROF_ERR_INVALID;
+    pthread_mutex_lock(&xsprof_g.lock);
+    g_s.set = 1;
+    g_s.wait = wait;
+    g_s.warmup = warmup;
+    g_s.active = active;
+    g_s.repeat = repeat;
+    g_s.step = 0;
+    g_s.cycles_done = 0;
+    g_s.fn = fn;
+    g_s.user = user;
+    atomic_store(&xsprof_g.schedule_on, phase_active(0));
+    xsprof_collecting_update();
+    pthread_mutex_unlock(&xsprof_g.lock);
+    return XSPROF_OK;
+}
+
+xsprof_status xsprof_schedule_set(int wait, int warmup, int active, int repeat, xsprof_trace_ready_fn fn, void *user) {
+    return schedule_apply(wait, warmup, active, repeat, fn, user);
+}
+
+xsprof_status xsprof_schedule_parse(const char *spec) {
+    if (!spec)
+        return XSPROF_OK;
+    int v[4] = {0, 0, -1, 1};
+    static const char *keys[] = {"wait", "warmup", "active", "repeat"};
+    const char *p = spec;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int k = -1;
+        for (int i = 0; i < 4; i++) {
+            size_t kl = strlen(keys[i]);
+            if (n > kl && !strncmp(p, keys[i], kl) && p[kl] == '=')
+                k = i;
+        }
+        if (k < 0)
+            return XSPROF_ERR_INVALID;
+        char *end;
+        long x = strtol(p + strlen(keys[k]) + 1, &end, 10);
+        if (end != p + n || x < 0 || x > 1000000000)
+            return XSPROF_ERR_INVALID;
+        v[k] = (int)x;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (v[2] < 1)
+        return XSPROF_ERR_INVALID;
+    return schedule_apply(v[0], v[1], v[2], v[3], NULL, NULL);
+}
+
+xsprof_status xsprof_step(void) {
+    pthread_mutex_lock(&xsprof_g.lock);
+    if (!g_s.set) {
+        pthread_mutex_unlock(&xsprof_g.lock);
+        return XSPROF_OK;
+    }
+    int was = phase_active(g_s.step);
+    g_s.step++;
+    int now = phase_active(g_s.step);
+    atomic_store(&xsprof_g.schedule_on, now);
+    xsprof_collecting_update();
+    xsprof_trace_ready_fn fn = NULL;
+    int cycle = 0;
+    if (was && !now) {
+        cycle = g_s.cycles_done++;
+        fn = g_s.fn;
+    }
+    void *user = g_s.user;
+    pthread_mutex_unlock(&xsprof_g.lock);
+    if (was != now)
+        xsprof_log(XSPROF_LOG_INFO, "schedule: step %ld, recording %s", g_s.step, now ? "on" : "off");
+    if (fn)
+        fn(cycle, user);
+    return XSPROF_OK;
+}
+
+void xsprof_schedule_check_at_finalize(void) {
+    if (!g_s.set)
+        return;
+    long need = g_s.wait + g_s.warmup + g_s.active;
+    if (g_s.step < need)
+        xsprof_log(XSPROF_LOG_WARN,
+                   "schedule wait=%d,warmup=%d,active=%d needs %ld steps for one active cycle, but only %ld ran "
+                   "(call xsprof_step() once per iteration)",
+                   g_s.wait, g_s.warmup, g_s.active, need, g_s.step);
+}

@@ -1,0 +1,701 @@
+/* io/journal_read.c — validating journal parser (see journal_read.h).
+ * The file is read with pread, never mapped: a journal truncated under us
+ * must give a short read, not SIGBUS. Memory stays bounded: one chunk, the
+ * string table, the definitions and one block per event table. */
+#include "io/journal_read.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/journal.h"
+#include "core/record.h"
+
+/* A chunk bigger than this is not something core writes: reject the header
+ * rather than allocate whatever a damaged file asks for. */
+#define JR_MAX_CHUNK (256u << 20)
+
+static const size_t jr_block_rows[XSPROF_IO_T_COUNT] = {
+    [XSPROF_IO_T_REGIONS] = 8192, [XSPROF_IO_T_ARGS] = 2048, [XSPROF_IO_T_INSTANTS] = 16384,
+    [XSPROF_IO_T_COUNTERS] = 8192, [XSPROF_IO_T_MPI] = 2048, [XSPROF_IO_T_GPU] = 2048,
+    [XSPROF_IO_T_MEM] = 8192, [XSPROF_IO_T_CLOCK] = 1024,
+};
+static const size_t jr_row_size[XSPROF_IO_T_COUNT] = {
+    [XSPROF_IO_T_REGIONS] = sizeof(xsprof_io_region), [XSPROF_IO_T_ARGS] = sizeof(xsprof_io_arg),
+    [XSPROF_IO_T_INSTANTS] = sizeof(xsprof_io_instant), [XSPROF_IO_T_COUNTERS] = sizeof(xsprof_io_counter),
+    [XSPROF_IO_T_MPI] = sizeof(xsprof_io_mpi), [XSPROF_IO_T_GPU] = sizeof(xsprof_io_gpu),
+    [XSPROF_IO_T_MEM] = sizeof(xsprof_io_mem), [XSPROF_IO_T_CLOCK] = sizeof(xsprof_io_clock),
+};
+
+size_t xsprof_io_table_block_rows(enum xsprof_io_table t) { return t < XSPROF_IO_T_COUNT ? jr_block_rows[t] : 0; }
+size_t xsprof_io_table_row_size(enum xsprof_io_table t) { return t < XSPROF_IO_T_COUNT ? jr_row_size[t] : 0; }
+
+typedef struct jr_chunk {
+    uint64_t seq;
+    uint64_t index;
+    uint64_t used;
+    uint32_t tid;
+} jr_chunk;
+
+typedef struct jr_ctx {
+    const char *path;
+    int fd;
+    uint64_t file_size;
+    xsprof_journal_header hdr;
+    xsprof_rank_data *out;
+    xsprof_journal_stats *st;
+    xsprof_io_rows_fn fn;
+    void *user;
+    char *err;
+    size_t errlen;
+    /* event blocks */
+    unsigned char *block[XSPROF_IO_T_COUNT];
+    size_t nblock[XSPROF_IO_T_COUNT];
+    uint64_t rows[XSPROF_IO_T_COUNT]; /* rows emitted so far: the next row index */
+    /* pending region args of the thread being walked */
+    xsprof_rec_arg *pending;
+    size_t npending, cpending;
+    /* definition capacities */
+    size_t cap_strings, cap_threads, cap_comms, cap_members, cap_topo, cap_meta;
+} jr_ctx;
+
+static xsprof_status jr_fail(jr_ctx *c, xsprof_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static xsprof_status jr_fail(jr_ctx *c, xsprof_status s, const char *fmt, ...)
+{
+    if (c->err && c->errlen && !c->err[0]) {
+        int n = snprintf(c->err, c->errlen, "%s: ", c->path);
+        if (n >= 0 && (size_t)n < c->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return s;
+}
+
+/* Grow *p (element size `el`) so that it holds at least `need` elements. */
+static int jr_grow(void **p, size_t *cap, size_t need, size_t el)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 16;
+    while (n < need)
+        n *= 2;
+    if (n > SIZE_MAX / el)
+        return -1;
+    void *q = realloc(*p, n * el);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* Read exactly len bytes at off, or fewer when the file ends; -1 on error. */
+static ssize_t jr_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static void jr_copy_field(char *dst, size_t dstlen, const char *src, size_t srclen)
+{
+    size_t n = strnlen(src, srclen);
+    if (n >= dstlen)
+        n = dstlen - 1;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+static xsprof_status jr_flush(jr_ctx *c, enum xsprof_io_table t)
+{
+    if (!c->nblock[t])
+        return XSPROF_OK;
+    xsprof_status s = c->fn(c->user, t, c->block[t], c->nblock[t]);
+    c->nblock[t] = 0;
+    if (s != XSPROF_OK)
+        return jr_fail(c, s, "cannot store %s rows", t == XSPROF_IO_T_REGIONS ? "region" : "event");
+    return XSPROF_OK;
+}
+
+static xsprof_status jr_emit(jr_ctx *c, enum xsprof_io_table t, const void *row)
+{
+    memcpy(c->block[t] + c->nblock[t] * jr_row_size[t], row, jr_row_size[t]);
+    c->rows[t]++;
+    if (++c->nblock[t] == jr_block_rows[t])
+        return jr_flush(c, t);
+    return XSPROF_OK;
+}
+
+/* Row of thread `tid` in the threads table, created on first sight. */
+static xsprof_io_thread *jr_thread(jr_ctx *c, uint32_t tid)
+{
+    xsprof_rank_data *d = c->out;
+    for (size_t i = 0; i < d->nthreads; i++)
+        if (d->threads[i].tid == tid)
+            return &d->threads[i];
+    if (jr_grow((void **)&d->threads, &c->cap_threads, d->nthreads + 1, sizeof *d->threads))
+        return NULL;
+    xsprof_io_thread *t = &d->threads[d->nthreads++];
+    memset(t, 0, sizeof *t);
+    t->tid = tid;
+    t->name = UINT32_MAX; /* no THREAD record: unnamed */
+    return t;
+}
+
+static const char *jr_string(const jr_ctx *c, uint32_t id)
+{
+    return id < c->out->nstrings ? c->out->strings[id] : NULL;
+}
+
+static xsprof_status jr_read_strings(jr_ctx *c)
+{
+    const xsprof_journal_header *h = &c->hdr;
+    uint64_t avail = h->strings_used < h->strings_capacity ? h->strings_used : h->strings_capacity;
+    if (h->strings_used > h->strings_capacity)
+        c->st->damaged++;
+    if (h->strings_offset >= c->file_size)
+        avail = 0;
+    else if (avail > c->file_size - h->strings_offset)
+        avail = c->file_size - h->strings_offset;
+    if (!avail)
+        return XSPROF_OK;
+    unsigned char *buf = malloc((size_t)avail);
+    if (!buf)
+        return jr_fail(c, XSPROF_ERR_NOMEM, "cannot allocate %llu bytes for the string table",
+                       (unsigned long long)avail);
+    ssize_t got = jr_pread(c->fd, buf, (size_t)avail, h->strings_offset);
+    if (got < 0) {
+        free(buf);
+        return jr_fail(c, XSPROF_ERR_IO, "cannot read the string table: %s", strerror(errno));
+    }
+    xsprof_rank_data *d = c->out;
+    size_t off = 0, end = (size_t)got;
+    while (end - off >= 8) {
+        uint32_t id, len;
+        memcpy(&id, buf + off, 4);
+        memcpy(&len, buf + off + 4, 4);
+        /* Ids are dense: anything else is a torn or damaged entry. */
+        if (id != d->nstrings || len > end - off - 8) {
+            c->st->damaged++;
+            break;
+        }
+        if (jr_grow((void **)&d->strings, &c->cap_strings, d->nstrings + 1, sizeof *d->strings)) {
+            free(buf);
+            return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading strings");
+        }
+        char *s = malloc((size_t)len + 1);
+        if (!s) {
+            free(buf);
+            return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading strings");
+        }
+        memcpy(s, buf + off + 8, len);
+        s[len] = 0;
+        d->strings[d->nstrings++] = s;
+        off += 8 + (((size_t)len + 3u) & ~(size_t)3u);
+    }
+    free(buf);
+    return XSPROF_OK;
+}
+
+static int jr_chunk_cmp(const void *a, const void *b)
+{
+    const jr_chunk *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->index < y->index ? -1 : (x->index > y->index);
+}
+
+/* Smallest valid size of a record of each type (0: unknown type). */
+static uint32_t jr_min_size(uint16_t type)
+{
+    switch (type) {
+    case XSPROF_REC_REGION: return sizeof(xsprof_rec_region);
+    case XSPROF_REC_INSTANT: return sizeof(xsprof_rec_instant);
+    case XSPROF_REC_COUNTER: return sizeof(xsprof_rec_counter);
+    case XSPROF_REC_MPI: return sizeof(xsprof_rec_mpi);
+    case XSPROF_REC_GPU: return sizeof(xsprof_rec_gpu);
+    case XSPROF_REC_CLOCK: return sizeof(xsprof_rec_clock);
+    case XSPROF_REC_MEM: return sizeof(xsprof_rec_mem);
+    case XSPROF_REC_ARG: return sizeof(xsprof_rec_arg);
+    case XSPROF_REC_THREAD: return sizeof(xsprof_rec_thread);
+    case XSPROF_REC_COMM: return sizeof(xsprof_rec_comm);
+    case XSPROF_REC_META: return sizeof(xsprof_rec_meta);
+    case XSPROF_REC_DROP: return sizeof(xsprof_rec_drop);
+    case XSPROF_REC_TOPO: return sizeof(xsprof_rec_topo);
+    default: return 0;
+    }
+}
+
+/* A completed region: its args are the pending ARG records of its depth.
+ * Pending args deeper than it belong to regions that can no longer complete
+ * (their REGION record was dropped): discard them. */
+static xsprof_status jr_region(jr_ctx *c, uint32_t tid, const xsprof_rec_region *r)
+{
+    size_t count = 0, keep = 0;
+    for (size_t i = 0; i < c->npending; i++) {
+        if (c->pending[i].depth == r->depth)
+            count++;
+    }
+    /* More pending than the region declares: the oldest are orphans of a
+     * dropped region at the same depth. */
+    size_t skip = count > r->nargs ? count - r->nargs : 0;
+    size_t nattached = count - skip;
+    xsprof_io_region row = {.t_begin = r->t_begin, .t_end = r->t_end, .name = r->name, .thread = tid,
+                            .depth = r->depth, .category = r->category, .nargs = (uint32_t)nattached,
+                            .args = nattached ? (int64_t)c->rows[XSPROF_IO_T_ARGS] : -1};
+    uint64_t region_row = c->rows[XSPROF_IO_T_REGIONS];
+    size_t seen = 0;
+    for (size_t i = 0; i < c->npending; i++) {
+        const xsprof_rec_arg *a = &c->pending[i];
+        if (a->depth < r->depth) {
+            c->pending[keep++] = *a;
+            continue;
+        }
+        if (a->depth > r->depth || seen++ < skip) {
+            c->st->orphan_args++;
+            continue;
+        }
+        xsprof_io_arg ar;
+        memset(&ar, 0, sizeof ar);
+        ar.region = (int64_t)region_row;
+        ar.key = a->key;
+        ar.kind = a->kind;
+        switch (a->kind) {
+        case XSPROF_ARG_INT: ar.i = a->v.i; break;
+        case XSPROF_ARG_DOUBLE: ar.d = a->v.d; break;
+        case XSPROF_ARG_STRING: ar.s = a->v.s; break;
+        default:
+            ar.ndims = a->ndims;
+            memcpy(ar.dims, a->v.dims, a->ndims * sizeof(int64_t));
+            break;
+        }
+        xsprof_status s = jr_emit(c, XSPROF_IO_T_ARGS, &ar);
+        if (s != XSPROF_OK)
+            return s;
+    }
+    c->npending = keep;
+    return jr_emit(c, XSPROF_IO_T_REGIONS, &row);
+}
+
+/* One record whose header was validated; returns 1 when its content is
+ * damaged (the walk stops there), 0 when handled, -1 on failure. */
+static int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t size, xsprof_status *fail)
+{
+    xsprof_rank_data *d = c->out;
+    xsprof_rec_hdr h;
+    memcpy(&h, p, sizeof h);
+    switch (h.type) {
+    case XSPROF_REC_REGION: {
+        xsprof_rec_region r;
+        memcpy(&r, p, sizeof r);
+        *fail = jr_region(c, tid, &r);
+        return *fail ? -1 : 0;
+    }
+    case XSPROF_REC_ARG: {
+        xsprof_rec_arg a;
+        memcpy(&a, p, sizeof a);
+        if (a.kind < XSPROF_ARG_INT || a.kind > XSPROF_ARG_SHAPE ||
+            (a.kind == XSPROF_ARG_SHAPE && a.ndims > XSPROF_ARG_SHAPE_MAX))
+            return 1;
+        if (jr_grow((void **)&c->pending, &c->cpending, c->npending + 1, sizeof *c->pending)) {
+            *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory holding region arguments");
+            return -1;
+        }
+        c->pending[c->npending++] = a;
+        return 0;
+    }
+    case XSPROF_REC_INSTANT: {
+        xsprof_rec_instant r;
+        memcpy(&r, p, sizeof r);
+        xsprof_io_instant row = {.t = r.t, .name = r.name, .thread = tid};
+        *fail = jr_emit(c, XSPROF_IO_T_INSTANTS, &row);
+        return *fail ? -1 : 0;
+    }
+    case XSPROF_REC_COUNTER: {
+        xsprof_rec_counter r;
+        memcpy(&r, p, sizeof r);
+        xsprof_io_counter row = {.t = r.t, .value = r.value, .name = r.name, .thread = tid};
+        *fail = jr_emit(c, XSPROF_IO_T_COUNTERS, &row);
+        return *fail ? -1 : 0;
+    }
+    case XSPROF_REC_MPI: {
+        xsprof_rec_mpi r;
+        memcpy(&r, p, sizeof r);
+        xsprof_io_mpi row = {.t_begin = r.t_begin, .t_end = r.t_end, .op = r.op, .thread = tid, .comm = r.comm,
+                             .peer = r.peer, .tag = r.tag, .root = r.root, .bytes_sent = r.bytes_sent,
+                             .bytes_recv = r.bytes_recv, .request = r.request, .seq = r.seq,
+                             .coll_seq = r.coll_seq, .kind = r.kind, .coll = r.coll, .flags = r.flags,
+                             .count = r.count};
+        *fail = jr_emit(c, XSPROF_IO_T_MPI, &row);
+        return *fail ? -1 : 0;
+    }
+    case XSPROF_REC_GPU: {
+        xsprof_rec_gpu r;
+        memcpy(&r, p, sizeof r);
+        xsprof_io_gpu row = {.t_begin = r.t_begin, .t_end = r.t_end, .name = r.name, .kind = r.kind,
+                             .device = r.device, .stream = r.stream, .correlation = r.correlation,
+                             .context = r.context, .bytes = r.bytes, .shared_mem = r.shared_mem,
+                             .registers = r.registers, .thread = r.thread};
+        memcpy(row.grid, r.grid, sizeof row.grid);
+        memcpy(row.block, r.block, sizeof row.block);
+        *fail = jr_emit(c, XSPROF_IO_T_GPU, &row);
+        return *fail ? -1 : 0;
+    }
+    case XSPROF_REC_CLOCK: {
+        xsprof_rec_clock r;
+        memcpy(&r, p, sizeof r);
+        xsprof_io_clock row = {.t_local = r.t_local, .offset_ns = r.offset_ns, .rtt_ns = r.rtt_ns, .phase = r.phase};
+        *fail = jr_emit(c, XSPROF_IO_T_CLOCK, &row);
+        return *fail ? -1 : 0;
+    }
+    case XSPROF_REC_MEM: {
+        xsprof_rec_mem r;
+        memcpy(&r, p, sizeof r);
+        xsprof_io_mem row = {.t = r.t, .ptr = r.ptr, .size = r.size, .thread = tid, .kind = r.kind,
+                             .device = r.device};
+        *fail = jr_emit(c, XSPROF_IO_T_MEM, &row);
+        return *fail ? -1 : 0;
+    }
+    case XSPROF_REC_THREAD: {
+        xsprof_rec_thread r;
+        memcpy(&r, p, sizeof r);
+        xsprof_io_thread *t = jr_thread(c, r.tid);
+        if (!t) {
+            *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading threads");
+            return -1;
+        }
+        t->os_tid = r.os_tid;
+        t->name = r.name;
+        return 0;
+    }
+    case XSPROF_REC_DROP: {
+        xsprof_rec_drop r;
+        memcpy(&r, p, sizeof r);
+        xsprof_io_thread *t = jr_thread(c, r.tid);
+        if (!t) {
+            *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading threads");
+            return -1;
+        }
+        if (r.dropped > t->dropped) /* cumulative: the last one is the largest */
+            t->dropped = r.dropped;
+        return 0;
+    }
+    case XSPROF_REC_COMM: {
+        xsprof_rec_comm r;
+        memcpy(&r, p, sizeof r);
+        if (r.size > (size - sizeof r) / sizeof(int32_t))
+            return 1;
+        if (jr_grow((void **)&d->comms, &c->cap_comms, d->ncomms + 1, sizeof *d->comms) ||
+            jr_grow((void **)&d->comm_members, &c->cap_members, d->ncomm_members + r.size, sizeof(int32_t))) {
+            *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading communicators");
+            return -1;
+        }
+        xsprof_io_comm row = {.id = r.id, .size = r.size, .name = r.name, .parent = r.parent,
+                              .members = d->ncomm_members};
+        memcpy(d->comm_members + d->ncomm_members, p + sizeof r, (size_t)r.size * sizeof(int32_t));
+        d->ncomm_members += r.size;
+        d->comms[d->ncomms++] = row;
+        return 0;
+    }
+    case XSPROF_REC_META: {
+        xsprof_rec_meta r;
+        memcpy(&r, p, sizeof r);
+        if (jr_grow((void **)&d->meta, &c->cap_meta, d->nmeta + 1, sizeof *d->meta)) {
+            *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading metadata");
+            return -1;
+        }
+        d->meta[d->nmeta++] = (xsprof_io_meta){.key = r.key, .value = r.value};
+        const char *k = jr_string(c, r.key), *v = jr_string(c, r.value);
+        if (k && v && !strcmp(k, "command"))
+            jr_copy_field(d->command, sizeof d->command, v, strlen(v));
+        else if (k && v && !strcmp(k, "mpi_version"))
+            jr_copy_field(d->mpi_version, sizeof d->mpi_version, v, strlen(v));
+        return 0;
+    }
+    case XSPROF_REC_TOPO: {
+        xsprof_rec_topo r;
+        memcpy(&r, p, sizeof r);
+        if (jr_grow((void **)&d->topo, &c->cap_topo, d->ntopo + 1, sizeof *d->topo)) {
+            *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading topology");
+            return -1;
+        }
+        d->topo[d->ntopo++] = (xsprof_io_topo){.numa_node = r.numa_node, .ncores_host = r.ncores_host,
+                                               .cpuset = r.cpuset, .cores = r.cores, .gpus = r.gpus,
+                                               .host = r.host};
+        return 0;
+    }
+    default:
+        return 1;
+    }
+}
+
+/* Walk the committed records of one chunk; stops at the first damage. */
+static xsprof_status jr_walk_chunk(jr_ctx *c, uint32_t tid, const unsigned char *p, size_t used)
+{
+    size_t off = 0;
+    while (used - off >= sizeof(xsprof_rec_hdr)) {
+        xsprof_rec_hdr h;
+        memcpy(&h, p + off, sizeof h);
+        uint32_t min = jr_min_size(h.type);
+        if (!min || h.size < min || h.size % 8 || h.size > used - off) {
+            c->st->damaged++;
+            return XSPROF_OK;
+        }
+        xsprof_status fail = XSPROF_OK;
+        int r = jr_record(c, tid, p + off, h.size, &fail);
+        if (r < 0)
+            return fail;
+        if (r > 0) {
+            c->st->damaged++;
+            return XSPROF_OK;
+        }
+        off += h.size;
+    }
+    if (off != used) /* a partial header: `used` itself is damaged */
+        c->st->damaged++;
+    return XSPROF_OK;
+}
+
+static xsprof_status jr_read_chunks(jr_ctx *c)
+{
+    const xsprof_journal_header *h = &c->hdr;
+    if (h->chunks_offset >= c->file_size)
+        return XSPROF_OK;
+    uint64_t n = (c->file_size - h->chunks_offset) / h->chunk_size;
+    /* A dead process may leave its last chunk shorter than chunk_size. */
+    if ((c->file_size - h->chunks_offset) % h->chunk_size >= sizeof(xsprof_chunk_header))
+        n++;
+    jr_chunk *list = NULL;
+    size_t nlist = 0, cap = 0;
+    xsprof_status s = XSPROF_OK;
+    for (uint64_t i = 0; i < n; i++) {
+        xsprof_chunk_header ch;
+        uint64_t off = h->chunks_offset + i * h->chunk_size;
+        ssize_t got = jr_pread(c->fd, &ch, sizeof ch, off);
+        if (got < 0) {
+            free(list);
+            return jr_fail(c, XSPROF_ERR_IO, "cannot read chunk %llu: %s", (unsigned long long)i, strerror(errno));
+        }
+        if ((size_t)got < sizeof ch)
+            break;
+        if (ch.magic != XSPROF_CHUNK_MAGIC) {
+            /* Never handed out chunks are zero; anything else is garbage. */
+            if (ch.magic != 0 || ch.state != 0 || ch.used != 0)
+                c->st->damaged++;
+            continue;
+        }
+        if (ch.state == XSPROF_CHUNK_FREE)
+            continue;
+        if (ch.state != XSPROF_CHUNK_ACTIVE && ch.state != XSPROF_CHUNK_FULL) {
+            c->st->damaged++;
+            continue;
+        }
+        uint64_t room = h->chunk_size - sizeof ch;
+        if (ch.used > room) {
+            c->st->damaged++;
+            ch.used = room;
+        }
+        if (jr_grow((void **)&list, &cap, nlist + 1, sizeof *list)) {
+            free(list);
+            return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory indexing chunks");
+        }
+        list[nlist++] = (jr_chunk){.seq = ch.seq, .index = i, .used = ch.used, .tid = ch.tid};
+    }
+    qsort(list, nlist, sizeof *list, jr_chunk_cmp);
+
+    unsigned char *buf = nlist ? malloc(h->chunk_size) : NULL;
+    if (nlist && !buf) {
+        free(list);
+        return jr_fail(c, XSPROF_ERR_NOMEM, "cannot allocate a %u-byte chunk buffer", h->chunk_size);
+    }
+    for (size_t i = 0; i < nlist && s == XSPROF_OK; i++) {
+        const jr_chunk *k = &list[i];
+        int first_of_thread = i == 0 || list[i - 1].tid != k->tid;
+        if (first_of_thread) {
+            c->st->orphan_args += c->npending; /* regions left open by the previous thread */
+            c->npending = 0;
+            if (!jr_thread(c, k->tid)) {
+                s = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading threads");
+                break;
+            }
+        } else if (list[i - 1].seq == k->seq) {
+            c->st->damaged++; /* two chunks claim the same place: keep the first */
+            continue;
+        } else if (list[i - 1].seq + 1 != k->seq) {
+            c->st->damaged++; /* a chunk of this thread is missing */
+        }
+        uint64_t off = h->chunks_offset + k->index * h->chunk_size + sizeof(xsprof_chunk_header);
+        ssize_t got = jr_pread(c->fd, buf, (size_t)k->used, off);
+        if (got < 0) {
+            s = jr_fail(c, XSPROF_ERR_IO, "cannot read chunk %llu: %s", (unsigned long long)k->index,
+                        strerror(errno));
+            break;
+        }
+        if ((uint64_t)got < k->used)
+            c->st->damaged++;
+        s = jr_walk_chunk(c, k->tid, buf, (size_t)got);
+    }
+    c->st->orphan_args += c->npending;
+    c->npending = 0;
+    free(buf);
+    free(list);
+    return s;
+}
+
+static int jr_thread_cmp(const void *a, const void *b)
+{
+    const xsprof_io_thread *x = a, *y = b;
+    return x->tid < y->tid ? -1 : (x->tid > y->tid);
+}
+
+static xsprof_status jr_check_header(jr_ctx *c)
+{
+    const xsprof_journal_header *h = &c->hdr;
+    if (memcmp(h->magic, XSPROF_JOURNAL_MAGIC, sizeof h->magic) != 0)
+        return jr_fail(c, XSPROF_ERR_FORMAT, "not an xsprof journal (bad magic)");
+    if (h->version != XSPROF_JOURNAL_VERSION)
+        return jr_fail(c, XSPROF_ERR_VERSION, "journal version %u, this reader reads version %u", h->version,
+                       XSPROF_JOURNAL_VERSION);
+    if (h->header_size < sizeof *h || h->header_size > XSPROF_JOURNAL_HEADER_SIZE)
+        return jr_fail(c, XSPROF_ERR_FORMAT, "bad journal header size %u", h->header_size);
+    if (h->chunk_size < sizeof(xsprof_chunk_header) + 8 || h->chunk_size % 8 || h->chunk_size > JR_MAX_CHUNK)
+        return jr_fail(c, XSPROF_ERR_FORMAT, "bad chunk size %u", h->chunk_size);
+    if (h->strings_offset < h->header_size || h->strings_capacity > UINT64_MAX / 2 ||
+        h->strings_offset > UINT64_MAX / 2 || h->chunks_offset < h->strings_offset + h->strings_capacity ||
+        h->chunks_offset > UINT64_MAX / 2)
+        return jr_fail(c, XSPROF_ERR_FORMAT, "overlapping or out-of-range journal areas");
+    if (h->state < XSPROF_JOURNAL_RUNNING || h->state > XSPROF_JOURNAL_SIGNALED)
+        return jr_fail(c, XSPROF_ERR_FORMAT, "bad journal state %u", h->state);
+    return XSPROF_OK;
+}
+
+xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xsprof_journal_stats *stats,
+                                   xsprof_io_rows_fn fn, void *user, char *err, size_t errlen)
+{
+    jr_ctx c;
+    memset(&c, 0, sizeof c);
+    c.path = path ? path : "(null)";
+    c.err = err;
+    c.errlen = errlen;
+    c.out = out;
+    c.st = stats;
+    c.fn = fn;
+    c.user = user;
+    c.fd = -1;
+    if (!path || !out || !stats || !fn)
+        return jr_fail(&c, XSPROF_ERR_INVALID, "invalid argument to the journal parser");
+    memset(stats, 0, sizeof *stats);
+
+    c.fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (c.fd < 0)
+        return jr_fail(&c, XSPROF_ERR_IO, "cannot open: %s", strerror(errno));
+    xsprof_status s = XSPROF_OK;
+    struct stat sb;
+    if (fstat(c.fd, &sb) != 0) {
+        s = jr_fail(&c, XSPROF_ERR_IO, "cannot stat: %s", strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        s = jr_fail(&c, XSPROF_ERR_FORMAT, "not a regular file");
+        goto done;
+    }
+    c.file_size = (uint64_t)sb.st_size;
+    ssize_t got = jr_pread(c.fd, &c.hdr, sizeof c.hdr, 0);
+    if (got < 0) {
+        s = jr_fail(&c, XSPROF_ERR_IO, "cannot read: %s", strerror(errno));
+        goto done;
+    }
+    if ((size_t)got < sizeof c.hdr) {
+        s = jr_fail(&c, XSPROF_ERR_FORMAT, "truncated journal header (%zd bytes)", got);
+        goto done;
+    }
+    if ((s = jr_check_header(&c)) != XSPROF_OK)
+        goto done;
+
+    const xsprof_journal_header *h = &c.hdr;
+    stats->state = h->state;
+    stats->signal = h->signal;
+    out->rank = h->rank;
+    out->size = h->size;
+    out->pid = h->pid;
+    out->start_realtime_ns = h->start_realtime_ns;
+    out->start_clock_ns = h->start_clock_ns;
+    out->dropped = h->dropped;
+    out->anomalies = h->anomalies;
+    jr_copy_field(out->job_id, sizeof out->job_id, h->job_id, sizeof h->job_id);
+    jr_copy_field(out->host, sizeof out->host, h->host, sizeof h->host);
+    jr_copy_field(out->clock_source, sizeof out->clock_source, h->clock_source, sizeof h->clock_source);
+    jr_copy_field(out->xsprof_version, sizeof out->xsprof_version, h->xsprof_version, sizeof h->xsprof_version);
+
+    for (int t = 0; t < XSPROF_IO_T_COUNT; t++) {
+        c.block[t] = malloc(jr_block_rows[t] * jr_row_size[t]);
+        if (!c.block[t]) {
+            s = jr_fail(&c, XSPROF_ERR_NOMEM, "out of memory for row blocks");
+            goto done;
+        }
+    }
+    if ((s = jr_read_strings(&c)) != XSPROF_OK || (s = jr_read_chunks(&c)) != XSPROF_OK)
+        goto done;
+    for (int t = 0; t < XSPROF_IO_T_COUNT && s == XSPROF_OK; t++)
+        s = jr_flush(&c, (enum xsprof_io_table)t);
+    if (s != XSPROF_OK)
+        goto done;
+    qsort(out->threads, out->nthreads, sizeof *out->threads, jr_thread_cmp);
+    /* Per-thread drop counters and the header total are both cumulative;
+     * trust whichever saw more. */
+    uint64_t sum = 0;
+    for (size_t i = 0; i < out->nthreads; i++)
+        sum += out->threads[i].dropped;
+    if (sum > out->dropped)
+        out->dropped = sum;
+done:
+    for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
+        free(c.block[t]);
+    free(c.pending);
+    if (c.fd >= 0)
+        close(c.fd);
+    return s;
+}
+
+void xsprof_journal_end_state(const xsprof_journal_stats *st, char *buf, size_t len)
+{
+    if (!buf || !len)
+        return;
+    switch (st->state) {
+    case XSPROF_JOURNAL_FINALIZED:
+        snprintf(buf, len, "finalized");
+        break;
+    case XSPROF_JOURNAL_SIGNALED: {
+        const char *abbrev = sigabbrev_np(st->signal);
+        if (abbrev)
+            snprintf(buf, len, "signal %d (SIG%s)", st->signal, abbrev);
+        else
+            snprintf(buf, len, "signal %d", st->signal);
+        break;
+    }
+    default:
+        snprintf(buf, len, "killed (no handler ran)");
+        break;
+    }
+}

@@ -1,0 +1,60 @@
+/* io/journal_read.h — validating parser of a journal file (core/journal.h).
+ * Owner: io. Shared by the HDF5 converter (writer.c) and journal recovery
+ * (reader.c): both see the same rows, so a converted file and a recovered
+ * journal agree by construction.
+ *
+ * The journal may come from a process that died at any instruction, or be
+ * damaged on disk: every size and offset read from it is checked against the
+ * file before use. Damage truncates the affected chunk (counted in
+ * `damaged`); only an unusable file header is an error. */
+#ifndef XSPROF_IO_JOURNAL_READ_H
+#define XSPROF_IO_JOURNAL_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "xsprof/xsprof.h"
+#include "io/reader.h"
+
+/* Event tables, in the order of the io/format.h datasets. */
+enum xsprof_io_table {
+    XSPROF_IO_T_REGIONS = 0,
+    XSPROF_IO_T_ARGS,
+    XSPROF_IO_T_INSTANTS,
+    XSPROF_IO_T_COUNTERS,
+    XSPROF_IO_T_MPI,
+    XSPROF_IO_T_GPU,
+    XSPROF_IO_T_MEM,
+    XSPROF_IO_T_CLOCK,
+    XSPROF_IO_T_COUNT
+};
+
+/* Rows per delivered block; the writer uses the same count as its HDF5
+ * chunk size so that every append writes whole chunks. */
+size_t xsprof_io_table_block_rows(enum xsprof_io_table t);
+size_t xsprof_io_table_row_size(enum xsprof_io_table t);
+
+/* Receives rows of one table, in file order (per thread in record order,
+ * threads one after the other). `rows` is valid only during the call. */
+typedef xsprof_status (*xsprof_io_rows_fn)(void *user, enum xsprof_io_table t, const void *rows, size_t n);
+
+typedef struct xsprof_journal_stats {
+    uint32_t state;     /* enum xsprof_journal_state from the header */
+    int32_t signal;     /* fatal signal when state == SIGNALED */
+    uint64_t damaged;   /* chunks or string entries cut short by damage */
+    uint64_t orphan_args; /* ARG records whose region never completed */
+} xsprof_journal_stats;
+
+/* Parse `path`. Fills the identity fields of `out` (rank, size, pid, host,
+ * job_id, clock_source, xsprof_version, start times, dropped, anomalies,
+ * command and mpi_version from META) and its definition tables (strings,
+ * threads, comms, comm_members, topo, meta); event rows go to `fn` in blocks.
+ * Leaves end_state/truncated/recovered to the caller. On error `out` may hold
+ * partial definitions: free it with xsprof_rank_data_free. */
+xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xsprof_journal_stats *stats,
+                                   xsprof_io_rows_fn fn, void *user, char *err, size_t errlen);
+
+/* The end_state text for a journal header state: "finalized",
+ * "signal 11 (SIGSEGV)", "killed (no handler ran)". */
+void xsprof_journal_end_state(const xsprof_journal_stats *st, char *buf, size_t len);
+
+#endif

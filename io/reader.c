@@ -1,0 +1,520 @@
+/* io/reader.c — rank files and journal recovery into xsprof_rank_data.
+ * Nothing in a file is trusted: every attribute and dataset is checked for
+ * class, member names and types and rank before it is read, and row
+ * references between tables are checked after, so consumers can index
+ * without further checks. HDF5 errors never print: each failure becomes one
+ * line in `err` naming the file and the problem. */
+#include "io/reader.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <hdf5.h>
+
+#include "core/journal.h"
+#include "core/record.h"
+#include "io/h5schema.h"
+#include "io/journal_read.h"
+
+typedef struct rd_ctx {
+    const char *path;
+    char *err;
+    size_t errlen;
+    hid_t file;
+    uint64_t file_size;
+} rd_ctx;
+
+static xsprof_status rd_fail(rd_ctx *r, xsprof_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static xsprof_status rd_fail(rd_ctx *r, xsprof_status s, const char *fmt, ...)
+{
+    if (!r->err || !r->errlen || r->err[0])
+        return s;
+    int n = snprintf(r->err, r->errlen, "%s: ", r->path);
+    if (n >= 0 && (size_t)n < r->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    for (char *p = r->err; *p; p++) /* one line, whatever the path holds */
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    return s;
+}
+
+void xsprof_rank_data_free(xsprof_rank_data *d)
+{
+    if (!d)
+        return;
+    if (d->strings)
+        for (uint32_t i = 0; i < d->nstrings; i++)
+            free(d->strings[i]);
+    free(d->strings);
+    free(d->regions);
+    free(d->args);
+    free(d->instants);
+    free(d->counters);
+    free(d->mpi);
+    free(d->gpu);
+    free(d->mem);
+    free(d->clock);
+    free(d->threads);
+    free(d->comms);
+    free(d->comm_members);
+    free(d->topo);
+    free(d->meta);
+    memset(d, 0, sizeof *d);
+}
+
+const char *xsprof_rank_data_string(const xsprof_rank_data *d, uint32_t id)
+{
+    if (!d || id >= d->nstrings || !d->strings || !d->strings[id])
+        return "?";
+    return d->strings[id];
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+static xsprof_status rd_attr_open(rd_ctx *r, const char *name, H5T_class_t want, hid_t *a, hid_t *t)
+{
+    *a = *t = -1;
+    htri_t exists = H5Aexists(r->file, name);
+    if (exists <= 0)
+        return rd_fail(r, XSPROF_ERR_FORMAT, "missing attribute %s", name);
+    hid_t sp = -1;
+    xsprof_status s = XSPROF_OK;
+    if ((*a = H5Aopen(r->file, name, H5P_DEFAULT)) < 0 || (*t = H5Aget_type(*a)) < 0 ||
+        (sp = H5Aget_space(*a)) < 0)
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot open attribute %s", name);
+    else if (H5Tget_class(*t) != want || H5Sget_simple_extent_type(sp) != H5S_SCALAR)
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "attribute %s has the wrong type", name);
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (s != XSPROF_OK) {
+        if (*t >= 0)
+            H5Tclose(*t);
+        if (*a >= 0)
+            H5Aclose(*a);
+        *a = *t = -1;
+    }
+    return s;
+}
+
+/* An integer attribute converted to `mem` (HDF5 checks the range). */
+static xsprof_status rd_attr_int(rd_ctx *r, const char *name, hid_t mem, void *value)
+{
+    hid_t a, t;
+    xsprof_status s = rd_attr_open(r, name, H5T_INTEGER, &a, &t);
+    if (s != XSPROF_OK)
+        return s;
+    if (H5Aread(a, mem, value) < 0)
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read attribute %s", name);
+    H5Tclose(t);
+    H5Aclose(a);
+    return s;
+}
+
+/* A string attribute, variable or fixed length, cut to `len`. */
+static xsprof_status rd_attr_str(rd_ctx *r, const char *name, char *buf, size_t len)
+{
+    hid_t a, t, mem = -1;
+    buf[0] = 0;
+    xsprof_status s = rd_attr_open(r, name, H5T_STRING, &a, &t);
+    if (s != XSPROF_OK)
+        return s;
+    htri_t vl = H5Tis_variable_str(t);
+    if (vl > 0) {
+        char *v = NULL;
+        mem = xsprof_h5_ds_mem_type(XSPROF_H5_STRINGS);
+        if (mem < 0 || H5Aread(a, mem, &v) < 0)
+            s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read attribute %s", name);
+        else
+            snprintf(buf, len, "%s", v ? v : "");
+        if (v)
+            H5free_memory(v);
+    } else {
+        size_t n = H5Tget_size(t);
+        char *v = n && n < (1u << 20) ? calloc(1, n + 1) : NULL;
+        mem = H5Tcopy(H5T_C_S1);
+        if (!v || mem < 0 || H5Tset_size(mem, n) < 0 || H5Aread(a, mem, v) < 0)
+            s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read attribute %s", name);
+        else
+            snprintf(buf, len, "%s", v);
+        free(v);
+    }
+    if (mem >= 0)
+        H5Tclose(mem);
+    H5Tclose(t);
+    H5Aclose(a);
+    return s;
+}
+
+static xsprof_status rd_attributes(rd_ctx *r, xsprof_rank_data *d)
+{
+    char format[64];
+    xsprof_status s = rd_attr_str(r, "format", format, sizeof format);
+    if (s != XSPROF_OK) {
+        if (r->err && r->errlen)
+            r->err[0] = 0;
+        return rd_fail(r, XSPROF_ERR_FORMAT, "not an xsprof rank file (no format attribute)");
+    }
+    if (strcmp(format, XSPROF_FORMAT_NAME) != 0)
+        return rd_fail(r, XSPROF_ERR_FORMAT, "not an xsprof rank file (format \"%s\")", format);
+    int32_t version = 0, truncated = 0, recovered = 0;
+    if ((s = rd_attr_int(r, "format_version", H5T_NATIVE_INT32, &version)))
+        return s;
+    if (version != XSPROF_FORMAT_VERSION)
+        return rd_fail(r, XSPROF_ERR_VERSION, "format version %d, this reader reads version %d", (int)version,
+                       XSPROF_FORMAT_VERSION);
+    d->format_version = version;
+    if ((s = rd_attr_int(r, "rank", H5T_NATIVE_INT32, &d->rank)) ||
+        (s = rd_attr_int(r, "size", H5T_NATIVE_INT32, &d->size)) ||
+        (s = rd_attr_int(r, "pid", H5T_NATIVE_INT64, &d->pid)) ||
+        (s = rd_attr_int(r, "start_realtime_ns", H5T_NATIVE_INT64, &d->start_realtime_ns)) ||
+        (s = rd_attr_int(r, "start_clock_ns", H5T_NATIVE_INT64, &d->start_clock_ns)) ||
+        (s = rd_attr_int(r, "dropped", H5T_NATIVE_UINT64, &d->dropped)) ||
+        (s = rd_attr_int(r, "anomalies", H5T_NATIVE_UINT64, &d->anomalies)) ||
+        (s = rd_attr_int(r, "truncated", H5T_NATIVE_INT32, &truncated)) ||
+        (s = rd_attr_int(r, "recovered", H5T_NATIVE_INT32, &recovered)) ||
+        (s = rd_attr_str(r, "host", d->host, sizeof d->host)) ||
+        (s = rd_attr_str(r, "job_id", d->job_id, sizeof d->job_id)) ||
+        (s = rd_attr_str(r, "command", d->command, sizeof d->command)) ||
+        (s = rd_attr_str(r, "clock_source", d->clock_source, sizeof d->clock_source)) ||
+        (s = rd_attr_str(r, "xsprof_version", d->xsprof_version, sizeof d->xsprof_version)) ||
+        (s = rd_attr_str(r, "mpi_version", d->mpi_version, sizeof d->mpi_version)) ||
+        (s = rd_attr_str(r, "end_state", d->end_state, sizeof d->end_state)))
+        return s;
+    char units[16];
+    if ((s = rd_attr_str(r, "clock_units", units, sizeof units)))
+        return s;
+    if (strcmp(units, "ns") != 0)
+        return rd_fail(r, XSPROF_ERR_FORMAT, "clock_units \"%s\", expected \"ns\"", units);
+    d->truncated = truncated != 0;
+    d->recovered = recovered != 0;
+    return XSPROF_OK;
+}
+
+/* ---- datasets ------------------------------------------------------------ */
+
+/* Same class, size and sign (arrays: same dims and base) as the expected
+ * member type; byte order and padding may differ (HDF5 converts those). */
+static int rd_type_matches(hid_t got, hid_t want)
+{
+    H5T_class_t c = H5Tget_class(want);
+    if (H5Tget_class(got) != c || H5Tget_size(got) != H5Tget_size(want))
+        return 0;
+    switch (c) {
+    case H5T_INTEGER:
+        return H5Tget_sign(got) == H5Tget_sign(want);
+    case H5T_FLOAT:
+        return 1;
+    case H5T_ARRAY: {
+        hsize_t dg[4], dw[4];
+        if (H5Tget_array_ndims(got) != 1 || H5Tget_array_ndims(want) != 1 || H5Tget_array_dims2(got, dg) != 1 ||
+            H5Tget_array_dims2(want, dw) != 1 || dg[0] != dw[0])
+            return 0;
+        hid_t bg = H5Tget_super(got), bw = H5Tget_super(want);
+        int ok = bg >= 0 && bw >= 0 && rd_type_matches(bg, bw);
+        if (bg >= 0)
+            H5Tclose(bg);
+        if (bw >= 0)
+            H5Tclose(bw);
+        return ok;
+    }
+    default:
+        return 0;
+    }
+}
+
+static int rd_compound_matches(hid_t got, hid_t want, char *why, size_t whylen)
+{
+    int n = H5Tget_nmembers(want);
+    if (H5Tget_class(got) != H5T_COMPOUND) {
+        snprintf(why, whylen, "is not a compound table");
+        return 0;
+    }
+    if (H5Tget_nmembers(got) != n) {
+        snprintf(why, whylen, "has %d fields, expected %d", H5Tget_nmembers(got), n);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        char *gn = H5Tget_member_name(got, (unsigned)i), *wn = H5Tget_member_name(want, (unsigned)i);
+        hid_t gt = H5Tget_member_type(got, (unsigned)i), wt = H5Tget_member_type(want, (unsigned)i);
+        int ok = gn && wn && strcmp(gn, wn) == 0;
+        if (!ok)
+            snprintf(why, whylen, "field %d is \"%s\", expected \"%s\"", i, gn ? gn : "?", wn ? wn : "?");
+        else if (gt < 0 || wt < 0 || !rd_type_matches(gt, wt)) {
+            snprintf(why, whylen, "field %s has the wrong type", wn);
+            ok = 0;
+        }
+        if (gn)
+            H5free_memory(gn);
+        if (wn)
+            H5free_memory(wn);
+        if (gt >= 0)
+            H5Tclose(gt);
+        if (wt >= 0)
+            H5Tclose(wt);
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+/* Read a whole 1-D table into a fresh array (*rows, *n). */
+static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, size_t *n)
+{
+    const char *name = xsprof_h5_ds_path(which);
+    *rows = NULL;
+    *n = 0;
+    htri_t exists = H5Lexists(r->file, name, H5P_DEFAULT) > 0 ? H5Oexists_by_name(r->file, name, H5P_DEFAULT) : 0;
+    if (exists <= 0)
+        return rd_fail(r, XSPROF_ERR_FORMAT, "missing dataset %s", name);
+    hid_t ds = -1, ft = -1, sp = -1, mem = -1;
+    xsprof_status s = XSPROF_OK;
+    char why[256] = "";
+    if ((ds = H5Dopen2(r->file, name, H5P_DEFAULT)) < 0 || (ft = H5Dget_type(ds)) < 0 ||
+        (sp = H5Dget_space(ds)) < 0 || (mem = xsprof_h5_ds_mem_type(which)) < 0) {
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot open dataset %s", name);
+        goto out;
+    }
+    if (H5Sget_simple_extent_ndims(sp) != 1) {
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "dataset %s is not one-dimensional", name);
+        goto out;
+    }
+    int ok;
+    if (which == XSPROF_H5_STRINGS)
+        ok = H5Tget_class(ft) == H5T_STRING && H5Tis_variable_str(ft) > 0;
+    else if (which == XSPROF_H5_COMM_MEMBERS)
+        ok = rd_type_matches(ft, mem);
+    else
+        ok = rd_compound_matches(ft, mem, why, sizeof why);
+    if (!ok) {
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "dataset %s %s", name, why[0] ? why : "has the wrong type");
+        goto out;
+    }
+    hsize_t dim = 0;
+    H5Sget_simple_extent_dims(sp, &dim, NULL);
+    size_t row = xsprof_h5_ds_row_size(which);
+    /* A damaged header may claim any number of rows, and HDF5 fills absent
+     * chunks with zeros: refuse sizes that no compression could explain. */
+    if (dim > SIZE_MAX / row || (uint64_t)dim * row > r->file_size * 4096u + (64u << 20)) {
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "dataset %s claims %llu rows, more than the file can hold", name,
+                    (unsigned long long)dim);
+        goto out;
+    }
+    if (!dim)
+        goto out;
+    void *buf = malloc((size_t)dim * row);
+    if (!buf) {
+        s = rd_fail(r, XSPROF_ERR_NOMEM, "cannot allocate %llu rows for %s", (unsigned long long)dim, name);
+        goto out;
+    }
+    if (H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        char h5[256];
+        xsprof_h5_last_error(h5, sizeof h5);
+        free(buf);
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read dataset %s (HDF5: %s)", name, h5[0] ? h5 : "error");
+        goto out;
+    }
+    if (which == XSPROF_H5_STRINGS) {
+        /* Own copies, so that rank data is freed the same way whatever its source. */
+        char **vl = buf, **own = calloc((size_t)dim, sizeof *own);
+        for (hsize_t i = 0; own && i < dim; i++) {
+            own[i] = strdup(vl[i] ? vl[i] : "");
+            if (!own[i]) {
+                for (hsize_t j = 0; j < i; j++)
+                    free(own[j]);
+                free(own);
+                own = NULL;
+            }
+        }
+        H5Dvlen_reclaim(mem, sp, H5P_DEFAULT, buf);
+        free(buf);
+        if (!own) {
+            s = rd_fail(r, XSPROF_ERR_NOMEM, "out of memory copying %s", name);
+            goto out;
+        }
+        buf = own;
+    }
+    *rows = buf;
+    *n = (size_t)dim;
+out:
+    if (mem >= 0)
+        H5Tclose(mem);
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (ft >= 0)
+        H5Tclose(ft);
+    if (ds >= 0)
+        H5Dclose(ds);
+    return s;
+}
+
+/* Row references between tables, checked once so consumers can index. */
+static xsprof_status rd_check_refs(rd_ctx *r, const xsprof_rank_data *d)
+{
+    for (size_t i = 0; i < d->nregions; i++) {
+        const xsprof_io_region *g = &d->regions[i];
+        if (g->args < 0 ? g->nargs != 0 : (uint64_t)g->args > d->nargs || g->nargs > d->nargs - (uint64_t)g->args)
+            return rd_fail(r, XSPROF_ERR_FORMAT, "region row %zu refers to args outside %s", i, XSPROF_DS_ARGS);
+    }
+    for (size_t i = 0; i < d->nargs; i++)
+        if (d->args[i].region < 0 || (uint64_t)d->args[i].region >= d->nregions ||
+            d->args[i].ndims > XSPROF_ARG_SHAPE_MAX)
+            return rd_fail(r, XSPROF_ERR_FORMAT, "arg row %zu is inconsistent (region %lld, %u dims)", i,
+                           (long long)d->args[i].region, d->args[i].ndims);
+    for (size_t i = 0; i < d->ncomms; i++)
+        if (d->comms[i].members > d->ncomm_members || d->comms[i].size > d->ncomm_members - d->comms[i].members)
+            return rd_fail(r, XSPROF_ERR_FORMAT, "comm row %zu refers to members outside %s", i,
+                           XSPROF_DS_COMM_MEMBERS);
+    if (d->nstrings > UINT32_MAX)
+        return rd_fail(r, XSPROF_ERR_FORMAT, "too many strings");
+    return XSPROF_OK;
+}
+
+static xsprof_status rd_load(rd_ctx *r, xsprof_rank_data *d)
+{
+    xsprof_status s = rd_attributes(r, d);
+    size_t nstrings = 0;
+    if (s == XSPROF_OK &&
+        ((s = rd_table(r, XSPROF_H5_REGIONS, (void **)&d->regions, &d->nregions)) ||
+         (s = rd_table(r, XSPROF_H5_ARGS, (void **)&d->args, &d->nargs)) ||
+         (s = rd_table(r, XSPROF_H5_INSTANTS, (void **)&d->instants, &d->ninstants)) ||
+         (s = rd_table(r, XSPROF_H5_COUNTERS, (void **)&d->counters, &d->ncounters)) ||
+         (s = rd_table(r, XSPROF_H5_MPI, (void **)&d->mpi, &d->nmpi)) ||
+         (s = rd_table(r, XSPROF_H5_GPU, (void **)&d->gpu, &d->ngpu)) ||
+         (s = rd_table(r, XSPROF_H5_MEM, (void **)&d->mem, &d->nmem)) ||
+         (s = rd_table(r, XSPROF_H5_CLOCK, (void **)&d->clock, &d->nclock)) ||
+         (s = rd_table(r, XSPROF_H5_THREADS, (void **)&d->threads, &d->nthreads)) ||
+         (s = rd_table(r, XSPROF_H5_COMMS, (void **)&d->comms, &d->ncomms)) ||
+         (s = rd_table(r, XSPROF_H5_COMM_MEMBERS, (void **)&d->comm_members, &d->ncomm_members)) ||
+         (s = rd_table(r, XSPROF_H5_TOPOLOGY, (void **)&d->topo, &d->ntopo)) ||
+         (s = rd_table(r, XSPROF_H5_META, (void **)&d->meta, &d->nmeta)) ||
+         (s = rd_table(r, XSPROF_H5_STRINGS, (void **)&d->strings, &nstrings))))
+        return s;
+    if (s != XSPROF_OK)
+        return s;
+    if (nstrings > UINT32_MAX)
+        return rd_fail(r, XSPROF_ERR_FORMAT, "too many strings");
+    d->nstrings = (uint32_t)nstrings;
+    return rd_check_refs(r, d);
+}
+
+xsprof_status xsprof_rankfile_load(const char *path, xsprof_rank_data *out, char *err, size_t errlen)
+{
+    rd_ctx r = {.path = path ? path : "(null)", .err = err, .errlen = errlen, .file = -1};
+    if (err && errlen)
+        err[0] = 0;
+    if (!out)
+        return rd_fail(&r, XSPROF_ERR_INVALID, "no output given");
+    memset(out, 0, sizeof *out);
+    if (!path)
+        return rd_fail(&r, XSPROF_ERR_INVALID, "no path given");
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return rd_fail(&r, XSPROF_ERR_IO, "cannot open: %s", strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return rd_fail(&r, XSPROF_ERR_FORMAT, "not a regular file");
+    r.file_size = (uint64_t)sb.st_size;
+
+    H5E_auto2_t old_fn = NULL;
+    void *old_data = NULL;
+    H5Eget_auto2(H5E_DEFAULT, &old_fn, &old_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    H5Eclear2(H5E_DEFAULT);
+
+    xsprof_status s = XSPROF_OK;
+    if (H5Fis_hdf5(path) <= 0) {
+        s = rd_fail(&r, XSPROF_ERR_FORMAT, "not an HDF5 file");
+    } else {
+        r.file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (r.file < 0) {
+            char h5[256];
+            xsprof_h5_last_error(h5, sizeof h5);
+            s = rd_fail(&r, XSPROF_ERR_FORMAT, "damaged HDF5 file (HDF5: %s)", h5[0] ? h5 : "cannot open");
+        } else {
+            s = rd_load(&r, out);
+            H5Fclose(r.file);
+        }
+    }
+    H5Eclear2(H5E_DEFAULT);
+    H5Eset_auto2(H5E_DEFAULT, old_fn, old_data);
+    if (s != XSPROF_OK) {
+        xsprof_rank_data_free(out);
+        return s;
+    }
+    snprintf(out->path, sizeof out->path, "%s", path);
+    return XSPROF_OK;
+}
+
+/* ---- journal recovery ---------------------------------------------------- */
+
+typedef struct jl_ctx {
+    xsprof_rank_data *d;
+    size_t cap[XSPROF_IO_T_COUNT];
+} jl_ctx;
+
+static xsprof_status jl_rows(void *user, enum xsprof_io_table t, const void *rows, size_t n)
+{
+    jl_ctx *c = user;
+    xsprof_rank_data *d = c->d;
+    void **arr;
+    size_t *len;
+    switch (t) {
+    case XSPROF_IO_T_REGIONS: arr = (void **)&d->regions; len = &d->nregions; break;
+    case XSPROF_IO_T_ARGS: arr = (void **)&d->args; len = &d->nargs; break;
+    case XSPROF_IO_T_INSTANTS: arr = (void **)&d->instants; len = &d->ninstants; break;
+    case XSPROF_IO_T_COUNTERS: arr = (void **)&d->counters; len = &d->ncounters; break;
+    case XSPROF_IO_T_MPI: arr = (void **)&d->mpi; len = &d->nmpi; break;
+    case XSPROF_IO_T_GPU: arr = (void **)&d->gpu; len = &d->ngpu; break;
+    case XSPROF_IO_T_MEM: arr = (void **)&d->mem; len = &d->nmem; break;
+    case XSPROF_IO_T_CLOCK: arr = (void **)&d->clock; len = &d->nclock; break;
+    default: return XSPROF_ERR_INVALID;
+    }
+    size_t row = xsprof_io_table_row_size(t);
+    if (*len + n > c->cap[t]) {
+        size_t cap = c->cap[t] ? c->cap[t] : 1024;
+        while (cap < *len + n)
+            cap *= 2;
+        if (cap > SIZE_MAX / row)
+            return XSPROF_ERR_NOMEM;
+        void *p = realloc(*arr, cap * row);
+        if (!p)
+            return XSPROF_ERR_NOMEM;
+        *arr = p;
+        c->cap[t] = cap;
+    }
+    memcpy((char *)*arr + *len * row, rows, n * row);
+    *len += n;
+    return XSPROF_OK;
+}
+
+xsprof_status xsprof_journal_load(const char *path, xsprof_rank_data *out, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    if (!out) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: no output given", path ? path : "(null)");
+        return XSPROF_ERR_INVALID;
+    }
+    memset(out, 0, sizeof *out);
+    jl_ctx c = {.d = out};
+    xsprof_journal_stats st;
+    xsprof_status s = xsprof_journal_parse(path, out, &st, jl_rows, &c, err, errlen);
+    if (s != XSPROF_OK) {
+        xsprof_rank_data_free(out);
+        return s;
+    }
+    snprintf(out->path, sizeof out->path, "%s", path);
+    out->format_version = XSPROF_FORMAT_VERSION;
+    xsprof_journal_end_state(&st, out->end_state, sizeof out->end_state);
+    out->recovered = 1;
+    out->truncated = st.state != XSPROF_JOURNAL_FINALIZED || st.damaged > 0;
+    return XSPROF_OK;
+}

@@ -1,0 +1,782 @@
+/* gpu/nvtx.c — xsprof as an NVTX injection library. The application's NVTX
+ * calls (header-only NVTX 3) land here once NVTX_INJECTION64_PATH names
+ * libxsprof: ranges become regions of category XSPROF_CAT_NVTX, marks
+ * become instants, domains and categories become region args. */
+#include "gpu/gpu.h"
+
+#if XSPROF_HAVE_NVTX
+
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#define XSPROF_NVTX_STACK 128
+#define XSPROF_NVTX_DOMAINS 256
+#define XSPROF_NVTX_CATEGORIES 1024
+#define XSPROF_NVTX_OPEN 4096
+#define XSPROF_NVTX_PENDING_NAMES 64
+#define XSPROF_NVTX_MAX_ARGS 5
+
+/* What an event attribute (or a plain message) carries. */
+typedef struct xsprof_nvtx_event {
+    uint32_t name;
+    uint32_t domain;   /* index into g_domains, 0 = default domain */
+    uint32_t category; /* NVTX category, 0 = none */
+    int payload_kind;  /* 0 none, XSPROF_ARG_INT, XSPROF_ARG_DOUBLE */
+    int64_t payload_i;
+    double payload_d;
+    int64_t t_begin;
+} xsprof_nvtx_event;
+
+typedef struct xsprof_nvtx_open {
+    uint64_t id; /* 0 = free slot */
+    xsprof_nvtx_event ev;
+    uint32_t thread;
+} xsprof_nvtx_open;
+
+static _Thread_local xsprof_nvtx_event t_stack[XSPROF_NVTX_STACK];
+static _Thread_local int t_depth;
+static _Thread_local int t_overflow; /* pushes beyond the stack, popped without a record */
+static _Thread_local int t_os_tid;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t g_domain_name[XSPROF_NVTX_DOMAINS]; /* string ids; slot 0 = default domain */
+static atomic_uint g_ndomains = 1;
+static struct {
+    uint32_t domain, category, name;
+    int used;
+} g_categories[XSPROF_NVTX_CATEGORIES];
+static xsprof_nvtx_open g_open[XSPROF_NVTX_OPEN];
+static atomic_uint_fast64_t g_next_range = 1;
+static struct {
+    int os_tid; /* 0 = free */
+    char name[64];
+} g_pending[XSPROF_NVTX_PENDING_NAMES];
+static atomic_int g_npending;
+static uint32_t g_key_domain, g_key_category, g_key_payload, g_key_range, g_key_thread;
+static pthread_once_t g_keys_once = PTHREAD_ONCE_INIT;
+
+static void xsprof_nvtx_keys(void)
+{
+    xsprof_name_intern("domain", &g_key_domain);
+    xsprof_name_intern("category", &g_key_category);
+    xsprof_name_intern("payload", &g_key_payload);
+    xsprof_name_intern("nvtx_range_id", &g_key_range);
+    xsprof_name_intern("start_thread", &g_key_thread);
+}
+
+static int xsprof_nvtx_os_tid(void)
+{
+    if (!t_os_tid)
+        t_os_tid = (int)syscall(SYS_gettid);
+    return t_os_tid;
+}
+
+/* nvtxNameOsThread may name another thread: apply it when that thread
+ * next reaches NVTX, since core names only the calling thread. */
+static void xsprof_nvtx_pending_apply(void)
+{
+    if (!atomic_load_explicit(&g_npending, memory_order_relaxed))
+        return;
+    int me = xsprof_nvtx_os_tid();
+    char name[64] = "";
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < XSPROF_NVTX_PENDING_NAMES; i++) {
+        if (g_pending[i].os_tid == me) {
+            memcpy(name, g_pending[i].name, sizeof name);
+            g_pending[i].os_tid = 0;
+            atomic_fetch_sub(&g_npending, 1);
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (name[0])
+        xsprof_thread_name(name);
+}
+
+/* Linux wchar_t is UTF-32: encode to UTF-8 without depending on the locale. */
+static void xsprof_nvtx_utf8(const wchar_t *w, char *out, size_t len)
+{
+    size_t o = 0;
+    for (; w && *w && o + 5 < len; w++) {
+        uint32_t c = (uint32_t)*w;
+        if (c < 0x80) {
+            out[o++] = (char)c;
+        } else if (c < 0x800) {
+            out[o++] = (char)(0xC0 | (c >> 6));
+            out[o++] = (char)(0x80 | (c & 0x3F));
+        } else if (c < 0x10000) {
+            out[o++] = (char)(0xE0 | (c >> 12));
+            out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
+            out[o++] = (char)(0x80 | (c & 0x3F));
+        } else if (c < 0x110000) {
+            out[o++] = (char)(0xF0 | (c >> 18));
+            out[o++] = (char)(0x80 | ((c >> 12) & 0x3F));
+            out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
+            out[o++] = (char)(0x80 | (c & 0x3F));
+        }
+    }
+    out[o] = '\0';
+}
+
+static uint32_t xsprof_nvtx_intern(const char *s)
+{
+    xsprof_name_id id = 0;
+    char cut[XSPROF_NAME_MAX + 1];
+    if (!s || !*s)
+        s = "(unnamed)";
+    if (strlen(s) > XSPROF_NAME_MAX) {
+        memcpy(cut, s, XSPROF_NAME_MAX);
+        cut[XSPROF_NAME_MAX] = '\0';
+        s = cut;
+    }
+    xsprof_name_intern(s, &id);
+    return id;
+}
+
+static uint32_t xsprof_nvtx_intern_w(const wchar_t *w)
+{
+    char buf[XSPROF_NAME_MAX + 1];
+    xsprof_nvtx_utf8(w, buf, sizeof buf);
+    return xsprof_nvtx_intern(buf);
+}
+
+/* Registered strings and domains are handed out as small integers + 1:
+ * NVTX treats handles as opaque and never dereferences them. */
+static uint32_t xsprof_nvtx_domain_index(nvtxDomainHandle_t d)
+{
+    uintptr_t i = (uintptr_t)d;
+    return i < atomic_load(&g_ndomains) ? (uint32_t)i : 0;
+}
+
+static void xsprof_nvtx_event_from_attr(const nvtxEventAttributes_t *a, uint32_t domain, xsprof_nvtx_event *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->domain = domain;
+    if (!a) {
+        ev->name = xsprof_nvtx_intern(NULL);
+        return;
+    }
+    ev->category = a->category;
+    switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII: ev->name = xsprof_nvtx_intern(a->message.ascii); break;
+    case NVTX_MESSAGE_TYPE_UNICODE: ev->name = xsprof_nvtx_intern_w(a->message.unicode); break;
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+        ev->name = a->message.registered ? (uint32_t)((uintptr_t)a->message.registered - 1) : xsprof_nvtx_intern(NULL);
+        break;
+    default: ev->name = xsprof_nvtx_intern(NULL); break;
+    }
+    switch (a->payloadType) {
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+        ev->payload_kind = XSPROF_ARG_INT;
+        ev->payload_i = (int64_t)a->payload.ullValue;
+        break;
+    case NVTX_PAYLOAD_TYPE_INT64:
+        ev->payload_kind = XSPROF_ARG_INT;
+        ev->payload_i = a->payload.llValue;
+        break;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
+        ev->payload_kind = XSPROF_ARG_INT;
+        ev->payload_i = a->payload.uiValue;
+        break;
+    case NVTX_PAYLOAD_TYPE_INT32:
+        ev->payload_kind = XSPROF_ARG_INT;
+        ev->payload_i = a->payload.iValue;
+        break;
+    case NVTX_PAYLOAD_TYPE_DOUBLE:
+        ev->payload_kind = XSPROF_ARG_DOUBLE;
+        ev->payload_d = a->payload.dValue;
+        break;
+    case NVTX_PAYLOAD_TYPE_FLOAT:
+        ev->payload_kind = XSPROF_ARG_DOUBLE;
+        ev->payload_d = a->payload.fValue;
+        break;
+    default: break;
+    }
+}
+
+static uint32_t xsprof_nvtx_category_name(uint32_t domain, uint32_t category)
+{
+    uint32_t name = UINT32_MAX;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < XSPROF_NVTX_CATEGORIES && g_categories[i].used; i++)
+        if (g_categories[i].domain == domain && g_categories[i].category == category)
+            name = g_categories[i].name;
+    pthread_mutex_unlock(&g_lock);
+    if (name == UINT32_MAX) {
+        char num[16];
+        snprintf(num, sizeof num, "%u", category);
+        name = xsprof_nvtx_intern(num);
+    }
+    return name;
+}
+
+static void xsprof_nvtx_arg(xsprof_rec_arg *a, uint32_t key, uint16_t kind, uint16_t depth)
+{
+    memset(a, 0, sizeof *a);
+    a->h.type = XSPROF_REC_ARG;
+    a->h.size = xsprof_rec_size(sizeof *a);
+    a->key = key;
+    a->kind = kind;
+    a->depth = depth;
+}
+
+/* Args first (the reader attaches pending args of the same depth to the
+ * next region), then the region, all in one chunk. */
+static void xsprof_nvtx_region_write(const xsprof_nvtx_event *ev, uint16_t depth, const uint64_t *range_id,
+                                     uint32_t start_thread, int64_t t_end)
+{
+    xsprof_rec_arg args[XSPROF_NVTX_MAX_ARGS];
+    uint32_t n = 0;
+    pthread_once(&g_keys_once, xsprof_nvtx_keys);
+    if (ev->domain) {
+        xsprof_nvtx_arg(&args[n], g_key_domain, XSPROF_ARG_STRING, depth);
+        args[n++].v.s = g_domain_name[ev->domain];
+    }
+    if (ev->category) {
+        xsprof_nvtx_arg(&args[n], g_key_category, XSPROF_ARG_STRING, depth);
+        args[n++].v.s = xsprof_nvtx_category_name(ev->domain, ev->category);
+    }
+    if (ev->payload_kind == XSPROF_ARG_INT) {
+        xsprof_nvtx_arg(&args[n], g_key_payload, XSPROF_ARG_INT, depth);
+        args[n++].v.i = ev->payload_i;
+    } else if (ev->payload_kind == XSPROF_ARG_DOUBLE) {
+        xsprof_nvtx_arg(&args[n], g_key_payload, XSPROF_ARG_DOUBLE, depth);
+        args[n++].v.d = ev->payload_d;
+    }
+    if (range_id) {
+        xsprof_nvtx_arg(&args[n], g_key_range, XSPROF_ARG_INT, depth);
+        args[n++].v.i = (int64_t)*range_id;
+        xsprof_nvtx_arg(&args[n], g_key_thread, XSPROF_ARG_INT, depth);
+        args[n++].v.i = start_thread;
+    }
+    uint32_t region_size = xsprof_rec_size(sizeof(xsprof_rec_region));
+    uint32_t arg_size = xsprof_rec_size(sizeof(xsprof_rec_arg));
+    /* Reserving the whole group first (not committed) makes room for all
+     * of it in the current chunk, so the per-record reserves below succeed. */
+    if (!xsprof_buf_reserve(n * arg_size + region_size))
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        void *p = xsprof_buf_reserve(arg_size);
+        if (!p)
+            return;
+        memcpy(p, &args[i], sizeof args[i]);
+        xsprof_buf_commit(p);
+    }
+    xsprof_rec_region *r = xsprof_buf_reserve(region_size);
+    if (!r)
+        return;
+    memset(r, 0, sizeof *r);
+    r->h.type = XSPROF_REC_REGION;
+    r->h.size = (uint16_t)region_size;
+    r->depth = depth;
+    r->category = XSPROF_CAT_NVTX;
+    r->name = ev->name;
+    r->nargs = n;
+    r->t_begin = ev->t_begin;
+    r->t_end = t_end;
+    xsprof_buf_commit(r);
+}
+
+/* Marks are instants; a mark of a named domain becomes a zero-length region
+ * at the current depth instead, because instants carry no domain arg. */
+static void xsprof_nvtx_mark_write(xsprof_nvtx_event *ev, int depth)
+{
+    if (ev->domain) {
+        ev->t_begin = xsprof_clock_now();
+        xsprof_nvtx_region_write(ev, (uint16_t)depth, NULL, 0, ev->t_begin);
+        return;
+    }
+    xsprof_rec_instant *r = xsprof_buf_reserve(xsprof_rec_size(sizeof *r));
+    if (!r)
+        return;
+    memset(r, 0, sizeof *r);
+    r->h.type = XSPROF_REC_INSTANT;
+    r->h.size = xsprof_rec_size(sizeof *r);
+    r->name = ev->name;
+    r->t = xsprof_clock_now();
+    xsprof_buf_commit(r);
+}
+
+/* ---- push/pop ---------------------------------------------------------- */
+
+static int xsprof_nvtx_push(const xsprof_nvtx_event *ev)
+{
+    int depth = t_depth + t_overflow;
+    if (t_depth >= XSPROF_NVTX_STACK) {
+        t_overflow++;
+        xsprof_anomaly("nvtx push deeper than 128 levels");
+        return depth;
+    }
+    t_stack[t_depth] = *ev;
+    t_stack[t_depth].t_begin = xsprof_clock_now();
+    t_depth++;
+    return depth;
+}
+
+/* Pops the innermost range of `domain`: NVTX keeps one stack per domain. */
+static int xsprof_nvtx_pop(uint32_t domain)
+{
+    if (t_overflow) {
+        t_overflow--;
+        return t_depth + t_overflow;
+    }
+    int i = t_depth - 1;
+    while (i >= 0 && t_stack[i].domain != domain)
+        i--;
+    if (i < 0) {
+        xsprof_anomaly("nvtxRangePop without a matching push");
+        return -1;
+    }
+    xsprof_nvtx_region_write(&t_stack[i], (uint16_t)i, NULL, 0, xsprof_clock_now());
+    memmove(&t_stack[i], &t_stack[i + 1], (size_t)(t_depth - 1 - i) * sizeof t_stack[0]);
+    t_depth--;
+    return i;
+}
+
+/* ---- start/end: may cross threads, so they live in a shared table ----- */
+
+static nvtxRangeId_t xsprof_nvtx_start(const xsprof_nvtx_event *ev)
+{
+    uint64_t id = atomic_fetch_add(&g_next_range, 1);
+    int stored = 0;
+    pthread_mutex_lock(&g_lock);
+    for (uint32_t i = 0; i < XSPROF_NVTX_OPEN && !stored; i++) {
+        xsprof_nvtx_open *o = &g_open[(id + i) % XSPROF_NVTX_OPEN];
+        if (!o->id) {
+            o->id = id;
+            o->ev = *ev;
+            o->ev.t_begin = xsprof_clock_now();
+            o->thread = xsprof_thread_self();
+            stored = 1;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (!stored)
+        xsprof_anomaly("more than 4096 NVTX start/end ranges open");
+    return id;
+}
+
+static void xsprof_nvtx_end(nvtxRangeId_t id)
+{
+    xsprof_nvtx_open found;
+    int ok = 0;
+    pthread_mutex_lock(&g_lock);
+    for (uint32_t i = 0; i < XSPROF_NVTX_OPEN && id; i++) {
+        xsprof_nvtx_open *o = &g_open[(id + i) % XSPROF_NVTX_OPEN];
+        if (o->id == id) {
+            found = *o;
+            o->id = 0;
+            ok = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (!ok) {
+        xsprof_anomaly("nvtxRangeEnd of an unknown range id");
+        return;
+    }
+    uint64_t rid = found.id;
+    xsprof_nvtx_region_write(&found.ev, XSPROF_NVTX_DEPTH_ASYNC, &rid, found.thread, xsprof_clock_now());
+}
+
+/* ---- NVTX callbacks ------------------------------------------------------ */
+
+#define XSPROF_NVTX_ENTER                                                                              \
+    int saved_errno_ = errno;                                                                          \
+    xsprof_nvtx_pending_apply()
+#define XSPROF_NVTX_LEAVE errno = saved_errno_
+
+static void xsprof_nvtx_simple(xsprof_nvtx_event *ev, uint32_t name)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->name = name;
+}
+
+static void NVTX_API xsprof_nvtx_mark_ex(const nvtxEventAttributes_t *a)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_event_from_attr(a, 0, &ev);
+    xsprof_nvtx_mark_write(&ev, t_depth);
+    XSPROF_NVTX_LEAVE;
+}
+
+static void NVTX_API xsprof_nvtx_mark_a(const char *msg)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_simple(&ev, xsprof_nvtx_intern(msg));
+    xsprof_nvtx_mark_write(&ev, t_depth);
+    XSPROF_NVTX_LEAVE;
+}
+
+static void NVTX_API xsprof_nvtx_mark_w(const wchar_t *msg)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_simple(&ev, xsprof_nvtx_intern_w(msg));
+    xsprof_nvtx_mark_write(&ev, t_depth);
+    XSPROF_NVTX_LEAVE;
+}
+
+static nvtxRangeId_t NVTX_API xsprof_nvtx_start_ex(const nvtxEventAttributes_t *a)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_event_from_attr(a, 0, &ev);
+    nvtxRangeId_t id = xsprof_nvtx_start(&ev);
+    XSPROF_NVTX_LEAVE;
+    return id;
+}
+
+static nvtxRangeId_t NVTX_API xsprof_nvtx_start_a(const char *msg)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_simple(&ev, xsprof_nvtx_intern(msg));
+    nvtxRangeId_t id = xsprof_nvtx_start(&ev);
+    XSPROF_NVTX_LEAVE;
+    return id;
+}
+
+static nvtxRangeId_t NVTX_API xsprof_nvtx_start_w(const wchar_t *msg)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_simple(&ev, xsprof_nvtx_intern_w(msg));
+    nvtxRangeId_t id = xsprof_nvtx_start(&ev);
+    XSPROF_NVTX_LEAVE;
+    return id;
+}
+
+static void NVTX_API xsprof_nvtx_end_cb(nvtxRangeId_t id)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_end(id);
+    XSPROF_NVTX_LEAVE;
+}
+
+static int NVTX_API xsprof_nvtx_push_ex(const nvtxEventAttributes_t *a)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_event_from_attr(a, 0, &ev);
+    int d = xsprof_nvtx_push(&ev);
+    XSPROF_NVTX_LEAVE;
+    return d;
+}
+
+static int NVTX_API xsprof_nvtx_push_a(const char *msg)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_simple(&ev, xsprof_nvtx_intern(msg));
+    int d = xsprof_nvtx_push(&ev);
+    XSPROF_NVTX_LEAVE;
+    return d;
+}
+
+static int NVTX_API xsprof_nvtx_push_w(const wchar_t *msg)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_simple(&ev, xsprof_nvtx_intern_w(msg));
+    int d = xsprof_nvtx_push(&ev);
+    XSPROF_NVTX_LEAVE;
+    return d;
+}
+
+static int NVTX_API xsprof_nvtx_pop_cb(void)
+{
+    XSPROF_NVTX_ENTER;
+    int d = xsprof_nvtx_pop(0);
+    XSPROF_NVTX_LEAVE;
+    return d;
+}
+
+static void xsprof_nvtx_category_set(uint32_t domain, uint32_t category, uint32_t name)
+{
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < XSPROF_NVTX_CATEGORIES; i++) {
+        if (!g_categories[i].used || (g_categories[i].domain == domain && g_categories[i].category == category)) {
+            g_categories[i].domain = domain;
+            g_categories[i].category = category;
+            g_categories[i].name = name;
+            g_categories[i].used = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+static void NVTX_API xsprof_nvtx_name_category_a(uint32_t category, const char *name)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_category_set(0, category, xsprof_nvtx_intern(name));
+    XSPROF_NVTX_LEAVE;
+}
+
+static void NVTX_API xsprof_nvtx_name_category_w(uint32_t category, const wchar_t *name)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_category_set(0, category, xsprof_nvtx_intern_w(name));
+    XSPROF_NVTX_LEAVE;
+}
+
+static void xsprof_nvtx_name_thread(uint32_t os_tid, const char *name)
+{
+    if ((int)os_tid == xsprof_nvtx_os_tid()) {
+        xsprof_thread_name(name);
+        return;
+    }
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < XSPROF_NVTX_PENDING_NAMES; i++) {
+        if (!g_pending[i].os_tid || g_pending[i].os_tid == (int)os_tid) {
+            if (!g_pending[i].os_tid)
+                atomic_fetch_add(&g_npending, 1);
+            g_pending[i].os_tid = (int)os_tid;
+            snprintf(g_pending[i].name, sizeof g_pending[i].name, "%s", name ? name : "");
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+static void NVTX_API xsprof_nvtx_name_os_thread_a(uint32_t os_tid, const char *name)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_name_thread(os_tid, name);
+    XSPROF_NVTX_LEAVE;
+}
+
+static void NVTX_API xsprof_nvtx_name_os_thread_w(uint32_t os_tid, const wchar_t *name)
+{
+    XSPROF_NVTX_ENTER;
+    char buf[256];
+    xsprof_nvtx_utf8(name, buf, sizeof buf);
+    xsprof_nvtx_name_thread(os_tid, buf);
+    XSPROF_NVTX_LEAVE;
+}
+
+/* ---- domains (CORE2) ------------------------------------------------------ */
+
+static void NVTX_API xsprof_nvtx_domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_event_from_attr(a, xsprof_nvtx_domain_index(d), &ev);
+    xsprof_nvtx_mark_write(&ev, t_depth);
+    XSPROF_NVTX_LEAVE;
+}
+
+static nvtxRangeId_t NVTX_API xsprof_nvtx_domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_event_from_attr(a, xsprof_nvtx_domain_index(d), &ev);
+    nvtxRangeId_t id = xsprof_nvtx_start(&ev);
+    XSPROF_NVTX_LEAVE;
+    return id;
+}
+
+static void NVTX_API xsprof_nvtx_domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
+{
+    XSPROF_NVTX_ENTER;
+    (void)d;
+    xsprof_nvtx_end(id);
+    XSPROF_NVTX_LEAVE;
+}
+
+static int NVTX_API xsprof_nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_event ev;
+    xsprof_nvtx_event_from_attr(a, xsprof_nvtx_domain_index(d), &ev);
+    int depth = xsprof_nvtx_push(&ev);
+    XSPROF_NVTX_LEAVE;
+    return depth;
+}
+
+static int NVTX_API xsprof_nvtx_domain_pop(nvtxDomainHandle_t d)
+{
+    XSPROF_NVTX_ENTER;
+    int depth = xsprof_nvtx_pop(xsprof_nvtx_domain_index(d));
+    XSPROF_NVTX_LEAVE;
+    return depth;
+}
+
+static void NVTX_API xsprof_nvtx_domain_name_category_a(nvtxDomainHandle_t d, uint32_t category, const char *name)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_category_set(xsprof_nvtx_domain_index(d), category, xsprof_nvtx_intern(name));
+    XSPROF_NVTX_LEAVE;
+}
+
+static void NVTX_API xsprof_nvtx_domain_name_category_w(nvtxDomainHandle_t d, uint32_t category, const wchar_t *name)
+{
+    XSPROF_NVTX_ENTER;
+    xsprof_nvtx_category_set(xsprof_nvtx_domain_index(d), category, xsprof_nvtx_intern_w(name));
+    XSPROF_NVTX_LEAVE;
+}
+
+/* A registered string is its interned id + 1 (never NULL). */
+static nvtxStringHandle_t NVTX_API xsprof_nvtx_register_string_a(nvtxDomainHandle_t d, const char *s)
+{
+    XSPROF_NVTX_ENTER;
+    (void)d;
+    nvtxStringHandle_t h = (nvtxStringHandle_t)((uintptr_t)xsprof_nvtx_intern(s) + 1);
+    XSPROF_NVTX_LEAVE;
+    return h;
+}
+
+static nvtxStringHandle_t NVTX_API xsprof_nvtx_register_string_w(nvtxDomainHandle_t d, const wchar_t *s)
+{
+    XSPROF_NVTX_ENTER;
+    (void)d;
+    nvtxStringHandle_t h = (nvtxStringHandle_t)((uintptr_t)xsprof_nvtx_intern_w(s) + 1);
+    XSPROF_NVTX_LEAVE;
+    return h;
+}
+
+/* Domains are never freed: records may still name them after destroy. */
+static nvtxDomainHandle_t xsprof_nvtx_domain_create(uint32_t name)
+{
+    uintptr_t handle = 0;
+    pthread_mutex_lock(&g_lock);
+    unsigned n = atomic_load(&g_ndomains);
+    for (unsigned i = 1; i < n && !handle; i++)
+        if (g_domain_name[i] == name)
+            handle = i;
+    if (!handle && n < XSPROF_NVTX_DOMAINS) {
+        g_domain_name[n] = name;
+        atomic_store(&g_ndomains, n + 1);
+        handle = n;
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (!handle)
+        xsprof_anomaly("more than 255 NVTX domains: later ones recorded as the default domain");
+    return (nvtxDomainHandle_t)handle;
+}
+
+static nvtxDomainHandle_t NVTX_API xsprof_nvtx_domain_create_a(const char *name)
+{
+    XSPROF_NVTX_ENTER;
+    nvtxDomainHandle_t h = xsprof_nvtx_domain_create(xsprof_nvtx_intern(name));
+    XSPROF_NVTX_LEAVE;
+    return h;
+}
+
+static nvtxDomainHandle_t NVTX_API xsprof_nvtx_domain_create_w(const wchar_t *name)
+{
+    XSPROF_NVTX_ENTER;
+    nvtxDomainHandle_t h = xsprof_nvtx_domain_create(xsprof_nvtx_intern_w(name));
+    XSPROF_NVTX_LEAVE;
+    return h;
+}
+
+static void NVTX_API xsprof_nvtx_domain_destroy(nvtxDomainHandle_t d) { (void)d; }
+
+static void NVTX_API xsprof_nvtx_initialize(const void *reserved) { (void)reserved; }
+
+/* ---- injection entry point ---------------------------------------------- */
+
+typedef struct {
+    unsigned id;
+    NvtxFunctionPointer fn;
+} xsprof_nvtx_slot;
+
+static void xsprof_nvtx_fill(const NvtxExportTableCallbacks *etbl, NvtxCallbackModule module,
+                             const xsprof_nvtx_slot *slots, size_t n)
+{
+    NvtxFunctionTable table = NULL;
+    unsigned int size = 0;
+    if (!etbl->GetModuleFunctionTable(module, &table, &size) || !table)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (slots[i].id < size && table[slots[i].id])
+            *table[slots[i].id] = slots[i].fn;
+}
+
+#define XSPROF_NVTX_FN(f) ((NvtxFunctionPointer)(f))
+
+__attribute__((visibility("default"))) int NVTX_API InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
+__attribute__((visibility("default"))) int NVTX_API InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
+{
+    int saved = errno;
+    const NvtxExportTableCallbacks *etbl = get ? get(NVTX_ETID_CALLBACKS) : NULL;
+    if (!etbl || etbl->struct_size < sizeof *etbl || !etbl->GetModuleFunctionTable) {
+        errno = saved;
+        return 0;
+    }
+    const xsprof_nvtx_slot core[] = {
+        {NVTX_CBID_CORE_MarkEx, XSPROF_NVTX_FN(xsprof_nvtx_mark_ex)},
+        {NVTX_CBID_CORE_MarkA, XSPROF_NVTX_FN(xsprof_nvtx_mark_a)},
+        {NVTX_CBID_CORE_MarkW, XSPROF_NVTX_FN(xsprof_nvtx_mark_w)},
+        {NVTX_CBID_CORE_RangeStartEx, XSPROF_NVTX_FN(xsprof_nvtx_start_ex)},
+        {NVTX_CBID_CORE_RangeStartA, XSPROF_NVTX_FN(xsprof_nvtx_start_a)},
+        {NVTX_CBID_CORE_RangeStartW, XSPROF_NVTX_FN(xsprof_nvtx_start_w)},
+        {NVTX_CBID_CORE_RangeEnd, XSPROF_NVTX_FN(xsprof_nvtx_end_cb)},
+        {NVTX_CBID_CORE_RangePushEx, XSPROF_NVTX_FN(xsprof_nvtx_push_ex)},
+        {NVTX_CBID_CORE_RangePushA, XSPROF_NVTX_FN(xsprof_nvtx_push_a)},
+        {NVTX_CBID_CORE_RangePushW, XSPROF_NVTX_FN(xsprof_nvtx_push_w)},
+        {NVTX_CBID_CORE_RangePop, XSPROF_NVTX_FN(xsprof_nvtx_pop_cb)},
+        {NVTX_CBID_CORE_NameCategoryA, XSPROF_NVTX_FN(xsprof_nvtx_name_category_a)},
+        {NVTX_CBID_CORE_NameCategoryW, XSPROF_NVTX_FN(xsprof_nvtx_name_category_w)},
+        {NVTX_CBID_CORE_NameOsThreadA, XSPROF_NVTX_FN(xsprof_nvtx_name_os_thread_a)},
+        {NVTX_CBID_CORE_NameOsThreadW, XSPROF_NVTX_FN(xsprof_nvtx_name_os_thread_w)},
+    };
+    const xsprof_nvtx_slot core2[] = {
+        {NVTX_CBID_CORE2_DomainMarkEx, XSPROF_NVTX_FN(xsprof_nvtx_domain_mark_ex)},
+        {NVTX_CBID_CORE2_DomainRangeStartEx, XSPROF_NVTX_FN(xsprof_nvtx_domain_start_ex)},
+        {NVTX_CBID_CORE2_DomainRangeEnd, XSPROF_NVTX_FN(xsprof_nvtx_domain_end)},
+        {NVTX_CBID_CORE2_DomainRangePushEx, XSPROF_NVTX_FN(xsprof_nvtx_domain_push_ex)},
+        {NVTX_CBID_CORE2_DomainRangePop, XSPROF_NVTX_FN(xsprof_nvtx_domain_pop)},
+        {NVTX_CBID_CORE2_DomainNameCategoryA, XSPROF_NVTX_FN(xsprof_nvtx_domain_name_category_a)},
+        {NVTX_CBID_CORE2_DomainNameCategoryW, XSPROF_NVTX_FN(xsprof_nvtx_domain_name_category_w)},
+        {NVTX_CBID_CORE2_DomainRegisterStringA, XSPROF_NVTX_FN(xsprof_nvtx_register_string_a)},
+        {NVTX_CBID_CORE2_DomainRegisterStringW, XSPROF_NVTX_FN(xsprof_nvtx_register_string_w)},
+        {NVTX_CBID_CORE2_DomainCreateA, XSPROF_NVTX_FN(xsprof_nvtx_domain_create_a)},
+        {NVTX_CBID_CORE2_DomainCreateW, XSPROF_NVTX_FN(xsprof_nvtx_domain_create_w)},
+        {NVTX_CBID_CORE2_DomainDestroy, XSPROF_NVTX_FN(xsprof_nvtx_domain_destroy)},
+        {NVTX_CBID_CORE2_Initialize, XSPROF_NVTX_FN(xsprof_nvtx_initialize)},
+    };
+    xsprof_nvtx_fill(etbl, NVTX_CB_MODULE_CORE, core, sizeof core / sizeof *core);
+    xsprof_nvtx_fill(etbl, NVTX_CB_MODULE_CORE2, core2, sizeof core2 / sizeof *core2);
+    const NvtxExportTableVersionInfo *vinfo = get(NVTX_ETID_VERSIONINFO);
+    if (vinfo && vinfo->struct_size >= sizeof *vinfo && vinfo->SetInjectionNvtxVersion)
+        vinfo->SetInjectionNvtxVersion(NVTX_VERSION);
+    xsprof_meta_set("nvtx_injection", "on");
+    errno = saved;
+    return 1;
+}
+
+xsprof_status xsprof_nvtx_env_set(void)
+{
+    Dl_info info;
+    char path[PATH_MAX];
+    if (getenv("NVTX_INJECTION64_PATH"))
+        return XSPROF_OK;
+    if (!dladdr((void *)&xsprof_nvtx_env_set, &info) || !info.dli_fname || !info.dli_fname[0])
+        return XSPROF_ERR_UNSUPPORTED;
+    /* Absolute, so child processes in other directories load the same file. */
+    if (!realpath(info.dli_fname, path))
+        return XSPROF_ERR_IO;
+    return setenv("NVTX_INJECTION64_PATH", path, 0) == 0 ? XSPROF_OK : XSPROF_ERR_NOMEM;
+}
+
+#else /* !XSPROF_HAVE_NVTX */
+
+xsprof_status xsprof_nvtx_env_set(void) { return XSPROF_ERR_UNSUPPORTED; }
+
+#endif

@@ -19,7 +19,8 @@
 #include "io/h5schema.h"
 #include "io/journal_read.h"
 
-/* Deflate level: 4 is within 2% of 9 on region tables at a third of the CPU. */
+/* Deflate level: on io_size's region table 4 gives the size of 9 (3.3 B/event)
+ * in 60% of its time; 1 is 12% larger. */
 #define WR_DEFLATE 4
 
 typedef struct wr_ctx {

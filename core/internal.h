@@ -33,7 +33,8 @@ typedef struct xsprof_thread {
     char *end;                /* end of the chunk */
     xsprof_chunk_header *chunk;
     uint64_t chunk_seq;
-    uint64_t dropped;
+    uint64_t dropped;         /* records this thread lost (cumulative) */
+    uint64_t drops_published; /* part of `dropped` already added to the journal header */
     uint64_t drop_gen;        /* spare generation when we last failed to get a chunk */
     uint64_t rng;
     int64_t obs_skip[XSPROF_MAX_OBSERVERS];
@@ -85,7 +86,7 @@ XSPROF_HIDDEN xsprof_status xsprof_journal_relocate(const char *dir, int rank);
 XSPROF_HIDDEN void xsprof_journal_mark_signal(int sig);
 XSPROF_HIDDEN int xsprof_journal_is_open(void);
 XSPROF_HIDDEN uint32_t xsprof_journal_chunk_bytes(void);
-XSPROF_HIDDEN void xsprof_journal_count_drop(void);
+XSPROF_HIDDEN void xsprof_journal_count_drops(uint64_t n);
 
 /* intern.c */
 typedef struct xsprof_name_entry {

@@ -132,6 +132,8 @@ static xsprof_chunk_header *chunk_grow(void) {
         g_j.enospc = 1;
         return NULL;
     }
+    /* No MAP_POPULATE: on a file mapping it only prefaults for reading; the
+     * first write to each page still faults (dirty tracking). */
     void *m = mmap(NULL, g_j.chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED, g_j.fd, off);
     if (m == MAP_FAILED) {
         if (!g_j.enospc)
@@ -216,7 +218,7 @@ xsprof_status xsprof_journal_open(void) {
         budget_mb = 1;
     uint64_t b = (budget_mb << 20) / g_j.chunk_size;
     g_j.budget = (uint32_t)(b < 2 ? 2 : b > MAX_CHUNKS ? MAX_CHUNKS : b);
-    g_j.spare_target = g_j.budget / 4 < 2 ? 2 : g_j.budget / 4 > 8 ? 8 : g_j.budget / 4;
+    g_j.spare_target = g_j.budget / 2 < 2 ? 2 : g_j.budget / 2 > 16 ? 16 : g_j.budget / 2;
     g_j.full = calloc(g_j.budget, sizeof *g_j.full);
     const char *pol = xsprof_config_get("XSPROF_ON_FULL");
     g_j.block_on_full = pol && !strcmp(pol, "block");
@@ -283,11 +285,16 @@ xsprof_chunk_header *xsprof_journal_chunk_take(int block) {
     if (!g_j.open && xsprof_journal_open() != XSPROF_OK)
         return NULL;
     pthread_mutex_lock(&g_j.lock);
-    while (!g_j.nspare && block && g_j.block_on_full && !g_j.stop && !g_j.enospc && g_j.writer_started) {
+    while (!g_j.nspare && block && g_j.block_on_full && !g_j.stop && !g_j.enospc && g_j.writer_started &&
+           g_j.mapped >= g_j.budget) {
         pthread_cond_signal(&g_j.wake_writer);
         pthread_cond_wait(&g_j.wake_waiters, &g_j.lock);
     }
     xsprof_chunk_header *c = g_j.nspare ? g_j.spare[--g_j.nspare] : NULL;
+    /* The writer is starved of CPU (more busy threads than cores) but the
+     * budget has room: map the chunk here rather than drop records. */
+    if (!c && g_j.mapped < g_j.budget && !g_j.enospc)
+        c = chunk_grow();
     if (g_j.nspare < g_j.spare_target / 2 + 1)
         pthread_cond_signal(&g_j.wake_writer);
     pthread_mutex_unlock(&g_j.lock);
@@ -296,6 +303,17 @@ xsprof_chunk_header *xsprof_journal_chunk_take(int block) {
 
 void xsprof_journal_chunk_full(xsprof_chunk_header *c) {
     atomic_store_explicit((_Atomic uint32_t *)&c->state, XSPROF_CHUNK_FULL, memory_order_release);
+    const xsprof_sink *sink = journal_sink();
+    if (!sink || !sink->chunk_full) {
+        /* Nothing to show the chunk to: release it now, so memory is back
+         * in the budget even when the writer cannot run. */
+        munmap(c, g_j.chunk_size);
+        pthread_mutex_lock(&g_j.lock);
+        g_j.mapped--;
+        pthread_cond_signal(&g_j.wake_writer);
+        pthread_mutex_unlock(&g_j.lock);
+        return;
+    }
     pthread_mutex_lock(&g_j.lock);
     if (g_j.nfull < g_j.budget)
         g_j.full[g_j.nfull++] = c;
@@ -303,9 +321,9 @@ void xsprof_journal_chunk_full(xsprof_chunk_header *c) {
     pthread_mutex_unlock(&g_j.lock);
 }
 
-void xsprof_journal_count_drop(void) {
+void xsprof_journal_count_drops(uint64_t n) {
     if (g_j.hdr)
-        atomic_fetch_add_explicit((_Atomic uint64_t *)&g_j.hdr->dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit((_Atomic uint64_t *)&g_j.hdr->dropped, n, memory_order_relaxed);
 }
 
 /* Hand full chunks to the sink and unmap them. Lock held on entry/exit. */
@@ -337,9 +355,10 @@ static void *writer_main(void *arg) {
         struct timespec now, dl;
         clock_gettime(CLOCK_MONOTONIC, &now);
         if ((double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) * 1e-9 >= g_j.flush_s) {
-            /* Periodic flush: start writeback so data also survives a node crash. */
+            /* Periodic flush: start writeback (without waiting for it, so
+             * spares keep coming) so data also survives a node crash. */
             pthread_mutex_unlock(&g_j.lock);
-            fdatasync(g_j.fd);
+            sync_file_range(g_j.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
             pthread_mutex_lock(&g_j.lock);
             last = now;
         }

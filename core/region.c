@@ -58,7 +58,6 @@ xsprof_status xsprof_region_begin(const char *name) {
 }
 
 xsprof_status xsprof_region_end(void) {
-    int64_t t1 = xsprof_clock_read();
     xsprof_thread *t = xsprof_tls;
     if (__builtin_expect(!t || !t->depth, 0)) {
         xsprof_anomaly("region end without begin");
@@ -68,6 +67,7 @@ xsprof_status xsprof_region_end(void) {
     xsprof_frame *f = &t->stack[d];
     if (!f->recorded)
         return XSPROF_OK;
+    int64_t t1 = xsprof_clock_read();
     if (xsprof_counters_active())
         xsprof_counters_emit(t, f->counters, (uint16_t)d);
     xsprof_rec_region *r = xsprof_thread_reserve(t, sizeof *r);

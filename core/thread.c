@@ -16,6 +16,15 @@ __thread xsprof_thread *xsprof_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t g_thread_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 
+static void drops_publish(xsprof_thread *t) {
+    uint64_t n = t->dropped - t->drops_published;
+    if (!n)
+        return;
+    t->drops_published = t->dropped;
+    atomic_fetch_add_explicit(&xsprof_g.dropped, n, memory_order_relaxed);
+    xsprof_journal_count_drops(n);
+}
+
 static void thread_exit(void *arg) {
     xsprof_thread *t = arg;
     xsprof_tls = t; /* destructors run after the TLS pointer may be cleared */
@@ -25,6 +34,7 @@ static void thread_exit(void *arg) {
     }
     xsprof_counters_thread_close(t);
     pthread_mutex_lock(&xsprof_g.lock);
+    drops_publish(t);
     if (atomic_load(&xsprof_g.state) == XSPROF_STATE_RUNNING && t->chunk) {
         xsprof_journal_chunk_full(t->chunk);
         t->chunk = NULL;
@@ -99,6 +109,7 @@ void *xsprof_thread_reserve_slow(xsprof_thread *t, uint32_t size) {
     t->cur = (char *)(c + 1);
     t->end = (char *)c + xsprof_journal_chunk_bytes();
     if (t->dropped) {
+        drops_publish(t);
         /* Tell the reader how many records this thread lost before here. */
         xsprof_rec_drop *d = (xsprof_rec_drop *)t->cur;
         d->h.type = XSPROF_REC_DROP;
@@ -109,9 +120,10 @@ void *xsprof_thread_reserve_slow(xsprof_thread *t, uint32_t size) {
     }
     return t->cur;
 drop:
+    /* Per-thread only: a shared counter here would make a full buffer
+     * slower for every thread. Published to the header at chunk changes,
+     * thread exit and finalize. */
     t->dropped++;
-    atomic_fetch_add_explicit(&xsprof_g.dropped, 1, memory_order_relaxed);
-    xsprof_journal_count_drop();
     return NULL;
 }
 
@@ -119,9 +131,11 @@ drop:
  * thread may be between reserve and commit right now. */
 void xsprof_threads_close_all(void) {
     pthread_mutex_lock(&xsprof_g.lock);
-    for (xsprof_thread *t = xsprof_g.threads; t; t = t->next)
+    for (xsprof_thread *t = xsprof_g.threads; t; t = t->next) {
+        drops_publish(t);
         if (t->chunk)
             atomic_store_explicit((_Atomic uint32_t *)&t->chunk->state, XSPROF_CHUNK_FULL, memory_order_release);
+    }
     pthread_mutex_unlock(&xsprof_g.lock);
 }
 

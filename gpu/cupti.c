@@ -284,7 +284,7 @@ static void xsprof_cupti_offset_measure(void)
     atomic_store(&g_offset, t0 + (t1 - t0) / 2 - (int64_t)g);
 }
 
-static void CUPTIAPI xsprof_cupti_api_enter(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+void CUPTIAPI xsprof_cupti_api_enter(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                             const void *data)
 {
     (void)user;

@@ -57,6 +57,12 @@ XSPROF_HIDDEN xsprof_status xsprof_cupti_load(char *why, size_t len);
  * loaded (names come from cuptiGetCallbackName). */
 XSPROF_HIDDEN xsprof_status xsprof_cupti_decode(const CUpti_Activity *rec, int64_t offset_ns, xsprof_rec_gpu *out);
 
+/* The CUPTI callback-API subscriber: at a thread's first CUDA API call it
+ * maps the OS thread id to the xsprof thread id, so API activity records
+ * (which only carry the OS id) name the xsprof thread that made the call. */
+XSPROF_HIDDEN void CUPTIAPI xsprof_cupti_api_enter(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                                   const void *data);
+
 /* The buffer-requested callback registered with CUPTI: a malloc'd 1 MiB
  * buffer, or none (CUPTI then drops and counts) once 64 are in flight. */
 XSPROF_HIDDEN void CUPTIAPI xsprof_cupti_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records);

@@ -16,6 +16,8 @@ configure_package_config_file(cmake/xsprofConfig.cmake.in ${PROJECT_BINARY_DIR}/
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/xsprofConfigVersion.cmake COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/xsprofConfig.cmake ${PROJECT_BINARY_DIR}/xsprofConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xsprof)
+# Relocatable: the .pc files find the prefix from their own location.
+file(RELATIVE_PATH XSPROF_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 foreach(pc xsprof xsprof-mpi)
   configure_file(cmake/${pc}.pc.in ${PROJECT_BINARY_DIR}/${pc}.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

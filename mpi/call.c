@@ -1,0 +1,627 @@
+/* mpi/call.c — what an intercepted call records: one xsprof_rec_mpi per
+ * call and one XSPROF_MPI_COMPLETION per request it completes. The
+ * generated wrappers fill an xsprof_mpi_call from the spec's roles; the
+ * meaning of the roles lives here. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpi/xsprof_mpi.h"
+
+#define XSPROF_MAX_OPS 512
+static _Atomic uint32_t g_op_names[XSPROF_MAX_OPS]; /* interned id + 1, 0 = not yet */
+
+uint32_t xsprof_mpi_op_name(unsigned op) {
+    uint32_t v = atomic_load_explicit(&g_op_names[op], memory_order_relaxed);
+    if (v)
+        return v - 1;
+    xsprof_name_id id = 0;
+    if (xsprof_name_intern(xsprof_mpi_ops[op].name, &id) != XSPROF_OK)
+        return 0;
+    atomic_store_explicit(&g_op_names[op], id + 1, memory_order_relaxed);
+    return id;
+}
+
+int xsprof_mpi_enter(unsigned op) {
+    if (!atomic_load_explicit(&xsprof_mpi_g.on, memory_order_relaxed))
+        return 0;
+    if (!((xsprof_mpi_g.group_mask >> xsprof_mpi_ops[op].group) & 1u))
+        return 0;
+    return xsprof_guard_enter();
+}
+
+MPI_Status *xsprof_mpi_status_own(xsprof_mpi_call *c, MPI_Status *user) {
+    c->status = user == MPI_STATUS_IGNORE ? &c->s->status : user;
+    return c->status;
+}
+
+MPI_Status *xsprof_mpi_statuses_own(xsprof_mpi_call *c, int n, MPI_Status *user) {
+    c->statuses = user;
+    if (user != MPI_STATUSES_IGNORE || n <= 0)
+        return user;
+    if (n <= XSPROF_MPI_INLINE)
+        c->statuses = c->s->statuses;
+    else if ((c->own_statuses = malloc((size_t)n * sizeof(MPI_Status))))
+        c->statuses = c->own_statuses;
+    return c->statuses;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static uint64_t type_bytes(int64_t count, MPI_Datatype t) {
+    if (count <= 0 || t == NULL || t == MPI_DATATYPE_NULL)
+        return 0;
+    int sz = 0;
+    if (PMPI_Type_size(t, &sz) != MPI_SUCCESS || sz < 0)
+        return 0;
+    return (uint64_t)count * (uint64_t)sz;
+}
+
+static int64_t sum_counts(const int *counts, int n) {
+    int64_t s = 0;
+    for (int i = 0; counts && i < n; i++)
+        s += counts[i] > 0 ? counts[i] : 0;
+    return s;
+}
+
+static uint64_t sum_typed(const int *counts, const MPI_Datatype *types, int n) {
+    uint64_t s = 0;
+    for (int i = 0; counts && types && i < n; i++)
+        s += type_bytes(counts[i], types[i]);
+    return s;
+}
+
+static uint64_t status_bytes(const MPI_Status *st) {
+    int n = 0;
+    if (!st || PMPI_Get_count(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0)
+        return 0;
+    return (uint64_t)n;
+}
+
+/* In and out degree of a process topology (neighbourhood collectives). */
+static void neighbor_degrees(MPI_Comm comm, int *in, int *out) {
+    int kind = MPI_UNDEFINED, me = 0;
+    *in = *out = 0;
+    PMPI_Topo_test(comm, &kind);
+    PMPI_Comm_rank(comm, &me);
+    if (kind == MPI_CART) {
+        int nd = 0;
+        PMPI_Cartdim_get(comm, &nd);
+        *in = *out = 2 * nd;
+    } else if (kind == MPI_GRAPH) {
+        PMPI_Graph_neighbors_count(comm, me, in);
+        *out = *in;
+    } else if (kind == MPI_DIST_GRAPH) {
+        int w = 0;
+        PMPI_Dist_graph_neighbors_count(comm, in, out, &w);
+    }
+}
+
+static void emit(const xsprof_rec_mpi *r) {
+    if (atomic_load_explicit(&xsprof_mpi_g.paused, memory_order_relaxed))
+        return;
+    xsprof_buf_append(r, sizeof *r, 0);
+}
+
+static void rec_init(xsprof_rec_mpi *r, unsigned op, int64_t t0, int64_t t1) {
+    memset(r, 0, sizeof *r);
+    r->h.type = XSPROF_REC_MPI;
+    r->h.size = sizeof *r;
+    r->op = xsprof_mpi_op_name(op);
+    r->t_begin = t0;
+    r->t_end = t1;
+    r->comm = XSPROF_COMM_NONE;
+    r->peer = r->tag = r->root = XSPROF_MPI_NONE;
+}
+
+void xsprof_mpi_record_plain(unsigned op, int64_t t0, int64_t t1) {
+    xsprof_rec_mpi r;
+    rec_init(&r, op, t0, t1);
+    emit(&r);
+}
+
+/* ---- collectives ------------------------------------------------------ */
+
+static void coll_bytes(const xsprof_mpi_call *c, const xsprof_comm_entry *ce, xsprof_rec_mpi *r) {
+    int me = 0, n = ce->rworld ? ce->rsize : ce->size;
+    PMPI_Comm_rank(c->comm, &me);
+    int root = (c->has & XSPROF_R_ROOT) && (c->root == me || c->root == MPI_ROOT);
+    int inplace = c->sbuf == MPI_IN_PLACE;
+    int rin = c->rbuf == MPI_IN_PLACE;
+    uint64_t sent = 0, recv = 0;
+    int din = 0, dout = 0;
+    switch ((enum xsprof_mpi_rule)xsprof_mpi_ops[c->op].rule) {
+    case XSPROF_RULE_BCAST:
+        if (root)
+            sent = type_bytes(c->scount, c->stype);
+        else
+            recv = type_bytes(c->scount, c->stype);
+        break;
+    case XSPROF_RULE_REDUCE:
+        sent = type_bytes(c->scount, c->stype);
+        recv = root ? sent : 0;
+        break;
+    case XSPROF_RULE_ALLREDUCE:
+    case XSPROF_RULE_SCAN:
+        sent = recv = type_bytes(c->scount, c->stype);
+        break;
+    case XSPROF_RULE_GATHER:
+        sent = inplace ? type_bytes(c->rcount, c->rtype) : type_bytes(c->scount, c->stype);
+        recv = root ? type_bytes((int64_t)c->rcount * n, c->rtype) : 0;
+        break;
+    case XSPROF_RULE_GATHERV:
+        sent = inplace && c->rcounts ? type_bytes(c->rcounts[me], c->rtype) : type_bytes(c->scount, c->stype);
+        recv = root ? type_bytes(sum_counts(c->rcounts, n), c->rtype) : 0;
+        break;
+    case XSPROF_RULE_SCATTER:
+        sent = root ? type_bytes((int64_t)c->scount * n, c->stype) : 0;
+        recv = rin ? type_bytes(c->scount, c->stype) : type_bytes(c->rcount, c->rtype);
+        break;
+    case XSPROF_RULE_SCATTERV:
+        sent = root ? type_bytes(sum_counts(c->scounts, n), c->stype) : 0;
+        recv = rin && c->scounts ? type_bytes(c->scounts[me], c->stype) : type_bytes(c->rcount, c->rtype);
+        break;
+    case XSPROF_RULE_ALLGATHER:
+        sent = inplace ? type_bytes(c->rcount, c->rtype) : type_bytes(c->scount, c->stype);
+        recv = type_bytes((int64_t)c->rcount * n, c->rtype);
+        break;
+    case XSPROF_RULE_ALLGATHERV:
+        sent = inplace && c->rcounts ? type_bytes(c->rcounts[me], c->rtype) : type_bytes(c->scount, c->stype);
+        recv = type_bytes(sum_counts(c->rcounts, n), c->rtype);
+        break;
+    case XSPROF_RULE_ALLTOALL:
+        recv = type_bytes((int64_t)c->rcount * n, c->rtype);
+        sent = inplace ? recv : type_bytes((int64_t)c->scount * n, c->stype);
+        break;
+    case XSPROF_RULE_ALLTOALLV:
+        recv = type_bytes(sum_counts(c->rcounts, n), c->rtype);
+        sent = inplace ? recv : type_bytes(sum_counts(c->scounts, n), c->stype);
+        break;
+    case XSPROF_RULE_ALLTOALLW:
+        recv = sum_typed(c->rcounts, c->rtypes, n);
+        sent = inplace ? recv : sum_typed(c->scounts, c->stypes, n);
+        break;
+    case XSPROF_RULE_REDSCAT:
+        sent = type_bytes(sum_counts(c->rcounts, n), c->stype);
+        recv = c->rcounts ? type_bytes(c->rcounts[me], c->stype) : 0;
+        break;
+    case XSPROF_RULE_REDSCAT_BLOCK:
+        sent = type_bytes((int64_t)c->rcount * n, c->stype);
+        recv = type_bytes(c->rcount, c->stype);
+        break;
+    case XSPROF_RULE_NB_ALLGATHER:
+    case XSPROF_RULE_NB_ALLTOALL:
+        neighbor_degrees(c->comm, &din, &dout);
+        sent = type_bytes((int64_t)c->scount * dout, c->stype);
+        recv = type_bytes((int64_t)c->rcount * din, c->rtype);
+        break;
+    case XSPROF_RULE_NB_ALLGATHERV:
+        neighbor_degrees(c->comm, &din, &dout);
+        sent = type_bytes((int64_t)c->scount * dout, c->stype);
+        recv = type_bytes(sum_counts(c->rcounts, din), c->rtype);
+        break;
+    case XSPROF_RULE_NB_ALLTOALLV:
+        neighbor_degrees(c->comm, &din, &dout);
+        sent = type_bytes(sum_counts(c->scounts, dout), c->stype);
+        recv = type_bytes(sum_counts(c->rcounts, din), c->rtype);
+        break;
+    case XSPROF_RULE_NB_ALLTOALLW:
+        neighbor_degrees(c->comm, &din, &dout);
+        sent = sum_typed(c->scounts, c->stypes, dout);
+        recv = sum_typed(c->rcounts, c->rtypes, din);
+        break;
+    default:
+        break;
+    }
+    r->bytes_sent = sent;
+    r->bytes_recv = recv;
+    if (c->has & XSPROF_R_ROOT)
+        r->root = c->root == MPI_ROOT ? xsprof_mpi_g.rank : xsprof_comm_world(ce, c->root);
+}
+
+/* ---- completions ------------------------------------------------------ */
+
+/* One COMPLETION record for a request completed by the call in r_call. */
+static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, const MPI_Status *st, unsigned op) {
+    xsprof_rec_mpi r;
+    rec_init(&r, op, call->t_end, call->t_end);
+    r.kind = XSPROF_MPI_COMPLETION;
+    r.coll = ri->coll;
+    r.comm = ri->comm ? ri->comm->gid : XSPROF_COMM_NONE;
+    r.request = ri->id;
+    r.root = ri->root;
+    r.coll_seq = ri->coll_seq;
+    r.flags = ri->flags;
+    int cancelled = 0;
+    if (st && st != MPI_STATUS_IGNORE)
+        PMPI_Test_cancelled(st, &cancelled);
+    if (cancelled)
+        r.flags |= XSPROF_MPI_F_CANCELLED;
+    if (ri->is_recv) {
+        r.flags |= XSPROF_MPI_F_RECV;
+        r.peer = ri->peer;
+        r.tag = ri->tag;
+        r.seq = ri->seq;
+        if (st && st != MPI_STATUS_IGNORE && !cancelled) {
+            if (st->MPI_SOURCE != MPI_PROC_NULL && ri->comm) {
+                r.peer = xsprof_comm_world(ri->comm, st->MPI_SOURCE);
+                r.tag = st->MPI_TAG;
+                r.bytes_recv = status_bytes(st);
+                /* wildcard receives get their number when the match is known */
+                if (!r.seq)
+                    r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1);
+            }
+        }
+    } else {
+        r.peer = ri->peer;
+        r.tag = ri->tag;
+        r.seq = ri->seq;
+        r.bytes_sent = ri->bytes;
+        if (ri->kind == XSPROF_MPI_ICOLL || ri->kind == XSPROF_MPI_IO || ri->kind == XSPROF_MPI_RMA)
+            r.bytes_sent = 0;
+    }
+    if (ri->newcomm && !cancelled && *ri->newcomm != MPI_COMM_NULL)
+        xsprof_comm_created(*ri->newcomm, ri->comm, ri->created, ri->op, 0);
+    emit(&r);
+}
+
+/* dry: only count (the call record, which carries the count, goes first). */
+static void completed_one(xsprof_mpi_call *c, const xsprof_rec_mpi *call, MPI_Request snap, const MPI_Status *st,
+                          uint32_t *count, int dry) {
+    if (snap == MPI_REQUEST_NULL)
+        return;
+    (*count)++;
+    xsprof_req_info ri;
+    if (!dry && xsprof_req_take(snap, &ri, 0))
+        complete(call, &ri, st, c->op);
+}
+
+static uint32_t wait_pass(xsprof_mpi_call *c, int rc, const xsprof_rec_mpi *call, int dry) {
+    enum xsprof_mpi_rule rule = (enum xsprof_mpi_rule)xsprof_mpi_ops[c->op].rule;
+    const MPI_Status *sts = c->statuses == MPI_STATUSES_IGNORE ? NULL : c->statuses;
+    uint32_t count = 0;
+    int ok = rc == MPI_SUCCESS;
+    int all_ok = ok || rc == MPI_ERR_IN_STATUS;
+    switch (rule) {
+    case XSPROF_RULE_WAIT:
+        if (ok)
+            completed_one(c, call, c->snap[0], c->status, &count, dry);
+        break;
+    case XSPROF_RULE_TEST:
+        if (ok && c->flag && *c->flag)
+            completed_one(c, call, c->snap[0], c->status, &count, dry);
+        break;
+    case XSPROF_RULE_WAITALL:
+    case XSPROF_RULE_TESTALL:
+        if (all_ok && (rule == XSPROF_RULE_WAITALL || (c->flag && *c->flag)))
+            for (int i = 0; i < c->nreq; i++)
+                if (!sts || ok || sts[i].MPI_ERROR == MPI_SUCCESS)
+                    completed_one(c, call, c->snap[i], sts ? &sts[i] : NULL, &count, dry);
+        break;
+    case XSPROF_RULE_WAITANY:
+    case XSPROF_RULE_TESTANY:
+        if (ok && c->index && *c->index != MPI_UNDEFINED && *c->index >= 0 && *c->index < c->nreq &&
+            (rule == XSPROF_RULE_WAITANY || (c->flag && *c->flag)))
+            completed_one(c, call, c->snap[*c->index], c->status, &count, dry);
+        break;
+    case XSPROF_RULE_WAITSOME:
+    case XSPROF_RULE_TESTSOME:
+        if (all_ok && c->outcount && *c->outcount != MPI_UNDEFINED)
+            for (int k = 0; k < *c->outcount; k++) {
+                int i = c->indices[k];
+                if (i >= 0 && i < c->nreq)
+                    completed_one(c, call, c->snap[i], sts ? &sts[k] : NULL, &count, dry);
+            }
+        break;
+    default:
+        break;
+    }
+    return count;
+}
+
+/* The call record first (with the number of completed requests), then one
+ * COMPLETION per request, all at the call's end time. */
+static void post_wait(xsprof_mpi_call *c, int rc, xsprof_rec_mpi *r) {
+    enum xsprof_mpi_rule rule = (enum xsprof_mpi_rule)xsprof_mpi_ops[c->op].rule;
+    r->count = wait_pass(c, rc, r, 1);
+    r->kind = r->count || rule == XSPROF_RULE_WAIT || rule == XSPROF_RULE_WAITALL ? XSPROF_MPI_WAIT : XSPROF_MPI_OTHER;
+    emit(r);
+    wait_pass(c, rc, r, 0);
+}
+
+/* ---- pre / post --------------------------------------------------------- */
+
+void xsprof_mpi_pre(xsprof_mpi_call *c) {
+    c->saved_errno = errno;
+    switch (xsprof_mpi_ops[c->op].wkind) {
+    case XSPROF_W_WAIT: {
+        /* Completed requests become MPI_REQUEST_NULL: remember them first. */
+        MPI_Request *src = c->reqs;
+        if (!src) {
+            src = c->req;
+            c->nreq = 1;
+        }
+        c->snap = c->s->req_snap;
+        if (c->nreq > XSPROF_MPI_INLINE && (c->snap_heap = malloc((size_t)c->nreq * sizeof(MPI_Request))))
+            c->snap = c->snap_heap;
+        if (c->nreq > XSPROF_MPI_INLINE && !c->snap_heap)
+            c->nreq = XSPROF_MPI_INLINE; /* track what fits, the call itself is unaffected */
+        for (int i = 0; i < c->nreq; i++)
+            c->snap[i] = src[i];
+        break;
+    }
+    case XSPROF_W_REQFREE:
+    case XSPROF_W_CANCEL:
+        c->s->req_snap[0] = *c->req;
+        break;
+    case XSPROF_W_MRECV:
+    case XSPROF_W_IMRECV:
+        c->s->req_snap[0] = (MPI_Request)(void *)*c->msg;
+        break;
+    case XSPROF_W_COMMFREE:
+        c->comm_key = xsprof_comm_key(*c->commp);
+        break;
+    case XSPROF_W_WINFREE:
+        c->comm_key = (uintptr_t)*c->winp;
+        break;
+    default:
+        break;
+    }
+    c->t_begin = xsprof_clock_now();
+    errno = c->saved_errno;
+}
+
+static void mark_cancelled(xsprof_req_info *ri, void *arg) {
+    (void)arg;
+    ri->flags |= XSPROF_MPI_F_CANCELLED;
+}
+
+static void mark_started(xsprof_req_info *ri, void *arg) {
+    (void)arg;
+    ri->active = 1;
+    ri->id = xsprof_req_new_id();
+    ri->seq = 0;
+    if (ri->peer == XSPROF_MPI_NONE || !ri->comm)
+        return;
+    if (ri->is_send)
+        ri->seq = xsprof_seq_next(ri->comm->gid, ri->peer, ri->tag, 0);
+    else if (ri->is_recv && ri->tag != MPI_ANY_TAG)
+        ri->seq = xsprof_seq_next(ri->comm->gid, ri->peer, ri->tag, 1);
+}
+
+/* Sets the peer/tag/seq fields of a post and of its request entry. */
+static void track_post(xsprof_mpi_call *c, xsprof_rec_mpi *r, xsprof_comm_entry *ce, int kind, int persistent) {
+    xsprof_req_info ri = {.id = xsprof_req_new_id(), .comm = ce, .op = c->op, .root = r->root, .kind = (uint8_t)kind,
+                          .coll = r->coll, .coll_seq = r->coll_seq, .persistent = (uint8_t)persistent,
+                          .active = (uint8_t)!persistent};
+    ri.peer = r->peer;
+    ri.tag = r->tag;
+    ri.seq = r->seq;
+    ri.bytes = r->bytes_sent;
+    ri.is_send = kind == XSPROF_MPI_ISEND;
+    ri.is_recv = kind == XSPROF_MPI_IRECV;
+    if (persistent)
+        ri.flags |= XSPROF_MPI_F_PERSISTENT;
+    r->request = ri.id;
+    r->flags |= ri.flags;
+    if (c->req && *c->req != MPI_REQUEST_NULL)
+        xsprof_req_insert(*c->req, &ri);
+}
+
+void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
+    int64_t t_end = xsprof_clock_now();
+    int e = errno;
+    xsprof_guard_leave();
+    const xsprof_mpi_op *o = &xsprof_mpi_ops[c->op];
+    xsprof_rec_mpi r;
+    rec_init(&r, c->op, c->t_begin, t_end);
+    r.coll = o->coll;
+    xsprof_comm_entry *ce = NULL;
+    if (c->has & XSPROF_R_COMM)
+        ce = xsprof_comm_lookup(c->comm);
+    else if (c->has & XSPROF_R_WIN)
+        ce = xsprof_win_lookup(c->win);
+    if (ce)
+        r.comm = ce->gid;
+    int ok = rc == MPI_SUCCESS;
+    int persistent = 0;
+    switch ((enum xsprof_mpi_wkind)o->wkind) {
+    case XSPROF_W_SEND:
+    case XSPROF_W_SSEND:
+    case XSPROF_W_ISEND:
+    case XSPROF_W_PSEND:
+        persistent = o->wkind == XSPROF_W_PSEND;
+        r.kind = o->wkind == XSPROF_W_SSEND ? XSPROF_MPI_SSEND : o->wkind == XSPROF_W_SEND ? XSPROF_MPI_SEND
+                 : persistent ? XSPROF_MPI_OTHER : XSPROF_MPI_ISEND;
+        r.peer = xsprof_comm_world(ce, c->peer);
+        r.tag = c->tag;
+        r.bytes_sent = type_bytes(c->scount, c->stype);
+        if (ok && !persistent && r.peer != XSPROF_MPI_NONE)
+            r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 0);
+        if (ok && o->wkind != XSPROF_W_SEND && o->wkind != XSPROF_W_SSEND)
+            track_post(c, &r, ce, XSPROF_MPI_ISEND, persistent);
+        break;
+    case XSPROF_W_RECV:
+    case XSPROF_W_MRECV:
+        r.kind = XSPROF_MPI_RECV;
+        if (o->wkind == XSPROF_W_MRECV) {
+            xsprof_req_info mi;
+            ce = xsprof_req_take(c->s->req_snap[0], &mi, 1) ? mi.comm : NULL;
+            r.comm = ce ? ce->gid : XSPROF_COMM_NONE;
+        } else {
+            if (c->src == MPI_ANY_SOURCE)
+                r.flags |= XSPROF_MPI_F_WILDCARD_SRC;
+            if (c->tag == MPI_ANY_TAG)
+                r.flags |= XSPROF_MPI_F_WILDCARD_TAG;
+        }
+        if (ok && ce && c->status->MPI_SOURCE != MPI_PROC_NULL) {
+            r.peer = xsprof_comm_world(ce, c->status->MPI_SOURCE);
+            r.tag = c->status->MPI_TAG;
+            r.bytes_recv = status_bytes(c->status);
+            r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1);
+        }
+        break;
+    case XSPROF_W_IRECV:
+    case XSPROF_W_PRECV:
+    case XSPROF_W_IMRECV: {
+        persistent = o->wkind == XSPROF_W_PRECV;
+        r.kind = persistent ? XSPROF_MPI_OTHER : XSPROF_MPI_IRECV;
+        int src = c->src, tag = c->tag;
+        if (o->wkind == XSPROF_W_IMRECV) {
+            xsprof_req_info mi;
+            ce = xsprof_req_take(c->s->req_snap[0], &mi, 1) ? mi.comm : NULL;
+            r.comm = ce ? ce->gid : XSPROF_COMM_NONE;
+            src = MPI_ANY_SOURCE; /* known at completion */
+            tag = MPI_ANY_TAG;
+        }
+        if (src == MPI_ANY_SOURCE)
+            r.flags |= XSPROF_MPI_F_WILDCARD_SRC;
+        if (tag == MPI_ANY_TAG)
+            r.flags |= XSPROF_MPI_F_WILDCARD_TAG;
+        r.peer = src == MPI_ANY_SOURCE || !ce ? XSPROF_MPI_NONE : xsprof_comm_world(ce, src);
+        r.tag = tag == MPI_ANY_TAG ? XSPROF_MPI_NONE : tag;
+        /* Receives of one (source, tag) match in posting order: number them now. */
+        if (ok && !persistent && src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && r.peer != XSPROF_MPI_NONE)
+            r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1);
+        if (ok && src != MPI_PROC_NULL) {
+            track_post(c, &r, ce, XSPROF_MPI_IRECV, persistent);
+        }
+        break;
+    }
+    case XSPROF_W_SENDRECV: {
+        r.kind = XSPROF_MPI_SENDRECV;
+        r.peer = xsprof_comm_world(ce, c->peer);
+        r.tag = c->tag;
+        r.bytes_sent = type_bytes(c->scount, c->stype);
+        if (ok && r.peer != XSPROF_MPI_NONE)
+            r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 0);
+        emit(&r);
+        if (ok && c->status->MPI_SOURCE != MPI_PROC_NULL) {
+            xsprof_req_info ri = {.comm = ce, .is_recv = 1, .peer = XSPROF_MPI_NONE, .tag = XSPROF_MPI_NONE};
+            complete(&r, &ri, c->status, c->op);
+        }
+        goto out;
+    }
+    case XSPROF_W_COLL:
+    case XSPROF_W_ICOLL:
+        r.kind = o->wkind == XSPROF_W_COLL ? XSPROF_MPI_COLL : XSPROF_MPI_ICOLL;
+        if (ce) {
+            r.coll_seq = atomic_fetch_add_explicit(&ce->coll_seq, 1, memory_order_relaxed) + 1;
+            coll_bytes(c, ce, &r);
+        }
+        if (ok && o->wkind == XSPROF_W_ICOLL)
+            track_post(c, &r, ce, XSPROF_MPI_ICOLL, 0);
+        break;
+    case XSPROF_W_RMA:
+    case XSPROF_W_IO:
+        r.kind = o->wkind == XSPROF_W_RMA ? XSPROF_MPI_RMA : XSPROF_MPI_IO;
+        if ((c->has & XSPROF_R_PEER) && ce)
+            r.peer = xsprof_comm_world(ce, c->peer);
+        if (o->rule == XSPROF_RULE_SINGLE) {
+            r.bytes_sent = type_bytes(1, c->stype);
+            r.bytes_recv = r.bytes_sent;
+        } else {
+            r.bytes_sent = (c->has & XSPROF_R_STYPE) ? type_bytes(c->scount, c->stype) : 0;
+            r.bytes_recv = (c->has & XSPROF_R_RTYPE) ? type_bytes(c->rcount, c->rtype) : 0;
+        }
+        if (ok && (c->has & XSPROF_R_REQ))
+            track_post(c, &r, ce, r.kind, 0);
+        break;
+    case XSPROF_W_START:
+    case XSPROF_W_STARTALL: {
+        r.flags |= XSPROF_MPI_F_PERSISTENT;
+        MPI_Request *reqs = o->wkind == XSPROF_W_START ? c->req : c->reqs;
+        int n = o->wkind == XSPROF_W_START ? 1 : c->nreq;
+        xsprof_req_info ri;
+        int found = 0;
+        for (int i = 0; ok && i < n; i++)
+            found = xsprof_req_update(reqs[i], mark_started, NULL, &ri);
+        if (o->wkind == XSPROF_W_START) {
+            if (found) {
+                r.kind = ri.is_send ? XSPROF_MPI_ISEND : ri.is_recv ? XSPROF_MPI_IRECV : XSPROF_MPI_OTHER;
+                r.comm = ri.comm ? ri.comm->gid : XSPROF_COMM_NONE;
+                r.peer = ri.peer;
+                r.tag = ri.tag;
+                r.seq = ri.seq;
+                r.request = ri.id;
+                r.bytes_sent = ri.bytes;
+            }
+        } else
+            r.count = (uint32_t)n;
+        break;
+    }
+    case XSPROF_W_WAIT:
+        post_wait(c, rc, &r);
+        goto out;
+    case XSPROF_W_REQFREE: {
+        xsprof_req_info ri;
+        if (ok && xsprof_req_take(c->s->req_snap[0], &ri, 1) && ri.active) {
+            ri.flags |= XSPROF_MPI_F_FREED;
+            complete(&r, &ri, NULL, c->op);
+        }
+        break;
+    }
+    case XSPROF_W_CANCEL:
+        if (ok)
+            xsprof_req_update(c->s->req_snap[0], mark_cancelled, NULL, NULL);
+        break;
+    case XSPROF_W_PROBE:
+        if (ok && (!(c->has & XSPROF_R_FLAG) || *c->flag) && ce && c->status->MPI_SOURCE != MPI_PROC_NULL) {
+            r.peer = xsprof_comm_world(ce, c->status->MPI_SOURCE);
+            r.tag = c->status->MPI_TAG;
+            if (c->msg && *c->msg != MPI_MESSAGE_NULL) {
+                /* Mrecv/Imrecv have no communicator argument: remember it. */
+                xsprof_req_info mi = {.comm = ce};
+                xsprof_req_insert((MPI_Request)(void *)*c->msg, &mi);
+            }
+        }
+        break;
+    case XSPROF_W_COMMNEW:
+        if (ok && ce && *c->newcomm != MPI_COMM_NULL) {
+            unsigned op = c->op;
+            int64_t idx = -1;
+            int tag = 0;
+            const char *name = xsprof_mpi_ops[op].name;
+            xsprof_comm_entry *parent = ce;
+            if (!strcmp(name, "MPI_Comm_create_group"))
+                tag = c->tag;
+            else if (!strcmp(name, "MPI_Intercomm_create")) {
+                tag = c->tag;
+                parent = NULL;
+            } else
+                idx = atomic_fetch_add_explicit(&ce->created, 1, memory_order_relaxed);
+            xsprof_comm_created(*c->newcomm, parent, idx, op, tag);
+        } else if (ok && ce && strcmp(xsprof_mpi_ops[c->op].name, "MPI_Comm_create_group") &&
+                   strcmp(xsprof_mpi_ops[c->op].name, "MPI_Intercomm_create"))
+            atomic_fetch_add_explicit(&ce->created, 1, memory_order_relaxed); /* got MPI_COMM_NULL: keep in step */
+        break;
+    case XSPROF_W_ICOMMNEW:
+        if (ok && ce) {
+            xsprof_req_info ri = {.id = xsprof_req_new_id(), .comm = ce, .op = c->op, .kind = XSPROF_MPI_OTHER,
+                                  .peer = XSPROF_MPI_NONE, .tag = XSPROF_MPI_NONE, .root = XSPROF_MPI_NONE,
+                                  .newcomm = c->newcomm, .active = 1};
+            ri.created = atomic_fetch_add_explicit(&ce->created, 1, memory_order_relaxed);
+            r.request = ri.id;
+            xsprof_req_insert(*c->req, &ri);
+        }
+        break;
+    case XSPROF_W_COMMFREE:
+        if (ok)
+            xsprof_comm_freed(c->comm_key);
+        break;
+    case XSPROF_W_WINNEW:
+        if (ok)
+            xsprof_win_created(*c->newwin, c->comm);
+        break;
+    case XSPROF_W_WINFREE:
+        if (ok)
+            xsprof_comm_freed(c->comm_key);
+        break;
+    default:
+        break;
+    }
+    emit(&r);
+out:
+    free(c->own_statuses);
+    free(c->snap_heap);
+    errno = e;
+}

@@ -1,0 +1,136 @@
+/* mpi/init.c — the MPI life cycle of a rank: after PMPI_Init the rank
+ * learns its identity, rank 0 chooses the run directory for everyone, the
+ * communicator registry, metadata, topology and the first clock sample are
+ * recorded, and the wrappers are switched on (one flag). Before
+ * PMPI_Finalize the final clock sample is taken, the wrappers are switched
+ * off and xsprof_finalize writes the rank file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "mpi/xsprof_mpi.h"
+
+xsprof_mpi_state xsprof_mpi_g = {.sync_comm = MPI_COMM_NULL, .group_mask = (1u << XSPROF_GRP_COUNT) - 1};
+static int g_initialized;
+
+static const char *const g_group_names[XSPROF_GRP_COUNT] = {"p2p", "coll", "rma", "io", "comm", "type", "misc"};
+
+unsigned xsprof_mpi_groups_parse(const char *spec) {
+    unsigned all = (1u << XSPROF_GRP_COUNT) - 1, plus = 0, minus = 0;
+    if (!spec || !*spec)
+        return all;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+        int neg = *tok == '-', g;
+        const char *name = (*tok == '-' || *tok == '+') ? tok + 1 : tok;
+        if (!strcmp(name, "all")) {
+            if (neg)
+                minus = all;
+            else
+                plus = all;
+            continue;
+        }
+        for (g = 0; g < XSPROF_GRP_COUNT && strcmp(name, g_group_names[g]); g++)
+            ;
+        if (g == XSPROF_GRP_COUNT) {
+            xsprof_log(XSPROF_LOG_WARN, "XSPROF_MPI: unknown group '%s' (groups: p2p coll rma io comm type misc)",
+                       name);
+            continue;
+        }
+        if (neg)
+            minus |= 1u << g;
+        else
+            plus |= 1u << g;
+    }
+    return (plus ? plus : all) & ~minus;
+}
+
+/* The command line, arguments separated by spaces (/proc/self/cmdline). */
+static void command_line(char *out, size_t len) {
+    out[0] = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, len - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    out[n] = 0;
+    for (ssize_t i = 0; i < n - 1; i++)
+        if (!out[i])
+            out[i] = ' ';
+}
+
+static void meta_record(void) {
+    char buf[4096];
+    int len = 0;
+    if (PMPI_Get_library_version(buf, &len) == MPI_SUCCESS) {
+        buf[len < (int)sizeof buf ? len : (int)sizeof buf - 1] = 0;
+        char *nl = strchr(buf, '\n'); /* first line: name and version */
+        if (nl)
+            *nl = 0;
+        xsprof_meta_set("mpi_version", buf);
+    }
+    if (gethostname(buf, sizeof buf - 1) == 0) {
+        buf[sizeof buf - 1] = 0;
+        xsprof_meta_set("host", buf);
+    }
+    command_line(buf, sizeof buf);
+    xsprof_meta_set("command", buf);
+    static const char *const levels[] = {"single", "funneled", "serialized", "multiple"};
+    int l = xsprof_mpi_g.thread_level;
+    xsprof_meta_set("mpi_thread_level", l >= 0 && l <= 3 ? levels[l] : "unknown");
+    snprintf(buf, sizeof buf, "%d", xsprof_mpi_g.size);
+    xsprof_meta_set("mpi_world_size", buf);
+}
+
+void xsprof_mpi_init_after(int thread_level) {
+    if (g_initialized)
+        return;
+    g_initialized = 1;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &xsprof_mpi_g.rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &xsprof_mpi_g.size);
+    xsprof_mpi_g.thread_level = thread_level;
+    /* Rank 0's run directory wins: the default name holds a timestamp. */
+    char dir[4096] = "";
+    if (xsprof_mpi_g.rank == 0) {
+        const char *cur = xsprof_output_dir();
+        if (cur && *cur)
+            snprintf(dir, sizeof dir, "%s", cur);
+        else if (xsprof_output_default_dir(dir, sizeof dir) != XSPROF_OK)
+            dir[0] = 0;
+    }
+    PMPI_Bcast(dir, (int)sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+    xsprof_status st = xsprof_identity_set(xsprof_mpi_g.rank, xsprof_mpi_g.size, dir);
+    if (st != XSPROF_OK)
+        xsprof_log(XSPROF_LOG_WARN, "run directory %s: %s", dir, xsprof_status_string(st));
+    xsprof_end_state_set("exit without MPI_Finalize");
+    xsprof_mpi_g.group_mask = xsprof_mpi_groups_parse(xsprof_config_get("XSPROF_MPI"));
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &xsprof_mpi_g.sync_comm) != MPI_SUCCESS)
+        xsprof_mpi_g.sync_comm = MPI_COMM_NULL;
+    if (xsprof_comm_registry_init() != XSPROF_OK) {
+        xsprof_log(XSPROF_LOG_WARN, "MPI communicator registry unavailable: MPI calls are not recorded");
+        return;
+    }
+    meta_record();
+    xsprof_topo_record();
+    xsprof_clock_sync(XSPROF_CLOCK_INIT);
+    atomic_store(&xsprof_mpi_g.on, 1);
+}
+
+void xsprof_mpi_finalize_before(unsigned op, int64_t t0) {
+    if (g_initialized && atomic_load(&xsprof_mpi_g.on)) {
+        /* Other threads stop recording MPI now: one flag. */
+        atomic_store(&xsprof_mpi_g.on, 0);
+        xsprof_clock_sync(XSPROF_CLOCK_FINAL);
+        xsprof_mpi_record_plain(op, t0, xsprof_clock_now());
+        xsprof_end_state_set("finalized");
+    }
+    xsprof_finalize();
+    if (xsprof_mpi_g.sync_comm != MPI_COMM_NULL)
+        PMPI_Comm_free(&xsprof_mpi_g.sync_comm);
+}
+
+void xsprof_mpi_pcontrol(int level) { atomic_store(&xsprof_mpi_g.paused, level == 0); }

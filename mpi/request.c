@@ -1,0 +1,196 @@
+/* mpi/request.c — requests tracked from post to completion, and the
+ * per-(comm, peer, tag) message sequence numbers. Both are shared by all
+ * threads (MPI_THREAD_MULTIPLE): requests live in lock-striped hash
+ * tables, sequence counters in a lock-free table. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpi/xsprof_mpi.h"
+
+static _Atomic uint64_t g_next_id = 1;
+
+uint64_t xsprof_req_new_id(void) { return atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed); }
+
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* ---- request table ------------------------------------------------------
+ * Linear probing with backward-shift deletion keeps entries of one key in
+ * insertion order, so when a freed handle is reused by another thread before
+ * its completion is processed, the oldest entry (the completed one) is taken. */
+
+#define XSPROF_REQ_STRIPES 64
+
+typedef struct req_slot {
+    uintptr_t key; /* 0 = empty */
+    xsprof_req_info info;
+} req_slot;
+
+typedef struct req_stripe {
+    pthread_mutex_t lock;
+    req_slot *slots;
+    size_t cap, n;
+} req_stripe;
+
+static req_stripe g_req[XSPROF_REQ_STRIPES];
+static pthread_once_t g_req_once = PTHREAD_ONCE_INIT;
+
+static void req_init(void) {
+    for (int i = 0; i < XSPROF_REQ_STRIPES; i++)
+        pthread_mutex_init(&g_req[i].lock, NULL);
+}
+
+static inline req_stripe *stripe_of(uintptr_t key, uint64_t *h) {
+    *h = mix64(key);
+    pthread_once(&g_req_once, req_init);
+    return &g_req[*h % XSPROF_REQ_STRIPES];
+}
+
+static int stripe_grow(req_stripe *s) {
+    size_t cap = s->cap ? s->cap * 2 : 64;
+    req_slot *ns = calloc(cap, sizeof *ns);
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < s->cap; i++) {
+        if (!s->slots[i].key)
+            continue;
+        size_t j = (mix64(s->slots[i].key) / XSPROF_REQ_STRIPES) & (cap - 1);
+        while (ns[j].key)
+            j = (j + 1) & (cap - 1);
+        ns[j] = s->slots[i];
+    }
+    free(s->slots);
+    s->slots = ns;
+    s->cap = cap;
+    return 0;
+}
+
+void xsprof_req_insert(MPI_Request r, const xsprof_req_info *info) {
+    uintptr_t key = (uintptr_t)r;
+    uint64_t h;
+    req_stripe *s = stripe_of(key, &h);
+    pthread_mutex_lock(&s->lock);
+    if ((s->n + 1) * 2 > s->cap && stripe_grow(s)) {
+        pthread_mutex_unlock(&s->lock);
+        xsprof_anomaly("MPI request table: out of memory, request not tracked");
+        return;
+    }
+    size_t j = (h / XSPROF_REQ_STRIPES) & (s->cap - 1);
+    while (s->slots[j].key)
+        j = (j + 1) & (s->cap - 1);
+    s->slots[j].key = key;
+    s->slots[j].info = *info;
+    s->n++;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static req_slot *find(req_stripe *s, uintptr_t key, uint64_t h) {
+    if (!s->cap)
+        return NULL;
+    for (size_t j = (h / XSPROF_REQ_STRIPES) & (s->cap - 1);; j = (j + 1) & (s->cap - 1)) {
+        if (!s->slots[j].key)
+            return NULL;
+        if (s->slots[j].key == key)
+            return &s->slots[j];
+    }
+}
+
+static void erase(req_stripe *s, req_slot *slot) {
+    size_t mask = s->cap - 1, i = (size_t)(slot - s->slots), j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!s->slots[j].key)
+            break;
+        size_t home = (mix64(s->slots[j].key) / XSPROF_REQ_STRIPES) & mask;
+        /* move j back to i when its home is not in (i, j] cyclically */
+        if ((i <= j) ? (home <= i || home > j) : (home <= i && home > j)) {
+            s->slots[i] = s->slots[j];
+            i = j;
+        }
+    }
+    s->slots[i].key = 0;
+    s->n--;
+}
+
+int xsprof_req_take(MPI_Request r, xsprof_req_info *out, int freeing) {
+    if (r == MPI_REQUEST_NULL)
+        return 0;
+    uintptr_t key = (uintptr_t)r;
+    uint64_t h;
+    req_stripe *s = stripe_of(key, &h);
+    pthread_mutex_lock(&s->lock);
+    req_slot *slot = find(s, key, h);
+    if (slot) {
+        *out = slot->info;
+        if (slot->info.persistent && !freeing)
+            slot->info.active = 0;
+        else
+            erase(s, slot);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return slot != NULL;
+}
+
+int xsprof_req_update(MPI_Request r, void (*fn)(xsprof_req_info *, void *), void *arg, xsprof_req_info *out) {
+    if (r == MPI_REQUEST_NULL)
+        return 0;
+    uintptr_t key = (uintptr_t)r;
+    uint64_t h;
+    req_stripe *s = stripe_of(key, &h);
+    pthread_mutex_lock(&s->lock);
+    req_slot *slot = find(s, key, h);
+    if (slot) {
+        fn(&slot->info, arg);
+        if (out)
+            *out = slot->info;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return slot != NULL;
+}
+
+/* ---- sequence numbers ----------------------------------------------------
+ * Lock-free open addressing: a slot is claimed once (state 0 -> 1), its key
+ * written, then published (state 2); counters are atomic increments. */
+
+#define XSPROF_SEQ_SLOTS (1u << 16)
+
+typedef struct seq_slot {
+    _Atomic int state;
+    uint64_t k1, k2;
+    _Atomic uint64_t n;
+} seq_slot;
+
+static seq_slot g_seq[XSPROF_SEQ_SLOTS];
+
+uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, int dir) {
+    uint64_t k1 = ((uint64_t)gid << 32) | (uint32_t)peer;
+    uint64_t k2 = ((uint64_t)(uint32_t)tag << 1) | (uint64_t)(dir & 1);
+    uint64_t h = mix64(k1 ^ mix64(k2));
+    for (uint32_t i = 0; i < XSPROF_SEQ_SLOTS; i++) {
+        seq_slot *s = &g_seq[(h + i) & (XSPROF_SEQ_SLOTS - 1)];
+        int st = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (st == 0) {
+            int expect = 0;
+            if (atomic_compare_exchange_strong_explicit(&s->state, &expect, 1, memory_order_acq_rel,
+                                                        memory_order_acquire)) {
+                s->k1 = k1;
+                s->k2 = k2;
+                atomic_store_explicit(&s->state, 2, memory_order_release);
+                return atomic_fetch_add_explicit(&s->n, 1, memory_order_relaxed) + 1;
+            }
+            st = expect;
+        }
+        while (st == 1)
+            st = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (s->k1 == k1 && s->k2 == k2)
+            return atomic_fetch_add_explicit(&s->n, 1, memory_order_relaxed) + 1;
+    }
+    xsprof_anomaly("MPI message sequence table full");
+    return 0;
+}

@@ -1,0 +1,123 @@
+/* mpi/sync.c — clock alignment to rank 0 by min-RTT ping-pong, hierarchical:
+ * node leaders (node rank 0) measure their offset to rank 0 one after the
+ * other, then every other rank confirms with a short exchange that it shares
+ * its leader's clock (same host, same CLOCK_MONOTONIC) and measures fully
+ * only when it does not (e.g. injected test skew). Cost grows with the
+ * number of nodes plus ranks per node, not with P sequential full exchanges.
+ * Each rank stores one XSPROF_REC_CLOCK per phase: reference = local +
+ * offset, error bound = rtt / 2. */
+#include <stdint.h>
+#include "mpi/xsprof_mpi.h"
+
+#define XSPROF_SYNC_TAG 7301
+#define XSPROF_SYNC_ROUNDS 24  /* full exchange */
+#define XSPROF_SYNC_CONFIRM 6  /* same-node confirmation */
+
+static MPI_Comm g_node = MPI_COMM_NULL, g_leaders = MPI_COMM_NULL;
+
+typedef struct sample {
+    int64_t offset, rtt, mid;
+} sample;
+
+/* Reference side: answer `rounds` pings of `peer` with the local time. */
+static void serve(MPI_Comm comm, int peer, int rounds) {
+    for (int i = 0; i < rounds; i++) {
+        int64_t t;
+        PMPI_Recv(&t, 1, MPI_INT64_T, peer, XSPROF_SYNC_TAG, comm, MPI_STATUS_IGNORE);
+        t = xsprof_clock_now();
+        PMPI_Send(&t, 1, MPI_INT64_T, peer, XSPROF_SYNC_TAG, comm);
+    }
+}
+
+/* Measuring side: the exchange with the smallest round trip wins. */
+static sample measure(MPI_Comm comm, int peer, int rounds) {
+    sample best = {0, INT64_MAX, 0};
+    for (int i = 0; i < rounds; i++) {
+        int64_t t0 = xsprof_clock_now(), tr;
+        PMPI_Send(&t0, 1, MPI_INT64_T, peer, XSPROF_SYNC_TAG, comm);
+        PMPI_Recv(&tr, 1, MPI_INT64_T, peer, XSPROF_SYNC_TAG, comm, MPI_STATUS_IGNORE);
+        int64_t t1 = xsprof_clock_now();
+        if (t1 - t0 < best.rtt) {
+            best.rtt = t1 - t0;
+            best.mid = t0 + (t1 - t0) / 2;
+            best.offset = tr - best.mid;
+        }
+    }
+    return best;
+}
+
+static int sync_comms(void) {
+    if (g_node != MPI_COMM_NULL)
+        return 0;
+    int nrank = 0;
+    if (PMPI_Comm_split_type(xsprof_mpi_g.sync_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &g_node) != MPI_SUCCESS)
+        return -1;
+    PMPI_Comm_rank(g_node, &nrank);
+    /* key 0 keeps world order: world rank 0 is leader rank 0 */
+    return PMPI_Comm_split(xsprof_mpi_g.sync_comm, nrank == 0 ? 0 : MPI_UNDEFINED, 0, &g_leaders) == MPI_SUCCESS
+               ? 0 : -1;
+}
+
+void xsprof_clock_sync(int phase) {
+    if (xsprof_mpi_g.sync_comm == MPI_COMM_NULL || sync_comms())
+        return;
+    int64_t t_start = xsprof_clock_now();
+    sample me = {0, 0, 0};
+    /* 1. node leaders against rank 0, one at a time */
+    if (g_leaders != MPI_COMM_NULL) {
+        int lr = 0, ln = 1;
+        PMPI_Comm_rank(g_leaders, &lr);
+        PMPI_Comm_size(g_leaders, &ln);
+        for (int l = 1; l < ln; l++) {
+            if (lr == 0)
+                serve(g_leaders, l, XSPROF_SYNC_ROUNDS);
+            else if (lr == l)
+                me = measure(g_leaders, 0, XSPROF_SYNC_ROUNDS);
+        }
+    }
+    /* 2. the leader's result reaches its node */
+    int64_t lead[2] = {me.offset, me.rtt};
+    PMPI_Bcast(lead, 2, MPI_INT64_T, 0, g_node);
+    /* 3. every rank confirms it shares the leader's clock, else measures it */
+    int nr = 0, nn = 1;
+    PMPI_Comm_rank(g_node, &nr);
+    PMPI_Comm_size(g_node, &nn);
+    for (int r = 1; r < nn; r++) {
+        if (nr == 0) {
+            int full = 0;
+            serve(g_node, r, XSPROF_SYNC_CONFIRM);
+            PMPI_Recv(&full, 1, MPI_INT, r, XSPROF_SYNC_TAG, g_node, MPI_STATUS_IGNORE);
+            if (full)
+                serve(g_node, r, XSPROF_SYNC_ROUNDS);
+        } else if (nr == r) {
+            sample s = measure(g_node, 0, XSPROF_SYNC_CONFIRM);
+            /* Same clock: the measured offset is within the exchange's error. */
+            int full = (s.offset > s.rtt / 2 || -s.offset > s.rtt / 2);
+            PMPI_Send(&full, 1, MPI_INT, 0, XSPROF_SYNC_TAG, g_node);
+            if (full) {
+                s = measure(g_node, 0, XSPROF_SYNC_ROUNDS);
+                me.offset = lead[0] + s.offset;
+            } else
+                me.offset = lead[0];
+            me.rtt = lead[1] + s.rtt;
+            me.mid = s.mid;
+        }
+    }
+    if (nr == 0 && !me.mid)
+        me.mid = xsprof_clock_now();
+    xsprof_rec_clock rec = {.h = {XSPROF_REC_CLOCK, sizeof rec}, .phase = (uint32_t)phase, .t_local = me.mid,
+                            .offset_ns = me.offset, .rtt_ns = me.rtt};
+    xsprof_buf_append(&rec, sizeof rec, 1);
+    int64_t spent = xsprof_clock_now() - t_start;
+    if (phase == XSPROF_CLOCK_FINAL)
+        xsprof_mpi_g.final_sync_ns = spent;
+    else
+        xsprof_mpi_g.init_sync_ns = spent;
+    xsprof_log(XSPROF_LOG_DEBUG, "clock sample phase %d: offset %lld ns, rtt %lld ns, %lld ns spent", phase,
+               (long long)me.offset, (long long)me.rtt, (long long)spent);
+    if (phase == XSPROF_CLOCK_FINAL) {
+        PMPI_Comm_free(&g_node);
+        if (g_leaders != MPI_COMM_NULL)
+            PMPI_Comm_free(&g_leaders);
+    }
+}

@@ -1,0 +1,39 @@
+/* pmpi_wrappers/fortran.c — array translation for the Fortran wrappers. */
+#include <stdlib.h>
+#include "pmpi_wrappers/fortran.h"
+
+MPI_Request *xsprof_f_requests(const MPI_Fint *f, int n, MPI_Request *inl) {
+    MPI_Request *c = inl;
+    if (n > XSPROF_MPI_INLINE && !(c = malloc((size_t)n * sizeof *c)))
+        return NULL;
+    for (int i = 0; i < n; i++)
+        c[i] = PMPI_Request_f2c(f[i]);
+    return c;
+}
+
+void xsprof_f_requests_done(MPI_Fint *f, int n, MPI_Request *c, MPI_Request *inl) {
+    /* Completed requests became MPI_REQUEST_NULL, persistent ones stay. */
+    for (int i = 0; i < n; i++)
+        f[i] = PMPI_Request_c2f(c[i]);
+    if (c != inl)
+        free(c);
+}
+
+MPI_Status *xsprof_f_statuses(MPI_Fint *f, int n, MPI_Status *inl) {
+    if (f == MPI_F_STATUSES_IGNORE || n <= 0)
+        return MPI_STATUSES_IGNORE;
+    if (n > XSPROF_MPI_INLINE)
+        return malloc((size_t)n * sizeof(MPI_Status));
+    return inl;
+}
+
+void xsprof_f_statuses_done(MPI_Fint *f, int n, MPI_Status *c, MPI_Status *inl, int rc) {
+    if (c == MPI_STATUSES_IGNORE)
+        return;
+    /* MPI_ERR_IN_STATUS: every status carries its own error, copy them too. */
+    if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS)
+        for (int i = 0; i < n; i++)
+            PMPI_Status_c2f(&c[i], f + (size_t)i * XSPROF_F_STATUS_SIZE);
+    if (c != inl)
+        free(c);
+}

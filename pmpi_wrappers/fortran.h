@@ -1,0 +1,38 @@
+/* pmpi_wrappers/fortran.h — helpers of the Fortran (mpif.h / use mpi)
+ * wrappers: sentinel buffers, request and status arrays. The wrappers
+ * translate handles and call the C wrappers, so each call is recorded once.
+ * Owner: pmpi_wrappers. */
+#ifndef XSPROF_PMPI_FORTRAN_H
+#define XSPROF_PMPI_FORTRAN_H
+
+#include <mpi.h>
+#include "mpi/xsprof_mpi.h"
+
+/* Fortran symbols are part of the exported interface (cmake/exports.map: mpi_*, MPI_*). */
+#define XSPROF_FORTRAN __attribute__((visibility("default")))
+
+/* A Fortran status is an INTEGER array as large as the C struct (Open MPI). */
+#define XSPROF_F_STATUS_SIZE (sizeof(MPI_Status) / sizeof(MPI_Fint))
+
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER arrays are passed through as int");
+
+/* Open MPI's Fortran MPI_IN_PLACE / MPI_BOTTOM are addresses of common blocks. */
+extern int mpi_fortran_in_place_;
+extern int mpi_fortran_bottom_;
+
+static inline void *xsprof_f_buf(void *p) {
+    if (p == (void *)&mpi_fortran_in_place_)
+        return MPI_IN_PLACE;
+    if (p == (void *)&mpi_fortran_bottom_)
+        return MPI_BOTTOM;
+    return p;
+}
+
+/* Request arrays: C handles in `inl` (or malloc'd when n is large); NULL on ENOMEM. */
+XSPROF_HIDDEN MPI_Request *xsprof_f_requests(const MPI_Fint *f, int n, MPI_Request *inl);
+XSPROF_HIDDEN void xsprof_f_requests_done(MPI_Fint *f, int n, MPI_Request *c, MPI_Request *inl);
+/* Status arrays: MPI_STATUSES_IGNORE passes through. */
+XSPROF_HIDDEN MPI_Status *xsprof_f_statuses(MPI_Fint *f, int n, MPI_Status *inl);
+XSPROF_HIDDEN void xsprof_f_statuses_done(MPI_Fint *f, int n, MPI_Status *c, MPI_Status *inl, int rc);
+
+#endif

@@ -1,0 +1,60 @@
+/* pmpi_wrappers/special.c — the hand-written wrappers: MPI_Init,
+ * MPI_Init_thread and MPI_Finalize bracket the MPI life cycle of the rank
+ * (identity, communicator registry, clocks, topology, writing the rank
+ * file); MPI_Pcontrol pauses and resumes recording. */
+#include <errno.h>
+#include "mpi/xsprof_mpi.h"
+#include "ops.h"
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int e = errno;
+    int64_t t0 = xsprof_clock_now();
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) {
+        int provided = MPI_THREAD_SINGLE;
+        PMPI_Query_thread(&provided);
+        xsprof_mpi_init_after(provided);
+        xsprof_mpi_record_plain(XSPROF_OP_MPI_Init, t0, xsprof_clock_now());
+    }
+    errno = e;
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int e = errno;
+    int64_t t0 = xsprof_clock_now();
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) {
+        xsprof_mpi_init_after(*provided);
+        xsprof_mpi_record_plain(XSPROF_OP_MPI_Init_thread, t0, xsprof_clock_now());
+    }
+    errno = e;
+    return rc;
+}
+
+int MPI_Finalize(void)
+{
+    int e = errno;
+    int64_t t0 = xsprof_clock_now();
+    /* The record goes in before the data is written; it covers the final
+     * clock exchange, the rest of PMPI_Finalize is not observable anyway. */
+    xsprof_mpi_finalize_before(XSPROF_OP_MPI_Finalize, t0);
+    errno = e;
+    return PMPI_Finalize();
+}
+
+int MPI_Pcontrol(const int level, ...)
+{
+    int e = errno;
+    int64_t t0 = xsprof_clock_now();
+    /* Record the call that pauses, and the one that resumes. */
+    if (level == 0)
+        xsprof_mpi_record_plain(XSPROF_OP_MPI_Pcontrol, t0, xsprof_clock_now());
+    xsprof_mpi_pcontrol(level);
+    if (level != 0)
+        xsprof_mpi_record_plain(XSPROF_OP_MPI_Pcontrol, t0, xsprof_clock_now());
+    errno = e;
+    return MPI_SUCCESS;
+}

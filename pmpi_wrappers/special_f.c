@@ -1,0 +1,29 @@
+/* pmpi_wrappers/special_f.c — Fortran entry points of the hand-written
+ * wrappers. Open MPI's own mpi_init_ calls PMPI_Init, which would bypass
+ * xsprof, so these call the C wrappers. */
+#include "pmpi_wrappers/fortran.h"
+
+#define XSPROF_F_ALIASES(low, up, args)                                       \
+    XSPROF_FORTRAN void low args __attribute__((alias(#low "_")));            \
+    XSPROF_FORTRAN void low##__ args __attribute__((alias(#low "_")));        \
+    XSPROF_FORTRAN void up args __attribute__((alias(#low "_")));
+
+XSPROF_FORTRAN void mpi_init_(MPI_Fint *ierr);
+void mpi_init_(MPI_Fint *ierr) { *ierr = MPI_Init(NULL, NULL); }
+XSPROF_F_ALIASES(mpi_init, MPI_INIT, (MPI_Fint *ierr))
+
+XSPROF_FORTRAN void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr);
+void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
+    int p = MPI_THREAD_SINGLE;
+    *ierr = MPI_Init_thread(NULL, NULL, *required, &p);
+    *provided = p;
+}
+XSPROF_F_ALIASES(mpi_init_thread, MPI_INIT_THREAD, (MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr))
+
+XSPROF_FORTRAN void mpi_finalize_(MPI_Fint *ierr);
+void mpi_finalize_(MPI_Fint *ierr) { *ierr = MPI_Finalize(); }
+XSPROF_F_ALIASES(mpi_finalize, MPI_FINALIZE, (MPI_Fint *ierr))
+
+XSPROF_FORTRAN void mpi_pcontrol_(MPI_Fint *level);
+void mpi_pcontrol_(MPI_Fint *level) { MPI_Pcontrol(*level); }
+XSPROF_F_ALIASES(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint *level))

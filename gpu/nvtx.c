@@ -765,13 +765,23 @@ xsprof_status xsprof_nvtx_env_set(void)
 {
     Dl_info info;
     char path[PATH_MAX];
-    if (getenv("NVTX_INJECTION64_PATH"))
-        return XSPROF_OK;
     if (!dladdr((void *)&xsprof_nvtx_env_set, &info) || !info.dli_fname || !info.dli_fname[0])
         return XSPROF_ERR_UNSUPPORTED;
     /* Absolute, so child processes in other directories load the same file. */
     if (!realpath(info.dli_fname, path))
         return XSPROF_ERR_IO;
+    const char *set = getenv("NVTX_INJECTION64_PATH");
+    if (set) {
+        char other[PATH_MAX];
+        if (!realpath(set, other) || strcmp(other, path)) {
+            /* Another tool (Nsight Systems...) owns NVTX: leave it that tool. */
+            char note[PATH_MAX + 64];
+            snprintf(note, sizeof note, "off (NVTX_INJECTION64_PATH=%s)", set);
+            xsprof_meta_set("nvtx_injection", note);
+            xsprof_log(XSPROF_LOG_INFO, "NVTX_INJECTION64_PATH=%s: NVTX ranges go to that tool, not xsprof", set);
+        }
+        return XSPROF_OK;
+    }
     return setenv("NVTX_INJECTION64_PATH", path, 0) == 0 ? XSPROF_OK : XSPROF_ERR_NOMEM;
 }
 

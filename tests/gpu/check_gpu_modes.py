@@ -2,7 +2,8 @@
 
 auto: one warning with the reason, the program runs normally and its NVTX
 ranges are still recorded; 1: one warning naming the CUPTI failure; 0: no
-GPU message at all. The reason is also stored as run metadata
+GPU message at all. An NVTX_INJECTION64_PATH set by another tool is left
+alone. The reason is also stored as run metadata
 gpu_disabled_reason. Skipped (77) where a CUDA driver is installed, since
 there these runs would legitimately collect.
 
@@ -36,7 +37,7 @@ def text(s):
 def run(app, work, name, extra):
     run_dir = os.path.join(work, name)
     env = dict(os.environ)
-    for k in ("XSPROF_GPU", "XSPROF_CUPTI_LIB", "XSPROF_LOG"):
+    for k in ("XSPROF_GPU", "XSPROF_CUPTI_LIB", "XSPROF_LOG", "NVTX_INJECTION64_PATH"):
         env.pop(k, None)
     env.update(extra)
     env["LD_PRELOAD"] = env["XSPROF_LIB"]
@@ -91,6 +92,11 @@ def main():
 
     w, meta, n, err = run(app, work, "bad", {"XSPROF_GPU": "maybe"})
     check(len(w) == 1 and "XSPROF_GPU=maybe" in w[0], "XSPROF_GPU=maybe: warning %r" % w)
+    w, meta, n, err = run(app, work, "othertool", {"XSPROF_GPU": "0", "NVTX_INJECTION64_PATH": "/nonexistent/libtool.so"})
+    check(n == 0, "NVTX_INJECTION64_PATH of another tool: xsprof must not take NVTX over (%d regions)" % n)
+    check(meta.get("nvtx_injection", "").startswith("off (NVTX_INJECTION64_PATH=/nonexistent/libtool.so"),
+          "NVTX_INJECTION64_PATH of another tool: metadata %s" % meta)
+
     print("gpu modes: auto, unset, 1, XSPROF_CUPTI_LIB, 0 and an invalid value behave as documented")
 
 

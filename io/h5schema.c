@@ -23,7 +23,7 @@ static const struct {
     [XSPROF_H5_COMM_MEMBERS] = {XSPROF_DS_COMM_MEMBERS, sizeof(int32_t)},
     [XSPROF_H5_TOPOLOGY] = {XSPROF_DS_TOPOLOGY, sizeof(xsprof_io_topo)},
     [XSPROF_H5_META] = {XSPROF_DS_META, sizeof(xsprof_io_meta)},
-    [XSPROF_H5_STRINGS] = {XSPROF_DS_STRINGS, sizeof(char *)},
+    [XSPROF_H5_STRINGS] = {XSPROF_DS_STRINGS, 0}, /* width chosen per file */
 };
 
 const char *xsprof_h5_ds_path(enum xsprof_h5_ds ds) { return ds < XSPROF_H5_COUNT ? ds_info[ds].path : "?"; }
@@ -46,16 +46,8 @@ hid_t xsprof_h5_ds_mem_type(enum xsprof_h5_ds ds)
         return -1;
     if (ds == XSPROF_H5_COMM_MEMBERS)
         return H5Tcopy(H5T_NATIVE_INT32);
-    if (ds == XSPROF_H5_STRINGS) {
-        hid_t s = H5Tcopy(H5T_C_S1);
-        if (s < 0)
-            return -1;
-        if (H5Tset_size(s, H5T_VARIABLE) < 0 || H5Tset_cset(s, H5T_CSET_UTF8) < 0) {
-            H5Tclose(s);
-            return -1;
-        }
-        return s;
-    }
+    if (ds == XSPROF_H5_STRINGS)
+        return -1;
     hid_t t = H5Tcreate(H5T_COMPOUND, ds_info[ds].size);
     if (t < 0)
         return -1;
@@ -175,6 +167,19 @@ hid_t xsprof_h5_ds_mem_type(enum xsprof_h5_ds ds)
         return -1;
     }
     return t;
+}
+
+hid_t xsprof_h5_string_type(size_t size)
+{
+    hid_t s = H5Tcopy(H5T_C_S1);
+    if (s < 0)
+        return -1;
+    if (H5Tset_size(s, size ? size : 1) < 0 || H5Tset_strpad(s, H5T_STR_NULLPAD) < 0 ||
+        H5Tset_cset(s, H5T_CSET_UTF8) < 0) {
+        H5Tclose(s);
+        return -1;
+    }
+    return s;
 }
 
 static herr_t last_error_cb(unsigned n, const H5E_error2_t *e, void *data)

@@ -32,10 +32,16 @@ enum xsprof_h5_ds {
 const char *xsprof_h5_ds_path(enum xsprof_h5_ds ds);
 size_t xsprof_h5_ds_row_size(enum xsprof_h5_ds ds);
 
-/* Memory type of a row (native layout of the io/format.h struct; a
- * variable-length UTF-8 string for STRINGS). The caller closes it.
+/* Memory type of a row (native layout of the io/format.h struct). STRINGS
+ * has no fixed row type: see xsprof_h5_string_type. The caller closes it.
  * Returns a negative id on failure. */
 hid_t xsprof_h5_ds_mem_type(enum xsprof_h5_ds ds);
+
+/* Fixed-length, NUL-padded UTF-8 string type of `size` bytes (size >= 1).
+ * Strings are never variable-length: those live in HDF5's global heap,
+ * which HDF5 reads without bounds checks, so a damaged file could crash the
+ * reader instead of failing. */
+hid_t xsprof_h5_string_type(size_t size);
 
 /* Copy the innermost message of the calling thread's HDF5 error stack into
  * buf ("" when there is none). */

@@ -79,6 +79,8 @@ const char *xsprof_rank_data_string(const xsprof_rank_data *d, uint32_t id)
 
 /* ---- attributes ---------------------------------------------------------- */
 
+static int rd_type_matches(hid_t got, hid_t want);
+
 static xsprof_status rd_attr_open(rd_ctx *r, const char *name, H5T_class_t want, hid_t *a, hid_t *t)
 {
     *a = *t = -1;
@@ -111,14 +113,17 @@ static xsprof_status rd_attr_int(rd_ctx *r, const char *name, hid_t mem, void *v
     xsprof_status s = rd_attr_open(r, name, H5T_INTEGER, &a, &t);
     if (s != XSPROF_OK)
         return s;
-    if (H5Aread(a, mem, value) < 0)
+    if (!rd_type_matches(t, mem))
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "attribute %s has the wrong type", name);
+    else if (H5Aread(a, mem, value) < 0)
         s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read attribute %s", name);
     H5Tclose(t);
     H5Aclose(a);
     return s;
 }
 
-/* A string attribute, variable or fixed length, cut to `len`. */
+/* A fixed-length string attribute, cut to `len`. Variable-length strings
+ * are refused (see xsprof_h5_string_type). */
 static xsprof_status rd_attr_str(rd_ctx *r, const char *name, char *buf, size_t len)
 {
     hid_t a, t, mem = -1;
@@ -126,26 +131,17 @@ static xsprof_status rd_attr_str(rd_ctx *r, const char *name, char *buf, size_t 
     xsprof_status s = rd_attr_open(r, name, H5T_STRING, &a, &t);
     if (s != XSPROF_OK)
         return s;
-    htri_t vl = H5Tis_variable_str(t);
-    if (vl > 0) {
-        char *v = NULL;
-        mem = xsprof_h5_ds_mem_type(XSPROF_H5_STRINGS);
-        if (mem < 0 || H5Aread(a, mem, &v) < 0)
-            s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read attribute %s", name);
-        else
-            snprintf(buf, len, "%s", v ? v : "");
-        if (v)
-            H5free_memory(v);
-    } else {
-        size_t n = H5Tget_size(t);
-        char *v = n && n < (1u << 20) ? calloc(1, n + 1) : NULL;
-        mem = H5Tcopy(H5T_C_S1);
-        if (!v || mem < 0 || H5Tset_size(mem, n) < 0 || H5Aread(a, mem, v) < 0)
-            s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read attribute %s", name);
-        else
-            snprintf(buf, len, "%s", v);
-        free(v);
-    }
+    size_t n = H5Tget_size(t);
+    char *v = NULL;
+    if (H5Tis_variable_str(t) != 0 || n == 0 || n > (1u << 20))
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "attribute %s is not a fixed-length string", name);
+    else if (!(v = calloc(1, n + 1)))
+        s = rd_fail(r, XSPROF_ERR_NOMEM, "out of memory reading attribute %s", name);
+    else if ((mem = xsprof_h5_string_type(n)) < 0 || H5Aread(a, mem, v) < 0)
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read attribute %s", name);
+    else
+        snprintf(buf, len, "%s", v);
+    free(v);
     if (mem >= 0)
         H5Tclose(mem);
     H5Tclose(t);
@@ -201,7 +197,9 @@ static xsprof_status rd_attributes(rd_ctx *r, xsprof_rank_data *d)
 /* ---- datasets ------------------------------------------------------------ */
 
 /* Same class, size and sign (arrays: same dims and base) as the expected
- * member type; byte order and padding may differ (HDF5 converts those). */
+ * member type. Byte order may differ (HDF5 converts it), but precision,
+ * bit offset and float layout must be the plain ones: HDF5's converters
+ * trust those fields and a damaged value makes them write out of bounds. */
 static int rd_type_matches(hid_t got, hid_t want)
 {
     H5T_class_t c = H5Tget_class(want);
@@ -209,9 +207,19 @@ static int rd_type_matches(hid_t got, hid_t want)
         return 0;
     switch (c) {
     case H5T_INTEGER:
-        return H5Tget_sign(got) == H5Tget_sign(want);
-    case H5T_FLOAT:
-        return 1;
+    case H5T_FLOAT: {
+        H5T_order_t o = H5Tget_order(got);
+        if ((o != H5T_ORDER_LE && o != H5T_ORDER_BE) || H5Tget_precision(got) != H5Tget_precision(want) ||
+            H5Tget_offset(got) != 0)
+            return 0;
+        if (c == H5T_INTEGER)
+            return H5Tget_sign(got) == H5Tget_sign(want);
+        size_t g[5], w[5];
+        if (H5Tget_fields(got, &g[0], &g[1], &g[2], &g[3], &g[4]) < 0 ||
+            H5Tget_fields(want, &w[0], &w[1], &w[2], &w[3], &w[4]) < 0)
+            return 0;
+        return !memcmp(g, w, sizeof g) && H5Tget_ebias(got) == H5Tget_ebias(want);
+    }
     case H5T_ARRAY: {
         hsize_t dg[4], dw[4];
         if (H5Tget_array_ndims(got) != 1 || H5Tget_array_ndims(want) != 1 || H5Tget_array_dims2(got, dg) != 1 ||
@@ -247,7 +255,8 @@ static int rd_compound_matches(hid_t got, hid_t want, char *why, size_t whylen)
         int ok = gn && wn && strcmp(gn, wn) == 0;
         if (!ok)
             snprintf(why, whylen, "field %d is \"%s\", expected \"%s\"", i, gn ? gn : "?", wn ? wn : "?");
-        else if (gt < 0 || wt < 0 || !rd_type_matches(gt, wt)) {
+        else if (gt < 0 || wt < 0 || !rd_type_matches(gt, wt) ||
+                 H5Tget_member_offset(got, (unsigned)i) + H5Tget_size(gt) > H5Tget_size(got)) {
             snprintf(why, whylen, "field %s has the wrong type", wn);
             ok = 0;
         }
@@ -277,8 +286,23 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
     hid_t ds = -1, ft = -1, sp = -1, mem = -1;
     xsprof_status s = XSPROF_OK;
     char why[256] = "";
+    size_t row = xsprof_h5_ds_row_size(which);
     if ((ds = H5Dopen2(r->file, name, H5P_DEFAULT)) < 0 || (ft = H5Dget_type(ds)) < 0 ||
-        (sp = H5Dget_space(ds)) < 0 || (mem = xsprof_h5_ds_mem_type(which)) < 0) {
+        (sp = H5Dget_space(ds)) < 0) {
+        s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot open dataset %s", name);
+        goto out;
+    }
+    if (which == XSPROF_H5_STRINGS) {
+        /* Fixed-length strings of the width the file declares. */
+        row = H5Tget_size(ft);
+        if (H5Tget_class(ft) != H5T_STRING || H5Tis_variable_str(ft) != 0 || row == 0 || row > (1u << 20)) {
+            s = rd_fail(r, XSPROF_ERR_FORMAT, "dataset %s is not a table of fixed-length strings", name);
+            goto out;
+        }
+        mem = xsprof_h5_string_type(row);
+    } else
+        mem = xsprof_h5_ds_mem_type(which);
+    if (mem < 0) {
         s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot open dataset %s", name);
         goto out;
     }
@@ -286,9 +310,9 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
         s = rd_fail(r, XSPROF_ERR_FORMAT, "dataset %s is not one-dimensional", name);
         goto out;
     }
-    int ok;
+    int ok = 1;
     if (which == XSPROF_H5_STRINGS)
-        ok = H5Tget_class(ft) == H5T_STRING && H5Tis_variable_str(ft) > 0;
+        ok = 1;
     else if (which == XSPROF_H5_COMM_MEMBERS)
         ok = rd_type_matches(ft, mem);
     else
@@ -299,7 +323,6 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
     }
     hsize_t dim = 0;
     H5Sget_simple_extent_dims(sp, &dim, NULL);
-    size_t row = xsprof_h5_ds_row_size(which);
     /* A damaged header may claim any number of rows, and HDF5 fills absent
      * chunks with zeros: refuse sizes that no compression could explain. */
     if (dim > SIZE_MAX / row || (uint64_t)dim * row > r->file_size * 4096u + (64u << 20)) {
@@ -322,10 +345,12 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
         goto out;
     }
     if (which == XSPROF_H5_STRINGS) {
-        /* Own copies, so that rank data is freed the same way whatever its source. */
-        char **vl = buf, **own = calloc((size_t)dim, sizeof *own);
+        /* One allocation per string, so that rank data is freed the same
+         * way whatever its source (journal or file). */
+        const char *fixed = buf;
+        char **own = calloc((size_t)dim, sizeof *own);
         for (hsize_t i = 0; own && i < dim; i++) {
-            own[i] = strdup(vl[i] ? vl[i] : "");
+            own[i] = strndup(fixed + i * row, row);
             if (!own[i]) {
                 for (hsize_t j = 0; j < i; j++)
                     free(own[j]);
@@ -333,7 +358,6 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
                 own = NULL;
             }
         }
-        H5Dvlen_reclaim(mem, sp, H5P_DEFAULT, buf);
         free(buf);
         if (!own) {
             s = rd_fail(r, XSPROF_ERR_NOMEM, "out of memory copying %s", name);

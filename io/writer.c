@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,19 +56,16 @@ static hsize_t wr_chunk_rows(enum xsprof_h5_ds ds)
 {
     if (ds < XSPROF_H5_THREADS)
         return xsprof_io_table_block_rows((enum xsprof_io_table)ds);
-    switch (ds) {
-    case XSPROF_H5_COMM_MEMBERS: return 4096;
-    case XSPROF_H5_STRINGS: return 1024;
-    default: return 256;
-    }
+    return ds == XSPROF_H5_COMM_MEMBERS ? 4096 : 256;
 }
 
-static xsprof_status wr_create_ds(wr_ctx *w, enum xsprof_h5_ds ds)
+/* Create table `ds` with row type `mtype` (owned by w from now on). */
+static xsprof_status wr_create_ds(wr_ctx *w, enum xsprof_h5_ds ds, hid_t mtype, hsize_t chunk)
 {
-    hsize_t zero = 0, unlimited = H5S_UNLIMITED, chunk = wr_chunk_rows(ds);
+    hsize_t zero = 0, unlimited = H5S_UNLIMITED;
     hid_t space = -1, dcpl = -1, ftype = -1;
     xsprof_status s = XSPROF_OK;
-    w->mtype[ds] = xsprof_h5_ds_mem_type(ds);
+    w->mtype[ds] = mtype;
     if (w->mtype[ds] < 0)
         return wr_fail(w, XSPROF_ERR_IO, "cannot build the type of %s", xsprof_h5_ds_path(ds));
     /* On disk without the padding of the C struct. */
@@ -78,8 +76,10 @@ static xsprof_status wr_create_ds(wr_ctx *w, enum xsprof_h5_ds ds)
     }
     space = H5Screate_simple(1, &zero, &unlimited);
     dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    /* fletcher32 last: a damaged chunk fails its checksum instead of
+     * decompressing into plausible garbage. */
     if (space < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, &chunk) < 0 || H5Pset_shuffle(dcpl) < 0 ||
-        H5Pset_deflate(dcpl, WR_DEFLATE) < 0) {
+        H5Pset_deflate(dcpl, WR_DEFLATE) < 0 || H5Pset_fletcher32(dcpl) < 0) {
         s = wr_fail(w, XSPROF_ERR_IO, "cannot set up %s", xsprof_h5_ds_path(ds));
         goto out;
     }
@@ -138,10 +138,10 @@ static xsprof_status wr_attr(wr_ctx *w, const char *name, hid_t type, const void
 
 static xsprof_status wr_attr_str(wr_ctx *w, const char *name, const char *value)
 {
-    hid_t t = xsprof_h5_ds_mem_type(XSPROF_H5_STRINGS);
+    hid_t t = xsprof_h5_string_type(strlen(value) + 1);
     if (t < 0)
         return wr_fail(w, XSPROF_ERR_IO, "cannot build a string type");
-    xsprof_status s = wr_attr(w, name, t, &value);
+    xsprof_status s = wr_attr(w, name, t, value);
     H5Tclose(t);
     return s;
 }
@@ -179,13 +179,28 @@ static xsprof_status wr_definitions(wr_ctx *w, const xsprof_rank_data *d)
         (s = wr_append(w, XSPROF_H5_TOPOLOGY, d->topo, d->ntopo)) ||
         (s = wr_append(w, XSPROF_H5_META, d->meta, d->nmeta)))
         return s;
-    /* Strings in blocks: a VL write converts its whole buffer at once. */
-    for (size_t i = 0; i < d->nstrings; i += 4096) {
-        size_t n = d->nstrings - i < 4096 ? d->nstrings - i : 4096;
-        if ((s = wr_append(w, XSPROF_H5_STRINGS, d->strings + i, n)))
-            return s;
+    /* Fixed width = the longest string + NUL; deflate absorbs the padding. */
+    size_t width = 1;
+    for (uint32_t i = 0; i < d->nstrings; i++) {
+        size_t n = strlen(d->strings[i]) + 1;
+        if (n > width)
+            width = n;
     }
-    return XSPROF_OK;
+    hsize_t chunk = (256u << 10) / width ? (256u << 10) / width : 1;
+    if ((s = wr_create_ds(w, XSPROF_H5_STRINGS, xsprof_h5_string_type(width), chunk)))
+        return s;
+    char *block = malloc((size_t)chunk * width);
+    if (!block)
+        return wr_fail(w, XSPROF_ERR_NOMEM, "out of memory writing strings");
+    for (size_t i = 0; i < d->nstrings && s == XSPROF_OK; i += chunk) {
+        size_t n = d->nstrings - i < chunk ? d->nstrings - i : (size_t)chunk;
+        memset(block, 0, n * width);
+        for (size_t k = 0; k < n; k++)
+            memcpy(block + k * width, d->strings[i + k], strlen(d->strings[i + k]));
+        s = wr_append(w, XSPROF_H5_STRINGS, block, n);
+    }
+    free(block);
+    return s;
 }
 
 /* Create h5_path exclusively, never through a symlink, with the user's
@@ -202,7 +217,14 @@ static xsprof_status wr_create_file(wr_ctx *w, struct stat *made, int *created)
         close(fd);
         return wr_fail(w, XSPROF_ERR_IO, "cannot stat: %s", strerror(e));
     }
-    w->file = H5Fcreate(w->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    /* The 1.10 file format checksums all metadata (object headers, chunk
+     * indexes, heaps): a damaged file then fails to read instead of
+     * steering HDF5 out of bounds. Readable by HDF5 >= 1.10 (2016). */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST) >= 0)
+        w->file = H5Fcreate(w->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
     close(fd);
     if (w->file < 0)
         return wr_fail(w, XSPROF_ERR_IO, "HDF5 cannot create the file");
@@ -223,8 +245,12 @@ static xsprof_status wr_layout(wr_ctx *w)
             return wr_fail(w, XSPROF_ERR_IO, "cannot create group %s", groups[i]);
         H5Gclose(g);
     }
+    /* The strings table waits for its width (wr_definitions). */
     for (int ds = 0; ds < XSPROF_H5_COUNT; ds++) {
-        xsprof_status s = wr_create_ds(w, (enum xsprof_h5_ds)ds);
+        if (ds == XSPROF_H5_STRINGS)
+            continue;
+        xsprof_status s = wr_create_ds(w, (enum xsprof_h5_ds)ds, xsprof_h5_ds_mem_type((enum xsprof_h5_ds)ds),
+                                       wr_chunk_rows((enum xsprof_h5_ds)ds));
         if (s != XSPROF_OK)
             return s;
     }

@@ -392,10 +392,14 @@ static void xsprof_nvtx_end(nvtxRangeId_t id)
 
 /* ---- NVTX callbacks ------------------------------------------------------ */
 
-#define XSPROF_NVTX_ENTER                                                                              \
-    int saved_errno_ = errno;                                                                          \
-    xsprof_nvtx_pending_apply()
-#define XSPROF_NVTX_LEAVE errno = saved_errno_
+/* Every callback keeps the application's errno and first applies a thread
+ * name another thread gave this one. */
+static inline int xsprof_nvtx_enter(void)
+{
+    int saved = errno;
+    xsprof_nvtx_pending_apply();
+    return saved;
+}
 
 static void xsprof_nvtx_simple(xsprof_nvtx_event *ev, uint32_t name)
 {
@@ -405,103 +409,103 @@ static void xsprof_nvtx_simple(xsprof_nvtx_event *ev, uint32_t name)
 
 static void NVTX_API xsprof_nvtx_mark_ex(const nvtxEventAttributes_t *a)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_event_from_attr(a, 0, &ev);
     xsprof_nvtx_mark_write(&ev, t_depth);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 static void NVTX_API xsprof_nvtx_mark_a(const char *msg)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_simple(&ev, xsprof_nvtx_intern(msg));
     xsprof_nvtx_mark_write(&ev, t_depth);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 static void NVTX_API xsprof_nvtx_mark_w(const wchar_t *msg)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_simple(&ev, xsprof_nvtx_intern_w(msg));
     xsprof_nvtx_mark_write(&ev, t_depth);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 static nvtxRangeId_t NVTX_API xsprof_nvtx_start_ex(const nvtxEventAttributes_t *a)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_event_from_attr(a, 0, &ev);
     nvtxRangeId_t id = xsprof_nvtx_start(&ev);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return id;
 }
 
 static nvtxRangeId_t NVTX_API xsprof_nvtx_start_a(const char *msg)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_simple(&ev, xsprof_nvtx_intern(msg));
     nvtxRangeId_t id = xsprof_nvtx_start(&ev);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return id;
 }
 
 static nvtxRangeId_t NVTX_API xsprof_nvtx_start_w(const wchar_t *msg)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_simple(&ev, xsprof_nvtx_intern_w(msg));
     nvtxRangeId_t id = xsprof_nvtx_start(&ev);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return id;
 }
 
 static void NVTX_API xsprof_nvtx_end_cb(nvtxRangeId_t id)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_end(id);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 static int NVTX_API xsprof_nvtx_push_ex(const nvtxEventAttributes_t *a)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_event_from_attr(a, 0, &ev);
     int d = xsprof_nvtx_push(&ev);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return d;
 }
 
 static int NVTX_API xsprof_nvtx_push_a(const char *msg)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_simple(&ev, xsprof_nvtx_intern(msg));
     int d = xsprof_nvtx_push(&ev);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return d;
 }
 
 static int NVTX_API xsprof_nvtx_push_w(const wchar_t *msg)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_simple(&ev, xsprof_nvtx_intern_w(msg));
     int d = xsprof_nvtx_push(&ev);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return d;
 }
 
 static int NVTX_API xsprof_nvtx_pop_cb(void)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     int d = xsprof_nvtx_pop(0);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return d;
 }
 
@@ -522,16 +526,16 @@ static void xsprof_nvtx_category_set(uint32_t domain, uint32_t category, uint32_
 
 static void NVTX_API xsprof_nvtx_name_category_a(uint32_t category, const char *name)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_category_set(0, category, xsprof_nvtx_intern(name));
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 static void NVTX_API xsprof_nvtx_name_category_w(uint32_t category, const wchar_t *name)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_category_set(0, category, xsprof_nvtx_intern_w(name));
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 static void xsprof_nvtx_name_thread(uint32_t os_tid, const char *name)
@@ -555,97 +559,97 @@ static void xsprof_nvtx_name_thread(uint32_t os_tid, const char *name)
 
 static void NVTX_API xsprof_nvtx_name_os_thread_a(uint32_t os_tid, const char *name)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_name_thread(os_tid, name);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 static void NVTX_API xsprof_nvtx_name_os_thread_w(uint32_t os_tid, const wchar_t *name)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     char buf[256];
     xsprof_nvtx_utf8(name, buf, sizeof buf);
     xsprof_nvtx_name_thread(os_tid, buf);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 /* ---- domains (CORE2) ------------------------------------------------------ */
 
 static void NVTX_API xsprof_nvtx_domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_event_from_attr(a, xsprof_nvtx_domain_index(d), &ev);
     xsprof_nvtx_mark_write(&ev, t_depth);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 static nvtxRangeId_t NVTX_API xsprof_nvtx_domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_event_from_attr(a, xsprof_nvtx_domain_index(d), &ev);
     nvtxRangeId_t id = xsprof_nvtx_start(&ev);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return id;
 }
 
 static void NVTX_API xsprof_nvtx_domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     (void)d;
     xsprof_nvtx_end(id);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 static int NVTX_API xsprof_nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_event_from_attr(a, xsprof_nvtx_domain_index(d), &ev);
     int depth = xsprof_nvtx_push(&ev);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return depth;
 }
 
 static int NVTX_API xsprof_nvtx_domain_pop(nvtxDomainHandle_t d)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     int depth = xsprof_nvtx_pop(xsprof_nvtx_domain_index(d));
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return depth;
 }
 
 static void NVTX_API xsprof_nvtx_domain_name_category_a(nvtxDomainHandle_t d, uint32_t category, const char *name)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_category_set(xsprof_nvtx_domain_index(d), category, xsprof_nvtx_intern(name));
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 static void NVTX_API xsprof_nvtx_domain_name_category_w(nvtxDomainHandle_t d, uint32_t category, const wchar_t *name)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_category_set(xsprof_nvtx_domain_index(d), category, xsprof_nvtx_intern_w(name));
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
 }
 
 /* A registered string is its interned id + 1 (never NULL). */
 static nvtxStringHandle_t NVTX_API xsprof_nvtx_register_string_a(nvtxDomainHandle_t d, const char *s)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     (void)d;
     nvtxStringHandle_t h = (nvtxStringHandle_t)((uintptr_t)xsprof_nvtx_intern(s) + 1);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return h;
 }
 
 static nvtxStringHandle_t NVTX_API xsprof_nvtx_register_string_w(nvtxDomainHandle_t d, const wchar_t *s)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     (void)d;
     nvtxStringHandle_t h = (nvtxStringHandle_t)((uintptr_t)xsprof_nvtx_intern_w(s) + 1);
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return h;
 }
 
@@ -671,17 +675,17 @@ static nvtxDomainHandle_t xsprof_nvtx_domain_create(uint32_t name)
 
 static nvtxDomainHandle_t NVTX_API xsprof_nvtx_domain_create_a(const char *name)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     nvtxDomainHandle_t h = xsprof_nvtx_domain_create(xsprof_nvtx_intern(name));
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return h;
 }
 
 static nvtxDomainHandle_t NVTX_API xsprof_nvtx_domain_create_w(const wchar_t *name)
 {
-    XSPROF_NVTX_ENTER;
+    int saved_errno = xsprof_nvtx_enter();
     nvtxDomainHandle_t h = xsprof_nvtx_domain_create(xsprof_nvtx_intern_w(name));
-    XSPROF_NVTX_LEAVE;
+    errno = saved_errno;
     return h;
 }
 
@@ -708,8 +712,6 @@ static void xsprof_nvtx_fill(const NvtxExportTableCallbacks *etbl, NvtxCallbackM
             *table[slots[i].id] = slots[i].fn;
 }
 
-#define XSPROF_NVTX_FN(f) ((NvtxFunctionPointer)(f))
-
 __attribute__((visibility("default"))) int NVTX_API InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
 __attribute__((visibility("default"))) int NVTX_API InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
 {
@@ -720,36 +722,36 @@ __attribute__((visibility("default"))) int NVTX_API InitializeInjectionNvtx2(Nvt
         return 0;
     }
     const xsprof_nvtx_slot core[] = {
-        {NVTX_CBID_CORE_MarkEx, XSPROF_NVTX_FN(xsprof_nvtx_mark_ex)},
-        {NVTX_CBID_CORE_MarkA, XSPROF_NVTX_FN(xsprof_nvtx_mark_a)},
-        {NVTX_CBID_CORE_MarkW, XSPROF_NVTX_FN(xsprof_nvtx_mark_w)},
-        {NVTX_CBID_CORE_RangeStartEx, XSPROF_NVTX_FN(xsprof_nvtx_start_ex)},
-        {NVTX_CBID_CORE_RangeStartA, XSPROF_NVTX_FN(xsprof_nvtx_start_a)},
-        {NVTX_CBID_CORE_RangeStartW, XSPROF_NVTX_FN(xsprof_nvtx_start_w)},
-        {NVTX_CBID_CORE_RangeEnd, XSPROF_NVTX_FN(xsprof_nvtx_end_cb)},
-        {NVTX_CBID_CORE_RangePushEx, XSPROF_NVTX_FN(xsprof_nvtx_push_ex)},
-        {NVTX_CBID_CORE_RangePushA, XSPROF_NVTX_FN(xsprof_nvtx_push_a)},
-        {NVTX_CBID_CORE_RangePushW, XSPROF_NVTX_FN(xsprof_nvtx_push_w)},
-        {NVTX_CBID_CORE_RangePop, XSPROF_NVTX_FN(xsprof_nvtx_pop_cb)},
-        {NVTX_CBID_CORE_NameCategoryA, XSPROF_NVTX_FN(xsprof_nvtx_name_category_a)},
-        {NVTX_CBID_CORE_NameCategoryW, XSPROF_NVTX_FN(xsprof_nvtx_name_category_w)},
-        {NVTX_CBID_CORE_NameOsThreadA, XSPROF_NVTX_FN(xsprof_nvtx_name_os_thread_a)},
-        {NVTX_CBID_CORE_NameOsThreadW, XSPROF_NVTX_FN(xsprof_nvtx_name_os_thread_w)},
+        {NVTX_CBID_CORE_MarkEx, (NvtxFunctionPointer)xsprof_nvtx_mark_ex},
+        {NVTX_CBID_CORE_MarkA, (NvtxFunctionPointer)xsprof_nvtx_mark_a},
+        {NVTX_CBID_CORE_MarkW, (NvtxFunctionPointer)xsprof_nvtx_mark_w},
+        {NVTX_CBID_CORE_RangeStartEx, (NvtxFunctionPointer)xsprof_nvtx_start_ex},
+        {NVTX_CBID_CORE_RangeStartA, (NvtxFunctionPointer)xsprof_nvtx_start_a},
+        {NVTX_CBID_CORE_RangeStartW, (NvtxFunctionPointer)xsprof_nvtx_start_w},
+        {NVTX_CBID_CORE_RangeEnd, (NvtxFunctionPointer)xsprof_nvtx_end_cb},
+        {NVTX_CBID_CORE_RangePushEx, (NvtxFunctionPointer)xsprof_nvtx_push_ex},
+        {NVTX_CBID_CORE_RangePushA, (NvtxFunctionPointer)xsprof_nvtx_push_a},
+        {NVTX_CBID_CORE_RangePushW, (NvtxFunctionPointer)xsprof_nvtx_push_w},
+        {NVTX_CBID_CORE_RangePop, (NvtxFunctionPointer)xsprof_nvtx_pop_cb},
+        {NVTX_CBID_CORE_NameCategoryA, (NvtxFunctionPointer)xsprof_nvtx_name_category_a},
+        {NVTX_CBID_CORE_NameCategoryW, (NvtxFunctionPointer)xsprof_nvtx_name_category_w},
+        {NVTX_CBID_CORE_NameOsThreadA, (NvtxFunctionPointer)xsprof_nvtx_name_os_thread_a},
+        {NVTX_CBID_CORE_NameOsThreadW, (NvtxFunctionPointer)xsprof_nvtx_name_os_thread_w},
     };
     const xsprof_nvtx_slot core2[] = {
-        {NVTX_CBID_CORE2_DomainMarkEx, XSPROF_NVTX_FN(xsprof_nvtx_domain_mark_ex)},
-        {NVTX_CBID_CORE2_DomainRangeStartEx, XSPROF_NVTX_FN(xsprof_nvtx_domain_start_ex)},
-        {NVTX_CBID_CORE2_DomainRangeEnd, XSPROF_NVTX_FN(xsprof_nvtx_domain_end)},
-        {NVTX_CBID_CORE2_DomainRangePushEx, XSPROF_NVTX_FN(xsprof_nvtx_domain_push_ex)},
-        {NVTX_CBID_CORE2_DomainRangePop, XSPROF_NVTX_FN(xsprof_nvtx_domain_pop)},
-        {NVTX_CBID_CORE2_DomainNameCategoryA, XSPROF_NVTX_FN(xsprof_nvtx_domain_name_category_a)},
-        {NVTX_CBID_CORE2_DomainNameCategoryW, XSPROF_NVTX_FN(xsprof_nvtx_domain_name_category_w)},
-        {NVTX_CBID_CORE2_DomainRegisterStringA, XSPROF_NVTX_FN(xsprof_nvtx_register_string_a)},
-        {NVTX_CBID_CORE2_DomainRegisterStringW, XSPROF_NVTX_FN(xsprof_nvtx_register_string_w)},
-        {NVTX_CBID_CORE2_DomainCreateA, XSPROF_NVTX_FN(xsprof_nvtx_domain_create_a)},
-        {NVTX_CBID_CORE2_DomainCreateW, XSPROF_NVTX_FN(xsprof_nvtx_domain_create_w)},
-        {NVTX_CBID_CORE2_DomainDestroy, XSPROF_NVTX_FN(xsprof_nvtx_domain_destroy)},
-        {NVTX_CBID_CORE2_Initialize, XSPROF_NVTX_FN(xsprof_nvtx_initialize)},
+        {NVTX_CBID_CORE2_DomainMarkEx, (NvtxFunctionPointer)xsprof_nvtx_domain_mark_ex},
+        {NVTX_CBID_CORE2_DomainRangeStartEx, (NvtxFunctionPointer)xsprof_nvtx_domain_start_ex},
+        {NVTX_CBID_CORE2_DomainRangeEnd, (NvtxFunctionPointer)xsprof_nvtx_domain_end},
+        {NVTX_CBID_CORE2_DomainRangePushEx, (NvtxFunctionPointer)xsprof_nvtx_domain_push_ex},
+        {NVTX_CBID_CORE2_DomainRangePop, (NvtxFunctionPointer)xsprof_nvtx_domain_pop},
+        {NVTX_CBID_CORE2_DomainNameCategoryA, (NvtxFunctionPointer)xsprof_nvtx_domain_name_category_a},
+        {NVTX_CBID_CORE2_DomainNameCategoryW, (NvtxFunctionPointer)xsprof_nvtx_domain_name_category_w},
+        {NVTX_CBID_CORE2_DomainRegisterStringA, (NvtxFunctionPointer)xsprof_nvtx_register_string_a},
+        {NVTX_CBID_CORE2_DomainRegisterStringW, (NvtxFunctionPointer)xsprof_nvtx_register_string_w},
+        {NVTX_CBID_CORE2_DomainCreateA, (NvtxFunctionPointer)xsprof_nvtx_domain_create_a},
+        {NVTX_CBID_CORE2_DomainCreateW, (NvtxFunctionPointer)xsprof_nvtx_domain_create_w},
+        {NVTX_CBID_CORE2_DomainDestroy, (NvtxFunctionPointer)xsprof_nvtx_domain_destroy},
+        {NVTX_CBID_CORE2_Initialize, (NvtxFunctionPointer)xsprof_nvtx_initialize},
     };
     xsprof_nvtx_fill(etbl, NVTX_CB_MODULE_CORE, core, sizeof core / sizeof *core);
     xsprof_nvtx_fill(etbl, NVTX_CB_MODULE_CORE2, core2, sizeof core2 / sizeof *core2);

@@ -1,0 +1,241 @@
+/* merge/analyze/an.h — internal model of the analysis. xsm_an_compute builds
+ * it once from the aligned, matched xsm_run; every report writer (text, json,
+ * html, flame, callgrind, baseline) only reads it. Times are int64 ns on the
+ * reference clock, as in merge/model.h. Owner: merge analysis. */
+#ifndef XSPROF_MERGE_ANALYZE_AN_H
+#define XSPROF_MERGE_ANALYZE_AN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "merge/model.h"
+
+/* ---- growable text buffer (reports are built in memory, then written atomically) */
+typedef struct xsm_buf {
+    char *p;
+    size_t n, cap;
+    int failed; /* set when an allocation failed: the buffer is then unusable */
+} xsm_buf;
+
+void xsm_buf_printf(xsm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void xsm_buf_put(xsm_buf *b, const char *s, size_t n);
+void xsm_buf_puts(xsm_buf *b, const char *s);
+/* JSON string literal with quotes; `html_safe` also escapes '<' so the text
+ * can sit inside an HTML <script> element. */
+void xsm_buf_json_str(xsm_buf *b, const char *s, int html_safe);
+/* Number as JSON (finite; NaN/inf become 0). */
+void xsm_buf_json_num(xsm_buf *b, double v);
+void xsm_buf_html_str(xsm_buf *b, const char *s);
+void xsm_buf_free(xsm_buf *b);
+
+/* Write `len` bytes to dir/name through a temporary file and rename, so a
+ * reader never sees a half-written report. 0 ok, -1 (err set). */
+int xsm_file_write_atomic(const char *dir, const char *name, const char *data, size_t len, char *err, size_t errlen);
+
+/* "200 ms", "1.25 s", "35.0 us" */
+void xsm_fmt_dur(char *out, size_t n, double seconds);
+/* "0-2,5" from a sorted list of ranks */
+void xsm_fmt_ranks(char *out, size_t n, const int32_t *ranks, size_t nr);
+
+/* ---- interned names (regions and MPI ops share one table) ----------------- */
+typedef struct xsm_names {
+    char **v;
+    size_t n, cap;
+    int32_t *slot; /* open addressing: index+1, 0 = empty */
+    size_t nslot;
+} xsm_names;
+
+int32_t xsm_names_intern(xsm_names *t, const char *s); /* -1 on allocation failure */
+int32_t xsm_names_find(const xsm_names *t, const char *s); /* -1 when absent */
+void xsm_names_free(xsm_names *t);
+
+/* ---- wait states ------------------------------------------------------------ */
+enum xsm_wait_kind {
+    XSM_WAIT_LATE_SENDER = 0,
+    XSM_WAIT_WRONG_ORDER,
+    XSM_WAIT_LATE_RECEIVER,
+    XSM_WAIT_BARRIER,
+    XSM_WAIT_NXN,
+    XSM_WAIT_NXN_COMPLETION,
+    XSM_WAIT_LATE_BCAST,
+    XSM_WAIT_EARLY_REDUCE,
+    XSM_WAIT_NKINDS
+};
+const char *xsm_wait_kind_name(int kind); /* the report.json spelling */
+
+typedef struct xsm_wait {
+    int kind;
+    int32_t waiter, causer; /* world ranks; causer -1 when no single rank causes it */
+    size_t row;             /* mpi row of the waiting call on the waiter */
+    int32_t op;             /* name index of the waiting call's MPI function */
+    int32_t region;         /* name index of the waiter's enclosing region, -1 none */
+    int64_t t_begin, t_end; /* the wait itself on the waiter's timeline */
+    int64_t t_cause;        /* when the causer arrived (its call's entry) */
+    int64_t cause_prev;     /* start of the causer's synchronisation interval */
+    int64_t wait_prev;      /* start of the waiter's synchronisation interval */
+    int32_t root_region;    /* delay analysis: region on the causer that explains it, -1 none */
+} xsm_wait;
+
+/* ---- call tree, per rank ------------------------------------------------------ */
+typedef struct xsm_cnode {
+    int32_t parent; /* -1 = top */
+    int32_t name;   /* name index */
+    int is_mpi;
+} xsm_cnode;
+
+typedef struct xsm_cstat {
+    uint64_t calls;
+    int64_t incl, excl;
+} xsm_cstat;
+
+/* A piece of the main thread's timeline with its innermost call-tree node
+ * (user region or MPI call); gaps outside every region are not stored. */
+typedef struct xsm_seg {
+    int64_t t0, t1;
+    int32_t cnode;
+} xsm_seg;
+
+typedef struct xsm_rankstat {
+    int present;
+    int64_t t_first, t_last;
+    int64_t mpi_ns, wait_ns, gpu_ns;
+    uint32_t main_thread;
+    xsm_cstat *cs; size_t ncs; /* per cnode (missing tail = zero) */
+    xsm_seg *seg; size_t nseg; /* main-thread timeline */
+    int32_t *encl;             /* per mpi row: enclosing region name, -1 none */
+    int64_t *call;             /* per mpi row: row of the blocking call it happened in (itself for calls) */
+    size_t *calls_sorted;      /* blocking call rows of the main thread by t_begin */
+    size_t ncalls_sorted;
+    int outlier;               /* 1 when this rank's compute time is > 2 sigma from the others */
+} xsm_rankstat;
+
+typedef struct xsm_region {
+    int32_t name;
+    uint64_t calls;
+    double *incl, *excl; /* per rank, seconds */
+    uint64_t *rcalls;    /* per rank */
+    double incl_min, incl_mean, incl_max, excl_min, excl_mean, excl_max, incl_sum, excl_sum;
+    int32_t incl_max_rank, excl_max_rank;
+    double imbalance;    /* (max - mean) / max of exclusive time */
+    double saving_s;     /* wall time saved if exclusive time were balanced: max - mean */
+    uint64_t outliers;   /* instances > mean + 2 sigma on their rank */
+} xsm_region;
+
+typedef struct xsm_mpiop {
+    int32_t name;
+    uint64_t calls;
+    double seconds;
+    uint64_t bytes_sent, bytes_recv;
+    uint64_t *rcalls;
+    double *rseconds;
+    uint64_t *rbytes;
+} xsm_mpiop;
+
+typedef struct xsm_outlier {
+    int32_t region, rank;
+    int64_t t_begin;
+    double seconds, mean_s, sigma_s;
+} xsm_outlier;
+
+typedef struct xsm_rootcause {
+    int kind;
+    int32_t rank, region;
+    double seconds;
+} xsm_rootcause;
+
+typedef struct xsm_pathpart {
+    int32_t name; /* region or MPI op */
+    double seconds;
+} xsm_pathpart;
+
+typedef struct xsm_finding {
+    char kind[48];
+    const char *severity;
+    double seconds_lost;  /* rank-seconds: summed over the ranks that lose time */
+    int32_t region;       /* name index or -1 */
+    int32_t *ranks;       /* causing rank first, then the ranks that lose time */
+    size_t nranks;
+    char message[2048];
+    char recommendation[512];
+} xsm_finding;
+
+typedef struct xsm_gpudev {
+    int32_t rank;
+    uint32_t device;
+    uint64_t kernels;
+    double kernel_s, busy_s, idle_share;
+    uint64_t htod, dtoh, dtod, other_bytes;
+    uint64_t overlap_kernels; /* kernels running while the rank waited in MPI */
+    double overlap_s;
+} xsm_gpudev;
+
+typedef struct xsm_an {
+    const xsm_run *run;
+    size_t nranks;
+    xsm_names names;
+    xsm_cnode *cn; size_t ncn, cncap;
+    xsm_rankstat *rs;
+    int64_t t0, t1;          /* first and last event of the job */
+    xsm_region *reg; size_t nreg;
+    xsm_mpiop *ops; size_t nops;
+    xsm_wait *w; size_t nw, wcap;
+    double wait_s[XSM_WAIT_NKINDS];
+    uint64_t wait_n[XSM_WAIT_NKINDS];
+    xsm_rootcause *rc; size_t nrc;
+    xsm_outlier *out; size_t nout; /* the largest, by excess */
+    uint64_t nout_total;
+    /* critical path */
+    double cp_length_s;
+    int32_t cp_end_rank;
+    size_t cp_segments;
+    xsm_pathpart *cp; size_t ncp;
+    double *cp_rank_s;       /* per rank */
+    /* communication */
+    uint64_t *cm_bytes, *cm_msgs; /* nranks x nranks, row = sender */
+    /* gpu */
+    xsm_gpudev *gpu; size_t ngpu;
+    uint64_t gpu_rows;
+    /* health */
+    uint64_t dropped_total;
+    size_t truncated, recovered, missing;
+    xsm_finding *f; size_t nf, fcap;
+    double total_rank_s;     /* sum of ranks' wall time: the denominator of severities */
+} xsm_an;
+
+/* 0 ok, -1 on allocation failure (err set). */
+int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen);
+void xsm_an_free(xsm_an *a);
+const char *xsm_an_name(const xsm_an *a, int32_t idx); /* "(no region)" for -1 */
+
+/* stages of xsm_an_compute, in order (each file owns one) */
+int xsm_an_profile(xsm_an *a);   /* profile.c: call trees, regions, MPI ops, outliers */
+int xsm_an_waits(xsm_an *a);     /* waits.c: wait states, delay analysis */
+int xsm_an_path(xsm_an *a);      /* path.c: critical path */
+int xsm_an_misc(xsm_an *a);      /* misc.c: communication matrix, GPU, health */
+int xsm_an_findings(xsm_an *a);  /* findings.c */
+int xsm_an_finding_add(xsm_an *a, const xsm_finding *f); /* copies f (takes ranks) */
+
+/* Exclusive time per name (regions only, not MPI) on rank r's main thread in
+ * [t0, t1); `acc` has names.n slots and is added to. */
+void xsm_an_window_excl(const xsm_an *a, int32_t r, int64_t t0, int64_t t1, double *acc);
+
+/* ---- writers ---------------------------------------------------------------- */
+void xsm_report_json(const xsm_an *a, xsm_buf *b, int html_safe);
+void xsm_report_text(const xsm_an *a, xsm_buf *b, const char *out_dir);
+void xsm_report_summary(const xsm_an *a, xsm_buf *b, const char *out_dir);
+/* Folded stacks "rank N;a;b;leaf value_us" sorted, one per line. */
+void xsm_flame_folded(const xsm_an *a, xsm_buf *b);
+/* SVG flame graph from folded text; `base` (may be NULL) gives a
+ * differential graph: widths from `folded`, colour from the change. */
+void xsm_flame_svg(const char *folded, const char *base, const char *title, xsm_buf *b);
+void xsm_report_html(const char *json, const char *folded, xsm_buf *b);
+void xsm_callgrind_write(const xsm_an *a, xsm_buf *b);
+
+/* Baseline comparison. Appends regression findings to `a`, writes a section
+ * into `b`. Returns 0 nothing passed the threshold, 3 regression, 1 error. */
+int xsm_baseline_compare(xsm_an *a, const char *dir, double threshold_pct, xsm_buf *b, char *err, size_t errlen);
+/* Folded stacks of a baseline dir (its flame.folded, or a run dir analysed
+ * now). 0 ok, 1 error. */
+int xsm_baseline_folded(const char *dir, xsm_buf *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,172 @@
+/* merge/analyze/analyze.c — xsm_analyze_run: compute the analysis once, then
+ * write every report from it (each file atomically). */
+#include <stdlib.h>
+#include <string.h>
+#include "analyze.h"
+#include "an.h"
+
+const char *xsm_an_name(const xsm_an *a, int32_t idx)
+{
+    if (idx < 0 || (size_t)idx >= a->names.n)
+        return "(no region)";
+    return a->names.v[idx];
+}
+
+int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    a->run = run;
+    a->nranks = run->nranks;
+    a->t0 = INT64_MAX;
+    a->t1 = INT64_MIN;
+    a->cp_end_rank = -1;
+    a->rs = calloc(run->nranks + 1, sizeof *a->rs);
+    if (!a->rs)
+        goto nomem;
+    for (size_t r = 0; r < run->nranks; r++)
+        a->rs[r].present = run->ranks[r].present;
+    if (xsm_an_profile(a) != 0)
+        goto nomem;
+    if (a->t0 > a->t1)
+        a->t0 = a->t1 = 0;
+    if (run->t_end > a->t1)
+        a->t1 = run->t_end;
+    if (xsm_an_waits(a) != 0 || xsm_an_path(a) != 0 || xsm_an_misc(a) != 0 || xsm_an_findings(a) != 0)
+        goto nomem;
+    return 0;
+nomem:
+    snprintf(err, errlen, "analysis of %s: out of memory", run->run_dir);
+    xsm_an_free(a);
+    return -1;
+}
+
+void xsm_an_free(xsm_an *a)
+{
+    if (a->rs)
+        for (size_t r = 0; r < a->nranks; r++) {
+            free(a->rs[r].cs);
+            free(a->rs[r].seg);
+            free(a->rs[r].encl);
+            free(a->rs[r].call);
+            free(a->rs[r].calls_sorted);
+        }
+    free(a->rs);
+    for (size_t i = 0; i < a->nreg; i++) {
+        free(a->reg[i].incl);
+        free(a->reg[i].excl);
+        free(a->reg[i].rcalls);
+    }
+    free(a->reg);
+    for (size_t i = 0; i < a->nops; i++) {
+        free(a->ops[i].rcalls);
+        free(a->ops[i].rseconds);
+        free(a->ops[i].rbytes);
+    }
+    free(a->ops);
+    for (size_t i = 0; i < a->nf; i++)
+        free(a->f[i].ranks);
+    free(a->f);
+    free(a->cn);
+    free(a->w);
+    free(a->rc);
+    free(a->out);
+    free(a->cp);
+    free(a->cp_rank_s);
+    free(a->cm_bytes);
+    free(a->cm_msgs);
+    free(a->gpu);
+    xsm_names_free(&a->names);
+    memset(a, 0, sizeof *a);
+}
+
+static int finding_cmp(const void *pa, const void *pb)
+{
+    const xsm_finding *a = pa, *b = pb;
+    return a->seconds_lost > b->seconds_lost ? -1 : a->seconds_lost < b->seconds_lost ? 1 : strcmp(a->kind, b->kind);
+}
+
+static int write_buf(const char *dir, const char *name, xsm_buf *b, char *err, size_t errlen)
+{
+    if (b->failed) {
+        snprintf(err, errlen, "%s/%s: out of memory while building it", dir, name);
+        return -1;
+    }
+    return xsm_file_write_atomic(dir, name, b->p ? b->p : "", b->n, err, errlen);
+}
+
+int xsm_analyze_run(const xsm_run *run, const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen)
+{
+    xsm_an a;
+    xsm_buf json = {0}, html_json = {0}, txt = {0}, folded = {0}, svg = {0}, html = {0}, reg = {0}, tmp = {0};
+    int rc = 1, regression = 0;
+    if (xsm_an_compute(&a, run, err, errlen) != 0)
+        return 1;
+    if (opts && opts->baseline_dir) {
+        int b = xsm_baseline_compare(&a, opts->baseline_dir, opts->threshold_pct > 0 ? opts->threshold_pct : 5.0, &reg, err,
+                                     errlen);
+        if (b == 1)
+            goto out;
+        regression = b == 3;
+        if (a.nf > 1)
+            qsort(a.f, a.nf, sizeof *a.f, finding_cmp);
+    }
+    xsm_report_json(&a, &json, 0);
+    if (write_buf(out_dir, "report.json", &json, err, errlen) != 0)
+        goto out;
+    xsm_report_text(&a, &txt, out_dir);
+    if (reg.n)
+        xsm_buf_put(&txt, reg.p, reg.n);
+    if (write_buf(out_dir, "report.txt", &txt, err, errlen) != 0)
+        goto out;
+    xsm_flame_folded(&a, &folded);
+    if (write_buf(out_dir, "flame.folded", &folded, err, errlen) != 0)
+        goto out;
+    xsm_flame_svg(folded.p ? folded.p : "", NULL, "xsprof flame graph (exclusive time, all ranks)", &svg);
+    if (write_buf(out_dir, "flame.svg", &svg, err, errlen) != 0)
+        goto out;
+    if (opts && opts->diff_dir) {
+        if (xsm_baseline_folded(opts->diff_dir, &tmp, err, errlen) != 0)
+            goto out;
+        xsm_buf dsvg = {0};
+        xsm_flame_svg(folded.p ? folded.p : "", tmp.p ? tmp.p : "", "xsprof differential flame graph (red: slower than baseline, blue: faster)",
+                      &dsvg);
+        int w = write_buf(out_dir, "flame-diff.svg", &dsvg, err, errlen);
+        xsm_buf_free(&dsvg);
+        if (w != 0)
+            goto out;
+    }
+    if (opts && opts->callgrind) {
+        xsm_buf cg = {0};
+        xsm_callgrind_write(&a, &cg);
+        int w = write_buf(out_dir, "callgrind.out", &cg, err, errlen);
+        xsm_buf_free(&cg);
+        if (w != 0)
+            goto out;
+    }
+    xsm_report_json(&a, &html_json, 1);
+    xsm_report_html(html_json.p ? html_json.p : "{}", folded.p ? folded.p : "", &html);
+    if (write_buf(out_dir, "report.html", &html, err, errlen) != 0)
+        goto out;
+    if (opts && opts->summary && !opts->quiet) {
+        xsm_buf s = {0};
+        xsm_report_summary(&a, &s, out_dir);
+        if (reg.n)
+            xsm_buf_put(&s, reg.p, reg.n);
+        if (s.p)
+            fputs(s.p, opts->summary);
+        fflush(opts->summary);
+        xsm_buf_free(&s);
+    }
+    rc = regression ? 3 : 0;
+out:
+    xsm_buf_free(&json);
+    xsm_buf_free(&html_json);
+    xsm_buf_free(&txt);
+    xsm_buf_free(&folded);
+    xsm_buf_free(&svg);
+    xsm_buf_free(&html);
+    xsm_buf_free(&reg);
+    xsm_buf_free(&tmp);
+    xsm_an_free(&a);
+    return rc;
+}

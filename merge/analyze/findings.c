@@ -1,0 +1,375 @@
+/* merge/analyze/findings.c — turn the analysis into ranked, actionable
+ * findings. Wait states are grouped by (kind, causing rank, root-cause
+ * region); imbalance, outlier and slow-rank findings are only added when no
+ * wait-state finding already explains the same region on the same rank, so
+ * one problem is reported once. seconds_lost is in rank-seconds: the time
+ * summed over every rank that loses it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "an.h"
+
+int xsm_an_finding_add(xsm_an *a, const xsm_finding *f)
+{
+    if (a->nf == a->fcap) {
+        size_t nc = a->fcap ? a->fcap * 2 : 32;
+        xsm_finding *v = realloc(a->f, nc * sizeof *v);
+        if (!v)
+            return -1;
+        a->f = v;
+        a->fcap = nc;
+    }
+    a->f[a->nf++] = *f;
+    return 0;
+}
+
+static const char *severity_of(const xsm_an *a, double s)
+{
+    double share = a->total_rank_s > 0 ? s / a->total_rank_s : 0;
+    return share >= 0.10 ? "high" : share >= 0.02 ? "medium" : "low";
+}
+
+typedef struct tally {
+    int32_t key;
+    double s;
+} tally;
+
+static void tally_add(tally *t, size_t *n, size_t cap, int32_t key, double s)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (t[i].key == key) {
+            t[i].s += s;
+            return;
+        }
+    if (*n < cap)
+        t[(*n)++] = (tally){key, s};
+}
+
+static int32_t tally_top(const tally *t, size_t n)
+{
+    int32_t k = -1;
+    double best = -1;
+    for (size_t i = 0; i < n; i++)
+        if (t[i].s > best) {
+            best = t[i].s;
+            k = t[i].key;
+        }
+    return k;
+}
+
+static const xsm_an *sort_an; /* qsort has no context: set for the duration of one sort */
+
+static int wait_group_cmp(const void *pa, const void *pb)
+{
+    const xsm_wait *a = &sort_an->w[*(const size_t *)pa], *b = &sort_an->w[*(const size_t *)pb];
+    if (a->kind != b->kind)
+        return a->kind - b->kind;
+    if (a->causer != b->causer)
+        return a->causer < b->causer ? -1 : 1;
+    if (a->root_region != b->root_region)
+        return a->root_region < b->root_region ? -1 : 1;
+    return 0;
+}
+
+static const xsm_region *region_of(const xsm_an *a, int32_t name)
+{
+    for (size_t i = 0; i < a->nreg; i++)
+        if (a->reg[i].name == name)
+            return &a->reg[i];
+    return NULL;
+}
+
+static const char *recommend(int kind)
+{
+    switch (kind) {
+    case XSM_WAIT_LATE_SENDER: return "send earlier on the causing rank (reduce or move the work before the send), or post the receive with MPI_Irecv and compute while the message is in flight";
+    case XSM_WAIT_WRONG_ORDER: return "receive messages in the order they are sent, or use MPI_ANY_SOURCE / MPI_Waitany to take whichever arrives first";
+    case XSM_WAIT_LATE_RECEIVER: return "post the receive earlier (MPI_Irecv before the work), or replace the synchronous/rendezvous send by MPI_Isend and complete it later";
+    case XSM_WAIT_BARRIER: return "balance the work before the barrier, or remove the barrier if the algorithm does not need it";
+    case XSM_WAIT_NXN: return "balance the work before the collective across ranks";
+    case XSM_WAIT_NXN_COMPLETION: return "this is the collective's own cost: use fewer, larger collectives or a nonblocking one (MPI_Iallreduce) overlapped with work";
+    case XSM_WAIT_LATE_BCAST: return "let the root reach the broadcast earlier: move or split the work it does before it";
+    case XSM_WAIT_EARLY_REDUCE: return "give the root work to do before the reduction (or use MPI_Ireduce), and balance the work of the late contributors";
+    }
+    return "";
+}
+
+/* Is (rank, region) already the root cause of a wait finding? */
+static int explained(const xsm_an *a, size_t nwait_findings, int32_t rank, int32_t region)
+{
+    for (size_t i = 0; i < nwait_findings; i++) {
+        const xsm_finding *f = &a->f[i];
+        if (f->region == region && (rank < 0 || (f->nranks && f->ranks[0] == rank)))
+            return 1;
+    }
+    return 0;
+}
+
+static int wait_findings(xsm_an *a)
+{
+    size_t R = a->nranks;
+    size_t *idx = malloc((a->nw + 1) * sizeof *idx);
+    double *per = calloc(R + 1, sizeof *per);
+    int rc = -1;
+    if (!idx || !per)
+        goto out;
+    for (size_t i = 0; i < a->nw; i++)
+        idx[i] = i;
+    sort_an = a;
+    qsort(idx, a->nw, sizeof *idx, wait_group_cmp);
+    for (size_t g = 0; g < a->nw;) {
+        size_t e = g;
+        while (e < a->nw && wait_group_cmp(&idx[g], &idx[e]) == 0)
+            e++;
+        const xsm_wait *w0 = &a->w[idx[g]];
+        double total = 0;
+        tally ops[16], regs[16];
+        size_t nops = 0, nregs = 0;
+        for (size_t k = g; k < e; k++) {
+            const xsm_wait *w = &a->w[idx[k]];
+            double s = (double)(w->t_end - w->t_begin) * 1e-9;
+            total += s;
+            per[w->waiter] += s;
+            tally_add(ops, &nops, 16, w->op, s);
+            tally_add(regs, &nregs, 16, w->region, s);
+        }
+        xsm_finding f;
+        memset(&f, 0, sizeof f);
+        size_t nwaiters = 0;
+        for (size_t r = 0; r < R; r++)
+            nwaiters += per[r] > 0;
+        f.ranks = malloc((nwaiters + 1) * sizeof *f.ranks);
+        if (!f.ranks)
+            goto out;
+        if (w0->causer >= 0)
+            f.ranks[f.nranks++] = w0->causer;
+        size_t first_waiter = f.nranks;
+        for (size_t r = 0; r < R; r++)
+            if (per[r] > 0 && (int32_t)r != w0->causer)
+                f.ranks[f.nranks++] = (int32_t)r;
+        size_t nw = f.nranks - first_waiter;
+        char wr[256], tot[32], each[32], opn[256];
+        xsm_fmt_ranks(wr, sizeof wr, f.ranks + first_waiter, nw);
+        xsm_fmt_dur(tot, sizeof tot, total);
+        xsm_fmt_dur(each, sizeof each, nw ? total / (double)nw : total);
+        snprintf(opn, sizeof opn, "%s", xsm_an_name(a, tally_top(ops, nops)));
+        int32_t wreg = tally_top(regs, nregs);
+        snprintf(f.kind, sizeof f.kind, "%s", xsm_wait_kind_name(w0->kind));
+        f.seconds_lost = total;
+        f.severity = severity_of(a, total);
+        f.region = w0->root_region >= 0 ? w0->root_region : wreg;
+        /* who loses time, and how much */
+        char who[512];
+        if (nw == 1)
+            snprintf(who, sizeof who, "rank %s waits %s", wr, tot);
+        else
+            snprintf(who, sizeof who, "ranks %s wait %s each (%s in total)", wr, each, tot);
+        char where[384];
+        if (wreg >= 0)
+            snprintf(where, sizeof where, "in %s (in `%s`)", opn, xsm_an_name(a, wreg));
+        else
+            snprintf(where, sizeof where, "in %s", opn);
+        const xsm_region *rg = w0->root_region >= 0 ? region_of(a, w0->root_region) : NULL;
+        char cause[512] = "";
+        if (w0->causer >= 0 && rg) {
+            double mine = rg->excl[w0->causer], diff = mine - rg->excl_mean;
+            char d[32];
+            xsm_fmt_dur(d, sizeof d, diff);
+            if (diff > 0 && mine > 0)
+                snprintf(cause, sizeof cause, "rank %d spends %s (%.0f%%) longer in `%s` than the mean; ", w0->causer, d,
+                         100.0 * diff / mine, xsm_an_name(a, w0->root_region));
+        }
+        const char *kn = xsm_wait_kind_name(w0->kind);
+        if (w0->causer < 0) {
+            snprintf(f.message, sizeof f.message, "%s %s after the first rank already left (%s)", who, where, kn);
+        } else if (cause[0]) {
+            snprintf(f.message, sizeof f.message, "%s%s %s for it (%s)", cause, who, where, kn);
+        } else if (w0->kind == XSM_WAIT_EARLY_REDUCE) {
+            snprintf(f.message, sizeof f.message, "root %s %s for the last contributor, rank %d, delayed in `%s` (%s)", who,
+                     where, w0->causer, xsm_an_name(a, w0->root_region), kn);
+        } else {
+            snprintf(f.message, sizeof f.message, "%s %s for rank %d, delayed in `%s` (%s)", who, where, w0->causer,
+                     xsm_an_name(a, w0->root_region), kn);
+        }
+        if (w0->causer >= 0 && w0->root_region >= 0 && (w0->kind == XSM_WAIT_NXN || w0->kind == XSM_WAIT_BARRIER))
+            snprintf(f.recommendation, sizeof f.recommendation, "rebalance `%s` across ranks; %s",
+                     xsm_an_name(a, w0->root_region), recommend(w0->kind));
+        else
+            snprintf(f.recommendation, sizeof f.recommendation, "%s", recommend(w0->kind));
+        if (xsm_an_finding_add(a, &f) != 0) {
+            free(f.ranks);
+            goto out;
+        }
+        for (size_t k = g; k < e; k++)
+            per[a->w[idx[k]].waiter] = 0;
+        g = e;
+    }
+    rc = 0;
+out:
+    free(idx);
+    free(per);
+    return rc;
+}
+
+static int imbalance_findings(xsm_an *a, size_t nwf)
+{
+    size_t R = a->nranks, npresent = 0;
+    for (size_t r = 0; r < R; r++)
+        npresent += a->rs[r].present;
+    if (npresent < 2)
+        return 0;
+    for (size_t i = 0; i < a->nreg; i++) {
+        const xsm_region *g = &a->reg[i];
+        if (g->excl_max <= 0 || g->imbalance < 0.05 || explained(a, nwf, g->excl_max_rank, g->name))
+            continue;
+        double lost = 0; /* what the other ranks idle while the slowest one works */
+        for (size_t r = 0; r < R; r++)
+            if (a->rs[r].present)
+                lost += g->excl_max - g->excl[r];
+        xsm_finding f;
+        memset(&f, 0, sizeof f);
+        f.ranks = malloc((npresent + 1) * sizeof *f.ranks);
+        if (!f.ranks)
+            return -1;
+        f.ranks[f.nranks++] = g->excl_max_rank;
+        for (size_t r = 0; r < R; r++)
+            if (a->rs[r].present && (int32_t)r != g->excl_max_rank)
+                f.ranks[f.nranks++] = (int32_t)r;
+        snprintf(f.kind, sizeof f.kind, "Load imbalance");
+        f.seconds_lost = lost;
+        f.severity = severity_of(a, lost);
+        f.region = g->name;
+        char d[32], sv[32];
+        xsm_fmt_dur(d, sizeof d, g->excl_max - g->excl_mean);
+        xsm_fmt_dur(sv, sizeof sv, g->saving_s);
+        snprintf(f.message, sizeof f.message,
+                 "rank %d spends %s (%.0f%%) longer in `%s` than the mean; balanced, the job would finish up to %s sooner",
+                 g->excl_max_rank, d, 100.0 * g->imbalance, xsm_an_name(a, g->name), sv);
+        snprintf(f.recommendation, sizeof f.recommendation, "rebalance `%s` across ranks (distribute its work by cost, not by count)",
+                 xsm_an_name(a, g->name));
+        if (xsm_an_finding_add(a, &f) != 0) {
+            free(f.ranks);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int outlier_findings(xsm_an *a, size_t nwf)
+{
+    /* group the kept outliers by (region, rank) */
+    for (size_t i = 0; i < a->nout; i++) {
+        const xsm_outlier *o = &a->out[i];
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = a->out[j].region == o->region && a->out[j].rank == o->rank;
+        if (seen || explained(a, nwf, o->rank, o->region))
+            continue;
+        double excess = 0, worst = 0;
+        size_t n = 0;
+        for (size_t j = i; j < a->nout; j++)
+            if (a->out[j].region == o->region && a->out[j].rank == o->rank) {
+                excess += a->out[j].seconds - a->out[j].mean_s;
+                if (a->out[j].seconds > worst)
+                    worst = a->out[j].seconds;
+                n++;
+            }
+        xsm_finding f;
+        memset(&f, 0, sizeof f);
+        f.ranks = malloc(sizeof *f.ranks);
+        if (!f.ranks)
+            return -1;
+        f.ranks[f.nranks++] = o->rank;
+        snprintf(f.kind, sizeof f.kind, "Outlier");
+        f.seconds_lost = excess;
+        f.severity = severity_of(a, excess);
+        f.region = o->region;
+        char w[32], m[32];
+        xsm_fmt_dur(w, sizeof w, worst);
+        xsm_fmt_dur(m, sizeof m, o->mean_s);
+        snprintf(f.message, sizeof f.message, "%zu instance%s of `%s` on rank %d took up to %s against a mean of %s (more than mean + 2 sigma)", n,
+                 n == 1 ? "" : "s", xsm_an_name(a, o->region), o->rank, w, m);
+        snprintf(f.recommendation, sizeof f.recommendation,
+                 "look at what differs in the slow instances of `%s` (input size, interference from other processes, paging, I/O)",
+                 xsm_an_name(a, o->region));
+        if (xsm_an_finding_add(a, &f) != 0) {
+            free(f.ranks);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int slow_rank_findings(xsm_an *a, size_t nwf)
+{
+    size_t R = a->nranks;
+    for (size_t r = 0; r < R; r++) {
+        if (!a->rs[r].present || !a->rs[r].outlier)
+            continue;
+        int causer = 0;
+        for (size_t i = 0; i < nwf && !causer; i++)
+            causer = a->f[i].nranks && a->f[i].ranks[0] == (int32_t)r;
+        if (causer) /* its extra time already shows as the waits it causes */
+            continue;
+        double sum = 0, n = 0;
+        for (size_t q = 0; q < R; q++)
+            if (q != r && a->rs[q].present) {
+                sum += (double)(a->rs[q].t_last - a->rs[q].t_first - a->rs[q].mpi_ns) * 1e-9;
+                n++;
+            }
+        double mine = (double)(a->rs[r].t_last - a->rs[r].t_first - a->rs[r].mpi_ns) * 1e-9, mean = n ? sum / n : 0;
+        if (mine <= mean)
+            continue;
+        xsm_finding f;
+        memset(&f, 0, sizeof f);
+        f.ranks = malloc(sizeof *f.ranks);
+        if (!f.ranks)
+            return -1;
+        f.ranks[f.nranks++] = (int32_t)r;
+        snprintf(f.kind, sizeof f.kind, "Slow rank");
+        f.seconds_lost = mine - mean;
+        f.severity = severity_of(a, f.seconds_lost);
+        f.region = -1;
+        char m1[32], m2[32];
+        xsm_fmt_dur(m1, sizeof m1, mine);
+        xsm_fmt_dur(m2, sizeof m2, mean);
+        snprintf(f.message, sizeof f.message, "rank %zu computes %s against %s on the other ranks (more than 2 sigma away)", r, m1, m2);
+        snprintf(f.recommendation, sizeof f.recommendation, "check the placement and the share of work of rank %zu (node, binding, data size)", r);
+        if (xsm_an_finding_add(a, &f) != 0) {
+            free(f.ranks);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int finding_cmp(const void *pa, const void *pb)
+{
+    const xsm_finding *a = pa, *b = pb;
+    return a->seconds_lost > b->seconds_lost ? -1 : a->seconds_lost < b->seconds_lost ? 1 : strcmp(a->kind, b->kind);
+}
+
+#define XSM_FINDINGS_MAX 40
+
+int xsm_an_findings(xsm_an *a)
+{
+    if (wait_findings(a) != 0)
+        return -1;
+    size_t nwf = a->nf;
+    if (imbalance_findings(a, nwf) != 0 || outlier_findings(a, nwf) != 0 || slow_rank_findings(a, nwf) != 0)
+        return -1;
+    if (a->nf > 1)
+        qsort(a->f, a->nf, sizeof *a->f, finding_cmp);
+    /* keep what matters: at least 0.1 % of the job's rank-time, at most XSM_FINDINGS_MAX */
+    size_t keep = 0;
+    for (size_t i = 0; i < a->nf; i++) {
+        int ok = keep < XSM_FINDINGS_MAX && a->f[i].seconds_lost > 0 &&
+                 (a->total_rank_s <= 0 || a->f[i].seconds_lost >= 1e-3 * a->total_rank_s);
+        if (ok)
+            a->f[keep++] = a->f[i];
+        else
+            free(a->f[i].ranks);
+    }
+    a->nf = keep;
+    return 0;
+}

@@ -1,0 +1,623 @@
+/* merge/analyze/profile.c — per-rank call trees built from regions and MPI
+ * calls (MPI calls are leaves, so a region's exclusive time excludes MPI),
+ * the main thread's flattened timeline, region and MPI tables, outliers. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "an.h"
+#include "core/record.h"
+
+typedef struct ival {
+    int64_t t0, t1;
+    uint32_t thread;
+    int32_t name;
+    int is_mpi;
+    uint16_t depth;
+    size_t row; /* mpi row when is_mpi */
+} ival;
+
+static int ival_cmp(const void *pa, const void *pb)
+{
+    const ival *a = pa, *b = pb;
+    if (a->thread != b->thread)
+        return a->thread < b->thread ? -1 : 1;
+    if (a->t0 != b->t0)
+        return a->t0 < b->t0 ? -1 : 1;
+    if (a->t1 != b->t1) /* the longer one encloses the other */
+        return a->t1 > b->t1 ? -1 : 1;
+    if (a->is_mpi != b->is_mpi) /* a region with the same span as an MPI call encloses it */
+        return a->is_mpi - b->is_mpi;
+    return (int)a->depth - (int)b->depth;
+}
+
+/* ---- call-tree node table: (parent, name, is_mpi) -> id ------------------- */
+typedef struct cn_map {
+    int32_t *slot;
+    size_t nslot;
+} cn_map;
+
+static uint64_t cn_key_hash(int32_t parent, int32_t name, int is_mpi)
+{
+    uint64_t h = ((uint64_t)(uint32_t)parent << 32) ^ (uint64_t)(uint32_t)name ^ ((uint64_t)is_mpi << 63);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+static int32_t cn_get(xsm_an *a, cn_map *m, int32_t parent, int32_t name, int is_mpi)
+{
+    if (m->nslot) {
+        for (size_t i = cn_key_hash(parent, name, is_mpi) & (m->nslot - 1);; i = (i + 1) & (m->nslot - 1)) {
+            int32_t v = m->slot[i];
+            if (!v)
+                break;
+            const xsm_cnode *c = &a->cn[v - 1];
+            if (c->parent == parent && c->name == name && c->is_mpi == is_mpi)
+                return v - 1;
+        }
+    }
+    if ((a->ncn + 1) * 2 > m->nslot) {
+        size_t ns = m->nslot ? m->nslot * 2 : 1024;
+        int32_t *slot = calloc(ns, sizeof *slot);
+        if (!slot)
+            return -1;
+        for (size_t k = 0; k < a->ncn; k++) {
+            size_t i = cn_key_hash(a->cn[k].parent, a->cn[k].name, a->cn[k].is_mpi) & (ns - 1);
+            while (slot[i])
+                i = (i + 1) & (ns - 1);
+            slot[i] = (int32_t)k + 1;
+        }
+        free(m->slot);
+        m->slot = slot;
+        m->nslot = ns;
+    }
+    if (a->ncn == a->cncap) {
+        size_t nc = a->cncap ? a->cncap * 2 : 256;
+        xsm_cnode *cn = realloc(a->cn, nc * sizeof *cn);
+        if (!cn)
+            return -1;
+        a->cn = cn;
+        a->cncap = nc;
+    }
+    a->cn[a->ncn] = (xsm_cnode){parent, name, is_mpi};
+    size_t i = cn_key_hash(parent, name, is_mpi) & (m->nslot - 1);
+    while (m->slot[i])
+        i = (i + 1) & (m->nslot - 1);
+    m->slot[i] = (int32_t)a->ncn + 1;
+    return (int32_t)a->ncn++;
+}
+
+/* ---- per-rank growable arrays ---------------------------------------------- */
+static int cs_fit(xsm_rankstat *rs, size_t n)
+{
+    if (n <= rs->ncs)
+        return 0;
+    size_t nc = rs->ncs ? rs->ncs : 64;
+    while (nc < n)
+        nc *= 2;
+    xsm_cstat *cs = realloc(rs->cs, nc * sizeof *cs);
+    if (!cs)
+        return -1;
+    memset(cs + rs->ncs, 0, (nc - rs->ncs) * sizeof *cs);
+    rs->cs = cs;
+    rs->ncs = nc;
+    return 0;
+}
+
+typedef struct segvec {
+    xsm_seg *v;
+    size_t n, cap;
+} segvec;
+
+static int seg_add(segvec *s, int64_t t0, int64_t t1, int32_t cnode)
+{
+    if (t1 <= t0)
+        return 0;
+    if (s->n && s->v[s->n - 1].cnode == cnode && s->v[s->n - 1].t1 == t0) {
+        s->v[s->n - 1].t1 = t1;
+        return 0;
+    }
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 256;
+        xsm_seg *v = realloc(s->v, nc * sizeof *v);
+        if (!v)
+            return -1;
+        s->v = v;
+        s->cap = nc;
+    }
+    s->v[s->n++] = (xsm_seg){t0, t1, cnode};
+    return 0;
+}
+
+/* per-name instance moments on the current rank, for the outlier test */
+typedef struct moments {
+    double n, sum, sumsq;
+} moments;
+
+typedef struct inst {
+    int32_t name;
+    int64_t t0;
+    double s;
+} inst;
+
+static int outlier_cmp(const void *pa, const void *pb)
+{
+    const xsm_outlier *a = pa, *b = pb;
+    double ea = a->seconds - a->mean_s, eb = b->seconds - b->mean_s;
+    return ea > eb ? -1 : ea < eb ? 1 : 0;
+}
+
+#define XSM_OUTLIERS_KEPT 64
+
+static int outliers_collect(xsm_an *a, int32_t rank, const inst *in, size_t nin, moments *mo, uint64_t *per_name)
+{
+    for (size_t i = 0; i < nin; i++) {
+        moments *m = &mo[in[i].name];
+        if (m->n < 3) /* mean and sigma of fewer instances say nothing */
+            continue;
+        double mean = m->sum / m->n;
+        double var = m->sumsq / m->n - mean * mean;
+        double sd = var > 0 ? sqrt(var) : 0;
+        if (sd <= 0 || in[i].s <= mean + 2 * sd)
+            continue;
+        per_name[in[i].name]++;
+        a->nout_total++;
+        xsm_outlier o = {in[i].name, rank, in[i].t0, in[i].s, mean, sd};
+        if (a->nout < XSM_OUTLIERS_KEPT) {
+            a->out[a->nout++] = o;
+        } else if (o.seconds - o.mean_s > a->out[a->nout - 1].seconds - a->out[a->nout - 1].mean_s) {
+            a->out[a->nout - 1] = o;
+        } else {
+            continue;
+        }
+        qsort(a->out, a->nout, sizeof *a->out, outlier_cmp);
+    }
+    return 0;
+}
+
+static int call_row_cmp_ctx_sort(const xsprof_io_mpi *m, size_t x, size_t y)
+{
+    if (m[x].thread != m[y].thread)
+        return m[x].thread < m[y].thread ? -1 : 1;
+    if (m[x].t_begin != m[y].t_begin)
+        return m[x].t_begin < m[y].t_begin ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* qsort has no context argument in C11: sort indices with a small merge sort */
+static void sort_rows(const xsprof_io_mpi *m, size_t *v, size_t *tmp, size_t n)
+{
+    if (n < 2)
+        return;
+    size_t h = n / 2;
+    sort_rows(m, v, tmp, h);
+    sort_rows(m, v + h, tmp, n - h);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        tmp[k++] = call_row_cmp_ctx_sort(m, v[i], v[j]) <= 0 ? v[i++] : v[j++];
+    while (i < h)
+        tmp[k++] = v[i++];
+    while (j < n)
+        tmp[k++] = v[j++];
+    memcpy(v, tmp, n * sizeof *v);
+}
+
+/* Row of the blocking call on `thread` that contains time t, -1 if none. */
+static int64_t call_at(const xsprof_rank_data *d, const xsm_rankstat *rs, uint32_t thread, int64_t t)
+{
+    size_t lo = 0, hi = rs->ncalls_sorted; /* first entry > (thread, t) */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[mid]];
+        if (m->thread < thread || (m->thread == thread && m->t_begin <= t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* the latest call starting at or before t on this thread that is still open at t */
+    for (size_t k = lo; k-- > 0;) {
+        const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
+        if (m->thread != thread)
+            break;
+        if (m->t_end >= t)
+            return (int64_t)rs->calls_sorted[k];
+        if (lo - k > 4) /* calls do not nest: a few steps back suffice */
+            break;
+    }
+    return -1;
+}
+
+static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t *outl)
+{
+    const xsprof_rank_data *d = &a->run->ranks[r].d;
+    xsm_rankstat *rs = &a->rs[r];
+    size_t n = 0;
+    ival *iv = malloc((d->nregions + d->nmpi + 1) * sizeof *iv);
+    rs->encl = malloc((d->nmpi + 1) * sizeof *rs->encl);
+    rs->call = malloc((d->nmpi + 1) * sizeof *rs->call);
+    rs->calls_sorted = malloc((d->nmpi + 1) * sizeof *rs->calls_sorted);
+    size_t *tmp = malloc((d->nmpi + 1) * sizeof *tmp);
+    inst *in = malloc((d->nregions + 1) * sizeof *in);
+    if (!iv || !rs->encl || !rs->call || !rs->calls_sorted || !tmp || !in) {
+        free(iv);
+        free(tmp);
+        free(in);
+        return -1;
+    }
+    size_t nin = 0;
+    int rc = -1;
+    rs->t_first = INT64_MAX;
+    rs->t_last = INT64_MIN;
+    int have_main = 0;
+    for (size_t i = 0; i < d->nregions; i++) {
+        const xsprof_io_region *g = &d->regions[i];
+        if (g->t_begin < rs->t_first)
+            rs->t_first = g->t_begin;
+        if (g->t_end > rs->t_last)
+            rs->t_last = g->t_end;
+        if (g->category == XSPROF_CAT_MPI) /* MPI calls come from the mpi table */
+            continue;
+        int32_t nm = xsm_names_intern(&a->names, xsprof_rank_data_string(d, g->name));
+        if (nm < 0)
+            goto out;
+        iv[n++] = (ival){g->t_begin, g->t_end < g->t_begin ? g->t_begin : g->t_end, g->thread, nm, 0, g->depth, 0};
+    }
+    for (size_t i = 0; i < d->nmpi; i++) {
+        const xsprof_io_mpi *m = &d->mpi[i];
+        rs->encl[i] = -1;
+        rs->call[i] = -1;
+        if (m->t_begin < rs->t_first)
+            rs->t_first = m->t_begin;
+        if (m->t_end > rs->t_last)
+            rs->t_last = m->t_end;
+        if (m->kind == XSPROF_MPI_COMPLETION)
+            continue;
+        if (!have_main) {
+            rs->main_thread = m->thread;
+            have_main = 1;
+        }
+        int32_t nm = xsm_names_intern(&a->names, xsprof_rank_data_string(d, m->op));
+        if (nm < 0)
+            goto out;
+        iv[n++] = (ival){m->t_begin, m->t_end < m->t_begin ? m->t_begin : m->t_end, m->thread, nm, 1, 0, i};
+        rs->calls_sorted[rs->ncalls_sorted++] = i;
+        rs->call[i] = (int64_t)i;
+        rs->mpi_ns += m->t_end - m->t_begin;
+    }
+    if (!have_main && d->nregions)
+        rs->main_thread = d->regions[0].thread;
+    if (rs->t_first > rs->t_last)
+        rs->t_first = rs->t_last = 0;
+    sort_rows(d->mpi, rs->calls_sorted, tmp, rs->ncalls_sorted);
+    for (size_t i = 0; i < d->nmpi; i++)
+        if (d->mpi[i].kind == XSPROF_MPI_COMPLETION)
+            rs->call[i] = call_at(d, rs, d->mpi[i].thread, d->mpi[i].t_begin);
+    qsort(iv, n, sizeof *iv, ival_cmp);
+
+    /* sweep each thread with a stack of open intervals */
+    typedef struct frame {
+        size_t iv;
+        int32_t cnode;
+        int64_t child, end;
+    } frame;
+    frame *st = malloc((n + 1) * sizeof *st);
+    segvec sv = {0};
+    if (!st)
+        goto out;
+    size_t sp = 0;
+    int64_t cursor = 0;
+    for (size_t i = 0; i <= n; i++) {
+        /* close frames that end before the next interval starts (or all at a thread change / end) */
+        while (sp > 0) {
+            frame *f = &st[sp - 1];
+            int close = i == n || iv[i].thread != iv[f->iv].thread || iv[i].t0 >= f->end;
+            if (!close)
+                break;
+            const ival *v = &iv[f->iv];
+            int64_t dur = f->end - v->t0;
+            xsm_cstat *c = &rs->cs[f->cnode];
+            c->calls++;
+            c->incl += dur;
+            c->excl += dur - f->child;
+            if (v->thread == rs->main_thread && seg_add(&sv, cursor, f->end, f->cnode) != 0)
+                goto out_st;
+            cursor = f->end;
+            if (!v->is_mpi) {
+                double s = (double)dur * 1e-9;
+                mo[v->name].n += 1;
+                mo[v->name].sum += s;
+                mo[v->name].sumsq += s * s;
+                in[nin++] = (inst){v->name, v->t0, s};
+            }
+            sp--;
+            if (sp > 0)
+                st[sp - 1].child += dur;
+        }
+        if (i == n)
+            break;
+        const ival *v = &iv[i];
+        int32_t parent = sp ? st[sp - 1].cnode : -1;
+        int64_t end = v->t1;
+        if (sp && end > st[sp - 1].end) /* clip partial overlaps to the parent */
+            end = st[sp - 1].end;
+        int32_t cnode = cn_get(a, map, parent, v->name, v->is_mpi);
+        if (cnode < 0 || cs_fit(rs, a->ncn) != 0)
+            goto out_st;
+        if (v->thread == rs->main_thread && sp && seg_add(&sv, cursor, v->t0, st[sp - 1].cnode) != 0)
+            goto out_st;
+        cursor = v->t0;
+        if (v->is_mpi) {
+            int32_t encl = -1;
+            for (size_t k = sp; k-- > 0;)
+                if (!iv[st[k].iv].is_mpi) {
+                    encl = iv[st[k].iv].name;
+                    break;
+                }
+            rs->encl[v->row] = encl;
+        }
+        st[sp++] = (frame){i, cnode, 0, end};
+    }
+    for (size_t i = 0; i < d->nmpi; i++) /* completions inherit their call's region */
+        if (d->mpi[i].kind == XSPROF_MPI_COMPLETION && rs->call[i] >= 0)
+            rs->encl[i] = rs->encl[rs->call[i]];
+    rs->seg = sv.v;
+    rs->nseg = sv.n;
+    sv.v = NULL;
+    outliers_collect(a, r, in, nin, mo, outl);
+    rc = 0;
+out_st:
+    free(sv.v);
+    free(st);
+out:
+    free(iv);
+    free(tmp);
+    free(in);
+    return rc;
+}
+
+/* Is some ancestor of cnode c a region of the same name (recursion)? */
+static int cn_recursive(const xsm_an *a, int32_t c)
+{
+    for (int32_t p = a->cn[c].parent; p >= 0; p = a->cn[p].parent)
+        if (a->cn[p].name == a->cn[c].name && a->cn[p].is_mpi == a->cn[c].is_mpi)
+            return 1;
+    return 0;
+}
+
+static void stats3(const double *v, const xsm_an *a, double *mn, double *mean, double *mx, int32_t *mxr, double *sum)
+{
+    double lo = INFINITY, hi = -INFINITY, s = 0;
+    size_t cnt = 0;
+    *mxr = -1;
+    for (size_t r = 0; r < a->nranks; r++) {
+        if (!a->rs[r].present)
+            continue;
+        cnt++;
+        s += v[r];
+        if (v[r] < lo)
+            lo = v[r];
+        if (v[r] > hi) {
+            hi = v[r];
+            *mxr = (int32_t)r;
+        }
+    }
+    *mn = cnt ? lo : 0;
+    *mx = cnt ? hi : 0;
+    *mean = cnt ? s / (double)cnt : 0;
+    *sum = s;
+}
+
+static int build_tables(xsm_an *a, const uint64_t *outl)
+{
+    size_t nn = a->names.n, R = a->nranks;
+    int32_t *reg_of = malloc((nn + 1) * sizeof *reg_of), *op_of = malloc((nn + 1) * sizeof *op_of);
+    int *rec = malloc((a->ncn + 1) * sizeof *rec);
+    if (!reg_of || !op_of || !rec) {
+        free(reg_of);
+        free(op_of);
+        free(rec);
+        return -1;
+    }
+    for (size_t i = 0; i < nn; i++)
+        reg_of[i] = op_of[i] = -1;
+    for (size_t c = 0; c < a->ncn; c++)
+        rec[c] = cn_recursive(a, (int32_t)c);
+    int rc = -1;
+    a->reg = calloc(nn + 1, sizeof *a->reg);
+    a->ops = calloc(nn + 1, sizeof *a->ops);
+    if (!a->reg || !a->ops)
+        goto out;
+    for (size_t c = 0; c < a->ncn; c++) {
+        if (a->cn[c].is_mpi)
+            continue;
+        int32_t nm = a->cn[c].name;
+        if (reg_of[nm] < 0) {
+            xsm_region *g = &a->reg[a->nreg];
+            g->name = nm;
+            g->incl = calloc(R, sizeof(double));
+            g->excl = calloc(R, sizeof(double));
+            g->rcalls = calloc(R, sizeof(uint64_t));
+            if (!g->incl || !g->excl || !g->rcalls)
+                goto out;
+            reg_of[nm] = (int32_t)a->nreg++;
+        }
+        xsm_region *g = &a->reg[reg_of[nm]];
+        for (size_t r = 0; r < R; r++) {
+            const xsm_rankstat *rs = &a->rs[r];
+            if (c >= rs->ncs || !rs->present)
+                continue;
+            const xsm_cstat *cs = &rs->cs[c];
+            g->rcalls[r] += cs->calls;
+            g->calls += cs->calls;
+            g->excl[r] += (double)cs->excl * 1e-9;
+            if (!rec[c])
+                g->incl[r] += (double)cs->incl * 1e-9;
+        }
+    }
+    for (size_t i = 0; i < a->nreg; i++) {
+        xsm_region *g = &a->reg[i];
+        stats3(g->incl, a, &g->incl_min, &g->incl_mean, &g->incl_max, &g->incl_max_rank, &g->incl_sum);
+        stats3(g->excl, a, &g->excl_min, &g->excl_mean, &g->excl_max, &g->excl_max_rank, &g->excl_sum);
+        g->imbalance = g->excl_max > 0 ? (g->excl_max - g->excl_mean) / g->excl_max : 0;
+        g->saving_s = g->excl_max - g->excl_mean;
+        g->outliers = outl[g->name];
+    }
+    /* MPI operations straight from the rows (bytes of a receive are known at its completion) */
+    for (size_t r = 0; r < R; r++) {
+        if (!a->rs[r].present)
+            continue;
+        const xsprof_rank_data *d = &a->run->ranks[r].d;
+        for (size_t i = 0; i < d->nmpi; i++) {
+            const xsprof_io_mpi *m = &d->mpi[i];
+            int32_t nm = xsm_names_find(&a->names, xsprof_rank_data_string(d, m->op));
+            if (nm < 0) /* an op seen only in completion rows */
+                nm = xsm_names_intern(&a->names, xsprof_rank_data_string(d, m->op));
+            if (nm < 0)
+                goto out;
+            if ((size_t)nm >= nn) { /* the table grew: widen the index */
+                int32_t *g2 = realloc(op_of, (a->names.n + 1) * sizeof *op_of);
+                if (!g2)
+                    goto out;
+                op_of = g2;
+                for (size_t k = nn; k < a->names.n; k++)
+                    op_of[k] = -1;
+                nn = a->names.n;
+                xsm_mpiop *o2 = realloc(a->ops, (nn + 1) * sizeof *a->ops);
+                if (!o2)
+                    goto out;
+                a->ops = o2;
+            }
+            if (op_of[nm] < 0) {
+                xsm_mpiop *o = &a->ops[a->nops];
+                memset(o, 0, sizeof *o);
+                o->name = nm;
+                o->rcalls = calloc(R, sizeof(uint64_t));
+                o->rseconds = calloc(R, sizeof(double));
+                o->rbytes = calloc(R, sizeof(uint64_t));
+                if (!o->rcalls || !o->rseconds || !o->rbytes)
+                    goto out;
+                op_of[nm] = (int32_t)a->nops++;
+            }
+            xsm_mpiop *o = &a->ops[op_of[nm]];
+            uint64_t bs = 0, br = 0;
+            if (m->kind == XSPROF_MPI_COMPLETION) {
+                if (m->flags & XSPROF_MPI_F_RECV)
+                    br = m->bytes_recv;
+            } else {
+                double s = (double)(m->t_end - m->t_begin) * 1e-9;
+                o->calls++;
+                o->rcalls[r]++;
+                o->seconds += s;
+                o->rseconds[r] += s;
+                bs = m->bytes_sent;
+                if (m->kind != XSPROF_MPI_IRECV) /* a post only knows the buffer size */
+                    br = m->bytes_recv;
+            }
+            o->bytes_sent += bs;
+            o->bytes_recv += br;
+            o->rbytes[r] += bs + br;
+        }
+    }
+    rc = 0;
+out:
+    free(reg_of);
+    free(op_of);
+    free(rec);
+    return rc;
+}
+
+/* Ranks whose compute time is more than 2 sigma away from the other ranks'. */
+static void rank_outliers(xsm_an *a)
+{
+    for (size_t r = 0; r < a->nranks; r++) {
+        if (!a->rs[r].present)
+            continue;
+        double n = 0, s = 0, ss = 0;
+        for (size_t q = 0; q < a->nranks; q++) {
+            if (q == r || !a->rs[q].present)
+                continue;
+            double c = (double)(a->rs[q].t_last - a->rs[q].t_first - a->rs[q].mpi_ns) * 1e-9;
+            n++;
+            s += c;
+            ss += c * c;
+        }
+        if (n < 2)
+            continue;
+        double mean = s / n, var = ss / n - mean * mean, sd = var > 0 ? sqrt(var) : 0;
+        /* identical peers have sigma 0: require at least 1 % of their mean */
+        if (sd < 0.01 * mean)
+            sd = 0.01 * mean;
+        double mine = (double)(a->rs[r].t_last - a->rs[r].t_first - a->rs[r].mpi_ns) * 1e-9;
+        a->rs[r].outlier = sd > 0 && fabs(mine - mean) > 2 * sd;
+    }
+}
+
+int xsm_an_profile(xsm_an *a)
+{
+    cn_map map = {0};
+    moments *mo = NULL;
+    uint64_t *outl = NULL;
+    int rc = -1;
+    a->out = calloc(XSM_OUTLIERS_KEPT, sizeof *a->out);
+    if (!a->out)
+        return -1;
+    for (size_t r = 0; r < a->nranks; r++) {
+        if (!a->rs[r].present)
+            continue;
+        const xsprof_rank_data *d = &a->run->ranks[r].d;
+        /* names can only grow by this rank's regions and ops */
+        size_t need = a->names.n + d->nregions + d->nmpi + 1;
+        moments *m2 = calloc(need, sizeof *m2);
+        uint64_t *o2 = realloc(outl, need * sizeof *o2);
+        if (!m2 || !o2) {
+            free(m2);
+            if (o2)
+                outl = o2;
+            goto out;
+        }
+        outl = o2;
+        free(mo); /* moments are per rank */
+        mo = m2;
+        for (size_t k = a->names.n; k < need; k++)
+            outl[k] = 0;
+        if (rank_profile(a, &map, (int32_t)r, mo, outl) != 0)
+            goto out;
+        if (a->rs[r].t_first < a->t0)
+            a->t0 = a->rs[r].t_first;
+        if (a->rs[r].t_last > a->t1)
+            a->t1 = a->rs[r].t_last;
+    }
+    if (!outl && !(outl = calloc(a->names.n + 1, sizeof *outl)))
+        goto out;
+    if (build_tables(a, outl) != 0)
+        goto out;
+    rank_outliers(a);
+    rc = 0;
+out:
+    free(map.slot);
+    free(mo);
+    free(outl);
+    return rc;
+}
+
+void xsm_an_window_excl(const xsm_an *a, int32_t r, int64_t t0, int64_t t1, double *acc)
+{
+    const xsm_rankstat *rs = &a->rs[r];
+    size_t lo = 0, hi = rs->nseg; /* first segment ending after t0 */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (rs->seg[mid].t1 <= t0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < rs->nseg && rs->seg[i].t0 < t1; i++) {
+        const xsm_seg *s = &rs->seg[i];
+        if (a->cn[s->cnode].is_mpi)
+            continue;
+        int64_t b = s->t0 > t0 ? s->t0 : t0, e = s->t1 < t1 ? s->t1 : t1;
+        if (e > b)
+            acc[a->cn[s->cnode].name] += (double)(e - b) * 1e-9;
+    }
+}

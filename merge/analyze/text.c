@@ -1,0 +1,265 @@
+/* merge/analyze/text.c — report.txt: a one-screen summary (also printed to
+ * the terminal) followed by detailed sections. Profiler-health problems come
+ * first because they change how far the numbers can be trusted. */
+#include <stdlib.h>
+#include <string.h>
+#include "an.h"
+
+static double rank_wall(const xsm_an *a, size_t r) { return (double)(a->rs[r].t_last - a->rs[r].t_first) * 1e-9; }
+
+static void health(const xsm_an *a, xsm_buf *b)
+{
+    const xsm_clock_stats *c = &a->run->clock;
+    int any = a->dropped_total || a->truncated || a->missing || a->recovered || c->violations_after ||
+              c->max_correction_ns > 0 || a->run->unmatched_sends || a->run->unmatched_recvs || a->run->incomplete_colls;
+    if (!any)
+        return;
+    xsm_buf_puts(b, "PROFILER HEALTH (read the numbers below with this in mind)\n");
+    if (a->dropped_total)
+        xsm_buf_printf(b, "  ! %llu records were dropped (buffers full): times and wait states are lower bounds\n",
+                       (unsigned long long)a->dropped_total);
+    for (size_t r = 0; r < a->nranks; r++) {
+        const xsm_rank *k = &a->run->ranks[r];
+        if (!k->present)
+            xsm_buf_printf(b, "  ! rank %zu is missing: its time is not in any table\n", r);
+        else if (k->d.truncated || k->d.recovered)
+            xsm_buf_printf(b, "  ! rank %zu ended early (%s)%s: its timeline stops at %.3f s\n", r,
+                           k->d.end_state[0] ? k->d.end_state : "truncated", k->d.recovered ? ", recovered from its journal" : "",
+                           (double)(a->rs[r].t_last - a->t0) * 1e-9);
+        else if (k->d.dropped)
+            xsm_buf_printf(b, "  ! rank %zu dropped %llu records\n", r, (unsigned long long)k->d.dropped);
+    }
+    if (c->max_correction_ns > 0 || c->violations_before)
+        xsm_buf_printf(b, "  ! clocks: %llu ordering violations after offset alignment, %llu after correction; largest correction %.1f us, sample error up to %.1f us\n",
+                       (unsigned long long)c->violations_before, (unsigned long long)c->violations_after,
+                       (double)c->max_correction_ns * 1e-3, c->max_residual_us);
+    if (a->run->unmatched_sends || a->run->unmatched_recvs)
+        xsm_buf_printf(b, "  ! %zu sends and %zu receives could not be matched (their wait states are not counted)\n",
+                       a->run->unmatched_sends, a->run->unmatched_recvs);
+    if (a->run->incomplete_colls)
+        xsm_buf_printf(b, "  ! %zu collectives were not seen on every member\n", a->run->incomplete_colls);
+    xsm_buf_puts(b, "\n");
+}
+
+static void findings(const xsm_an *a, xsm_buf *b, size_t max)
+{
+    if (!a->nf) {
+        xsm_buf_puts(b, "No significant problem found: no wait state, imbalance or outlier above 0.1% of the run.\n");
+        return;
+    }
+    xsm_buf_puts(b, "Top findings (time lost, summed over the ranks that lose it):\n");
+    for (size_t i = 0; i < a->nf && i < max; i++) {
+        const xsm_finding *f = &a->f[i];
+        char d[32];
+        xsm_fmt_dur(d, sizeof d, f->seconds_lost);
+        xsm_buf_printf(b, "%2zu. [%s] %s, %s lost\n    %s\n    -> %s\n", i + 1, f->severity, f->kind, d, f->message,
+                       f->recommendation);
+    }
+}
+
+static void rank_table(const xsm_an *a, xsm_buf *b, size_t max)
+{
+    xsm_buf_puts(b, "rank  host              wall        MPI    wait(in MPI)     GPU   MPI%\n");
+    size_t shown = 0;
+    for (size_t r = 0; r < a->nranks && shown < max; r++) {
+        if (!a->rs[r].present)
+            continue;
+        shown++;
+        char w[32], m[32], wt[32], g[32];
+        double wall = rank_wall(a, r);
+        xsm_fmt_dur(w, sizeof w, wall);
+        xsm_fmt_dur(m, sizeof m, (double)a->rs[r].mpi_ns * 1e-9);
+        xsm_fmt_dur(wt, sizeof wt, (double)a->rs[r].wait_ns * 1e-9);
+        xsm_fmt_dur(g, sizeof g, (double)a->rs[r].gpu_ns * 1e-9);
+        xsm_buf_printf(b, "%4zu  %-16.16s %9s %10s %15s %7s %5.1f%s\n", r, a->run->ranks[r].d.host, w, m, wt, g,
+                       wall > 0 ? 100.0 * (double)a->rs[r].mpi_ns * 1e-9 / wall : 0.0, a->rs[r].outlier ? "  outlier" : "");
+    }
+    if (shown < a->nranks)
+        xsm_buf_printf(b, "  ... %zu more ranks in report.json\n", a->nranks - shown);
+}
+
+void xsm_report_summary(const xsm_an *a, xsm_buf *b, const char *out_dir)
+{
+    size_t hosts = 0;
+    for (size_t r = 0; r < a->nranks; r++) {
+        if (!a->run->ranks[r].present)
+            continue;
+        int dup = 0;
+        for (size_t q = 0; q < r && !dup; q++)
+            dup = a->run->ranks[q].present && strcmp(a->run->ranks[q].d.host, a->run->ranks[r].d.host) == 0;
+        hosts += !dup;
+    }
+    char d[32];
+    xsm_fmt_dur(d, sizeof d, (double)(a->t1 - a->t0) * 1e-9);
+    xsm_buf_printf(b, "xsprof report: %zu ranks on %zu host%s, %s", a->nranks, hosts, hosts == 1 ? "" : "s", d);
+    if (a->run->command[0])
+        xsm_buf_printf(b, ", command: %.200s", a->run->command);
+    xsm_buf_puts(b, "\n\n");
+    health(a, b);
+    findings(a, b, 5);
+    xsm_buf_puts(b, "\n");
+    rank_table(a, b, 8);
+    int anyw = 0;
+    for (int k = 0; k < XSM_WAIT_NKINDS; k++)
+        anyw |= a->wait_n[k] > 0;
+    if (anyw) {
+        xsm_buf_puts(b, "\nWait states:");
+        for (int k = 0; k < XSM_WAIT_NKINDS; k++)
+            if (a->wait_n[k]) {
+                xsm_fmt_dur(d, sizeof d, a->wait_s[k]);
+                xsm_buf_printf(b, "  %s %s;", xsm_wait_kind_name(k), d);
+            }
+        xsm_buf_puts(b, "\n");
+    }
+    if (a->ncp) {
+        xsm_fmt_dur(d, sizeof d, a->cp_length_s);
+        xsm_buf_printf(b, "Critical path: %s, mostly in", d);
+        for (size_t i = 0; i < a->ncp && i < 3; i++)
+            xsm_buf_printf(b, "%s `%s` %.0f%%", i ? "," : "", xsm_an_name(a, a->cp[i].name),
+                           a->cp_length_s > 0 ? 100.0 * a->cp[i].seconds / a->cp_length_s : 0.0);
+        xsm_buf_puts(b, "\n");
+    }
+    if (out_dir)
+        xsm_buf_printf(b, "Reports: %s/report.txt  %s/report.html  %s/report.json  %s/flame.svg\n", out_dir, out_dir, out_dir,
+                       out_dir);
+}
+
+static int reg_cmp(const void *pa, const void *pb)
+{
+    const xsm_region *a = *(const xsm_region *const *)pa, *b = *(const xsm_region *const *)pb;
+    return a->excl_sum > b->excl_sum ? -1 : a->excl_sum < b->excl_sum ? 1 : 0;
+}
+
+static int op_cmp(const void *pa, const void *pb)
+{
+    const xsm_mpiop *a = *(const xsm_mpiop *const *)pa, *b = *(const xsm_mpiop *const *)pb;
+    return a->seconds > b->seconds ? -1 : a->seconds < b->seconds ? 1 : 0;
+}
+
+typedef struct pair {
+    size_t s, d;
+    uint64_t bytes, msgs;
+} pair;
+
+static int pair_cmp(const void *pa, const void *pb)
+{
+    const pair *a = pa, *b = pb;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    return a->msgs > b->msgs ? -1 : a->msgs < b->msgs;
+}
+
+void xsm_report_text(const xsm_an *a, xsm_buf *b, const char *out_dir)
+{
+    xsm_report_summary(a, b, out_dir);
+    char d1[32], d2[32], d3[32], d4[32];
+    xsm_buf_puts(b, "\n==== Findings ====\n");
+    findings(a, b, a->nf);
+    xsm_buf_puts(b, "\n==== Ranks ====\n");
+    rank_table(a, b, a->nranks);
+
+    xsm_buf_puts(b, "\n==== Regions (exclusive time: MPI calls inside are not counted) ====\n");
+    xsm_buf_puts(b, "region                          calls    excl mean     excl max  max rank  imbalance   saving    incl mean\n");
+    const xsm_region **rv = malloc((a->nreg + 1) * sizeof *rv);
+    if (rv) {
+        for (size_t i = 0; i < a->nreg; i++)
+            rv[i] = &a->reg[i];
+        qsort(rv, a->nreg, sizeof *rv, reg_cmp);
+        for (size_t i = 0; i < a->nreg && i < 40; i++) {
+            const xsm_region *g = rv[i];
+            xsm_fmt_dur(d1, sizeof d1, g->excl_mean);
+            xsm_fmt_dur(d2, sizeof d2, g->excl_max);
+            xsm_fmt_dur(d3, sizeof d3, g->saving_s);
+            xsm_fmt_dur(d4, sizeof d4, g->incl_mean);
+            xsm_buf_printf(b, "%-30.30s %6llu %12s %12s %9d %9.0f%% %9s %12s\n", xsm_an_name(a, g->name),
+                           (unsigned long long)g->calls, d1, d2, g->excl_max_rank, 100.0 * g->imbalance, d3, d4);
+        }
+        free(rv);
+    }
+
+    xsm_buf_puts(b, "\n==== MPI operations ====\n");
+    xsm_buf_puts(b, "operation                  calls       time          bytes\n");
+    const xsm_mpiop **ov = malloc((a->nops + 1) * sizeof *ov);
+    if (ov) {
+        for (size_t i = 0; i < a->nops; i++)
+            ov[i] = &a->ops[i];
+        qsort(ov, a->nops, sizeof *ov, op_cmp);
+        for (size_t i = 0; i < a->nops; i++) {
+            xsm_fmt_dur(d1, sizeof d1, ov[i]->seconds);
+            xsm_buf_printf(b, "%-24.24s %8llu %10s %14llu\n", xsm_an_name(a, ov[i]->name), (unsigned long long)ov[i]->calls, d1,
+                           (unsigned long long)(ov[i]->bytes_sent + ov[i]->bytes_recv));
+        }
+        free(ov);
+    }
+
+    xsm_buf_puts(b, "\n==== Wait states ====\n");
+    for (int k = 0; k < XSM_WAIT_NKINDS; k++) {
+        xsm_fmt_dur(d1, sizeof d1, a->wait_s[k]);
+        xsm_buf_printf(b, "%-28s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->wait_n[k]);
+    }
+    if (a->nrc) {
+        xsm_buf_puts(b, "\nRoot causes (delay analysis: region on the causing rank whose extra time explains the waits):\n");
+        for (size_t i = 0; i < a->nrc && i < 15; i++) {
+            xsm_fmt_dur(d1, sizeof d1, a->rc[i].seconds);
+            xsm_buf_printf(b, "  %10s  `%s` on rank %d  -> %s\n", d1, xsm_an_name(a, a->rc[i].region), a->rc[i].rank,
+                           xsm_wait_kind_name(a->rc[i].kind));
+        }
+    }
+
+    xsm_buf_puts(b, "\n==== Critical path ====\n");
+    xsm_fmt_dur(d1, sizeof d1, a->cp_length_s);
+    xsm_buf_printf(b, "length %s in %zu segments, ends on rank %d\n", d1, a->cp_segments, a->cp_end_rank);
+    for (size_t i = 0; i < a->ncp && i < 15; i++) {
+        xsm_fmt_dur(d1, sizeof d1, a->cp[i].seconds);
+        xsm_buf_printf(b, "  %-30.30s %10s %5.1f%%\n", xsm_an_name(a, a->cp[i].name), d1,
+                       a->cp_length_s > 0 ? 100.0 * a->cp[i].seconds / a->cp_length_s : 0.0);
+    }
+
+    xsm_buf_puts(b, "\n==== Communication (heaviest pairs) ====\n");
+    size_t R = a->nranks, np = 0;
+    size_t cap = R * R < a->run->nmsgs ? R * R : a->run->nmsgs; /* pairs that can exist */
+    pair *pv = malloc((cap + 1) * sizeof *pv);
+    if (pv) {
+        for (size_t s = 0; s < R; s++)
+            for (size_t dd = 0; dd < R; dd++)
+                if (a->cm_msgs[s * R + dd])
+                    pv[np++] = (pair){s, dd, a->cm_bytes[s * R + dd], a->cm_msgs[s * R + dd]};
+        qsort(pv, np, sizeof *pv, pair_cmp);
+        for (size_t i = 0; i < np && i < 10; i++)
+            xsm_buf_printf(b, "  %zu -> %zu  %llu bytes in %llu messages\n", pv[i].s, pv[i].d, (unsigned long long)pv[i].bytes,
+                           (unsigned long long)pv[i].msgs);
+        if (!np)
+            xsm_buf_puts(b, "  no point-to-point messages\n");
+        free(pv);
+    }
+
+    if (a->nout) {
+        xsm_buf_printf(b, "\n==== Outliers (%llu region instances > mean + 2 sigma on their rank) ====\n",
+                       (unsigned long long)a->nout_total);
+        for (size_t i = 0; i < a->nout && i < 10; i++) {
+            const xsm_outlier *o = &a->out[i];
+            xsm_fmt_dur(d1, sizeof d1, o->seconds);
+            xsm_fmt_dur(d2, sizeof d2, o->mean_s);
+            xsm_buf_printf(b, "  `%s` on rank %d at %.3f s: %s (mean %s)\n", xsm_an_name(a, o->region), o->rank,
+                           (double)(o->t_begin - a->t0) * 1e-9, d1, d2);
+        }
+    }
+
+    if (a->gpu_rows) {
+        xsm_buf_puts(b, "\n==== GPU ====\n");
+        for (size_t i = 0; i < a->ngpu; i++) {
+            const xsm_gpudev *g = &a->gpu[i];
+            xsm_fmt_dur(d1, sizeof d1, g->kernel_s);
+            xsm_fmt_dur(d2, sizeof d2, g->overlap_s);
+            xsm_buf_printf(b, "  rank %d device %u: %llu kernels, %s kernel time, idle %.0f%%, copies HtoD %llu DtoH %llu DtoD %llu bytes, %llu kernels overlap MPI waits (%s)\n",
+                           g->rank, g->device, (unsigned long long)g->kernels, d1, 100.0 * g->idle_share,
+                           (unsigned long long)g->htod, (unsigned long long)g->dtoh, (unsigned long long)g->dtod,
+                           (unsigned long long)g->overlap_kernels, d2);
+        }
+    }
+
+    const xsm_clock_stats *c = &a->run->clock;
+    xsm_buf_printf(b, "\n==== Clock ====\nviolations before correction %llu, after %llu; largest correction %.1f us; sample error up to %.1f us\n",
+                   (unsigned long long)c->violations_before, (unsigned long long)c->violations_after,
+                   (double)c->max_correction_ns * 1e-3, c->max_residual_us);
+}

@@ -1,0 +1,252 @@
+/* merge/analyze/util.c — text buffers, name table, atomic file writes and
+ * number formatting shared by the report writers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "an.h"
+
+static int buf_reserve(xsm_buf *b, size_t extra)
+{
+    if (b->failed)
+        return -1;
+    if (b->n + extra + 1 <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + extra + 1)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->failed = 1;
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void xsm_buf_put(xsm_buf *b, const char *s, size_t n)
+{
+    if (buf_reserve(b, n) != 0)
+        return;
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+void xsm_buf_puts(xsm_buf *b, const char *s) { xsm_buf_put(b, s, strlen(s)); }
+
+void xsm_buf_printf(xsm_buf *b, const char *fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof small) {
+        xsm_buf_put(b, small, (size_t)n);
+        return;
+    }
+    if (buf_reserve(b, (size_t)n) != 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)n;
+}
+
+void xsm_buf_json_str(xsm_buf *b, const char *s, int html_safe)
+{
+    xsm_buf_put(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        switch (*p) {
+        case '"': xsm_buf_put(b, "\\\"", 2); break;
+        case '\\': xsm_buf_put(b, "\\\\", 2); break;
+        case '\n': xsm_buf_put(b, "\\n", 2); break;
+        case '\r': xsm_buf_put(b, "\\r", 2); break;
+        case '\t': xsm_buf_put(b, "\\t", 2); break;
+        default:
+            if (*p < 0x20 || (html_safe && (*p == '<' || *p == '>' || *p == '&')))
+                xsm_buf_printf(b, "\\u%04x", *p);
+            else
+                xsm_buf_put(b, (const char *)p, 1);
+        }
+    }
+    xsm_buf_put(b, "\"", 1);
+}
+
+void xsm_buf_json_num(xsm_buf *b, double v)
+{
+    if (!isfinite(v))
+        v = 0;
+    if (v == floor(v) && fabs(v) < 9e15)
+        xsm_buf_printf(b, "%.0f", v);
+    else
+        xsm_buf_printf(b, "%.9g", v);
+}
+
+void xsm_buf_html_str(xsm_buf *b, const char *s)
+{
+    for (const char *p = s ? s : ""; *p; p++) {
+        switch (*p) {
+        case '<': xsm_buf_puts(b, "&lt;"); break;
+        case '>': xsm_buf_puts(b, "&gt;"); break;
+        case '&': xsm_buf_puts(b, "&amp;"); break;
+        case '"': xsm_buf_puts(b, "&quot;"); break;
+        default: xsm_buf_put(b, p, 1);
+        }
+    }
+}
+
+void xsm_buf_free(xsm_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+int xsm_file_write_atomic(const char *dir, const char *name, const char *data, size_t len, char *err, size_t errlen)
+{
+    char tmp[4600], dst[4600];
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s/.%s.%ld.tmp", dir, name, (long)getpid());
+    unlink(tmp); /* a leftover of a killed earlier run with our pid */
+    /* exclusive create, no symlink following: never write through a planted link */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        return -1;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
+            close(fd);
+            unlink(tmp);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    if (close(fd) != 0) {
+        snprintf(err, errlen, "%s: close failed: %s", tmp, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, dst) != 0) {
+        snprintf(err, errlen, "%s: rename failed: %s", dst, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+void xsm_fmt_dur(char *out, size_t n, double s)
+{
+    double a = fabs(s);
+    if (a >= 100)
+        snprintf(out, n, "%.0f s", s);
+    else if (a >= 1)
+        snprintf(out, n, "%.2f s", s);
+    else if (a >= 1e-3)
+        snprintf(out, n, "%.*f ms", a >= 0.1 ? 0 : 1, s * 1e3);
+    else
+        snprintf(out, n, "%.1f us", s * 1e6);
+}
+
+void xsm_fmt_ranks(char *out, size_t n, const int32_t *r, size_t nr)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < nr && used + 24 < n;) {
+        size_t j = i;
+        while (j + 1 < nr && r[j + 1] == r[j] + 1)
+            j++;
+        int w;
+        if (j == i)
+            w = snprintf(out + used, n - used, "%s%d", used ? "," : "", r[i]);
+        else
+            w = snprintf(out + used, n - used, "%s%d-%d", used ? "," : "", r[i], r[j]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+        i = j + 1;
+    }
+}
+
+/* ---- names --------------------------------------------------------------- */
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+int32_t xsm_names_find(const xsm_names *t, const char *s)
+{
+    if (!t->nslot)
+        return -1;
+    for (size_t i = name_hash(s) & (t->nslot - 1);; i = (i + 1) & (t->nslot - 1)) {
+        int32_t v = t->slot[i];
+        if (!v)
+            return -1;
+        if (strcmp(t->v[v - 1], s) == 0)
+            return v - 1;
+    }
+}
+
+int32_t xsm_names_intern(xsm_names *t, const char *s)
+{
+    int32_t f = xsm_names_find(t, s);
+    if (f >= 0)
+        return f;
+    if ((t->n + 1) * 2 > t->nslot) { /* keep the table at most half full */
+        size_t ns = t->nslot ? t->nslot * 2 : 256;
+        int32_t *slot = calloc(ns, sizeof *slot);
+        if (!slot)
+            return -1;
+        for (size_t k = 0; k < t->n; k++) {
+            size_t i = name_hash(t->v[k]) & (ns - 1);
+            while (slot[i])
+                i = (i + 1) & (ns - 1);
+            slot[i] = (int32_t)k + 1;
+        }
+        free(t->slot);
+        t->slot = slot;
+        t->nslot = ns;
+    }
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 128;
+        char **v = realloc(t->v, nc * sizeof *v);
+        if (!v)
+            return -1;
+        t->v = v;
+        t->cap = nc;
+    }
+    char *copy = strdup(s);
+    if (!copy)
+        return -1;
+    t->v[t->n] = copy;
+    size_t i = name_hash(s) & (t->nslot - 1);
+    while (t->slot[i])
+        i = (i + 1) & (t->nslot - 1);
+    t->slot[i] = (int32_t)t->n + 1;
+    return (int32_t)t->n++;
+}
+
+void xsm_names_free(xsm_names *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i]);
+    free(t->v);
+    free(t->slot);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,535 @@
+/* merge/analyze/waits.c — Scalasca wait states on the matched messages and
+ * collectives, and the short-term delay analysis that names the region on
+ * the causing rank whose extra time explains each wait.
+ *
+ * Definitions (E = enter, X = exit of the call, clipped at 0 and at the
+ * waiting call's exit):
+ *   Late Sender       receiver blocks in Recv/Wait before the send began: E_send - E_recv
+ *   ... / Wrong Order a Late Sender while another message to the same rank,
+ *                     already sent when the receive began, is received later
+ *   Late Receiver     Ssend (or a send that only returned after the receive
+ *                     was posted: rendezvous) blocks before the receive is posted
+ *   Wait at Barrier, Wait at NxN   last entry - own entry
+ *   NxN Completion    own exit - first exit
+ *   Late Broadcast    non-root of Bcast/Scatter: root entry - own entry
+ *   Early Reduce      root of Reduce/Gather: last contributor's entry - root entry */
+#include <stdlib.h>
+#include <string.h>
+#include "an.h"
+#include "core/record.h"
+
+static const char *const kind_names[XSM_WAIT_NKINDS] = {
+    "Late Sender", "Late Sender / Wrong Order", "Late Receiver", "Wait at Barrier",
+    "Wait at NxN", "NxN Completion", "Late Broadcast", "Early Reduce"};
+
+const char *xsm_wait_kind_name(int kind)
+{
+    return kind >= 0 && kind < XSM_WAIT_NKINDS ? kind_names[kind] : "?";
+}
+
+static int wait_push(xsm_an *a, const xsm_wait *w)
+{
+    if (a->nw == a->wcap) {
+        size_t nc = a->wcap ? a->wcap * 2 : 1024;
+        xsm_wait *v = realloc(a->w, nc * sizeof *v);
+        if (!v)
+            return -1;
+        a->w = v;
+        a->wcap = nc;
+    }
+    a->w[a->nw++] = *w;
+    return 0;
+}
+
+static int32_t op_name(xsm_an *a, int32_t r, size_t row)
+{
+    const xsprof_rank_data *d = &a->run->ranks[r].d;
+    return xsm_names_intern(&a->names, xsprof_rank_data_string(d, d->mpi[row].op));
+}
+
+static int is_sync_kind(int k)
+{
+    return k == XSPROF_MPI_SEND || k == XSPROF_MPI_SSEND || k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV ||
+           k == XSPROF_MPI_WAIT || k == XSPROF_MPI_COLL;
+}
+
+/* Exit of the last synchronising call on r's main thread that ended at or
+ * before t: the start of r's synchronisation interval. */
+static int64_t prev_sync_end(const xsm_an *a, int32_t r, int64_t t)
+{
+    const xsm_rankstat *rs = &a->rs[r];
+    const xsprof_rank_data *d = &a->run->ranks[r].d;
+    size_t lo = 0, hi = rs->ncalls_sorted;
+    uint32_t th = rs->main_thread;
+    while (lo < hi) { /* first (thread, t_begin) >= (th, t) */
+        size_t mid = (lo + hi) / 2;
+        const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[mid]];
+        if (m->thread < th || (m->thread == th && m->t_begin < t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo; k-- > 0;) {
+        const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
+        if (m->thread != th)
+            break;
+        if (m->t_end <= t && is_sync_kind(m->kind))
+            return m->t_end;
+    }
+    return rs->t_first;
+}
+
+/* ---- point to point ---------------------------------------------------------- */
+typedef struct p2p_cand {
+    xsm_wait w;
+    size_t msg;
+} p2p_cand;
+
+static int cand_cmp(const void *pa, const void *pb)
+{
+    const p2p_cand *a = pa, *b = pb;
+    if (a->w.waiter != b->w.waiter)
+        return a->w.waiter < b->w.waiter ? -1 : 1;
+    if (a->w.row != b->w.row)
+        return a->w.row < b->w.row ? -1 : 1;
+    int64_t da = a->w.t_end - a->w.t_begin, db = b->w.t_end - b->w.t_begin;
+    return da > db ? -1 : da < db ? 1 : 0;
+}
+
+typedef struct recv_ent {
+    int64_t t_recv, e_send;
+    size_t msg;
+} recv_ent;
+
+static int recv_ent_cmp(const void *pa, const void *pb)
+{
+    const recv_ent *a = pa, *b = pb;
+    if (a->t_recv != b->t_recv)
+        return a->t_recv > b->t_recv ? -1 : 1; /* latest first */
+    return a->msg < b->msg ? -1 : a->msg > b->msg;
+}
+
+/* wrong[m] = 1 when a message sent before m's receive began was received after m */
+static int wrong_order_flags(const xsm_an *a, unsigned char *wrong)
+{
+    const xsm_run *run = a->run;
+    size_t *cnt = calloc(a->nranks + 1, sizeof *cnt);
+    recv_ent *e = malloc((run->nmsgs + 1) * sizeof *e);
+    if (!cnt || !e) {
+        free(cnt);
+        free(e);
+        return -1;
+    }
+    for (size_t i = 0; i < run->nmsgs; i++)
+        if (run->msgs[i].dst >= 0 && (size_t)run->msgs[i].dst < a->nranks)
+            cnt[run->msgs[i].dst + 1]++;
+    for (size_t r = 0; r < a->nranks; r++)
+        cnt[r + 1] += cnt[r];
+    size_t *pos = malloc((a->nranks + 1) * sizeof *pos);
+    if (!pos) {
+        free(cnt);
+        free(e);
+        return -1;
+    }
+    memcpy(pos, cnt, (a->nranks + 1) * sizeof *pos);
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        const xsm_message *m = &run->msgs[i];
+        if (m->dst < 0 || (size_t)m->dst >= a->nranks || m->src < 0 || (size_t)m->src >= a->nranks ||
+            !a->rs[m->dst].present || !a->rs[m->src].present)
+            continue;
+        const xsprof_rank_data *rd = &run->ranks[m->dst].d, *sd = &run->ranks[m->src].d;
+        e[pos[m->dst]++] = (recv_ent){rd->mpi[m->recv_row].t_end, sd->mpi[m->send_row].t_begin, i};
+    }
+    for (size_t r = 0; r < a->nranks; r++) {
+        size_t b = cnt[r], n = pos[r] - cnt[r];
+        qsort(e + b, n, sizeof *e, recv_ent_cmp);
+        int64_t min_later = INT64_MAX;
+        for (size_t k = 0; k < n; k++) {
+            const recv_ent *x = &e[b + k];
+            const xsm_message *m = &run->msgs[x->msg];
+            const xsm_rankstat *rs = &a->rs[m->dst];
+            int64_t rc = rs->call[m->recv_row];
+            int64_t e_recv = rc >= 0 ? run->ranks[m->dst].d.mpi[rc].t_begin : x->t_recv;
+            wrong[x->msg] = min_later < e_recv;
+            if (x->e_send < min_later)
+                min_later = x->e_send;
+        }
+    }
+    free(cnt);
+    free(pos);
+    free(e);
+    return 0;
+}
+
+static int cand_push(p2p_cand **c, size_t *nc, size_t *cap, const xsm_wait *w, size_t msg)
+{
+    if (*nc == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 1024;
+        p2p_cand *v = realloc(*c, ncap * sizeof *v);
+        if (!v)
+            return -1;
+        *c = v;
+        *cap = ncap;
+    }
+    (*c)[*nc].w = *w;
+    (*c)[*nc].msg = msg;
+    (*nc)++;
+    return 0;
+}
+
+static int msg_usable(const xsm_an *a, const xsm_message *m)
+{
+    if (m->src < 0 || m->dst < 0 || (size_t)m->src >= a->nranks || (size_t)m->dst >= a->nranks ||
+        !a->rs[m->src].present || !a->rs[m->dst].present || m->src == m->dst)
+        return 0;
+    return m->send_row < a->run->ranks[m->src].d.nmpi && m->recv_row < a->run->ranks[m->dst].d.nmpi;
+}
+
+static int p2p_waits(xsm_an *a)
+{
+    const xsm_run *run = a->run;
+    p2p_cand *c = NULL;
+    size_t nc = 0, cap = 0;
+    unsigned char *wrong = calloc(run->nmsgs + 1, 1);
+    if (!wrong || wrong_order_flags(a, wrong) != 0) {
+        free(wrong);
+        return -1;
+    }
+    int rc = -1;
+    /* Late Sender: the receiving call began before the send */
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        const xsm_message *m = &run->msgs[i];
+        if (!msg_usable(a, m))
+            continue;
+        const xsprof_rank_data *sd = &run->ranks[m->src].d, *rd = &run->ranks[m->dst].d;
+        const xsprof_io_mpi *snd = &sd->mpi[m->send_row];
+        int64_t rcall = a->rs[m->dst].call[m->recv_row];
+        if (rcall < 0)
+            continue;
+        const xsprof_io_mpi *cr = &rd->mpi[rcall];
+        if (cr->kind != XSPROF_MPI_RECV && cr->kind != XSPROF_MPI_SENDRECV && cr->kind != XSPROF_MPI_WAIT)
+            continue;
+        int64_t until = snd->t_begin < cr->t_end ? snd->t_begin : cr->t_end;
+        if (until <= cr->t_begin)
+            continue;
+        xsm_wait w = {wrong[i] ? XSM_WAIT_WRONG_ORDER : XSM_WAIT_LATE_SENDER, m->dst, m->src, (size_t)rcall, -1, -1,
+                      cr->t_begin, until, snd->t_begin, 0, 0, -1};
+        if (cand_push(&c, &nc, &cap, &w, i) != 0)
+            goto out;
+    }
+    /* Late Receiver: the sending call waits until the receive is posted */
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        const xsm_message *m = &run->msgs[i];
+        if (!msg_usable(a, m))
+            continue;
+        const xsprof_rank_data *sd = &run->ranks[m->src].d, *rd = &run->ranks[m->dst].d;
+        const xsprof_io_mpi *snd = &sd->mpi[m->send_row];
+        int64_t rcall = a->rs[m->dst].call[m->recv_row];
+        int64_t e_post = m->recv_post_row >= 0 && (size_t)m->recv_post_row < rd->nmpi ? rd->mpi[m->recv_post_row].t_begin
+                         : rcall >= 0                                             ? rd->mpi[rcall].t_begin
+                                                                                  : rd->mpi[m->recv_row].t_begin;
+        int64_t scall = -1;
+        int sync = 0;
+        if (snd->kind == XSPROF_MPI_SSEND) {
+            scall = (int64_t)m->send_row;
+            sync = 1;
+        } else if (snd->kind == XSPROF_MPI_SEND || snd->kind == XSPROF_MPI_SENDRECV) {
+            scall = (int64_t)m->send_row;
+        } else if (snd->kind == XSPROF_MPI_ISEND && m->send_completion_row >= 0 &&
+                   (size_t)m->send_completion_row < sd->nmpi) {
+            scall = a->rs[m->src].call[m->send_completion_row];
+        }
+        if (scall < 0)
+            continue;
+        const xsprof_io_mpi *cs = &sd->mpi[scall];
+        /* a buffered (eager) send returns without the receiver: only a send
+         * still blocked when the receive was posted waited for it */
+        if (!sync && cs->t_end < e_post)
+            continue;
+        int64_t until = e_post < cs->t_end ? e_post : cs->t_end;
+        if (until <= cs->t_begin)
+            continue;
+        xsm_wait w = {XSM_WAIT_LATE_RECEIVER, m->src, m->dst, (size_t)scall, -1, -1, cs->t_begin, until, e_post, 0, 0, -1};
+        if (cand_push(&c, &nc, &cap, &w, i) != 0)
+            goto out;
+    }
+    /* one wait per call: Waitall over many late messages waits once, for the latest */
+    if (nc > 1)
+        qsort(c, nc, sizeof *c, cand_cmp);
+    for (size_t i = 0; i < nc; i++) {
+        if (i > 0 && c[i].w.waiter == c[i - 1].w.waiter && c[i].w.row == c[i - 1].w.row)
+            continue;
+        if (wait_push(a, &c[i].w) != 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    free(c);
+    free(wrong);
+    return rc;
+}
+
+/* ---- collectives -------------------------------------------------------------- */
+static int coll_waits(xsm_an *a)
+{
+    const xsm_run *run = a->run;
+    for (size_t ci = 0; ci < run->ncolls; ci++) {
+        const xsm_collective *c = &run->colls[ci];
+        int kind = c->coll_kind;
+        if (kind != XSPROF_COLL_BARRIER && kind != XSPROF_COLL_NXN && kind != XSPROF_COLL_ONE2N &&
+            kind != XSPROF_COLL_N2ONE)
+            continue;
+        /* members with a blocking call on a present rank */
+        int64_t maxE = INT64_MIN, minX = INT64_MAX, lastE = INT64_MIN, rootE = 0, rootX = 0;
+        int32_t maxr = -1, lastr = -1;
+        size_t rootk = SIZE_MAX, nvalid = 0;
+        for (size_t k = 0; k < c->n; k++) {
+            int32_t r = c->ranks[k];
+            if (r < 0 || (size_t)r >= a->nranks || !a->rs[r].present || c->rows[k] >= run->ranks[r].d.nmpi)
+                continue;
+            const xsprof_io_mpi *m = &run->ranks[r].d.mpi[c->rows[k]];
+            if (m->kind != XSPROF_MPI_COLL)
+                continue;
+            nvalid++;
+            if (m->t_begin > maxE) {
+                maxE = m->t_begin;
+                maxr = r;
+            }
+            if (m->t_end < minX)
+                minX = m->t_end;
+            if (r == c->root) {
+                rootk = k;
+                rootE = m->t_begin;
+                rootX = m->t_end;
+            } else if (m->t_begin > lastE) {
+                lastE = m->t_begin;
+                lastr = r;
+            }
+        }
+        if (nvalid < 2)
+            continue;
+        if ((kind == XSPROF_COLL_ONE2N || kind == XSPROF_COLL_N2ONE) && rootk == SIZE_MAX)
+            continue;
+        if (kind == XSPROF_COLL_N2ONE) {
+            int32_t r = c->root;
+            int64_t until = lastE < rootX ? lastE : rootX;
+            if (lastr >= 0 && until > rootE) {
+                xsm_wait w = {XSM_WAIT_EARLY_REDUCE, r, lastr, c->rows[rootk], op_name(a, r, c->rows[rootk]),
+                              a->rs[r].encl[c->rows[rootk]], rootE, until, lastE, 0, 0, -1};
+                if (wait_push(a, &w) != 0)
+                    return -1;
+            }
+            continue;
+        }
+        for (size_t k = 0; k < c->n; k++) {
+            int32_t r = c->ranks[k];
+            if (r < 0 || (size_t)r >= a->nranks || !a->rs[r].present || c->rows[k] >= run->ranks[r].d.nmpi)
+                continue;
+            const xsprof_io_mpi *m = &run->ranks[r].d.mpi[c->rows[k]];
+            if (m->kind != XSPROF_MPI_COLL)
+                continue;
+            int32_t op = op_name(a, r, c->rows[k]), reg = a->rs[r].encl[c->rows[k]];
+            if (op < 0)
+                return -1;
+            if (kind == XSPROF_COLL_ONE2N) {
+                if (r == c->root)
+                    continue;
+                int64_t until = rootE < m->t_end ? rootE : m->t_end;
+                if (until > m->t_begin) {
+                    xsm_wait w = {XSM_WAIT_LATE_BCAST, r, c->root, c->rows[k], op, reg, m->t_begin, until, rootE, 0, 0, -1};
+                    if (wait_push(a, &w) != 0)
+                        return -1;
+                }
+                continue;
+            }
+            int64_t until = maxE < m->t_end ? maxE : m->t_end;
+            if (until > m->t_begin && maxr != r) {
+                xsm_wait w = {kind == XSPROF_COLL_BARRIER ? XSM_WAIT_BARRIER : XSM_WAIT_NXN, r, maxr, c->rows[k], op, reg,
+                              m->t_begin, until, maxE, 0, 0, -1};
+                if (wait_push(a, &w) != 0)
+                    return -1;
+            }
+            if (kind == XSPROF_COLL_NXN && m->t_end > minX) {
+                int64_t from = minX > m->t_begin ? minX : m->t_begin;
+                xsm_wait w = {XSM_WAIT_NXN_COMPLETION, r, -1, c->rows[k], op, reg, from, m->t_end, minX, 0, 0, -1};
+                if (wait_push(a, &w) != 0)
+                    return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- delay analysis -------------------------------------------------------------- */
+typedef struct delay_ctx {
+    double *acc_c, *acc_w; /* per name */
+    int32_t *touched;
+    size_t ntouched;
+    unsigned char *mark;
+} delay_ctx;
+
+static void window_touch(const xsm_an *a, delay_ctx *x, int32_t r, int64_t t0, int64_t t1, double *acc)
+{
+    const xsm_rankstat *rs = &a->rs[r];
+    size_t lo = 0, hi = rs->nseg;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (rs->seg[mid].t1 <= t0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < rs->nseg && rs->seg[i].t0 < t1; i++) {
+        const xsm_seg *s = &rs->seg[i];
+        if (a->cn[s->cnode].is_mpi)
+            continue;
+        int64_t b = s->t0 > t0 ? s->t0 : t0, e = s->t1 < t1 ? s->t1 : t1;
+        if (e <= b)
+            continue;
+        int32_t nm = a->cn[s->cnode].name;
+        acc[nm] += (double)(e - b) * 1e-9;
+        if (!x->mark[nm]) {
+            x->mark[nm] = 1;
+            x->touched[x->ntouched++] = nm;
+        }
+    }
+}
+
+/* innermost region on r's main thread at time t (just before it), -1 none */
+static int32_t region_before(const xsm_an *a, int32_t r, int64_t t)
+{
+    const xsm_rankstat *rs = &a->rs[r];
+    size_t lo = 0, hi = rs->nseg;
+    while (lo < hi) { /* first segment ending at or after t */
+        size_t mid = (lo + hi) / 2;
+        if (rs->seg[mid].t1 < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo + 1; k-- > 0;) {
+        if (k >= rs->nseg)
+            continue;
+        if (rs->seg[k].t0 >= t && k != lo)
+            continue;
+        for (int32_t c = rs->seg[k].cnode; c >= 0; c = a->cn[c].parent)
+            if (!a->cn[c].is_mpi)
+                return a->cn[c].name;
+        if (lo - k > 2)
+            break;
+    }
+    return -1;
+}
+
+static int rootcause_add(xsm_an *a, int kind, int32_t rank, int32_t region, double s, size_t *cap)
+{
+    for (size_t i = 0; i < a->nrc; i++)
+        if (a->rc[i].kind == kind && a->rc[i].rank == rank && a->rc[i].region == region) {
+            a->rc[i].seconds += s;
+            return 0;
+        }
+    if (a->nrc == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        xsm_rootcause *v = realloc(a->rc, nc * sizeof *v);
+        if (!v)
+            return -1;
+        a->rc = v;
+        *cap = nc;
+    }
+    a->rc[a->nrc++] = (xsm_rootcause){kind, rank, region, s};
+    return 0;
+}
+
+static int rc_cmp(const void *pa, const void *pb)
+{
+    const xsm_rootcause *a = pa, *b = pb;
+    return a->seconds > b->seconds ? -1 : a->seconds < b->seconds ? 1 : 0;
+}
+
+static int delay_analysis(xsm_an *a)
+{
+    size_t nn = a->names.n;
+    delay_ctx x = {calloc(nn + 1, sizeof(double)), calloc(nn + 1, sizeof(double)), malloc((nn + 1) * sizeof(int32_t)), 0,
+                   calloc(nn + 1, 1)};
+    size_t cap = 0;
+    int rc = -1;
+    if (!x.acc_c || !x.acc_w || !x.touched || !x.mark)
+        goto out;
+    for (size_t i = 0; i < a->nw; i++) {
+        xsm_wait *w = &a->w[i];
+        if (w->causer < 0)
+            continue;
+        w->cause_prev = prev_sync_end(a, w->causer, w->t_cause);
+        w->wait_prev = prev_sync_end(a, w->waiter, w->t_begin);
+        x.ntouched = 0;
+        window_touch(a, &x, w->causer, w->cause_prev, w->t_cause, x.acc_c);
+        window_touch(a, &x, w->waiter, w->wait_prev, w->t_begin, x.acc_w);
+        double total = 0, best = 0;
+        int32_t bestn = -1;
+        for (size_t k = 0; k < x.ntouched; k++) {
+            int32_t nm = x.touched[k];
+            double dl = x.acc_c[nm] - x.acc_w[nm];
+            if (dl > 0) {
+                total += dl;
+                if (dl > best) {
+                    best = dl;
+                    bestn = nm;
+                }
+            }
+        }
+        double s = (double)(w->t_end - w->t_begin) * 1e-9;
+        if (bestn >= 0) {
+            w->root_region = bestn;
+            /* scale the delays to the wait they cause (Scalasca delay costs) */
+            for (size_t k = 0; k < x.ntouched; k++) {
+                int32_t nm = x.touched[k];
+                double dl = x.acc_c[nm] - x.acc_w[nm];
+                if (dl > 0 && rootcause_add(a, w->kind, w->causer, nm, s * dl / total, &cap) != 0)
+                    goto out;
+            }
+        } else {
+            w->root_region = region_before(a, w->causer, w->t_cause);
+            if (rootcause_add(a, w->kind, w->causer, w->root_region, s, &cap) != 0)
+                goto out;
+        }
+        for (size_t k = 0; k < x.ntouched; k++) {
+            int32_t nm = x.touched[k];
+            x.acc_c[nm] = x.acc_w[nm] = 0;
+            x.mark[nm] = 0;
+        }
+    }
+    if (a->nrc > 1)
+        qsort(a->rc, a->nrc, sizeof *a->rc, rc_cmp);
+    rc = 0;
+out:
+    free(x.acc_c);
+    free(x.acc_w);
+    free(x.touched);
+    free(x.mark);
+    return rc;
+}
+
+int xsm_an_waits(xsm_an *a)
+{
+    size_t np2p;
+    if (p2p_waits(a) != 0)
+        return -1;
+    np2p = a->nw;
+    for (size_t i = 0; i < np2p; i++) { /* fill in op and region now that rows are final */
+        xsm_wait *w = &a->w[i];
+        w->op = op_name(a, w->waiter, w->row);
+        if (w->op < 0)
+            return -1;
+        w->region = a->rs[w->waiter].encl[w->row];
+    }
+    if (coll_waits(a) != 0)
+        return -1;
+    for (size_t i = 0; i < a->nw; i++) {
+        const xsm_wait *w = &a->w[i];
+        double s = (double)(w->t_end - w->t_begin) * 1e-9;
+        a->wait_s[w->kind] += s;
+        a->wait_n[w->kind]++;
+        a->rs[w->waiter].wait_ns += w->t_end - w->t_begin;
+    }
+    return delay_analysis(a);
+}

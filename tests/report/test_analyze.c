@@ -1,0 +1,478 @@
+/* tests/report/test_analyze.c — the analysis on hand-made xsm_run fixtures
+ * with exactly known timings: every wait-state kind with its exact seconds,
+ * causing rank and root-cause region, the ranked findings, the critical
+ * path, the report files, and the baseline regression check (exit 3). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "core/record.h"
+#include "merge/analyze/an.h"
+#include "merge/analyze/analyze.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                 \
+    do {                                                                 \
+        if (!(cond)) {                                                   \
+            failures++;                                                  \
+            printf("not ok %s:%d: ", __FILE__, __LINE__);                \
+            printf(__VA_ARGS__);                                         \
+            printf("\n");                                                \
+        }                                                                \
+    } while (0)
+
+#define MS 1000000LL /* ns */
+
+/* string ids shared by every fixture rank */
+enum {
+    S_EMPTY, S_MAIN, S_SOLVE, S_PRODUCE, S_CONSUME, S_PREPARE, S_SEND, S_RECV, S_SSEND, S_IRECV, S_ISEND, S_WAIT,
+    S_ALLREDUCE, S_BARRIER, S_BCAST, S_REDUCE, S_HOST, S_N
+};
+static char *strs[S_N] = {"", "main", "solve", "produce", "consume", "prepare", "MPI_Send", "MPI_Recv", "MPI_Ssend",
+                          "MPI_Irecv", "MPI_Isend", "MPI_Wait", "MPI_Allreduce", "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "node0"};
+
+static void fx_init(xsm_run *run, int n)
+{
+    memset(run, 0, sizeof *run);
+    snprintf(run->run_dir, sizeof run->run_dir, "fixture");
+    snprintf(run->command, sizeof run->command, "./fixture");
+    run->nranks = (size_t)n;
+    run->ranks = calloc((size_t)n, sizeof *run->ranks);
+    for (int r = 0; r < n; r++) {
+        xsm_rank *k = &run->ranks[r];
+        k->present = 1;
+        k->d.rank = r;
+        k->d.size = n;
+        snprintf(k->d.host, sizeof k->d.host, "node0");
+        k->d.strings = strs;
+        k->d.nstrings = S_N;
+    }
+}
+
+static void fx_free(xsm_run *run)
+{
+    for (size_t r = 0; r < run->nranks; r++) {
+        free(run->ranks[r].d.regions);
+        free(run->ranks[r].d.mpi);
+    }
+    free(run->ranks);
+    free(run->msgs);
+    for (size_t i = 0; i < run->ncolls; i++) {
+        free(run->colls[i].ranks);
+        free(run->colls[i].rows);
+    }
+    free(run->colls);
+}
+
+static void region(xsm_run *run, int r, uint32_t name, int64_t t0, int64_t t1, int depth)
+{
+    xsprof_rank_data *d = &run->ranks[r].d;
+    d->regions = realloc(d->regions, (d->nregions + 1) * sizeof *d->regions);
+    d->regions[d->nregions++] = (xsprof_io_region){t0, t1, name, 0, (uint16_t)depth, XSPROF_CAT_USER, 0, -1};
+    if (t1 > run->t_end)
+        run->t_end = t1;
+}
+
+static size_t mpi(xsm_run *run, int r, uint32_t op, int kind, int coll, int64_t t0, int64_t t1, int peer, uint64_t bytes)
+{
+    xsprof_rank_data *d = &run->ranks[r].d;
+    d->mpi = realloc(d->mpi, (d->nmpi + 1) * sizeof *d->mpi);
+    xsprof_io_mpi m;
+    memset(&m, 0, sizeof m);
+    m.t_begin = t0;
+    m.t_end = t1;
+    m.op = op;
+    m.peer = peer;
+    m.tag = 0;
+    m.root = -1;
+    m.kind = (uint8_t)kind;
+    m.coll = (uint8_t)coll;
+    if (kind == XSPROF_MPI_SEND || kind == XSPROF_MPI_SSEND || kind == XSPROF_MPI_ISEND)
+        m.bytes_sent = bytes;
+    if (kind == XSPROF_MPI_RECV || (kind == XSPROF_MPI_COMPLETION && peer >= 0)) {
+        m.bytes_recv = bytes;
+        if (kind == XSPROF_MPI_COMPLETION)
+            m.flags = XSPROF_MPI_F_RECV;
+    }
+    d->mpi[d->nmpi] = m;
+    if (t1 > run->t_end)
+        run->t_end = t1;
+    return d->nmpi++;
+}
+
+static void msg(xsm_run *run, int src, int dst, size_t srow, size_t rrow, int64_t post, int64_t scompl, uint64_t bytes)
+{
+    run->msgs = realloc(run->msgs, (run->nmsgs + 1) * sizeof *run->msgs);
+    run->msgs[run->nmsgs++] = (xsm_message){.src = src, .dst = dst, .bytes = bytes, .send_row = srow, .recv_row = rrow,
+                                            .recv_post_row = post, .send_completion_row = scompl, .recv_call_row = rrow};
+}
+
+/* one collective; e[] and x[] in ms per rank (all ranks are members) */
+static void coll(xsm_run *run, uint32_t op, int kind, int root, const double *e, const double *x)
+{
+    size_t n = run->nranks;
+    xsm_collective c;
+    memset(&c, 0, sizeof c);
+    c.comm = 0;
+    c.coll_seq = run->ncolls + 1;
+    c.op = op;
+    c.coll_kind = kind;
+    c.root = root;
+    c.n = n;
+    c.ranks = calloc(n, sizeof *c.ranks);
+    c.rows = calloc(n, sizeof *c.rows);
+    for (size_t r = 0; r < n; r++) {
+        c.ranks[r] = (int32_t)r;
+        c.rows[r] = mpi(run, (int)r, op, XSPROF_MPI_COLL, kind, (int64_t)(e[r] * MS), (int64_t)(x[r] * MS), -1, 8);
+        run->ranks[r].d.mpi[c.rows[r]].root = root;
+    }
+    run->colls = realloc(run->colls, (run->ncolls + 1) * sizeof *run->colls);
+    run->colls[run->ncolls++] = c;
+}
+
+static int near(double a, double b) { return fabs(a - b) < 1e-9; }
+
+static const xsm_finding *top(const xsm_an *a) { return a->nf ? &a->f[0] : NULL; }
+
+static int ranks_are(const xsm_finding *f, const int32_t *want, size_t n)
+{
+    if (!f || f->nranks != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (f->ranks[i] != want[i])
+            return 0;
+    return 1;
+}
+
+static void analyse(const xsm_run *run, xsm_an *a)
+{
+    char err[256] = "";
+    int rc = xsm_an_compute(a, run, err, sizeof err);
+    CHECK(rc == 0, "xsm_an_compute failed: %s", err);
+}
+
+static void test_late_sender(void)
+{
+    xsm_run run;
+    fx_init(&run, 2);
+    region(&run, 0, S_PRODUCE, 0, 200 * MS, 1);
+    size_t s = mpi(&run, 0, S_SEND, XSPROF_MPI_SEND, 0, 200 * MS, 201 * MS, 1, 1024);
+    region(&run, 0, S_MAIN, 0, 300 * MS, 0);
+    size_t r = mpi(&run, 1, S_RECV, XSPROF_MPI_RECV, 0, 10 * MS, 202 * MS, 0, 1024);
+    region(&run, 1, S_CONSUME, 0, 300 * MS, 0);
+    msg(&run, 0, 1, s, r, -1, -1, 1024);
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(near(a.wait_s[XSM_WAIT_LATE_SENDER], 0.190), "late sender %.9f", a.wait_s[XSM_WAIT_LATE_SENDER]);
+    CHECK(a.nw == 1 && a.w[0].waiter == 1 && a.w[0].causer == 0, "late sender instance");
+    CHECK(a.nw == 1 && strcmp(xsm_an_name(&a, a.w[0].region), "consume") == 0, "waiting region");
+    CHECK(a.nw == 1 && strcmp(xsm_an_name(&a, a.w[0].root_region), "produce") == 0, "root cause region");
+    const xsm_finding *f = top(&a);
+    int32_t want[] = {0, 1};
+    CHECK(f && strcmp(f->kind, "Late Sender") == 0 && near(f->seconds_lost, 0.190) && ranks_are(f, want, 2) &&
+              f->region >= 0 && strcmp(xsm_an_name(&a, f->region), "produce") == 0,
+          "top finding: %s", f ? f->message : "none");
+    CHECK(a.cm_bytes[0 * 2 + 1] == 1024 && a.cm_msgs[1] == 1, "comm matrix");
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
+static void test_late_sender_irecv_wait(void)
+{
+    xsm_run run;
+    fx_init(&run, 2);
+    size_t s = mpi(&run, 0, S_ISEND, XSPROF_MPI_ISEND, 0, 59 * MS, 59 * MS + 10000, 1, 64);
+    size_t sc = mpi(&run, 0, S_ISEND, XSPROF_MPI_COMPLETION, 0, 59 * MS + 20000, 59 * MS + 20000, -1, 0);
+    size_t post = mpi(&run, 1, S_IRECV, XSPROF_MPI_IRECV, 0, 0, 10000, 0, 64);
+    mpi(&run, 1, S_WAIT, XSPROF_MPI_WAIT, 0, 5 * MS, 60 * MS, -1, 0);
+    size_t c = mpi(&run, 1, S_IRECV, XSPROF_MPI_COMPLETION, 0, 60 * MS, 60 * MS, 0, 64);
+    msg(&run, 0, 1, s, c, (int64_t)post, (int64_t)sc, 64);
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(near(a.wait_s[XSM_WAIT_LATE_SENDER], 0.054), "late sender via Wait %.9f", a.wait_s[XSM_WAIT_LATE_SENDER]);
+    CHECK(a.nw == 1 && strcmp(xsm_an_name(&a, a.w[0].op), "MPI_Wait") == 0, "waits in MPI_Wait");
+    CHECK(a.ops && a.nops >= 3, "mpi ops table");
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
+static void test_wrong_order(void)
+{
+    xsm_run run;
+    fx_init(&run, 3);
+    size_t sa = mpi(&run, 0, S_SEND, XSPROF_MPI_SEND, 0, 0, 1 * MS, 2, 8);
+    size_t sb = mpi(&run, 1, S_SEND, XSPROF_MPI_SEND, 0, 100 * MS, 101 * MS, 2, 8);
+    size_t rb = mpi(&run, 2, S_RECV, XSPROF_MPI_RECV, 0, 5 * MS, 101 * MS, 1, 8);
+    size_t ra = mpi(&run, 2, S_RECV, XSPROF_MPI_RECV, 0, 101 * MS, 102 * MS, 0, 8);
+    msg(&run, 0, 2, sa, ra, -1, -1, 8);
+    msg(&run, 1, 2, sb, rb, -1, -1, 8);
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(near(a.wait_s[XSM_WAIT_WRONG_ORDER], 0.095), "wrong order %.9f", a.wait_s[XSM_WAIT_WRONG_ORDER]);
+    CHECK(near(a.wait_s[XSM_WAIT_LATE_SENDER], 0), "no plain late sender %.9f", a.wait_s[XSM_WAIT_LATE_SENDER]);
+    const xsm_finding *f = top(&a);
+    CHECK(f && strcmp(f->kind, "Late Sender / Wrong Order") == 0 && f->ranks[0] == 1, "top finding: %s", f ? f->message : "none");
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
+static void test_late_receiver(void)
+{
+    xsm_run run;
+    fx_init(&run, 2);
+    size_t s = mpi(&run, 0, S_SSEND, XSPROF_MPI_SSEND, 0, 0, 150 * MS, 1, 4096);
+    region(&run, 1, S_PREPARE, 0, 150 * MS, 0);
+    size_t r = mpi(&run, 1, S_RECV, XSPROF_MPI_RECV, 0, 150 * MS, 151 * MS, 0, 4096);
+    /* an eager send that returned before the receive was posted waits for nobody */
+    size_t s2 = mpi(&run, 0, S_SEND, XSPROF_MPI_SEND, 0, 200 * MS, 200 * MS + 10000, 1, 8);
+    size_t r2 = mpi(&run, 1, S_RECV, XSPROF_MPI_RECV, 0, 300 * MS, 300 * MS + 100000, 0, 8);
+    msg(&run, 0, 1, s, r, -1, -1, 4096);
+    msg(&run, 0, 1, s2, r2, -1, -1, 8);
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(near(a.wait_s[XSM_WAIT_LATE_RECEIVER], 0.150), "late receiver %.9f", a.wait_s[XSM_WAIT_LATE_RECEIVER]);
+    CHECK(near(a.wait_s[XSM_WAIT_LATE_SENDER], 0), "no late sender %.9f", a.wait_s[XSM_WAIT_LATE_SENDER]);
+    const xsm_finding *f = top(&a);
+    int32_t want[] = {1, 0};
+    CHECK(f && strcmp(f->kind, "Late Receiver") == 0 && ranks_are(f, want, 2) && f->region >= 0 &&
+              strcmp(xsm_an_name(&a, f->region), "prepare") == 0,
+          "top finding: %s", f ? f->message : "none");
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
+static void test_barrier(void)
+{
+    xsm_run run;
+    fx_init(&run, 3);
+    double e[] = {0, 50, 120}, x[] = {121, 121, 121};
+    for (int r = 0; r < 3; r++)
+        region(&run, r, S_SOLVE, 0, (int64_t)(e[r] * MS), 0);
+    coll(&run, S_BARRIER, XSPROF_COLL_BARRIER, -1, e, x);
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(near(a.wait_s[XSM_WAIT_BARRIER], 0.190), "barrier %.9f", a.wait_s[XSM_WAIT_BARRIER]);
+    const xsm_finding *f = top(&a);
+    int32_t want[] = {2, 0, 1};
+    CHECK(f && strcmp(f->kind, "Wait at Barrier") == 0 && ranks_are(f, want, 3) && strcmp(xsm_an_name(&a, f->region), "solve") == 0,
+          "top finding: %s", f ? f->message : "none");
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
+static void build_nxn(xsm_run *run, double slow)
+{
+    fx_init(run, 4);
+    double e[] = {10 * slow, 20 * slow, 30 * slow, 230 * slow};
+    double x[] = {e[3] + 1, e[3] + 2, e[3] + 3, e[3] + 4};
+    for (int r = 0; r < 4; r++) {
+        region(run, r, S_SOLVE, 0, (int64_t)(e[r] * MS), 1);
+        region(run, r, S_MAIN, 0, (int64_t)(x[r] * MS), 0);
+    }
+    coll(run, S_ALLREDUCE, XSPROF_COLL_NXN, -1, e, x);
+}
+
+static void test_nxn(void)
+{
+    xsm_run run;
+    build_nxn(&run, 1.0);
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(near(a.wait_s[XSM_WAIT_NXN], 0.630), "wait at nxn %.9f", a.wait_s[XSM_WAIT_NXN]);
+    CHECK(near(a.wait_s[XSM_WAIT_NXN_COMPLETION], 0.006), "nxn completion %.9f", a.wait_s[XSM_WAIT_NXN_COMPLETION]);
+    const xsm_finding *f = top(&a);
+    int32_t want[] = {3, 0, 1, 2};
+    CHECK(f && strcmp(f->kind, "Wait at NxN") == 0 && ranks_are(f, want, 4) && near(f->seconds_lost, 0.630) &&
+              strcmp(xsm_an_name(&a, f->region), "solve") == 0 && strstr(f->message, "rank 3 spends") &&
+              strstr(f->message, "MPI_Allreduce"),
+          "top finding: %s", f ? f->message : "none");
+    /* the solve imbalance is explained by the wait finding: not listed twice */
+    for (size_t i = 0; i < a.nf; i++)
+        CHECK(strcmp(a.f[i].kind, "Load imbalance") != 0, "imbalance reported twice");
+    /* region table */
+    const xsm_region *g = NULL;
+    for (size_t i = 0; i < a.nreg; i++)
+        if (strcmp(xsm_an_name(&a, a.reg[i].name), "solve") == 0)
+            g = &a.reg[i];
+    CHECK(g && g->excl_max_rank == 3 && near(g->excl_max, 0.230) && near(g->excl_mean, 0.0725) &&
+              near(g->imbalance, (0.230 - 0.0725) / 0.230),
+          "solve stats");
+    /* main's exclusive time excludes solve and the MPI call */
+    const xsm_region *m = NULL;
+    for (size_t i = 0; i < a.nreg; i++)
+        if (strcmp(xsm_an_name(&a, a.reg[i].name), "main") == 0)
+            m = &a.reg[i];
+    CHECK(m && near(m->excl[3], 0) && near(m->incl[3], 0.234), "main excl/incl %.9f %.9f", m ? m->excl[3] : -1, m ? m->incl[3] : -1);
+    /* critical path: the last rank to finish is rank 3, which waited for nobody */
+    CHECK(a.cp_end_rank == 3 && near(a.cp_length_s, 0.234), "critical path %d %.9f", a.cp_end_rank, a.cp_length_s);
+    CHECK(a.ncp && strcmp(xsm_an_name(&a, a.cp[0].name), "solve") == 0 && near(a.cp[0].seconds, 0.230), "path mostly solve");
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
+static void test_late_bcast(void)
+{
+    xsm_run run;
+    fx_init(&run, 3);
+    double e[] = {0, 100, 40}, x[] = {101, 101, 101};
+    region(&run, 1, S_PREPARE, 0, 100 * MS, 0);
+    coll(&run, S_BCAST, XSPROF_COLL_ONE2N, 1, e, x);
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(near(a.wait_s[XSM_WAIT_LATE_BCAST], 0.160), "late bcast %.9f", a.wait_s[XSM_WAIT_LATE_BCAST]);
+    const xsm_finding *f = top(&a);
+    int32_t want[] = {1, 0, 2};
+    CHECK(f && strcmp(f->kind, "Late Broadcast") == 0 && ranks_are(f, want, 3) && strcmp(xsm_an_name(&a, f->region), "prepare") == 0,
+          "top finding: %s", f ? f->message : "none");
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
+static void test_early_reduce(void)
+{
+    xsm_run run;
+    fx_init(&run, 3);
+    double e[] = {0, 30, 80}, x[] = {81, 31, 81};
+    region(&run, 2, S_PRODUCE, 0, 80 * MS, 0);
+    region(&run, 1, S_PRODUCE, 0, 30 * MS, 0);
+    coll(&run, S_REDUCE, XSPROF_COLL_N2ONE, 0, e, x);
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(near(a.wait_s[XSM_WAIT_EARLY_REDUCE], 0.080), "early reduce %.9f", a.wait_s[XSM_WAIT_EARLY_REDUCE]);
+    const xsm_finding *f = top(&a);
+    int32_t want[] = {2, 0};
+    CHECK(f && strcmp(f->kind, "Early Reduce") == 0 && ranks_are(f, want, 2) && strcmp(xsm_an_name(&a, f->region), "produce") == 0,
+          "top finding: %s", f ? f->message : "none");
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
+static void test_outlier_and_gpu(void)
+{
+    xsm_run run;
+    fx_init(&run, 2);
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 10; i++) {
+            int64_t t0 = i * 20 * MS, d = (r == 1 && i == 7) ? 15 * MS : 5 * MS;
+            region(&run, r, S_SOLVE, t0, t0 + d, 0);
+        }
+    xsprof_rank_data *d = &run.ranks[0].d;
+    d->gpu = calloc(2, sizeof *d->gpu);
+    d->ngpu = 2;
+    d->gpu[0] = (xsprof_io_gpu){.t_begin = 0, .t_end = 50 * MS, .kind = XSPROF_GPU_KERNEL, .device = 0};
+    d->gpu[1] = (xsprof_io_gpu){.t_begin = 60 * MS, .t_end = 61 * MS, .kind = XSPROF_GPU_MEMCPY_HTOD, .bytes = 1 << 20};
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(a.nout_total == 1 && a.nout == 1 && a.out[0].rank == 1, "one outlier on rank 1 (%llu)", (unsigned long long)a.nout_total);
+    int found = 0;
+    for (size_t i = 0; i < a.nf; i++)
+        found |= strcmp(a.f[i].kind, "Outlier") == 0 && a.f[i].ranks[0] == 1;
+    CHECK(found, "outlier finding");
+    CHECK(a.ngpu == 1 && near(a.gpu[0].kernel_s, 0.050) && a.gpu[0].htod == (1u << 20), "gpu device stats");
+    CHECK(a.ngpu == 1 && near(a.gpu[0].idle_share, 1.0 - 50.0 / 185.0), "gpu idle share %.9f", a.ngpu ? a.gpu[0].idle_share : -1);
+    xsm_an_free(&a);
+    free(d->gpu);
+    d->gpu = NULL;
+    fx_free(&run);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *p = malloc((size_t)n + 1);
+    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+        free(p);
+        p = NULL;
+    }
+    if (p)
+        p[n] = '\0';
+    fclose(f);
+    return p;
+}
+
+static void test_reports_and_baseline(const char *dir)
+{
+    char base[4096], cur[4096], slow[4096], err[512];
+    snprintf(base, sizeof base, "%s/base", dir);
+    snprintf(cur, sizeof cur, "%s/same", dir);
+    snprintf(slow, sizeof slow, "%s/slow", dir);
+    mkdir(dir, 0777);
+    mkdir(base, 0777);
+    mkdir(cur, 0777);
+    mkdir(slow, 0777);
+    xsm_report_opts o;
+    memset(&o, 0, sizeof o);
+    o.threshold_pct = 10;
+    o.callgrind = 1;
+    xsm_run run;
+    build_nxn(&run, 1.0);
+    CHECK(xsm_analyze_run(&run, base, &o, err, sizeof err) == 0, "reports: %s", err);
+    const char *files[] = {"report.json", "report.txt", "report.html", "flame.folded", "flame.svg", "callgrind.out"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char p[8192];
+        snprintf(p, sizeof p, "%s/%s", base, files[i]);
+        char *t = slurp(p);
+        CHECK(t && strlen(t) > 20, "%s written", files[i]);
+        if (t && i == 0)
+            CHECK(strncmp(t, "{\"schema\":\"xsprof-report/1\"", 27) == 0 && strstr(t, "\"findings\":[{\"kind\":\"Wait at NxN\""),
+                  "report.json head");
+        if (t && i == 3)
+            CHECK(strstr(t, "rank 3;main;solve 230000\n") != NULL, "folded stack of solve on rank 3");
+        free(t);
+    }
+    /* the same run against itself: nothing slower */
+    o.baseline_dir = base;
+    CHECK(xsm_analyze_run(&run, cur, &o, err, sizeof err) == 0, "identical run flagged: %s", err);
+    fx_free(&run);
+    /* 20 % slower everywhere: regression, exit 3, and a differential flame graph */
+    build_nxn(&run, 1.2);
+    o.diff_dir = base;
+    CHECK(xsm_analyze_run(&run, slow, &o, err, sizeof err) == 3, "20%% slowdown not caught: %s", err);
+    char p[8192];
+    snprintf(p, sizeof p, "%s/flame-diff.svg", slow);
+    char *t = slurp(p);
+    CHECK(t && strstr(t, "baseline"), "flame-diff.svg");
+    free(t);
+    snprintf(p, sizeof p, "%s/report.txt", slow);
+    t = slurp(p);
+    CHECK(t && strstr(t, "SLOWER region `solve`"), "regression section names solve");
+    free(t);
+    /* a baseline that is not a report is bad input, not a crash */
+    snprintf(p, sizeof p, "%s/report.json", cur);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fputs("{\"schema\":\"other\"}", f);
+        fclose(f);
+    }
+    o.baseline_dir = cur;
+    o.diff_dir = NULL;
+    CHECK(xsm_analyze_run(&run, slow, &o, err, sizeof err) == 1 && strstr(err, "report.json"), "bad baseline: %s", err);
+    fx_free(&run);
+}
+
+int main(int argc, char **argv)
+{
+    test_late_sender();
+    test_late_sender_irecv_wait();
+    test_wrong_order();
+    test_late_receiver();
+    test_barrier();
+    test_nxn();
+    test_late_bcast();
+    test_early_reduce();
+    test_outlier_and_gpu();
+    test_reports_and_baseline(argc > 1 ? argv[1] : "report-unit-out");
+    if (failures) {
+        printf("%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("ok: all analysis checks passed\n");
+    return 0;
+}

@@ -174,7 +174,7 @@ hid_t xsprof_h5_string_type(size_t size)
     hid_t s = H5Tcopy(H5T_C_S1);
     if (s < 0)
         return -1;
-    if (H5Tset_size(s, size ? size : 1) < 0 || H5Tset_strpad(s, H5T_STR_NULLPAD) < 0 ||
+    if (H5Tset_size(s, size ? size : 1) < 0 || H5Tset_strpad(s, H5T_STR_NULLTERM) < 0 ||
         H5Tset_cset(s, H5T_CSET_UTF8) < 0) {
         H5Tclose(s);
         return -1;

@@ -37,7 +37,7 @@ size_t xsprof_h5_ds_row_size(enum xsprof_h5_ds ds);
  * Returns a negative id on failure. */
 hid_t xsprof_h5_ds_mem_type(enum xsprof_h5_ds ds);
 
-/* Fixed-length, NUL-padded UTF-8 string type of `size` bytes (size >= 1).
+/* Fixed-length, NUL-terminated UTF-8 string type of `size` bytes (size >= 1).
  * Strings are never variable-length: those live in HDF5's global heap,
  * which HDF5 reads without bounds checks, so a damaged file could crash the
  * reader instead of failing. */

@@ -358,9 +358,14 @@ void xsprof_mpi_pre(xsprof_mpi_call *c) {
         c->s->req_snap[0] = (MPI_Request)(void *)*c->msg;
         break;
     case XSPROF_W_COMMFREE:
+        /* the record names the communicator the call frees */
+        c->comm = *c->commp;
+        c->has |= XSPROF_R_COMM;
         c->comm_key = xsprof_comm_key(*c->commp);
         break;
     case XSPROF_W_WINFREE:
+        c->win = *c->winp;
+        c->has |= XSPROF_R_WIN;
         c->comm_key = (uintptr_t)*c->winp;
         break;
     default:
@@ -377,8 +382,7 @@ static void mark_cancelled(xsprof_req_info *ri, void *arg) {
 
 static void mark_started(xsprof_req_info *ri, void *arg) {
     (void)arg;
-    ri->active = 1;
-    ri->id = xsprof_req_new_id();
+    ri->active = 1; /* the id stays the one of the *_init call */
     ri->seq = 0;
     if (ri->peer == XSPROF_MPI_NONE || !ri->comm)
         return;
@@ -496,7 +500,8 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
             r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 0);
         emit(&r);
         if (ok && c->status->MPI_SOURCE != MPI_PROC_NULL) {
-            xsprof_req_info ri = {.comm = ce, .is_recv = 1, .peer = XSPROF_MPI_NONE, .tag = XSPROF_MPI_NONE};
+            xsprof_req_info ri = {.comm = ce, .is_recv = 1, .peer = XSPROF_MPI_NONE, .tag = XSPROF_MPI_NONE,
+                                  .root = XSPROF_MPI_NONE};
             complete(&r, &ri, c->status, c->op);
         }
         goto out;

@@ -19,12 +19,13 @@ void xsprof_f_requests_done(MPI_Fint *f, int n, MPI_Request *c, MPI_Request *inl
         free(c);
 }
 
-MPI_Status *xsprof_f_statuses(MPI_Fint *f, int n, MPI_Status *inl) {
+int xsprof_f_statuses(MPI_Fint *f, int n, MPI_Status *inl, MPI_Status **out) {
+    *out = inl;
     if (f == MPI_F_STATUSES_IGNORE || n <= 0)
-        return MPI_STATUSES_IGNORE;
-    if (n > XSPROF_MPI_INLINE)
-        return malloc((size_t)n * sizeof(MPI_Status));
-    return inl;
+        *out = MPI_STATUSES_IGNORE;
+    else if (n > XSPROF_MPI_INLINE && !(*out = malloc((size_t)n * sizeof(MPI_Status))))
+        return -1;
+    return 0;
 }
 
 void xsprof_f_statuses_done(MPI_Fint *f, int n, MPI_Status *c, MPI_Status *inl, int rc) {

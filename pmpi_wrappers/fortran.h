@@ -31,8 +31,9 @@ static inline void *xsprof_f_buf(void *p) {
 /* Request arrays: C handles in `inl` (or malloc'd when n is large); NULL on ENOMEM. */
 XSPROF_HIDDEN MPI_Request *xsprof_f_requests(const MPI_Fint *f, int n, MPI_Request *inl);
 XSPROF_HIDDEN void xsprof_f_requests_done(MPI_Fint *f, int n, MPI_Request *c, MPI_Request *inl);
-/* Status arrays: MPI_STATUSES_IGNORE passes through. */
-XSPROF_HIDDEN MPI_Status *xsprof_f_statuses(MPI_Fint *f, int n, MPI_Status *inl);
+/* Status arrays: MPI_STATUSES_IGNORE (a NULL pointer in Open MPI) passes
+ * through. Returns 0, or -1 when memory is short. */
+XSPROF_HIDDEN int xsprof_f_statuses(MPI_Fint *f, int n, MPI_Status *inl, MPI_Status **out);
 XSPROF_HIDDEN void xsprof_f_statuses_done(MPI_Fint *f, int n, MPI_Status *c, MPI_Status *inl, int rc);
 
 #endif

@@ -256,9 +256,10 @@ def fortran_plan(f):
             cnt = ("*" + f.roles["nreq"])
             plan.append(("MPI_Fint *%s" % n,
                          ["    MPI_Status xs_%s_in[XSPROF_MPI_INLINE];\n" % n,
-                          "    MPI_Status *xs_%s = xsprof_f_statuses(%s, %s, xs_%s_in);\n" % (n, n, cnt, n),
-                          "    if (!xs_%s) {\n%s        *ierr = MPI_ERR_NO_MEM;\n        return;\n    }\n" %
-                          (n, "".join("    " + q[3][0] for q in plan if q[2].startswith("xs_") and "requests" in "".join(q[3])))],
+                          "    MPI_Status *xs_%s;\n" % n,
+                          "    if (xsprof_f_statuses(%s, %s, xs_%s_in, &xs_%s)) {\n%s        *ierr = MPI_ERR_NO_MEM;\n"
+                          "        return;\n    }\n" %
+                          (n, cnt, n, n, "".join("    " + q[3][0] for q in plan if q[2].startswith("xs_") and "requests" in "".join(q[3])))],
                          "xs_" + n,
                          ["    xsprof_f_statuses_done(%s, %s, xs_%s, xs_%s_in, xs_rc);\n" % (n, cnt, n, n)]))
         else:

@@ -1,0 +1,30 @@
+/* tests/fuzz/fuzz.h — helpers shared by the libFuzzer targets: the entry
+ * point, a NUL-terminated copy of the input, and a scratch file holding the
+ * input for the file readers. Owner: tests (reliability). */
+#ifndef XSPROF_TESTS_FUZZ_H
+#define XSPROF_TESTS_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The input as a C string (embedded NULs end it, as in an environment
+ * variable). The caller frees it. */
+static inline char *fuzz_cstr(const uint8_t *data, size_t size)
+{
+    char *s = malloc(size + 1);
+    if (!s)
+        abort();
+    memcpy(s, data, size);
+    s[size] = 0;
+    return s;
+}
+
+/* Replace the content of the per-process scratch file with the input and
+ * return its path (a regular file under $TMPDIR or /tmp, removed at exit). */
+const char *fuzz_scratch_file(const uint8_t *data, size_t size, const char *suffix);
+
+#endif

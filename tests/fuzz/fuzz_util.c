@@ -1,0 +1,35 @@
+/* tests/fuzz/fuzz_util.c — see fuzz.h. */
+#include "fuzz.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static char g_path[4096];
+
+static void scratch_remove(void) { unlink(g_path); }
+
+const char *fuzz_scratch_file(const uint8_t *data, size_t size, const char *suffix)
+{
+    if (!g_path[0]) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(g_path, sizeof g_path, "%s/xsprof-fuzz-%d%s", tmp && *tmp ? tmp : "/tmp", (int)getpid(), suffix);
+        atexit(scratch_remove);
+    }
+    int fd = open(g_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        perror(g_path);
+        abort();
+    }
+    size_t off = 0;
+    while (off < size) {
+        ssize_t n = write(fd, data + off, size - off);
+        if (n <= 0) {
+            perror(g_path);
+            abort();
+        }
+        off += (size_t)n;
+    }
+    close(fd);
+    return g_path;
+}

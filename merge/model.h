@@ -26,6 +26,10 @@ typedef struct xsm_message {
     size_t recv_row;      /* row on dst that completed the receive: Recv, Sendrecv or COMPLETION */
     int64_t recv_post_row; /* Irecv row on dst (-1 for blocking receives) */
     int64_t send_completion_row; /* COMPLETION/Wait row for an Isend on src, -1 if none */
+    /* Added by merge (additive): the call on dst whose interval shows the
+     * receive — recv_row itself for Recv/Sendrecv, else the Wait/Test call on
+     * the same thread that holds the COMPLETION row (recv_row if none). */
+    size_t recv_call_row;
 } xsm_message;
 
 /* One collective instance: the same (comm, coll_seq) on every member. */
@@ -58,6 +62,10 @@ typedef struct xsm_run {
     int64_t t_end;        /* last event, reference clock (ns since t = 0) */
     char command[4096];
     char job_id[64];
+    /* Added by merge (additive): reference-clock time of t = 0, and the
+     * minimum message latency the logical clock enforced. */
+    int64_t t0_ref_ns;
+    int64_t min_latency_ns;
 } xsm_run;
 
 #endif

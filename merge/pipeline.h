@@ -5,6 +5,7 @@
 #define XSPROF_MERGE_PIPELINE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "model.h"
 
 typedef struct xsm_load_opts {
@@ -12,6 +13,10 @@ typedef struct xsm_load_opts {
     int quiet;            /* no progress bar, no notes */
     int64_t from_ns, to_ns; /* time window, reference clock; to_ns <= 0: no limit */
     const char *ranks;    /* "0-7,12" or NULL for all */
+    /* Added by merge (additive; zero-initialise the struct): the minimum
+     * latency the logical clock enforces between a send's begin and its
+     * receive's end, ns (0 = none beyond causality). */
+    int64_t min_latency_ns;
 } xsm_load_opts;
 
 /* Returns 0 on success, 1 on bad input (err holds one line naming the file). */

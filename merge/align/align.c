@@ -1,0 +1,621 @@
+/* merge/align/align.c — see align.h.
+ *
+ * The logical clock works on "groups": the distinct times of a rank's MPI
+ * call boundaries (begin and end of every mpi row). A constraint says that
+ * group g of rank r must not be earlier than group h of rank s plus a
+ * latency (p2p), or than the latest entry of a collective. Groups are
+ * processed in an order consistent with the constraints (each rank in its
+ * own time order, waiting for the groups it depends on), which makes the
+ * pass linear in the number of groups and constraints. A group's corrected
+ * time C is max(its time shifted like its predecessor, its constraints).
+ * Every other event is moved by the piecewise-linear map through the
+ * groups' (t, C) points, so nesting and order on a rank are kept. */
+#include "merge/align/align.h"
+#include "merge/util.h"
+#include "core/record.h" /* kinds of the mpi rows */
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- 1. clock-sample interpolation ------------------------------------ */
+
+typedef struct xsm_clk {
+    const xsprof_io_clock *s;
+    size_t n;
+    size_t seg; /* cached segment: rows of one thread come in time order */
+} xsm_clk;
+
+static int xsm_clock_cmp(const void *a, const void *b)
+{
+    const xsprof_io_clock *x = a, *y = b;
+    if (x->t_local != y->t_local)
+        return x->t_local < y->t_local ? -1 : 1;
+    return x->rtt_ns < y->rtt_ns ? -1 : x->rtt_ns > y->rtt_ns;
+}
+
+static int64_t xsm_clk_map(xsm_clk *c, int64_t t)
+{
+    if (c->n == 0)
+        return t;
+    if (c->n == 1)
+        return t + c->s[0].offset_ns;
+    size_t i = c->seg;
+    if (!(i + 1 < c->n && c->s[i].t_local <= t && t < c->s[i + 1].t_local)) {
+        size_t lo = 0, hi = c->n - 1; /* last sample <= t, clamped to a segment */
+        while (lo + 1 < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (c->s[mid].t_local <= t)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        i = lo;
+        c->seg = i;
+    }
+    const xsprof_io_clock *a = &c->s[i], *b = &c->s[i + 1];
+    __int128 num = (__int128)(b->offset_ns - a->offset_ns) * (t - a->t_local);
+    int64_t off = a->offset_ns + (int64_t)(num / (b->t_local - a->t_local));
+    return t + off;
+}
+
+/* Apply f to every event time of a rank. */
+typedef int64_t (*xsm_time_fn)(void *ctx, int64_t t);
+
+static void xsm_rank_map(xsprof_rank_data *d, xsm_time_fn f, void *ctx)
+{
+    for (size_t i = 0; i < d->nregions; i++) {
+        d->regions[i].t_begin = f(ctx, d->regions[i].t_begin);
+        d->regions[i].t_end = f(ctx, d->regions[i].t_end);
+    }
+    for (size_t i = 0; i < d->nmpi; i++) {
+        d->mpi[i].t_begin = f(ctx, d->mpi[i].t_begin);
+        d->mpi[i].t_end = f(ctx, d->mpi[i].t_end);
+    }
+    for (size_t i = 0; i < d->ngpu; i++) {
+        d->gpu[i].t_begin = f(ctx, d->gpu[i].t_begin);
+        d->gpu[i].t_end = f(ctx, d->gpu[i].t_end);
+    }
+    for (size_t i = 0; i < d->ninstants; i++)
+        d->instants[i].t = f(ctx, d->instants[i].t);
+    for (size_t i = 0; i < d->ncounters; i++)
+        d->counters[i].t = f(ctx, d->counters[i].t);
+    for (size_t i = 0; i < d->nmem; i++)
+        d->mem[i].t = f(ctx, d->mem[i].t);
+}
+
+static int64_t xsm_clk_fn(void *ctx, int64_t t) { return xsm_clk_map(ctx, t); }
+
+void xsm_align_interpolate(xsm_run *run)
+{
+    double residual = 0;
+    for (size_t r = 0; r < run->nranks; r++) {
+        xsprof_rank_data *d = &run->ranks[r].d;
+        if (!run->ranks[r].present)
+            continue;
+        /* Sort in place (samples are only read here) and drop samples of
+         * the same instant but a worse round trip. */
+        qsort(d->clock, d->nclock, sizeof *d->clock, xsm_clock_cmp);
+        size_t n = 0;
+        for (size_t i = 0; i < d->nclock; i++) {
+            if (n && d->clock[n - 1].t_local == d->clock[i].t_local)
+                continue;
+            d->clock[n++] = d->clock[i];
+            double res = (double)d->clock[i].rtt_ns / 2e3;
+            if (res > residual)
+                residual = res;
+        }
+        d->nclock = n;
+        xsm_clk c = {d->clock, n, 0};
+        xsm_rank_map(d, xsm_clk_fn, &c);
+    }
+    run->clock.max_residual_us = residual;
+}
+
+/* ---- 2. controlled logical clock --------------------------------------- */
+
+enum { XSM_DEP_P2P = 0, XSM_DEP_COLL = 1 };
+
+typedef struct xsm_dep {
+    uint32_t group;  /* constrained group on this rank */
+    uint32_t kind;
+    int32_t rank;    /* P2P: rank of the source group */
+    uint32_t src;    /* P2P: source group */
+    int64_t lat;
+    size_t coll;     /* COLL: index in run->colls */
+} xsm_dep;
+
+typedef struct xsm_rstate {
+    size_t G;
+    int64_t *t, *C;
+    unsigned char *pinned;
+    uint32_t *gb, *ge; /* mpi row -> group of its begin / end */
+    xsm_dep *deps;
+    size_t ndeps, cap, di;
+    size_t cursor;     /* next group to process */
+    size_t last_pin;   /* last pinned group processed, SIZE_MAX if none */
+    int64_t lower;     /* constraint value gathered so far for `cursor` */
+    size_t waiting_next; /* next rank in the same wait list */
+} xsm_rstate;
+
+typedef struct xsm_cstate {
+    size_t done;
+    int64_t max_entry;
+} xsm_cstate;
+
+typedef struct xsm_knot {
+    int64_t t;
+    size_t key; /* row * 2 + (end ? 1 : 0) */
+} xsm_knot;
+
+static int xsm_knot_cmp(const void *a, const void *b)
+{
+    const xsm_knot *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static int xsm_dep_cmp(const void *a, const void *b)
+{
+    const xsm_dep *x = a, *y = b;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->src < y->src ? -1 : x->src > y->src;
+}
+
+static int xsm_rstate_build(const xsprof_rank_data *d, xsm_rstate *s)
+{
+    size_t n = d->nmpi;
+    xsm_knot *k = malloc((2 * n + 1) * sizeof *k);
+    s->gb = malloc((n + 1) * sizeof *s->gb);
+    s->ge = malloc((n + 1) * sizeof *s->ge);
+    s->t = malloc((2 * n + 1) * sizeof *s->t);
+    s->C = malloc((2 * n + 1) * sizeof *s->C);
+    s->pinned = calloc(2 * n + 1, 1);
+    if (!k || !s->gb || !s->ge || !s->t || !s->C || !s->pinned) {
+        free(k);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        k[2 * i] = (xsm_knot){d->mpi[i].t_begin, 2 * i};
+        k[2 * i + 1] = (xsm_knot){d->mpi[i].t_end, 2 * i + 1};
+    }
+    qsort(k, 2 * n, sizeof *k, xsm_knot_cmp);
+    size_t G = 0;
+    for (size_t i = 0; i < 2 * n; i++) {
+        if (G == 0 || s->t[G - 1] != k[i].t) {
+            s->t[G] = k[i].t;
+            s->C[G] = k[i].t;
+            G++;
+        }
+        if (k[i].key & 1)
+            s->ge[k[i].key / 2] = (uint32_t)(G - 1);
+        else
+            s->gb[k[i].key / 2] = (uint32_t)(G - 1);
+    }
+    free(k);
+    s->G = G;
+    s->last_pin = SIZE_MAX;
+    return 0;
+}
+
+static int xsm_dep_add(xsm_rstate *s, xsm_dep dep)
+{
+    if (s->ndeps == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        xsm_dep *p = realloc(s->deps, cap * sizeof *p);
+        if (!p)
+            return -1;
+        s->deps = p;
+        s->cap = cap;
+    }
+    s->deps[s->ndeps++] = dep;
+    return 0;
+}
+
+static int xsm_coll_blocking(const xsm_run *run, const xsm_collective *c)
+{
+    return run->ranks[c->ranks[0]].d.mpi[c->rows[0]].kind == XSPROF_MPI_COLL;
+}
+
+/* Position of world rank w in the comm's rank order (for scans), or -1. */
+static int64_t xsm_comm_rank(const xsm_run *run, uint32_t comm, int32_t w)
+{
+    for (size_t r = 0; r < run->nranks; r++) {
+        const xsprof_rank_data *d = &run->ranks[r].d;
+        for (size_t i = 0; i < d->ncomms; i++) {
+            if (d->comms[i].id != comm)
+                continue;
+            for (uint32_t j = 0; j < d->comms[i].size && d->comms[i].members + j < d->ncomm_members; j++)
+                if (d->comm_members[d->comms[i].members + j] == w)
+                    return j;
+            return -1;
+        }
+    }
+    return -1;
+}
+
+/* Index of world rank w among the collective's members, or SIZE_MAX. */
+static size_t xsm_coll_member(const xsm_collective *c, int32_t w)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->ranks[i] == w)
+            return i;
+    return SIZE_MAX;
+}
+
+static int xsm_deps_build(const xsm_run *run, xsm_rstate *st, int64_t lat)
+{
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        const xsm_message *m = &run->msgs[i];
+        xsm_rstate *src = &st[m->src], *dst = &st[m->dst];
+        uint32_t h = src->gb[m->send_row];
+        src->pinned[h] = 1;
+        if (xsm_dep_add(dst, (xsm_dep){dst->ge[m->recv_row], XSM_DEP_P2P, m->src, h, lat, 0}))
+            return -1;
+    }
+    for (size_t ci = 0; ci < run->ncolls; ci++) {
+        const xsm_collective *c = &run->colls[ci];
+        if (!xsm_coll_blocking(run, c))
+            continue;
+        size_t root = c->root >= 0 ? xsm_coll_member(c, c->root) : SIZE_MAX;
+        for (size_t i = 0; i < c->n; i++) {
+            xsm_rstate *s = &st[c->ranks[i]];
+            uint32_t exit_g = s->ge[c->rows[i]];
+            switch (c->coll_kind) {
+            case XSPROF_COLL_ONE2N:
+                if (root == SIZE_MAX || i == root)
+                    break;
+                st[c->ranks[root]].pinned[st[c->ranks[root]].gb[c->rows[root]]] = 1;
+                if (xsm_dep_add(s, (xsm_dep){exit_g, XSM_DEP_P2P, c->ranks[root],
+                                             st[c->ranks[root]].gb[c->rows[root]], 0, 0}))
+                    return -1;
+                break;
+            case XSPROF_COLL_SCAN: {
+                int64_t me = xsm_comm_rank(run, c->comm, c->ranks[i]);
+                for (size_t j = 0; j < c->n && me >= 0; j++) {
+                    int64_t other = xsm_comm_rank(run, c->comm, c->ranks[j]);
+                    if (j == i || other < 0 || other > me)
+                        continue;
+                    xsm_rstate *o = &st[c->ranks[j]];
+                    o->pinned[o->gb[c->rows[j]]] = 1;
+                    if (xsm_dep_add(s, (xsm_dep){exit_g, XSM_DEP_P2P, c->ranks[j], o->gb[c->rows[j]], 0, 0}))
+                        return -1;
+                }
+                break;
+            }
+            case XSPROF_COLL_N2ONE:
+                if (i != root)
+                    break;
+                __attribute__((fallthrough)); /* the root waits for every entry */
+            default: /* barrier, NxN, neighbour, unclassified */
+                for (size_t j = 0; j < c->n; j++)
+                    st[c->ranks[j]].pinned[st[c->ranks[j]].gb[c->rows[j]]] = 1;
+                if (xsm_dep_add(s, (xsm_dep){exit_g, XSM_DEP_COLL, -1, 0, 0, ci}))
+                    return -1;
+            }
+        }
+    }
+    for (size_t r = 0; r < run->nranks; r++)
+        if (st[r].ndeps)
+            qsort(st[r].deps, st[r].ndeps, sizeof *st[r].deps, xsm_dep_cmp);
+    return 0;
+}
+
+/* Estimated corrected time of group h on rank s before s processed it. */
+static int64_t xsm_estimate(const xsm_rstate *s, size_t h)
+{
+    if (h < s->cursor)
+        return s->C[h];
+    int64_t shift = s->cursor ? s->C[s->cursor - 1] - s->t[s->cursor - 1] : 0;
+    return s->t[h] + shift;
+}
+
+/* Gather the constraints of the next group of rank r. Returns -1 when all
+ * are known, else the rank that must advance first. With `force`, unknown
+ * sources are estimated instead (only used to break a cycle). */
+static int64_t xsm_gather(const xsm_run *run, xsm_rstate *st, xsm_cstate *cs, size_t r, int force)
+{
+    xsm_rstate *s = &st[r];
+    for (; s->di < s->ndeps && s->deps[s->di].group == s->cursor; s->di++) {
+        const xsm_dep *d = &s->deps[s->di];
+        if (d->kind == XSM_DEP_P2P) {
+            xsm_rstate *o = &st[d->rank];
+            if (o->cursor <= d->src && !force)
+                return d->rank;
+            int64_t v = xsm_estimate(o, d->src) + d->lat;
+            if (v > s->lower)
+                s->lower = v;
+            continue;
+        }
+        const xsm_collective *c = &run->colls[d->coll];
+        xsm_cstate *k = &cs[d->coll];
+        while (k->done < c->n) {
+            xsm_rstate *o = &st[c->ranks[k->done]];
+            size_t eg = o->gb[c->rows[k->done]];
+            if (o->cursor <= eg)
+                break;
+            if (o->C[eg] > k->max_entry)
+                k->max_entry = o->C[eg];
+            k->done++;
+        }
+        if (k->done < c->n && !force)
+            return c->ranks[k->done];
+        int64_t v = k->max_entry;
+        for (size_t j = k->done; j < c->n; j++) {
+            int64_t e = xsm_estimate(&st[c->ranks[j]], st[c->ranks[j]].gb[c->rows[j]]);
+            if (e > v)
+                v = e;
+        }
+        if (v > s->lower)
+            s->lower = v;
+    }
+    return -1;
+}
+
+/* Fix the corrected time of rank r's next group from the gathered lower bound. */
+static void xsm_commit(xsm_rstate *s)
+{
+    size_t g = s->cursor;
+    int64_t shift = g ? s->C[g - 1] - s->t[g - 1] : 0;
+    int64_t base = s->t[g] + shift;
+    s->C[g] = base;
+    if (s->lower > base) {
+        int64_t jump = s->lower - base;
+        s->C[g] = s->lower;
+        if (s->last_pin == SIZE_MAX) {
+            /* Nothing earlier is constrained: move the whole prefix, which
+             * keeps every earlier interval (a pure offset error). */
+            for (size_t i = 0; i < g; i++)
+                s->C[i] += jump;
+        } else {
+            /* Backward amortisation: spread the jump linearly over the
+             * groups since the last pinned one, which must stay put. */
+            size_t p = s->last_pin;
+            __int128 span_c = s->C[g] - s->C[p], span_t = s->t[g] - s->t[p];
+            for (size_t i = p + 1; i < g; i++)
+                s->C[i] = s->C[p] + (int64_t)(span_c * (s->t[i] - s->t[p]) / span_t);
+        }
+        s->pinned[g] = 1;
+    }
+    if (s->pinned[g])
+        s->last_pin = g;
+    s->cursor++;
+    s->lower = INT64_MIN;
+}
+
+typedef struct xsm_lc_map {
+    const xsm_rstate *s;
+    size_t seg;
+} xsm_lc_map;
+
+static int64_t xsm_lc_fn(void *ctx, int64_t t)
+{
+    xsm_lc_map *m = ctx;
+    const xsm_rstate *s = m->s;
+    size_t G = s->G;
+    if (t < s->t[0])
+        return t + (s->C[0] - s->t[0]);
+    if (t >= s->t[G - 1])
+        return t + (s->C[G - 1] - s->t[G - 1]);
+    size_t i = m->seg;
+    if (!(i + 1 < G && s->t[i] <= t && t < s->t[i + 1])) {
+        size_t lo = 0, hi = G - 1;
+        while (lo + 1 < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (s->t[mid] <= t)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        i = m->seg = lo;
+    }
+    __int128 num = (__int128)(s->C[i + 1] - s->C[i]) * (t - s->t[i]);
+    return s->C[i] + (int64_t)(num / (s->t[i + 1] - s->t[i]));
+}
+
+static void xsm_rstates_free(xsm_rstate *st, size_t n)
+{
+    for (size_t r = 0; r < n && st; r++) {
+        free(st[r].t);
+        free(st[r].C);
+        free(st[r].pinned);
+        free(st[r].gb);
+        free(st[r].ge);
+        free(st[r].deps);
+    }
+    free(st);
+}
+
+int xsm_align_logical(xsm_run *run, int64_t lat, char *err, size_t errlen)
+{
+    run->clock.violations_before = xsm_align_violations(run);
+    run->min_latency_ns = lat;
+    size_t n = run->nranks;
+    xsm_rstate *st = calloc(n ? n : 1, sizeof *st);
+    xsm_cstate *cs = calloc(run->ncolls ? run->ncolls : 1, sizeof *cs);
+    size_t *wait_head = malloc((n ? n : 1) * sizeof *wait_head);
+    size_t *stack = malloc((n ? n : 1) * sizeof *stack);
+    if (!st || !cs || !wait_head || !stack)
+        goto oom;
+    for (size_t r = 0; r < n; r++) {
+        if (xsm_rstate_build(&run->ranks[r].d, &st[r]))
+            goto oom;
+        st[r].lower = INT64_MIN;
+        wait_head[r] = SIZE_MAX;
+    }
+    for (size_t c = 0; c < run->ncolls; c++)
+        cs[c].max_entry = INT64_MIN;
+    if (xsm_deps_build(run, st, lat))
+        goto oom;
+    /* Worklist: a rank runs until it needs a group another rank has not
+     * processed yet, then waits on that rank's list. */
+    size_t nstack = 0, finished = 0;
+    for (size_t r = n; r-- > 0;) {
+        if (st[r].G == 0)
+            finished++; /* no MPI rows: nothing to order */
+        else
+            stack[nstack++] = r;
+    }
+    while (finished < n) {
+        if (nstack == 0) {
+            /* A cycle (only from inconsistent input): force the pending
+             * group with the earliest time, then continue. */
+            size_t best = SIZE_MAX;
+            for (size_t r = 0; r < n; r++)
+                if (st[r].cursor < st[r].G && (best == SIZE_MAX || xsm_estimate(&st[r], st[r].cursor) <
+                                                                       xsm_estimate(&st[best], st[best].cursor)))
+                    best = r;
+            xsm_gather(run, st, cs, best, 1);
+            xsm_commit(&st[best]);
+            if (st[best].cursor == st[best].G)
+                finished++;
+            for (size_t r = 0; r < n; r++)
+                wait_head[r] = SIZE_MAX;
+            for (size_t r = 0; r < n; r++)
+                if (st[r].cursor < st[r].G)
+                    stack[nstack++] = r;
+            continue;
+        }
+        size_t r = stack[--nstack];
+        xsm_rstate *s = &st[r];
+        size_t before = s->cursor;
+        int64_t blocker = -1;
+        while (s->cursor < s->G && (blocker = xsm_gather(run, st, cs, r, 0)) < 0)
+            xsm_commit(s);
+        if (s->cursor == s->G && before < s->G)
+            finished++;
+        if (s->cursor < s->G) {
+            s->waiting_next = wait_head[blocker];
+            wait_head[blocker] = r;
+        }
+        if (s->cursor != before) {
+            for (size_t w = wait_head[r]; w != SIZE_MAX;) {
+                size_t next = st[w].waiting_next;
+                stack[nstack++] = w;
+                w = next;
+            }
+            wait_head[r] = SIZE_MAX;
+        }
+    }
+    int64_t max_corr = 0;
+    for (size_t r = 0; r < n; r++) {
+        xsm_rstate *s = &st[r];
+        int64_t corr = 0;
+        for (size_t g = 0; g < s->G; g++)
+            if (s->C[g] - s->t[g] > corr)
+                corr = s->C[g] - s->t[g];
+        run->ranks[r].correction_ns = corr;
+        if (corr > max_corr)
+            max_corr = corr;
+        if (s->G && corr > 0) {
+            xsm_lc_map m = {s, 0};
+            xsm_rank_map(&run->ranks[r].d, xsm_lc_fn, &m);
+        }
+    }
+    run->clock.max_correction_ns = max_corr;
+    run->clock.violations_after = xsm_align_violations(run);
+    xsm_rstates_free(st, n);
+    free(cs);
+    free(wait_head);
+    free(stack);
+    return 0;
+oom:
+    xsm_rstates_free(st, n);
+    free(cs);
+    free(wait_head);
+    free(stack);
+    return xsm_err_set(err, errlen, "xsmerge: out of memory in clock alignment");
+}
+
+uint64_t xsm_align_violations(const xsm_run *run)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        const xsm_message *m = &run->msgs[i];
+        if (run->ranks[m->dst].d.mpi[m->recv_row].t_end < run->ranks[m->src].d.mpi[m->send_row].t_begin)
+            v++;
+    }
+    for (size_t ci = 0; ci < run->ncolls; ci++) {
+        const xsm_collective *c = &run->colls[ci];
+        if (!xsm_coll_blocking(run, c))
+            continue;
+        int64_t last_entry = INT64_MIN;
+        for (size_t i = 0; i < c->n; i++) {
+            int64_t e = run->ranks[c->ranks[i]].d.mpi[c->rows[i]].t_begin;
+            if (e > last_entry)
+                last_entry = e;
+        }
+        size_t root = c->root >= 0 ? xsm_coll_member(c, c->root) : SIZE_MAX;
+        for (size_t i = 0; i < c->n; i++) {
+            int64_t exit_t = run->ranks[c->ranks[i]].d.mpi[c->rows[i]].t_end;
+            int64_t need;
+            switch (c->coll_kind) {
+            case XSPROF_COLL_ONE2N:
+                if (root == SIZE_MAX || i == root)
+                    continue;
+                need = run->ranks[c->ranks[root]].d.mpi[c->rows[root]].t_begin;
+                break;
+            case XSPROF_COLL_SCAN: {
+                int64_t me = xsm_comm_rank(run, c->comm, c->ranks[i]);
+                need = INT64_MIN;
+                for (size_t j = 0; j < c->n && me >= 0; j++) {
+                    int64_t other = xsm_comm_rank(run, c->comm, c->ranks[j]);
+                    int64_t e = run->ranks[c->ranks[j]].d.mpi[c->rows[j]].t_begin;
+                    if (other >= 0 && other <= me && e > need)
+                        need = e;
+                }
+                break;
+            }
+            case XSPROF_COLL_N2ONE:
+                if (i != root)
+                    continue;
+                need = last_entry;
+                break;
+            default:
+                need = last_entry;
+            }
+            if (exit_t < need)
+                v++;
+        }
+    }
+    return v;
+}
+
+static int64_t xsm_sub_fn(void *ctx, int64_t t) { return t - *(const int64_t *)ctx; }
+
+void xsm_align_origin(xsm_run *run)
+{
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+#define XSM_SPAN(arr, cnt, b, e)                                   \
+    for (size_t i = 0; i < (cnt); i++) {                           \
+        if ((arr)[i].b < t0) t0 = (arr)[i].b;                      \
+        if ((arr)[i].e > t1) t1 = (arr)[i].e;                      \
+    }
+    for (size_t r = 0; r < run->nranks; r++) {
+        const xsprof_rank_data *d = &run->ranks[r].d;
+        if (!run->ranks[r].present)
+            continue;
+        XSM_SPAN(d->regions, d->nregions, t_begin, t_end)
+        XSM_SPAN(d->mpi, d->nmpi, t_begin, t_end)
+        XSM_SPAN(d->gpu, d->ngpu, t_begin, t_end)
+        XSM_SPAN(d->instants, d->ninstants, t, t)
+        XSM_SPAN(d->counters, d->ncounters, t, t)
+        XSM_SPAN(d->mem, d->nmem, t, t)
+    }
+#undef XSM_SPAN
+    if (t0 == INT64_MAX) {
+        run->t0_ref_ns = 0;
+        run->t_end = 0;
+        return;
+    }
+    run->t0_ref_ns = t0;
+    run->t_end = t1 - t0;
+    for (size_t r = 0; r < run->nranks; r++)
+        if (run->ranks[r].present)
+            xsm_rank_map(&run->ranks[r].d, xsm_sub_fn, &t0);
+}

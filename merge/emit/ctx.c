@@ -1,0 +1,472 @@
+/* merge/emit/ctx.c — shared preparation for the writers and the k-way
+ * event iterator (see emit.h). */
+#include "merge/emit/emit.h"
+#include "core/record.h" /* kinds of mpi and gpu rows */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* qsort has no context argument: the rank being sorted is passed here. */
+static const xsprof_rank_data *xsm_sort_d;
+
+static int xsm_cmp64(int64_t a, int64_t b) { return a < b ? -1 : a > b; }
+
+static int xsm_reg_cmp(const void *a, const void *b)
+{
+    const xsprof_io_region *x = &xsm_sort_d->regions[*(const uint32_t *)a], *y = &xsm_sort_d->regions[*(const uint32_t *)b];
+    int c = xsm_cmp64(x->t_begin, y->t_begin);
+    if (c) return c;
+    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
+    if (x->depth != y->depth) return x->depth < y->depth ? -1 : 1; /* parents first */
+    c = xsm_cmp64(y->t_end, x->t_end); /* longer first */
+    if (c) return c;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+#define XSM_ROW_CMP(fn, arr, tb, te)                                                                        \
+    static int fn(const void *a, const void *b)                                                             \
+    {                                                                                                       \
+        uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;                                        \
+        int c = xsm_cmp64(xsm_sort_d->arr[i].tb, xsm_sort_d->arr[j].tb);                                    \
+        if (c) return c;                                                                                    \
+        c = xsm_cmp64(xsm_sort_d->arr[j].te, xsm_sort_d->arr[i].te);                                        \
+        if (c) return c;                                                                                    \
+        return i < j ? -1 : i > j;                                                                          \
+    }
+XSM_ROW_CMP(xsm_mpi_cmp, mpi, t_begin, t_end)
+XSM_ROW_CMP(xsm_gpu_cmp, gpu, t_begin, t_end)
+XSM_ROW_CMP(xsm_inst_cmp, instants, t, t)
+XSM_ROW_CMP(xsm_cnt_cmp, counters, t, t)
+XSM_ROW_CMP(xsm_mem_cmp, mem, t, t)
+
+static int xsm_u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int xsm_gs_cmp(const void *a, const void *b)
+{
+    const xsm_gstream *x = a, *y = b;
+    if (x->device != y->device) return x->device < y->device ? -1 : 1;
+    return x->stream < y->stream ? -1 : x->stream > y->stream;
+}
+
+static int xsm_i16_cmp(const void *a, const void *b)
+{
+    int16_t x = *(const int16_t *)a, y = *(const int16_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int xsm_flow_cmp(const void *a, const void *b)
+{
+    const xsm_flow *x = a, *y = b;
+    if (x->row != y->row) return x->row < y->row ? -1 : 1;
+    if (x->out != y->out) return x->out > y->out ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Sort and deduplicate an array of `n` elements of `size`. */
+static size_t xsm_uniq(void *arr, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (!n)
+        return 0;
+    qsort(arr, n, size, cmp);
+    char *p = arr;
+    size_t k = 1;
+    for (size_t i = 1; i < n; i++)
+        if (cmp(p + (k - 1) * size, p + i * size) != 0)
+            memmove(p + k++ * size, p + i * size, size);
+    return k;
+}
+
+typedef struct xsm_corr {
+    uint32_t corr, row;
+    int api;
+} xsm_corr;
+
+static int xsm_corr_cmp(const void *a, const void *b)
+{
+    const xsm_corr *x = a, *y = b;
+    if (x->corr != y->corr) return x->corr < y->corr ? -1 : 1;
+    if (x->api != y->api) return y->api - x->api;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+static int xsm_erank_build(xsm_emit *e, int32_t r)
+{
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_erank *er = &e->ranks[r];
+    er->gname = malloc((d->nstrings + 1) * sizeof *er->gname);
+    if (!er->gname)
+        return -1;
+    for (uint32_t i = 0; i < d->nstrings; i++)
+        if ((er->gname[i] = xsm_strtab_intern(&e->names, d->strings[i] ? d->strings[i] : "")) == UINT32_MAX)
+            return -1;
+    if ((er->gname[d->nstrings] = xsm_strtab_intern(&e->names, "?")) == UINT32_MAX)
+        return -1;
+
+    size_t counts[XSM_EV_N] = {d->nregions, d->nmpi, d->ngpu, d->ninstants, d->ncounters, d->nmem};
+    int (*cmps[XSM_EV_N])(const void *, const void *) = {xsm_reg_cmp, xsm_mpi_cmp, xsm_gpu_cmp,
+                                                         xsm_inst_cmp, xsm_cnt_cmp, xsm_mem_cmp};
+    for (int k = 0; k < XSM_EV_N; k++) {
+        if (counts[k] > UINT32_MAX)
+            return -1;
+        er->order[k] = malloc((counts[k] + 1) * sizeof *er->order[k]);
+        if (!er->order[k])
+            return -1;
+        size_t n = 0;
+        for (size_t i = 0; i < counts[k]; i++) {
+            /* completion records are points inside their Wait/Test call */
+            if (k == XSM_EV_MPI && d->mpi[i].kind == XSPROF_MPI_COMPLETION)
+                continue;
+            er->order[k][n++] = (uint32_t)i;
+        }
+        xsm_sort_d = d;
+        qsort(er->order[k], n, sizeof *er->order[k], cmps[k]);
+        er->norder[k] = n;
+        e->nevents += n;
+    }
+
+    /* threads: every thread a row names, plus the thread table */
+    size_t cap = d->nthreads + d->nregions + d->nmpi + d->ninstants + d->ngpu + 1;
+    er->tids = malloc(cap * sizeof *er->tids);
+    if (!er->tids)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < d->nthreads; i++) er->tids[n++] = d->threads[i].tid;
+    for (size_t i = 0; i < d->nregions; i++) er->tids[n++] = d->regions[i].thread;
+    for (size_t i = 0; i < d->nmpi; i++) er->tids[n++] = d->mpi[i].thread;
+    for (size_t i = 0; i < d->ninstants; i++) er->tids[n++] = d->instants[i].thread;
+    for (size_t i = 0; i < d->ngpu; i++)
+        if (d->gpu[i].kind == XSPROF_GPU_API)
+            er->tids[n++] = d->gpu[i].thread;
+    er->ntids = xsm_uniq(er->tids, n, sizeof *er->tids, xsm_u32_cmp);
+    er->tid_names = malloc((er->ntids + 1) * sizeof *er->tid_names);
+    if (!er->tid_names)
+        return -1;
+    for (size_t i = 0; i < er->ntids; i++)
+        er->tid_names[i] = UINT32_MAX;
+    for (size_t i = 0; i < d->nthreads; i++)
+        if (d->threads[i].name < d->nstrings && d->strings[d->threads[i].name] && d->strings[d->threads[i].name][0])
+            er->tid_names[xsm_emit_tid_index(er, d->threads[i].tid)] = er->gname[d->threads[i].name];
+
+    er->gpu = malloc((d->ngpu + 1) * sizeof *er->gpu);
+    if (!er->gpu)
+        return -1;
+    n = 0;
+    for (size_t i = 0; i < d->ngpu; i++)
+        if (d->gpu[i].kind != XSPROF_GPU_API)
+            er->gpu[n++] = (xsm_gstream){d->gpu[i].device, d->gpu[i].stream};
+    er->ngpu = xsm_uniq(er->gpu, n, sizeof *er->gpu, xsm_gs_cmp);
+
+    er->counters = malloc((d->ncounters + 1) * sizeof *er->counters);
+    if (!er->counters)
+        return -1;
+    for (size_t i = 0; i < d->ncounters; i++)
+        er->counters[i] = xsm_emit_gid(e, r, d->counters[i].name);
+    er->ncounters = xsm_uniq(er->counters, d->ncounters, sizeof *er->counters, xsm_u32_cmp);
+
+    er->memdev = malloc((d->nmem + 1) * sizeof *er->memdev);
+    if (!er->memdev)
+        return -1;
+    for (size_t i = 0; i < d->nmem; i++)
+        er->memdev[i] = d->mem[i].device;
+    er->nmemdev = xsm_uniq(er->memdev, d->nmem, sizeof *er->memdev, xsm_i16_cmp);
+
+    /* GPU flows: a launching API call and the activity with its correlation id */
+    xsm_corr *c = malloc((d->ngpu + 1) * sizeof *c);
+    er->gflows = malloc((d->ngpu + 1) * sizeof *er->gflows);
+    if (!c || !er->gflows) {
+        free(c);
+        return -1;
+    }
+    n = 0;
+    for (size_t i = 0; i < d->ngpu; i++)
+        if (d->gpu[i].correlation)
+            c[n++] = (xsm_corr){d->gpu[i].correlation, (uint32_t)i, d->gpu[i].kind == XSPROF_GPU_API};
+    qsort(c, n, sizeof *c, xsm_corr_cmp);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && c[j].corr == c[i].corr)
+            j++;
+        if (c[i].api && j - i > 1) {
+            uint64_t id = (1ull << 62) | ((uint64_t)(uint32_t)r << 32) | c[i].corr;
+            er->gflows[er->ngflows++] = (xsm_flow){c[i].row, 1, id, d->gpu[c[i].row].t_begin};
+            /* the first activity of the launch ends the flow */
+            er->gflows[er->ngflows++] = (xsm_flow){c[i + 1].row, 0, id, d->gpu[c[i + 1].row].t_begin};
+        }
+        i = j;
+    }
+    free(c);
+    qsort(er->gflows, er->ngflows, sizeof *er->gflows, xsm_flow_cmp);
+    return 0;
+}
+
+static int xsm_comm_names(xsm_emit *e)
+{
+    size_t cap = 0;
+    for (size_t r = 0; r < e->run->nranks; r++)
+        cap += e->run->ranks[r].d.ncomms;
+    e->comm_ids = malloc((cap + 1) * sizeof *e->comm_ids);
+    e->comm_name = malloc((cap + 1) * sizeof *e->comm_name);
+    if (!e->comm_ids || !e->comm_name)
+        return -1;
+    for (size_t r = 0; r < e->run->nranks; r++) {
+        const xsprof_rank_data *d = &e->run->ranks[r].d;
+        for (size_t i = 0; i < d->ncomms; i++) {
+            size_t k = 0;
+            while (k < e->ncomms && e->comm_ids[k] != d->comms[i].id)
+                k++;
+            if (k < e->ncomms)
+                continue;
+            e->comm_ids[e->ncomms] = d->comms[i].id;
+            e->comm_name[e->ncomms++] = xsm_emit_gid(e, (int32_t)r, d->comms[i].name);
+        }
+    }
+    return 0;
+}
+
+int xsm_emit_init(xsm_emit *e, const xsm_run *run, char *err, size_t errlen)
+{
+    memset(e, 0, sizeof *e);
+    e->run = run;
+    xsm_strtab_init(&e->names);
+    e->ranks = calloc(run->nranks ? run->nranks : 1, sizeof *e->ranks);
+    if (!e->ranks)
+        goto oom;
+    for (size_t r = 0; r < run->nranks; r++)
+        if (run->ranks[r].present && xsm_erank_build(e, (int32_t)r))
+            goto oom;
+    /* message flows: send row -> the call that shows the receive */
+    size_t *nm = calloc(run->nranks ? run->nranks : 1, sizeof *nm);
+    if (!nm)
+        goto oom;
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        nm[run->msgs[i].src]++;
+        nm[run->msgs[i].dst]++;
+    }
+    for (size_t r = 0; r < run->nranks; r++) {
+        e->ranks[r].mflows = malloc((nm[r] + 1) * sizeof *e->ranks[r].mflows);
+        if (!e->ranks[r].mflows) {
+            free(nm);
+            goto oom;
+        }
+    }
+    free(nm);
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        const xsm_message *m = &run->msgs[i];
+        xsm_erank *s = &e->ranks[m->src], *v = &e->ranks[m->dst];
+        s->mflows[s->nmflows++] = (xsm_flow){(uint32_t)m->send_row, 1, i + 1, run->ranks[m->src].d.mpi[m->send_row].t_begin};
+        v->mflows[v->nmflows++] = (xsm_flow){(uint32_t)m->recv_call_row, 0, i + 1, run->ranks[m->dst].d.mpi[m->recv_row].t_end};
+    }
+    for (size_t r = 0; r < run->nranks; r++)
+        qsort(e->ranks[r].mflows, e->ranks[r].nmflows, sizeof *e->ranks[r].mflows, xsm_flow_cmp);
+    if (xsm_comm_names(e))
+        goto oom;
+    static const char *const keys[XSM_KEY_N] = {"peer", "tag", "root", "bytes_sent", "bytes_recv", "comm", "count",
+                                                "coll_seq", "kind", "device", "stream", "correlation", "bytes",
+                                                "grid", "block", "recv"};
+    for (int k = 0; k < XSM_KEY_N; k++)
+        if ((e->key[k] = xsm_strtab_intern(&e->names, keys[k])) == UINT32_MAX)
+            goto oom;
+    return 0;
+oom:
+    xsm_emit_free(e);
+    return xsm_err_set(err, errlen, "xsmerge: out of memory preparing the trace");
+}
+
+void xsm_emit_free(xsm_emit *e)
+{
+    for (size_t r = 0; e->ranks && r < e->run->nranks; r++) {
+        xsm_erank *er = &e->ranks[r];
+        free(er->gname);
+        for (int k = 0; k < XSM_EV_N; k++)
+            free(er->order[k]);
+        free(er->tids);
+        free(er->tid_names);
+        free(er->gpu);
+        free(er->counters);
+        free(er->memdev);
+        free(er->mflows);
+        free(er->gflows);
+    }
+    free(e->ranks);
+    free(e->comm_ids);
+    free(e->comm_name);
+    xsm_strtab_free(&e->names);
+    memset(e, 0, sizeof *e);
+}
+
+size_t xsm_emit_tid_index(const xsm_erank *er, uint32_t tid)
+{
+    size_t lo = 0, hi = er->ntids;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (er->tids[mid] < tid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t xsm_emit_gpu_index(const xsm_erank *er, uint32_t device, uint32_t stream)
+{
+    xsm_gstream key = {device, stream};
+    size_t lo = 0, hi = er->ngpu;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (xsm_gs_cmp(&er->gpu[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t xsm_emit_counter_index(const xsm_erank *er, uint32_t gname)
+{
+    size_t lo = 0, hi = er->ncounters;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (er->counters[mid] < gname)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t xsm_emit_memdev_index(const xsm_erank *er, int16_t device)
+{
+    size_t i = 0;
+    while (i < er->nmemdev && er->memdev[i] < device)
+        i++;
+    return i;
+}
+
+const xsm_flow *xsm_emit_flows(const xsm_flow *f, size_t nf, size_t row, size_t *n)
+{
+    size_t lo = 0, hi = nf;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f[mid].row < row)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t k = lo;
+    while (k < nf && f[k].row == row)
+        k++;
+    *n = k - lo;
+    return f + lo;
+}
+
+const char *xsm_emit_comm_name(const xsm_emit *e, uint32_t comm)
+{
+    for (size_t k = 0; k < e->ncomms; k++)
+        if (e->comm_ids[k] == comm)
+            return e->names.str[e->comm_name[k]];
+    return NULL;
+}
+
+/* ---- k-way merge ---------------------------------------------------- */
+
+typedef struct xsm_iter_node xsm_node;
+
+static int xsm_node_less(const xsm_node *a, const xsm_node *b)
+{
+    if (a->t != b->t) return a->t < b->t;
+    if (a->rank != b->rank) return a->rank < b->rank;
+    return a->kind < b->kind;
+}
+
+static int64_t xsm_row_time(const xsprof_rank_data *d, int kind, size_t row)
+{
+    switch (kind) {
+    case XSM_EV_REGION: return d->regions[row].t_begin;
+    case XSM_EV_MPI: return d->mpi[row].t_begin;
+    case XSM_EV_GPU: return d->gpu[row].t_begin;
+    case XSM_EV_INSTANT: return d->instants[row].t;
+    case XSM_EV_COUNTER: return d->counters[row].t;
+    default: return d->mem[row].t;
+    }
+}
+
+static void xsm_sift_down(xsm_iter *it, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < it->n && xsm_node_less(&it->heap[l], &it->heap[m])) m = l;
+        if (l + 1 < it->n && xsm_node_less(&it->heap[l + 1], &it->heap[m])) m = l + 1;
+        if (m == i)
+            return;
+        xsm_node tmp = it->heap[i];
+        it->heap[i] = it->heap[m];
+        it->heap[m] = tmp;
+        i = m;
+    }
+}
+
+int xsm_iter_init(xsm_iter *it, const xsm_emit *e)
+{
+    it->e = e;
+    it->n = 0;
+    it->heap = malloc((e->run->nranks * XSM_EV_N + 1) * sizeof *it->heap);
+    if (!it->heap)
+        return -1;
+    for (size_t r = 0; r < e->run->nranks; r++) {
+        if (!e->run->ranks[r].present)
+            continue;
+        for (int k = 0; k < XSM_EV_N; k++)
+            if (e->ranks[r].norder[k])
+                it->heap[it->n++] = (xsm_node){xsm_row_time(&e->run->ranks[r].d, k, e->ranks[r].order[k][0]),
+                                               (int32_t)r, k, 0};
+    }
+    for (size_t i = it->n / 2 + 1; i-- > 0;)
+        xsm_sift_down(it, i);
+    return 0;
+}
+
+int xsm_iter_next(xsm_iter *it, xsm_ev *ev)
+{
+    if (!it->n)
+        return 0;
+    xsm_node *top = &it->heap[0];
+    const xsm_erank *er = &it->e->ranks[top->rank];
+    ev->t = top->t;
+    ev->rank = top->rank;
+    ev->kind = top->kind;
+    ev->row = er->order[top->kind][top->pos];
+    if (++top->pos < er->norder[top->kind])
+        top->t = xsm_row_time(&it->e->run->ranks[top->rank].d, top->kind, er->order[top->kind][top->pos]);
+    else
+        it->heap[0] = it->heap[--it->n];
+    xsm_sift_down(it, 0);
+    return 1;
+}
+
+void xsm_iter_free(xsm_iter *it)
+{
+    free(it->heap);
+    it->heap = NULL;
+    it->n = 0;
+}
+
+FILE *xsm_emit_create(const char *dir, const char *name, char *err, size_t errlen)
+{
+    char path[8192];
+    xsm_path(path, sizeof path, dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+    return f;
+}

@@ -1,0 +1,111 @@
+/* merge/emit/emit.h — stage 5 of xsmerge: the timeline products
+ * (trace.json, trace.pftrace, merged.h5) written from an aligned, matched
+ * xsm_run. Owner: merge.
+ *
+ * xsm_emit_init prepares what all writers share: a global string table
+ * (same text = same id on every rank), per rank and table the rows sorted
+ * by begin time, the tracks (threads, GPU streams, counters) and the flow
+ * endpoints. xsm_iter then merges the (rank, table) streams with a k-way
+ * heap, so writers see one time-ordered event stream and write as they go:
+ * beyond the model, memory is O(rows) for the sort indices (4 bytes a row)
+ * plus O(open slices) for the Perfetto end heap and fixed output buffers. */
+#ifndef XSPROF_MERGE_EMIT_H
+#define XSPROF_MERGE_EMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "merge/model.h"
+#include "merge/util.h"
+
+enum xsm_ev_kind { XSM_EV_REGION = 0, XSM_EV_MPI, XSM_EV_GPU, XSM_EV_INSTANT, XSM_EV_COUNTER, XSM_EV_MEM, XSM_EV_N };
+
+typedef struct xsm_ev {
+    int64_t t;
+    int32_t rank;
+    int kind; /* enum xsm_ev_kind */
+    size_t row;
+} xsm_ev;
+
+/* One flow endpoint on an mpi or gpu row. */
+typedef struct xsm_flow {
+    uint32_t row;
+    uint32_t out; /* 1: starts here (send, launch); 0: ends here */
+    uint64_t id;  /* messages: index + 1; GPU launches: bit 62 | rank << 32 | correlation */
+    int64_t t;    /* where the flow touches the row (receive: completion time) */
+} xsm_flow;
+
+typedef struct xsm_gstream {
+    uint32_t device, stream;
+} xsm_gstream;
+
+typedef struct xsm_erank {
+    uint32_t *gname;          /* local string id -> global id */
+    uint32_t *order[XSM_EV_N]; /* rows sorted by begin time (MPI: COMPLETION rows left out) */
+    size_t norder[XSM_EV_N];
+    uint32_t *tids; size_t ntids;          /* threads, sorted */
+    uint32_t *tid_names;                   /* global name id per thread, UINT32_MAX if none */
+    xsm_gstream *gpu; size_t ngpu;         /* GPU (device, stream) tracks, sorted */
+    uint32_t *counters; size_t ncounters;  /* global name ids of counter tracks, sorted */
+    int16_t *memdev; size_t nmemdev;       /* devices with memory rows (-1 host), sorted */
+    xsm_flow *mflows; size_t nmflows;      /* on mpi rows, sorted by row */
+    xsm_flow *gflows; size_t ngflows;      /* on gpu rows, sorted by row */
+} xsm_erank;
+
+/* Argument names the writers use, interned once (debug annotations). */
+enum xsm_key { XSM_KEY_PEER = 0, XSM_KEY_TAG, XSM_KEY_ROOT, XSM_KEY_BYTES_SENT, XSM_KEY_BYTES_RECV, XSM_KEY_COMM,
+               XSM_KEY_COUNT, XSM_KEY_COLL_SEQ, XSM_KEY_KIND, XSM_KEY_DEVICE, XSM_KEY_STREAM, XSM_KEY_CORRELATION,
+               XSM_KEY_BYTES, XSM_KEY_GRID, XSM_KEY_BLOCK, XSM_KEY_RECV, XSM_KEY_N };
+
+typedef struct xsm_emit {
+    const xsm_run *run;
+    uint32_t key[XSM_KEY_N]; /* global name ids of enum xsm_key */
+    xsm_strtab names;
+    xsm_erank *ranks;
+    uint64_t nevents; /* events the iterator yields */
+    uint32_t *comm_name; /* global name id per comm id seen (index = position in comm_ids) */
+    uint32_t *comm_ids; size_t ncomms;
+} xsm_emit;
+
+int xsm_emit_init(xsm_emit *e, const xsm_run *run, char *err, size_t errlen);
+void xsm_emit_free(xsm_emit *e);
+
+/* Lookups used by the writers. */
+size_t xsm_emit_tid_index(const xsm_erank *er, uint32_t tid);
+size_t xsm_emit_gpu_index(const xsm_erank *er, uint32_t device, uint32_t stream);
+size_t xsm_emit_counter_index(const xsm_erank *er, uint32_t gname);
+size_t xsm_emit_memdev_index(const xsm_erank *er, int16_t device);
+/* Flow endpoints of a row: *n entries from the returned pointer. */
+const xsm_flow *xsm_emit_flows(const xsm_flow *f, size_t nf, size_t row, size_t *n);
+/* Global name of a communicator ("MPI_COMM_WORLD"), or NULL. */
+const char *xsm_emit_comm_name(const xsm_emit *e, uint32_t comm);
+static inline const char *xsm_emit_str(const xsm_emit *e, int32_t rank, uint32_t local)
+{
+    const xsprof_rank_data *d = &e->run->ranks[rank].d;
+    return local < d->nstrings ? e->names.str[e->ranks[rank].gname[local]] : "?";
+}
+static inline uint32_t xsm_emit_gid(const xsm_emit *e, int32_t rank, uint32_t local)
+{
+    const xsprof_rank_data *d = &e->run->ranks[rank].d;
+    return local < d->nstrings ? e->ranks[rank].gname[local] : e->ranks[rank].gname[d->nstrings];
+}
+
+/* k-way merge of all (rank, table) streams by (time, rank, table). */
+typedef struct xsm_iter {
+    const xsm_emit *e;
+    struct xsm_iter_node { int64_t t; int32_t rank; int kind; size_t pos; } *heap;
+    size_t n;
+} xsm_iter;
+
+int xsm_iter_init(xsm_iter *it, const xsm_emit *e);
+int xsm_iter_next(xsm_iter *it, xsm_ev *ev); /* 1 = got one, 0 = done */
+void xsm_iter_free(xsm_iter *it);
+
+/* Writers: each writes its file(s) into dir. Return 0, or 1 with err set. */
+int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen);
+int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errlen);
+int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen);
+
+/* Create dir/name for writing, exclusively and without following links. */
+FILE *xsm_emit_create(const char *dir, const char *name, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,619 @@
+/* merge/emit/h5.c — merged.h5: every rank's aligned tables concatenated
+ * (a `rank` column added, names as ids into one global /strings table),
+ * plus /messages (matched p2p, rows index /mpi), /collectives and
+ * /collective_members, /ranks, /threads, /comms. Schema "xsprof-merged/1",
+ * documented in merge/README.md. Rows are converted in fixed batches, so
+ * memory does not grow with the run. Object time stamps are off so that the
+ * same run always gives the same bytes (serial and collective mode). */
+#include "merge/emit/emit.h"
+#include "merge/progress.h"
+
+#include <hdf5.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XSM_BATCH 65536
+
+typedef struct { int64_t t_begin, t_end; int32_t rank; uint32_t thread, name; uint16_t depth, category; uint32_t nargs; int64_t args; } xsm_h5_region;
+typedef struct { int64_t region; int32_t rank; uint32_t key, kind; uint32_t s; int64_t i; double d; uint32_t ndims; int64_t dims[8]; } xsm_h5_arg;
+typedef struct { int64_t t_begin, t_end; int32_t rank; uint32_t thread, op, comm; int32_t peer, tag, root; uint64_t bytes_sent, bytes_recv, request, seq, coll_seq; uint8_t kind, coll; uint16_t flags; uint32_t count; } xsm_h5_mpi;
+typedef struct { int64_t t_begin, t_end; int32_t rank; uint32_t name, kind, device, stream, correlation, context; uint64_t bytes; uint32_t grid[3], block[3], shared_mem, registers, thread; } xsm_h5_gpu;
+typedef struct { int64_t t; int32_t rank; uint32_t name, thread; } xsm_h5_instant;
+typedef struct { int64_t t; double value; int32_t rank; uint32_t name, thread; } xsm_h5_counter;
+typedef struct { int64_t t; uint64_t ptr, size; int32_t rank; uint32_t thread; uint16_t kind; int16_t device; } xsm_h5_mem;
+typedef struct { int32_t src, dst; uint32_t comm; int32_t tag; uint64_t bytes; int64_t send_row, recv_row, recv_call_row, recv_post_row, send_completion_row, send_begin, send_end, recv_end; } xsm_h5_msg;
+typedef struct { uint32_t comm, op; uint64_t coll_seq; int32_t kind, root; uint64_t n, members; int64_t first_enter, last_enter, first_exit, last_exit; } xsm_h5_coll;
+typedef struct { int64_t coll; int32_t rank; int64_t row, t_begin, t_end; } xsm_h5_member;
+typedef struct { int32_t rank, present, truncated, recovered, size; int64_t pid; uint64_t dropped, anomalies; int64_t correction_ns; char host[64]; char end_state[64]; char job_id[64]; } xsm_h5_rank;
+typedef struct { int32_t rank; uint32_t tid; int32_t os_tid; uint32_t name; uint64_t dropped; } xsm_h5_thread;
+typedef struct { uint32_t id, size, name, parent; uint64_t members; } xsm_h5_comm;
+
+typedef struct xsm_h5 {
+    const xsm_emit *e;
+    hid_t file, dcpl_track;
+    int ok;
+    void *batch;
+} xsm_h5;
+
+/* Compound-type builders: every insert feeds `ok`, checked once. */
+#define F(T, m, type) ok &= H5Tinsert(t, #m, HOFFSET(T, m), (type)) >= 0
+#define A(T, m, type, n)                                             \
+    do {                                                             \
+        hsize_t dim_ = (n);                                          \
+        hid_t a_ = H5Tarray_create2((type), 1, &dim_);               \
+        ok &= a_ >= 0 && H5Tinsert(t, #m, HOFFSET(T, m), a_) >= 0;   \
+        if (a_ >= 0)                                                 \
+            H5Tclose(a_);                                            \
+    } while (0)
+
+static hid_t xsm_h5_fixed_str(size_t n)
+{
+    hid_t s = H5Tcopy(H5T_C_S1);
+    if (s >= 0)
+        H5Tset_size(s, n);
+    return s;
+}
+
+enum { T_REGION, T_ARG, T_MPI, T_GPU, T_INSTANT, T_COUNTER, T_MEM, T_MSG, T_COLL, T_MEMBER, T_RANK, T_THREAD, T_COMM };
+
+static hid_t xsm_h5_type(int which)
+{
+    static const size_t sizes[] = {sizeof(xsm_h5_region), sizeof(xsm_h5_arg), sizeof(xsm_h5_mpi), sizeof(xsm_h5_gpu),
+                                   sizeof(xsm_h5_instant), sizeof(xsm_h5_counter), sizeof(xsm_h5_mem),
+                                   sizeof(xsm_h5_msg), sizeof(xsm_h5_coll), sizeof(xsm_h5_member),
+                                   sizeof(xsm_h5_rank), sizeof(xsm_h5_thread), sizeof(xsm_h5_comm)};
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizes[which]);
+    if (t < 0)
+        return -1;
+    int ok = 1;
+    hid_t s64 = -1;
+    switch (which) {
+    case T_REGION:
+        F(xsm_h5_region, t_begin, H5T_NATIVE_INT64); F(xsm_h5_region, t_end, H5T_NATIVE_INT64);
+        F(xsm_h5_region, rank, H5T_NATIVE_INT32); F(xsm_h5_region, thread, H5T_NATIVE_UINT32);
+        F(xsm_h5_region, name, H5T_NATIVE_UINT32); F(xsm_h5_region, depth, H5T_NATIVE_UINT16);
+        F(xsm_h5_region, category, H5T_NATIVE_UINT16); F(xsm_h5_region, nargs, H5T_NATIVE_UINT32);
+        F(xsm_h5_region, args, H5T_NATIVE_INT64);
+        break;
+    case T_ARG:
+        F(xsm_h5_arg, region, H5T_NATIVE_INT64); F(xsm_h5_arg, rank, H5T_NATIVE_INT32);
+        F(xsm_h5_arg, key, H5T_NATIVE_UINT32); F(xsm_h5_arg, kind, H5T_NATIVE_UINT32);
+        F(xsm_h5_arg, s, H5T_NATIVE_UINT32); F(xsm_h5_arg, i, H5T_NATIVE_INT64);
+        F(xsm_h5_arg, d, H5T_NATIVE_DOUBLE); F(xsm_h5_arg, ndims, H5T_NATIVE_UINT32);
+        A(xsm_h5_arg, dims, H5T_NATIVE_INT64, 8);
+        break;
+    case T_MPI:
+        F(xsm_h5_mpi, t_begin, H5T_NATIVE_INT64); F(xsm_h5_mpi, t_end, H5T_NATIVE_INT64);
+        F(xsm_h5_mpi, rank, H5T_NATIVE_INT32); F(xsm_h5_mpi, thread, H5T_NATIVE_UINT32);
+        F(xsm_h5_mpi, op, H5T_NATIVE_UINT32); F(xsm_h5_mpi, comm, H5T_NATIVE_UINT32);
+        F(xsm_h5_mpi, peer, H5T_NATIVE_INT32); F(xsm_h5_mpi, tag, H5T_NATIVE_INT32);
+        F(xsm_h5_mpi, root, H5T_NATIVE_INT32); F(xsm_h5_mpi, bytes_sent, H5T_NATIVE_UINT64);
+        F(xsm_h5_mpi, bytes_recv, H5T_NATIVE_UINT64); F(xsm_h5_mpi, request, H5T_NATIVE_UINT64);
+        F(xsm_h5_mpi, seq, H5T_NATIVE_UINT64); F(xsm_h5_mpi, coll_seq, H5T_NATIVE_UINT64);
+        F(xsm_h5_mpi, kind, H5T_NATIVE_UINT8); F(xsm_h5_mpi, coll, H5T_NATIVE_UINT8);
+        F(xsm_h5_mpi, flags, H5T_NATIVE_UINT16); F(xsm_h5_mpi, count, H5T_NATIVE_UINT32);
+        break;
+    case T_GPU:
+        F(xsm_h5_gpu, t_begin, H5T_NATIVE_INT64); F(xsm_h5_gpu, t_end, H5T_NATIVE_INT64);
+        F(xsm_h5_gpu, rank, H5T_NATIVE_INT32); F(xsm_h5_gpu, name, H5T_NATIVE_UINT32);
+        F(xsm_h5_gpu, kind, H5T_NATIVE_UINT32); F(xsm_h5_gpu, device, H5T_NATIVE_UINT32);
+        F(xsm_h5_gpu, stream, H5T_NATIVE_UINT32); F(xsm_h5_gpu, correlation, H5T_NATIVE_UINT32);
+        F(xsm_h5_gpu, context, H5T_NATIVE_UINT32); F(xsm_h5_gpu, bytes, H5T_NATIVE_UINT64);
+        A(xsm_h5_gpu, grid, H5T_NATIVE_UINT32, 3); A(xsm_h5_gpu, block, H5T_NATIVE_UINT32, 3);
+        F(xsm_h5_gpu, shared_mem, H5T_NATIVE_UINT32); F(xsm_h5_gpu, registers, H5T_NATIVE_UINT32);
+        F(xsm_h5_gpu, thread, H5T_NATIVE_UINT32);
+        break;
+    case T_INSTANT:
+        F(xsm_h5_instant, t, H5T_NATIVE_INT64); F(xsm_h5_instant, rank, H5T_NATIVE_INT32);
+        F(xsm_h5_instant, name, H5T_NATIVE_UINT32); F(xsm_h5_instant, thread, H5T_NATIVE_UINT32);
+        break;
+    case T_COUNTER:
+        F(xsm_h5_counter, t, H5T_NATIVE_INT64); F(xsm_h5_counter, value, H5T_NATIVE_DOUBLE);
+        F(xsm_h5_counter, rank, H5T_NATIVE_INT32); F(xsm_h5_counter, name, H5T_NATIVE_UINT32);
+        F(xsm_h5_counter, thread, H5T_NATIVE_UINT32);
+        break;
+    case T_MEM:
+        F(xsm_h5_mem, t, H5T_NATIVE_INT64); F(xsm_h5_mem, ptr, H5T_NATIVE_UINT64);
+        F(xsm_h5_mem, size, H5T_NATIVE_UINT64); F(xsm_h5_mem, rank, H5T_NATIVE_INT32);
+        F(xsm_h5_mem, thread, H5T_NATIVE_UINT32); F(xsm_h5_mem, kind, H5T_NATIVE_UINT16);
+        F(xsm_h5_mem, device, H5T_NATIVE_INT16);
+        break;
+    case T_MSG:
+        F(xsm_h5_msg, src, H5T_NATIVE_INT32); F(xsm_h5_msg, dst, H5T_NATIVE_INT32);
+        F(xsm_h5_msg, comm, H5T_NATIVE_UINT32); F(xsm_h5_msg, tag, H5T_NATIVE_INT32);
+        F(xsm_h5_msg, bytes, H5T_NATIVE_UINT64); F(xsm_h5_msg, send_row, H5T_NATIVE_INT64);
+        F(xsm_h5_msg, recv_row, H5T_NATIVE_INT64); F(xsm_h5_msg, recv_call_row, H5T_NATIVE_INT64);
+        F(xsm_h5_msg, recv_post_row, H5T_NATIVE_INT64); F(xsm_h5_msg, send_completion_row, H5T_NATIVE_INT64);
+        F(xsm_h5_msg, send_begin, H5T_NATIVE_INT64); F(xsm_h5_msg, send_end, H5T_NATIVE_INT64);
+        F(xsm_h5_msg, recv_end, H5T_NATIVE_INT64);
+        break;
+    case T_COLL:
+        F(xsm_h5_coll, comm, H5T_NATIVE_UINT32); F(xsm_h5_coll, op, H5T_NATIVE_UINT32);
+        F(xsm_h5_coll, coll_seq, H5T_NATIVE_UINT64); F(xsm_h5_coll, kind, H5T_NATIVE_INT32);
+        F(xsm_h5_coll, root, H5T_NATIVE_INT32); F(xsm_h5_coll, n, H5T_NATIVE_UINT64);
+        F(xsm_h5_coll, members, H5T_NATIVE_UINT64); F(xsm_h5_coll, first_enter, H5T_NATIVE_INT64);
+        F(xsm_h5_coll, last_enter, H5T_NATIVE_INT64); F(xsm_h5_coll, first_exit, H5T_NATIVE_INT64);
+        F(xsm_h5_coll, last_exit, H5T_NATIVE_INT64);
+        break;
+    case T_MEMBER:
+        F(xsm_h5_member, coll, H5T_NATIVE_INT64); F(xsm_h5_member, rank, H5T_NATIVE_INT32);
+        F(xsm_h5_member, row, H5T_NATIVE_INT64); F(xsm_h5_member, t_begin, H5T_NATIVE_INT64);
+        F(xsm_h5_member, t_end, H5T_NATIVE_INT64);
+        break;
+    case T_RANK:
+        s64 = xsm_h5_fixed_str(64);
+        ok &= s64 >= 0;
+        F(xsm_h5_rank, rank, H5T_NATIVE_INT32); F(xsm_h5_rank, present, H5T_NATIVE_INT32);
+        F(xsm_h5_rank, truncated, H5T_NATIVE_INT32); F(xsm_h5_rank, recovered, H5T_NATIVE_INT32);
+        F(xsm_h5_rank, size, H5T_NATIVE_INT32); F(xsm_h5_rank, pid, H5T_NATIVE_INT64);
+        F(xsm_h5_rank, dropped, H5T_NATIVE_UINT64); F(xsm_h5_rank, anomalies, H5T_NATIVE_UINT64);
+        F(xsm_h5_rank, correction_ns, H5T_NATIVE_INT64); F(xsm_h5_rank, host, s64);
+        F(xsm_h5_rank, end_state, s64); F(xsm_h5_rank, job_id, s64);
+        if (s64 >= 0)
+            H5Tclose(s64);
+        break;
+    case T_THREAD:
+        F(xsm_h5_thread, rank, H5T_NATIVE_INT32); F(xsm_h5_thread, tid, H5T_NATIVE_UINT32);
+        F(xsm_h5_thread, os_tid, H5T_NATIVE_INT32); F(xsm_h5_thread, name, H5T_NATIVE_UINT32);
+        F(xsm_h5_thread, dropped, H5T_NATIVE_UINT64);
+        break;
+    default:
+        F(xsm_h5_comm, id, H5T_NATIVE_UINT32); F(xsm_h5_comm, size, H5T_NATIVE_UINT32);
+        F(xsm_h5_comm, name, H5T_NATIVE_UINT32); F(xsm_h5_comm, parent, H5T_NATIVE_UINT32);
+        F(xsm_h5_comm, members, H5T_NATIVE_UINT64);
+    }
+    if (!ok) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
+}
+#undef F
+#undef A
+
+typedef struct xsm_h5ds {
+    hid_t ds, type;
+    hsize_t pos, n;
+} xsm_h5ds;
+
+static int xsm_h5ds_open(xsm_h5 *h, const char *name, hid_t type, hsize_t n, xsm_h5ds *d)
+{
+    d->type = type;
+    d->pos = 0;
+    d->n = n;
+    d->ds = -1;
+    if (type < 0)
+        return -1;
+    hsize_t dims[1] = {n};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    hid_t dcpl = H5Pcopy(h->dcpl_track);
+    hsize_t chunk[1] = {n ? (n < XSM_BATCH ? n : XSM_BATCH) : 1};
+    if (n)
+        H5Pset_chunk(dcpl, 1, chunk);
+    /* The file type is packed: no padding bytes (whose contents are not
+     * defined in memory) reach the file, and files are smaller. */
+    hid_t ftype = H5Tcopy(type);
+    if (ftype >= 0 && H5Tget_class(ftype) == H5T_COMPOUND)
+        H5Tpack(ftype);
+    d->ds = space >= 0 && dcpl >= 0 && ftype >= 0 ? H5Dcreate2(h->file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    if (space >= 0)
+        H5Sclose(space);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    return d->ds < 0 ? -1 : 0;
+}
+
+static int xsm_h5ds_append(xsm_h5ds *d, const void *rows, hsize_t n)
+{
+    if (!n)
+        return 0;
+    hsize_t start[1] = {d->pos}, count[1] = {n};
+    hid_t fs = H5Dget_space(d->ds);
+    hid_t ms = H5Screate_simple(1, count, NULL);
+    int bad = fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+              H5Dwrite(d->ds, d->type, ms, fs, H5P_DEFAULT, rows) < 0;
+    if (fs >= 0)
+        H5Sclose(fs);
+    if (ms >= 0)
+        H5Sclose(ms);
+    d->pos += n;
+    return bad ? -1 : 0;
+}
+
+static int xsm_h5ds_close(xsm_h5ds *d)
+{
+    int bad = 0;
+    if (d->ds >= 0 && H5Dclose(d->ds) < 0)
+        bad = 1;
+    if (d->type >= 0)
+        H5Tclose(d->type);
+    d->ds = d->type = -1;
+    return bad ? -1 : 0;
+}
+
+static int xsm_h5_attr_str(hid_t obj, const char *name, const char *v)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(v) + 1);
+    hid_t s = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
+    int bad = a < 0 || H5Awrite(a, t, v) < 0;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(s);
+    H5Tclose(t);
+    return bad ? -1 : 0;
+}
+
+static int xsm_h5_attr_num(hid_t obj, const char *name, hid_t type, const void *v)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(obj, name, type, s, H5P_DEFAULT, H5P_DEFAULT);
+    int bad = a < 0 || H5Awrite(a, type, v) < 0;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(s);
+    return bad ? -1 : 0;
+}
+
+/* Write one per-rank event table: `conv` converts rows [i, i+n) of rank r
+ * into the batch. Global row offsets are implied by rank order. */
+typedef void (*xsm_conv_fn)(const xsm_emit *e, int32_t r, size_t i, size_t n, void *out, const int64_t *aux);
+
+static int xsm_h5_table(xsm_h5 *h, const char *name, int type, size_t rowsize, size_t (*count)(const xsprof_rank_data *),
+                        xsm_conv_fn conv, const int64_t *aux)
+{
+    const xsm_run *run = h->e->run;
+    hsize_t total = 0;
+    for (size_t r = 0; r < run->nranks; r++)
+        if (run->ranks[r].present)
+            total += count(&run->ranks[r].d);
+    xsm_h5ds d;
+    if (xsm_h5ds_open(h, name, xsm_h5_type(type), total, &d)) {
+        xsm_h5ds_close(&d);
+        return -1;
+    }
+    int bad = 0;
+    for (size_t r = 0; r < run->nranks && !bad; r++) {
+        if (!run->ranks[r].present)
+            continue;
+        size_t n = count(&run->ranks[r].d);
+        for (size_t i = 0; i < n && !bad; i += XSM_BATCH) {
+            size_t k = n - i < XSM_BATCH ? n - i : XSM_BATCH;
+            memset(h->batch, 0, k * rowsize); /* padding bytes too: identical files */
+            conv(h->e, (int32_t)r, i, k, h->batch, aux ? aux + r : NULL);
+            bad = xsm_h5ds_append(&d, h->batch, k) != 0;
+            xsm_progress_step(k);
+        }
+    }
+    return xsm_h5ds_close(&d) || bad ? -1 : 0;
+}
+
+static size_t xsm_n_regions(const xsprof_rank_data *d) { return d->nregions; }
+static size_t xsm_n_args(const xsprof_rank_data *d) { return d->nargs; }
+static size_t xsm_n_mpi(const xsprof_rank_data *d) { return d->nmpi; }
+static size_t xsm_n_gpu(const xsprof_rank_data *d) { return d->ngpu; }
+static size_t xsm_n_instants(const xsprof_rank_data *d) { return d->ninstants; }
+static size_t xsm_n_counters(const xsprof_rank_data *d) { return d->ncounters; }
+static size_t xsm_n_mem(const xsprof_rank_data *d) { return d->nmem; }
+static size_t xsm_n_threads(const xsprof_rank_data *d) { return d->nthreads; }
+
+/* aux[r] for regions: first /args row of rank r; for args: first /regions row. */
+static void xsm_conv_region(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+{
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_h5_region *o = out;
+    for (size_t k = 0; k < n; k++) {
+        const xsprof_io_region *g = &d->regions[i0 + k];
+        o[k] = (xsm_h5_region){g->t_begin, g->t_end, r, g->thread, xsm_emit_gid(e, r, g->name), g->depth,
+                               g->category, g->nargs, g->args >= 0 ? *aux + g->args : -1};
+    }
+}
+
+static void xsm_conv_arg(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+{
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_h5_arg *o = out;
+    for (size_t k = 0; k < n; k++) {
+        const xsprof_io_arg *a = &d->args[i0 + k];
+        o[k].region = a->region >= 0 ? *aux + a->region : -1;
+        o[k].rank = r;
+        o[k].key = xsm_emit_gid(e, r, a->key);
+        o[k].kind = a->kind;
+        o[k].s = a->kind == 3 ? xsm_emit_gid(e, r, a->s) : a->s;
+        o[k].i = a->i;
+        o[k].d = a->d;
+        o[k].ndims = a->ndims;
+        memcpy(o[k].dims, a->dims, sizeof o[k].dims);
+    }
+}
+
+static void xsm_conv_mpi(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+{
+    (void)aux;
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_h5_mpi *o = out;
+    for (size_t k = 0; k < n; k++) {
+        const xsprof_io_mpi *m = &d->mpi[i0 + k];
+        o[k] = (xsm_h5_mpi){m->t_begin, m->t_end, r, m->thread, xsm_emit_gid(e, r, m->op), m->comm, m->peer, m->tag,
+                            m->root, m->bytes_sent, m->bytes_recv, m->request, m->seq, m->coll_seq, m->kind, m->coll,
+                            m->flags, m->count};
+    }
+}
+
+static void xsm_conv_gpu(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+{
+    (void)aux;
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_h5_gpu *o = out;
+    for (size_t k = 0; k < n; k++) {
+        const xsprof_io_gpu *g = &d->gpu[i0 + k];
+        o[k] = (xsm_h5_gpu){g->t_begin, g->t_end, r, xsm_emit_gid(e, r, g->name), g->kind, g->device, g->stream,
+                            g->correlation, g->context, g->bytes, {g->grid[0], g->grid[1], g->grid[2]},
+                            {g->block[0], g->block[1], g->block[2]}, g->shared_mem, g->registers, g->thread};
+    }
+}
+
+static void xsm_conv_instant(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+{
+    (void)aux;
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_h5_instant *o = out;
+    for (size_t k = 0; k < n; k++)
+        o[k] = (xsm_h5_instant){d->instants[i0 + k].t, r, xsm_emit_gid(e, r, d->instants[i0 + k].name),
+                                d->instants[i0 + k].thread};
+}
+
+static void xsm_conv_counter(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+{
+    (void)aux;
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_h5_counter *o = out;
+    for (size_t k = 0; k < n; k++)
+        o[k] = (xsm_h5_counter){d->counters[i0 + k].t, d->counters[i0 + k].value, r,
+                                xsm_emit_gid(e, r, d->counters[i0 + k].name), d->counters[i0 + k].thread};
+}
+
+static void xsm_conv_mem(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+{
+    (void)aux;
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_h5_mem *o = out;
+    for (size_t k = 0; k < n; k++) {
+        const xsprof_io_mem *m = &d->mem[i0 + k];
+        o[k] = (xsm_h5_mem){m->t, m->ptr, m->size, r, m->thread, m->kind, m->device};
+    }
+}
+
+static void xsm_conv_thread(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+{
+    (void)aux;
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_h5_thread *o = out;
+    for (size_t k = 0; k < n; k++) {
+        const xsprof_io_thread *t = &d->threads[i0 + k];
+        o[k] = (xsm_h5_thread){r, t->tid, t->os_tid, xsm_emit_gid(e, r, t->name), t->dropped};
+    }
+}
+
+static int xsm_h5_strings(xsm_h5 *h)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    xsm_h5ds d;
+    if (xsm_h5ds_open(h, "strings", t, h->e->names.n, &d)) {
+        xsm_h5ds_close(&d);
+        return -1;
+    }
+    int bad = xsm_h5ds_append(&d, h->e->names.str, h->e->names.n) != 0;
+    return xsm_h5ds_close(&d) || bad ? -1 : 0;
+}
+
+static int xsm_h5_small(xsm_h5 *h, const int64_t *mpi_off)
+{
+    const xsm_emit *e = h->e;
+    const xsm_run *run = e->run;
+    int bad = 0;
+    xsm_h5ds d;
+    /* ranks */
+    xsm_h5_rank *rk = calloc(run->nranks + 1, sizeof *rk);
+    if (!rk)
+        return -1;
+    for (size_t r = 0; r < run->nranks; r++) {
+        const xsprof_rank_data *x = &run->ranks[r].d;
+        rk[r].rank = (int32_t)r;
+        rk[r].present = run->ranks[r].present;
+        rk[r].truncated = x->truncated;
+        rk[r].recovered = x->recovered;
+        rk[r].size = x->size;
+        rk[r].pid = x->pid;
+        rk[r].dropped = x->dropped;
+        rk[r].anomalies = x->anomalies;
+        rk[r].correction_ns = run->ranks[r].correction_ns;
+        snprintf(rk[r].host, sizeof rk[r].host, "%s", x->host);
+        snprintf(rk[r].end_state, sizeof rk[r].end_state, "%s", x->end_state);
+        snprintf(rk[r].job_id, sizeof rk[r].job_id, "%s", x->job_id);
+    }
+    bad |= xsm_h5ds_open(h, "ranks", xsm_h5_type(T_RANK), run->nranks, &d) || xsm_h5ds_append(&d, rk, run->nranks);
+    bad |= xsm_h5ds_close(&d);
+    free(rk);
+    /* messages */
+    xsm_h5ds dm;
+    bad |= xsm_h5ds_open(h, "messages", xsm_h5_type(T_MSG), run->nmsgs, &dm);
+    for (size_t i = 0; i < run->nmsgs && !bad; i += XSM_BATCH) {
+        size_t k = run->nmsgs - i < XSM_BATCH ? run->nmsgs - i : XSM_BATCH;
+        xsm_h5_msg *o = h->batch;
+        memset(o, 0, k * sizeof *o);
+        for (size_t q = 0; q < k; q++) {
+            const xsm_message *m = &run->msgs[i + q];
+            const xsprof_io_mpi *s = &run->ranks[m->src].d.mpi[m->send_row];
+            const xsprof_io_mpi *v = &run->ranks[m->dst].d.mpi[m->recv_row];
+            int64_t so = mpi_off[m->src], vo = mpi_off[m->dst];
+            o[q] = (xsm_h5_msg){m->src, m->dst, m->comm, m->tag, m->bytes, so + (int64_t)m->send_row,
+                                vo + (int64_t)m->recv_row, vo + (int64_t)m->recv_call_row,
+                                m->recv_post_row >= 0 ? vo + m->recv_post_row : -1,
+                                m->send_completion_row >= 0 ? so + m->send_completion_row : -1, s->t_begin, s->t_end,
+                                v->t_end};
+        }
+        bad |= xsm_h5ds_append(&dm, o, k);
+    }
+    bad |= xsm_h5ds_close(&dm);
+    /* collectives and their members */
+    size_t nmembers = 0;
+    for (size_t i = 0; i < run->ncolls; i++)
+        nmembers += run->colls[i].n;
+    xsm_h5_coll *co = calloc(run->ncolls + 1, sizeof *co);
+    xsm_h5_member *mb = calloc(nmembers + 1, sizeof *mb);
+    if (!co || !mb) {
+        free(co);
+        free(mb);
+        return -1;
+    }
+    size_t q = 0;
+    for (size_t i = 0; i < run->ncolls; i++) {
+        const xsm_collective *c = &run->colls[i];
+        co[i] = (xsm_h5_coll){c->comm, c->n ? xsm_emit_gid(e, c->ranks[0], c->op) : 0, c->coll_seq, c->coll_kind,
+                              c->root, c->n, q, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN};
+        for (size_t j = 0; j < c->n; j++, q++) {
+            const xsprof_io_mpi *m = &run->ranks[c->ranks[j]].d.mpi[c->rows[j]];
+            mb[q] = (xsm_h5_member){(int64_t)i, c->ranks[j], mpi_off[c->ranks[j]] + (int64_t)c->rows[j], m->t_begin,
+                                    m->t_end};
+            if (m->t_begin < co[i].first_enter) co[i].first_enter = m->t_begin;
+            if (m->t_begin > co[i].last_enter) co[i].last_enter = m->t_begin;
+            if (m->t_end < co[i].first_exit) co[i].first_exit = m->t_end;
+            if (m->t_end > co[i].last_exit) co[i].last_exit = m->t_end;
+        }
+    }
+    bad |= xsm_h5ds_open(h, "collectives", xsm_h5_type(T_COLL), run->ncolls, &d) || xsm_h5ds_append(&d, co, run->ncolls);
+    bad |= xsm_h5ds_close(&d);
+    bad |= xsm_h5ds_open(h, "collective_members", xsm_h5_type(T_MEMBER), nmembers, &d) ||
+           xsm_h5ds_append(&d, mb, nmembers);
+    bad |= xsm_h5ds_close(&d);
+    free(co);
+    free(mb);
+    /* communicators: the first definition of each id, in id order of appearance */
+    size_t ncomm = 0, nmem = 0;
+    for (size_t r = 0; r < run->nranks; r++) {
+        ncomm += run->ranks[r].d.ncomms;
+        nmem += run->ranks[r].d.ncomm_members;
+    }
+    xsm_h5_comm *cm = calloc(ncomm + 1, sizeof *cm);
+    int32_t *members = calloc(nmem + 1, sizeof *members);
+    if (!cm || !members) {
+        free(cm);
+        free(members);
+        return -1;
+    }
+    size_t nc = 0, nm = 0;
+    for (size_t r = 0; r < run->nranks; r++) {
+        const xsprof_rank_data *x = &run->ranks[r].d;
+        for (size_t i = 0; i < x->ncomms; i++) {
+            size_t k = 0;
+            while (k < nc && cm[k].id != x->comms[i].id)
+                k++;
+            if (k < nc)
+                continue;
+            cm[nc] = (xsm_h5_comm){x->comms[i].id, 0, xsm_emit_gid(e, (int32_t)r, x->comms[i].name), x->comms[i].parent, nm};
+            for (uint32_t j = 0; j < x->comms[i].size && x->comms[i].members + j < x->ncomm_members; j++)
+                members[nm++] = x->comm_members[x->comms[i].members + j];
+            cm[nc].size = (uint32_t)(nm - cm[nc].members);
+            nc++;
+        }
+    }
+    bad |= xsm_h5ds_open(h, "comms", xsm_h5_type(T_COMM), nc, &d) || xsm_h5ds_append(&d, cm, nc);
+    bad |= xsm_h5ds_close(&d);
+    bad |= xsm_h5ds_open(h, "comm_members", H5Tcopy(H5T_NATIVE_INT32), nm, &d) || xsm_h5ds_append(&d, members, nm);
+    bad |= xsm_h5ds_close(&d);
+    free(cm);
+    free(members);
+    return bad ? -1 : 0;
+}
+
+static int xsm_h5_attrs(xsm_h5 *h)
+{
+    const xsm_run *run = h->e->run;
+    int bad = 0;
+    int64_t v;
+    uint64_t u;
+    double dv;
+    bad |= xsm_h5_attr_str(h->file, "schema", "xsprof-merged/1");
+    bad |= xsm_h5_attr_str(h->file, "job_id", run->job_id);
+    bad |= xsm_h5_attr_str(h->file, "command", run->command);
+    bad |= xsm_h5_attr_str(h->file, "time_unit", "ns since the job's first event, reference clock");
+    v = (int64_t)run->nranks; bad |= xsm_h5_attr_num(h->file, "nranks", H5T_NATIVE_INT64, &v);
+    v = run->t_end; bad |= xsm_h5_attr_num(h->file, "t_end_ns", H5T_NATIVE_INT64, &v);
+    v = run->t0_ref_ns; bad |= xsm_h5_attr_num(h->file, "t0_ref_ns", H5T_NATIVE_INT64, &v);
+    v = run->min_latency_ns; bad |= xsm_h5_attr_num(h->file, "min_latency_ns", H5T_NATIVE_INT64, &v);
+    u = run->clock.violations_before; bad |= xsm_h5_attr_num(h->file, "clock_violations_before", H5T_NATIVE_UINT64, &u);
+    u = run->clock.violations_after; bad |= xsm_h5_attr_num(h->file, "clock_violations_after", H5T_NATIVE_UINT64, &u);
+    v = run->clock.max_correction_ns; bad |= xsm_h5_attr_num(h->file, "clock_max_correction_ns", H5T_NATIVE_INT64, &v);
+    dv = run->clock.max_residual_us; bad |= xsm_h5_attr_num(h->file, "clock_max_residual_us", H5T_NATIVE_DOUBLE, &dv);
+    u = run->unmatched_sends; bad |= xsm_h5_attr_num(h->file, "unmatched_sends", H5T_NATIVE_UINT64, &u);
+    u = run->unmatched_recvs; bad |= xsm_h5_attr_num(h->file, "unmatched_recvs", H5T_NATIVE_UINT64, &u);
+    u = run->incomplete_colls; bad |= xsm_h5_attr_num(h->file, "incomplete_collectives", H5T_NATIVE_UINT64, &u);
+    return bad ? -1 : 0;
+}
+
+int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
+{
+    char path[8192];
+    snprintf(path, sizeof path, "%s/merged.h5", dir);
+    const xsm_run *run = e->run;
+    xsm_h5 h = {.e = e, .file = -1, .dcpl_track = -1};
+    int64_t *reg_off = calloc(run->nranks + 1, sizeof *reg_off);
+    int64_t *arg_off = calloc(run->nranks + 1, sizeof *arg_off);
+    int64_t *mpi_off = calloc(run->nranks + 1, sizeof *mpi_off);
+    h.batch = malloc((size_t)XSM_BATCH * sizeof(xsm_h5_arg));
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    int rc = 0;
+    if (!reg_off || !arg_off || !mpi_off || !h.batch || fcpl < 0) {
+        rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing merged.h5");
+        goto out;
+    }
+    int64_t ro = 0, ao = 0, mo = 0;
+    for (size_t r = 0; r < run->nranks; r++) {
+        reg_off[r] = ro;
+        arg_off[r] = ao;
+        mpi_off[r] = mo;
+        if (run->ranks[r].present) {
+            ro += (int64_t)run->ranks[r].d.nregions;
+            ao += (int64_t)run->ranks[r].d.nargs;
+            mo += (int64_t)run->ranks[r].d.nmpi;
+        }
+    }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported as one line below */
+    H5Pset_obj_track_times(fcpl, 0);
+    h.file = H5Fcreate(path, H5F_ACC_EXCL, fcpl, H5P_DEFAULT);
+    if (h.file < 0) {
+        rc = xsm_err_set(err, errlen, "xsmerge: %s: cannot create (exists or not writable)", path);
+        goto out;
+    }
+    h.dcpl_track = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_obj_track_times(h.dcpl_track, 0);
+    xsm_progress_begin("writing merged.h5", e->nevents);
+    int bad = xsm_h5_attrs(&h) || xsm_h5_strings(&h) ||
+              xsm_h5_table(&h, "regions", T_REGION, sizeof(xsm_h5_region), xsm_n_regions, xsm_conv_region, arg_off) ||
+              xsm_h5_table(&h, "args", T_ARG, sizeof(xsm_h5_arg), xsm_n_args, xsm_conv_arg, reg_off) ||
+              xsm_h5_table(&h, "mpi", T_MPI, sizeof(xsm_h5_mpi), xsm_n_mpi, xsm_conv_mpi, NULL) ||
+              xsm_h5_table(&h, "gpu", T_GPU, sizeof(xsm_h5_gpu), xsm_n_gpu, xsm_conv_gpu, NULL) ||
+              xsm_h5_table(&h, "instants", T_INSTANT, sizeof(xsm_h5_instant), xsm_n_instants, xsm_conv_instant, NULL) ||
+              xsm_h5_table(&h, "counters", T_COUNTER, sizeof(xsm_h5_counter), xsm_n_counters, xsm_conv_counter, NULL) ||
+              xsm_h5_table(&h, "memory", T_MEM, sizeof(xsm_h5_mem), xsm_n_mem, xsm_conv_mem, NULL) ||
+              xsm_h5_table(&h, "threads", T_THREAD, sizeof(xsm_h5_thread), xsm_n_threads, xsm_conv_thread, NULL) ||
+              xsm_h5_small(&h, mpi_off);
+    xsm_progress_end();
+    if (H5Fclose(h.file) < 0 || bad)
+        rc = xsm_err_set(err, errlen, "xsmerge: %s: HDF5 write failed", path);
+    h.file = -1;
+out:
+    if (h.dcpl_track >= 0)
+        H5Pclose(h.dcpl_track);
+    if (fcpl >= 0)
+        H5Pclose(fcpl);
+    free(reg_off);
+    free(arg_off);
+    free(mpi_off);
+    free(h.batch);
+    return rc;
+}

@@ -1,0 +1,383 @@
+/* merge/emit/json.c — trace.json, Chrome trace-event format: pid = rank,
+ * tid = xsprof thread (GPU streams get their own tids), "X" slices for
+ * regions, MPI calls and GPU activity, "s"/"f" flows for messages and GPU
+ * launches, "C" counters, "i" instants. Events are written in time order
+ * straight from the k-way iterator; when a part would pass the size limit
+ * (XSPROF_MERGE_JSON_PART_MB, default 256) a new part starts, each a
+ * complete JSON document (trace-part00.json, ...). A single part is named
+ * trace.json. */
+#include "merge/emit/emit.h"
+#include "merge/progress.h"
+#include "core/record.h" /* kinds of mpi, gpu and arg rows */
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define XSM_GPU_TID_BASE 1000000000u
+
+static const char *const xsm_cat_name[] = {"user", "mpi", "nvtx", "gpu"};
+
+static const char *xsm_gpu_kind_name(uint32_t k)
+{
+    static const char *const n[] = {"?", "kernel", "memcpy HtoD", "memcpy DtoH", "memcpy DtoD", "memcpy", "memset", "sync", "api"};
+    return k < sizeof n / sizeof n[0] ? n[k] : "?";
+}
+
+typedef struct xsm_json {
+    const xsm_emit *e;
+    const char *dir;
+    xsm_out o;
+    FILE *f;
+    int part;
+    int first;       /* no event written yet in this part */
+    uint64_t limit;  /* bytes per part */
+    double *memtot;  /* running memory totals, per rank and memory device */
+    size_t *memoff;
+} xsm_json;
+
+static void xsm_j_num(xsm_out *o, double v)
+{
+    if (!isfinite(v)) {
+        xsm_out_puts(o, "null");
+        return;
+    }
+    if (v == (double)(int64_t)v && fabs(v) < 9e15) {
+        xsm_out_i64(o, (int64_t)v);
+        return;
+    }
+    xsm_out_printf(o, "%.17g", v);
+}
+
+static void xsm_j_sep(xsm_json *j)
+{
+    xsm_out_puts(&j->o, j->first ? "\n" : ",\n");
+    j->first = 0;
+}
+
+static void xsm_j_head(xsm_json *j, const char *ph, const char *name, int32_t pid, int64_t tid, int64_t ts)
+{
+    xsm_j_sep(j);
+    xsm_out_puts(&j->o, "{\"ph\":\"");
+    xsm_out_puts(&j->o, ph);
+    xsm_out_puts(&j->o, "\",\"name\":");
+    xsm_out_json_str(&j->o, name);
+    xsm_out_puts(&j->o, ",\"pid\":");
+    xsm_out_i64(&j->o, pid);
+    if (tid >= 0) {
+        xsm_out_puts(&j->o, ",\"tid\":");
+        xsm_out_i64(&j->o, tid);
+    }
+    xsm_out_puts(&j->o, ",\"ts\":");
+    xsm_out_us(&j->o, ts);
+}
+
+static void xsm_j_meta(xsm_json *j)
+{
+    const xsm_emit *e = j->e;
+    const xsm_run *run = e->run;
+    char buf[256];
+    for (size_t r = 0; r < run->nranks; r++) {
+        if (!run->ranks[r].present)
+            continue;
+        const xsm_erank *er = &e->ranks[r];
+        snprintf(buf, sizeof buf, "rank %zu (%s)", r, run->ranks[r].d.host);
+        xsm_j_sep(j);
+        xsm_out_printf(&j->o, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%zu,\"args\":{\"name\":", r);
+        xsm_out_json_str(&j->o, buf);
+        xsm_out_puts(&j->o, "}}");
+        xsm_j_sep(j);
+        xsm_out_printf(&j->o, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%zu,\"args\":{\"sort_index\":%zu}}", r, r);
+        for (size_t i = 0; i < er->ntids; i++) {
+            if (er->tid_names[i] != UINT32_MAX)
+                snprintf(buf, sizeof buf, "%s (thread %u)", e->names.str[er->tid_names[i]], er->tids[i]);
+            else
+                snprintf(buf, sizeof buf, "thread %u", er->tids[i]);
+            xsm_j_sep(j);
+            xsm_out_printf(&j->o, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%zu,\"tid\":%u,\"args\":{\"name\":", r,
+                           er->tids[i]);
+            xsm_out_json_str(&j->o, buf);
+            xsm_out_puts(&j->o, "}}");
+        }
+        for (size_t i = 0; i < er->ngpu; i++) {
+            snprintf(buf, sizeof buf, "GPU %u stream %u", er->gpu[i].device, er->gpu[i].stream);
+            xsm_j_sep(j);
+            xsm_out_printf(&j->o, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%zu,\"tid\":%u,\"args\":{\"name\":", r,
+                           XSM_GPU_TID_BASE + (unsigned)i);
+            xsm_out_json_str(&j->o, buf);
+            xsm_out_puts(&j->o, "}}");
+            xsm_j_sep(j);
+            xsm_out_printf(&j->o,
+                           "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%zu,\"tid\":%u,\"args\":{\"sort_index\":%u}}",
+                           r, XSM_GPU_TID_BASE + (unsigned)i, XSM_GPU_TID_BASE + (unsigned)i);
+        }
+    }
+}
+
+static int xsm_j_open(xsm_json *j, char *err, size_t errlen)
+{
+    char name[64];
+    snprintf(name, sizeof name, "trace-part%02d.json", j->part);
+    j->f = xsm_emit_create(j->dir, name, err, errlen);
+    if (!j->f)
+        return 1;
+    xsm_out_init(&j->o, j->f);
+    j->first = 1;
+    xsm_out_puts(&j->o, "{\"traceEvents\":[");
+    xsm_j_meta(j);
+    return 0;
+}
+
+static int xsm_j_close(xsm_json *j, char *err, size_t errlen)
+{
+    const xsm_run *run = j->e->run;
+    xsm_out_printf(&j->o,
+                   "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"xsmerge\",\"part\":%d,\"job_id\":", j->part);
+    xsm_out_json_str(&j->o, run->job_id);
+    xsm_out_printf(&j->o,
+                   ",\"t0_ref_ns\":%lld,\"clock_violations_before\":%llu,\"clock_violations_after\":%llu,"
+                   "\"max_correction_ns\":%lld}}\n",
+                   (long long)run->t0_ref_ns, (unsigned long long)run->clock.violations_before,
+                   (unsigned long long)run->clock.violations_after, (long long)run->clock.max_correction_ns);
+    int bad = xsm_out_flush(&j->o) != 0 || j->o.failed;
+    xsm_out_free(&j->o);
+    if (fclose(j->f) != 0)
+        bad = 1;
+    j->f = NULL;
+    if (bad)
+        return xsm_err_set(err, errlen, "xsmerge: %s/trace-part%02d.json: write failed: %s", j->dir, j->part, strerror(errno));
+    return 0;
+}
+
+static void xsm_j_flows(xsm_json *j, const xsm_flow *f, size_t n, int32_t pid, int64_t tid, int64_t b, int64_t e,
+                        const char *cat)
+{
+    for (size_t k = 0; k < n; k++) {
+        /* bind inside the slice: catapult and Perfetto look for the slice
+         * enclosing the flow point */
+        int64_t ts = f[k].t;
+        if (ts > e - 1)
+            ts = e - 1;
+        if (ts < b)
+            ts = b;
+        xsm_j_head(j, f[k].out ? "s" : "f", cat, pid, tid, ts);
+        xsm_out_puts(&j->o, ",\"cat\":");
+        xsm_out_json_str(&j->o, cat);
+        xsm_out_puts(&j->o, ",\"id\":");
+        xsm_out_u64(&j->o, f[k].id);
+        xsm_out_puts(&j->o, f[k].out ? "}" : ",\"bp\":\"e\"}");
+    }
+}
+
+static void xsm_j_region(xsm_json *j, int32_t r, size_t row)
+{
+    const xsm_emit *e = j->e;
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    const xsprof_io_region *g = &d->regions[row];
+    xsm_j_head(j, "X", xsm_emit_str(e, r, g->name), r, g->thread, g->t_begin);
+    xsm_out_puts(&j->o, ",\"dur\":");
+    xsm_out_us(&j->o, g->t_end - g->t_begin);
+    xsm_out_puts(&j->o, ",\"cat\":\"");
+    xsm_out_puts(&j->o, g->category < 4 ? xsm_cat_name[g->category] : "user");
+    xsm_out_puts(&j->o, "\"");
+    if (g->nargs && g->args >= 0 && (size_t)g->args + g->nargs <= d->nargs) {
+        xsm_out_puts(&j->o, ",\"args\":{");
+        for (uint32_t k = 0; k < g->nargs; k++) {
+            const xsprof_io_arg *a = &d->args[g->args + k];
+            if (k)
+                xsm_out_puts(&j->o, ",");
+            xsm_out_json_str(&j->o, xsm_emit_str(e, r, a->key));
+            xsm_out_puts(&j->o, ":");
+            switch (a->kind) {
+            case XSPROF_ARG_INT: xsm_out_i64(&j->o, a->i); break;
+            case XSPROF_ARG_DOUBLE: xsm_j_num(&j->o, a->d); break;
+            case XSPROF_ARG_STRING: xsm_out_json_str(&j->o, xsm_emit_str(e, r, a->s)); break;
+            case XSPROF_ARG_SHAPE:
+                xsm_out_puts(&j->o, "[");
+                for (uint32_t q = 0; q < a->ndims && q < XSPROF_ARG_SHAPE_MAX; q++) {
+                    if (q)
+                        xsm_out_puts(&j->o, ",");
+                    xsm_out_i64(&j->o, a->dims[q]);
+                }
+                xsm_out_puts(&j->o, "]");
+                break;
+            default: xsm_out_puts(&j->o, "null");
+            }
+        }
+        xsm_out_puts(&j->o, "}");
+    }
+    xsm_out_puts(&j->o, "}");
+}
+
+static void xsm_j_mpi(xsm_json *j, int32_t r, size_t row)
+{
+    const xsm_emit *e = j->e;
+    const xsm_erank *er = &e->ranks[r];
+    const xsprof_io_mpi *m = &e->run->ranks[r].d.mpi[row];
+    xsm_j_head(j, "X", xsm_emit_str(e, r, m->op), r, m->thread, m->t_begin);
+    xsm_out_puts(&j->o, ",\"dur\":");
+    xsm_out_us(&j->o, m->t_end - m->t_begin);
+    xsm_out_puts(&j->o, ",\"cat\":\"mpi\",\"args\":{");
+    int first = 1;
+#define XSM_ARG(key)                                   \
+    do {                                               \
+        xsm_out_puts(&j->o, first ? "\"" key "\":" : ",\"" key "\":"); \
+        first = 0;                                     \
+    } while (0)
+    if (m->peer >= 0) { XSM_ARG("peer"); xsm_out_i64(&j->o, m->peer); }
+    if (m->tag != XSPROF_MPI_NONE) { XSM_ARG("tag"); xsm_out_i64(&j->o, m->tag); }
+    if (m->root >= 0) { XSM_ARG("root"); xsm_out_i64(&j->o, m->root); }
+    if (m->bytes_sent) { XSM_ARG("bytes_sent"); xsm_out_u64(&j->o, m->bytes_sent); }
+    if (m->bytes_recv) { XSM_ARG("bytes_recv"); xsm_out_u64(&j->o, m->bytes_recv); }
+    if (m->comm != UINT32_MAX) {
+        const char *cn = xsm_emit_comm_name(e, m->comm);
+        XSM_ARG("comm");
+        if (cn) {
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s (%u)", cn, m->comm);
+            xsm_out_json_str(&j->o, buf);
+        } else {
+            xsm_out_u64(&j->o, m->comm);
+        }
+    }
+    if (m->count) { XSM_ARG("count"); xsm_out_u64(&j->o, m->count); }
+    if (m->coll_seq) { XSM_ARG("coll_seq"); xsm_out_u64(&j->o, m->coll_seq); }
+#undef XSM_ARG
+    xsm_out_puts(&j->o, "}}");
+    size_t nf;
+    const xsm_flow *f = xsm_emit_flows(er->mflows, er->nmflows, row, &nf);
+    xsm_j_flows(j, f, nf, r, m->thread, m->t_begin, m->t_end, "message");
+}
+
+static void xsm_j_gpu(xsm_json *j, int32_t r, size_t row)
+{
+    const xsm_emit *e = j->e;
+    const xsm_erank *er = &e->ranks[r];
+    const xsprof_io_gpu *g = &e->run->ranks[r].d.gpu[row];
+    int api = g->kind == XSPROF_GPU_API;
+    int64_t tid = api ? (int64_t)g->thread : (int64_t)(XSM_GPU_TID_BASE + xsm_emit_gpu_index(er, g->device, g->stream));
+    xsm_j_head(j, "X", xsm_emit_str(e, r, g->name), r, tid, g->t_begin);
+    xsm_out_puts(&j->o, ",\"dur\":");
+    xsm_out_us(&j->o, g->t_end - g->t_begin);
+    xsm_out_printf(&j->o, ",\"cat\":\"%s\",\"args\":{\"kind\":\"%s\",\"device\":%u,\"stream\":%u,\"correlation\":%u",
+                   api ? "cuda" : "gpu", xsm_gpu_kind_name(g->kind), g->device, g->stream, g->correlation);
+    if (g->bytes)
+        xsm_out_printf(&j->o, ",\"bytes\":%llu", (unsigned long long)g->bytes);
+    if (g->kind == XSPROF_GPU_KERNEL)
+        xsm_out_printf(&j->o, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared_mem\":%u,\"registers\":%u", g->grid[0],
+                       g->grid[1], g->grid[2], g->block[0], g->block[1], g->block[2], g->shared_mem, g->registers);
+    xsm_out_puts(&j->o, "}}");
+    size_t nf;
+    const xsm_flow *f = xsm_emit_flows(er->gflows, er->ngflows, row, &nf);
+    xsm_j_flows(j, f, nf, r, tid, g->t_begin, g->t_end, "launch");
+}
+
+static void xsm_j_event(xsm_json *j, const xsm_ev *ev)
+{
+    const xsm_emit *e = j->e;
+    const xsprof_rank_data *d = &e->run->ranks[ev->rank].d;
+    switch (ev->kind) {
+    case XSM_EV_REGION: xsm_j_region(j, ev->rank, ev->row); break;
+    case XSM_EV_MPI: xsm_j_mpi(j, ev->rank, ev->row); break;
+    case XSM_EV_GPU: xsm_j_gpu(j, ev->rank, ev->row); break;
+    case XSM_EV_INSTANT: {
+        const xsprof_io_instant *in = &d->instants[ev->row];
+        xsm_j_head(j, "i", xsm_emit_str(e, ev->rank, in->name), ev->rank, in->thread, in->t);
+        xsm_out_puts(&j->o, ",\"s\":\"t\"}");
+        break;
+    }
+    case XSM_EV_COUNTER: {
+        const xsprof_io_counter *c = &d->counters[ev->row];
+        xsm_j_head(j, "C", xsm_emit_str(e, ev->rank, c->name), ev->rank, -1, c->t);
+        xsm_out_puts(&j->o, ",\"args\":{\"value\":");
+        xsm_j_num(&j->o, c->value);
+        xsm_out_puts(&j->o, "}}");
+        break;
+    }
+    default: {
+        const xsprof_io_mem *m = &d->mem[ev->row];
+        size_t k = j->memoff[ev->rank] + xsm_emit_memdev_index(&e->ranks[ev->rank], m->device);
+        j->memtot[k] += m->kind == XSPROF_MEM_FREE ? -(double)m->size : (double)m->size;
+        char name[64];
+        if (m->device < 0)
+            snprintf(name, sizeof name, "memory (host)");
+        else
+            snprintf(name, sizeof name, "memory (GPU %d)", (int)m->device);
+        xsm_j_head(j, "C", name, ev->rank, -1, m->t);
+        xsm_out_puts(&j->o, ",\"args\":{\"bytes\":");
+        xsm_j_num(&j->o, j->memtot[k]);
+        xsm_out_puts(&j->o, "}}");
+    }
+    }
+}
+
+static uint64_t xsm_j_limit(void)
+{
+    const char *s = getenv("XSPROF_MERGE_JSON_PART_BYTES");
+    if (s && *s) {
+        unsigned long long v = strtoull(s, NULL, 10);
+        if (v >= 4096)
+            return v;
+    }
+    s = getenv("XSPROF_MERGE_JSON_PART_MB");
+    unsigned long long mb = s && *s ? strtoull(s, NULL, 10) : 0;
+    return (mb ? mb : 256ull) << 20;
+}
+
+int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
+{
+    xsm_json j = {.e = e, .dir = dir, .limit = xsm_j_limit()};
+    const xsm_run *run = e->run;
+    size_t nmem = 0;
+    j.memoff = malloc((run->nranks + 1) * sizeof *j.memoff);
+    for (size_t r = 0; j.memoff && r < run->nranks; r++) {
+        j.memoff[r] = nmem;
+        nmem += e->ranks[r].nmemdev;
+    }
+    j.memtot = calloc(nmem + 1, sizeof *j.memtot);
+    xsm_iter it = {0};
+    if (!j.memoff || !j.memtot || xsm_iter_init(&it, e)) {
+        free(j.memoff);
+        free(j.memtot);
+        return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json");
+    }
+    int rc = xsm_j_open(&j, err, errlen);
+    xsm_ev ev;
+    xsm_progress_begin("writing trace.json", e->nevents);
+    uint64_t n = 0;
+    while (!rc && xsm_iter_next(&it, &ev)) {
+        /* room for the closing lines: start the next part before passing the limit */
+        if (!j.first && xsm_out_total(&j.o) + 65536 > j.limit) {
+            if ((rc = xsm_j_close(&j, err, errlen)) != 0)
+                break;
+            j.part++;
+            if ((rc = xsm_j_open(&j, err, errlen)) != 0)
+                break;
+        }
+        xsm_j_event(&j, &ev);
+        if (j.o.failed)
+            rc = xsm_err_set(err, errlen, "xsmerge: %s/trace-part%02d.json: write failed: %s", dir, j.part, strerror(errno));
+        if (++n % 65536 == 0)
+            xsm_progress_step(65536);
+    }
+    xsm_progress_end();
+    if (!rc)
+        rc = xsm_j_close(&j, err, errlen);
+    else if (j.f) {
+        xsm_out_free(&j.o);
+        fclose(j.f);
+    }
+    xsm_iter_free(&it);
+    free(j.memoff);
+    free(j.memtot);
+    if (!rc && j.part == 0) {
+        char a[8192], b[8192];
+        snprintf(a, sizeof a, "%s/trace-part00.json", dir);
+        snprintf(b, sizeof b, "%s/trace.json", dir);
+        if (rename(a, b) != 0)
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", b, strerror(errno));
+    }
+    return rc;
+}

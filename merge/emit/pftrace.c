@@ -1,0 +1,541 @@
+/* merge/emit/pftrace.c — trace.pftrace, a Perfetto protobuf Trace (a
+ * stream of TracePacket) written with the encoder in pb.h.
+ *
+ * Layout: one packet sequence (trusted_packet_sequence_id 1) whose first
+ * packet clears incremental state; TrackDescriptors for every rank
+ * (process "rank N (host)", pid N+1 because Perfetto reserves pid 0), thread,
+ * GPU (device, stream), counter and memory track; then TrackEvents in time
+ * order: SLICE_BEGIN/SLICE_END for regions, MPI calls and GPU activity,
+ * INSTANT, COUNTER. Event and annotation names are interned (InternedData
+ * sent with the first packet that uses them). Messages: the send slice
+ * carries flow_ids, and an instant "recv" at the receive's completion on
+ * the receiving thread carries terminating_flow_ids (a flow must begin
+ * before it ends in time order, which the receive call's begin need not).
+ *
+ * Field numbers are Perfetto's published ones (protos/perfetto/trace/...);
+ * tests/merge/perfetto_min.proto lists the subset used here. */
+#include "merge/emit/emit.h"
+#include "merge/emit/pb.h"
+#include "merge/progress.h"
+#include "core/record.h" /* kinds of mpi, gpu and arg rows */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    /* Trace / TracePacket */
+    PB_TRACE_PACKET = 1,
+    PB_PKT_TIMESTAMP = 8,
+    PB_PKT_SEQ_ID = 10,
+    PB_PKT_TRACK_EVENT = 11,
+    PB_PKT_INTERNED = 12,
+    PB_PKT_SEQ_FLAGS = 13,
+    PB_PKT_TRACK_DESC = 60,
+    SEQ_CLEARED = 1,
+    SEQ_NEEDS = 2,
+    /* TrackDescriptor */
+    PB_TD_UUID = 1,
+    PB_TD_NAME = 2,
+    PB_TD_PROCESS = 3,
+    PB_TD_THREAD = 4,
+    PB_TD_PARENT = 5,
+    PB_TD_COUNTER = 8,
+    PB_PD_PID = 1,
+    PB_PD_NAME = 6,
+    PB_THD_PID = 1,
+    PB_THD_TID = 2,
+    PB_THD_NAME = 5,
+    /* TrackEvent */
+    PB_TE_ANNOT = 4,
+    PB_TE_TYPE = 9,
+    PB_TE_NAME_IID = 10,
+    PB_TE_TRACK = 11,
+    PB_TE_CATEGORIES = 22,
+    PB_TE_DCOUNTER = 44,
+    PB_TE_FLOW = 47,
+    PB_TE_TFLOW = 48,
+    TE_BEGIN = 1,
+    TE_END = 2,
+    TE_INSTANT = 3,
+    TE_COUNTER = 4,
+    /* DebugAnnotation */
+    PB_DA_NAME_IID = 1,
+    PB_DA_UINT = 3,
+    PB_DA_INT = 4,
+    PB_DA_DOUBLE = 5,
+    PB_DA_STRING = 6,
+    PB_DA_ARRAY = 12,
+    /* InternedData */
+    PB_ID_EVENT_NAMES = 2,
+    PB_ID_ANNOT_NAMES = 3,
+    PB_IN_IID = 1,
+    PB_IN_NAME = 2
+};
+
+static uint64_t xsm_uuid_proc(size_t r) { return (uint64_t)(r + 1) << 32; }
+static uint64_t xsm_uuid_thread(size_t r, size_t i) { return xsm_uuid_proc(r) | (1u + (uint64_t)i); }
+static uint64_t xsm_uuid_gpu(size_t r, size_t i) { return xsm_uuid_proc(r) | (1ull << 28) | i; }
+static uint64_t xsm_uuid_counter(size_t r, size_t i) { return xsm_uuid_proc(r) | (2ull << 28) | i; }
+static uint64_t xsm_uuid_mem(size_t r, size_t i) { return xsm_uuid_proc(r) | (3ull << 28) | i; }
+
+/* A slice end or a flow terminus waiting for its time. */
+typedef struct xsm_pend {
+    int64_t t;
+    uint64_t seq;   /* later-begun slices end first at equal times */
+    uint64_t track;
+    uint64_t flow;  /* 0: slice end; else a terminus instant for this flow */
+} xsm_pend;
+
+typedef struct xsm_pf {
+    const xsm_emit *e;
+    xsm_out o;        /* the file */
+    xsm_out pkt;      /* one packet */
+    unsigned char *sent_name, *sent_key; /* interned already */
+    uint32_t new_names[64], new_keys[64];
+    int nnew_names, nnew_keys;
+    xsm_pend *heap;
+    size_t nheap, capheap;
+    uint64_t seq;
+    uint32_t recv_name; /* global id of "recv" */
+    double *memtot;
+    size_t *memoff;
+} xsm_pf;
+
+static int xsm_pend_less(const xsm_pend *a, const xsm_pend *b)
+{
+    if (a->t != b->t) return a->t < b->t;
+    if ((a->flow != 0) != (b->flow != 0)) return a->flow == 0; /* ends before termini */
+    return a->seq > b->seq;
+}
+
+static int xsm_pend_push(xsm_pf *pf, xsm_pend p)
+{
+    if (pf->nheap == pf->capheap) {
+        size_t cap = pf->capheap ? pf->capheap * 2 : 1024;
+        xsm_pend *h = realloc(pf->heap, cap * sizeof *h);
+        if (!h)
+            return -1;
+        pf->heap = h;
+        pf->capheap = cap;
+    }
+    size_t i = pf->nheap++;
+    pf->heap[i] = p;
+    while (i && xsm_pend_less(&pf->heap[i], &pf->heap[(i - 1) / 2])) {
+        xsm_pend tmp = pf->heap[i];
+        pf->heap[i] = pf->heap[(i - 1) / 2];
+        pf->heap[(i - 1) / 2] = tmp;
+        i = (i - 1) / 2;
+    }
+    return 0;
+}
+
+static xsm_pend xsm_pend_pop(xsm_pf *pf)
+{
+    xsm_pend top = pf->heap[0];
+    pf->heap[0] = pf->heap[--pf->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < pf->nheap && xsm_pend_less(&pf->heap[l], &pf->heap[m])) m = l;
+        if (l + 1 < pf->nheap && xsm_pend_less(&pf->heap[l + 1], &pf->heap[m])) m = l + 1;
+        if (m == i)
+            break;
+        xsm_pend tmp = pf->heap[i];
+        pf->heap[i] = pf->heap[m];
+        pf->heap[m] = tmp;
+        i = m;
+    }
+    return top;
+}
+
+/* Append the packet in pf->pkt to the file as Trace.packet. */
+static void xsm_pf_flush_packet(xsm_pf *pf)
+{
+    xsm_pb_bytes(&pf->o, PB_TRACE_PACKET, pf->pkt.p, pf->pkt.len);
+    pf->pkt.len = 0;
+}
+
+static void xsm_pf_use_name(xsm_pf *pf, uint32_t id)
+{
+    if (!pf->sent_name[id] && pf->nnew_names < 64) {
+        pf->sent_name[id] = 1;
+        pf->new_names[pf->nnew_names++] = id;
+    }
+}
+
+static void xsm_pf_use_key(xsm_pf *pf, uint32_t id)
+{
+    if (!pf->sent_key[id] && pf->nnew_keys < 64) {
+        pf->sent_key[id] = 1;
+        pf->new_keys[pf->nnew_keys++] = id;
+    }
+}
+
+/* Start an event packet: timestamp, sequence, interned data for new names. */
+static size_t xsm_pf_event_begin(xsm_pf *pf, int64_t t)
+{
+    xsm_out *p = &pf->pkt;
+    xsm_pb_uint(p, PB_PKT_TIMESTAMP, (uint64_t)t);
+    xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+    xsm_pb_uint(p, PB_PKT_SEQ_FLAGS, SEQ_NEEDS);
+    if (pf->nnew_names || pf->nnew_keys) {
+        size_t id = xsm_pb_begin(p, PB_PKT_INTERNED);
+        for (int i = 0; i < pf->nnew_names; i++) {
+            size_t m = xsm_pb_begin(p, PB_ID_EVENT_NAMES);
+            xsm_pb_uint(p, PB_IN_IID, pf->new_names[i] + 1u);
+            xsm_pb_str(p, PB_IN_NAME, pf->e->names.str[pf->new_names[i]]);
+            xsm_pb_end(p, m);
+        }
+        for (int i = 0; i < pf->nnew_keys; i++) {
+            size_t m = xsm_pb_begin(p, PB_ID_ANNOT_NAMES);
+            xsm_pb_uint(p, PB_IN_IID, pf->new_keys[i] + 1u);
+            xsm_pb_str(p, PB_IN_NAME, pf->e->names.str[pf->new_keys[i]]);
+            xsm_pb_end(p, m);
+        }
+        xsm_pb_end(p, id);
+        pf->nnew_names = pf->nnew_keys = 0;
+    }
+    return xsm_pb_begin(p, PB_PKT_TRACK_EVENT);
+}
+
+static void xsm_pf_event_end(xsm_pf *pf, size_t te)
+{
+    xsm_pb_end(&pf->pkt, te);
+    xsm_pf_flush_packet(pf);
+}
+
+/* Debug annotations: the key must have been passed to xsm_pf_use_key
+ * before xsm_pf_event_begin. */
+static void xsm_pf_annot_u(xsm_out *p, uint32_t key, uint64_t v)
+{
+    size_t a = xsm_pb_begin(p, PB_TE_ANNOT);
+    xsm_pb_uint(p, PB_DA_NAME_IID, key + 1u);
+    xsm_pb_uint(p, PB_DA_UINT, v);
+    xsm_pb_end(p, a);
+}
+
+static void xsm_pf_annot_i(xsm_out *p, uint32_t key, int64_t v)
+{
+    size_t a = xsm_pb_begin(p, PB_TE_ANNOT);
+    xsm_pb_uint(p, PB_DA_NAME_IID, key + 1u);
+    xsm_pb_int(p, PB_DA_INT, v);
+    xsm_pb_end(p, a);
+}
+
+static void xsm_pf_annot_s(xsm_out *p, uint32_t key, const char *s)
+{
+    size_t a = xsm_pb_begin(p, PB_TE_ANNOT);
+    xsm_pb_uint(p, PB_DA_NAME_IID, key + 1u);
+    xsm_pb_str(p, PB_DA_STRING, s);
+    xsm_pb_end(p, a);
+}
+
+static void xsm_pf_descriptors(xsm_pf *pf)
+{
+    const xsm_emit *e = pf->e;
+    const xsm_run *run = e->run;
+    xsm_out *p = &pf->pkt;
+    char buf[512];
+    xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+    xsm_pb_uint(p, PB_PKT_SEQ_FLAGS, SEQ_CLEARED);
+    xsm_pf_flush_packet(pf);
+    uint64_t tid = 1000000;
+    for (size_t r = 0; r < run->nranks; r++) {
+        if (!run->ranks[r].present)
+            continue;
+        const xsm_erank *er = &e->ranks[r];
+        snprintf(buf, sizeof buf, "rank %zu (%s)", r, run->ranks[r].d.host);
+        xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+        size_t td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
+        xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_proc(r));
+        xsm_pb_str(p, PB_TD_NAME, buf);
+        size_t pd = xsm_pb_begin(p, PB_TD_PROCESS);
+        xsm_pb_int(p, PB_PD_PID, (int64_t)r + 1);
+        xsm_pb_str(p, PB_PD_NAME, buf);
+        xsm_pb_end(p, pd);
+        xsm_pb_end(p, td);
+        xsm_pf_flush_packet(pf);
+        for (size_t i = 0; i < er->ntids; i++) {
+            if (er->tid_names[i] != UINT32_MAX)
+                snprintf(buf, sizeof buf, "%s (thread %u)", e->names.str[er->tid_names[i]], er->tids[i]);
+            else
+                snprintf(buf, sizeof buf, "thread %u", er->tids[i]);
+            xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+            td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
+            xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_thread(r, i));
+            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(r));
+            xsm_pb_str(p, PB_TD_NAME, buf);
+            size_t th = xsm_pb_begin(p, PB_TD_THREAD);
+            xsm_pb_int(p, PB_THD_PID, (int64_t)r + 1);
+            xsm_pb_int(p, PB_THD_TID, (int64_t)tid++);
+            xsm_pb_str(p, PB_THD_NAME, buf);
+            xsm_pb_end(p, th);
+            xsm_pb_end(p, td);
+            xsm_pf_flush_packet(pf);
+        }
+        for (size_t i = 0; i < er->ngpu; i++) {
+            snprintf(buf, sizeof buf, "GPU %u stream %u", er->gpu[i].device, er->gpu[i].stream);
+            xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+            td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
+            xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_gpu(r, i));
+            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(r));
+            xsm_pb_str(p, PB_TD_NAME, buf);
+            xsm_pb_end(p, td);
+            xsm_pf_flush_packet(pf);
+        }
+        for (size_t i = 0; i < er->ncounters + er->nmemdev; i++) {
+            if (i < er->ncounters)
+                snprintf(buf, sizeof buf, "%s", e->names.str[er->counters[i]]);
+            else if (er->memdev[i - er->ncounters] < 0)
+                snprintf(buf, sizeof buf, "memory (host)");
+            else
+                snprintf(buf, sizeof buf, "memory (GPU %d)", (int)er->memdev[i - er->ncounters]);
+            xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+            td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
+            xsm_pb_uint(p, PB_TD_UUID, i < er->ncounters ? xsm_uuid_counter(r, i) : xsm_uuid_mem(r, i - er->ncounters));
+            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(r));
+            xsm_pb_str(p, PB_TD_NAME, buf);
+            size_t cd = xsm_pb_begin(p, PB_TD_COUNTER);
+            xsm_pb_end(p, cd);
+            xsm_pb_end(p, td);
+            xsm_pf_flush_packet(pf);
+        }
+    }
+}
+
+/* Emit pending ends/termini due before an event at time t (all if t is INT64_MAX). */
+static void xsm_pf_drain(xsm_pf *pf, int64_t t, int inclusive_termini)
+{
+    while (pf->nheap) {
+        const xsm_pend *top = &pf->heap[0];
+        int due = top->t < t || (top->t == t && (top->flow == 0 || inclusive_termini));
+        if (!due)
+            break;
+        xsm_pend p = xsm_pend_pop(pf);
+        if (p.flow)
+            xsm_pf_use_name(pf, pf->recv_name);
+        size_t te = xsm_pf_event_begin(pf, p.t);
+        if (p.flow) {
+            xsm_pb_uint(&pf->pkt, PB_TE_TYPE, TE_INSTANT);
+            xsm_pb_uint(&pf->pkt, PB_TE_TRACK, p.track);
+            xsm_pb_uint(&pf->pkt, PB_TE_NAME_IID, pf->recv_name + 1u);
+            xsm_pb_fixed64(&pf->pkt, PB_TE_TFLOW, p.flow);
+        } else {
+            xsm_pb_uint(&pf->pkt, PB_TE_TYPE, TE_END);
+            xsm_pb_uint(&pf->pkt, PB_TE_TRACK, p.track);
+        }
+        xsm_pf_event_end(pf, te);
+    }
+}
+
+static int xsm_pf_slice(xsm_pf *pf, uint64_t track, int64_t t_end, size_t *te_out, int64_t t, uint32_t name,
+                        const char *cat)
+{
+    xsm_pf_use_name(pf, name);
+    size_t te = xsm_pf_event_begin(pf, t);
+    xsm_pb_uint(&pf->pkt, PB_TE_TYPE, TE_BEGIN);
+    xsm_pb_uint(&pf->pkt, PB_TE_TRACK, track);
+    xsm_pb_uint(&pf->pkt, PB_TE_NAME_IID, name + 1u);
+    xsm_pb_str(&pf->pkt, PB_TE_CATEGORIES, cat);
+    *te_out = te;
+    return xsm_pend_push(pf, (xsm_pend){t_end, pf->seq++, track, 0});
+}
+
+static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
+{
+    const xsm_emit *e = pf->e;
+    int32_t r = ev->rank;
+    const xsm_erank *er = &e->ranks[r];
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_out *p = &pf->pkt;
+    size_t te;
+    switch (ev->kind) {
+    case XSM_EV_REGION: {
+        static const char *const cats[] = {"user", "mpi", "nvtx", "gpu"};
+        const xsprof_io_region *g = &d->regions[ev->row];
+        int has_args = g->nargs && g->args >= 0 && (size_t)g->args + g->nargs <= d->nargs;
+        for (uint32_t k = 0; has_args && k < g->nargs; k++)
+            xsm_pf_use_key(pf, xsm_emit_gid(e, r, d->args[g->args + k].key));
+        if (xsm_pf_slice(pf, xsm_uuid_thread(r, xsm_emit_tid_index(er, g->thread)), g->t_end, &te, g->t_begin,
+                         xsm_emit_gid(e, r, g->name), g->category < 4 ? cats[g->category] : "user"))
+            return -1;
+        for (uint32_t k = 0; has_args && k < g->nargs; k++) {
+            const xsprof_io_arg *a = &d->args[g->args + k];
+            uint32_t key = xsm_emit_gid(e, r, a->key);
+            if (!pf->sent_key[key])
+                continue; /* more new names than one packet interns: skip, never refer to an unknown iid */
+            if (a->kind == XSPROF_ARG_INT) {
+                xsm_pf_annot_i(p, key, a->i);
+            } else if (a->kind == XSPROF_ARG_DOUBLE) {
+                size_t an = xsm_pb_begin(p, PB_TE_ANNOT);
+                xsm_pb_uint(p, PB_DA_NAME_IID, key + 1u);
+                xsm_pb_double(p, PB_DA_DOUBLE, a->d);
+                xsm_pb_end(p, an);
+            } else if (a->kind == XSPROF_ARG_STRING) {
+                xsm_pf_annot_s(p, key, xsm_emit_str(e, r, a->s));
+            } else if (a->kind == XSPROF_ARG_SHAPE) {
+                size_t an = xsm_pb_begin(p, PB_TE_ANNOT);
+                xsm_pb_uint(p, PB_DA_NAME_IID, key + 1u);
+                for (uint32_t q = 0; q < a->ndims && q < XSPROF_ARG_SHAPE_MAX; q++) {
+                    size_t el = xsm_pb_begin(p, PB_DA_ARRAY);
+                    xsm_pb_int(p, PB_DA_INT, a->dims[q]);
+                    xsm_pb_end(p, el);
+                }
+                xsm_pb_end(p, an);
+            }
+        }
+        xsm_pf_event_end(pf, te);
+        return 0;
+    }
+    case XSM_EV_MPI: {
+        const xsprof_io_mpi *m = &d->mpi[ev->row];
+        uint64_t track = xsm_uuid_thread(r, xsm_emit_tid_index(er, m->thread));
+        const char *cn = m->comm != UINT32_MAX ? xsm_emit_comm_name(e, m->comm) : NULL;
+        if (m->peer >= 0) xsm_pf_use_key(pf, e->key[XSM_KEY_PEER]);
+        if (m->tag != XSPROF_MPI_NONE) xsm_pf_use_key(pf, e->key[XSM_KEY_TAG]);
+        if (m->root >= 0) xsm_pf_use_key(pf, e->key[XSM_KEY_ROOT]);
+        if (m->bytes_sent) xsm_pf_use_key(pf, e->key[XSM_KEY_BYTES_SENT]);
+        if (m->bytes_recv) xsm_pf_use_key(pf, e->key[XSM_KEY_BYTES_RECV]);
+        if (m->comm != UINT32_MAX) xsm_pf_use_key(pf, e->key[XSM_KEY_COMM]);
+        if (m->coll_seq) xsm_pf_use_key(pf, e->key[XSM_KEY_COLL_SEQ]);
+        if (xsm_pf_slice(pf, track, m->t_end, &te, m->t_begin, xsm_emit_gid(e, r, m->op), "mpi"))
+            return -1;
+        if (m->peer >= 0) xsm_pf_annot_i(p, e->key[XSM_KEY_PEER], m->peer);
+        if (m->tag != XSPROF_MPI_NONE) xsm_pf_annot_i(p, e->key[XSM_KEY_TAG], m->tag);
+        if (m->root >= 0) xsm_pf_annot_i(p, e->key[XSM_KEY_ROOT], m->root);
+        if (m->bytes_sent) xsm_pf_annot_u(p, e->key[XSM_KEY_BYTES_SENT], m->bytes_sent);
+        if (m->bytes_recv) xsm_pf_annot_u(p, e->key[XSM_KEY_BYTES_RECV], m->bytes_recv);
+        if (m->comm != UINT32_MAX) {
+            char buf[512];
+            if (cn)
+                snprintf(buf, sizeof buf, "%s (%u)", cn, m->comm);
+            else
+                snprintf(buf, sizeof buf, "%u", m->comm);
+            xsm_pf_annot_s(p, e->key[XSM_KEY_COMM], buf);
+        }
+        if (m->coll_seq) xsm_pf_annot_u(p, e->key[XSM_KEY_COLL_SEQ], m->coll_seq);
+        size_t nf;
+        const xsm_flow *f = xsm_emit_flows(er->mflows, er->nmflows, ev->row, &nf);
+        for (size_t k = 0; k < nf; k++) {
+            if (f[k].out)
+                xsm_pb_fixed64(p, PB_TE_FLOW, f[k].id);
+            else if (xsm_pend_push(pf, (xsm_pend){f[k].t, pf->seq++, track, f[k].id}))
+                return -1;
+        }
+        xsm_pf_event_end(pf, te);
+        return 0;
+    }
+    case XSM_EV_GPU: {
+        const xsprof_io_gpu *g = &d->gpu[ev->row];
+        int api = g->kind == XSPROF_GPU_API;
+        uint64_t track = api ? xsm_uuid_thread(r, xsm_emit_tid_index(er, g->thread))
+                             : xsm_uuid_gpu(r, xsm_emit_gpu_index(er, g->device, g->stream));
+        xsm_pf_use_key(pf, e->key[XSM_KEY_DEVICE]);
+        xsm_pf_use_key(pf, e->key[XSM_KEY_STREAM]);
+        xsm_pf_use_key(pf, e->key[XSM_KEY_CORRELATION]);
+        if (g->bytes) xsm_pf_use_key(pf, e->key[XSM_KEY_BYTES]);
+        if (xsm_pf_slice(pf, track, g->t_end, &te, g->t_begin, xsm_emit_gid(e, r, g->name), api ? "cuda" : "gpu"))
+            return -1;
+        xsm_pf_annot_u(p, e->key[XSM_KEY_DEVICE], g->device);
+        xsm_pf_annot_u(p, e->key[XSM_KEY_STREAM], g->stream);
+        xsm_pf_annot_u(p, e->key[XSM_KEY_CORRELATION], g->correlation);
+        if (g->bytes) xsm_pf_annot_u(p, e->key[XSM_KEY_BYTES], g->bytes);
+        size_t nf;
+        const xsm_flow *f = xsm_emit_flows(er->gflows, er->ngflows, ev->row, &nf);
+        for (size_t k = 0; k < nf; k++)
+            xsm_pb_fixed64(p, f[k].out ? PB_TE_FLOW : PB_TE_TFLOW, f[k].id);
+        xsm_pf_event_end(pf, te);
+        return 0;
+    }
+    case XSM_EV_INSTANT: {
+        const xsprof_io_instant *in = &d->instants[ev->row];
+        uint32_t name = xsm_emit_gid(e, r, in->name);
+        xsm_pf_use_name(pf, name);
+        te = xsm_pf_event_begin(pf, in->t);
+        xsm_pb_uint(p, PB_TE_TYPE, TE_INSTANT);
+        xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_thread(r, xsm_emit_tid_index(er, in->thread)));
+        xsm_pb_uint(p, PB_TE_NAME_IID, name + 1u);
+        xsm_pf_event_end(pf, te);
+        return 0;
+    }
+    case XSM_EV_COUNTER: {
+        const xsprof_io_counter *c = &d->counters[ev->row];
+        te = xsm_pf_event_begin(pf, c->t);
+        xsm_pb_uint(p, PB_TE_TYPE, TE_COUNTER);
+        xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_counter(r, xsm_emit_counter_index(er, xsm_emit_gid(e, r, c->name))));
+        xsm_pb_double(p, PB_TE_DCOUNTER, c->value);
+        xsm_pf_event_end(pf, te);
+        return 0;
+    }
+    default: {
+        const xsprof_io_mem *m = &d->mem[ev->row];
+        size_t i = xsm_emit_memdev_index(er, m->device);
+        double *tot = &pf->memtot[pf->memoff[r] + i];
+        *tot += m->kind == XSPROF_MEM_FREE ? -(double)m->size : (double)m->size;
+        te = xsm_pf_event_begin(pf, m->t);
+        xsm_pb_uint(p, PB_TE_TYPE, TE_COUNTER);
+        xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_mem(r, i));
+        xsm_pb_double(p, PB_TE_DCOUNTER, *tot);
+        xsm_pf_event_end(pf, te);
+        return 0;
+    }
+    }
+}
+
+int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errlen)
+{
+    FILE *f = xsm_emit_create(dir, "trace.pftrace", err, errlen);
+    if (!f)
+        return 1;
+    xsm_pf pf = {.e = e};
+    xsm_out_init(&pf.o, f);
+    xsm_out_init(&pf.pkt, NULL);
+    const xsm_run *run = e->run;
+    size_t nmem = 0;
+    pf.memoff = malloc((run->nranks + 1) * sizeof *pf.memoff);
+    for (size_t r = 0; pf.memoff && r < run->nranks; r++) {
+        pf.memoff[r] = nmem;
+        nmem += e->ranks[r].nmemdev;
+    }
+    pf.memtot = calloc(nmem + 1, sizeof *pf.memtot);
+    pf.sent_name = calloc(e->names.n + 2, 1);
+    pf.sent_key = calloc(e->names.n + 2, 1);
+    pf.recv_name = e->key[XSM_KEY_RECV]; /* name of the flow-terminus instants */
+    xsm_iter it = {0};
+    int rc = 0;
+    if (!pf.memoff || !pf.memtot || !pf.sent_name || !pf.sent_key || xsm_iter_init(&it, e))
+        rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
+    if (!rc) {
+        xsm_pf_descriptors(&pf);
+        xsm_ev ev;
+        uint64_t n = 0;
+        xsm_progress_begin("writing trace.pftrace", e->nevents);
+        while (xsm_iter_next(&it, &ev)) {
+            xsm_pf_drain(&pf, ev.t, 0);
+            if (xsm_pf_event(&pf, &ev) || pf.o.failed || pf.pkt.failed) {
+                rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir,
+                                 errno ? strerror(errno) : "out of memory");
+                break;
+            }
+            if (++n % 65536 == 0)
+                xsm_progress_step(65536);
+        }
+        xsm_progress_end();
+        if (!rc)
+            xsm_pf_drain(&pf, INT64_MAX, 1);
+    }
+    if (!rc && (xsm_out_flush(&pf.o) || pf.o.failed))
+        rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir, strerror(errno));
+    if (fclose(f) != 0 && !rc)
+        rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir, strerror(errno));
+    xsm_iter_free(&it);
+    xsm_out_free(&pf.o);
+    xsm_out_free(&pf.pkt);
+    free(pf.heap);
+    free(pf.memoff);
+    free(pf.memtot);
+    free(pf.sent_name);
+    free(pf.sent_key);
+    return rc;
+}

@@ -1,0 +1,353 @@
+/* merge/main.c — the xsmerge command: options, the stages (read -> align ->
+ * match in xsm_run_load_par, then emit and the analysis), and the output
+ * directory discipline: every product is written into a staging directory
+ * inside OUT_DIR and renamed into place only when all of them succeeded, so
+ * a failed merge never leaves output that looks complete. */
+#include "merge/analyze/analyze.h"
+#include "merge/emit/emit.h"
+#include "merge/par.h"
+#include "merge/progress.h"
+#include "merge/read/read.h"
+#include "merge/util.h"
+#include "xsprof_config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char xsm_usage[] =
+    "usage: xsmerge RUN_DIR -o OUT_DIR [options]\n"
+    "\n"
+    "Merges the per-rank files of an xsprof run (RUN_DIR/rank-NNNNN.h5, and the\n"
+    "journals rank-NNNNN.xsj of ranks that died) into one aligned timeline and\n"
+    "its analysis. Writes into OUT_DIR: trace.pftrace (Perfetto), trace.json\n"
+    "(Chrome trace events; trace-partNN.json when larger than the part size),\n"
+    "merged.h5, report.txt, report.json, report.html, flame.folded, flame.svg.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output DIR      output directory (created if needed; required)\n"
+    "  --partial             merge the readable ranks when some are missing,\n"
+    "                        damaged or from another run (default: exit 1)\n"
+    "  --from T, --to T      keep only events overlapping [T_from, T_to], times\n"
+    "                        since the job's first event: 2.5s, 300ms, 40us, 100ns\n"
+    "                        (a bare number is seconds)\n"
+    "  --ranks LIST          merge only these ranks, e.g. 0-7,12\n"
+    "  --min-latency T       smallest send-begin to receive-end latency the clock\n"
+    "                        correction enforces (default 0)\n"
+    "  --baseline DIR        compare with a previous run (run or output dir);\n"
+    "                        exit 3 when a metric regressed beyond --threshold\n"
+    "  --threshold P%        regression threshold in percent (default 5%)\n"
+    "  --diff DIR            also write a differential flame graph against DIR\n"
+    "  --format callgrind    also write callgrind.out (for KCachegrind)\n"
+    "  -q, --quiet           no progress bar, notes or summary\n"
+    "  -h, --help            this text\n"
+    "  --version             print the version\n"
+    "\n"
+    "collective mode: `mpirun -np K xsmerge RUN_DIR -o OUT_DIR` divides the rank\n"
+    "files among K processes; the output is identical to a serial merge.\n"
+    "\n"
+    "environment: the XSPROF_* variables are listed in one table in README.md.\n"
+    "xsmerge itself reads XSPROF_MERGE_JSON_PART_MB (trace.json part size,\n"
+    "default 256).\n"
+    "\n"
+    "exit codes: 0 ok, 1 bad input or failure, 3 regression found (--baseline).\n";
+
+typedef struct xsm_opts {
+    const char *run_dir, *out_dir;
+    xsm_load_opts load;
+    xsm_report_opts report;
+} xsm_opts;
+
+/* "2.5s", "300ms", "40us", "100ns", bare seconds -> ns; -1 when malformed. */
+static int64_t xsm_parse_time(const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v >= 0) || !isfinite(v))
+        return -1;
+    double mul = 1e9;
+    if (strcmp(end, "ns") == 0) mul = 1;
+    else if (strcmp(end, "us") == 0) mul = 1e3;
+    else if (strcmp(end, "ms") == 0) mul = 1e6;
+    else if (strcmp(end, "s") == 0 || *end == 0) mul = 1e9;
+    else return -1;
+    double ns = v * mul;
+    return ns > 9e18 ? -1 : (int64_t)ns;
+}
+
+static int xsm_bad_usage(const char *msg, const char *arg)
+{
+    fprintf(stderr, "xsmerge: %s%s%s\nTry 'xsmerge --help'.\n", msg, arg ? ": " : "", arg ? arg : "");
+    return 1;
+}
+
+/* Returns -1 to continue, else the exit code. */
+static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->report.threshold_pct = 5.0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define XSM_NEED_VAL()                                          \
+    do {                                                        \
+        if (!val)                                               \
+            return xsm_bad_usage("option needs a value", a);    \
+        i++;                                                    \
+    } while (0)
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(xsm_usage, stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("xsmerge %s\n", XSPROF_VERSION_STRING);
+            return 0;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            XSM_NEED_VAL();
+            o->out_dir = val;
+        } else if (strcmp(a, "--partial") == 0) {
+            o->load.partial = 1;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            o->load.quiet = 1;
+            o->report.quiet = 1;
+        } else if (strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0 || strcmp(a, "--min-latency") == 0) {
+            XSM_NEED_VAL();
+            int64_t t = xsm_parse_time(val);
+            if (t < 0)
+                return xsm_bad_usage("invalid time (use e.g. 2.5s, 300ms, 40us, 100ns)", val);
+            if (a[2] == 'f')
+                o->load.from_ns = t;
+            else if (a[2] == 't')
+                o->load.to_ns = t;
+            else
+                o->load.min_latency_ns = t;
+        } else if (strcmp(a, "--ranks") == 0) {
+            XSM_NEED_VAL();
+            o->load.ranks = val;
+        } else if (strcmp(a, "--baseline") == 0) {
+            XSM_NEED_VAL();
+            o->report.baseline_dir = val;
+        } else if (strcmp(a, "--threshold") == 0) {
+            XSM_NEED_VAL();
+            char *end;
+            double p = strtod(val, &end);
+            if (end == val || (*end && strcmp(end, "%") != 0) || !(p >= 0))
+                return xsm_bad_usage("invalid threshold (use e.g. 5%)", val);
+            o->report.threshold_pct = p;
+        } else if (strcmp(a, "--diff") == 0) {
+            XSM_NEED_VAL();
+            o->report.diff_dir = val;
+        } else if (strcmp(a, "--format") == 0) {
+            XSM_NEED_VAL();
+            if (strcmp(val, "callgrind") != 0)
+                return xsm_bad_usage("unknown --format (known: callgrind)", val);
+            o->report.callgrind = 1;
+        } else if (a[0] == '-' && a[1]) {
+            return xsm_bad_usage("unknown option", a);
+        } else if (!o->run_dir) {
+            o->run_dir = a;
+        } else {
+            return xsm_bad_usage("more than one RUN_DIR given", a);
+        }
+#undef XSM_NEED_VAL
+    }
+    if (!o->run_dir)
+        return xsm_bad_usage("missing RUN_DIR", NULL);
+    if (!o->out_dir)
+        return xsm_bad_usage("missing -o OUT_DIR", NULL);
+    if (o->load.to_ns && o->load.to_ns < o->load.from_ns)
+        return xsm_bad_usage("--to is before --from", NULL);
+    return -1;
+}
+
+static int xsm_mkdir_p(const char *path, char *err, size_t errlen)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return xsm_err_set(err, errlen, "xsmerge: %s: cannot create output directory: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return xsm_err_set(err, errlen, "xsmerge: %s: cannot create output directory: %s", buf, strerror(errno));
+    struct stat st;
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+        return xsm_err_set(err, errlen, "xsmerge: %s: not a directory", buf);
+    return 0;
+}
+
+/* Remove a staging directory and the files in it. */
+static void xsm_rm_staging(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[8192];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        xsm_path(path, sizeof path, dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int xsm_is_trace_json(const char *name)
+{
+    if (strcmp(name, "trace.json") == 0)
+        return 1;
+    return strncmp(name, "trace-part", 10) == 0 && strlen(name) > 15 && strcmp(name + strlen(name) - 5, ".json") == 0;
+}
+
+/* Move every file of staging into out; drop trace JSON files of an earlier
+ * merge that this one does not replace (a part count may have shrunk). */
+static int xsm_publish(const char *staging, const char *out, char *err, size_t errlen)
+{
+    char a[8192], b[8192];
+    DIR *d = opendir(out);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (!xsm_is_trace_json(e->d_name))
+                continue;
+            xsm_path(a, sizeof a, staging, e->d_name);
+            if (access(a, F_OK) != 0) {
+                xsm_path(b, sizeof b, out, e->d_name);
+                unlink(b);
+            }
+        }
+        closedir(d);
+    }
+    d = opendir(staging);
+    if (!d)
+        return xsm_err_set(err, errlen, "xsmerge: %s: %s", staging, strerror(errno));
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        xsm_path(a, sizeof a, staging, e->d_name);
+        xsm_path(b, sizeof b, out, e->d_name);
+        if (rename(a, b) != 0 && !rc)
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", b, strerror(errno));
+    }
+    closedir(d);
+    rmdir(staging);
+    return rc;
+}
+
+enum { XSM_TASK_JSON, XSM_TASK_PFTRACE, XSM_TASK_H5, XSM_TASK_N };
+
+/* Which process writes which product: the analysis (and the summary on
+ * stdout) stays on process 0, the timelines go to the others first. */
+static int xsm_task_owner(int task, int size)
+{
+    if (size == 1)
+        return 0;
+    switch (task) {
+    case XSM_TASK_PFTRACE: return 1 % size;
+    case XSM_TASK_H5: return size > 2 ? 2 : 1;
+    default: return 0;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    xsm_opts o;
+    int rc = xsm_parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    char err[4096] = "";
+    xsm_par par;
+    if (xsm_par_start(&argc, &argv, &par, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    int lead = par.rank == 0;
+    xsm_progress_enable(lead && !o.load.quiet && isatty(2));
+    FILE *notes = lead && !o.load.quiet ? stderr : NULL;
+
+    xsm_run run;
+    rc = xsm_run_load_par(o.run_dir, &o.load, par.share ? &par : NULL, notes, &run, err, sizeof err);
+    /* every process validated the same data, so they agree; only the lead speaks */
+    if (rc) {
+        if (lead)
+            fprintf(stderr, "%s\n", err);
+        xsm_par_end(&par);
+        return 1;
+    }
+
+    char staging[8192];
+    int64_t pid = xsm_par_bcast_i64(&par, (int64_t)getpid());
+    snprintf(staging, sizeof staging, "%s/.xsmerge-tmp-%lld", o.out_dir, (long long)pid);
+    if (lead) {
+        rc = xsm_mkdir_p(o.out_dir, err, sizeof err);
+        if (!rc && mkdir(staging, 0777) != 0)
+            rc = xsm_err_set(err, sizeof err, "xsmerge: %s: cannot create: %s", staging, strerror(errno));
+    }
+    int first;
+    if (xsm_par_agree(&par, rc, 1, &first)) {
+        if (lead)
+            fprintf(stderr, "%s\n", err);
+        xsm_run_free(&run);
+        xsm_par_end(&par);
+        return 1;
+    }
+
+    xsm_emit e;
+    rc = xsm_emit_init(&e, &run, err, sizeof err);
+    for (int t = 0; !rc && t < XSM_TASK_N; t++) {
+        if (xsm_task_owner(t, par.size) != par.rank)
+            continue;
+        if (t == XSM_TASK_JSON)
+            rc = xsm_emit_json(&e, staging, err, sizeof err);
+        else if (t == XSM_TASK_PFTRACE)
+            rc = xsm_emit_pftrace(&e, staging, err, sizeof err);
+        else
+            rc = xsm_emit_h5(&e, staging, err, sizeof err);
+    }
+    xsm_emit_free(&e);
+    if (!rc && lead) {
+        o.report.summary = o.report.quiet ? NULL : stdout;
+        rc = xsm_analyze_run(&run, staging, &o.report, err, sizeof err);
+        if (rc != 0 && rc != 3 && !err[0])
+            xsm_err_set(err, sizeof err, "xsmerge: analysis failed");
+    }
+    int all = xsm_par_agree(&par, rc, 1, &first);
+    if (all == 1) {
+        if (rc == 1 && par.rank == first)
+            fprintf(stderr, "%s\n", err);
+        xsm_par_barrier(&par);
+        if (lead)
+            xsm_rm_staging(staging);
+        xsm_run_free(&run);
+        xsm_par_end(&par);
+        return 1;
+    }
+    xsm_par_barrier(&par);
+    if (lead) {
+        if (xsm_publish(staging, o.out_dir, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            xsm_rm_staging(staging);
+            all = 1;
+        } else if (!o.load.quiet) {
+            fprintf(stderr, "xsmerge: %zu ranks, %zu messages, %zu collectives; clock violations %llu -> %llu; wrote %s\n",
+                    run.nranks, run.nmsgs, run.ncolls, (unsigned long long)run.clock.violations_before,
+                    (unsigned long long)run.clock.violations_after, o.out_dir);
+        }
+    }
+    xsm_run_free(&run);
+    xsm_par_end(&par);
+    return all;
+}

@@ -1,0 +1,352 @@
+/* merge/match/match.c — see match.h. Sort-merge joins: O(n log n) time and
+ * one key row per send/receive of memory, independent of message order. */
+#include "merge/match/match.h"
+#include "merge/util.h"
+#include "core/record.h" /* kinds and flags of the mpi rows */
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct xsm_p2p_key {
+    uint32_t comm;
+    int32_t src, dst, tag;
+    uint64_t seq;
+    int32_t rank;     /* rank holding the row */
+    uint32_t pad;
+    size_t row;       /* send row, or receive completion row */
+    int64_t post;     /* Irecv post row, -1 */
+    int64_t aux;      /* send: completion row; recv: call row */
+} xsm_p2p_key;
+
+static int xsm_key_cmp(const void *a, const void *b)
+{
+    const xsm_p2p_key *x = a, *y = b;
+    if (x->comm != y->comm) return x->comm < y->comm ? -1 : 1;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst) return x->dst < y->dst ? -1 : 1;
+    if (x->tag != y->tag) return x->tag < y->tag ? -1 : 1;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    if (x->row != y->row) return x->row < y->row ? -1 : 1;
+    return 0;
+}
+
+typedef struct xsm_req {
+    uint64_t request;
+    int64_t t;
+    int completion; /* posts sort before completions at the same time */
+    size_t row;
+} xsm_req;
+
+static int xsm_req_cmp(const void *a, const void *b)
+{
+    const xsm_req *x = a, *y = b;
+    if (x->request != y->request) return x->request < y->request ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    if (x->completion != y->completion) return x->completion - y->completion;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+typedef struct xsm_thr_row {
+    uint32_t thread;
+    int64_t t;
+    size_t row;
+} xsm_thr_row;
+
+static int xsm_thr_cmp(const void *a, const void *b)
+{
+    const xsm_thr_row *x = a, *y = b;
+    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+typedef struct xsm_vec {
+    void *p;
+    size_t n, cap, elem;
+} xsm_vec;
+
+static void *xsm_vec_push(xsm_vec *v)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 256;
+        void *p = realloc(v->p, cap * v->elem);
+        if (!p)
+            return NULL;
+        v->p = p;
+        v->cap = cap;
+    }
+    return (char *)v->p + v->elem * v->n++;
+}
+
+static int xsm_is_send(const xsprof_io_mpi *m)
+{
+    return (m->kind == XSPROF_MPI_SEND || m->kind == XSPROF_MPI_SSEND || m->kind == XSPROF_MPI_ISEND ||
+            m->kind == XSPROF_MPI_SENDRECV) && m->peer >= 0;
+}
+
+/* Per rank: pair nonblocking posts with completions (same request, the most
+ * recent post before the completion), find the call that holds each
+ * completion, and emit the rank's send and receive keys. */
+static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_vec *sends, xsm_vec *recvs, uint64_t *open_posts)
+{
+    const xsprof_rank_data *d = &run->ranks[r].d;
+    size_t n = d->nmpi;
+    int64_t *post_of = malloc((n ? n : 1) * sizeof *post_of);     /* completion row -> post row */
+    int64_t *compl_of = malloc((n ? n : 1) * sizeof *compl_of);   /* post row -> completion row */
+    int64_t *call_of = malloc((n ? n : 1) * sizeof *call_of);     /* completion row -> holding call */
+    xsm_req *req = malloc((n ? n : 1) * sizeof *req);
+    xsm_thr_row *thr = malloc((n ? n : 1) * sizeof *thr);
+    int rc = -1;
+    if (!post_of || !compl_of || !call_of || !req || !thr)
+        goto out;
+    size_t nreq = 0;
+    for (size_t i = 0; i < n; i++) {
+        const xsprof_io_mpi *m = &d->mpi[i];
+        post_of[i] = compl_of[i] = call_of[i] = -1;
+        thr[i] = (xsm_thr_row){m->thread, m->t_begin, i};
+        if (m->request && (m->kind == XSPROF_MPI_ISEND || m->kind == XSPROF_MPI_IRECV ||
+                           m->kind == XSPROF_MPI_ICOLL || m->kind == XSPROF_MPI_COMPLETION))
+            req[nreq++] = (xsm_req){m->request, m->t_begin, m->kind == XSPROF_MPI_COMPLETION, i};
+    }
+    qsort(req, nreq, sizeof *req, xsm_req_cmp);
+    for (size_t i = 0; i < nreq; i++) {
+        if (!req[i].completion)
+            continue;
+        /* the most recent post of this request before the completion */
+        for (size_t j = i; j-- > 0 && req[j].request == req[i].request;) {
+            if (!req[j].completion) {
+                post_of[req[i].row] = (int64_t)req[j].row;
+                compl_of[req[j].row] = (int64_t)req[i].row;
+                break;
+            }
+        }
+    }
+    /* The call holding a COMPLETION is the latest non-COMPLETION call on its
+     * thread that began at or before it and has not ended before it. */
+    qsort(thr, n, sizeof *thr, xsm_thr_cmp);
+    int64_t last_call = -1;
+    uint32_t last_thread = UINT32_MAX;
+    int64_t sendrecv_open = -1; /* Sendrecv whose receive completion follows */
+    for (size_t k = 0; k < n; k++) {
+        size_t i = thr[k].row;
+        const xsprof_io_mpi *m = &d->mpi[i];
+        if (m->thread != last_thread) {
+            last_thread = m->thread;
+            last_call = sendrecv_open = -1;
+        }
+        if (m->kind != XSPROF_MPI_COMPLETION) {
+            last_call = (int64_t)i;
+            sendrecv_open = m->kind == XSPROF_MPI_SENDRECV ? (int64_t)i : -1;
+            continue;
+        }
+        if (last_call >= 0 && d->mpi[last_call].t_end >= m->t_begin)
+            call_of[i] = last_call;
+        if ((m->flags & XSPROF_MPI_F_RECV) && post_of[i] < 0 && sendrecv_open >= 0) {
+            call_of[i] = sendrecv_open; /* the receive half of a Sendrecv */
+            sendrecv_open = -1;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const xsprof_io_mpi *m = &d->mpi[i];
+        if (xsm_is_send(m)) {
+            xsm_p2p_key *k = xsm_vec_push(sends);
+            if (!k)
+                goto out;
+            *k = (xsm_p2p_key){m->comm, r, m->peer, m->tag, m->seq, r, 0, i, -1, compl_of[i]};
+            continue;
+        }
+        int recv = m->kind == XSPROF_MPI_RECV ||
+                   (m->kind == XSPROF_MPI_COMPLETION && (m->flags & XSPROF_MPI_F_RECV) &&
+                    !(m->flags & XSPROF_MPI_F_CANCELLED));
+        if (m->kind == XSPROF_MPI_IRECV && compl_of[i] < 0 && !(m->flags & (XSPROF_MPI_F_CANCELLED | XSPROF_MPI_F_FREED)))
+            (*open_posts)++;
+        if (!recv || m->peer < 0)
+            continue;
+        uint32_t comm = m->comm;
+        if (comm == UINT32_MAX && post_of[i] >= 0)
+            comm = d->mpi[post_of[i]].comm;
+        else if (comm == UINT32_MAX && call_of[i] >= 0)
+            comm = d->mpi[call_of[i]].comm;
+        xsm_p2p_key *k = xsm_vec_push(recvs);
+        if (!k)
+            goto out;
+        int64_t call = m->kind == XSPROF_MPI_RECV ? (int64_t)i : (call_of[i] >= 0 ? call_of[i] : (int64_t)i);
+        int64_t post = post_of[i] >= 0 && d->mpi[post_of[i]].kind == XSPROF_MPI_IRECV ? post_of[i] : -1;
+        *k = (xsm_p2p_key){comm, m->peer, r, m->tag, m->seq, r, 0, i, post, call};
+    }
+    rc = 0;
+out:
+    free(post_of);
+    free(compl_of);
+    free(call_of);
+    free(req);
+    free(thr);
+    return rc;
+}
+
+typedef struct xsm_coll_key {
+    uint32_t comm;
+    int32_t rank;
+    uint64_t seq;
+    size_t row;
+} xsm_coll_key;
+
+static int xsm_coll_cmp(const void *a, const void *b)
+{
+    const xsm_coll_key *x = a, *y = b;
+    if (x->comm != y->comm) return x->comm < y->comm ? -1 : 1;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* Size of communicator `comm` as any present member defines it, 0 if unknown. */
+static uint32_t xsm_comm_size(const xsm_run *run, uint32_t comm)
+{
+    for (size_t r = 0; r < run->nranks; r++) {
+        const xsprof_rank_data *d = &run->ranks[r].d;
+        for (size_t i = 0; i < d->ncomms; i++)
+            if (d->comms[i].id == comm)
+                return d->comms[i].size;
+    }
+    return 0;
+}
+
+static void xsm_note_p2p(FILE *notes, const char *what, const xsm_p2p_key *k, size_t *listed)
+{
+    if (!notes || (*listed)++ >= 5)
+        return;
+    fprintf(notes, "xsmerge: note: unmatched %s: rank %d -> %d, comm %u, tag %d, seq %llu (row %zu on rank %d)\n", what,
+            (int)k->src, (int)k->dst, k->comm, (int)k->tag, (unsigned long long)k->seq, k->row, (int)k->rank);
+}
+
+int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
+{
+    xsm_vec sends = {.elem = sizeof(xsm_p2p_key)}, recvs = {.elem = sizeof(xsm_p2p_key)};
+    xsm_vec msgs = {.elem = sizeof(xsm_message)};
+    xsm_vec colls = {.elem = sizeof(xsm_coll_key)};
+    uint64_t open_posts = 0;
+    run->unmatched_sends = run->unmatched_recvs = run->incomplete_colls = 0;
+    for (size_t r = 0; r < run->nranks; r++) {
+        if (!run->ranks[r].present)
+            continue;
+        if (xsm_rank_keys(run, (int32_t)r, &sends, &recvs, &open_posts))
+            goto oom;
+        const xsprof_rank_data *d = &run->ranks[r].d;
+        for (size_t i = 0; i < d->nmpi; i++) {
+            const xsprof_io_mpi *m = &d->mpi[i];
+            if ((m->kind == XSPROF_MPI_COLL || m->kind == XSPROF_MPI_ICOLL) && m->coll_seq) {
+                xsm_coll_key *k = xsm_vec_push(&colls);
+                if (!k)
+                    goto oom;
+                *k = (xsm_coll_key){m->comm, (int32_t)r, m->coll_seq, i};
+            }
+        }
+    }
+    xsm_p2p_key *s = sends.p, *v = recvs.p;
+    qsort(s, sends.n, sizeof *s, xsm_key_cmp);
+    qsort(v, recvs.n, sizeof *v, xsm_key_cmp);
+    size_t i = 0, j = 0, listed_s = 0, listed_r = 0;
+    while (i < sends.n || j < recvs.n) {
+        int c = i == sends.n ? 1 : j == recvs.n ? -1 : 0;
+        if (!c) {
+            xsm_p2p_key a = s[i], b = v[j];
+            a.row = b.row = 0;
+            c = xsm_key_cmp(&a, &b);
+        }
+        if (c < 0) {
+            /* a send whose receiver was not loaded is not an anomaly */
+            if ((size_t)s[i].dst < run->nranks && run->ranks[s[i].dst].present) {
+                run->unmatched_sends++;
+                xsm_note_p2p(notes, "send", &s[i], &listed_s);
+            }
+            i++;
+        } else if (c > 0) {
+            if ((size_t)v[j].src < run->nranks && run->ranks[v[j].src].present) {
+                run->unmatched_recvs++;
+                xsm_note_p2p(notes, "receive", &v[j], &listed_r);
+            }
+            j++;
+        } else {
+            xsm_message *m = xsm_vec_push(&msgs);
+            if (!m)
+                goto oom;
+            const xsprof_io_mpi *srow = &run->ranks[s[i].rank].d.mpi[s[i].row];
+            *m = (xsm_message){.src = s[i].src, .dst = s[i].dst, .comm = s[i].comm, .tag = s[i].tag,
+                               .bytes = srow->bytes_sent, .send_row = s[i].row, .recv_row = v[j].row,
+                               .recv_post_row = v[j].post, .send_completion_row = s[i].aux,
+                               .recv_call_row = (size_t)v[j].aux};
+            i++;
+            j++;
+        }
+    }
+    run->unmatched_recvs += open_posts;
+    if (notes && open_posts)
+        fprintf(notes, "xsmerge: note: %llu nonblocking receives were posted but never completed\n",
+                (unsigned long long)open_posts);
+    run->msgs = msgs.p;
+    run->nmsgs = msgs.n;
+    msgs.p = NULL;
+
+    xsm_coll_key *ck = colls.p;
+    qsort(ck, colls.n, sizeof *ck, xsm_coll_cmp);
+    size_t ngroups = 0;
+    for (size_t a = 0; a < colls.n; a++)
+        if (a == 0 || ck[a].comm != ck[a - 1].comm || ck[a].seq != ck[a - 1].seq)
+            ngroups++;
+    run->colls = calloc(ngroups ? ngroups : 1, sizeof *run->colls);
+    if (!run->colls)
+        goto oom;
+    for (size_t a = 0; a < colls.n;) {
+        size_t b = a;
+        while (b < colls.n && ck[b].comm == ck[a].comm && ck[b].seq == ck[a].seq)
+            b++;
+        xsm_collective *c = &run->colls[run->ncolls++];
+        const xsprof_io_mpi *first = &run->ranks[ck[a].rank].d.mpi[ck[a].row];
+        c->comm = ck[a].comm;
+        c->coll_seq = ck[a].seq;
+        c->op = first->op;
+        c->coll_kind = first->coll;
+        c->root = first->root;
+        c->ranks = malloc((b - a) * sizeof *c->ranks);
+        c->rows = malloc((b - a) * sizeof *c->rows);
+        if (!c->ranks || !c->rows)
+            goto oom;
+        for (size_t k = a; k < b; k++) {
+            if (c->n && c->ranks[c->n - 1] == ck[k].rank)
+                continue; /* one row per rank and instance */
+            c->ranks[c->n] = ck[k].rank;
+            c->rows[c->n] = ck[k].row;
+            c->n++;
+        }
+        uint32_t expect = xsm_comm_size(run, c->comm);
+        size_t present = 0;
+        if (expect) {
+            /* only members that were loaded can be expected */
+            for (size_t r = 0; r < run->nranks; r++) {
+                const xsprof_rank_data *d = &run->ranks[r].d;
+                for (size_t q = 0; q < d->ncomms && run->ranks[r].present; q++)
+                    if (d->comms[q].id == c->comm) {
+                        present++;
+                        break;
+                    }
+            }
+        }
+        if (present > c->n)
+            run->incomplete_colls++;
+        a = b;
+    }
+    if (notes && (run->unmatched_sends || run->unmatched_recvs || run->incomplete_colls))
+        fprintf(notes, "xsmerge: note: %zu unmatched sends, %zu unmatched receives, %zu incomplete collectives\n",
+                run->unmatched_sends, run->unmatched_recvs, run->incomplete_colls);
+    free(sends.p);
+    free(recvs.p);
+    free(colls.p);
+    return 0;
+oom:
+    free(sends.p);
+    free(recvs.p);
+    free(colls.p);
+    free(msgs.p);
+    return xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages");
+}

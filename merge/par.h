@@ -1,0 +1,23 @@
+/* merge/par.h — collective mode: `mpirun -np K xsmerge RUN -o OUT`.
+ * MPI is initialised only when a launcher started this process (its rank
+ * variables are set), so a plain `xsmerge` never touches MPI. Rank files are
+ * divided among the K processes for loading; every process then holds the
+ * whole model (same bytes, so same alignment and matching) and the output
+ * files are divided among them. Owner: merge. */
+#ifndef XSPROF_MERGE_PAR_H
+#define XSPROF_MERGE_PAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "merge/read/read.h"
+
+/* Fills par (rank 0 of 1 when not launched by mpirun). Returns 0, or 1. */
+int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errlen);
+/* Combine the exit codes of all processes: the largest wins; *first gets
+ * the lowest process whose code was `bad` (it prints its error). */
+int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first);
+int64_t xsm_par_bcast_i64(const xsm_par *par, int64_t v);
+void xsm_par_barrier(const xsm_par *par);
+void xsm_par_end(const xsm_par *par);
+
+#endif

@@ -1,0 +1,65 @@
+/* merge/progress.c — see progress.h. */
+#include "merge/progress.h"
+#include "merge/util.h"
+
+#include <stdio.h>
+
+static struct {
+    int on;
+    int drawn;
+    double start;     /* when the merge began: the one-second rule is global */
+    double last;
+    const char *label;
+    uint64_t total, done;
+} xsm_prog;
+
+void xsm_progress_enable(int on)
+{
+    xsm_prog.on = on;
+    xsm_prog.start = xsm_now();
+}
+
+void xsm_progress_begin(const char *label, uint64_t total)
+{
+    xsm_prog.label = label;
+    xsm_prog.total = total;
+    xsm_prog.done = 0;
+}
+
+static void xsm_progress_draw(void)
+{
+    int width = 30;
+    double frac = xsm_prog.total ? (double)xsm_prog.done / (double)xsm_prog.total : 0.0;
+    if (frac > 1.0)
+        frac = 1.0;
+    int fill = (int)(frac * width);
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = 0;
+    fprintf(stderr, "\rxsmerge [%s] %3d%% %s %llu/%llu\033[K", bar, (int)(frac * 100), xsm_prog.label,
+            (unsigned long long)xsm_prog.done, (unsigned long long)xsm_prog.total);
+    fflush(stderr);
+    xsm_prog.drawn = 1;
+}
+
+void xsm_progress_step(uint64_t n)
+{
+    xsm_prog.done += n;
+    if (!xsm_prog.on)
+        return;
+    double now = xsm_now();
+    if (now - xsm_prog.start < 1.0 || now - xsm_prog.last < 0.1)
+        return;
+    xsm_prog.last = now;
+    xsm_progress_draw();
+}
+
+void xsm_progress_end(void)
+{
+    if (xsm_prog.on && xsm_prog.drawn) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        xsm_prog.drawn = 0;
+    }
+}

@@ -1,0 +1,398 @@
+/* merge/read/read.c — find, load and validate rank files; xsm_run_load. */
+#include "merge/read/read.h"
+#include "merge/align/align.h"
+#include "merge/match/match.h"
+#include "merge/progress.h"
+#include "merge/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Ranks of one job start within this span; a larger gap means two runs. */
+#define XSM_MAX_START_SKEW_NS (600LL * 1000000000LL)
+
+/* "rank-NNNNN.h5" / "rank-NNNNN.xsj" with at least five digits. */
+static int xsm_name_parse(const char *name, int32_t *rank, int *journal)
+{
+    if (strncmp(name, "rank-", 5) != 0)
+        return 0;
+    const char *p = name + 5;
+    long v = 0;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9') {
+        v = v * 10 + (*p - '0');
+        if (v > INT32_MAX)
+            return 0;
+        p++;
+        digits++;
+    }
+    if (digits < 5)
+        return 0;
+    if (strcmp(p, ".h5") == 0)
+        *journal = 0;
+    else if (strcmp(p, ".xsj") == 0)
+        *journal = 1;
+    else
+        return 0;
+    *rank = (int32_t)v;
+    return 1;
+}
+
+static int xsm_cand_cmp(const void *a, const void *b)
+{
+    const xsm_candidate *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return strcmp(x->h5[0] ? x->h5 : x->xsj, y->h5[0] ? y->h5 : y->xsj);
+}
+
+int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return xsm_err_set(err, errlen, "xsmerge: %s: %s", dir, strerror(errno));
+    if (S_ISREG(st.st_mode)) {
+        /* A single rank file: merge just that rank (the reader names the
+         * problem if it is not one). */
+        xsm_candidate *c = calloc(1, sizeof *c);
+        if (!c)
+            return xsm_err_set(err, errlen, "xsmerge: out of memory");
+        const char *base = strrchr(dir, '/');
+        base = base ? base + 1 : dir;
+        int journal = 0;
+        if (!xsm_name_parse(base, &c->rank, &journal))
+            c->rank = -1;
+        (void)xsm_err_set(journal ? c->xsj : c->h5, sizeof c->h5, "%s", dir);
+        *out = c;
+        *n = 1;
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return xsm_err_set(err, errlen, "xsmerge: %s: not a run directory or rank file", dir);
+    DIR *d = opendir(dir);
+    if (!d)
+        return xsm_err_set(err, errlen, "xsmerge: %s: %s", dir, strerror(errno));
+    xsm_candidate *c = NULL;
+    size_t nc = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int32_t rank;
+        int journal;
+        if (!xsm_name_parse(e->d_name, &rank, &journal))
+            continue;
+        /* An .h5 and an .xsj of the same rank share one candidate. */
+        size_t i = 0;
+        for (i = 0; i < nc; i++)
+            if (c[i].rank == rank && !(journal ? c[i].xsj[0] : c[i].h5[0]))
+                break;
+        if (i == nc) {
+            if (nc == cap) {
+                cap = cap ? cap * 2 : 64;
+                xsm_candidate *g = realloc(c, cap * sizeof *g);
+                if (!g) {
+                    free(c);
+                    closedir(d);
+                    return xsm_err_set(err, errlen, "xsmerge: out of memory");
+                }
+                c = g;
+            }
+            memset(&c[nc], 0, sizeof c[nc]);
+            c[nc].rank = rank;
+            nc++;
+        }
+        (void)xsm_err_set(journal ? c[i].xsj : c[i].h5, sizeof c[i].h5, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    if (nc == 0) {
+        free(c);
+        return xsm_err_set(err, errlen, "xsmerge: %s: no rank files (rank-NNNNN.h5 or rank-NNNNN.xsj) in this directory",
+                           dir);
+    }
+    qsort(c, nc, sizeof *c, xsm_cand_cmp);
+    *out = c;
+    *n = nc;
+    return 0;
+}
+
+static void xsm_load_one(const xsm_candidate *c, xsm_loaded *l)
+{
+    char e1[1024] = "", e2[1024] = "";
+    memset(&l->d, 0, sizeof l->d);
+    l->note[0] = l->err[0] = 0;
+    if (c->h5[0]) {
+        if (xsprof_rankfile_load(c->h5, &l->d, e1, sizeof e1) == XSPROF_OK) {
+            l->status = 0;
+            return;
+        }
+        xsprof_rank_data_free(&l->d);
+        memset(&l->d, 0, sizeof l->d);
+        if (!c->xsj[0]) {
+            l->status = 1;
+            (void)xsm_err_set(l->err, sizeof l->err, "xsmerge: %s", e1[0] ? e1 : c->h5);
+            return;
+        }
+    }
+    if (xsprof_journal_load(c->xsj, &l->d, e2, sizeof e2) == XSPROF_OK) {
+        l->status = 0;
+        if (c->h5[0])
+            (void)xsm_err_set(l->note, sizeof l->note, "rank %d: %s; recovered from journal %s (end state: %s)", (int)l->d.rank,
+                     e1, c->xsj, l->d.end_state[0] ? l->d.end_state : "unknown");
+        else
+            (void)xsm_err_set(l->note, sizeof l->note, "rank %d: no rank file, recovered from journal %s (end state: %s)",
+                     (int)l->d.rank, c->xsj, l->d.end_state[0] ? l->d.end_state : "unknown");
+        return;
+    }
+    xsprof_rank_data_free(&l->d);
+    memset(&l->d, 0, sizeof l->d);
+    l->status = 1;
+    (void)xsm_err_set(l->err, sizeof l->err, "xsmerge: %s", c->h5[0] ? (e1[0] ? e1 : c->h5) : (e2[0] ? e2 : c->xsj));
+}
+
+static void xsm_note(FILE *notes, const char *fmt, const char *a, const char *b)
+{
+    if (notes) {
+        fputs("xsmerge: note: ", notes);
+        fprintf(notes, fmt, a, b);
+        fputc('\n', notes);
+    }
+}
+
+static const char *xsm_loaded_path(const xsm_candidate *c) { return c->h5[0] ? c->h5 : c->xsj; }
+
+/* Pick the job the majority of files belong to (ties: the lowest rank). */
+static size_t xsm_reference(const xsm_loaded *l, size_t n)
+{
+    size_t best = SIZE_MAX, best_count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (l[i].status != 0)
+            continue;
+        size_t count = 0;
+        for (size_t j = 0; j < n; j++)
+            if (l[j].status == 0 && strcmp(l[j].d.job_id, l[i].d.job_id) == 0 && l[j].d.size == l[i].d.size)
+                count++;
+        if (count > best_count) {
+            best_count = count;
+            best = i;
+        }
+    }
+    return best;
+}
+
+static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xsm_candidate *c, xsm_loaded *l,
+                        size_t n, const unsigned char *mask, size_t masklen, FILE *notes, xsm_run *run, char *err,
+                        size_t errlen)
+{
+    int partial = opts && opts->partial;
+    char line[2048];
+    for (size_t i = 0; i < n; i++) {
+        if (l[i].status != 1)
+            continue;
+        if (!partial)
+            return xsm_err_set(err, errlen, "%s", l[i].err);
+        xsm_note(notes, "%s (skipped, --partial)%s", l[i].err, "");
+        l[i].status = -1;
+    }
+    size_t ref = xsm_reference(l, n);
+    if (ref == SIZE_MAX)
+        return xsm_err_set(err, errlen, "xsmerge: %s: no readable rank file", run_dir);
+    const xsprof_rank_data *rd = &l[ref].d;
+    if (rd->size < 1)
+        return xsm_err_set(err, errlen, "xsmerge: %s: invalid number of ranks %d", xsm_loaded_path(&c[ref]),
+                           (int)rd->size);
+    for (size_t i = 0; i < n; i++) {
+        if (l[i].status != 0 || i == ref)
+            continue;
+        const xsprof_rank_data *d = &l[i].d;
+        int64_t skew = d->start_realtime_ns - rd->start_realtime_ns;
+        if (skew < 0)
+            skew = -skew;
+        if (strcmp(d->job_id, rd->job_id) == 0 && d->size == rd->size && skew <= XSM_MAX_START_SKEW_NS)
+            continue;
+        if (strcmp(d->job_id, rd->job_id) != 0)
+            (void)xsm_err_set(line, sizeof line, "belongs to another run (job id '%s', %s has '%s')", d->job_id,
+                     xsm_loaded_path(&c[ref]), rd->job_id);
+        else if (d->size != rd->size)
+            (void)xsm_err_set(line, sizeof line, "belongs to another run (%d ranks, %s has %d)", (int)d->size,
+                     xsm_loaded_path(&c[ref]), (int)rd->size);
+        else
+            (void)xsm_err_set(line, sizeof line, "belongs to another run (started %.0f s apart from %s)", (double)skew * 1e-9,
+                     xsm_loaded_path(&c[ref]));
+        if (!partial)
+            return xsm_err_set(err, errlen, "xsmerge: %s: %s", xsm_loaded_path(&c[i]), line);
+        xsm_note(notes, "%s: %s (skipped, --partial)", xsm_loaded_path(&c[i]), line);
+        l[i].status = -1;
+    }
+    int32_t size = rd->size;
+    size_t *owner = malloc((size_t)size * sizeof *owner);
+    if (!owner)
+        return xsm_err_set(err, errlen, "xsmerge: out of memory");
+    for (int32_t r = 0; r < size; r++)
+        owner[r] = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (l[i].status != 0)
+            continue;
+        int32_t r = l[i].d.rank;
+        if (r < 0 || r >= size) {
+            (void)xsm_err_set(line, sizeof line, "claims rank %d but the run has %d ranks", (int)r, (int)size);
+        } else if (owner[r] != SIZE_MAX) {
+            (void)xsm_err_set(line, sizeof line, "claims rank %d, which %s already provides", (int)r, xsm_loaded_path(&c[owner[r]]));
+        } else {
+            owner[r] = i;
+            continue;
+        }
+        if (!partial) {
+            free(owner);
+            return xsm_err_set(err, errlen, "xsmerge: %s: %s", xsm_loaded_path(&c[i]), line);
+        }
+        xsm_note(notes, "%s: %s (skipped, --partial)", xsm_loaded_path(&c[i]), line);
+        l[i].status = -1;
+    }
+    /* Missing ranks: list them all on one line. */
+    size_t nmissing = 0;
+    size_t pos = 0;
+    line[0] = 0;
+    for (int32_t r = 0; r < size; r++) {
+        if (owner[r] != SIZE_MAX || (mask && ((size_t)r >= masklen || !mask[r])))
+            continue;
+        if (nmissing < 16 && pos < sizeof line - 16)
+            pos += (size_t)snprintf(line + pos, sizeof line - pos, "%s%d", nmissing ? ", " : "", (int)r);
+        else if (nmissing == 16)
+            pos += (size_t)snprintf(line + pos, sizeof line - pos, ", ...");
+        nmissing++;
+    }
+    if (nmissing) {
+        if (!partial) {
+            free(owner);
+            return xsm_err_set(err, errlen,
+                               "xsmerge: %s: %s %s missing (no rank-NNNNN.h5 or .xsj; %d ranks in the run; use --partial "
+                               "to merge the others)",
+                               run_dir, nmissing == 1 ? "rank" : "ranks", line, (int)size);
+        }
+        xsm_note(notes, "%s: missing ranks %s (continuing, --partial)", run_dir, line);
+    }
+    run->ranks = calloc((size_t)size, sizeof *run->ranks);
+    if (!run->ranks) {
+        free(owner);
+        return xsm_err_set(err, errlen, "xsmerge: out of memory");
+    }
+    run->nranks = (size_t)size;
+    for (int32_t r = 0; r < size; r++) {
+        if (owner[r] == SIZE_MAX)
+            continue;
+        xsm_loaded *x = &l[owner[r]];
+        if (x->note[0])
+            xsm_note(notes, "%s%s", x->note, "");
+        if (x->d.truncated && !x->note[0]) {
+            (void)xsm_err_set(line, sizeof line, "rank %d is truncated (end state: %s); merging the records it holds",
+                     (int)r, x->d.end_state[0] ? x->d.end_state : "unknown");
+            xsm_note(notes, "%s: %s", xsm_loaded_path(&c[owner[r]]), line);
+        }
+        run->ranks[r].d = x->d;
+        run->ranks[r].present = 1;
+        memset(&x->d, 0, sizeof x->d);
+        x->status = -1;
+    }
+    free(owner);
+    (void)xsm_err_set(run->job_id, sizeof run->job_id, "%s", rd->job_id);
+    for (size_t r = 0; r < run->nranks; r++)
+        if (run->ranks[r].present) {
+            (void)xsm_err_set(run->command, sizeof run->command, "%s", run->ranks[r].d.command);
+            break;
+        }
+    return 0;
+}
+
+int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_par *par, FILE *notes, xsm_run *run,
+                     char *err, size_t errlen)
+{
+    memset(run, 0, sizeof *run);
+    (void)xsm_err_set(run->run_dir, sizeof run->run_dir, "%s", run_dir);
+    xsm_candidate *c = NULL;
+    size_t n = 0;
+    if (xsm_read_scan(run_dir, &c, &n, err, errlen))
+        return 1;
+    unsigned char *mask = NULL;
+    size_t masklen = (size_t)c[n - 1].rank + 1;
+    if (opts && opts->ranks && xsm_rankset_parse(opts->ranks, masklen, &mask, err, errlen)) {
+        free(c);
+        return 1;
+    }
+    xsm_loaded *l = calloc(n, sizeof *l);
+    if (!l) {
+        free(c);
+        free(mask);
+        return xsm_err_set(err, errlen, "xsmerge: out of memory");
+    }
+    size_t todo = 0;
+    for (size_t i = 0; i < n; i++) {
+        l[i].status = -1;
+        if (mask && c[i].rank >= 0 && !mask[c[i].rank])
+            continue;
+        if (par && (int)(i % (size_t)par->size) != par->rank)
+            continue;
+        l[i].status = 0;
+        todo++;
+    }
+    xsm_progress_begin("reading rank files", todo);
+    for (size_t i = 0; i < n; i++) {
+        if (l[i].status == -1)
+            continue;
+        xsm_load_one(&c[i], &l[i]);
+        xsm_progress_step(1);
+    }
+    xsm_progress_end();
+    int rc = 0;
+    if (par && par->share(l, n, par->ctx, err, errlen))
+        rc = 1;
+    if (!rc)
+        rc = xsm_validate(run_dir, opts, c, l, n, mask, masklen, notes, run, err, errlen);
+    for (size_t i = 0; i < n; i++)
+        xsprof_rank_data_free(&l[i].d);
+    free(l);
+    free(c);
+    free(mask);
+    if (rc) {
+        xsm_run_free(run);
+        return 1;
+    }
+    xsm_align_interpolate(run);
+    run->min_latency_ns = opts && opts->min_latency_ns > 0 ? opts->min_latency_ns : 0;
+    if (xsm_match_run(run, notes, err, errlen) || xsm_align_logical(run, run->min_latency_ns, err, errlen)) {
+        xsm_run_free(run);
+        return 1;
+    }
+    xsm_align_origin(run);
+    if (opts && (opts->from_ns > 0 || opts->to_ns > 0) &&
+        xsm_select_window(run, opts->from_ns, opts->to_ns > 0 ? opts->to_ns : INT64_MAX, err, errlen)) {
+        xsm_run_free(run);
+        return 1;
+    }
+    return 0;
+}
+
+int xsm_run_load(const char *run_dir, const xsm_load_opts *opts, xsm_run *run, char *err, size_t errlen)
+{
+    return xsm_run_load_par(run_dir, opts, NULL, opts && opts->quiet ? NULL : stderr, run, err, errlen);
+}
+
+void xsm_run_free(xsm_run *run)
+{
+    for (size_t r = 0; r < run->nranks; r++)
+        xsprof_rank_data_free(&run->ranks[r].d);
+    free(run->ranks);
+    for (size_t i = 0; i < run->ncolls; i++) {
+        free(run->colls[i].ranks);
+        free(run->colls[i].rows);
+    }
+    free(run->colls);
+    free(run->msgs);
+    run->ranks = NULL;
+    run->colls = NULL;
+    run->msgs = NULL;
+    run->nranks = run->ncolls = run->nmsgs = 0;
+}

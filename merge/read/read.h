@@ -1,0 +1,54 @@
+/* merge/read/read.h — stage 1 of xsmerge: find, load and validate the rank
+ * files of a run directory, then drive align and match (xsm_run_load in
+ * pipeline.h is the serial entry point). Owner: merge.
+ *
+ * Loading is split from validation so that collective mode can divide the
+ * files among processes: each process loads its share, a `share` callback
+ * gives every process all results, and validation then runs identically
+ * everywhere (same errors, same model, same output). */
+#ifndef XSPROF_MERGE_READ_H
+#define XSPROF_MERGE_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "merge/pipeline.h"
+
+/* One rank number found in the directory (from the file names). */
+typedef struct xsm_candidate {
+    int32_t rank;
+    char h5[4096];  /* "" when absent */
+    char xsj[4096]; /* "" when absent */
+} xsm_candidate;
+
+/* What loading one candidate produced. */
+typedef struct xsm_loaded {
+    int status;      /* 0 loaded, 1 unreadable (err), -1 not loaded here */
+    char err[1024];  /* one line naming the file */
+    char note[1024]; /* e.g. "recovered from journal"; "" if none */
+    xsprof_rank_data d;
+} xsm_loaded;
+
+typedef struct xsm_par {
+    int rank, size; /* this process among the merging processes */
+    /* Give every process every entry of loaded[] (status != -1 on exactly one
+     * process each). Returns 0, or 1 with err set. */
+    int (*share)(xsm_loaded *loaded, size_t n, void *ctx, char *err, size_t errlen);
+    void *ctx;
+} xsm_par;
+
+/* List the rank files of dir (or the single file `dir`), sorted by rank.
+ * Returns 0, or 1 with err naming the path. */
+int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, size_t errlen);
+
+/* Like xsm_run_load, with collective loading when par is not NULL, and notes
+ * (recovered ranks, unmatched operations) printed to `notes` when set. */
+int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_par *par, FILE *notes,
+                     xsm_run *run, char *err, size_t errlen);
+
+/* Keep only events that overlap [from_ns, to_ns] (aligned times); messages
+ * and collectives are kept when their rows are, row indices are remapped.
+ * Returns 0, or 1 on OOM. */
+int xsm_select_window(xsm_run *run, int64_t from_ns, int64_t to_ns, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,255 @@
+/* merge/util.c — see util.h. */
+#include "merge/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+int xsm_err_set(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return 1;
+}
+
+void xsm_out_init(xsm_out *b, FILE *f)
+{
+    memset(b, 0, sizeof *b);
+    b->f = f;
+    b->flush_at = 1u << 20;
+}
+
+void xsm_out_free(xsm_out *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+int xsm_out_flush(xsm_out *b)
+{
+    if (!b->f || b->failed)
+        return b->failed ? -1 : 0;
+    if (b->len && fwrite(b->p, 1, b->len, b->f) != b->len) {
+        b->failed = 1;
+        return -1;
+    }
+    b->written += b->len;
+    b->len = 0;
+    return 0;
+}
+
+int xsm_out_reserve(xsm_out *b, size_t extra)
+{
+    if (b->failed)
+        return -1;
+    if (b->f && b->len >= b->flush_at && xsm_out_flush(b))
+        return -1;
+    if (b->len + extra <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->failed = 1;
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void xsm_out_put(xsm_out *b, const void *data, size_t n)
+{
+    if (xsm_out_reserve(b, n))
+        return;
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+}
+
+void xsm_out_printf(xsm_out *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || xsm_out_reserve(b, (size_t)n + 1))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void xsm_out_json_str(xsm_out *b, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = strlen(s);
+    if (xsm_out_reserve(b, n * 6 + 2))
+        return;
+    char *o = b->p + b->len;
+    *o++ = '"';
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        switch (*c) {
+        case '"': *o++ = '\\'; *o++ = '"'; break;
+        case '\\': *o++ = '\\'; *o++ = '\\'; break;
+        case '\n': *o++ = '\\'; *o++ = 'n'; break;
+        case '\t': *o++ = '\\'; *o++ = 't'; break;
+        case '\r': *o++ = '\\'; *o++ = 'r'; break;
+        default:
+            if (*c < 0x20 || *c == 0x7f) {
+                *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
+                *o++ = hex[*c >> 4]; *o++ = hex[*c & 15];
+            } else {
+                *o++ = (char)*c;
+            }
+        }
+    }
+    *o++ = '"';
+    b->len = (size_t)(o - b->p);
+}
+
+/* Hand-rolled integer formatting: printf dominates the JSON writer's time. */
+void xsm_out_u64(xsm_out *b, uint64_t v)
+{
+    char tmp[24];
+    int i = 24;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    xsm_out_put(b, tmp + i, (size_t)(24 - i));
+}
+
+void xsm_out_i64(xsm_out *b, int64_t v)
+{
+    if (v < 0) {
+        xsm_out_put(b, "-", 1);
+        xsm_out_u64(b, (uint64_t)0 - (uint64_t)v);
+    } else {
+        xsm_out_u64(b, (uint64_t)v);
+    }
+}
+
+void xsm_out_us(xsm_out *b, int64_t ns)
+{
+    if (ns < 0) {
+        xsm_out_put(b, "-", 1);
+        ns = -ns;
+    }
+    xsm_out_u64(b, (uint64_t)ns / 1000u);
+    char frac[4] = {'.', (char)('0' + (ns / 100) % 10), (char)('0' + (ns / 10) % 10), (char)('0' + ns % 10)};
+    xsm_out_put(b, frac, 4);
+}
+
+static uint64_t xsm_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+void xsm_strtab_init(xsm_strtab *t) { memset(t, 0, sizeof *t); }
+
+void xsm_strtab_free(xsm_strtab *t)
+{
+    for (uint32_t i = 0; i < t->n; i++)
+        free(t->str[i]);
+    free(t->str);
+    free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
+static int xsm_strtab_rehash(xsm_strtab *t, size_t nslots)
+{
+    uint32_t *slots = calloc(nslots, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (uint32_t id = 0; id < t->n; id++) {
+        size_t i = (size_t)xsm_hash(t->str[id]) & (nslots - 1);
+        while (slots[i])
+            i = (i + 1) & (nslots - 1);
+        slots[i] = id + 1;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = nslots;
+    return 0;
+}
+
+uint32_t xsm_strtab_intern(xsm_strtab *t, const char *s)
+{
+    if ((t->n + 1) * 2 > t->nslots && xsm_strtab_rehash(t, t->nslots ? t->nslots * 2 : 256))
+        return UINT32_MAX;
+    size_t i = (size_t)xsm_hash(s) & (t->nslots - 1);
+    while (t->slots[i]) {
+        uint32_t id = t->slots[i] - 1;
+        if (strcmp(t->str[id], s) == 0)
+            return id;
+        i = (i + 1) & (t->nslots - 1);
+    }
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 256;
+        char **str = realloc(t->str, cap * sizeof *str);
+        if (!str)
+            return UINT32_MAX;
+        t->str = str;
+        t->cap = cap;
+    }
+    char *copy = strdup(s);
+    if (!copy)
+        return UINT32_MAX;
+    t->str[t->n] = copy;
+    t->slots[i] = t->n + 1;
+    return t->n++;
+}
+
+int xsm_rankset_parse(const char *spec, size_t n, unsigned char **mask, char *err, size_t errlen)
+{
+    unsigned char *m = calloc(n ? n : 1, 1);
+    if (!m)
+        return xsm_err_set(err, errlen, "out of memory");
+    const char *p = spec;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long a = strtol(p, &end, 10);
+        if (end == p || errno || a < 0)
+            goto bad;
+        long b = a;
+        p = end;
+        if (*p == '-') {
+            p++;
+            b = strtol(p, &end, 10);
+            if (end == p || errno || b < a)
+                goto bad;
+            p = end;
+        }
+        for (long r = a; r <= b && (size_t)r < n; r++)
+            m[r] = 1;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            goto bad;
+    }
+    *mask = m;
+    return 0;
+bad:
+    free(m);
+    return xsm_err_set(err, errlen, "xsmerge: --ranks '%s': expected a list like 0-7,12", spec);
+}
+
+double xsm_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void xsm_path(char *buf, size_t n, const char *dir, const char *name) { (void)xsm_err_set(buf, n, "%s/%s", dir, name); }

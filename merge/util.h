@@ -1,0 +1,69 @@
+/* merge/util.h — small helpers shared by the xsmerge stages: one-line error
+ * messages, a growable output buffer that flushes to a FILE, a string table
+ * that interns names across ranks, and a comma-list rank-set parser.
+ * Owner: merge. */
+#ifndef XSPROF_MERGE_UTIL_H
+#define XSPROF_MERGE_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* snprintf into err (never NULL-terminated garbage); returns 1 so that
+ * callers can write `return xsm_err_set(...)` for the "bad input" code. */
+int xsm_err_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Growable byte buffer. When `f` is set, the buffer is written out each time
+ * it passes `flush_at` bytes, so memory stays bounded while streaming. */
+typedef struct xsm_out {
+    char *p;
+    size_t len, cap;
+    FILE *f;
+    size_t flush_at;
+    uint64_t written; /* bytes already handed to f */
+    int failed;       /* allocation or write error seen (sticky) */
+} xsm_out;
+
+void xsm_out_init(xsm_out *b, FILE *f);
+void xsm_out_free(xsm_out *b);
+int xsm_out_reserve(xsm_out *b, size_t extra);
+void xsm_out_put(xsm_out *b, const void *data, size_t n);
+void xsm_out_printf(xsm_out *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* JSON string literal with escaping, including the quotes. */
+void xsm_out_json_str(xsm_out *b, const char *s);
+/* Non-negative ns as microseconds with 3 decimals ("12.345"). */
+void xsm_out_us(xsm_out *b, int64_t ns);
+void xsm_out_i64(xsm_out *b, int64_t v);
+void xsm_out_u64(xsm_out *b, uint64_t v);
+/* Write pending bytes to f. Returns 0 ok, -1 on error. */
+int xsm_out_flush(xsm_out *b);
+static inline uint64_t xsm_out_total(const xsm_out *b) { return b->written + b->len; }
+
+static inline void xsm_out_puts(xsm_out *b, const char *s) { xsm_out_put(b, s, strlen(s)); }
+
+/* Interns strings: equal text gets the same dense id, in first-seen order. */
+typedef struct xsm_strtab {
+    char **str;      /* str[id] (owned copies) */
+    uint32_t n, cap;
+    uint32_t *slots; /* open addressing: id + 1, 0 = empty */
+    size_t nslots;
+} xsm_strtab;
+
+void xsm_strtab_init(xsm_strtab *t);
+void xsm_strtab_free(xsm_strtab *t);
+/* Returns the id, or UINT32_MAX when memory ran out. */
+uint32_t xsm_strtab_intern(xsm_strtab *t, const char *s);
+
+/* Rank set "0-7,12": returns 0 and a malloc'd mask of `n` flags, or 1 with
+ * err set for a malformed list. */
+int xsm_rankset_parse(const char *spec, size_t n, unsigned char **mask, char *err, size_t errlen);
+
+/* dir + "/" + name into buf (truncated to n, always terminated). */
+void xsm_path(char *buf, size_t n, const char *dir, const char *name);
+
+/* Monotonic seconds, for the progress bar only (never for output). */
+double xsm_now(void);
+
+#endif

@@ -271,7 +271,7 @@ static void completed_one(xsprof_mpi_call *c, const xsprof_rec_mpi *call, MPI_Re
         return;
     (*count)++;
     xsprof_req_info ri;
-    if (!dry && xsprof_req_take(snap, &ri, 0))
+    if (!dry && xsprof_req_take(snap, &ri, 0, (uint64_t)(uintptr_t)c))
         complete(call, &ri, st, c->op);
 }
 
@@ -326,6 +326,10 @@ static void post_wait(xsprof_mpi_call *c, int rc, xsprof_rec_mpi *r) {
     r->kind = r->count || rule == XSPROF_RULE_WAIT || rule == XSPROF_RULE_WAITALL ? XSPROF_MPI_WAIT : XSPROF_MPI_OTHER;
     emit(r);
     wait_pass(c, rc, r, 0);
+    /* requests that did not complete are released for a later call */
+    for (int i = 0; i < c->nreq; i++)
+        if (c->snap[i] != MPI_REQUEST_NULL)
+            xsprof_req_claim(c->snap[i], (uint64_t)(uintptr_t)c, 0);
 }
 
 /* ---- pre / post --------------------------------------------------------- */
@@ -345,8 +349,12 @@ void xsprof_mpi_pre(xsprof_mpi_call *c) {
             c->snap = c->snap_heap;
         if (c->nreq > XSPROF_MPI_INLINE && !c->snap_heap)
             c->nreq = XSPROF_MPI_INLINE; /* track what fits, the call itself is unaffected */
-        for (int i = 0; i < c->nreq; i++)
+        /* claim the entries now: once MPI frees a request another thread
+         * may get the same handle value for a new one */
+        for (int i = 0; i < c->nreq; i++) {
             c->snap[i] = src[i];
+            xsprof_req_claim(src[i], 0, (uint64_t)(uintptr_t)c);
+        }
         break;
     }
     case XSPROF_W_REQFREE:
@@ -449,7 +457,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         r.kind = XSPROF_MPI_RECV;
         if (o->wkind == XSPROF_W_MRECV) {
             xsprof_req_info mi;
-            ce = xsprof_req_take(c->s->req_snap[0], &mi, 1) ? mi.comm : NULL;
+            ce = xsprof_req_take(c->s->req_snap[0], &mi, 1, 0) ? mi.comm : NULL;
             r.comm = ce ? ce->gid : XSPROF_COMM_NONE;
         } else {
             if (c->src == MPI_ANY_SOURCE)
@@ -472,7 +480,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         int src = c->src, tag = c->tag;
         if (o->wkind == XSPROF_W_IMRECV) {
             xsprof_req_info mi;
-            ce = xsprof_req_take(c->s->req_snap[0], &mi, 1) ? mi.comm : NULL;
+            ce = xsprof_req_take(c->s->req_snap[0], &mi, 1, 0) ? mi.comm : NULL;
             r.comm = ce ? ce->gid : XSPROF_COMM_NONE;
             src = MPI_ANY_SOURCE; /* known at completion */
             tag = MPI_ANY_TAG;
@@ -559,7 +567,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         goto out;
     case XSPROF_W_REQFREE: {
         xsprof_req_info ri;
-        if (ok && xsprof_req_take(c->s->req_snap[0], &ri, 1) && ri.active) {
+        if (ok && xsprof_req_take(c->s->req_snap[0], &ri, 1, 0) && ri.active) {
             ri.flags |= XSPROF_MPI_F_FREED;
             complete(&r, &ri, NULL, c->op);
         }

@@ -21,9 +21,12 @@ static inline uint64_t mix64(uint64_t x) {
 }
 
 /* ---- request table ------------------------------------------------------
- * Linear probing with backward-shift deletion keeps entries of one key in
- * insertion order, so when a freed handle is reused by another thread before
- * its completion is processed, the oldest entry (the completed one) is taken. */
+ * A handle value is reused as soon as MPI frees the request, possibly by
+ * another thread before the completing thread has looked its entry up. So a
+ * Wait/Test call claims the entries of its requests before calling MPI (a
+ * request is waited on by one thread at a time, and the entry of a completed
+ * but not yet processed request is already claimed by its own call), and
+ * after the call takes exactly the entries it claimed. */
 
 #define XSPROF_REQ_STRIPES 64
 
@@ -90,13 +93,14 @@ void xsprof_req_insert(MPI_Request r, const xsprof_req_info *info) {
     pthread_mutex_unlock(&s->lock);
 }
 
-static req_slot *find(req_stripe *s, uintptr_t key, uint64_t h) {
+/* The oldest entry of `key` claimed by `claim` (0 = unclaimed). */
+static req_slot *find(req_stripe *s, uintptr_t key, uint64_t h, uint64_t claim) {
     if (!s->cap)
         return NULL;
     for (size_t j = (h / XSPROF_REQ_STRIPES) & (s->cap - 1);; j = (j + 1) & (s->cap - 1)) {
         if (!s->slots[j].key)
             return NULL;
-        if (s->slots[j].key == key)
+        if (s->slots[j].key == key && s->slots[j].info.claim == claim)
             return &s->slots[j];
     }
 }
@@ -118,19 +122,34 @@ static void erase(req_stripe *s, req_slot *slot) {
     s->n--;
 }
 
-int xsprof_req_take(MPI_Request r, xsprof_req_info *out, int freeing) {
+int xsprof_req_claim(MPI_Request r, uint64_t from, uint64_t to) {
     if (r == MPI_REQUEST_NULL)
         return 0;
     uintptr_t key = (uintptr_t)r;
     uint64_t h;
     req_stripe *s = stripe_of(key, &h);
     pthread_mutex_lock(&s->lock);
-    req_slot *slot = find(s, key, h);
+    req_slot *slot = find(s, key, h, from);
+    if (slot)
+        slot->info.claim = to;
+    pthread_mutex_unlock(&s->lock);
+    return slot != NULL;
+}
+
+int xsprof_req_take(MPI_Request r, xsprof_req_info *out, int freeing, uint64_t claim) {
+    if (r == MPI_REQUEST_NULL)
+        return 0;
+    uintptr_t key = (uintptr_t)r;
+    uint64_t h;
+    req_stripe *s = stripe_of(key, &h);
+    pthread_mutex_lock(&s->lock);
+    req_slot *slot = find(s, key, h, claim);
     if (slot) {
         *out = slot->info;
-        if (slot->info.persistent && !freeing)
+        if (slot->info.persistent && !freeing) {
             slot->info.active = 0;
-        else
+            slot->info.claim = 0;
+        } else
             erase(s, slot);
     }
     pthread_mutex_unlock(&s->lock);
@@ -144,7 +163,7 @@ int xsprof_req_update(MPI_Request r, void (*fn)(xsprof_req_info *, void *), void
     uint64_t h;
     req_stripe *s = stripe_of(key, &h);
     pthread_mutex_lock(&s->lock);
-    req_slot *slot = find(s, key, h);
+    req_slot *slot = find(s, key, h, 0);
     if (slot) {
         fn(&slot->info, arg);
         if (out)

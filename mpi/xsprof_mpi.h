@@ -194,13 +194,17 @@ typedef struct xsprof_req_info {
     uint8_t kind;       /* enum xsprof_mpi_kind of the post */
     uint8_t coll;
     uint8_t persistent, active, is_recv, is_send;
+    uint64_t claim;     /* the Wait/Test call processing it, 0 = none */
 } xsprof_req_info;
 
 XSPROF_HIDDEN uint64_t xsprof_req_new_id(void);
 XSPROF_HIDDEN void xsprof_req_insert(MPI_Request r, const xsprof_req_info *info);
-/* Completion of r: copy out its oldest entry and remove it; a persistent
- * entry stays (inactive) unless `freeing`. 0 when r is not tracked. */
-XSPROF_HIDDEN int xsprof_req_take(MPI_Request r, xsprof_req_info *out, int freeing);
+/* Move the oldest entry of r claimed by `from` to claim `to` (0 = unclaimed). */
+XSPROF_HIDDEN int xsprof_req_claim(MPI_Request r, uint64_t from, uint64_t to);
+/* Completion of r: copy out its oldest entry claimed by `claim` and remove
+ * it; a persistent entry stays (inactive, unclaimed) unless `freeing`.
+ * 0 when r is not tracked. */
+XSPROF_HIDDEN int xsprof_req_take(MPI_Request r, xsprof_req_info *out, int freeing, uint64_t claim);
 /* Apply fn to the entry of r under its lock; copy the result to out (may be NULL). */
 XSPROF_HIDDEN int xsprof_req_update(MPI_Request r, void (*fn)(xsprof_req_info *, void *), void *arg,
                                     xsprof_req_info *out);

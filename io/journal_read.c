@@ -431,6 +431,8 @@ static int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t s
             jr_copy_field(d->command, sizeof d->command, v, strlen(v));
         else if (k && v && !strcmp(k, "mpi_version"))
             jr_copy_field(d->mpi_version, sizeof d->mpi_version, v, strlen(v));
+        else if (k && v && !strcmp(k, "end_state"))
+            jr_copy_field(c->st->meta_end_state, sizeof c->st->meta_end_state, v, strlen(v));
         return 0;
     }
     case XSPROF_REC_TOPO: {
@@ -682,6 +684,10 @@ void xsprof_journal_end_state(const xsprof_journal_stats *st, char *buf, size_t 
 {
     if (!buf || !len)
         return;
+    if (st->meta_end_state[0]) {
+        snprintf(buf, len, "%s", st->meta_end_state);
+        return;
+    }
     switch (st->state) {
     case XSPROF_JOURNAL_FINALIZED:
         snprintf(buf, len, "finalized");

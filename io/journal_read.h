@@ -42,6 +42,7 @@ typedef struct xsprof_journal_stats {
     int32_t signal;     /* fatal signal when state == SIGNALED */
     uint64_t damaged;   /* chunks or string entries cut short by damage */
     uint64_t orphan_args; /* ARG records whose region never completed */
+    char meta_end_state[64]; /* META "end_state" written at finalize, "" if none */
 } xsprof_journal_stats;
 
 /* Parse `path`. Fills the identity fields of `out` (rank, size, pid, host,
@@ -53,8 +54,9 @@ typedef struct xsprof_journal_stats {
 xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xsprof_journal_stats *stats,
                                    xsprof_io_rows_fn fn, void *user, char *err, size_t errlen);
 
-/* The end_state text for a journal header state: "finalized",
- * "signal 11 (SIGSEGV)", "killed (no handler ran)". */
+/* How the rank ended: the META "end_state" core writes at finalize when
+ * present, else from the header state: "signal 11 (SIGSEGV)" or
+ * "killed (no handler ran)" (or "finalized"). */
 void xsprof_journal_end_state(const xsprof_journal_stats *st, char *buf, size_t len);
 
 #endif

@@ -15,7 +15,6 @@
 
 #include <hdf5.h>
 
-#include "core/journal.h"
 #include "core/record.h"
 #include "io/h5schema.h"
 #include "io/journal_read.h"
@@ -539,6 +538,6 @@ xsprof_status xsprof_journal_load(const char *path, xsprof_rank_data *out, char 
     out->format_version = XSPROF_FORMAT_VERSION;
     xsprof_journal_end_state(&st, out->end_state, sizeof out->end_state);
     out->recovered = 1;
-    out->truncated = st.state != XSPROF_JOURNAL_FINALIZED || st.damaged > 0;
+    out->truncated = strcmp(out->end_state, "finalized") != 0 || st.damaged > 0;
     return XSPROF_OK;
 }

@@ -12,7 +12,8 @@ static xsprof_status sink_hdf5_finish(void *self, const char *journal_path, cons
     (void)self;
     char err[1024];
     /* finish only runs on the normal finalize path (never in a signal
-     * handler), so the rank ended normally. */
+     * handler): the rank ended normally unless core recorded otherwise
+     * (META end_state, e.g. "exit without MPI_Finalize"). */
     xsprof_status s = xsprof_journal_convert(journal_path, out_path, "finalized", err, sizeof err);
     if (s != XSPROF_OK)
         xsprof_log(XSPROF_LOG_INFO, "%s", err); /* core warns once; this says why */

@@ -309,13 +309,12 @@ xsprof_status xsprof_journal_convert(const char *journal_path, const char *h5_pa
     if (s == XSPROF_OK)
         s = xsprof_journal_parse(journal_path, &d, &st, wr_rows, &w, err, errlen);
     if (s == XSPROF_OK) {
-        if (end_state)
+        if (end_state && !st.meta_end_state[0])
             snprintf(d.end_state, sizeof d.end_state, "%s", end_state);
         else
             xsprof_journal_end_state(&st, d.end_state, sizeof d.end_state);
-        int finalized = strcmp(d.end_state, "finalized") == 0;
-        d.recovered = !finalized;
-        d.truncated = !finalized || st.damaged > 0;
+        d.recovered = end_state == NULL;
+        d.truncated = strcmp(d.end_state, "finalized") != 0 || st.damaged > 0;
         s = wr_definitions(&w, &d);
     }
     if (s == XSPROF_OK)

@@ -221,8 +221,8 @@ void xsm_an_window_excl(const xsm_an *a, int32_t r, int64_t t0, int64_t t1, doub
 
 /* ---- writers ---------------------------------------------------------------- */
 void xsm_report_json(const xsm_an *a, xsm_buf *b, int html_safe);
-void xsm_report_text(const xsm_an *a, xsm_buf *b, const char *out_dir);
-void xsm_report_summary(const xsm_an *a, xsm_buf *b, const char *out_dir);
+void xsm_report_text(const xsm_an *a, xsm_buf *b);
+void xsm_report_summary(const xsm_an *a, xsm_buf *b);
 /* Folded stacks "rank N;a;b;leaf value_us" sorted, one per line. */
 void xsm_flame_folded(const xsm_an *a, xsm_buf *b);
 /* SVG flame graph from folded text; `base` (may be NULL) gives a

@@ -113,7 +113,7 @@ int xsm_analyze_run(const xsm_run *run, const char *out_dir, const xsm_report_op
     xsm_report_json(&a, &json, 0);
     if (write_buf(out_dir, "report.json", &json, err, errlen) != 0)
         goto out;
-    xsm_report_text(&a, &txt, out_dir);
+    xsm_report_text(&a, &txt);
     if (reg.n)
         xsm_buf_put(&txt, reg.p, reg.n);
     if (write_buf(out_dir, "report.txt", &txt, err, errlen) != 0)
@@ -149,7 +149,7 @@ int xsm_analyze_run(const xsm_run *run, const char *out_dir, const xsm_report_op
         goto out;
     if (opts && opts->summary && !opts->quiet) {
         xsm_buf s = {0};
-        xsm_report_summary(&a, &s, out_dir);
+        xsm_report_summary(&a, &s);
         if (reg.n)
             xsm_buf_put(&s, reg.p, reg.n);
         if (s.p)

@@ -2,7 +2,8 @@
  * findings. Wait states are grouped by (kind, causing rank, root-cause
  * region); imbalance, outlier and slow-rank findings are only added when no
  * wait-state finding already explains the same region on the same rank, so
- * one problem is reported once. seconds_lost is in rank-seconds: the time
+ * one problem is reported once. Imbalance is only judged for regions every
+ * rank runs. seconds_lost is in rank-seconds: the time
  * summed over every rank that loses it. */
 #include <math.h>
 #include <stdlib.h>
@@ -221,6 +222,13 @@ static int imbalance_findings(xsm_an *a, size_t nwf)
     for (size_t i = 0; i < a->nreg; i++) {
         const xsm_region *g = &a->reg[i];
         if (g->excl_max <= 0 || g->imbalance < 0.05 || explained(a, nwf, g->excl_max_rank, g->name))
+            continue;
+        /* a region only some ranks run is a role (MPMD), not an imbalance;
+         * if others wait for it, its wait states report it */
+        size_t runs = 0;
+        for (size_t r = 0; r < R; r++)
+            runs += a->rs[r].present && g->rcalls[r] > 0;
+        if (runs < npresent)
             continue;
         double lost = 0; /* what the other ranks idle while the slowest one works */
         for (size_t r = 0; r < R; r++)

@@ -78,7 +78,7 @@ static void rank_table(const xsm_an *a, xsm_buf *b, size_t max)
         xsm_buf_printf(b, "  ... %zu more ranks in report.json\n", a->nranks - shown);
 }
 
-void xsm_report_summary(const xsm_an *a, xsm_buf *b, const char *out_dir)
+void xsm_report_summary(const xsm_an *a, xsm_buf *b)
 {
     size_t hosts = 0;
     for (size_t r = 0; r < a->nranks; r++) {
@@ -119,9 +119,7 @@ void xsm_report_summary(const xsm_an *a, xsm_buf *b, const char *out_dir)
                            a->cp_length_s > 0 ? 100.0 * a->cp[i].seconds / a->cp_length_s : 0.0);
         xsm_buf_puts(b, "\n");
     }
-    if (out_dir)
-        xsm_buf_printf(b, "Reports: %s/report.txt  %s/report.html  %s/report.json  %s/flame.svg\n", out_dir, out_dir, out_dir,
-                       out_dir);
+    xsm_buf_puts(b, "Details: report.txt, report.html (open in a browser), report.json, flame.svg\n");
 }
 
 static int reg_cmp(const void *pa, const void *pb)
@@ -149,9 +147,9 @@ static int pair_cmp(const void *pa, const void *pb)
     return a->msgs > b->msgs ? -1 : a->msgs < b->msgs;
 }
 
-void xsm_report_text(const xsm_an *a, xsm_buf *b, const char *out_dir)
+void xsm_report_text(const xsm_an *a, xsm_buf *b)
 {
-    xsm_report_summary(a, b, out_dir);
+    xsm_report_summary(a, b);
     char d1[32], d2[32], d3[32], d4[32];
     xsm_buf_puts(b, "\n==== Findings ====\n");
     findings(a, b, a->nf);

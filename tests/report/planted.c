@@ -1,0 +1,121 @@
+/* tests/report/planted.c — an MPI program that plants one known problem, so
+ * the report can be checked against what was planted. Usage:
+ *   planted MODE MS [ITER]
+ * MODE: imbalance | late_sender | late_receiver | late_bcast | early_reduce | steady
+ * MS: the planted delay (a sleep inside a region), ITER: repetitions (steady).
+ * Regions are recorded through xsprof's API when libxsprof-mpi.so is loaded
+ * (LD_PRELOAD); the program is not linked against xsprof, so the symbols are
+ * weak and the program also runs without it. Ranks that take no part in the
+ * planted exchange sleep the same time elsewhere so that no second wait
+ * competes with the planted one. */
+#include <errno.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern int xsprof_region_begin(const char *name) __attribute__((weak));
+extern int xsprof_region_end(void) __attribute__((weak));
+
+static void begin(const char *n)
+{
+    if (xsprof_region_begin)
+        xsprof_region_begin(n);
+}
+
+static void end(void)
+{
+    if (xsprof_region_end)
+        xsprof_region_end();
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void in_region(const char *name, int ms)
+{
+    begin(name);
+    sleep_ms(ms);
+    end();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s MODE MS [ITER]\n", argv[0]);
+        return 2;
+    }
+    const char *mode = argv[1];
+    int ms = atoi(argv[2]), iter = argc > 3 ? atoi(argv[3]) : 1;
+    int rank, size;
+    double x = 1, y = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    begin("main");
+    MPI_Barrier(MPI_COMM_WORLD); /* start together */
+    if (strcmp(mode, "imbalance") == 0) {
+        /* every rank solves 20 ms, the last one ms longer, then all reduce */
+        in_region("solve", 20 + (rank == size - 1 ? ms : 0));
+        MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    } else if (strcmp(mode, "late_sender") == 0) {
+        if (rank == 0) {
+            in_region("produce", ms);
+            begin("send");
+            MPI_Send(&x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD);
+            end();
+        } else if (rank == 1) {
+            begin("consume");
+            MPI_Recv(&y, 1, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            end();
+        } else {
+            in_region("other", ms);
+        }
+    } else if (strcmp(mode, "late_receiver") == 0) {
+        if (rank == 0) {
+            begin("exchange");
+            MPI_Ssend(&x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD);
+            end();
+        } else if (rank == 1) {
+            in_region("prepare", ms);
+            begin("receive");
+            MPI_Recv(&y, 1, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            end();
+        } else {
+            in_region("other", ms);
+        }
+    } else if (strcmp(mode, "late_bcast") == 0) {
+        int root = size > 1 ? 1 : 0;
+        if (rank == root)
+            in_region("prepare", ms);
+        begin("distribute");
+        MPI_Bcast(&x, 1, MPI_DOUBLE, root, MPI_COMM_WORLD);
+        end();
+    } else if (strcmp(mode, "early_reduce") == 0) {
+        if (rank != 0)
+            in_region("produce", ms);
+        begin("collect");
+        MPI_Reduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        end();
+    } else if (strcmp(mode, "steady") == 0) {
+        /* the same work on every rank: for regression checks */
+        for (int i = 0; i < iter; i++) {
+            in_region("compute", ms);
+            MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        }
+    } else {
+        if (rank == 0)
+            fprintf(stderr, "planted: unknown mode %s\n", mode);
+        end();
+        MPI_Finalize();
+        return 2;
+    }
+    end();
+    MPI_Finalize();
+    return 0;
+}

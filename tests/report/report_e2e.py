@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+"""End-to-end checks of the report (tests/report): run a planted-problem MPI
+program under mpiexec with libxsprof-mpi.so preloaded, merge it with xsmerge,
+and check what the report says against what was planted.
+
+  report_e2e.py planted MODE NP PLANTED_MS   top finding: kind, region, ranks, seconds within 10 %
+  report_e2e.py html                         report.html renders in headless chromium without script errors
+  report_e2e.py regression                   a 20 % slowdown exits 3, an identical run does not
+
+Environment (set by xsprof_add_test): XSMERGE, XSPROF_MPI_LIB, MPIEXEC, and
+PLANTED (path of the planted program). Outputs stay in the current directory
+(the test's build directory), including the HTML screenshot."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77  # CTest SKIP_RETURN_CODE
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def env_path(name):
+    p = os.environ.get(name)
+    if not p or not os.path.exists(p):
+        fail(f"{name} is not set or does not exist ({p!r})")
+    return p
+
+
+def run(cmd, **kw):
+    print("+ " + " ".join(cmd), flush=True)
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def profile(name, mode, np, ms, iters=1):
+    """Run the planted program under xsprof; returns the run directory."""
+    work = os.path.abspath(name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    rundir = os.path.join(work, "run")
+    cmd = [env_path("MPIEXEC"), "-np", str(np), "--oversubscribe",
+           "-x", "LD_PRELOAD=" + env_path("XSPROF_MPI_LIB"), "-x", "XSPROF_OUTPUT=" + rundir,
+           env_path("PLANTED"), mode, str(ms), str(iters)]
+    r = run(cmd, timeout=120)
+    if r.returncode != 0:
+        print(r.stdout)
+        fail(f"{mode}: mpiexec exited {r.returncode}")
+    return rundir
+
+
+def merge(rundir, out, *extra):
+    r = run([env_path("XSMERGE"), rundir, "-o", out, *extra], timeout=120)
+    print(r.stdout)
+    return r
+
+
+def load_report(out):
+    with open(os.path.join(out, "report.json")) as f:
+        rep = json.load(f)
+    keys = ["schema", "job", "ranks", "regions", "mpi", "wait_states", "critical_path", "comm_matrix", "gpu",
+            "clock", "findings", "drops"]
+    if rep.get("schema") != "xsprof-report/1" or list(rep.keys()) != keys:
+        fail(f"report.json keys {list(rep.keys())}")
+    kinds = [w["kind"] for w in rep["wait_states"]]
+    if kinds != ["Late Sender", "Late Sender / Wrong Order", "Late Receiver", "Wait at Barrier", "Wait at NxN",
+                 "NxN Completion", "Late Broadcast", "Early Reduce"]:
+        fail(f"wait_states kinds {kinds}")
+    lost = [f["seconds_lost"] for f in rep["findings"]]
+    if lost != sorted(lost, reverse=True):
+        fail("findings are not ranked by seconds_lost")
+    return rep
+
+
+# mode -> (np, kind, region, ranks(size) or a predicate, waiting ranks)
+EXPECT = {
+    "imbalance": ("Wait at NxN", "solve", lambda n, r: r == [n - 1] + list(range(n - 1)), lambda n: n - 1),
+    "late_sender": ("Late Sender", "produce", lambda n, r: r == [0, 1], lambda n: 1),
+    "late_receiver": ("Late Receiver", "prepare", lambda n, r: r == [1, 0], lambda n: 1),
+    "late_bcast": ("Late Broadcast", "prepare", lambda n, r: r == [1] + [k for k in range(n) if k != 1], lambda n: n - 1),
+    # every non-root is late by the same amount: the causer is whichever entered last
+    "early_reduce": ("Early Reduce", "produce", lambda n, r: len(r) == 2 and r[1] == 0 and 1 <= r[0] < n, lambda n: 1),
+}
+
+
+def planted(mode, np, ms):
+    kind, region, ranks_ok, waiters = EXPECT[mode]
+    rundir = profile("planted-" + mode, mode, np, ms)
+    out = os.path.join(os.path.dirname(rundir), "out")
+    r = merge(rundir, out)
+    if r.returncode != 0:
+        fail(f"xsmerge exited {r.returncode}")
+    rep = load_report(out)
+    if not rep["findings"]:
+        fail("no findings")
+    for f in rep["findings"][:3]:
+        print(f"finding: {f['kind']} {f['seconds_lost']:.4f}s region={f['region']} ranks={f['ranks']}: {f['message']}")
+    top = rep["findings"][0]
+    # the planted sleep, once per rank that waits for it
+    want = ms / 1000.0 * waiters(np)
+    print(f"planted {mode}: expect {kind} in {region}, {want:.3f} s; got {top['kind']} in {top['region']}, "
+          f"{top['seconds_lost']:.4f} s, ranks {top['ranks']}")
+    if top["kind"] != kind:
+        fail(f"top finding kind {top['kind']!r}, planted {kind!r}")
+    if top["region"] != region:
+        fail(f"top finding region {top['region']!r}, planted {region!r}")
+    if not ranks_ok(np, top["ranks"]):
+        fail(f"top finding ranks {top['ranks']}")
+    if abs(top["seconds_lost"] - want) > 0.10 * want:
+        fail(f"top finding {top['seconds_lost']:.4f} s, planted {want:.4f} s (more than 10 % off)")
+    ws = {w["kind"]: w for w in rep["wait_states"]}[kind]
+    if not ws["sites"] or ws["seconds"] < top["seconds_lost"] - 1e-9:
+        fail(f"wait_states row for {kind} does not hold the finding")
+    print(f"ok: {mode} error {100.0 * (top['seconds_lost'] - want) / want:+.1f}%")
+
+
+def html():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    rundir = profile("html", "imbalance", 3, 50)
+    out = os.path.join(os.path.dirname(rundir), "out")
+    r = merge(rundir, out)
+    if r.returncode != 0:
+        fail(f"xsmerge exited {r.returncode}")
+    rep = load_report(out)
+    page = os.path.join(out, "report.html")
+    text = open(page, encoding="utf-8").read()
+    # self-contained: no external resource of any kind
+    for bad in ("http://", "https://", "src=\"", "href=\"", "@import", "url("):
+        if bad in text.replace("http://www.w3.org/2000/svg", ""):
+            fail(f"report.html refers to something outside itself ({bad})")
+    if not chromium:
+        print("SKIP: chromium is not installed (Debian package `chromium`)")
+        sys.exit(SKIP)
+    prof = tempfile.mkdtemp(prefix="xsr-chromium-")
+    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--user-data-dir=" + prof]
+    try:
+        r = subprocess.run(base + ["--dump-dom", "file://" + page], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True, timeout=90)
+        dom = r.stdout
+        if 'id="xs-error"' in dom:
+            i = dom.index('id="xs-error"')
+            fail("the page's script reported an error: " + dom[i:i + 400])
+        if 'id="xs-ok"' not in dom:
+            fail("the page's script did not finish (no #xs-ok marker)")
+        # the script drew the sections from the data
+        top = rep["findings"][0]
+        for needle in (top["kind"], "<svg", "rank 2", "solve", "MPI_Allreduce"):
+            if needle not in dom:
+                fail(f"rendered page lacks {needle!r}")
+        shot = os.path.abspath("report-html-screenshot.png")
+        if os.path.exists(shot):
+            os.unlink(shot)
+        subprocess.run(base + ["--screenshot=" + shot, "--window-size=1300,2200", "file://" + page],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=90)
+        if not os.path.exists(shot) or os.path.getsize(shot) < 10000:
+            fail("no screenshot")
+        print(f"ok: report.html rendered without script errors; screenshot {shot}")
+    finally:
+        shutil.rmtree(prof, ignore_errors=True)
+
+
+def regression():
+    ms, iters, np = 100, 3, 3
+    base = profile("regr-base", "steady", np, ms, iters)
+    same = profile("regr-same", "steady", np, ms, iters)
+    slow = profile("regr-slow", "steady", np, int(ms * 1.2), iters)  # planted 20 % slowdown of `compute`
+    base_out = os.path.join(os.path.dirname(base), "out")
+    if merge(base, base_out).returncode != 0:
+        fail("xsmerge of the baseline failed")
+    # 10 %: half the planted slowdown, several times the noise of sleeping regions
+    r = merge(same, os.path.join(os.path.dirname(same), "out"), "--baseline", base_out, "--threshold", "10")
+    if r.returncode != 0:
+        fail(f"identical run: exit {r.returncode}, expected 0")
+    slow_out = os.path.join(os.path.dirname(slow), "out")
+    r = merge(slow, slow_out, "--baseline", base_out, "--threshold", "10", "--diff", base_out, "--format", "callgrind")
+    if r.returncode != 3:
+        fail(f"20 % slower run: exit {r.returncode}, expected 3")
+    txt = open(os.path.join(slow_out, "report.txt")).read()
+    if "SLOWER region `compute`" not in txt:
+        fail("report.txt does not name `compute` as slower")
+    rep = load_report(slow_out)
+    reg = [f for f in rep["findings"] if f["kind"] == "Regression" and f["region"] == "compute"]
+    if not reg:
+        fail("no Regression finding for compute")
+    for name in ("flame-diff.svg", "callgrind.out"):
+        if not os.path.exists(os.path.join(slow_out, name)):
+            fail(f"{name} not written")
+    cg = open(os.path.join(slow_out, "callgrind.out")).read()
+    if not cg.startswith("# callgrind format") or "fn=" not in cg or "compute" not in cg:
+        fail("callgrind.out is not a callgrind profile of the regions")
+    print("ok: 20 % slowdown caught (exit 3), identical run passed at 10 %")
+
+
+def main():
+    if len(sys.argv) < 2:
+        fail(__doc__)
+    what = sys.argv[1]
+    if what == "planted":
+        planted(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif what == "html":
+        html()
+    elif what == "regression":
+        regression()
+    else:
+        fail("unknown check " + what)
+
+
+if __name__ == "__main__":
+    main()

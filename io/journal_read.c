@@ -609,7 +609,7 @@ xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xspr
         return jr_fail(&c, XSPROF_ERR_INVALID, "invalid argument to the journal parser");
     memset(stats, 0, sizeof *stats);
 
-    c.fd = open(path, O_RDONLY | O_CLOEXEC);
+    c.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block us */
     if (c.fd < 0)
         return jr_fail(&c, XSPROF_ERR_IO, "cannot open: %s", strerror(errno));
     xsprof_status s = XSPROF_OK;

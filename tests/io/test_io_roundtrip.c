@@ -4,6 +4,7 @@
  * the journal holds. Leaves DIR/rank-00000.h5 for the h5dump/h5py tests.
  * usage: test_io_roundtrip DIR */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -142,18 +143,18 @@ static void build(jfx *j, uint32_t *s)
     xsprof_rec_topo tp = {.h.type = XSPROF_REC_TOPO, .numa_node = 1, .cpuset = s[16], .cores = s[16],
                           .gpus = s[17], .host = s[18], .ncores_host = 64};
     jfx_record(j, 0, &tp, sizeof tp);
-    struct {
-        xsprof_rec_comm c;
-        int32_t m[3];
-    } comm;
+    xsprof_rec_comm comm;
     memset(&comm, 0, sizeof comm);
-    comm.c.h.type = XSPROF_REC_COMM;
-    comm.c.id = 0;
-    comm.c.size = 3;
-    comm.c.name = s[13];
-    comm.c.parent = UINT32_MAX;
-    comm.m[0] = 0, comm.m[1] = 2, comm.m[2] = 1;
-    jfx_record(j, 0, &comm, sizeof comm);
+    comm.h.type = XSPROF_REC_COMM;
+    comm.id = 0;
+    comm.size = 3;
+    comm.name = s[13];
+    comm.parent = UINT32_MAX;
+    const int32_t members[3] = {0, 2, 1};
+    _Alignas(8) unsigned char crec[sizeof comm + sizeof members];
+    memcpy(crec, &comm, sizeof comm);
+    memcpy(crec + sizeof comm, members, sizeof members);
+    jfx_record(j, 0, crec, sizeof crec);
 
     for (int k = 0; k < 2; k++) {
         xsprof_rec_clock c = {.h.type = XSPROF_REC_CLOCK, .phase = (uint32_t)(k ? XSPROF_CLOCK_FINAL : XSPROF_CLOCK_INIT),
@@ -368,6 +369,55 @@ static void check_data(const char *what, const xsprof_rank_data *d, const uint32
               "%s: metadata rows", what);
 }
 
+/* The library from several threads at once: loads and conversions of the
+ * same journal must all give the same data (HDF5 is thread-safe; each
+ * thread silences and restores only its own error printing). */
+typedef struct par_job {
+    const char *jpath, *hpath;
+    char out[4096];
+    int failures;
+} par_job;
+
+static void *par_main(void *arg)
+{
+    par_job *p = arg;
+    char err[1024];
+    for (int k = 0; k < 5; k++) {
+        xsprof_rank_data d;
+        unlink(p->out);
+        size_t want = E.nregions[0] + E.nregions[1];
+        if (xsprof_journal_convert(p->jpath, p->out, "finalized", err, sizeof err) != XSPROF_OK)
+            p->failures++;
+        if (xsprof_rankfile_load(p->out, &d, err, sizeof err) != XSPROF_OK || d.nregions != want)
+            p->failures++;
+        xsprof_rank_data_free(&d);
+        if (xsprof_rankfile_load(p->hpath, &d, err, sizeof err) != XSPROF_OK || d.nregions != want)
+            p->failures++;
+        xsprof_rank_data_free(&d);
+        if (xsprof_journal_load(p->jpath, &d, err, sizeof err) != XSPROF_OK || d.nregions != want)
+            p->failures++;
+        xsprof_rank_data_free(&d);
+    }
+    unlink(p->out);
+    return NULL;
+}
+
+static void check_parallel(const char *dir, const char *jpath, const char *hpath)
+{
+    enum { N = 4 };
+    par_job jobs[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (par_job){.jpath = jpath, .hpath = hpath};
+        snprintf(jobs[i].out, sizeof jobs[i].out, "%.4000s/par-%d.h5", dir, i);
+        pthread_create(&th[i], NULL, par_main, &jobs[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(jobs[i].failures == 0, "thread %d: %d failed loads or conversions", i, jobs[i].failures);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -404,6 +454,8 @@ int main(int argc, char **argv)
         check_data("journal", &d, s, 1);
     xsprof_rank_data_free(&d);
     xsprof_rank_data_free(&d); /* freeing twice is safe: free empties */
+
+    check_parallel(argv[1], jpath, hpath);
 
     /* A second conversion to the same path must refuse to overwrite. */
     st = xsprof_journal_convert(jpath, hpath, "finalized", err, sizeof err);

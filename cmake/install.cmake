@@ -1,7 +1,7 @@
 # Install: libraries, headers, xsmerge, CMake package and pkg-config files.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
-set(_xs_targets xsprof)
+set(_xs_targets xsprof xsprof-memory)
 if(TARGET xsprof-mpi)
   list(APPEND _xs_targets xsprof-mpi)
 endif()

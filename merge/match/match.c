@@ -184,6 +184,13 @@ out:
     return rc;
 }
 
+static int xsm_msg_cmp(const void *a, const void *b)
+{
+    const xsm_message *x = a, *y = b;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    return x->send_row < y->send_row ? -1 : x->send_row > y->send_row;
+}
+
 typedef struct xsm_coll_key {
     uint32_t comm;
     int32_t rank;
@@ -284,6 +291,8 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
     if (notes && open_posts)
         fprintf(notes, "xsmerge: note: %llu nonblocking receives were posted but never completed\n",
                 (unsigned long long)open_posts);
+    if (msgs.n)
+        qsort(msgs.p, msgs.n, sizeof(xsm_message), xsm_msg_cmp);
     run->msgs = msgs.p;
     run->nmsgs = msgs.n;
     msgs.p = NULL;

@@ -1,0 +1,241 @@
+/* tests/merge/make_runs.c — writes the hand-made runs of the merge tests
+ * and benchmark. Usage: merge_make_runs KIND DIR [args]
+ *   golden  3 ranks: blocking send to Irecv+Wait, ANY_SOURCE receive of an
+ *           Isend, Allreduce on the world, Bcast and a send on a split
+ *           communicator {0,2}; clocks with constant offsets. Exact merged
+ *           times are listed in check_golden.py.
+ *   journal the golden run, rank 1 left as a journal (killed)
+ *   foreign the golden run, rank 2 from another job
+ *   skew    2 ranks, 40 messages and 10 barriers; rank 1's clock runs
+ *           15 us late and drifts 20 ppm beyond what its samples say
+ *   gpu     1 rank: region args, counters, instants, memory, a CUDA launch
+ *           and its kernel (correlation 42), a memcpy
+ *   big     NRANKS EVENTS_PER_RANK: ring exchange + regions, for benchmarks */
+#include "fixture.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define JOB "job-42"
+#define START 1700000000000000000LL
+
+static xsprof_rec_mpi M(void)
+{
+    xsprof_rec_mpi m;
+    memset(&m, 0, sizeof m);
+    m.peer = m.tag = m.root = XSPROF_MPI_NONE;
+    m.comm = 0;
+    return m;
+}
+
+static int golden(const char *dir, int journal_rank, const char *foreign_job)
+{
+    static const int32_t world[] = {0, 1, 2}, split[] = {0, 2};
+    /* local = reference - offset: rank 1 runs 5000 ns ahead, rank 2 3000 behind */
+    const int64_t off[3] = {0, -5000, 3000};
+    xsf *f[3];
+    for (int r = 0; r < 3; r++) {
+        f[r] = xsf_create(dir, r, 3, r == 2 && foreign_job ? foreign_job : JOB, START + r * 1000, r == 1 ? "node1" : "node0");
+        if (!f[r])
+            return 1;
+        xsf_thread(f[r], 0, "main");
+        xsf_comm(f[r], 0, "MPI_COMM_WORLD", UINT32_MAX, 3, world);
+        if (r != 1)
+            xsf_comm(f[r], 1, "split(0)", 0, 2, split);
+        xsf_clock(f[r], XSPROF_CLOCK_INIT, 500 - off[r], off[r], 400);
+    }
+#define L(r, t) ((int64_t)(t) - off[r])
+    xsprof_rec_mpi m;
+    /* rank 0 */
+    m = M(); m.t_begin = L(0, 2000); m.t_end = L(0, 2500); m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 7;
+    m.bytes_sent = 100; m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Send", m);
+    m = M(); m.t_begin = L(0, 3000); m.t_end = L(0, 6000); m.kind = XSPROF_MPI_RECV; m.peer = 2; m.tag = 9;
+    m.bytes_recv = 200; m.seq = 1; m.flags = XSPROF_MPI_F_WILDCARD_SRC;
+    xsf_mpi(f[0], 0, "MPI_Recv", m);
+    m = M(); m.t_begin = L(0, 7000); m.t_end = L(0, 9000); m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN;
+    m.coll_seq = 1; m.bytes_sent = m.bytes_recv = 8;
+    xsf_mpi(f[0], 0, "MPI_Allreduce", m);
+    m = M(); m.t_begin = L(0, 10000); m.t_end = L(0, 10500); m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_ONE2N;
+    m.coll_seq = 1; m.comm = 1; m.root = 0; m.bytes_sent = 32;
+    xsf_mpi(f[0], 0, "MPI_Bcast", m);
+    m = M(); m.t_begin = L(0, 11000); m.t_end = L(0, 11200); m.kind = XSPROF_MPI_SEND; m.peer = 2; m.tag = 3;
+    m.comm = 1; m.bytes_sent = 64; m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Send", m);
+    xsf_region_arg_int(f[0], 0, "iterations", 0, 3);
+    xsf_region(f[0], 0, "main", 0, L(0, 1000), L(0, 20000));
+    /* rank 1 */
+    m = M(); m.t_begin = L(1, 1800); m.t_end = L(1, 1900); m.kind = XSPROF_MPI_IRECV; m.peer = 0; m.tag = 7;
+    m.request = 11;
+    xsf_mpi(f[1], 0, "MPI_Irecv", m);
+    m = M(); m.t_begin = L(1, 2200); m.t_end = L(1, 4000); m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f[1], 0, "MPI_Wait", m);
+    m = M(); m.t_begin = m.t_end = L(1, 3900); m.kind = XSPROF_MPI_COMPLETION; m.flags = XSPROF_MPI_F_RECV;
+    m.request = 11; m.peer = 0; m.tag = 7; m.seq = 1; m.bytes_recv = 100;
+    xsf_mpi(f[1], 0, "MPI_Wait", m);
+    m = M(); m.t_begin = L(1, 8000); m.t_end = L(1, 9000); m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN;
+    m.coll_seq = 1; m.bytes_sent = m.bytes_recv = 8;
+    xsf_mpi(f[1], 0, "MPI_Allreduce", m);
+    xsf_region(f[1], 0, "main", 0, L(1, 1500), L(1, 19000));
+    /* rank 2 */
+    m = M(); m.t_begin = L(2, 4000); m.t_end = L(2, 4100); m.kind = XSPROF_MPI_ISEND; m.peer = 0; m.tag = 9;
+    m.bytes_sent = 200; m.seq = 1; m.request = 21;
+    xsf_mpi(f[2], 0, "MPI_Isend", m);
+    m = M(); m.t_begin = L(2, 4900); m.t_end = L(2, 5100); m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f[2], 0, "MPI_Wait", m);
+    m = M(); m.t_begin = m.t_end = L(2, 5000); m.kind = XSPROF_MPI_COMPLETION; m.request = 21;
+    xsf_mpi(f[2], 0, "MPI_Wait", m);
+    m = M(); m.t_begin = L(2, 6500); m.t_end = L(2, 9000); m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN;
+    m.coll_seq = 1; m.bytes_sent = m.bytes_recv = 8;
+    xsf_mpi(f[2], 0, "MPI_Allreduce", m);
+    m = M(); m.t_begin = L(2, 9500); m.t_end = L(2, 10600); m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_ONE2N;
+    m.coll_seq = 1; m.comm = 1; m.root = 0; m.bytes_recv = 32;
+    xsf_mpi(f[2], 0, "MPI_Bcast", m);
+    m = M(); m.t_begin = L(2, 11100); m.t_end = L(2, 11300); m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 3;
+    m.comm = 1; m.bytes_recv = 64; m.seq = 1;
+    xsf_mpi(f[2], 0, "MPI_Recv", m);
+    xsf_region(f[2], 0, "main", 0, L(2, 1200), L(2, 19500));
+#undef L
+    int bad = 0;
+    for (int r = 0; r < 3; r++)
+        bad |= xsf_close(f[r], r == journal_rank ? XSPROF_JOURNAL_RUNNING : XSPROF_JOURNAL_FINALIZED,
+                         r != journal_rank) != 0;
+    return bad;
+}
+
+/* Rank 0 is the reference. Rank 1's true clock: local = ref + 15000 + 20e-6 * ref,
+ * but its only sample claims offset 0: after interpolation its events look
+ * 15+ us late, so its receives of rank 0's messages seem fine and rank 0's
+ * receives of its messages end before they were sent. */
+static int skew(const char *dir)
+{
+    static const int32_t world[] = {0, 1};
+    xsf *f[2];
+    for (int r = 0; r < 2; r++) {
+        f[r] = xsf_create(dir, r, 2, JOB, START, "node0");
+        if (!f[r])
+            return 1;
+        xsf_thread(f[r], 0, "main");
+        xsf_comm(f[r], 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
+        xsf_clock(f[r], XSPROF_CLOCK_INIT, 0, 0, 200);
+    }
+#define L1(t) ((int64_t)(t) + 15000 + (int64_t)((t) * 20 / 1000000))
+    int64_t t = 10000;
+    uint64_t seq01 = 0, seq10 = 0, cs = 0;
+    for (int i = 0; i < 40; i++) {
+        int from = i % 2, to = 1 - from;
+        xsprof_rec_mpi s = M(), v = M();
+        s.kind = XSPROF_MPI_SEND; s.peer = to; s.tag = 5; s.bytes_sent = 1024;
+        s.seq = from == 0 ? ++seq01 : ++seq10;
+        v.kind = XSPROF_MPI_RECV; v.peer = from; v.tag = 5; v.bytes_recv = 1024; v.seq = s.seq;
+        int64_t sb = t + 2000, se = t + 2600, rb = t, re = t + 3000; /* true times: latency 1 us */
+        s.t_begin = from == 1 ? L1(sb) : sb; s.t_end = from == 1 ? L1(se) : se;
+        v.t_begin = to == 1 ? L1(rb) : rb; v.t_end = to == 1 ? L1(re) : re;
+        xsf_mpi(f[from], 0, "MPI_Send", s);
+        xsf_mpi(f[to], 0, "MPI_Recv", v);
+        t += 5000;
+        if (i % 4 == 3) {
+            cs++;
+            for (int r = 0; r < 2; r++) {
+                xsprof_rec_mpi b = M();
+                int64_t bb = t + (r ? 500 : 0), be = t + 2000;
+                b.kind = XSPROF_MPI_COLL; b.coll = XSPROF_COLL_BARRIER; b.coll_seq = cs;
+                b.t_begin = r ? L1(bb) : bb; b.t_end = r ? L1(be) : be;
+                xsf_mpi(f[r], 0, "MPI_Barrier", b);
+            }
+            t += 4000;
+        }
+    }
+    for (int r = 0; r < 2; r++) {
+        xsf_region(f[r], 0, "compute", 0, r ? L1(5000) : 5000, r ? L1(t + 1000) : t + 1000);
+    }
+#undef L1
+    return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
+}
+
+static int gpu(const char *dir)
+{
+    static const int32_t world[] = {0};
+    xsf *f = xsf_create(dir, 0, 1, "", START, "gpunode");
+    if (!f)
+        return 1;
+    xsf_thread(f, 0, "main");
+    xsf_thread(f, 1, "worker");
+    xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, 1, world);
+    xsf_counter(f, 0, "cycles", 1500, 1e6);
+    xsf_counter(f, 0, "cycles", 2500, 2.5e6);
+    xsf_instant(f, 0, "checkpoint", 2200);
+    xsf_mem(f, 0, XSPROF_MEM_ALLOC, -1, 1100, 0x1000, 4096);
+    xsf_mem(f, 0, XSPROF_MEM_ALLOC, 0, 1200, 0x7000, 1 << 20);
+    xsf_mem(f, 0, XSPROF_MEM_FREE, -1, 2900, 0x1000, 4096);
+    xsprof_rec_gpu g;
+    memset(&g, 0, sizeof g);
+    g.kind = XSPROF_GPU_API; g.t_begin = 1300; g.t_end = 1400; g.correlation = 42; g.thread = 0;
+    xsf_gpu(f, 0, "cudaLaunchKernel", g);
+    memset(&g, 0, sizeof g);
+    g.kind = XSPROF_GPU_KERNEL; g.t_begin = 1600; g.t_end = 2600; g.correlation = 42; g.device = 0; g.stream = 7;
+    g.grid[0] = 128; g.grid[1] = g.grid[2] = 1; g.block[0] = 256; g.block[1] = g.block[2] = 1;
+    xsf_gpu(f, 0, "saxpy", g);
+    memset(&g, 0, sizeof g);
+    g.kind = XSPROF_GPU_MEMCPY_DTOH; g.t_begin = 2650; g.t_end = 2800; g.device = 0; g.stream = 7; g.bytes = 1 << 20;
+    xsf_gpu(f, 0, "memcpy DtoH", g);
+    xsf_region(f, 1, "io", 0, 1100, 1900);
+    xsf_region_arg_int(f, 0, "n", 1, 1024);
+    xsf_region(f, 0, "solve", 1, 1250, 2850);
+    xsf_region(f, 0, "main", 0, 1000, 3000);
+    return xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1) != 0;
+}
+
+/* Ring exchange: each step a region, a send to the right neighbour, a
+ * receive from the left one; about 3 events per step. */
+static int big(const char *dir, int nranks, long events)
+{
+    long steps = events / 3;
+    for (int r = 0; r < nranks; r++) {
+        xsf *f = xsf_create(dir, r, nranks, JOB, START, "node0");
+        if (!f)
+            return 1;
+        int32_t world[1024];
+        for (int i = 0; i < nranks && i < 1024; i++)
+            world[i] = i;
+        xsf_thread(f, 0, "main");
+        xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, (uint32_t)nranks, world);
+        xsf_clock(f, XSPROF_CLOCK_INIT, 0, r * 100, 200);
+        int right = (r + 1) % nranks, left = (r + nranks - 1) % nranks;
+        for (long s = 0; s < steps; s++) {
+            int64_t t = s * 10000 - r * 100;
+            xsprof_rec_mpi m = M();
+            m.kind = XSPROF_MPI_SEND; m.peer = right; m.tag = 1; m.bytes_sent = 4096; m.seq = (uint64_t)s + 1;
+            m.t_begin = t + 4000; m.t_end = t + 4500;
+            xsf_mpi(f, 0, "MPI_Send", m);
+            m = M();
+            m.kind = XSPROF_MPI_RECV; m.peer = left; m.tag = 1; m.bytes_recv = 4096; m.seq = (uint64_t)s + 1;
+            m.t_begin = t + 4600; m.t_end = t + 6000;
+            xsf_mpi(f, 0, "MPI_Recv", m);
+            xsf_region(f, 0, "step", 0, t, t + 9000);
+        }
+        if (xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1))
+            return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|big DIR [NRANKS EVENTS]\n");
+        return 2;
+    }
+    const char *kind = argv[1], *dir = argv[2];
+    mkdir(dir, 0777);
+    if (!strcmp(kind, "golden")) return golden(dir, -1, NULL);
+    if (!strcmp(kind, "journal")) return golden(dir, 1, NULL);
+    if (!strcmp(kind, "foreign")) return golden(dir, -1, "job-other");
+    if (!strcmp(kind, "skew")) return skew(dir);
+    if (!strcmp(kind, "gpu")) return gpu(dir);
+    if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));
+    fprintf(stderr, "merge_make_runs: unknown kind %s\n", kind);
+    return 2;
+}

@@ -1,0 +1,275 @@
+/* tests/merge/test_stages.c — the align and match stages on in-memory
+ * runs (no files): exact interpolation, the logical clock's corrections,
+ * collective constraints, matching of wildcard and nonblocking receives,
+ * and the time-window selection. */
+#include "merge/align/align.h"
+#include "merge/match/match.h"
+#include "merge/read/read.h"
+#include "core/record.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(c)                                                                 \
+    do {                                                                         \
+        if (!(c)) {                                                              \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+            failures++;                                                          \
+        }                                                                        \
+    } while (0)
+#define CHECK_EQ(a, b)                                                                                    \
+    do {                                                                                                  \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                               \
+        if (a_ != b_) {                                                                                   \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a, a_, b_);        \
+            failures++;                                                                                   \
+        }                                                                                                 \
+    } while (0)
+
+static void run_init(xsm_run *run, size_t n)
+{
+    memset(run, 0, sizeof *run);
+    run->nranks = n;
+    run->ranks = calloc(n, sizeof *run->ranks);
+    for (size_t r = 0; r < n; r++) {
+        run->ranks[r].present = 1;
+        run->ranks[r].d.rank = (int32_t)r;
+        run->ranks[r].d.size = (int32_t)n;
+        run->ranks[r].d.strings = calloc(1, sizeof(char *));
+        run->ranks[r].d.strings[0] = strdup("MPI_X");
+        run->ranks[r].d.nstrings = 1;
+    }
+}
+
+static size_t add_mpi(xsm_run *run, int r, int kind, int64_t b, int64_t e, int peer, int tag, uint64_t seq)
+{
+    xsprof_rank_data *d = &run->ranks[r].d;
+    d->mpi = realloc(d->mpi, (d->nmpi + 1) * sizeof *d->mpi);
+    xsprof_io_mpi *m = &d->mpi[d->nmpi];
+    memset(m, 0, sizeof *m);
+    m->t_begin = b;
+    m->t_end = e;
+    m->kind = (uint8_t)kind;
+    m->peer = peer;
+    m->tag = tag;
+    m->root = -1;
+    m->seq = seq;
+    return d->nmpi++;
+}
+
+static void add_region(xsm_run *run, int r, int64_t b, int64_t e)
+{
+    xsprof_rank_data *d = &run->ranks[r].d;
+    d->regions = realloc(d->regions, (d->nregions + 1) * sizeof *d->regions);
+    memset(&d->regions[d->nregions], 0, sizeof *d->regions);
+    d->regions[d->nregions].t_begin = b;
+    d->regions[d->nregions].t_end = e;
+    d->regions[d->nregions].args = -1;
+    d->nregions++;
+}
+
+static void test_interpolate(void)
+{
+    xsm_run run;
+    run_init(&run, 1);
+    xsprof_rank_data *d = &run.ranks[0].d;
+    d->clock = calloc(3, sizeof *d->clock);
+    /* unsorted on purpose */
+    d->clock[0] = (xsprof_io_clock){1000000000, 1000, 100, 1};
+    d->clock[1] = (xsprof_io_clock){0, 0, 300, 0};
+    d->clock[2] = (xsprof_io_clock){2000000000, 3000, 100, 2};
+    d->nclock = 3;
+    add_region(&run, 0, 500000000, 1500000000);
+    add_region(&run, 0, -1000000000, 3000000000);
+    xsm_align_interpolate(&run);
+    CHECK_EQ(d->regions[0].t_begin, 500000000 + 500);
+    CHECK_EQ(d->regions[0].t_end, 1500000000 + 2000);
+    CHECK_EQ(d->regions[1].t_begin, -1000000000 - 1000); /* first segment's drift */
+    CHECK_EQ(d->regions[1].t_end, 3000000000 + 5000);    /* last segment's drift */
+    CHECK(run.clock.max_residual_us == 0.15);
+    xsm_run_free(&run);
+
+    /* one sample: a constant offset */
+    run_init(&run, 1);
+    d = &run.ranks[0].d;
+    d->clock = calloc(1, sizeof *d->clock);
+    d->clock[0] = (xsprof_io_clock){123, -700, 10, 0};
+    d->nclock = 1;
+    add_region(&run, 0, 10, 99999);
+    xsm_align_interpolate(&run);
+    CHECK_EQ(d->regions[0].t_begin, 10 - 700);
+    CHECK_EQ(d->regions[0].t_end, 99999 - 700);
+    xsm_run_free(&run);
+}
+
+static int load(xsm_run *run, int64_t lat)
+{
+    char err[1024];
+    if (xsm_match_run(run, NULL, err, sizeof err) || xsm_align_logical(run, lat, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
+/* A receive that ends before its send began, with nothing earlier pinned:
+ * the whole prefix moves (a pure offset), later events keep their spacing. */
+static void test_logical_prefix(void)
+{
+    xsm_run run;
+    run_init(&run, 2);
+    add_mpi(&run, 0, XSPROF_MPI_SEND, 100, 200, 1, 0, 1);
+    add_mpi(&run, 1, XSPROF_MPI_RECV, 20, 80, 0, 0, 1);
+    add_mpi(&run, 1, XSPROF_MPI_OTHER, 300, 400, -1, -1, 0);
+    add_region(&run, 1, 0, 500);
+    CHECK(load(&run, 0) == 0);
+    CHECK_EQ(run.nmsgs, 1);
+    CHECK_EQ(run.clock.violations_before, 1);
+    CHECK_EQ(run.clock.violations_after, 0);
+    const xsprof_io_mpi *m = run.ranks[1].d.mpi;
+    CHECK_EQ(m[0].t_begin, 40);
+    CHECK_EQ(m[0].t_end, 100);
+    CHECK_EQ(m[1].t_begin, 320);
+    CHECK_EQ(m[1].t_end, 420);
+    CHECK_EQ(run.ranks[1].d.regions[0].t_begin, 20); /* before the first group: shifted like it */
+    CHECK_EQ(run.ranks[1].d.regions[0].t_end, 520);
+    CHECK_EQ(run.clock.max_correction_ns, 20);
+    CHECK_EQ(run.ranks[0].d.mpi[0].t_begin, 100); /* the sender is untouched */
+    xsm_run_free(&run);
+}
+
+/* With a send (pinned: another rank depends on it) before the late receive,
+ * the jump is spread linearly back to that send (backward amortisation). */
+static void test_logical_ramp(void)
+{
+    xsm_run run;
+    run_init(&run, 2);
+    add_mpi(&run, 0, XSPROF_MPI_SEND, 100, 200, 1, 0, 1);
+    add_mpi(&run, 0, XSPROF_MPI_RECV, 250, 300, 1, 1, 1);
+    add_mpi(&run, 1, XSPROF_MPI_SEND, 0, 10, 0, 1, 1);
+    add_mpi(&run, 1, XSPROF_MPI_RECV, 20, 80, 0, 0, 1);
+    CHECK(load(&run, 5) == 0);
+    CHECK_EQ(run.nmsgs, 2);
+    CHECK_EQ(run.clock.violations_before, 1);
+    CHECK_EQ(run.clock.violations_after, 0);
+    const xsprof_io_mpi *m = run.ranks[1].d.mpi;
+    CHECK_EQ(m[0].t_begin, 0);
+    CHECK_EQ(m[1].t_end, 105); /* send begin 100 + min latency 5 */
+    CHECK_EQ(m[0].t_end, 13);  /* 10 * 105 / 80 */
+    CHECK_EQ(m[1].t_begin, 26); /* 20 * 105 / 80 */
+    xsm_run_free(&run);
+}
+
+/* Collectives: NxN exits wait for the last entry, 1-to-N non-roots for the
+ * root's entry, N-to-1 roots for every entry. */
+static void test_collectives(void)
+{
+    xsm_run run;
+    run_init(&run, 3);
+    int64_t enter[3] = {100, 200, 300}, leave[3] = {250, 350, 400};
+    for (int r = 0; r < 3; r++) {
+        size_t i = add_mpi(&run, r, XSPROF_MPI_COLL, enter[r], leave[r], -1, -1, 0);
+        run.ranks[r].d.mpi[i].coll = XSPROF_COLL_NXN;
+        run.ranks[r].d.mpi[i].coll_seq = 1;
+    }
+    /* Bcast rooted at 2: rank 0 leaves before the root entered */
+    int64_t be[3] = {500, 520, 600}, bl[3] = {550, 700, 620};
+    for (int r = 0; r < 3; r++) {
+        size_t i = add_mpi(&run, r, XSPROF_MPI_COLL, be[r], bl[r], -1, -1, 0);
+        run.ranks[r].d.mpi[i].coll = XSPROF_COLL_ONE2N;
+        run.ranks[r].d.mpi[i].coll_seq = 2;
+        run.ranks[r].d.mpi[i].root = 2;
+    }
+    CHECK(load(&run, 0) == 0);
+    CHECK_EQ(run.ncolls, 2);
+    CHECK_EQ(run.colls[0].n, 3);
+    CHECK_EQ(run.clock.violations_before, 2); /* rank 0 and 1 left the Allreduce before rank 2 entered (wait: rank 1 350 > 300) */
+    CHECK_EQ(run.clock.violations_after, 0);
+    CHECK_EQ(run.ranks[0].d.mpi[0].t_end, 300);
+    CHECK(run.ranks[0].d.mpi[1].t_end >= run.ranks[2].d.mpi[1].t_begin);
+    xsm_run_free(&run);
+}
+
+/* Wildcard Irecv completed by a COMPLETION row; Sendrecv's receive half. */
+static void test_match(void)
+{
+    xsm_run run;
+    run_init(&run, 2);
+    /* rank 0: Irecv(ANY_SOURCE, ANY_TAG) req 5, then Wait with the completion */
+    size_t post = add_mpi(&run, 0, XSPROF_MPI_IRECV, 10, 20, -1, -1, 0);
+    run.ranks[0].d.mpi[post].request = 5;
+    run.ranks[0].d.mpi[post].flags = XSPROF_MPI_F_WILDCARD_SRC | XSPROF_MPI_F_WILDCARD_TAG;
+    size_t wait = add_mpi(&run, 0, XSPROF_MPI_WAIT, 30, 90, -1, -1, 0);
+    size_t comp = add_mpi(&run, 0, XSPROF_MPI_COMPLETION, 85, 85, 1, 44, 1);
+    run.ranks[0].d.mpi[comp].request = 5;
+    run.ranks[0].d.mpi[comp].flags = XSPROF_MPI_F_RECV;
+    /* rank 0 then Sendrecv with rank 1: sends tag 6, receives tag 6 */
+    size_t sr0 = add_mpi(&run, 0, XSPROF_MPI_SENDRECV, 100, 150, 1, 6, 1);
+    size_t sr0c = add_mpi(&run, 0, XSPROF_MPI_COMPLETION, 150, 150, 1, 6, 1);
+    run.ranks[0].d.mpi[sr0c].flags = XSPROF_MPI_F_RECV;
+    /* rank 1: Send tag 44, then its Sendrecv */
+    size_t s1 = add_mpi(&run, 1, XSPROF_MPI_SEND, 40, 50, 0, 44, 1);
+    size_t sr1 = add_mpi(&run, 1, XSPROF_MPI_SENDRECV, 105, 140, 0, 6, 1);
+    size_t sr1c = add_mpi(&run, 1, XSPROF_MPI_COMPLETION, 140, 140, 0, 6, 1);
+    run.ranks[1].d.mpi[sr1c].flags = XSPROF_MPI_F_RECV;
+    CHECK(load(&run, 0) == 0);
+    CHECK_EQ(run.nmsgs, 3);
+    CHECK_EQ(run.unmatched_sends, 0);
+    CHECK_EQ(run.unmatched_recvs, 0);
+    /* sorted by (src, send_row) */
+    CHECK_EQ(run.msgs[0].src, 0);
+    CHECK_EQ(run.msgs[0].send_row, sr0);
+    CHECK_EQ(run.msgs[0].recv_row, sr1c);
+    CHECK_EQ(run.msgs[0].recv_call_row, sr1);
+    CHECK_EQ(run.msgs[1].src, 1);
+    CHECK_EQ(run.msgs[1].send_row, s1);
+    CHECK_EQ(run.msgs[1].recv_row, comp);
+    CHECK_EQ(run.msgs[1].recv_post_row, (int64_t)post);
+    CHECK_EQ(run.msgs[1].recv_call_row, wait);
+    CHECK_EQ(run.msgs[1].tag, 44);
+    CHECK_EQ(run.msgs[2].send_row, sr1);
+    CHECK_EQ(run.msgs[2].recv_row, sr0c);
+    CHECK_EQ(run.msgs[2].recv_call_row, sr0);
+
+    /* window: keep [95, 200] -> only the Sendrecv rows survive, remapped */
+    char err[256];
+    CHECK(xsm_select_window(&run, 95, 200, err, sizeof err) == 0);
+    CHECK_EQ(run.nmsgs, 2);
+    CHECK_EQ(run.ranks[0].d.nmpi, 2);
+    CHECK_EQ(run.msgs[0].send_row, 0);
+    CHECK_EQ(run.msgs[0].recv_call_row, 0);
+    CHECK_EQ(run.msgs[1].recv_row, 1);
+    xsm_run_free(&run);
+}
+
+/* An unmatched send and an Irecv never completed are counted. */
+static void test_unmatched(void)
+{
+    xsm_run run;
+    run_init(&run, 2);
+    add_mpi(&run, 0, XSPROF_MPI_SEND, 10, 20, 1, 3, 1);
+    size_t p = add_mpi(&run, 1, XSPROF_MPI_IRECV, 10, 20, 0, 4, 0);
+    run.ranks[1].d.mpi[p].request = 9;
+    CHECK(load(&run, 0) == 0);
+    CHECK_EQ(run.nmsgs, 0);
+    CHECK_EQ(run.unmatched_sends, 1);
+    CHECK_EQ(run.unmatched_recvs, 1);
+    xsm_run_free(&run);
+}
+
+int main(void)
+{
+    test_interpolate();
+    test_logical_prefix();
+    test_logical_ramp();
+    test_collectives();
+    test_match();
+    test_unmatched();
+    if (failures)
+        fprintf(stderr, "%d check(s) failed\n", failures);
+    else
+        printf("merge stages: all checks passed\n");
+    return failures ? 1 : 0;
+}

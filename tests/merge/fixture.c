@@ -31,6 +31,7 @@ struct xsf {
     uint32_t nstr;
     char **str;
     xsf_chunk *chunk[XSF_MAX_THREADS];
+    uint32_t pending_args[XSF_MAX_THREADS]; /* ARG records waiting for their region */
     uint64_t nchunks;
 };
 
@@ -178,6 +179,8 @@ void xsf_region(xsf *f, uint32_t tid, const char *name, uint16_t depth, int64_t 
     XSF_REC(r, xsprof_rec_region, XSPROF_REC_REGION);
     r.depth = depth;
     r.name = xsf_str(f, name);
+    r.nargs = f->pending_args[tid % XSF_MAX_THREADS];
+    f->pending_args[tid % XSF_MAX_THREADS] = 0;
     r.t_begin = b;
     r.t_end = e;
     xsf_append(f, tid, &r, r.h.size);
@@ -193,6 +196,7 @@ void xsf_region_arg_int(xsf *f, uint32_t tid, const char *key, uint16_t depth, i
     r.depth = depth;
     r.v.i = v;
     xsf_append(f, tid, &r, r.h.size);
+    f->pending_args[tid % XSF_MAX_THREADS]++;
 }
 
 void xsf_instant(xsf *f, uint32_t tid, const char *name, int64_t t)

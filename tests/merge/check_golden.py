@@ -1,0 +1,121 @@
+"""Golden test: the hand-made 3-rank run (merge_make_runs golden) has a
+known merged result: ANY_SOURCE receive of an Isend, a blocking send into
+Irecv+Wait, Allreduce on the world, Bcast and a send on a split
+communicator {0,2}. Clock offsets are constant, so the aligned times are
+the reference times minus the first event (1000 ns)."""
+import json
+import os
+import sys
+
+import h5py
+from mergetest import check, finish, make_run, tmpdir, xsmerge
+
+maker = sys.argv[1]
+base = tmpdir()
+run = make_run(maker, "golden", os.path.join(base, "run"))
+out = os.path.join(base, "out")
+rc, so, se = xsmerge(run, "-o", out, "-q")
+check(rc == 0, "golden merge exits 0 (got %d: %s)" % (rc, se))
+for f in ["trace.json", "trace.pftrace", "merged.h5", "report.json", "report.txt"]:
+    check(os.path.exists(os.path.join(out, f)), "output has " + f)
+check(not [f for f in os.listdir(out) if f.startswith(".xsmerge-tmp")], "no staging directory left")
+
+with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
+    strings = [s.decode() if isinstance(s, bytes) else s for s in h["strings"][:]]
+    check(h.attrs["schema"] in (b"xsprof-merged/1", "xsprof-merged/1"), "schema attribute")
+    check(int(h.attrs["nranks"]) == 3, "nranks")
+    check(int(h.attrs["t_end_ns"]) == 19000, "t_end is 19000 ns (got %d)" % int(h.attrs["t_end_ns"]))
+    check(int(h.attrs["t0_ref_ns"]) == 1000, "t0 on the reference clock")
+    check(int(h.attrs["clock_violations_before"]) == 0 and int(h.attrs["clock_violations_after"]) == 0,
+          "no clock violations")
+    msgs = h["messages"][:]
+    got = [(int(m["src"]), int(m["dst"]), int(m["comm"]), int(m["tag"]), int(m["bytes"]),
+            int(m["send_begin"]), int(m["recv_end"])) for m in msgs]
+    want = [(0, 1, 0, 7, 100, 1000, 2900),    # Send -> Irecv + Wait (completion at 3900)
+            (0, 2, 1, 3, 64, 10000, 10300),   # split communicator
+            (2, 0, 0, 9, 200, 3000, 5000)]    # Isend -> Recv(ANY_SOURCE)
+    check(got == want, "matched messages %s == %s" % (got, want))
+    mpi = h["mpi"][:]
+    ops = [strings[int(r["op"])] for r in mpi]
+    # the receive of message 0 shows on rank 1's MPI_Wait, posted by its Irecv
+    m0 = msgs[0]
+    check(ops[int(m0["recv_call_row"])] == "MPI_Wait" and int(mpi[int(m0["recv_call_row"])]["rank"]) == 1,
+          "message 0 received in rank 1's MPI_Wait")
+    check(ops[int(m0["recv_post_row"])] == "MPI_Irecv", "message 0 posted by MPI_Irecv")
+    check(int(msgs[2]["recv_post_row"]) == -1, "blocking receive has no post row")
+    check(ops[int(msgs[2]["send_completion_row"])] == "MPI_Wait", "Isend completion found")
+    colls = h["collectives"][:]
+    check(len(colls) == 2, "two collectives")
+    c0, c1 = colls[0], colls[1]
+    check((int(c0["comm"]), int(c0["n"]), int(c0["first_enter"]), int(c0["last_enter"]), int(c0["last_exit"])) ==
+          (0, 3, 5500, 7000, 8000), "Allreduce enter/exit times %s" % (c0,))
+    check(strings[int(c0["op"])] == "MPI_Allreduce", "Allreduce name")
+    check((int(c1["comm"]), int(c1["n"]), int(c1["root"]), int(c1["first_enter"]), int(c1["last_enter"])) ==
+          (1, 2, 0, 8500, 9000), "Bcast on the split communicator %s" % (c1,))
+    members = h["collective_members"][:]
+    check(sorted(int(m["rank"]) for m in members if int(m["coll"]) == 1) == [0, 2], "Bcast members are 0 and 2")
+    regs = h["regions"][:]
+    r0 = [r for r in regs if int(r["rank"]) == 0][0]
+    check((int(r0["t_begin"]), int(r0["t_end"])) == (0, 19000), "rank 0 main region aligned")
+    args = h["args"][:]
+    check(len(args) == 1 and strings[int(args[0]["key"])] == "iterations" and int(args[0]["i"]) == 3
+          and int(args[0]["region"]) == int(r0["args"]), "region argument kept and linked")
+    ranks = h["ranks"][:]
+    check([r["host"].decode() for r in ranks] == ["node0", "node1", "node0"], "hosts")
+    comms = h["comms"][:]
+    check(sorted(strings[int(c["name"])] for c in comms) == ["MPI_COMM_WORLD", "split(0)"], "communicator names")
+
+doc = json.load(open(os.path.join(out, "trace.json")))
+ev = doc["traceEvents"]
+names = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+check(names == {0: "rank 0 (node0)", 1: "rank 1 (node1)", 2: "rank 2 (node0)"}, "process names %s" % names)
+xs = [e for e in ev if e["ph"] == "X"]
+check(len(xs) == 16, "16 slices: 3 regions + 13 MPI calls (got %d)" % len(xs))
+s = {e["id"]: e for e in ev if e["ph"] == "s"}
+f = {e["id"]: e for e in ev if e["ph"] == "f"}
+check(sorted(s) == [1, 2, 3] and sorted(f) == [1, 2, 3], "a flow per message")
+check(s[1]["pid"] == 0 and f[1]["pid"] == 1 and abs(s[1]["ts"] - 1.0) < 1e-9, "flow 1 from rank 0 at 1 us")
+check(s[3]["pid"] == 2 and f[3]["pid"] == 0, "flow 3 from rank 2 to rank 0")
+send = [e for e in xs if e["name"] == "MPI_Send" and e["pid"] == 0][0]
+check(send["args"] == {"peer": 1, "tag": 7, "bytes_sent": 100, "comm": "MPI_COMM_WORLD (0)"}, "MPI args %s" % send["args"])
+main0 = [e for e in xs if e["name"] == "main" and e["pid"] == 0][0]
+check(main0.get("args") == {"iterations": 3}, "region args in JSON")
+check([e["ts"] for e in xs] == sorted(e["ts"] for e in xs), "slices written in time order")
+
+# a rank that died: recovered from its journal, said on stderr, same messages
+run2 = make_run(maker, "journal", os.path.join(base, "run2"))
+out2 = os.path.join(base, "out2")
+rc, so, se = xsmerge(run2, "-o", out2)
+check(rc == 0, "journal run merges")
+check("recovered from journal" in se and "rank-00001.xsj" in se, "journal recovery is reported: %s" % se)
+with h5py.File(os.path.join(out2, "merged.h5"), "r") as h:
+    check(len(h["messages"]) == 3, "journal run: 3 messages")
+    check(int(h["ranks"][1]["recovered"]) == 1, "rank 1 marked recovered")
+
+# rank selection: without rank 1, only the messages between 0 and 2
+out3 = os.path.join(base, "out3")
+rc, so, se = xsmerge(run, "-o", out3, "--ranks", "0,2")
+check(rc == 0, "--ranks 0,2 merges")
+check("unmatched" not in se, "no unmatched notes for unselected ranks: %s" % se)
+with h5py.File(os.path.join(out3, "merged.h5"), "r") as h:
+    check([(int(m["src"]), int(m["dst"])) for m in h["messages"][:]] == [(0, 2), (2, 0)], "--ranks keeps 0<->2")
+    check(list(h["ranks"]["present"]) == [1, 0, 1], "rank 1 not present")
+
+# time window: [2.5 us, 6 us] keeps what overlaps it
+out4 = os.path.join(base, "out4")
+rc, so, se = xsmerge(run, "-o", out4, "-q", "--from", "2.5us", "--to", "6us")
+check(rc == 0, "window merges")
+with h5py.File(os.path.join(out4, "merged.h5"), "r") as h:
+    mpi = h["mpi"][:]
+    check(all(int(r["t_end"]) >= 2500 and int(r["t_begin"]) <= 6000 for r in mpi), "window rows overlap it")
+    check([(int(m["src"]), int(m["dst"])) for m in h["messages"][:]] == [(2, 0)], "only the message inside")
+
+# a missing rank: error without --partial, merged with it
+os.remove(os.path.join(run, "rank-00001.h5"))
+out5 = os.path.join(base, "out5")
+rc, so, se = xsmerge(run, "-o", out5, "-q")
+check(rc == 1 and "rank 1 missing" in se and len(se.strip().splitlines()) == 1, "missing rank is one error line: %s" % se)
+check(not os.path.exists(os.path.join(out5, "trace.json")), "no output after an error")
+rc, so, se = xsmerge(run, "-o", out5, "--partial")
+check(rc == 0 and "missing ranks 1" in se, "--partial merges the others: %s" % se)
+finish("merge_golden")

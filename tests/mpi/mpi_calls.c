@@ -3,10 +3,12 @@
  * nonblocking point-to-point with known peers/tags/bytes, wildcards,
  * MPI_STATUS_IGNORE, persistent requests, Sendrecv, collectives on
  * MPI_COMM_WORLD, a split and a dup communicator (incl. v-collectives and
- * MPI_IN_PLACE), a paused section (MPI_Pcontrol). It prints a result that must not change under xsprof. */
+ * MPI_IN_PLACE), a paused section (MPI_Pcontrol), then sleeps argv[1] ms
+ * if given. It prints a result that must not change under xsprof. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -105,6 +107,9 @@ int main(int argc, char **argv) {
     MPI_Pcontrol(0);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Pcontrol(1);
+    /* optional pause (ms) so clock drift shows between the clock samples */
+    if (argc > 1)
+        usleep((useconds_t)atoi(argv[1]) * 1000u);
 
     printf("rank %d: check %.0f sum %.0f bcast %d max %d hsum %d gv %d\n", rank, check, sum, bc, inplace[0], hsum,
            gv[size * (size + 1) / 2 - 1]);

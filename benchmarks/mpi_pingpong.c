@@ -1,0 +1,75 @@
+/* benchmarks/mpi_pingpong.c — what xsprof adds to a small MPI message.
+ * Built as a plain MPI program and run with libxsprof-mpi.so preloaded:
+ * blocks of ping-pong iterations alternate between MPI_Send/MPI_Recv (the
+ * xsprof wrappers) and PMPI_Send/PMPI_Recv (MPI itself, no wrapper), in one
+ * run, so both see the same machine state. Prints the median round trip of
+ * each and the added time per MPI call (4 calls per round trip are on the
+ * critical path: send and receive on both ranks).
+ * usage: mpiexec -np 2 mpi_pingpong [blocks] [iterations per block] */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef int (*send_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
+typedef int (*recv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
+
+static double block(int rank, int iters, send_fn snd, recv_fn rcv) {
+    char b[8] = {0};
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++) {
+        if (rank == 0) {
+            snd(b, 8, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+            rcv(b, 8, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            rcv(b, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            snd(b, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+        }
+    }
+    return (MPI_Wtime() - t0) / iters * 1e9; /* ns per round trip */
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int blocks = argc > 1 ? atoi(argv[1]) : 41, iters = argc > 2 ? atoi(argv[2]) : 2000;
+    if (blocks < 1 || iters < 1 || size < 2) {
+        if (rank == 0)
+            fprintf(stderr, "usage: mpiexec -np 2 mpi_pingpong [blocks] [iterations]\n");
+        MPI_Finalize();
+        return 1;
+    }
+    double *plain = malloc(sizeof(double) * (size_t)blocks), *wrapped = malloc(sizeof(double) * (size_t)blocks);
+    block(rank, iters, PMPI_Send, PMPI_Recv); /* warm-up */
+    block(rank, iters, MPI_Send, MPI_Recv);
+    for (int k = 0; k < blocks; k++) {
+        /* alternate which goes first, so neither always follows the other */
+        if (k % 2) {
+            plain[k] = block(rank, iters, PMPI_Send, PMPI_Recv);
+            wrapped[k] = block(rank, iters, MPI_Send, MPI_Recv);
+        } else {
+            wrapped[k] = block(rank, iters, MPI_Send, MPI_Recv);
+            plain[k] = block(rank, iters, PMPI_Send, PMPI_Recv);
+        }
+    }
+    qsort(plain, (size_t)blocks, sizeof *plain, cmp);
+    qsort(wrapped, (size_t)blocks, sizeof *wrapped, cmp);
+    if (rank == 0) {
+        double p = plain[blocks / 2], w = wrapped[blocks / 2];
+        printf("ping-pong 8 B, %d blocks x %d round trips, medians:\n", blocks, iters);
+        printf("  plain (PMPI)       %9.1f ns per round trip\n", p);
+        printf("  through wrappers   %9.1f ns per round trip\n", w);
+        printf("  added per MPI call %9.1f ns (4 calls per round trip)\n", (w - p) / 4);
+    }
+    free(plain);
+    free(wrapped);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""tests/mpi/run_case.py — run one MPI test case: the program under mpiexec
+without xsprof, then with it (LD_PRELOAD, or linked), compare the outputs
+(they must be identical, line order aside since ranks interleave), then
+check the rank files with check_trace.py.
+
+usage: run_case.py --name N --np P --mode M [--preload] [--no-plain]
+                   [--env K=V ...] [--check=ARG ...] -- PROGRAM ARGS...
+Environment (set by xsprof_add_test): MPIEXEC, XSPROF_MPI_LIB, XSPROF_BUILD."""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--np", type=int, default=4)
+    ap.add_argument("--mode", default="generic")
+    ap.add_argument("--preload", action="store_true")
+    ap.add_argument("--no-plain", action="store_true")
+    ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--check", action="append", default=[], help="argument for check_trace.py")
+    ap.add_argument("cmd", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
+    mpiexec = os.environ.get("MPIEXEC") or "mpiexec"
+    run_dir = os.path.join(os.environ.get("XSPROF_BUILD", "."), "tests", "mpi", "runs", a.name)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(os.path.dirname(run_dir), exist_ok=True)
+    base = [mpiexec, "-np", str(a.np), "--oversubscribe"]
+
+    def run(extra):
+        p = subprocess.run(base + extra + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=240)
+        if p.returncode != 0:
+            print(p.stdout, p.stderr)
+            print("FAIL: %s exited with %d" % (" ".join(base + extra + cmd), p.returncode))
+            sys.exit(1)
+        # ranks write concurrently through mpiexec: lines of two ranks may
+        # interleave, so compare the per-rank statements, whatever their order
+        return sorted(x.strip() for x in re.split(r"(?=rank \d+[: ])", p.stdout) if x.strip())
+
+    plain = None if a.no_plain else run([])
+    extra = ["-x", "XSPROF_OUTPUT=" + run_dir]
+    if a.preload:
+        extra += ["-x", "LD_PRELOAD=" + os.environ["XSPROF_MPI_LIB"]]
+    for kv in a.env:
+        extra += ["-x", kv]
+    profiled = run(extra)
+    if plain is not None:
+        if plain != profiled:
+            print("FAIL: output differs with xsprof\n--- plain\n%s\n--- with xsprof\n%s" %
+                  ("\n".join(plain), "\n".join(profiled)))
+            return 1
+        print("program output identical with and without xsprof (%d lines)" % len(plain))
+    check = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_trace.py"),
+             run_dir, str(a.np), a.mode] + a.check
+    return subprocess.run(check).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

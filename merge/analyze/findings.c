@@ -60,13 +60,13 @@ static int32_t tally_top(const tally *t, size_t n)
 
 static const xsm_an *sort_an; /* qsort has no context: set for the duration of one sort */
 
+/* one finding per (kind, root-cause region): the causing rank may vary
+ * from instance to instance (noise decides who arrives last) */
 static int wait_group_cmp(const void *pa, const void *pb)
 {
     const xsm_wait *a = &sort_an->w[*(const size_t *)pa], *b = &sort_an->w[*(const size_t *)pb];
     if (a->kind != b->kind)
         return a->kind - b->kind;
-    if (a->causer != b->causer)
-        return a->causer < b->causer ? -1 : 1;
     if (a->root_region != b->root_region)
         return a->root_region < b->root_region ? -1 : 1;
     return 0;
@@ -110,14 +110,15 @@ static int wait_findings(xsm_an *a)
 {
     size_t R = a->nranks;
     size_t *idx = malloc((a->nw + 1) * sizeof *idx);
-    double *per = calloc(R + 1, sizeof *per);
+    double *per = calloc(R + 1, sizeof *per), *cper = calloc(R + 1, sizeof *cper);
     int rc = -1;
-    if (!idx || !per)
+    if (!idx || !per || !cper)
         goto out;
     for (size_t i = 0; i < a->nw; i++)
         idx[i] = i;
     sort_an = a;
-    qsort(idx, a->nw, sizeof *idx, wait_group_cmp);
+    if (a->nw > 1)
+        qsort(idx, a->nw, sizeof *idx, wait_group_cmp);
     for (size_t g = 0; g < a->nw;) {
         size_t e = g;
         while (e < a->nw && wait_group_cmp(&idx[g], &idx[e]) == 0)
@@ -131,26 +132,43 @@ static int wait_findings(xsm_an *a)
             double s = (double)(w->t_end - w->t_begin) * 1e-9;
             total += s;
             per[w->waiter] += s;
+            if (w->causer >= 0)
+                cper[w->causer] += s;
             tally_add(ops, &nops, 16, w->op, s);
             tally_add(regs, &nregs, 16, w->region, s);
         }
+        int32_t causer = -1;
+        size_t ncausers = 0, nwaiters = 0;
+        for (size_t r = 0; r < R; r++) {
+            nwaiters += per[r] > 0;
+            if (cper[r] > 0) {
+                ncausers++;
+                if (causer < 0 || cper[r] > cper[causer])
+                    causer = (int32_t)r;
+            }
+        }
         xsm_finding f;
         memset(&f, 0, sizeof f);
-        size_t nwaiters = 0;
-        for (size_t r = 0; r < R; r++)
-            nwaiters += per[r] > 0;
-        f.ranks = malloc((nwaiters + 1) * sizeof *f.ranks);
-        if (!f.ranks)
+        f.ranks = malloc((R + 1) * sizeof *f.ranks);
+        int32_t *waiters = malloc((nwaiters + 1) * sizeof *waiters);
+        if (!f.ranks || !waiters) {
+            free(f.ranks);
+            free(waiters);
             goto out;
-        if (w0->causer >= 0)
-            f.ranks[f.nranks++] = w0->causer;
-        size_t first_waiter = f.nranks;
-        for (size_t r = 0; r < R; r++)
-            if (per[r] > 0 && (int32_t)r != w0->causer)
+        }
+        /* the causing rank first, then every other rank involved */
+        if (causer >= 0)
+            f.ranks[f.nranks++] = causer;
+        size_t nw = 0;
+        for (size_t r = 0; r < R; r++) {
+            if (per[r] > 0)
+                waiters[nw++] = (int32_t)r;
+            if ((per[r] > 0 || cper[r] > 0) && (int32_t)r != causer)
                 f.ranks[f.nranks++] = (int32_t)r;
-        size_t nw = f.nranks - first_waiter;
+        }
         char wr[256], tot[32], each[32], opn[256];
-        xsm_fmt_ranks(wr, sizeof wr, f.ranks + first_waiter, nw);
+        xsm_fmt_ranks(wr, sizeof wr, waiters, nw);
+        free(waiters);
         xsm_fmt_dur(tot, sizeof tot, total);
         xsm_fmt_dur(each, sizeof each, nw ? total / (double)nw : total);
         snprintf(opn, sizeof opn, "%s", xsm_an_name(a, tally_top(ops, nops)));
@@ -164,51 +182,68 @@ static int wait_findings(xsm_an *a)
         if (nw == 1)
             snprintf(who, sizeof who, "rank %s waits %s", wr, tot);
         else
-            snprintf(who, sizeof who, "ranks %s wait %s each (%s in total)", wr, each, tot);
+            snprintf(who, sizeof who, "ranks %s wait %s each on average (%s in total)", wr, each, tot);
         char where[384];
         if (wreg >= 0)
             snprintf(where, sizeof where, "in %s (in `%s`)", opn, xsm_an_name(a, wreg));
         else
             snprintf(where, sizeof where, "in %s", opn);
         const xsm_region *rg = w0->root_region >= 0 ? region_of(a, w0->root_region) : NULL;
+        const char *rname = xsm_an_name(a, w0->root_region);
         char cause[512] = "";
-        if (w0->causer >= 0 && rg) {
-            double mine = rg->excl[w0->causer], diff = mine - rg->excl_mean;
+        if (causer >= 0 && ncausers > 1) {
             char d[32];
-            xsm_fmt_dur(d, sizeof d, diff);
-            if (diff > 0 && mine > 0)
-                snprintf(cause, sizeof cause, "rank %d spends %s (%.0f%%) longer in `%s` than the mean; ", w0->causer, d,
-                         100.0 * diff / mine, xsm_an_name(a, w0->root_region));
+            xsm_fmt_dur(d, sizeof d, cper[causer]);
+            snprintf(cause, sizeof cause, "the rank waited for varies between %zu ranks, held up in `%s` (rank %d most: %s of the waits); ",
+                     ncausers, rname, causer, d);
+        } else if (causer >= 0 && rg) {
+            double mine = rg->excl[causer], diff = mine - rg->excl_mean;
+            size_t runs = 0, present = 0;
+            for (size_t r = 0; r < R; r++) {
+                present += a->rs[r].present;
+                runs += a->rs[r].present && rg->rcalls[r] > 0;
+            }
+            char d[32];
+            if (runs == present && diff > 0.05 * mine) { /* every rank runs it: compare with the mean */
+                xsm_fmt_dur(d, sizeof d, diff);
+                snprintf(cause, sizeof cause, "rank %d spends %s (%.0f%%) longer in `%s` than the mean; ", causer, d,
+                         100.0 * diff / mine, rname);
+            } else if (mine > 0) { /* a role of the causing rank, or a difference of this instance only */
+                xsm_fmt_dur(d, sizeof d, mine);
+                snprintf(cause, sizeof cause, "rank %d is held up by `%s` (%s there in all); ", causer, rname, d);
+            }
         }
         const char *kn = xsm_wait_kind_name(w0->kind);
-        if (w0->causer < 0) {
+        if (causer < 0)
             snprintf(f.message, sizeof f.message, "%s %s after the first rank already left (%s)", who, where, kn);
-        } else if (cause[0]) {
+        else if (cause[0])
             snprintf(f.message, sizeof f.message, "%s%s %s for it (%s)", cause, who, where, kn);
-        } else if (w0->kind == XSM_WAIT_EARLY_REDUCE) {
-            snprintf(f.message, sizeof f.message, "root %s %s for the last contributor, rank %d, delayed in `%s` (%s)", who,
-                     where, w0->causer, xsm_an_name(a, w0->root_region), kn);
-        } else {
-            snprintf(f.message, sizeof f.message, "%s %s for rank %d, delayed in `%s` (%s)", who, where, w0->causer,
-                     xsm_an_name(a, w0->root_region), kn);
-        }
-        if (w0->causer >= 0 && w0->root_region >= 0 && (w0->kind == XSM_WAIT_NXN || w0->kind == XSM_WAIT_BARRIER))
-            snprintf(f.recommendation, sizeof f.recommendation, "rebalance `%s` across ranks; %s",
-                     xsm_an_name(a, w0->root_region), recommend(w0->kind));
+        else if (w0->kind == XSM_WAIT_EARLY_REDUCE)
+            snprintf(f.message, sizeof f.message, "root %s %s for the last contributor, rank %d, delayed in `%s` (%s)", who, where,
+                     causer, rname, kn);
+        else
+            snprintf(f.message, sizeof f.message, "%s %s for rank %d, delayed in `%s` (%s)", who, where, causer, rname, kn);
+        if (causer >= 0 && w0->root_region >= 0 && (w0->kind == XSM_WAIT_NXN || w0->kind == XSM_WAIT_BARRIER))
+            snprintf(f.recommendation, sizeof f.recommendation, "rebalance `%s` across ranks; %s", rname, recommend(w0->kind));
         else
             snprintf(f.recommendation, sizeof f.recommendation, "%s", recommend(w0->kind));
         if (xsm_an_finding_add(a, &f) != 0) {
             free(f.ranks);
             goto out;
         }
-        for (size_t k = g; k < e; k++)
-            per[a->w[idx[k]].waiter] = 0;
+        for (size_t k = g; k < e; k++) {
+            const xsm_wait *w = &a->w[idx[k]];
+            per[w->waiter] = 0;
+            if (w->causer >= 0)
+                cper[w->causer] = 0;
+        }
         g = e;
     }
     rc = 0;
 out:
     free(idx);
     free(per);
+    free(cper);
     return rc;
 }
 

@@ -151,7 +151,9 @@ int xsm_file_write_atomic(const char *dir, const char *name, const char *data, s
 void xsm_fmt_dur(char *out, size_t n, double s)
 {
     double a = fabs(s);
-    if (a >= 100)
+    if (s == 0)
+        snprintf(out, n, "0");
+    else if (a >= 100)
         snprintf(out, n, "%.0f s", s);
     else if (a >= 1)
         snprintf(out, n, "%.2f s", s);

@@ -1,0 +1,101 @@
+"""Bad inputs to xsmerge: each gives exit code 1 and one stderr line that
+names the offending path and the problem, never a crash, and leaves no
+output that could pass for a complete merge."""
+import os
+import shutil
+import sys
+
+import h5py
+import numpy as np
+from mergetest import check, finish, make_run, tmpdir, xsmerge
+
+maker = sys.argv[1]
+base = tmpdir()
+golden = make_run(maker, "golden", os.path.join(base, "golden"))
+foreign = make_run(maker, "foreign", os.path.join(base, "foreign"))
+
+
+def variant(name, edit):
+    d = os.path.join(base, name)
+    shutil.copytree(golden, d)
+    edit(d)
+    return d
+
+
+def truncate(d):
+    p = os.path.join(d, "rank-00001.h5")
+    size = os.path.getsize(p)
+    with open(p, "r+b") as f:
+        f.truncate(size // 2)
+
+
+def random_bytes(d):
+    with open(os.path.join(d, "rank-00001.h5"), "wb") as f:
+        f.write(np.random.default_rng(7).bytes(20000))
+
+
+def duplicate(d):
+    shutil.copy(os.path.join(d, "rank-00000.h5"), os.path.join(d, "rank-00001.h5"))
+
+
+def wrong_version(d):
+    with h5py.File(os.path.join(d, "rank-00001.h5"), "r+") as h:
+        h.attrs.modify("format_version", np.int32(99))
+
+
+def wrong_type(d):
+    with h5py.File(os.path.join(d, "rank-00001.h5"), "r+") as h:
+        del h["events/mpi"]
+        h.create_dataset("events/mpi", data=np.arange(10, dtype=np.int32))
+
+
+def bad_journal(d):
+    os.remove(os.path.join(d, "rank-00001.h5"))
+    with open(os.path.join(d, "rank-00001.xsj"), "wb") as f:
+        f.write(b"XSPJRNL\x01" + b"\xff" * 100)
+
+
+notafile = os.path.join(base, "plain.txt")
+with open(notafile, "w") as f:
+    f.write("hello\n")
+empty = os.path.join(base, "empty")
+os.mkdir(empty)
+
+cases = [
+    ("missing directory", os.path.join(base, "nope"), os.path.join(base, "nope"), "No such file"),
+    ("empty directory", empty, empty, "no rank files"),
+    ("non-HDF5 file", notafile, notafile, ""),
+    ("truncated file", variant("trunc", truncate), "rank-00001.h5", ""),
+    ("random bytes", variant("random", random_bytes), "rank-00001.h5", "HDF5"),
+    ("file from another run", foreign, "rank-00002.h5", "another run"),
+    ("two files claim one rank", variant("dup", duplicate), "rank-00001.h5", "claims rank 0"),
+    ("wrong format version", variant("version", wrong_version), "rank-00001.h5", "version"),
+    ("dataset of wrong type", variant("dtype", wrong_type), "rank-00001.h5", "mpi"),
+    ("damaged journal", variant("journal", bad_journal), "rank-00001.xsj", ""),
+]
+for name, run, expect_path, expect_text in cases:
+    out = os.path.join(base, "out-" + name.replace(" ", "_"))
+    rc, so, se = xsmerge(run, "-o", out, "-q")
+    lines = se.strip().splitlines()
+    check(rc == 1, "%s: exit 1 (got %d)" % (name, rc))
+    check(len(lines) == 1, "%s: one error line (got %r)" % (name, se))
+    check(expect_path in se, "%s: error names %s: %r" % (name, expect_path, se))
+    check(expect_text.lower() in se.lower(), "%s: error says %r: %r" % (name, expect_text, se))
+    products = os.listdir(out) if os.path.isdir(out) else []
+    check(products == [], "%s: no output left (%s)" % (name, products))
+
+# --partial merges what is valid and says what it skipped
+rc, so, se = xsmerge(os.path.join(base, "random"), "-o", os.path.join(base, "partial"), "--partial")
+check(rc == 0, "--partial with a damaged rank exits 0 (%s)" % se)
+check("rank-00001.h5" in se and "skipped" in se, "--partial names the skipped file")
+check(os.path.exists(os.path.join(base, "partial", "trace.pftrace")), "--partial writes the trace")
+rc, so, se = xsmerge(foreign, "-o", os.path.join(base, "partial2"), "--partial", "-q")
+check(rc == 0, "--partial drops the foreign file")
+
+# bad options
+for args in (["--from", "soon"], ["--ranks", "a-b"], ["--bogus"], []):
+    rc, so, se = xsmerge(golden, "-o", os.path.join(base, "o"), *args) if args else xsmerge(golden)
+    check(rc == 1 and "xsmerge:" in se, "bad usage %s: exit 1 (%d %r)" % (args, rc, se))
+rc, so, se = xsmerge("--help")
+check(rc == 0 and "--partial" in so and "XSPROF_" in so and "exit codes" in so, "--help documents options")
+finish("merge_bad_inputs")

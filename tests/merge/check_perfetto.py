@@ -1,0 +1,91 @@
+"""trace.pftrace decodes with protoc against perfetto_min.proto (Perfetto's
+published field numbers) and holds: a process track per rank named
+"rank N (host)", thread tracks, GPU stream and counter tracks, interned
+names for every event, balanced slices per track, and one flow per matched
+message (flow_ids on the send, terminating_flow_ids on the receive)."""
+import os
+import re
+import subprocess
+import sys
+
+from mergetest import check, finish, make_run, tmpdir, xsmerge
+
+maker, proto = sys.argv[1], sys.argv[2]
+base = tmpdir()
+
+
+def decode(path):
+    with open(path, "rb") as f:
+        p = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", os.path.dirname(proto), proto],
+                           stdin=f, capture_output=True, text=True)
+    check(p.returncode == 0, "protoc decodes %s: %s" % (path, p.stderr))
+    return p.stdout
+
+
+def packets(text):
+    """Split the text format into top-level packet blocks."""
+    out, cur, depth = [], [], 0
+    for line in text.splitlines():
+        if depth == 0 and line.startswith("packet {"):
+            cur, depth = [], 1
+            continue
+        depth += line.count("{") - line.count("}")
+        if depth == 0:
+            out.append("\n".join(cur))
+        else:
+            cur.append(line)
+    return out
+
+
+def field(block, name):
+    """Values of `name`; a leading-space prefix in name pins the nesting depth."""
+    if name.startswith(" "):
+        return re.findall(r"^%s: (.*)$" % name, block, re.M)
+    return re.findall(r"^\s*%s: (.*)$" % name, block, re.M)
+
+
+for kind in ("golden", "gpu"):
+    run = make_run(maker, kind, os.path.join(base, kind))
+    out = os.path.join(base, kind + "-out")
+    rc, so, se = xsmerge(run, "-o", out, "-q")
+    check(rc == 0, "%s merges" % kind)
+    text = decode(os.path.join(out, "trace.pftrace"))
+    pk = packets(text)
+    check(len(pk) > 10, "%s: packets decoded (%d)" % (kind, len(pk)))
+    check("sequence_flags: 1" in pk[0], "first packet clears incremental state")
+    names = [n.strip('"') for p in pk if "track_descriptor" in p for n in field(p, "name")]
+    iids = {}
+    for p in pk:
+        for m in re.finditer(r"event_names \{\s*iid: (\d+)\s*name: \"([^\"]*)\"", p):
+            iids[int(m.group(1))] = m.group(2)
+    used = [int(i) for p in pk if "track_event" in p for i in field(p, "    name_iid")]
+    check(all(i in iids for i in used), "%s: every event name is interned before use" % kind)
+    begins = sum(p.count("TYPE_SLICE_BEGIN") for p in pk)
+    ends = sum(p.count("TYPE_SLICE_END") for p in pk)
+    check(begins == ends and begins > 0, "%s: slices balanced (%d/%d)" % (kind, begins, ends))
+    flows = [int(x) for p in pk for x in field(p, "    flow_ids")]
+    term = [int(x) for p in pk for x in field(p, "    terminating_flow_ids")]
+    if kind == "golden":
+        for r, host in ((0, "node0"), (1, "node1"), (2, "node0")):
+            check("rank %d (%s)" % (r, host) in names, "process track rank %d (%s)" % (r, host))
+        check(names.count("main (thread 0)") == 3, "a thread track per rank")
+        check(sorted(flows) == [1, 2, 3] and sorted(term) == [1, 2, 3], "flows 1..3 start and end (%s %s)" % (flows, term))
+        # each flow starts (in time) before it ends
+        t_of = {}
+        for p in pk:
+            ts = field(p, "timestamp")
+            for x in field(p, "    flow_ids"):
+                t_of.setdefault(int(x), [None, None])[0] = int(ts[0])
+            for x in field(p, "    terminating_flow_ids"):
+                t_of.setdefault(int(x), [None, None])[1] = int(ts[0])
+        check(all(a <= b for a, b in t_of.values()), "flows go forward in time %s" % t_of)
+        check("MPI_Allreduce" in iids.values() and "MPI_Bcast" in iids.values(), "MPI names interned")
+        check('string_value: "split(0) (1)"' in text, "communicator annotation")
+        check(re.search(r"name_iid: (\d+)\s*int_value: 7", text) is not None, "tag annotation")
+    else:
+        check("GPU 0 stream 7" in names, "GPU stream track")
+        check("cycles" in names and "memory (host)" in names and "memory (GPU 0)" in names, "counter tracks")
+        check(len(flows) == 1 and flows == term, "launch -> kernel flow")
+        check("double_counter_value: 2500000" in text, "counter value")
+        check("worker (thread 1)" in names, "second thread named")
+finish("merge_perfetto")

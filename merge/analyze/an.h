@@ -97,6 +97,9 @@ typedef struct xsm_seg {
 
 typedef struct xsm_rankstat {
     int present;
+    int64_t span_first, span_last; /* first and last event of the rank */
+    /* the measured window: from MPI_Init's exit to MPI_Finalize's entry when
+     * the rank has them, else the span; wall time and MPI share use it */
     int64_t t_first, t_last;
     int64_t mpi_ns, wait_ns, gpu_ns;
     uint32_t main_thread;

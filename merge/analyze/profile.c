@@ -249,6 +249,7 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
     int rc = -1;
     rs->t_first = INT64_MAX;
     rs->t_last = INT64_MIN;
+    int64_t init_end = INT64_MIN, fin_begin = INT64_MAX;
     int have_main = 0;
     for (size_t i = 0; i < d->nregions; i++) {
         const xsprof_io_region *g = &d->regions[i];
@@ -283,12 +284,29 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
         iv[n++] = (ival){m->t_begin, m->t_end < m->t_begin ? m->t_begin : m->t_end, m->thread, nm, 1, 0, i};
         rs->calls_sorted[rs->ncalls_sorted++] = i;
         rs->call[i] = (int64_t)i;
-        rs->mpi_ns += m->t_end - m->t_begin;
+        /* MPI start-up and shutdown bound the measured window (as in mpiP):
+         * their cost is the launcher's, not the application's */
+        const char *opn = a->names.v[nm];
+        if (strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0) {
+            if (m->t_end > init_end)
+                init_end = m->t_end;
+        } else if (strcmp(opn, "MPI_Finalize") == 0) {
+            if (m->t_begin < fin_begin)
+                fin_begin = m->t_begin;
+        } else {
+            rs->mpi_ns += m->t_end - m->t_begin;
+        }
     }
     if (!have_main && d->nregions)
         rs->main_thread = d->regions[0].thread;
     if (rs->t_first > rs->t_last)
         rs->t_first = rs->t_last = 0;
+    rs->span_first = rs->t_first;
+    rs->span_last = rs->t_last;
+    if (init_end > rs->t_first && init_end <= rs->t_last)
+        rs->t_first = init_end;
+    if (fin_begin < rs->t_last && fin_begin >= rs->t_first)
+        rs->t_last = fin_begin;
     sort_rows(d->mpi, rs->calls_sorted, tmp, rs->ncalls_sorted);
     for (size_t i = 0; i < d->nmpi; i++)
         if (d->mpi[i].kind == XSPROF_MPI_COMPLETION)
@@ -583,10 +601,10 @@ int xsm_an_profile(xsm_an *a)
             outl[k] = 0;
         if (rank_profile(a, &map, (int32_t)r, mo, outl) != 0)
             goto out;
-        if (a->rs[r].t_first < a->t0)
-            a->t0 = a->rs[r].t_first;
-        if (a->rs[r].t_last > a->t1)
-            a->t1 = a->rs[r].t_last;
+        if (a->rs[r].span_first < a->t0)
+            a->t0 = a->rs[r].span_first;
+        if (a->rs[r].span_last > a->t1)
+            a->t1 = a->rs[r].span_last;
     }
     if (!outl && !(outl = calloc(a->names.n + 1, sizeof *outl)))
         goto out;

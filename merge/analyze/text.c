@@ -25,7 +25,7 @@ static void health(const xsm_an *a, xsm_buf *b)
         else if (k->d.truncated || k->d.recovered)
             xsm_buf_printf(b, "  ! rank %zu ended early (%s)%s: its timeline stops at %.3f s\n", r,
                            k->d.end_state[0] ? k->d.end_state : "truncated", k->d.recovered ? ", recovered from its journal" : "",
-                           (double)(a->rs[r].t_last - a->t0) * 1e-9);
+                           (double)(a->rs[r].span_last - a->t0) * 1e-9);
         else if (k->d.dropped)
             xsm_buf_printf(b, "  ! rank %zu dropped %llu records\n", r, (unsigned long long)k->d.dropped);
     }

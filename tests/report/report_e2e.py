@@ -177,6 +177,10 @@ def regression():
     r = merge(same, os.path.join(os.path.dirname(same), "out"), "--baseline", base_out, "--threshold", "10")
     if r.returncode != 0:
         fail(f"identical run: exit {r.returncode}, expected 0")
+    # a run directory works as a baseline too (analysed on the fly)
+    r = merge(same, os.path.join(os.path.dirname(same), "out-vs-run"), "--baseline", base, "--threshold", "10")
+    if r.returncode != 0:
+        fail(f"identical run against the baseline run directory: exit {r.returncode}, expected 0")
     slow_out = os.path.join(os.path.dirname(slow), "out")
     r = merge(slow, slow_out, "--baseline", base_out, "--threshold", "10", "--diff", base_out, "--format", "callgrind")
     if r.returncode != 3:

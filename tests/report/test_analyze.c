@@ -378,6 +378,42 @@ static void test_outlier_and_gpu(void)
     fx_free(&run);
 }
 
+static char *slurp(const char *path);
+
+/* dropped records, a truncated rank and a missing rank come first in the text */
+static void test_health(const char *dir)
+{
+    xsm_run run;
+    build_nxn(&run, 1.0);
+    run.ranks[1].d.dropped = 42;
+    run.ranks[2].d.truncated = 1;
+    snprintf(run.ranks[2].d.end_state, sizeof run.ranks[2].d.end_state, "signal 11 (SIGSEGV)");
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(a.dropped_total == 42 && a.truncated == 1, "health counts");
+    xsm_buf b = {0};
+    xsm_report_text(&a, &b);
+    const char *h = b.p ? strstr(b.p, "PROFILER HEALTH") : NULL, *f = b.p ? strstr(b.p, "Top findings") : NULL;
+    CHECK(h && f && h < f, "health section before the findings");
+    CHECK(b.p && strstr(b.p, "42 records were dropped") && strstr(b.p, "rank 2 ended early (signal 11 (SIGSEGV))"),
+          "health lines");
+    xsm_buf_free(&b);
+    xsm_an_free(&a);
+    char out[4096], err[256];
+    snprintf(out, sizeof out, "%s/health", dir);
+    mkdir(dir, 0777);
+    mkdir(out, 0777);
+    xsm_report_opts o;
+    memset(&o, 0, sizeof o);
+    CHECK(xsm_analyze_run(&run, out, &o, err, sizeof err) == 0, "health report: %s", err);
+    char p[8192];
+    snprintf(p, sizeof p, "%s/report.json", out);
+    char *t = slurp(p);
+    CHECK(t && strstr(t, "\"drops\":{\"total\":42,\"truncated_ranks\":1"), "drops in report.json");
+    free(t);
+    fx_free(&run);
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -468,6 +504,7 @@ int main(int argc, char **argv)
     test_late_bcast();
     test_early_reduce();
     test_outlier_and_gpu();
+    test_health(argc > 1 ? argv[1] : "report-unit-out");
     test_reports_and_baseline(argc > 1 ? argv[1] : "report-unit-out");
     if (failures) {
         printf("%d check(s) failed\n", failures);

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Symbol hygiene (shared/DESIGN.md, "It coexists"): the dynamic symbol table
+# of each shared library defines only the public API (xsprof_*), the MPI
+# interposers (MPI_*, PMPI_*), the Fortran MPI bindings in every name
+# mangling compilers use (mpi_send, mpi_send_, mpi_send__; MPI_SEND falls
+# under MPI_*) and the NVTX injection entry point; plus _init/_fini when the toolchain
+# emits them. Anything else (an HDF5, hwloc or helper symbol leaking out)
+# could interpose on the application's own libraries.
+# usage: check_symbols.sh LIB REQUIRED_SYMBOL...
+# REQUIRED_SYMBOLs must be defined (so an empty or broken library fails).
+set -u
+lib=$1
+shift
+if [ ! -f "$lib" ]; then
+  echo "FAIL: $lib does not exist (build-tree contract: build/lib)"
+  exit 1
+fi
+allowed='^(xsprof_[A-Za-z0-9_]+|MPI_[A-Za-z0-9_]+|PMPI_[A-Za-z0-9_]+|mpi_[a-z0-9_]+|InitializeInjectionNvtx2|_init|_fini)$'
+syms=$(nm -D --defined-only "$lib" | awk 'NF >= 3 {print $3}' | sed 's/@.*//' | sort -u)
+if [ -z "$syms" ]; then
+  echo "FAIL: nm -D found no defined symbols in $lib"
+  exit 1
+fi
+bad=$(printf '%s\n' "$syms" | grep -Ev "$allowed")
+status=0
+if [ -n "$bad" ]; then
+  echo "FAIL: $lib exports symbols outside the allow-list:"
+  printf '  %s\n' $bad
+  status=1
+fi
+for s in "$@"; do
+  if ! printf '%s\n' "$syms" | grep -qx "$s"; then
+    echo "FAIL: $lib does not export $s"
+    status=1
+  fi
+done
+n=$(printf '%s\n' "$syms" | wc -l)
+echo "$lib: $n exported symbols: xsprof_* $(printf '%s\n' "$syms" | grep -c '^xsprof_')," \
+  "MPI_* $(printf '%s\n' "$syms" | grep -c '^MPI_'), PMPI_* $(printf '%s\n' "$syms" | grep -c '^PMPI_')," \
+  "Fortran $(printf '%s\n' "$syms" | grep -c '^mpi_'), other allowed $(printf '%s\n' "$syms" | grep -Ec '^(InitializeInjectionNvtx2|_init|_fini)$')"
+[ $status = 0 ] && echo "OK: only allowed symbols"
+exit $status

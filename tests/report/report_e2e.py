@@ -4,7 +4,7 @@ program under mpiexec with libxsprof-mpi.so preloaded, merge it with xsmerge,
 and check what the report says against what was planted.
 
   report_e2e.py planted MODE NP PLANTED_MS   top finding: kind, region, ranks, seconds within 10 %
-  report_e2e.py html                         report.html renders in headless chromium without script errors
+  report_e2e.py html [PAGE...]               report.html (and PAGEs) render in headless chromium without script errors
   report_e2e.py regression                   a 20 % slowdown exits 3, an identical run does not
 
 Environment (set by xsprof_add_test): XSMERGE, XSPROF_MPI_LIB, MPIEXEC, and
@@ -118,7 +118,22 @@ def planted(mode, np, ms):
     print(f"ok: {mode} error {100.0 * (top['seconds_lost'] - want) / want:+.1f}%")
 
 
-def html():
+def render(base, page, needles):
+    """Load `page` in headless chromium; fail on a script error or a missing marker/needle."""
+    r = subprocess.run(base + ["--dump-dom", "file://" + page], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True, timeout=90)
+    dom = r.stdout
+    if 'id="xs-error"' in dom:
+        i = dom.index('id="xs-error"')
+        fail(f"{page}: the page's script reported an error: " + dom[i:i + 400])
+    if 'id="xs-ok"' not in dom:
+        fail(f"{page}: the page's script did not finish (no #xs-ok marker)")
+    for needle in needles:
+        if needle not in dom:
+            fail(f"{page}: rendered page lacks {needle!r}")
+
+
+def html(extra_pages):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     rundir = profile("html", "imbalance", 3, 50)
     out = os.path.join(os.path.dirname(rundir), "out")
@@ -140,19 +155,10 @@ def html():
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             "--user-data-dir=" + prof]
     try:
-        r = subprocess.run(base + ["--dump-dom", "file://" + page], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True, timeout=90)
-        dom = r.stdout
-        if 'id="xs-error"' in dom:
-            i = dom.index('id="xs-error"')
-            fail("the page's script reported an error: " + dom[i:i + 400])
-        if 'id="xs-ok"' not in dom:
-            fail("the page's script did not finish (no #xs-ok marker)")
         # the script drew the sections from the data
-        top = rep["findings"][0]
-        for needle in (top["kind"], "<svg", "rank 2", "solve", "MPI_Allreduce"):
-            if needle not in dom:
-                fail(f"rendered page lacks {needle!r}")
+        render(base, page, (rep["findings"][0]["kind"], "<svg", "rank 2", "solve", "MPI_Allreduce"))
+        for extra in extra_pages:  # fixture pages of the unit test (GPU section)
+            render(base, extra, ("GPU", "kernels overlap MPI waits"))
         shot = os.path.abspath("report-html-screenshot.png")
         if os.path.exists(shot):
             os.unlink(shot)
@@ -208,7 +214,7 @@ def main():
     if what == "planted":
         planted(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif what == "html":
-        html()
+        html(sys.argv[2:])
     elif what == "regression":
         regression()
     else:

@@ -414,6 +414,44 @@ static void test_health(const char *dir)
     fx_free(&run);
 }
 
+/* GPU rows: kernel time, idle share, copies and kernels that overlap MPI
+ * waits; the page is also rendered by the chromium test */
+static void test_gpu_report(const char *dir)
+{
+    xsm_run run;
+    fx_init(&run, 2);
+    for (int r = 0; r < 2; r++) {
+        region(&run, r, S_SOLVE, 0, (r + 1) * 100 * MS, 0);
+        xsprof_rank_data *d = &run.ranks[r].d;
+        d->gpu = calloc(3, sizeof *d->gpu);
+        d->ngpu = 3;
+        d->gpu[0] = (xsprof_io_gpu){.t_begin = 50 * MS, .t_end = 150 * MS, .name = S_SOLVE, .kind = XSPROF_GPU_KERNEL, .device = (uint32_t)r};
+        d->gpu[1] = (xsprof_io_gpu){.t_begin = 10 * MS, .t_end = 11 * MS, .kind = XSPROF_GPU_MEMCPY_HTOD, .device = (uint32_t)r, .bytes = 1 << 24};
+        d->gpu[2] = (xsprof_io_gpu){.t_begin = 160 * MS, .t_end = 161 * MS, .kind = XSPROF_GPU_MEMCPY_DTOH, .device = (uint32_t)r, .bytes = 1 << 20};
+    }
+    double e[] = {100, 200}, x[] = {210, 210};
+    coll(&run, S_ALLREDUCE, XSPROF_COLL_NXN, -1, e, x);
+    xsm_an a;
+    analyse(&run, &a);
+    /* rank 0 waits 100..200 ms; its kernel runs 50..150 ms: 50 ms overlap */
+    CHECK(a.ngpu == 2 && a.gpu[0].overlap_kernels == 1 && near(a.gpu[0].overlap_s, 0.050) && a.gpu[1].overlap_kernels == 0,
+          "kernels overlapping MPI waits");
+    CHECK(a.ngpu == 2 && near(a.gpu[0].kernel_s, 0.100) && a.gpu[0].htod == (1u << 24) && a.gpu[0].dtoh == (1u << 20),
+          "kernel time and copy volume");
+    CHECK(a.ngpu == 2 && near(a.gpu[0].idle_share, 1.0 - 100.0 / 210.0), "idle share %.9f", a.ngpu ? a.gpu[0].idle_share : -1);
+    xsm_an_free(&a);
+    char out[4096], err[256];
+    snprintf(out, sizeof out, "%s/gpu", dir);
+    mkdir(dir, 0777);
+    mkdir(out, 0777);
+    xsm_report_opts o;
+    memset(&o, 0, sizeof o);
+    CHECK(xsm_analyze_run(&run, out, &o, err, sizeof err) == 0, "gpu report: %s", err);
+    for (int r = 0; r < 2; r++)
+        free(run.ranks[r].d.gpu);
+    fx_free(&run);
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -504,6 +542,7 @@ int main(int argc, char **argv)
     test_late_bcast();
     test_early_reduce();
     test_outlier_and_gpu();
+    test_gpu_report(argc > 1 ? argv[1] : "report-unit-out");
     test_health(argc > 1 ? argv[1] : "report-unit-out");
     test_reports_and_baseline(argc > 1 ? argv[1] : "report-unit-out");
     if (failures) {

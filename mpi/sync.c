@@ -7,6 +7,8 @@
  * Each rank stores one XSPROF_REC_CLOCK per phase: reference = local +
  * offset, error bound = rtt / 2. */
 #include <stdint.h>
+#include <stdio.h>
+#include <time.h>
 #include "mpi/xsprof_mpi.h"
 
 #define XSPROF_SYNC_TAG 7301
@@ -46,6 +48,32 @@ static sample measure(MPI_Comm comm, int peer, int rounds) {
     return best;
 }
 
+/* Receive without polling: when ranks share cores, the waiting ones must
+ * leave them to the pair that is measuring. */
+static void recv_sleeping(MPI_Comm comm, int src, int tag, void *buf, int n, MPI_Datatype t) {
+    int done = 0;
+    MPI_Request r;
+    PMPI_Irecv(buf, n, t, src, tag, comm, &r);
+    for (;;) {
+        PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
+        if (done)
+            break;
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Wait until the reference calls on us. */
+static void wait_turn(MPI_Comm comm, int ref) {
+    int tok = 0;
+    recv_sleeping(comm, ref, XSPROF_SYNC_TAG + 1, &tok, 1, MPI_INT);
+}
+
+static void give_turn(MPI_Comm comm, int peer) {
+    int tok = 1;
+    PMPI_Send(&tok, 1, MPI_INT, peer, XSPROF_SYNC_TAG + 1, comm);
+}
+
 static int sync_comms(void) {
     if (g_node != MPI_COMM_NULL)
         return 0;
@@ -61,6 +89,8 @@ static int sync_comms(void) {
 void xsprof_clock_sync(int phase) {
     if (xsprof_mpi_g.sync_comm == MPI_COMM_NULL || sync_comms())
         return;
+    /* start together: the time measured is the exchange, not late arrivals */
+    PMPI_Barrier(xsprof_mpi_g.sync_comm);
     int64_t t_start = xsprof_clock_now();
     sample me = {0, 0, 0};
     /* 1. node leaders against rank 0, one at a time */
@@ -69,27 +99,36 @@ void xsprof_clock_sync(int phase) {
         PMPI_Comm_rank(g_leaders, &lr);
         PMPI_Comm_size(g_leaders, &ln);
         for (int l = 1; l < ln; l++) {
-            if (lr == 0)
+            if (lr == 0) {
+                give_turn(g_leaders, l);
                 serve(g_leaders, l, XSPROF_SYNC_ROUNDS);
-            else if (lr == l)
+            } else if (lr == l) {
+                wait_turn(g_leaders, 0);
                 me = measure(g_leaders, 0, XSPROF_SYNC_ROUNDS);
+            }
         }
     }
     /* 2. the leader's result reaches its node */
     int64_t lead[2] = {me.offset, me.rtt};
-    PMPI_Bcast(lead, 2, MPI_INT64_T, 0, g_node);
-    /* 3. every rank confirms it shares the leader's clock, else measures it */
     int nr = 0, nn = 1;
     PMPI_Comm_rank(g_node, &nr);
     PMPI_Comm_size(g_node, &nn);
+    if (nr == 0)
+        for (int r = 1; r < nn; r++)
+            PMPI_Send(lead, 2, MPI_INT64_T, r, XSPROF_SYNC_TAG + 2, g_node);
+    else
+        recv_sleeping(g_node, 0, XSPROF_SYNC_TAG + 2, lead, 2, MPI_INT64_T);
+    /* 3. every rank confirms it shares the leader's clock, else measures it */
     for (int r = 1; r < nn; r++) {
         if (nr == 0) {
             int full = 0;
+            give_turn(g_node, r);
             serve(g_node, r, XSPROF_SYNC_CONFIRM);
             PMPI_Recv(&full, 1, MPI_INT, r, XSPROF_SYNC_TAG, g_node, MPI_STATUS_IGNORE);
             if (full)
                 serve(g_node, r, XSPROF_SYNC_ROUNDS);
         } else if (nr == r) {
+            wait_turn(g_node, 0);
             sample s = measure(g_node, 0, XSPROF_SYNC_CONFIRM);
             /* Same clock: the measured offset is within the exchange's error. */
             int full = (s.offset > s.rtt / 2 || -s.offset > s.rtt / 2);
@@ -108,13 +147,25 @@ void xsprof_clock_sync(int phase) {
     xsprof_rec_clock rec = {.h = {XSPROF_REC_CLOCK, sizeof rec}, .phase = (uint32_t)phase, .t_local = me.mid,
                             .offset_ns = me.offset, .rtt_ns = me.rtt};
     xsprof_buf_append(&rec, sizeof rec, 1);
-    int64_t spent = xsprof_clock_now() - t_start;
+    int64_t spent = xsprof_clock_now() - t_start, slowest = spent;
+    /* what the exchange cost the job: the slowest rank (benchmarks print it) */
+    PMPI_Reduce(&spent, &slowest, 1, MPI_INT64_T, MPI_MAX, 0, xsprof_mpi_g.sync_comm);
     if (phase == XSPROF_CLOCK_FINAL)
-        xsprof_mpi_g.final_sync_ns = spent;
+        xsprof_mpi_g.final_sync_ns = slowest;
     else
-        xsprof_mpi_g.init_sync_ns = spent;
-    xsprof_log(XSPROF_LOG_DEBUG, "clock sample phase %d: offset %lld ns, rtt %lld ns, %lld ns spent", phase,
-               (long long)me.offset, (long long)me.rtt, (long long)spent);
+        xsprof_mpi_g.init_sync_ns = slowest;
+    xsprof_log(XSPROF_LOG_DEBUG, "clock sample phase %d: offset %lld ns, rtt %lld ns", phase, (long long)me.offset,
+               (long long)me.rtt);
+    if (xsprof_mpi_g.rank == 0) {
+        int nodes = 1;
+        if (g_leaders != MPI_COMM_NULL)
+            PMPI_Comm_size(g_leaders, &nodes);
+        char v[32];
+        snprintf(v, sizeof v, "%lld", (long long)slowest);
+        xsprof_meta_set(phase == XSPROF_CLOCK_FINAL ? "clock_sync_final_ns" : "clock_sync_init_ns", v);
+        xsprof_log(XSPROF_LOG_INFO, "clock alignment (%s): %d ranks on %d nodes, %.3f ms",
+                   phase == XSPROF_CLOCK_FINAL ? "final" : "init", xsprof_mpi_g.size, nodes, (double)slowest / 1e6);
+    }
     if (phase == XSPROF_CLOCK_FINAL) {
         PMPI_Comm_free(&g_node);
         if (g_leaders != MPI_COMM_NULL)

@@ -128,7 +128,7 @@ def check_messages(ranks, comms):
             is_send = k in (K_SEND, K_SSEND, K_SENDRECV) or (k == K_COMPLETION and not m["flags"] & F_RECV and
                                                                m["seq"] and m["coll"] == 0)
             is_recv = k == K_RECV or (k == K_COMPLETION and m["flags"] & F_RECV)
-            if m["flags"] & (F_FREED | F_CANCELLED):
+            if m["flags"] & F_CANCELLED:
                 continue
             if is_send and m["peer"] != NONE:
                 key = (m["comm"], r.rank, m["peer"], m["tag"], m["seq"])
@@ -194,7 +194,7 @@ def check_requests(ranks):
             if comps[rid] != 1:
                 err("rank %d: %s request %d completed %d times" % (r.rank, m["op"], rid, comps[rid]))
         waits = [m for m in r.mpi if m["kind"] == K_WAIT]
-        ncomp = sum(1 for m in r.mpi if m["kind"] == K_COMPLETION and m["op"] != "MPI_Sendrecv"
+        ncomp = sum(1 for m in r.mpi if m["kind"] == K_COMPLETION and not m["op"].startswith("MPI_Sendrecv")
                     and not m["flags"] & F_FREED)
         if sum(w["count"] for w in waits) < ncomp:
             err("rank %d: %d completions but wait calls report %d" % (r.rank, ncomp, sum(w["count"] for w in waits)))
@@ -379,7 +379,73 @@ def mode_nocoll(ranks, comms, n):
                "rank %d: other groups missing %s" % (rank, dict(c)))
 
 
-MODES = {"calls": mode_calls, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
+def mode_more(ranks, comms, n):
+    """tests/mpi/mpi_more.c."""
+    by_name = collections.defaultdict(list)
+    for cid, (name, members, parent) in comms.items():
+        by_name[name].append((cid, members))
+    evens = tuple(range(0, n, 2))
+    want = {"MPI_Comm_idup": [tuple(range(n))], "MPI_Comm_split_type": [tuple(range(n))],
+            "MPI_Comm_create": [evens], "MPI_Comm_create_group": [evens],
+            "MPI_Comm_split": [tuple(range(n // 2)), tuple(range(n // 2, n))],
+            "MPI_Intercomm_create": [tuple(range(n))], "MPI_Intercomm_merge": [tuple(range(n))],
+            "MPI_Cart_create": [tuple(range(n))], "MPI_Graph_create": [tuple(range(n))],
+            "MPI_Dist_graph_create_adjacent": [tuple(range(n))]}
+    for name, lists in want.items():
+        got = sorted(m for _, m in by_name[name])
+        expect(got == sorted(lists), "%s: communicators %s, expected %s" % (name, got, sorted(lists)))
+    expect(len(by_name["MPI_Cart_sub"]) >= 1, "MPI_Cart_sub communicator missing")
+    ids = [cid for cid in comms]
+    expect(len(ids) == len(set(ids)), "communicator ids not unique")
+    inter = by_name["MPI_Intercomm_create"][0][0] if by_name["MPI_Intercomm_create"] else None
+    idup = by_name["MPI_Comm_idup"][0][0] if by_name["MPI_Comm_idup"] else None
+    for rank, r in ranks.items():
+        right, left = (rank + 1) % n, (rank - 1) % n
+        if rank < n // 2:
+            m = find(r, "MPI_Send", tag=77)
+            expect(m and m[0]["comm"] == inter and m[0]["peer"] == rank + n // 2,
+                   "rank %d: send over the intercommunicator %s" % (rank, m))
+        else:
+            m = find(r, "MPI_Recv", tag=77)
+            expect(m and m[0]["comm"] == inter and m[0]["peer"] == rank - n // 2,
+                   "rank %d: receive over the intercommunicator %s" % (rank, m))
+        ic = [(m["op"], m["coll_seq"], m["comm"]) for m in r.mpi if m["kind"] == K_ICOLL]
+        expect(ic == [("MPI_Iallreduce", 1, idup), ("MPI_Ibarrier", 2, idup), ("MPI_Ireduce", 3, idup)],
+               "rank %d: nonblocking collectives %s" % (rank, ic))
+        anytag = [m for m in r.mpi if m["kind"] == K_COMPLETION and m["flags"] & F_RECV and m["tag"] == 101]
+        expect(len(anytag) == 1 and anytag[0]["peer"] == left, "rank %d: ANY_TAG completion %s" % (rank, anytag))
+        pr = find(r, "MPI_Probe")
+        expect(pr and pr[0]["peer"] == left and pr[0]["tag"] == 103, "rank %d: Probe %s" % (rank, pr))
+        mr = find(r, "MPI_Mrecv")
+        expect(mr and mr[0]["peer"] == left and mr[0]["tag"] == 104 and mr[0]["comm"] == 0 and
+               mr[0]["bytes_recv"] == 4, "rank %d: Mrecv %s" % (rank, mr))
+        im = [m for m in r.mpi if m["kind"] == K_COMPLETION and m["flags"] & F_RECV and m["tag"] == 105]
+        expect(len(im) == 1 and im[0]["peer"] == left, "rank %d: Imrecv completion %s" % (rank, im))
+        cn = [m for m in r.mpi if m["kind"] == K_COMPLETION and m["flags"] & F_CANCELLED]
+        expect(len(cn) == 1 and cn[0]["tag"] == 999, "rank %d: cancelled receive %s" % (rank, cn))
+        fr = [m for m in r.mpi if m["kind"] == K_COMPLETION and m["flags"] & F_FREED]
+        expect(len(fr) == 1 and fr[0]["tag"] == 107 and fr[0]["peer"] == right,
+               "rank %d: freed send %s" % (rank, fr))
+        def one(op, **kw):
+            x = find(r, op)
+            ok = len(x) == 1 and all(x[0][k] == v for k, v in kw.items())
+            expect(ok, "rank %d: %s %s, expected %s" % (rank, op, x and {k: x[0][k] for k in kw}, kw))
+        one("MPI_Put", peer=right, bytes_sent=4, comm=0, kind=11)
+        one("MPI_Get", peer=left, bytes_recv=4, comm=0, kind=11)
+        one("MPI_Accumulate", peer=right, bytes_sent=4)
+        one("MPI_File_write_at", bytes_sent=16, kind=12)
+        one("MPI_File_read_at", bytes_recv=16, kind=12)
+        one("MPI_Alltoallw", bytes_sent=4 * n, bytes_recv=4 * n)
+        one("MPI_Reduce_scatter", bytes_sent=4 * n, bytes_recv=4)
+        one("MPI_Allgather", bytes_sent=4, bytes_recv=4 * n)
+        one("MPI_Scatterv", bytes_sent=4 * n if rank == 0 else 0, bytes_recv=4, root=0)
+        one("MPI_Neighbor_allgather", bytes_sent=4, bytes_recv=4)
+        one("MPI_Neighbor_alltoall", bytes_sent=8, bytes_recv=8)
+        one("MPI_Sendrecv_replace", peer=right, tag=106, bytes_sent=8)
+        expect(len(find(r, "MPI_Win_fence")) == 3, "rank %d: Win_fence records" % rank)
+
+
+MODES = {"calls": mode_calls, "more": mode_more, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
 
 
 def main():

@@ -44,6 +44,8 @@ static const char xsm_usage[] =
     "  --threshold P%        regression threshold in percent (default 5%)\n"
     "  --diff DIR            also write a differential flame graph against DIR\n"
     "  --format callgrind    also write callgrind.out (for KCachegrind)\n"
+    "  --outputs LIST        write only these products: any of pftrace, json,\n"
+    "                        h5, report (default: all)\n"
     "  -q, --quiet           no progress bar, notes or summary\n"
     "  -h, --help            this text\n"
     "  --version             print the version\n"
@@ -57,8 +59,11 @@ static const char xsm_usage[] =
     "\n"
     "exit codes: 0 ok, 1 bad input or failure, 3 regression found (--baseline).\n";
 
+enum { XSM_OUT_JSON = 1, XSM_OUT_PFTRACE = 2, XSM_OUT_H5 = 4, XSM_OUT_REPORT = 8, XSM_OUT_ALL = 15 };
+
 typedef struct xsm_opts {
     const char *run_dir, *out_dir;
+    int outputs; /* XSM_OUT_* */
     xsm_load_opts load;
     xsm_report_opts report;
 } xsm_opts;
@@ -92,6 +97,7 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->report.threshold_pct = 5.0;
+    o->outputs = XSM_OUT_ALL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -126,6 +132,20 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
                 o->load.to_ns = t;
             else
                 o->load.min_latency_ns = t;
+        } else if (strcmp(a, "--outputs") == 0) {
+            XSM_NEED_VAL();
+            o->outputs = 0;
+            char list[256];
+            snprintf(list, sizeof list, "%s", val);
+            for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (strcmp(tok, "json") == 0) o->outputs |= XSM_OUT_JSON;
+                else if (strcmp(tok, "pftrace") == 0) o->outputs |= XSM_OUT_PFTRACE;
+                else if (strcmp(tok, "h5") == 0) o->outputs |= XSM_OUT_H5;
+                else if (strcmp(tok, "report") == 0) o->outputs |= XSM_OUT_REPORT;
+                else return xsm_bad_usage("unknown product in --outputs (known: pftrace, json, h5, report)", tok);
+            }
+            if (!o->outputs)
+                return xsm_bad_usage("--outputs names no product", val);
         } else if (strcmp(a, "--ranks") == 0) {
             XSM_NEED_VAL();
             o->load.ranks = val;
@@ -307,8 +327,9 @@ int main(int argc, char **argv)
 
     xsm_emit e;
     rc = xsm_emit_init(&e, &run, err, sizeof err);
+    static const int task_flag[XSM_TASK_N] = {XSM_OUT_JSON, XSM_OUT_PFTRACE, XSM_OUT_H5};
     for (int t = 0; !rc && t < XSM_TASK_N; t++) {
-        if (xsm_task_owner(t, par.size) != par.rank)
+        if (xsm_task_owner(t, par.size) != par.rank || !(o.outputs & task_flag[t]))
             continue;
         if (t == XSM_TASK_JSON)
             rc = xsm_emit_json(&e, staging, err, sizeof err);
@@ -318,7 +339,7 @@ int main(int argc, char **argv)
             rc = xsm_emit_h5(&e, staging, err, sizeof err);
     }
     xsm_emit_free(&e);
-    if (!rc && lead) {
+    if (!rc && lead && (o.outputs & XSM_OUT_REPORT)) {
         o.report.summary = o.report.quiet ? NULL : stdout;
         rc = xsm_analyze_run(&run, staging, &o.report, err, sizeof err);
         if (rc != 0 && rc != 3 && !err[0])

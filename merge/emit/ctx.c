@@ -267,6 +267,13 @@ int xsm_emit_init(xsm_emit *e, const xsm_run *run, char *err, size_t errlen)
         qsort(e->ranks[r].mflows, e->ranks[r].nmflows, sizeof *e->ranks[r].mflows, xsm_flow_cmp);
     if (xsm_comm_names(e))
         goto oom;
+    uint64_t base = 1;
+    for (size_t r = 0; r < run->nranks; r++) {
+        xsm_erank *er = &e->ranks[r];
+        er->track_base = base;
+        if (run->ranks[r].present)
+            base += 1 + er->ntids + er->ngpu + er->ncounters + er->nmemdev;
+    }
     static const char *const keys[XSM_KEY_N] = {"peer", "tag", "root", "bytes_sent", "bytes_recv", "comm", "count",
                                                 "coll_seq", "kind", "device", "stream", "correlation", "bytes",
                                                 "grid", "block", "recv"};
@@ -412,7 +419,7 @@ static void xsm_sift_down(xsm_iter *it, size_t i)
     }
 }
 
-int xsm_iter_init(xsm_iter *it, const xsm_emit *e)
+int xsm_iter_init(xsm_iter *it, const xsm_emit *e, int64_t rank)
 {
     it->e = e;
     it->n = 0;
@@ -420,7 +427,7 @@ int xsm_iter_init(xsm_iter *it, const xsm_emit *e)
     if (!it->heap)
         return -1;
     for (size_t r = 0; r < e->run->nranks; r++) {
-        if (!e->run->ranks[r].present)
+        if (!e->run->ranks[r].present || (rank >= 0 && (size_t)rank != r))
             continue;
         for (int k = 0; k < XSM_EV_N; k++)
             if (e->ranks[r].norder[k])

@@ -49,6 +49,7 @@ typedef struct xsm_erank {
     int16_t *memdev; size_t nmemdev;       /* devices with memory rows (-1 host), sorted */
     xsm_flow *mflows; size_t nmflows;      /* on mpi rows, sorted by row */
     xsm_flow *gflows; size_t ngflows;      /* on gpu rows, sorted by row */
+    uint64_t track_base;                   /* first dense track number of this rank (from 1) */
 } xsm_erank;
 
 /* Argument names the writers use, interned once (debug annotations). */
@@ -96,13 +97,17 @@ typedef struct xsm_iter {
     size_t n;
 } xsm_iter;
 
-int xsm_iter_init(xsm_iter *it, const xsm_emit *e);
+/* rank < 0: all ranks; else only that rank's streams. */
+int xsm_iter_init(xsm_iter *it, const xsm_emit *e, int64_t rank);
 int xsm_iter_next(xsm_iter *it, xsm_ev *ev); /* 1 = got one, 0 = done */
 void xsm_iter_free(xsm_iter *it);
 
 /* Writers: each writes its file(s) into dir. Return 0, or 1 with err set. */
 int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errlen);
+/* One rank's self-contained packet sequence of trace.pftrace (the file is
+ * these segments in rank order), appended to f; *bytes gets its size. */
+int xsm_emit_pftrace_rank(const xsm_emit *e, size_t rank, FILE *f, uint64_t *bytes, char *err, size_t errlen);
 int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 
 /* Create dir/name for writing, exclusively and without following links. */

@@ -338,7 +338,7 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     }
     j.memtot = calloc(nmem + 1, sizeof *j.memtot);
     xsm_iter it = {0};
-    if (!j.memoff || !j.memtot || xsm_iter_init(&it, e)) {
+    if (!j.memoff || !j.memtot || xsm_iter_init(&it, e, -1)) {
         free(j.memoff);
         free(j.memtot);
         return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json");

@@ -61,7 +61,9 @@ static inline void xsm_pb_bytes(xsm_out *o, uint32_t field, const void *p, size_
 
 static inline void xsm_pb_str(xsm_out *o, uint32_t field, const char *s) { xsm_pb_bytes(o, field, s, strlen(s)); }
 
-/* Open a nested message; returns the offset to pass to xsm_pb_end. */
+/* Open a nested message; returns the offset to pass to xsm_pb_end, which
+ * shrinks the 4-byte length to its minimal varint (messages end in LIFO
+ * order, so no open message's offset moves). */
 static inline size_t xsm_pb_begin(xsm_out *o, uint32_t field)
 {
     xsm_pb_key(o, field, XSM_PB_LEN);
@@ -76,10 +78,13 @@ static inline void xsm_pb_end(xsm_out *o, size_t start)
         return;
     size_t n = o->len - start;
     uint8_t *p = (uint8_t *)o->p + start - 4;
-    p[0] = (uint8_t)((n & 0x7f) | 0x80);
-    p[1] = (uint8_t)(((n >> 7) & 0x7f) | 0x80);
-    p[2] = (uint8_t)(((n >> 14) & 0x7f) | 0x80);
-    p[3] = (uint8_t)((n >> 21) & 0x7f);
+    size_t k = n < (1u << 7) ? 1 : n < (1u << 14) ? 2 : n < (1u << 21) ? 3 : 4;
+    if (k < 4) {
+        memmove(p + k, p + 4, n);
+        o->len -= 4 - k;
+    }
+    for (size_t i = 0; i < k; i++)
+        p[i] = (uint8_t)(((n >> (7 * i)) & 0x7f) | (i + 1 < k ? 0x80 : 0));
 }
 
 #endif

@@ -51,7 +51,7 @@ enum {
     PB_TE_TYPE = 9,
     PB_TE_NAME_IID = 10,
     PB_TE_TRACK = 11,
-    PB_TE_CATEGORIES = 22,
+    PB_TE_CATEGORY_IIDS = 3,
     PB_TE_DCOUNTER = 44,
     PB_TE_FLOW = 47,
     PB_TE_TFLOW = 48,
@@ -66,18 +66,32 @@ enum {
     PB_DA_DOUBLE = 5,
     PB_DA_STRING = 6,
     PB_DA_ARRAY = 12,
+    PB_DA_STRING_IID = 17,
     /* InternedData */
+    PB_ID_CATEGORIES = 1,
     PB_ID_EVENT_NAMES = 2,
+    PB_ID_ANNOT_STRINGS = 29,
     PB_ID_ANNOT_NAMES = 3,
     PB_IN_IID = 1,
     PB_IN_NAME = 2
 };
 
-static uint64_t xsm_uuid_proc(size_t r) { return (uint64_t)(r + 1) << 32; }
-static uint64_t xsm_uuid_thread(size_t r, size_t i) { return xsm_uuid_proc(r) | (1u + (uint64_t)i); }
-static uint64_t xsm_uuid_gpu(size_t r, size_t i) { return xsm_uuid_proc(r) | (1ull << 28) | i; }
-static uint64_t xsm_uuid_counter(size_t r, size_t i) { return xsm_uuid_proc(r) | (2ull << 28) | i; }
-static uint64_t xsm_uuid_mem(size_t r, size_t i) { return xsm_uuid_proc(r) | (3ull << 28) | i; }
+enum { XSM_CAT_USER = 0, XSM_CAT_MPI, XSM_CAT_NVTX, XSM_CAT_GPU, XSM_CAT_CUDA, XSM_CAT_N };
+static const char *const xsm_cat_names[XSM_CAT_N] = {"user", "mpi", "nvtx", "gpu", "cuda"};
+
+/* Dense track numbers (small varints): the rank's process track, then its
+ * threads, GPU streams, counters and memory devices. */
+static uint64_t xsm_uuid_proc(const xsm_erank *er) { return er->track_base; }
+static uint64_t xsm_uuid_thread(const xsm_erank *er, size_t i) { return er->track_base + 1 + i; }
+static uint64_t xsm_uuid_gpu(const xsm_erank *er, size_t i) { return er->track_base + 1 + er->ntids + i; }
+static uint64_t xsm_uuid_counter(const xsm_erank *er, size_t i)
+{
+    return er->track_base + 1 + er->ntids + er->ngpu + i;
+}
+static uint64_t xsm_uuid_mem(const xsm_erank *er, size_t i)
+{
+    return er->track_base + 1 + er->ntids + er->ngpu + er->ncounters + i;
+}
 
 /* A slice end or a flow terminus waiting for its time. */
 typedef struct xsm_pend {
@@ -91,15 +105,16 @@ typedef struct xsm_pf {
     const xsm_emit *e;
     xsm_out o;        /* the file */
     xsm_out pkt;      /* one packet */
-    unsigned char *sent_name, *sent_key; /* interned already */
-    uint32_t new_names[64], new_keys[64];
-    int nnew_names, nnew_keys;
+    uint32_t seq_id;  /* trusted_packet_sequence_id: rank + 1 */
+    unsigned char *sent_name, *sent_key, *sent_comm; /* interned already on this sequence */
+    unsigned char sent_cat[XSM_CAT_N];
+    uint32_t new_names[64], new_keys[64], new_comms[8];
+    int nnew_names, nnew_keys, nnew_comms, new_cat;
     xsm_pend *heap;
     size_t nheap, capheap;
     uint64_t seq;
     uint32_t recv_name; /* global id of "recv" */
-    double *memtot;
-    size_t *memoff;
+    double *memtot; /* running memory totals of the rank, per device */
 } xsm_pf;
 
 static int xsm_pend_less(const xsm_pend *a, const xsm_pend *b)
@@ -172,15 +187,54 @@ static void xsm_pf_use_key(xsm_pf *pf, uint32_t id)
     }
 }
 
+static void xsm_pf_use_cat(xsm_pf *pf, int cat)
+{
+    if (!pf->sent_cat[cat]) {
+        pf->sent_cat[cat] = 1;
+        pf->new_cat = cat + 1;
+    }
+}
+
+/* Communicator labels ("MPI_COMM_WORLD (0)") as interned annotation strings. */
+static int xsm_pf_use_comm(xsm_pf *pf, uint32_t comm)
+{
+    const xsm_emit *e = pf->e;
+    for (size_t k = 0; k < e->ncomms; k++) {
+        if (e->comm_ids[k] != comm)
+            continue;
+        if (!pf->sent_comm[k] && pf->nnew_comms < 8) {
+            pf->sent_comm[k] = 1;
+            pf->new_comms[pf->nnew_comms++] = (uint32_t)k;
+        }
+        return pf->sent_comm[k] ? (int)k : -1;
+    }
+    return -1;
+}
+
 /* Start an event packet: timestamp, sequence, interned data for new names. */
 static size_t xsm_pf_event_begin(xsm_pf *pf, int64_t t)
 {
     xsm_out *p = &pf->pkt;
     xsm_pb_uint(p, PB_PKT_TIMESTAMP, (uint64_t)t);
-    xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+    xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
     xsm_pb_uint(p, PB_PKT_SEQ_FLAGS, SEQ_NEEDS);
-    if (pf->nnew_names || pf->nnew_keys) {
+    if (pf->nnew_names || pf->nnew_keys || pf->nnew_comms || pf->new_cat) {
         size_t id = xsm_pb_begin(p, PB_PKT_INTERNED);
+        if (pf->new_cat) {
+            size_t m = xsm_pb_begin(p, PB_ID_CATEGORIES);
+            xsm_pb_uint(p, PB_IN_IID, (uint64_t)pf->new_cat);
+            xsm_pb_str(p, PB_IN_NAME, xsm_cat_names[pf->new_cat - 1]);
+            xsm_pb_end(p, m);
+        }
+        for (int i = 0; i < pf->nnew_comms; i++) {
+            char buf[512];
+            uint32_t k = pf->new_comms[i];
+            snprintf(buf, sizeof buf, "%s (%u)", pf->e->names.str[pf->e->comm_name[k]], pf->e->comm_ids[k]);
+            size_t m = xsm_pb_begin(p, PB_ID_ANNOT_STRINGS);
+            xsm_pb_uint(p, PB_IN_IID, k + 1u);
+            xsm_pb_str(p, PB_IN_NAME, buf); /* InternedString.str */
+            xsm_pb_end(p, m);
+        }
         for (int i = 0; i < pf->nnew_names; i++) {
             size_t m = xsm_pb_begin(p, PB_ID_EVENT_NAMES);
             xsm_pb_uint(p, PB_IN_IID, pf->new_names[i] + 1u);
@@ -194,7 +248,7 @@ static size_t xsm_pf_event_begin(xsm_pf *pf, int64_t t)
             xsm_pb_end(p, m);
         }
         xsm_pb_end(p, id);
-        pf->nnew_names = pf->nnew_keys = 0;
+        pf->nnew_names = pf->nnew_keys = pf->nnew_comms = pf->new_cat = 0;
     }
     return xsm_pb_begin(p, PB_PKT_TRACK_EVENT);
 }
@@ -231,24 +285,23 @@ static void xsm_pf_annot_s(xsm_out *p, uint32_t key, const char *s)
     xsm_pb_end(p, a);
 }
 
-static void xsm_pf_descriptors(xsm_pf *pf)
+static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
 {
     const xsm_emit *e = pf->e;
     const xsm_run *run = e->run;
+    const xsm_erank *er = &e->ranks[r];
     xsm_out *p = &pf->pkt;
     char buf[512];
-    xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+    xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
     xsm_pb_uint(p, PB_PKT_SEQ_FLAGS, SEQ_CLEARED);
     xsm_pf_flush_packet(pf);
-    uint64_t tid = 1000000;
-    for (size_t r = 0; r < run->nranks; r++) {
-        if (!run->ranks[r].present)
-            continue;
-        const xsm_erank *er = &e->ranks[r];
+    /* synthetic tids, unique in the trace: Perfetto keys threads by tid */
+    uint64_t tid = 1000000 + er->track_base;
+    {
         snprintf(buf, sizeof buf, "rank %zu (%s)", r, run->ranks[r].d.host);
-        xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+        xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
         size_t td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
-        xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_proc(r));
+        xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_proc(er));
         xsm_pb_str(p, PB_TD_NAME, buf);
         size_t pd = xsm_pb_begin(p, PB_TD_PROCESS);
         xsm_pb_int(p, PB_PD_PID, (int64_t)r + 1);
@@ -261,10 +314,10 @@ static void xsm_pf_descriptors(xsm_pf *pf)
                 snprintf(buf, sizeof buf, "%s (thread %u)", e->names.str[er->tid_names[i]], er->tids[i]);
             else
                 snprintf(buf, sizeof buf, "thread %u", er->tids[i]);
-            xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+            xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
             td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
-            xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_thread(r, i));
-            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(r));
+            xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_thread(er, i));
+            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(er));
             xsm_pb_str(p, PB_TD_NAME, buf);
             size_t th = xsm_pb_begin(p, PB_TD_THREAD);
             xsm_pb_int(p, PB_THD_PID, (int64_t)r + 1);
@@ -276,10 +329,10 @@ static void xsm_pf_descriptors(xsm_pf *pf)
         }
         for (size_t i = 0; i < er->ngpu; i++) {
             snprintf(buf, sizeof buf, "GPU %u stream %u", er->gpu[i].device, er->gpu[i].stream);
-            xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+            xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
             td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
-            xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_gpu(r, i));
-            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(r));
+            xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_gpu(er, i));
+            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(er));
             xsm_pb_str(p, PB_TD_NAME, buf);
             xsm_pb_end(p, td);
             xsm_pf_flush_packet(pf);
@@ -291,10 +344,10 @@ static void xsm_pf_descriptors(xsm_pf *pf)
                 snprintf(buf, sizeof buf, "memory (host)");
             else
                 snprintf(buf, sizeof buf, "memory (GPU %d)", (int)er->memdev[i - er->ncounters]);
-            xsm_pb_uint(p, PB_PKT_SEQ_ID, 1);
+            xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
             td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
-            xsm_pb_uint(p, PB_TD_UUID, i < er->ncounters ? xsm_uuid_counter(r, i) : xsm_uuid_mem(r, i - er->ncounters));
-            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(r));
+            xsm_pb_uint(p, PB_TD_UUID, i < er->ncounters ? xsm_uuid_counter(er, i) : xsm_uuid_mem(er, i - er->ncounters));
+            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(er));
             xsm_pb_str(p, PB_TD_NAME, buf);
             size_t cd = xsm_pb_begin(p, PB_TD_COUNTER);
             xsm_pb_end(p, cd);
@@ -329,15 +382,15 @@ static void xsm_pf_drain(xsm_pf *pf, int64_t t, int inclusive_termini)
     }
 }
 
-static int xsm_pf_slice(xsm_pf *pf, uint64_t track, int64_t t_end, size_t *te_out, int64_t t, uint32_t name,
-                        const char *cat)
+static int xsm_pf_slice(xsm_pf *pf, uint64_t track, int64_t t_end, size_t *te_out, int64_t t, uint32_t name, int cat)
 {
     xsm_pf_use_name(pf, name);
+    xsm_pf_use_cat(pf, cat);
     size_t te = xsm_pf_event_begin(pf, t);
     xsm_pb_uint(&pf->pkt, PB_TE_TYPE, TE_BEGIN);
     xsm_pb_uint(&pf->pkt, PB_TE_TRACK, track);
     xsm_pb_uint(&pf->pkt, PB_TE_NAME_IID, name + 1u);
-    xsm_pb_str(&pf->pkt, PB_TE_CATEGORIES, cat);
+    xsm_pb_uint(&pf->pkt, PB_TE_CATEGORY_IIDS, (uint64_t)cat + 1u);
     *te_out = te;
     return xsm_pend_push(pf, (xsm_pend){t_end, pf->seq++, track, 0});
 }
@@ -352,13 +405,12 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
     size_t te;
     switch (ev->kind) {
     case XSM_EV_REGION: {
-        static const char *const cats[] = {"user", "mpi", "nvtx", "gpu"};
         const xsprof_io_region *g = &d->regions[ev->row];
         int has_args = g->nargs && g->args >= 0 && (size_t)g->args + g->nargs <= d->nargs;
         for (uint32_t k = 0; has_args && k < g->nargs; k++)
             xsm_pf_use_key(pf, xsm_emit_gid(e, r, d->args[g->args + k].key));
-        if (xsm_pf_slice(pf, xsm_uuid_thread(r, xsm_emit_tid_index(er, g->thread)), g->t_end, &te, g->t_begin,
-                         xsm_emit_gid(e, r, g->name), g->category < 4 ? cats[g->category] : "user"))
+        if (xsm_pf_slice(pf, xsm_uuid_thread(er, xsm_emit_tid_index(er, g->thread)), g->t_end, &te, g->t_begin,
+                         xsm_emit_gid(e, r, g->name), g->category < 4 ? (int)g->category : XSM_CAT_USER))
             return -1;
         for (uint32_t k = 0; has_args && k < g->nargs; k++) {
             const xsprof_io_arg *a = &d->args[g->args + k];
@@ -390,8 +442,8 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
     }
     case XSM_EV_MPI: {
         const xsprof_io_mpi *m = &d->mpi[ev->row];
-        uint64_t track = xsm_uuid_thread(r, xsm_emit_tid_index(er, m->thread));
-        const char *cn = m->comm != UINT32_MAX ? xsm_emit_comm_name(e, m->comm) : NULL;
+        uint64_t track = xsm_uuid_thread(er, xsm_emit_tid_index(er, m->thread));
+        int comm_k = m->comm != UINT32_MAX ? xsm_pf_use_comm(pf, m->comm) : -1;
         if (m->peer >= 0) xsm_pf_use_key(pf, e->key[XSM_KEY_PEER]);
         if (m->tag != XSPROF_MPI_NONE) xsm_pf_use_key(pf, e->key[XSM_KEY_TAG]);
         if (m->root >= 0) xsm_pf_use_key(pf, e->key[XSM_KEY_ROOT]);
@@ -399,20 +451,20 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         if (m->bytes_recv) xsm_pf_use_key(pf, e->key[XSM_KEY_BYTES_RECV]);
         if (m->comm != UINT32_MAX) xsm_pf_use_key(pf, e->key[XSM_KEY_COMM]);
         if (m->coll_seq) xsm_pf_use_key(pf, e->key[XSM_KEY_COLL_SEQ]);
-        if (xsm_pf_slice(pf, track, m->t_end, &te, m->t_begin, xsm_emit_gid(e, r, m->op), "mpi"))
+        if (xsm_pf_slice(pf, track, m->t_end, &te, m->t_begin, xsm_emit_gid(e, r, m->op), XSM_CAT_MPI))
             return -1;
         if (m->peer >= 0) xsm_pf_annot_i(p, e->key[XSM_KEY_PEER], m->peer);
         if (m->tag != XSPROF_MPI_NONE) xsm_pf_annot_i(p, e->key[XSM_KEY_TAG], m->tag);
         if (m->root >= 0) xsm_pf_annot_i(p, e->key[XSM_KEY_ROOT], m->root);
         if (m->bytes_sent) xsm_pf_annot_u(p, e->key[XSM_KEY_BYTES_SENT], m->bytes_sent);
         if (m->bytes_recv) xsm_pf_annot_u(p, e->key[XSM_KEY_BYTES_RECV], m->bytes_recv);
-        if (m->comm != UINT32_MAX) {
-            char buf[512];
-            if (cn)
-                snprintf(buf, sizeof buf, "%s (%u)", cn, m->comm);
-            else
-                snprintf(buf, sizeof buf, "%u", m->comm);
-            xsm_pf_annot_s(p, e->key[XSM_KEY_COMM], buf);
+        if (comm_k >= 0) {
+            size_t an = xsm_pb_begin(p, PB_TE_ANNOT);
+            xsm_pb_uint(p, PB_DA_NAME_IID, e->key[XSM_KEY_COMM] + 1u);
+            xsm_pb_uint(p, PB_DA_STRING_IID, (uint64_t)comm_k + 1u);
+            xsm_pb_end(p, an);
+        } else if (m->comm != UINT32_MAX) {
+            xsm_pf_annot_u(p, e->key[XSM_KEY_COMM], m->comm); /* communicator never defined: its id */
         }
         if (m->coll_seq) xsm_pf_annot_u(p, e->key[XSM_KEY_COLL_SEQ], m->coll_seq);
         size_t nf;
@@ -429,13 +481,13 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
     case XSM_EV_GPU: {
         const xsprof_io_gpu *g = &d->gpu[ev->row];
         int api = g->kind == XSPROF_GPU_API;
-        uint64_t track = api ? xsm_uuid_thread(r, xsm_emit_tid_index(er, g->thread))
-                             : xsm_uuid_gpu(r, xsm_emit_gpu_index(er, g->device, g->stream));
+        uint64_t track = api ? xsm_uuid_thread(er, xsm_emit_tid_index(er, g->thread))
+                             : xsm_uuid_gpu(er, xsm_emit_gpu_index(er, g->device, g->stream));
         xsm_pf_use_key(pf, e->key[XSM_KEY_DEVICE]);
         xsm_pf_use_key(pf, e->key[XSM_KEY_STREAM]);
         xsm_pf_use_key(pf, e->key[XSM_KEY_CORRELATION]);
         if (g->bytes) xsm_pf_use_key(pf, e->key[XSM_KEY_BYTES]);
-        if (xsm_pf_slice(pf, track, g->t_end, &te, g->t_begin, xsm_emit_gid(e, r, g->name), api ? "cuda" : "gpu"))
+        if (xsm_pf_slice(pf, track, g->t_end, &te, g->t_begin, xsm_emit_gid(e, r, g->name), api ? XSM_CAT_CUDA : XSM_CAT_GPU))
             return -1;
         xsm_pf_annot_u(p, e->key[XSM_KEY_DEVICE], g->device);
         xsm_pf_annot_u(p, e->key[XSM_KEY_STREAM], g->stream);
@@ -454,7 +506,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         xsm_pf_use_name(pf, name);
         te = xsm_pf_event_begin(pf, in->t);
         xsm_pb_uint(p, PB_TE_TYPE, TE_INSTANT);
-        xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_thread(r, xsm_emit_tid_index(er, in->thread)));
+        xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_thread(er, xsm_emit_tid_index(er, in->thread)));
         xsm_pb_uint(p, PB_TE_NAME_IID, name + 1u);
         xsm_pf_event_end(pf, te);
         return 0;
@@ -463,7 +515,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         const xsprof_io_counter *c = &d->counters[ev->row];
         te = xsm_pf_event_begin(pf, c->t);
         xsm_pb_uint(p, PB_TE_TYPE, TE_COUNTER);
-        xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_counter(r, xsm_emit_counter_index(er, xsm_emit_gid(e, r, c->name))));
+        xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_counter(er, xsm_emit_counter_index(er, xsm_emit_gid(e, r, c->name))));
         xsm_pb_double(p, PB_TE_DCOUNTER, c->value);
         xsm_pf_event_end(pf, te);
         return 0;
@@ -471,11 +523,11 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
     default: {
         const xsprof_io_mem *m = &d->mem[ev->row];
         size_t i = xsm_emit_memdev_index(er, m->device);
-        double *tot = &pf->memtot[pf->memoff[r] + i];
+        double *tot = &pf->memtot[i];
         *tot += m->kind == XSPROF_MEM_FREE ? -(double)m->size : (double)m->size;
         te = xsm_pf_event_begin(pf, m->t);
         xsm_pb_uint(p, PB_TE_TYPE, TE_COUNTER);
-        xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_mem(r, i));
+        xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_mem(er, i));
         xsm_pb_double(p, PB_TE_DCOUNTER, *tot);
         xsm_pf_event_end(pf, te);
         return 0;
@@ -483,59 +535,68 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
     }
 }
 
-int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errlen)
+int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes, char *err, size_t errlen)
 {
-    FILE *f = xsm_emit_create(dir, "trace.pftrace", err, errlen);
-    if (!f)
-        return 1;
-    xsm_pf pf = {.e = e};
+    xsm_pf pf = {.e = e, .seq_id = (uint32_t)r + 1};
     xsm_out_init(&pf.o, f);
     xsm_out_init(&pf.pkt, NULL);
-    const xsm_run *run = e->run;
-    size_t nmem = 0;
-    pf.memoff = malloc((run->nranks + 1) * sizeof *pf.memoff);
-    for (size_t r = 0; pf.memoff && r < run->nranks; r++) {
-        pf.memoff[r] = nmem;
-        nmem += e->ranks[r].nmemdev;
-    }
-    pf.memtot = calloc(nmem + 1, sizeof *pf.memtot);
+    const xsm_erank *er = &e->ranks[r];
+    pf.memtot = calloc(er->nmemdev + 1, sizeof *pf.memtot);
     pf.sent_name = calloc(e->names.n + 2, 1);
     pf.sent_key = calloc(e->names.n + 2, 1);
+    pf.sent_comm = calloc(e->ncomms + 1, 1);
     pf.recv_name = e->key[XSM_KEY_RECV]; /* name of the flow-terminus instants */
     xsm_iter it = {0};
     int rc = 0;
-    if (!pf.memoff || !pf.memtot || !pf.sent_name || !pf.sent_key || xsm_iter_init(&it, e))
+    *bytes = 0;
+    if (!pf.memtot || !pf.sent_name || !pf.sent_key || !pf.sent_comm || xsm_iter_init(&it, e, (int64_t)r))
         rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
     if (!rc) {
-        xsm_pf_descriptors(&pf);
+        xsm_pf_descriptors(&pf, r);
         xsm_ev ev;
         uint64_t n = 0;
-        xsm_progress_begin("writing trace.pftrace", e->nevents);
         while (xsm_iter_next(&it, &ev)) {
             xsm_pf_drain(&pf, ev.t, 0);
             if (xsm_pf_event(&pf, &ev) || pf.o.failed || pf.pkt.failed) {
-                rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir,
+                rc = xsm_err_set(err, errlen, "xsmerge: trace.pftrace: write failed: %s",
                                  errno ? strerror(errno) : "out of memory");
                 break;
             }
             if (++n % 65536 == 0)
                 xsm_progress_step(65536);
         }
-        xsm_progress_end();
+        xsm_progress_step(n % 65536);
         if (!rc)
             xsm_pf_drain(&pf, INT64_MAX, 1);
     }
     if (!rc && (xsm_out_flush(&pf.o) || pf.o.failed))
-        rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir, strerror(errno));
-    if (fclose(f) != 0 && !rc)
-        rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir, strerror(errno));
+        rc = xsm_err_set(err, errlen, "xsmerge: trace.pftrace: write failed: %s", strerror(errno));
+    *bytes = pf.o.written;
     xsm_iter_free(&it);
     xsm_out_free(&pf.o);
     xsm_out_free(&pf.pkt);
     free(pf.heap);
-    free(pf.memoff);
     free(pf.memtot);
     free(pf.sent_name);
     free(pf.sent_key);
+    free(pf.sent_comm);
+    return rc;
+}
+
+int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errlen)
+{
+    FILE *f = xsm_emit_create(dir, "trace.pftrace", err, errlen);
+    if (!f)
+        return 1;
+    int rc = 0;
+    xsm_progress_begin("writing trace.pftrace", e->nevents);
+    for (size_t r = 0; r < e->run->nranks && !rc; r++) {
+        uint64_t bytes;
+        if (e->run->ranks[r].present)
+            rc = xsm_emit_pftrace_rank(e, r, f, &bytes, err, errlen);
+    }
+    xsm_progress_end();
+    if (fclose(f) != 0 && !rc)
+        rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir, strerror(errno));
     return rc;
 }

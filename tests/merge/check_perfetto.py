@@ -53,6 +53,16 @@ for kind in ("golden", "gpu"):
     pk = packets(text)
     check(len(pk) > 10, "%s: packets decoded (%d)" % (kind, len(pk)))
     check("sequence_flags: 1" in pk[0], "first packet clears incremental state")
+    # one sequence per rank, each clearing its incremental state first
+    seqs = [int(field(p, "trusted_packet_sequence_id")[0]) for p in pk]
+    firsts = [seqs[i] for i, p in enumerate(pk) if "sequence_flags: 1" in p]
+    check(sorted(firsts) == sorted(set(seqs)), "%s: every sequence starts cleared" % kind)
+    cats = {}
+    for p in pk:
+        for m in re.finditer(r"event_categories \{\s*iid: (\d+)\s*name: \"([^\"]*)\"", p):
+            cats[int(m.group(1))] = m.group(2)
+    used_cats = {int(c) for p in pk for c in field(p, "    category_iids")}
+    check(used_cats and used_cats <= set(cats), "%s: categories interned (%s)" % (kind, cats))
     names = [n.strip('"') for p in pk if "track_descriptor" in p for n in field(p, "name")]
     iids = {}
     for p in pk:
@@ -80,7 +90,9 @@ for kind in ("golden", "gpu"):
                 t_of.setdefault(int(x), [None, None])[1] = int(ts[0])
         check(all(a <= b for a, b in t_of.values()), "flows go forward in time %s" % t_of)
         check("MPI_Allreduce" in iids.values() and "MPI_Bcast" in iids.values(), "MPI names interned")
-        check('string_value: "split(0) (1)"' in text, "communicator annotation")
+        check(re.search(r'debug_annotation_string_values \{\s*iid: \d+\s*str: "split\(0\) \(1\)"', text) is not None,
+              "communicator annotation interned")
+        check("string_value_iid:" in text, "communicator annotation refers to it")
         check(re.search(r"name_iid: (\d+)\s*int_value: 7", text) is not None, "tag annotation")
     else:
         check("GPU 0 stream 7" in names, "GPU stream track")

@@ -8,6 +8,7 @@ usage: run_case.py --name N --np P --mode M [--preload] [--no-plain]
                    [--env K=V ...] [--check=ARG ...] -- PROGRAM ARGS...
 Environment (set by xsprof_add_test): MPIEXEC, XSPROF_MPI_LIB, XSPROF_BUILD."""
 import argparse
+import json
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ def main():
     ap.add_argument("--preload", action="store_true")
     ap.add_argument("--no-plain", action="store_true")
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--merge", action="store_true", help="also merge with xsmerge: zero clock violations")
     ap.add_argument("--check", action="append", default=[], help="argument for check_trace.py")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -59,7 +61,27 @@ def main():
         print("program output identical with and without xsprof (%d lines)" % len(plain))
     check = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_trace.py"),
              run_dir, str(a.np), a.mode] + a.check
-    return subprocess.run(check).returncode
+    rc = subprocess.run(check).returncode
+    if rc or not a.merge:
+        return rc
+    # The merged trace (xsmerge, owned by merge/) must agree: no message
+    # received before it was sent once the stored offsets are applied.
+    out = run_dir + "-merged"
+    shutil.rmtree(out, ignore_errors=True)
+    p = subprocess.run([os.environ["XSMERGE"], run_dir, "-o", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    print(p.stdout.strip())
+    if p.returncode != 0:
+        print("FAIL: xsmerge exited with %d" % p.returncode)
+        return 1
+    with open(os.path.join(out, "report.json")) as f:
+        clock = json.load(f)["clock"]
+    print("merged trace: clock violations before %d, after %d, max residual %.3f us" %
+          (clock["violations_before"], clock["violations_after"], clock["max_residual_us"]))
+    if clock["violations_after"] != 0:
+        print("FAIL: messages received before they were sent in the merged trace")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -157,7 +157,7 @@ def check_messages(ranks, comms):
         for m in r.mpi:
             if m["kind"] in (K_ISEND,) and m["request"]:
                 posts[(r.rank, m["request"])] = m
-    nchecked = 0
+    nchecked = raw_violations = 0
     for key, v in sends.items():
         if key not in recvs or key[1] == key[2]:
             continue
@@ -174,9 +174,13 @@ def check_messages(ranks, comms):
         ts = t_send + a.offset_at(t_send)
         tr = rm["t_end"] + b.offset_at(rm["t_end"])
         nchecked += 1
+        if rm["t_end"] < t_send:
+            raw_violations += 1
         if tr < ts:
             worst = max(worst, ts - tr)
             err("message %s received %d ns before it was sent (after alignment)" % (key, ts - tr))
+    print("messages received before they were sent: %d on the raw clocks, %d after alignment" %
+          (raw_violations, len([e for e in errors if "before it was sent" in e])))
     return len(sends), nchecked
 
 

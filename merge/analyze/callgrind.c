@@ -49,7 +49,7 @@ void xsm_callgrind_write(const xsm_an *a, xsm_buf *b)
         }
     xsm_buf_puts(b, "# callgrind format\nversion: 1\ncreator: xsprof\n");
     xsm_buf_printf(b, "cmd: %s\n", a->run->command[0] ? a->run->command : a->run->run_dir);
-    xsm_buf_printf(b, "part: 1\ndesc: Ranks: %zu (times summed over ranks)\npositions: line\nevents: ns\nsummary: %lld\n\n", a->nranks,
+    xsm_buf_printf(b, "part: 1\ndesc: Ranks: %zu (times summed over ranks)\npositions: line\nevents: ns\nsummary: %lld\n\nfl=(1) [xsprof regions]\n", a->nranks,
                    (long long)total);
     for (size_t c = 0; c < nc; c++) {
         if (!calls[c])

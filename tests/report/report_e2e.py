@@ -204,6 +204,12 @@ def regression():
     cg = open(os.path.join(slow_out, "callgrind.out")).read()
     if not cg.startswith("# callgrind format") or "fn=" not in cg or "compute" not in cg:
         fail("callgrind.out is not a callgrind profile of the regions")
+    annotate = shutil.which("callgrind_annotate")
+    if annotate:  # valgrind's own reader accepts it
+        r = run([annotate, "--threshold=100", os.path.join(slow_out, "callgrind.out")])
+        if r.returncode != 0 or "uninitialized" in r.stdout or "compute" not in r.stdout:
+            print(r.stdout)
+            fail("callgrind_annotate does not read callgrind.out cleanly")
     print("ok: 20 % slowdown caught (exit 3), identical run passed at 10 %")
 
 

@@ -523,6 +523,12 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         }
         if (ok && o->wkind == XSPROF_W_ICOLL)
             track_post(c, &r, ce, XSPROF_MPI_ICOLL, 0);
+        if (ok && o->wkind == XSPROF_W_COLL && ce && ce->gid == 0) {
+            /* all ranks are in this collective: a periodic clock sample may be due */
+            emit(&r);
+            xsprof_clock_sync_maybe(r.coll_seq);
+            goto out;
+        }
         break;
     case XSPROF_W_RMA:
     case XSPROF_W_IO:

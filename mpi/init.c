@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "mpi/xsprof_mpi.h"
@@ -113,6 +114,16 @@ void xsprof_mpi_init_after(int thread_level) {
     if (xsprof_comm_registry_init() != XSPROF_OK) {
         xsprof_log(XSPROF_LOG_WARN, "MPI communicator registry unavailable: MPI calls are not recorded");
         return;
+    }
+    const char *period = xsprof_config_get("XSPROF_CLOCK_SYNC_S");
+    if (period && *period) {
+        char *end = NULL;
+        double sec = strtod(period, &end);
+        if (end == period || *end || !(sec > 0))
+            xsprof_log(XSPROF_LOG_WARN, "XSPROF_CLOCK_SYNC_S=%s: expected seconds > 0, periodic clock samples off",
+                       period);
+        else
+            xsprof_mpi_g.sync_period_ns = (int64_t)(sec * 1e9);
     }
     meta_record();
     xsprof_topo_record();

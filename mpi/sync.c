@@ -16,6 +16,10 @@
 #define XSPROF_SYNC_CONFIRM 6  /* same-node confirmation */
 
 static MPI_Comm g_node = MPI_COMM_NULL, g_leaders = MPI_COMM_NULL;
+/* rank 0: when and at which WORLD collective the last sample was taken */
+static int64_t g_last_t;
+static uint64_t g_last_seq;
+#define XSPROF_SYNC_FIRST 4 /* first periodic sample: the rate of collectives is unknown yet */
 
 typedef struct sample {
     int64_t offset, rtt, mid;
@@ -86,6 +90,36 @@ static int sync_comms(void) {
                ? 0 : -1;
 }
 
+/* Periodic samples need no extra communication in between: at each sample
+ * rank 0 turns the observed rate of WORLD collectives into the coll_seq of
+ * the next one, about XSPROF_CLOCK_SYNC_S later, and everyone learns it here.
+ * Every rank reaches the same coll_seq, so all take the sample together. */
+static void plan_next(int phase) {
+    uint64_t next = 0;
+    uint64_t seq = g_last_seq;
+    if (xsprof_mpi_g.rank == 0 && xsprof_mpi_g.sync_period_ns > 0 && phase != XSPROF_CLOCK_FINAL) {
+        int64_t now = xsprof_clock_now();
+        seq = phase == XSPROF_CLOCK_INIT ? 0 : atomic_load(&xsprof_mpi_g.sync_next);
+        if (phase == XSPROF_CLOCK_INIT)
+            next = XSPROF_SYNC_FIRST;
+        else {
+            double rate = (double)(seq - g_last_seq) / (double)(now - g_last_t > 0 ? now - g_last_t : 1);
+            double ahead = rate * (double)xsprof_mpi_g.sync_period_ns;
+            next = seq + (ahead < 1 ? 1 : ahead > 1e12 ? (uint64_t)1e12 : (uint64_t)ahead);
+        }
+        g_last_t = now;
+        g_last_seq = seq;
+    }
+    PMPI_Bcast(&next, 1, MPI_UINT64_T, 0, xsprof_mpi_g.sync_comm);
+    atomic_store(&xsprof_mpi_g.sync_next, next);
+}
+
+void xsprof_clock_sync_maybe(uint64_t coll_seq) {
+    uint64_t next = atomic_load_explicit(&xsprof_mpi_g.sync_next, memory_order_relaxed);
+    if (next && coll_seq == next)
+        xsprof_clock_sync(XSPROF_CLOCK_PERIODIC);
+}
+
 void xsprof_clock_sync(int phase) {
     if (xsprof_mpi_g.sync_comm == MPI_COMM_NULL || sync_comms())
         return;
@@ -152,7 +186,7 @@ void xsprof_clock_sync(int phase) {
     PMPI_Reduce(&spent, &slowest, 1, MPI_INT64_T, MPI_MAX, 0, xsprof_mpi_g.sync_comm);
     if (phase == XSPROF_CLOCK_FINAL)
         xsprof_mpi_g.final_sync_ns = slowest;
-    else
+    else if (phase == XSPROF_CLOCK_INIT)
         xsprof_mpi_g.init_sync_ns = slowest;
     xsprof_log(XSPROF_LOG_DEBUG, "clock sample phase %d: offset %lld ns, rtt %lld ns", phase, (long long)me.offset,
                (long long)me.rtt);
@@ -162,10 +196,14 @@ void xsprof_clock_sync(int phase) {
             PMPI_Comm_size(g_leaders, &nodes);
         char v[32];
         snprintf(v, sizeof v, "%lld", (long long)slowest);
-        xsprof_meta_set(phase == XSPROF_CLOCK_FINAL ? "clock_sync_final_ns" : "clock_sync_init_ns", v);
-        xsprof_log(XSPROF_LOG_INFO, "clock alignment (%s): %d ranks on %d nodes, %.3f ms",
-                   phase == XSPROF_CLOCK_FINAL ? "final" : "init", xsprof_mpi_g.size, nodes, (double)slowest / 1e6);
+        static const char *const names[] = {"init", "periodic", "final"};
+        if (phase != XSPROF_CLOCK_PERIODIC)
+            xsprof_meta_set(phase == XSPROF_CLOCK_FINAL ? "clock_sync_final_ns" : "clock_sync_init_ns", v);
+        xsprof_log(phase == XSPROF_CLOCK_PERIODIC ? XSPROF_LOG_DEBUG : XSPROF_LOG_INFO,
+                   "clock alignment (%s): %d ranks on %d nodes, %.3f ms", names[phase], xsprof_mpi_g.size, nodes,
+                   (double)slowest / 1e6);
     }
+    plan_next(phase);
     if (phase == XSPROF_CLOCK_FINAL) {
         PMPI_Comm_free(&g_node);
         if (g_leaders != MPI_COMM_NULL)

@@ -121,6 +121,8 @@ typedef struct xsprof_mpi_state {
     int rank, size;
     int thread_level;
     MPI_Comm sync_comm;    /* private duplicate of MPI_COMM_WORLD for xsprof's own messages */
+    _Atomic uint64_t sync_next; /* WORLD collective (coll_seq) that takes the next periodic clock sample, 0 = off */
+    int64_t sync_period_ns;     /* XSPROF_CLOCK_SYNC_S */
     int64_t init_sync_ns;  /* time spent in clock exchanges (benchmarks) */
     int64_t final_sync_ns;
 } xsprof_mpi_state;
@@ -213,7 +215,11 @@ XSPROF_HIDDEN uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, 
 
 /* ---- clock alignment (sync.c) and topology (topo.c) ------------------- */
 
+/* One clock sample of every rank (collective over MPI_COMM_WORLD). Also
+ * agrees on the WORLD collective that takes the next periodic sample. */
 XSPROF_HIDDEN void xsprof_clock_sync(int phase);
+/* After the blocking WORLD collective number coll_seq: sample if it is due. */
+XSPROF_HIDDEN void xsprof_clock_sync_maybe(uint64_t coll_seq);
 XSPROF_HIDDEN void xsprof_topo_record(void);
 
 #endif

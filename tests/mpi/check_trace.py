@@ -89,8 +89,8 @@ def load(run_dir, nranks):
         if r.attrs.get("end_state") != "finalized" or r.attrs.get("truncated"):
             err("rank %d: end_state %s" % (r.rank, r.attrs.get("end_state")))
         phases = sorted(c["phase"] for c in r.clock)
-        if phases != [0, 2]:
-            err("rank %d: clock phases %s, expected INIT and FINAL" % (r.rank, phases))
+        if phases[:1] != [0] or phases[-1:] != [2] or set(phases) - {0, 1, 2} or phases.count(0) != 1:
+            err("rank %d: clock phases %s, expected INIT, periodic ones, FINAL" % (r.rank, phases))
         if r.rank == 0 and any(c["offset_ns"] for c in r.clock):
             err("rank 0 has a non-zero offset to itself")
         if not r.meta.get("mpi_version", "").startswith("Open MPI"):
@@ -459,6 +459,7 @@ def main():
     ap.add_argument("mode", choices=list(MODES) + ["clock"])
     ap.add_argument("--skew", default="")
     ap.add_argument("--drift", default="")
+    ap.add_argument("--periodic", type=int, default=0, help="clock: at least this many periodic samples per rank")
     a = ap.parse_args()
     ranks = load(a.run_dir, a.nranks)
     if ranks is None:
@@ -472,6 +473,9 @@ def main():
             v = [float(t) for t in x.split(",")] if x else []
             return (v + [0.0] * a.nranks)[:a.nranks]
         mode_clock(ranks, comms, a.nranks, vec(a.skew), vec(a.drift))
+        counts = {r.rank: sum(1 for c in r.clock if c["phase"] == 1) for r in ranks.values()}
+        expect(len(set(counts.values())) == 1 and min(counts.values()) >= a.periodic,
+               "periodic clock samples per rank %s, expected the same number >= %d" % (counts, a.periodic))
     else:
         MODES[a.mode](ranks, comms, a.nranks)
     print("checked %d ranks, %d MPI records, %d messages (%d causality-checked), %d collective calls" %

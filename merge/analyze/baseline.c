@@ -3,8 +3,9 @@
  * report.json / flame.folded are read) or a run directory (loaded through
  * the merge pipeline and analysed the same way as the current run).
  *
- * Compared: mean inclusive time per region and compute time (wall - MPI) per
- * rank. Only what holds at least 1 % of the baseline's mean rank time is
+ * Compared: mean exclusive time per region (MPI calls inside excluded, so
+ * waiting for other ranks does not count as the region getting slower) and
+ * compute time (wall - MPI) per rank. Only what holds at least 1 % of the baseline's mean rank time is
  * compared, so tiny regions whose relative noise is large cannot trip CI. */
 #include <errno.h>
 #include <math.h>
@@ -257,7 +258,7 @@ static int metrics_from_an(const xsm_an *a, metrics *m)
         char *nm = strdup(xsm_an_name(a, a->reg[i].name));
         if (!nm)
             return -1;
-        m->v[m->n++] = (metric){nm, -1, a->reg[i].incl_mean};
+        m->v[m->n++] = (metric){nm, -1, a->reg[i].excl_mean};
     }
     m->nranks = present;
     m->mean_rank_s = present ? wall / (double)present : 0;
@@ -306,7 +307,7 @@ static int metrics_from_json(const char *path, metrics *m, char *err, size_t err
     }
     for (size_t i = 0; i < regs->nkids; i++) {
         const jv *g = &regs->kids[i], *nm = jget(g, "name");
-        double mean = jnum(jget(jget(g, "incl_s"), "mean"));
+        double mean = jnum(jget(jget(g, "excl_s"), "mean"));
         if (!nm || nm->t != J_STR || isnan(mean))
             continue;
         char *s = strdup(nm->str);
@@ -420,7 +421,7 @@ int xsm_baseline_compare(xsm_an *a, const char *dir, double thr, xsm_buf *b, cha
         xsm_fmt_dur(d1, sizeof d1, c->value);
         xsm_fmt_dur(d2, sizeof d2, o->value);
         if (c->name)
-            snprintf(what, sizeof what, "region `%s` (mean per rank)", c->name);
+            snprintf(what, sizeof what, "region `%s` (mean exclusive time per rank)", c->name);
         else
             snprintf(what, sizeof what, "rank %d compute time", c->rank);
         if (pct <= thr)

@@ -172,7 +172,8 @@ def html(extra_pages):
 
 
 def regression():
-    ms, iters, np = 100, 3, 3
+    # one long sleep: the wake-up latency of a loaded machine is paid once
+    ms, iters, np = 400, 1, 3
     base = profile("regr-base", "steady", np, ms, iters)
     same = profile("regr-same", "steady", np, ms, iters)
     slow = profile("regr-slow", "steady", np, int(ms * 1.2), iters)  # planted 20 % slowdown of `compute`

@@ -55,6 +55,12 @@ static void gpus_near(hwloc_topology_t topo, hwloc_const_cpuset_t set, char *out
             snprintf(out + used, len - used, "%s%s", used ? "," : "", id);
     }
 }
+
+/* PCI discovery costs hwloc ~50 ms per rank: only pay it when a GPU driver
+ * is loaded (NVIDIA, AMD ROCm, DRM). */
+static int gpu_driver_present(void) {
+    return !access("/proc/driver/nvidia", F_OK) || !access("/dev/kfd", F_OK) || !access("/dev/dri", F_OK);
+}
 #endif
 
 void xsprof_topo_record(void) {
@@ -65,7 +71,8 @@ void xsprof_topo_record(void) {
 #if XSPROF_HAVE_HWLOC
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) == 0) {
-        hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+        if (gpu_driver_present())
+            hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
         if (hwloc_topology_load(topo) == 0) {
             hwloc_bitmap_t set = hwloc_bitmap_alloc();
             if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {

@@ -210,7 +210,10 @@ static xsprof_status jr_read_strings(jr_ctx *c)
         memcpy(s, buf + off + 8, len);
         s[len] = 0;
         d->strings[d->nstrings++] = s;
-        off += 8 + (((size_t)len + 3u) & ~(size_t)3u);
+        size_t step = 8 + (((size_t)len + 3u) & ~(size_t)3u);
+        if (step > end - off) /* its padding runs past the end: nothing follows */
+            break;
+        off += step;
     }
     free(buf);
     return XSPROF_OK;
@@ -413,7 +416,8 @@ static int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t s
         }
         xsprof_io_comm row = {.id = r.id, .size = r.size, .name = r.name, .parent = r.parent,
                               .members = d->ncomm_members};
-        memcpy(d->comm_members + d->ncomm_members, p + sizeof r, (size_t)r.size * sizeof(int32_t));
+        if (r.size)
+            memcpy(d->comm_members + d->ncomm_members, p + sizeof r, (size_t)r.size * sizeof(int32_t));
         d->ncomm_members += r.size;
         d->comms[d->ncomms++] = row;
         return 0;
@@ -524,7 +528,8 @@ static xsprof_status jr_read_chunks(jr_ctx *c)
         }
         list[nlist++] = (jr_chunk){.seq = ch.seq, .index = i, .used = ch.used, .tid = ch.tid};
     }
-    qsort(list, nlist, sizeof *list, jr_chunk_cmp);
+    if (nlist > 1)
+        qsort(list, nlist, sizeof *list, jr_chunk_cmp);
 
     unsigned char *buf = nlist ? malloc(h->chunk_size) : NULL;
     if (nlist && !buf) {
@@ -663,7 +668,8 @@ xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xspr
         s = jr_flush(&c, (enum xsprof_io_table)t);
     if (s != XSPROF_OK)
         goto done;
-    qsort(out->threads, out->nthreads, sizeof *out->threads, jr_thread_cmp);
+    if (out->nthreads > 1)
+        qsort(out->threads, out->nthreads, sizeof *out->threads, jr_thread_cmp);
     /* Per-thread drop counters and the header total are both cumulative;
      * trust whichever saw more. */
     uint64_t sum = 0;

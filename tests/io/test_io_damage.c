@@ -181,6 +181,16 @@ static void test_journal_headers(void)
     st = xsprof_journal_load(jp, &d, errbuf, sizeof errbuf);
     CHECK(st == XSPROF_OK && d.nstrings == 1 && d.nregions == 10, "torn string: %d %u %s", st, d.nstrings, errbuf);
     xsprof_rank_data_free(&d);
+
+    /* The last entry complete but its padding cut off: kept, and nothing
+     * past the end is read (an ASan build of this test catches overreads). */
+    make_journal(jp, 5, XSPROF_JOURNAL_RUNNING, 0, 0);
+    su = 8 + 4 + 8 + 1;
+    file_write_at(jp, offsetof(xsprof_journal_header, strings_used), &su, 8);
+    st = xsprof_journal_load(jp, &d, errbuf, sizeof errbuf);
+    CHECK(st == XSPROF_OK && d.nstrings == 2 && !strcmp(d.strings[1], "n"), "unpadded string: %d %u %s", st,
+          d.nstrings, errbuf);
+    xsprof_rank_data_free(&d);
 }
 
 /* Random damage anywhere: the parser may lose data but must not crash, and

@@ -1,7 +1,7 @@
 /* tests/report/planted.c — an MPI program that plants one known problem, so
  * the report can be checked against what was planted. Usage:
  *   planted MODE MS [ITER]
- * MODE: imbalance | late_sender | late_receiver | late_bcast | early_reduce | steady
+ * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | steady
  * MS: the planted delay (a sleep inside a region), ITER: repetitions (steady).
  * Regions are recorded through xsprof's API when libxsprof-mpi.so is loaded
  * (LD_PRELOAD); the program is not linked against xsprof, so the symbols are
@@ -75,6 +75,28 @@ int main(int argc, char **argv)
             end();
         } else {
             in_region("other", ms);
+        }
+    } else if (strcmp(mode, "wrong_order") == 0) {
+        /* rank 2 first waits for rank 1's late message while rank 0's,
+         * sent long before, is already there */
+        if (rank == 0) {
+            begin("early");
+            MPI_Send(&x, 1, MPI_DOUBLE, 2, 1, MPI_COMM_WORLD);
+            end();
+            in_region("other", 20 + ms);
+        } else if (rank == 1) {
+            in_region("produce", 20 + ms);
+            begin("send");
+            MPI_Send(&x, 1, MPI_DOUBLE, 2, 2, MPI_COMM_WORLD);
+            end();
+        } else if (rank == 2) {
+            in_region("prepare", 20);
+            begin("consume");
+            MPI_Recv(&y, 1, MPI_DOUBLE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(&y, 1, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            end();
+        } else {
+            in_region("other", 20 + ms);
         }
     } else if (strcmp(mode, "late_receiver") == 0) {
         if (rank == 0) {

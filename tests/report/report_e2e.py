@@ -80,6 +80,7 @@ def load_report(out):
 EXPECT = {
     "imbalance": ("Wait at NxN", "solve", lambda n, r: r == [n - 1] + list(range(n - 1)), lambda n: n - 1),
     "late_sender": ("Late Sender", "produce", lambda n, r: r == [0, 1], lambda n: 1),
+    "wrong_order": ("Late Sender / Wrong Order", "produce", lambda n, r: r == [1, 2], lambda n: 1),
     "late_receiver": ("Late Receiver", "prepare", lambda n, r: r == [1, 0], lambda n: 1),
     "late_bcast": ("Late Broadcast", "prepare", lambda n, r: r == [1] + [k for k in range(n) if k != 1], lambda n: n - 1),
     # every non-root is late by the same amount: the causer is whichever entered last

@@ -385,6 +385,7 @@ static void test_health(const char *dir)
 {
     xsm_run run;
     build_nxn(&run, 1.0);
+    run.ranks[0].present = 0; /* --partial: merged without it */
     run.ranks[1].d.dropped = 42;
     run.ranks[2].d.truncated = 1;
     snprintf(run.ranks[2].d.end_state, sizeof run.ranks[2].d.end_state, "signal 11 (SIGSEGV)");
@@ -397,6 +398,7 @@ static void test_health(const char *dir)
     CHECK(h && f && h < f, "health section before the findings");
     CHECK(b.p && strstr(b.p, "42 records were dropped") && strstr(b.p, "rank 2 ended early (signal 11 (SIGSEGV))"),
           "health lines");
+    CHECK(b.p && strstr(b.p, "rank 0 is missing"), "missing rank named");
     xsm_buf_free(&b);
     xsm_an_free(&a);
     char out[4096], err[256];

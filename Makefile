@@ -43,7 +43,7 @@ build: $(BUILD)/CMakeCache.txt
 
 demo: build
 	@rm -rf $(DEMO_DIR) $(DEMO_OUT)
-	mpirun -np 4 --oversubscribe -x XSPROF_OUTPUT=$(DEMO_DIR) $(BUILD)/bin/xsprof-demo
+	mpirun -np 4 --oversubscribe --mca mpi_yield_when_idle 1 -x XSPROF_OUTPUT=$(DEMO_DIR) $(BUILD)/bin/xsprof-demo
 	$(BUILD)/bin/xsmerge $(DEMO_DIR) -o $(DEMO_OUT)
 	@echo
 	@echo "trace (open in https://ui.perfetto.dev): $(DEMO_OUT)/trace.pftrace"

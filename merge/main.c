@@ -327,6 +327,7 @@ int main(int argc, char **argv)
 
     xsm_emit e;
     rc = xsm_emit_init(&e, &run, err, sizeof err);
+    xsm_progress_mark("emit-init");
     static const int task_flag[XSM_TASK_N] = {XSM_OUT_JSON, XSM_OUT_PFTRACE, XSM_OUT_H5};
     for (int t = 0; !rc && t < XSM_TASK_N; t++) {
         if (xsm_task_owner(t, par.size) != par.rank || !(o.outputs & task_flag[t]))
@@ -337,11 +338,14 @@ int main(int argc, char **argv)
             rc = xsm_emit_pftrace(&e, staging, err, sizeof err);
         else
             rc = xsm_emit_h5(&e, staging, err, sizeof err);
+        static const char *const task_name[XSM_TASK_N] = {"trace.json", "pftrace", "merged.h5"};
+        xsm_progress_mark(task_name[t]);
     }
     xsm_emit_free(&e);
     if (!rc && lead && (o.outputs & XSM_OUT_REPORT)) {
         o.report.summary = o.report.quiet ? NULL : stdout;
         rc = xsm_analyze_run(&run, staging, &o.report, err, sizeof err);
+        xsm_progress_mark("analysis");
         if (rc != 0 && rc != 3 && !err[0])
             xsm_err_set(err, sizeof err, "xsmerge: analysis failed");
     }

@@ -3,6 +3,7 @@
 #include "merge/util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 static struct {
     int on;
@@ -62,4 +63,20 @@ void xsm_progress_end(void)
         fflush(stderr);
         xsm_prog.drawn = 0;
     }
+}
+
+void xsm_progress_mark(const char *phase)
+{
+    static int on = -1;
+    static double last;
+    if (on < 0) {
+        const char *v = getenv("XSPROF_MERGE_TIMES");
+        on = v && *v && *v != '0';
+        last = xsm_now();
+    }
+    if (!on)
+        return;
+    double now = xsm_now();
+    fprintf(stderr, "xsmerge: time %-12s %.3f s\n", phase, now - last);
+    last = now;
 }

@@ -16,4 +16,8 @@ void xsm_progress_step(uint64_t n);
 /* End the phase and clear the line if a bar was drawn. */
 void xsm_progress_end(void);
 
+/* With XSPROF_MERGE_TIMES=1 in the environment, print the seconds spent
+ * since the previous mark to stderr ("xsmerge: time read 1.234 s"). */
+void xsm_progress_mark(const char *phase);
+
 #endif

@@ -64,7 +64,7 @@ int xsm_out_reserve(xsm_out *b, size_t extra)
     return 0;
 }
 
-void xsm_out_put(xsm_out *b, const void *data, size_t n)
+void xsm_out_put_slow(xsm_out *b, const void *data, size_t n)
 {
     if (xsm_out_reserve(b, n))
         return;

@@ -29,7 +29,17 @@ typedef struct xsm_out {
 void xsm_out_init(xsm_out *b, FILE *f);
 void xsm_out_free(xsm_out *b);
 int xsm_out_reserve(xsm_out *b, size_t extra);
-void xsm_out_put(xsm_out *b, const void *data, size_t n);
+void xsm_out_put_slow(xsm_out *b, const void *data, size_t n);
+/* Append n bytes; the common case (room left, no flush due) is inline. */
+static inline void xsm_out_put(xsm_out *b, const void *data, size_t n)
+{
+    if (b->len + n <= b->cap && (!b->f || b->len < b->flush_at)) {
+        memcpy(b->p + b->len, data, n);
+        b->len += n;
+        return;
+    }
+    xsm_out_put_slow(b, data, n);
+}
 void xsm_out_printf(xsm_out *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* JSON string literal with escaping, including the quotes. */
 void xsm_out_json_str(xsm_out *b, const char *s);

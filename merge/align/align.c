@@ -184,7 +184,11 @@ static int xsm_rstate_build(const xsprof_rank_data *d, xsm_rstate *s)
         k[2 * i] = (xsm_knot){d->mpi[i].t_begin, 2 * i};
         k[2 * i + 1] = (xsm_knot){d->mpi[i].t_end, 2 * i + 1};
     }
-    qsort(k, 2 * n, sizeof *k, xsm_knot_cmp);
+    size_t unsorted = 0; /* calls of one thread come in order: usually no sort */
+    for (size_t i = 1; i < 2 * n && !unsorted; i++)
+        unsorted = xsm_knot_cmp(&k[i - 1], &k[i]) > 0;
+    if (unsorted)
+        qsort(k, 2 * n, sizeof *k, xsm_knot_cmp);
     size_t G = 0;
     for (size_t i = 0; i < 2 * n; i++) {
         if (G == 0 || s->t[G - 1] != k[i].t) {

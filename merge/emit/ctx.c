@@ -126,7 +126,11 @@ static int xsm_erank_build(xsm_emit *e, int32_t r)
             er->order[k][n++] = (uint32_t)i;
         }
         xsm_sort_d = d;
-        qsort(er->order[k], n, sizeof *er->order[k], cmps[k]);
+        size_t unsorted = 0; /* one thread recorded in time order needs no sort */
+        for (size_t i = 1; i < n && !unsorted; i++)
+            unsorted = cmps[k](&er->order[k][i - 1], &er->order[k][i]) > 0;
+        if (unsorted)
+            qsort(er->order[k], n, sizeof *er->order[k], cmps[k]);
         er->norder[k] = n;
         e->nevents += n;
     }

@@ -1,5 +1,5 @@
-/* merge/match/match.c — see match.h. Sort-merge joins: O(n log n) time and
- * one key row per send/receive of memory, independent of message order. */
+/* merge/match/match.c — see match.h. Point-to-point matching is a hash
+ * join: O(n) time and one key row per send/receive of memory. */
 #include "merge/match/match.h"
 #include "merge/util.h"
 #include "core/record.h" /* kinds and flags of the mpi rows */
@@ -18,16 +18,18 @@ typedef struct xsm_p2p_key {
     int64_t aux;      /* send: completion row; recv: call row */
 } xsm_p2p_key;
 
-static int xsm_key_cmp(const void *a, const void *b)
+static int xsm_key_eq(const xsm_p2p_key *x, const xsm_p2p_key *y)
 {
-    const xsm_p2p_key *x = a, *y = b;
-    if (x->comm != y->comm) return x->comm < y->comm ? -1 : 1;
-    if (x->src != y->src) return x->src < y->src ? -1 : 1;
-    if (x->dst != y->dst) return x->dst < y->dst ? -1 : 1;
-    if (x->tag != y->tag) return x->tag < y->tag ? -1 : 1;
-    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
-    if (x->row != y->row) return x->row < y->row ? -1 : 1;
-    return 0;
+    return x->comm == y->comm && x->src == y->src && x->dst == y->dst && x->tag == y->tag && x->seq == y->seq;
+}
+
+static uint64_t xsm_key_hash(const xsm_p2p_key *k)
+{
+    uint64_t h = ((uint64_t)k->comm << 32 | (uint32_t)k->tag) * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)(uint32_t)k->src << 32 | (uint32_t)k->dst) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+    h ^= k->seq * 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h * 0xc4ceb9fe1a85ec53ull;
 }
 
 typedef struct xsm_req {
@@ -123,7 +125,11 @@ static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_vec *sends, xsm_vec 
     }
     /* The call holding a COMPLETION is the latest non-COMPLETION call on its
      * thread that began at or before it and has not ended before it. */
-    qsort(thr, n, sizeof *thr, xsm_thr_cmp);
+    size_t unsorted = 0;
+    for (size_t i = 1; i < n && !unsorted; i++)
+        unsorted = xsm_thr_cmp(&thr[i - 1], &thr[i]) > 0;
+    if (unsorted) /* one thread recorded in order needs no sort */
+        qsort(thr, n, sizeof *thr, xsm_thr_cmp);
     int64_t last_call = -1;
     uint32_t last_thread = UINT32_MAX;
     int64_t sendrecv_open = -1; /* Sendrecv whose receive completion follows */
@@ -182,13 +188,6 @@ out:
     free(req);
     free(thr);
     return rc;
-}
-
-static int xsm_msg_cmp(const void *a, const void *b)
-{
-    const xsm_message *x = a, *y = b;
-    if (x->src != y->src) return x->src < y->src ? -1 : 1;
-    return x->send_row < y->send_row ? -1 : x->send_row > y->send_row;
 }
 
 typedef struct xsm_coll_key {
@@ -250,49 +249,77 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
             }
         }
     }
+    /* Hash join: sends are indexed by their full key and each receive takes
+     * the first unmatched send with its key. Sends were collected rank by
+     * rank in row order, so walking them afterwards yields the messages
+     * sorted by (src, send_row) without sorting. */
     xsm_p2p_key *s = sends.p, *v = recvs.p;
-    qsort(s, sends.n, sizeof *s, xsm_key_cmp);
-    qsort(v, recvs.n, sizeof *v, xsm_key_cmp);
-    size_t i = 0, j = 0, listed_s = 0, listed_r = 0;
-    while (i < sends.n || j < recvs.n) {
-        int c = i == sends.n ? 1 : j == recvs.n ? -1 : 0;
-        if (!c) {
-            xsm_p2p_key a = s[i], b = v[j];
-            a.row = b.row = 0;
-            c = xsm_key_cmp(&a, &b);
+    size_t nslots = 16;
+    while (nslots < 2 * sends.n + 1)
+        nslots *= 2;
+    size_t *slot = calloc(nslots, sizeof *slot);          /* send index + 1, 0 = empty */
+    size_t *recv_of = malloc((sends.n + 1) * sizeof *recv_of); /* send -> receive */
+    unsigned char *recv_done = calloc(recvs.n + 1, 1);
+    if (!slot || !recv_of || !recv_done) {
+        free(slot);
+        free(recv_of);
+        free(recv_done);
+        goto oom;
+    }
+    for (size_t i = 0; i < sends.n; i++) {
+        recv_of[i] = SIZE_MAX;
+        size_t h = xsm_key_hash(&s[i]) & (nslots - 1);
+        while (slot[h])
+            h = (h + 1) & (nslots - 1);
+        slot[h] = i + 1;
+    }
+    size_t listed_s = 0, listed_r = 0;
+    for (size_t j = 0; j < recvs.n; j++) {
+        for (size_t h = xsm_key_hash(&v[j]) & (nslots - 1); slot[h]; h = (h + 1) & (nslots - 1)) {
+            size_t i = slot[h] - 1;
+            if (recv_of[i] == SIZE_MAX && xsm_key_eq(&s[i], &v[j])) {
+                recv_of[i] = j;
+                recv_done[j] = 1;
+                break;
+            }
         }
-        if (c < 0) {
+    }
+    for (size_t i = 0; i < sends.n; i++) {
+        if (recv_of[i] == SIZE_MAX) {
             /* a send whose receiver was not loaded is not an anomaly */
             if ((size_t)s[i].dst < run->nranks && run->ranks[s[i].dst].present) {
                 run->unmatched_sends++;
                 xsm_note_p2p(notes, "send", &s[i], &listed_s);
             }
-            i++;
-        } else if (c > 0) {
-            if ((size_t)v[j].src < run->nranks && run->ranks[v[j].src].present) {
-                run->unmatched_recvs++;
-                xsm_note_p2p(notes, "receive", &v[j], &listed_r);
-            }
-            j++;
-        } else {
-            xsm_message *m = xsm_vec_push(&msgs);
-            if (!m)
-                goto oom;
-            const xsprof_io_mpi *srow = &run->ranks[s[i].rank].d.mpi[s[i].row];
-            *m = (xsm_message){.src = s[i].src, .dst = s[i].dst, .comm = s[i].comm, .tag = s[i].tag,
-                               .bytes = srow->bytes_sent, .send_row = s[i].row, .recv_row = v[j].row,
-                               .recv_post_row = v[j].post, .send_completion_row = s[i].aux,
-                               .recv_call_row = (size_t)v[j].aux};
-            i++;
-            j++;
+            continue;
         }
+        const xsm_p2p_key *r = &v[recv_of[i]];
+        xsm_message *m = xsm_vec_push(&msgs);
+        if (!m) {
+            free(slot);
+            free(recv_of);
+            free(recv_done);
+            goto oom;
+        }
+        const xsprof_io_mpi *srow = &run->ranks[s[i].rank].d.mpi[s[i].row];
+        *m = (xsm_message){.src = s[i].src, .dst = s[i].dst, .comm = s[i].comm, .tag = s[i].tag,
+                           .bytes = srow->bytes_sent, .send_row = s[i].row, .recv_row = r->row,
+                           .recv_post_row = r->post, .send_completion_row = s[i].aux,
+                           .recv_call_row = (size_t)r->aux};
     }
+    for (size_t j = 0; j < recvs.n; j++) {
+        if (recv_done[j] || !((size_t)v[j].src < run->nranks && run->ranks[v[j].src].present))
+            continue;
+        run->unmatched_recvs++;
+        xsm_note_p2p(notes, "receive", &v[j], &listed_r);
+    }
+    free(slot);
+    free(recv_of);
+    free(recv_done);
     run->unmatched_recvs += open_posts;
     if (notes && open_posts)
         fprintf(notes, "xsmerge: note: %llu nonblocking receives were posted but never completed\n",
                 (unsigned long long)open_posts);
-    if (msgs.n)
-        qsort(msgs.p, msgs.n, sizeof(xsm_message), xsm_msg_cmp);
     run->msgs = msgs.p;
     run->nmsgs = msgs.n;
     msgs.p = NULL;

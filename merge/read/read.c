@@ -338,6 +338,7 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
         l[i].status = 0;
         todo++;
     }
+    xsm_progress_mark("start");
     xsm_progress_begin("reading rank files", todo);
     for (size_t i = 0; i < n; i++) {
         if (l[i].status == -1)
@@ -360,13 +361,21 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
         xsm_run_free(run);
         return 1;
     }
+    xsm_progress_mark("read");
     xsm_align_interpolate(run);
+    xsm_progress_mark("interpolate");
     run->min_latency_ns = opts && opts->min_latency_ns > 0 ? opts->min_latency_ns : 0;
-    if (xsm_match_run(run, notes, err, errlen) || xsm_align_logical(run, run->min_latency_ns, err, errlen)) {
+    if (xsm_match_run(run, notes, err, errlen)) {
+        xsm_run_free(run);
+        return 1;
+    }
+    xsm_progress_mark("match");
+    if (xsm_align_logical(run, run->min_latency_ns, err, errlen)) {
         xsm_run_free(run);
         return 1;
     }
     xsm_align_origin(run);
+    xsm_progress_mark("clock");
     if (opts && (opts->from_ns > 0 || opts->to_ns > 0) &&
         xsm_select_window(run, opts->from_ns, opts->to_ns > 0 ? opts->to_ns : INT64_MAX, err, errlen)) {
         xsm_run_free(run);

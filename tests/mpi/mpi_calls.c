@@ -5,6 +5,7 @@
  * MPI_COMM_WORLD, a split and a dup communicator (incl. v-collectives and
  * MPI_IN_PLACE), a paused section (MPI_Pcontrol), then sleeps argv[1] ms
  * if given. It prints a result that must not change under xsprof. */
+#include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,10 @@ int main(int argc, char **argv) {
         MPI_Send(buf, 10, MPI_DOUBLE, right, 11, MPI_COMM_WORLD);
     }
     double check = rbuf[3];
+    /* errno is the program's: xsprof must leave what MPI left */
+    errno = 4242;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int errno_after = errno;
 
     /* nonblocking: 3 messages of 4 ints each way, tag 22, Waitall */
     int ib[3][4], ob[3][4];
@@ -111,8 +116,8 @@ int main(int argc, char **argv) {
     if (argc > 1)
         usleep((useconds_t)atoi(argv[1]) * 1000u);
 
-    printf("rank %d: check %.0f sum %.0f bcast %d max %d hsum %d gv %d\n", rank, check, sum, bc, inplace[0], hsum,
-           gv[size * (size + 1) / 2 - 1]);
+    printf("rank %d: check %.0f sum %.0f bcast %d max %d hsum %d gv %d errno %d\n", rank, check, sum, bc, inplace[0],
+           hsum, gv[size * (size + 1) / 2 - 1], errno_after);
     free(all);
     free(counts);
     free(displs);

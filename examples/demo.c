@@ -40,16 +40,16 @@ int main(int argc, char **argv) {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int steps = argc > 1 ? atoi(argv[1]) : 200;
+    int steps = argc > 1 ? atoi(argv[1]) : 100;
     double alpha = 0;
     if (rank == 0)
         alpha = 0.25;
     MPI_Bcast(&alpha, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     /* Planted imbalance: the last rank has three times the cells. */
-    int n = rank == size - 1 ? 60000 : 20000;
+    int n = rank == size - 1 ? 600000 : 200000;
     double *u = calloc((size_t)n + 2, sizeof *u), *un = calloc((size_t)n + 2, sizeof *un);
     for (int i = 1; i <= n; i++)
-        u[i] = sin(0.001 * (i + rank * 20000));
+        u[i] = sin(0.001 * (i + rank * 200000));
     double res = 0;
     {
         XSPROF_SCOPE("solve");

@@ -223,6 +223,10 @@ static int wait_findings(xsm_an *a)
                      causer, rname, kn);
         else
             snprintf(f.message, sizeof f.message, "%s %s for rank %d, delayed in `%s` (%s)", who, where, causer, rname, kn);
+        if (w0->kind == XSM_WAIT_WRONG_ORDER) {
+            size_t used = strlen(f.message);
+            snprintf(f.message + used, sizeof f.message - used, "; a message sent earlier was already there to be received");
+        }
         if (causer >= 0 && w0->root_region >= 0 && (w0->kind == XSM_WAIT_NXN || w0->kind == XSM_WAIT_BARRIER))
             snprintf(f.recommendation, sizeof f.recommendation, "rebalance `%s` across ranks; %s", rname, recommend(w0->kind));
         else

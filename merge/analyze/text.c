@@ -10,8 +10,12 @@ static double rank_wall(const xsm_an *a, size_t r) { return (double)(a->rs[r].t_
 static void health(const xsm_an *a, xsm_buf *b)
 {
     const xsm_clock_stats *c = &a->run->clock;
-    int any = a->dropped_total || a->truncated || a->missing || a->recovered || c->violations_after ||
-              c->max_correction_ns > 0 || a->run->unmatched_sends || a->run->unmatched_recvs || a->run->incomplete_colls;
+    /* a clock correction matters when it could move a finding by 1 % or is
+     * above a millisecond, whatever the findings */
+    double corr = (double)c->max_correction_ns * 1e-9;
+    int clock_bad = c->violations_after > 0 || corr >= 1e-3 || (a->nf && corr >= 0.01 * a->f[0].seconds_lost);
+    int any = a->dropped_total || a->truncated || a->missing || a->recovered || clock_bad || a->run->unmatched_sends ||
+              a->run->unmatched_recvs || a->run->incomplete_colls;
     if (!any)
         return;
     xsm_buf_puts(b, "PROFILER HEALTH (read the numbers below with this in mind)\n");
@@ -29,7 +33,7 @@ static void health(const xsm_an *a, xsm_buf *b)
         else if (k->d.dropped)
             xsm_buf_printf(b, "  ! rank %zu dropped %llu records\n", r, (unsigned long long)k->d.dropped);
     }
-    if (c->max_correction_ns > 0 || c->violations_before)
+    if (clock_bad)
         xsm_buf_printf(b, "  ! clocks: %llu ordering violations after offset alignment, %llu after correction; largest correction %.1f us, sample error up to %.1f us\n",
                        (unsigned long long)c->violations_before, (unsigned long long)c->violations_after,
                        (double)c->max_correction_ns * 1e-3, c->max_residual_us);

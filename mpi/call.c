@@ -594,25 +594,22 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
             }
         }
         break;
-    case XSPROF_W_COMMNEW:
+    case XSPROF_W_COMMNEW: {
+        /* Calls collective over the parent share its creation counter (a
+         * member that gets MPI_COMM_NULL counts too); the others derive the
+         * id from the member list (create_group, intercomm_create). */
+        int members = o->rule == XSPROF_RULE_MEMBERS;
+        int64_t idx = -1;
+        if (ok && ce && !members)
+            idx = atomic_fetch_add_explicit(&ce->created, 1, memory_order_relaxed);
         if (ok && ce && *c->newcomm != MPI_COMM_NULL) {
-            unsigned op = c->op;
-            int64_t idx = -1;
-            int tag = 0;
-            const char *name = xsprof_mpi_ops[op].name;
-            xsprof_comm_entry *parent = ce;
-            if (!strcmp(name, "MPI_Comm_create_group"))
-                tag = c->tag;
-            else if (!strcmp(name, "MPI_Intercomm_create")) {
-                tag = c->tag;
-                parent = NULL;
-            } else
-                idx = atomic_fetch_add_explicit(&ce->created, 1, memory_order_relaxed);
-            xsprof_comm_created(*c->newcomm, parent, idx, op, tag);
-        } else if (ok && ce && strcmp(xsprof_mpi_ops[c->op].name, "MPI_Comm_create_group") &&
-                   strcmp(xsprof_mpi_ops[c->op].name, "MPI_Intercomm_create"))
-            atomic_fetch_add_explicit(&ce->created, 1, memory_order_relaxed); /* got MPI_COMM_NULL: keep in step */
+            int inter = 0;
+            PMPI_Comm_test_inter(*c->newcomm, &inter);
+            /* the two groups of an intercommunicator have different parents */
+            xsprof_comm_created(*c->newcomm, members && inter ? NULL : ce, idx, c->op, members ? c->tag : 0);
+        }
         break;
+    }
     case XSPROF_W_ICOMMNEW:
         if (ok && ce) {
             xsprof_req_info ri = {.id = xsprof_req_new_id(), .comm = ce, .op = c->op, .kind = XSPROF_MPI_OTHER,

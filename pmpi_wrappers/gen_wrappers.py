@@ -25,7 +25,7 @@ COLLS = {"-": "NONE", "BARRIER": "BARRIER", "NXN": "NXN", "ONE2N": "ONE2N", "N2O
 RULES = ["barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv", "allgather",
          "allgatherv", "alltoall", "alltoallv", "alltoallw", "redscat", "redscat_block", "scan", "nb_allgather",
          "nb_allgatherv", "nb_alltoall", "nb_alltoallv", "nb_alltoallw", "single", "wait", "waitall", "waitany",
-         "waitsome", "test", "testall", "testany", "testsome"]
+         "waitsome", "test", "testall", "testany", "testsome", "members"]
 # role -> (descriptor field, cast, XSPROF_R_* bit or None)
 ROLES = {
     "sbuf": ("sbuf", "(const void *)", "SBUF"), "rbuf": ("rbuf", "(const void *)", "RBUF"),

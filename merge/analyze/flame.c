@@ -187,13 +187,16 @@ static void color_of(const fnode *n, int diff, char *out, size_t len)
     if (diff) {
         double d = n->cur - n->base, m = n->cur > n->base ? n->cur : n->base;
         double rel = m > 0 ? d / m : 0; /* -1 .. 1 */
-        int k = (int)(200 * (1 - fabs(rel)));
+        double in = fabs(rel) * 2.5;      /* a 20 % change is already strong */
+        int k = (int)(220 - 190 * (in > 1 ? 1 : in));
         if (!n->base && n->cur)
             snprintf(out, len, "rgb(220,40,40)"); /* new in this run */
-        else if (rel >= 0)
-            snprintf(out, len, "rgb(255,%d,%d)", k + 40 > 255 ? 255 : k + 40, k + 40 > 255 ? 255 : k + 40);
+        else if (fabs(rel) < 0.01)
+            snprintf(out, len, "rgb(232,232,226)");
+        else if (rel > 0)
+            snprintf(out, len, "rgb(255,%d,%d)", k, k);
         else
-            snprintf(out, len, "rgb(%d,%d,255)", k + 40 > 255 ? 255 : k + 40, k + 40 > 255 ? 255 : k + 40);
+            snprintf(out, len, "rgb(%d,%d,255)", k, k);
         return;
     }
     unsigned h = 5381;

@@ -273,6 +273,48 @@ static int rd_compound_matches(hid_t got, hid_t want, char *why, size_t whylen)
     return 1;
 }
 
+/* The strings table, read in blocks: its rows are as wide as the longest
+ * string, so reading it whole could take far more memory than the strings.
+ * One allocation per string, so that rank data is freed the same way
+ * whatever its source (journal or file). */
+static xsprof_status rd_strings(rd_ctx *r, hid_t ds, hid_t mem, hsize_t dim, size_t width, char ***out)
+{
+    const hsize_t block = 1024;
+    char **own = calloc((size_t)dim, sizeof *own);
+    char *buf = malloc((size_t)block * width);
+    hid_t fs = H5Dget_space(ds);
+    xsprof_status s = XSPROF_OK;
+    if (!own || !buf || fs < 0)
+        s = rd_fail(r, XSPROF_ERR_NOMEM, "out of memory reading %s", XSPROF_DS_STRINGS);
+    for (hsize_t at = 0; s == XSPROF_OK && at < dim; at += block) {
+        hsize_t n = dim - at < block ? dim - at : block;
+        hid_t ms = H5Screate_simple(1, &n, NULL);
+        if (ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, &at, NULL, &n, NULL) < 0 ||
+            H5Dread(ds, mem, ms, fs, H5P_DEFAULT, buf) < 0) {
+            char h5[256];
+            xsprof_h5_last_error(h5, sizeof h5);
+            s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read dataset %s (HDF5: %s)", XSPROF_DS_STRINGS,
+                        h5[0] ? h5 : "error");
+        }
+        if (ms >= 0)
+            H5Sclose(ms);
+        for (hsize_t i = 0; s == XSPROF_OK && i < n; i++)
+            if (!(own[at + i] = strndup(buf + i * width, width)))
+                s = rd_fail(r, XSPROF_ERR_NOMEM, "out of memory reading %s", XSPROF_DS_STRINGS);
+    }
+    free(buf);
+    if (fs >= 0)
+        H5Sclose(fs);
+    if (s != XSPROF_OK && own) {
+        for (hsize_t i = 0; i < dim; i++)
+            free(own[i]);
+        free(own);
+        own = NULL;
+    }
+    *out = own;
+    return s;
+}
+
 /* Read a whole 1-D table into a fresh array (*rows, *n). */
 static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, size_t *n)
 {
@@ -331,6 +373,14 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
     }
     if (!dim)
         goto out;
+    if (which == XSPROF_H5_STRINGS) {
+        char **own = NULL;
+        if ((s = rd_strings(r, ds, mem, dim, row, &own)) == XSPROF_OK) {
+            *rows = own;
+            *n = (size_t)dim;
+        }
+        goto out;
+    }
     void *buf = malloc((size_t)dim * row);
     if (!buf) {
         s = rd_fail(r, XSPROF_ERR_NOMEM, "cannot allocate %llu rows for %s", (unsigned long long)dim, name);
@@ -342,27 +392,6 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
         free(buf);
         s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read dataset %s (HDF5: %s)", name, h5[0] ? h5 : "error");
         goto out;
-    }
-    if (which == XSPROF_H5_STRINGS) {
-        /* One allocation per string, so that rank data is freed the same
-         * way whatever its source (journal or file). */
-        const char *fixed = buf;
-        char **own = calloc((size_t)dim, sizeof *own);
-        for (hsize_t i = 0; own && i < dim; i++) {
-            own[i] = strndup(fixed + i * row, row);
-            if (!own[i]) {
-                for (hsize_t j = 0; j < i; j++)
-                    free(own[j]);
-                free(own);
-                own = NULL;
-            }
-        }
-        free(buf);
-        if (!own) {
-            s = rd_fail(r, XSPROF_ERR_NOMEM, "out of memory copying %s", name);
-            goto out;
-        }
-        buf = own;
     }
     *rows = buf;
     *n = (size_t)dim;

@@ -418,6 +418,46 @@ static void check_parallel(const char *dir, const char *jpath, const char *hpath
     }
 }
 
+/* Thousands of strings, one of them long: the strings table is read in
+ * blocks of 1024 rows as wide as the longest string. */
+static void check_many_strings(const char *dir)
+{
+    char jpath[4096], hpath[4096], err[1024], buf[2100];
+    snprintf(jpath, sizeof jpath, "%.4000s/strings.xsj", dir);
+    snprintf(hpath, sizeof hpath, "%.4000s/strings.h5", dir);
+    unlink(jpath);
+    unlink(hpath);
+    jfx *j = jfx_create(4096);
+    for (int i = 0; i < 3000; i++) {
+        if (i == 1500) {
+            memset(buf, 'x', 2000);
+            buf[2000] = 0;
+        } else
+            snprintf(buf, sizeof buf, "name-%d", i);
+        jfx_string(j, buf);
+    }
+    jfx_region(j, 0, 0, 2999, 0, 1, 2);
+    CHECK(jfx_write(j, jpath, 0) == 0, "write %s", jpath);
+    jfx_free(j);
+    xsprof_status st = xsprof_journal_convert(jpath, hpath, "finalized", err, sizeof err);
+    CHECK(st == XSPROF_OK, "convert strings: %s", err);
+    xsprof_rank_data d;
+    st = xsprof_rankfile_load(hpath, &d, err, sizeof err);
+    CHECK(st == XSPROF_OK && d.nstrings == 3000, "load strings: %d %u %s", st, d.nstrings, err);
+    int bad = 0;
+    for (uint32_t i = 0; st == XSPROF_OK && i < d.nstrings; i++) {
+        if (i == 1500)
+            bad += strlen(d.strings[i]) != 2000 || d.strings[i][1999] != 'x';
+        else {
+            snprintf(buf, sizeof buf, "name-%u", i);
+            bad += strcmp(d.strings[i], buf) != 0;
+        }
+    }
+    CHECK(bad == 0, "%d strings differ", bad);
+    CHECK(st != XSPROF_OK || !strcmp(xsprof_rank_data_string(&d, d.regions[0].name), "name-2999"), "region name");
+    xsprof_rank_data_free(&d);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -456,6 +496,7 @@ int main(int argc, char **argv)
     xsprof_rank_data_free(&d); /* freeing twice is safe: free empties */
 
     check_parallel(argv[1], jpath, hpath);
+    check_many_strings(argv[1]);
 
     /* A second conversion to the same path must refuse to overwrite. */
     st = xsprof_journal_convert(jpath, hpath, "finalized", err, sizeof err);

@@ -302,20 +302,42 @@ static int imbalance_findings(xsm_an *a, size_t nwf)
     return 0;
 }
 
+/* An outlier instance that contains a slower sub-region instance which is
+ * an outlier itself is explained by it: report the innermost one only. */
+static int outlier_inherited(const xsm_an *a, size_t i)
+{
+    const xsm_outlier *o = &a->out[i];
+    double end = (double)o->t_begin + o->seconds * 1e9, ex = o->seconds - o->mean_s;
+    for (size_t j = 0; j < a->nout; j++) {
+        const xsm_outlier *c = &a->out[j];
+        if (j == i || c->rank != o->rank || c->region == o->region)
+            continue;
+        double cend = (double)c->t_begin + c->seconds * 1e9;
+        if (c->t_begin >= o->t_begin && cend <= end && c->seconds < o->seconds && c->seconds - c->mean_s >= 0.5 * ex)
+            return 1;
+    }
+    return 0;
+}
+
 static int outlier_findings(xsm_an *a, size_t nwf)
 {
+    unsigned char *skip = calloc(a->nout + 1, 1);
+    if (!skip)
+        return -1;
+    for (size_t i = 0; i < a->nout; i++)
+        skip[i] = (unsigned char)outlier_inherited(a, i);
     /* group the kept outliers by (region, rank) */
     for (size_t i = 0; i < a->nout; i++) {
         const xsm_outlier *o = &a->out[i];
-        int seen = 0;
+        int seen = skip[i];
         for (size_t j = 0; j < i && !seen; j++)
-            seen = a->out[j].region == o->region && a->out[j].rank == o->rank;
+            seen = !skip[j] && a->out[j].region == o->region && a->out[j].rank == o->rank;
         if (seen || explained(a, nwf, o->rank, o->region))
             continue;
         double excess = 0, worst = 0;
         size_t n = 0;
         for (size_t j = i; j < a->nout; j++)
-            if (a->out[j].region == o->region && a->out[j].rank == o->rank) {
+            if (!skip[j] && a->out[j].region == o->region && a->out[j].rank == o->rank) {
                 excess += a->out[j].seconds - a->out[j].mean_s;
                 if (a->out[j].seconds > worst)
                     worst = a->out[j].seconds;
@@ -324,8 +346,10 @@ static int outlier_findings(xsm_an *a, size_t nwf)
         xsm_finding f;
         memset(&f, 0, sizeof f);
         f.ranks = malloc(sizeof *f.ranks);
-        if (!f.ranks)
+        if (!f.ranks) {
+            free(skip);
             return -1;
+        }
         f.ranks[f.nranks++] = o->rank;
         snprintf(f.kind, sizeof f.kind, "Outlier");
         f.seconds_lost = excess;
@@ -341,9 +365,11 @@ static int outlier_findings(xsm_an *a, size_t nwf)
                  xsm_an_name(a, o->region));
         if (xsm_an_finding_add(a, &f) != 0) {
             free(f.ranks);
+            free(skip);
             return -1;
         }
     }
+    free(skip);
     return 0;
 }
 

@@ -153,13 +153,18 @@ static int outlier_cmp(const void *pa, const void *pb)
 static int outliers_collect(xsm_an *a, int32_t rank, const inst *in, size_t nin, moments *mo, uint64_t *per_name)
 {
     for (size_t i = 0; i < nin; i++) {
-        moments *m = &mo[in[i].name];
-        if (m->n < 3) /* mean and sigma of fewer instances say nothing */
+        const moments *m = &mo[in[i].name];
+        if (m->n < 3) /* fewer than two other instances say nothing */
             continue;
-        double mean = m->sum / m->n;
-        double var = m->sumsq / m->n - mean * mean;
+        /* leave-one-out: with itself in the sample a single slow instance
+         * among n can never pass 2 sigma when n < 6 */
+        double x = in[i].s, n1 = m->n - 1;
+        double mean = (m->sum - x) / n1;
+        double var = (m->sumsq - x * x) / n1 - mean * mean;
         double sd = var > 0 ? sqrt(var) : 0;
-        if (sd <= 0 || in[i].s <= mean + 2 * sd)
+        if (sd < 0.05 * mean) /* identical instances: ask for at least 10 % more than their mean */
+            sd = 0.05 * mean;
+        if (sd <= 0 || x <= mean + 2 * sd)
             continue;
         per_name[in[i].name]++;
         a->nout_total++;

@@ -270,16 +270,10 @@ static int xsm_publish(const char *staging, const char *out, char *err, size_t e
 enum { XSM_TASK_JSON, XSM_TASK_PFTRACE, XSM_TASK_H5, XSM_TASK_N };
 
 /* Which process writes which product: the analysis (and the summary on
- * stdout) stays on process 0, the timelines go to the others first. */
+ * stdout) and trace.json stay on process 0, merged.h5 goes to the last. */
 static int xsm_task_owner(int task, int size)
 {
-    if (size == 1)
-        return 0;
-    switch (task) {
-    case XSM_TASK_PFTRACE: return 1 % size;
-    case XSM_TASK_H5: return size > 2 ? 2 : 1;
-    default: return 0;
-    }
+    return task == XSM_TASK_H5 ? size - 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -328,14 +322,20 @@ int main(int argc, char **argv)
     xsm_emit e;
     rc = xsm_emit_init(&e, &run, err, sizeof err);
     xsm_progress_mark("emit-init");
-    static const int task_flag[XSM_TASK_N] = {XSM_OUT_JSON, XSM_OUT_PFTRACE, XSM_OUT_H5};
+    /* trace.pftrace is written by all processes together (collective call,
+     * so first and on every process); the other products by one each */
+    if (o.outputs & XSM_OUT_PFTRACE) {
+        int prc = xsm_par_pftrace(&par, &e, staging, err, sizeof err);
+        if (!rc)
+            rc = prc;
+        xsm_progress_mark("pftrace");
+    }
+    static const int task_flag[XSM_TASK_N] = {XSM_OUT_JSON, 0, XSM_OUT_H5};
     for (int t = 0; !rc && t < XSM_TASK_N; t++) {
         if (xsm_task_owner(t, par.size) != par.rank || !(o.outputs & task_flag[t]))
             continue;
         if (t == XSM_TASK_JSON)
             rc = xsm_emit_json(&e, staging, err, sizeof err);
-        else if (t == XSM_TASK_PFTRACE)
-            rc = xsm_emit_pftrace(&e, staging, err, sizeof err);
         else
             rc = xsm_emit_h5(&e, staging, err, sizeof err);
         static const char *const task_name[XSM_TASK_N] = {"trace.json", "pftrace", "merged.h5"};

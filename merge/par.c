@@ -1,10 +1,15 @@
 /* merge/par.c — see par.h. */
 #include "merge/par.h"
+#include "merge/emit/emit.h"
+#include "merge/progress.h"
 #include "merge/util.h"
 #include "xsprof_config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if XSPROF_HAVE_MPI
 #include <mpi.h>
@@ -182,6 +187,89 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
     return 0;
 }
 
+/* Copy len bytes at in_off of fd_in to out_off of fd_out. */
+static int xsm_copy_range(int fd_in, off_t in_off, int fd_out, off_t out_off, uint64_t len)
+{
+    while (len) {
+        ssize_t k = copy_file_range(fd_in, &in_off, fd_out, &out_off, len, 0);
+        if (k <= 0) {
+            /* not supported across these files: plain reads and writes */
+            char buf[1 << 16];
+            ssize_t r = pread(fd_in, buf, len < sizeof buf ? len : sizeof buf, in_off);
+            if (r <= 0 || pwrite(fd_out, buf, (size_t)r, out_off) != r)
+                return -1;
+            k = r;
+            in_off += r;
+            out_off += r;
+        }
+        len -= (uint64_t)k;
+    }
+    return 0;
+}
+
+int xsm_par_pftrace(const xsm_par *par, const xsm_emit *e, const char *dir, char *err, size_t errlen)
+{
+    if (!par->share)
+        return xsm_emit_pftrace(e, dir, err, errlen);
+    size_t n = e->run->nranks;
+    int64_t *mine = calloc(n + 1, sizeof *mine), *all = calloc(n + 1, sizeof *all);
+    char part[64], path[8192];
+    snprintf(part, sizeof part, ".trace.pftrace.part%d", par->rank);
+    int rc = !mine || !all ? xsm_err_set(err, errlen, "xsmerge: out of memory") : 0;
+    FILE *f = rc ? NULL : xsm_emit_create(dir, part, err, errlen);
+    if (!rc && !f)
+        rc = 1;
+    xsm_progress_begin("writing trace.pftrace", e->nevents / (uint64_t)par->size);
+    for (size_t r = (size_t)par->rank; !rc && r < n; r += (size_t)par->size) {
+        uint64_t bytes = 0;
+        if (e->run->ranks[r].present)
+            rc = xsm_emit_pftrace_rank(e, r, f, &bytes, err, errlen);
+        mine[r] = (int64_t)bytes;
+    }
+    xsm_progress_end();
+    if (f && fclose(f) != 0 && !rc)
+        rc = xsm_err_set(err, errlen, "xsmerge: %s/%s: %s", dir, part, strerror(errno));
+    int any;
+    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(mine ? mine : all, all ? all : mine, (int)n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    xsm_path(path, sizeof path, dir, "trace.pftrace");
+    if (!any && par->rank == 0) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0)
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
+        else
+            close(fd);
+    }
+    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!any) {
+        /* every process copies its segments to their place, in parallel */
+        char ppath[8192];
+        xsm_path(ppath, sizeof ppath, dir, part);
+        int in = open(ppath, O_RDONLY | O_CLOEXEC), out = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        off_t at = 0, in_off = 0;
+        for (size_t r = 0; !rc && r < n; r++) {
+            if (r % (size_t)par->size == (size_t)par->rank) {
+                if (in < 0 || out < 0 || xsm_copy_range(in, in_off, out, at, (uint64_t)all[r]))
+                    rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));
+                in_off += all[r];
+            }
+            at += all[r];
+        }
+        if (in >= 0)
+            close(in);
+        if (out >= 0 && close(out) != 0 && !rc)
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));
+    }
+    {
+        char ppath[8192];
+        xsm_path(ppath, sizeof ppath, dir, part);
+        unlink(ppath);
+    }
+    free(mine);
+    free(all);
+    return rc ? 1 : any;
+}
+
 int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first)
 {
     *first = 0;
@@ -238,6 +326,12 @@ int64_t xsm_par_bcast_i64(const xsm_par *par, int64_t v)
 {
     (void)par;
     return v;
+}
+
+int xsm_par_pftrace(const xsm_par *par, const struct xsm_emit *e, const char *dir, char *err, size_t errlen)
+{
+    (void)par;
+    return xsm_emit_pftrace(e, dir, err, errlen);
 }
 
 void xsm_par_barrier(const xsm_par *par) { (void)par; }

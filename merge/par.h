@@ -16,6 +16,13 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
 /* Combine the exit codes of all processes: the largest wins; *first gets
  * the lowest process whose code was `bad` (it prints its error). */
 int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first);
+/* trace.pftrace written by all processes together: each encodes the
+ * segments (one per rank, see xsm_emit_pftrace_rank) of the ranks r with
+ * r % size == its rank into a private file, then copies them to their
+ * offsets in the final file. Same bytes as a serial xsm_emit_pftrace.
+ * Collective: every process calls it. */
+struct xsm_emit;
+int xsm_par_pftrace(const xsm_par *par, const struct xsm_emit *e, const char *dir, char *err, size_t errlen);
 int64_t xsm_par_bcast_i64(const xsm_par *par, int64_t v);
 void xsm_par_barrier(const xsm_par *par);
 void xsm_par_end(const xsm_par *par);

@@ -1,6 +1,7 @@
-/* merge/analyze/html_page.c — the page of report.html: CSS, layout and the
- * script that draws it from the embedded report.json and folded stacks.
- * No network: inline script and style only, a CSP forbids anything else. */
+/* merge/analyze/html_page.c — GENERATED from report_page.html by
+ * gen_html_page.py: edit the HTML and rerun the script. The page draws
+ * report.html from the embedded report JSON and folded stacks; no network:
+ * inline script and style only, a CSP forbids anything else. */
 #include "html_page.h"
 
 const char xsm_html_head[] =
@@ -185,6 +186,12 @@ const char xsm_html_tail[] =
     "  });\n"
     "  c.appendChild(svg);\n"
     "  if (R.length > show.length) c.appendChild(el('p', { 'class': 'note' }, (R.length - show.length) + ' more ranks in report.json'));\n"
+    "  c.appendChild(table(['rank', 'host', 'wall', 'compute', 'MPI', 'wait states', 'MPI share', 'on critical path', 'dropped'],\n"
+    "    R.map(function (r) {\n"
+    "      return [r.rank, r.host, [dur(r.wall_s), r.wall_s], [dur(r.compute_s), r.compute_s], [dur(r.mpi_s), r.mpi_s],\n"
+    "        [dur(r.wait_s), r.wait_s], [pct(r.mpi_share), r.mpi_share], [dur(r.critical_path_s), r.critical_path_s],\n"
+    "        r.dropped + (r.truncated ? ' (ended early)' : '') + (r.outlier ? ' outlier' : '')];\n"
+    "    })));\n"
     "});\n"
     "\n"
     "section('imbalance', function (c) {\n"

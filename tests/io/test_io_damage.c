@@ -144,6 +144,38 @@ static void test_journal_recovery(void)
     xsprof_rank_data_free(&d);
 }
 
+/* Dropped records leave args without their region or regions without
+ * their args: each arg goes to its own region or nowhere. */
+static void test_orphan_args(void)
+{
+    const char *jp = path_in("orphans.xsj");
+    unlink(jp);
+    jfx *j = jfx_create(1024);
+    uint32_t name = jfx_string(j, "r"), key = jfx_string(j, "k");
+    jfx_arg_int(j, 0, 1, key, 1);     /* its depth-1 region was dropped */
+    jfx_region(j, 0, 1, name, 0, 10, 20);
+    jfx_arg_int(j, 0, 0, key, 10);
+    jfx_arg_int(j, 0, 1, key, 2);     /* deeper than the region that ends next */
+    jfx_region(j, 0, 0, name, 1, 5, 30);
+    jfx_arg_int(j, 0, 0, key, 20);    /* one of its two args was dropped */
+    jfx_region(j, 0, 0, name, 2, 40, 50);
+    jfx_arg_int(j, 0, 0, key, 30);    /* region still open at the crash */
+    CHECK(jfx_write(j, jp, 0) == 0, "write");
+    jfx_free(j);
+    xsprof_rank_data d;
+    xsprof_status st = xsprof_journal_load(jp, &d, errbuf, sizeof errbuf);
+    CHECK(st == XSPROF_OK && d.nregions == 3 && d.nargs == 2, "orphans: %d %zu regions %zu args %s", st,
+          d.nregions, d.nargs, errbuf);
+    if (st == XSPROF_OK && d.nregions == 3 && d.nargs == 2) {
+        CHECK(d.regions[0].nargs == 0 && d.regions[0].args == -1, "dropped region's arg attached elsewhere");
+        CHECK(d.regions[1].nargs == 1 && d.args[d.regions[1].args].i == 10 && d.args[0].region == 1,
+              "outer region args");
+        CHECK(d.regions[2].nargs == 1 && d.args[d.regions[2].args].i == 20 && d.args[1].region == 2,
+              "region with a dropped arg");
+    }
+    xsprof_rank_data_free(&d);
+}
+
 static void test_journal_headers(void)
 {
     const char *jp = path_in("hdr.xsj");
@@ -494,6 +526,7 @@ int main(int argc, char **argv)
     close(fd);
 
     test_journal_recovery();
+    test_orphan_args();
     test_journal_headers();
     test_journal_fuzz();
     test_rankfiles();

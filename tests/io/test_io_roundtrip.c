@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <hdf5.h>
+
 #include "io/reader.h"
 #include "io/writer.h"
 #include "io_check.h"
@@ -478,11 +480,17 @@ int main(int argc, char **argv)
     CHECK(jfx_write(j, jpath, 3) == 0, "cannot write %s", jpath);
     jfx_free(j);
 
+    /* The application's HDF5 error printing is left as it was. */
+    H5E_auto2_t fn0 = NULL, fn1 = NULL;
+    void *data0 = NULL, *data1 = NULL;
+    H5Eget_auto2(H5E_DEFAULT, &fn0, &data0);
     xsprof_status st = xsprof_journal_convert(jpath, hpath, "finalized", err, sizeof err);
     CHECK(st == XSPROF_OK, "convert: %d %s", st, err);
     xsprof_rank_data d;
     st = xsprof_rankfile_load(hpath, &d, err, sizeof err);
     CHECK(st == XSPROF_OK, "rankfile_load: %d %s", st, err);
+    H5Eget_auto2(H5E_DEFAULT, &fn1, &data1);
+    CHECK(fn0 && fn0 == fn1 && data0 == data1, "HDF5 error printing changed");
     if (st == XSPROF_OK)
         check_data("rankfile", &d, s, 0);
     CHECK(!strcmp(d.path, hpath), "path %s", d.path);

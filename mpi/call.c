@@ -21,10 +21,19 @@ uint32_t xsprof_mpi_op_name(unsigned op) {
     return id;
 }
 
+/* Creating and freeing communicators and windows is tracked even when its
+ * group is excluded (only not recorded): ids must stay agreed. */
+static inline int registry_kind(unsigned wkind) {
+    return wkind == XSPROF_W_COMMNEW || wkind == XSPROF_W_ICOMMNEW || wkind == XSPROF_W_COMMFREE ||
+           wkind == XSPROF_W_WINNEW || wkind == XSPROF_W_WINFREE;
+}
+
+static inline int group_on(unsigned op) { return (xsprof_mpi_g.group_mask >> xsprof_mpi_ops[op].group) & 1u; }
+
 int xsprof_mpi_enter(unsigned op) {
     if (!atomic_load_explicit(&xsprof_mpi_g.on, memory_order_relaxed))
         return 0;
-    if (!((xsprof_mpi_g.group_mask >> xsprof_mpi_ops[op].group) & 1u))
+    if (!group_on(op) && !registry_kind(xsprof_mpi_ops[op].wkind))
         return 0;
     return xsprof_guard_enter();
 }
@@ -635,7 +644,8 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
     default:
         break;
     }
-    emit(&r);
+    if (group_on(c->op))
+        emit(&r);
 out:
     free(c->own_statuses);
     free(c->snap_heap);

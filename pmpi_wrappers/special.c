@@ -8,9 +8,9 @@
 
 int MPI_Init(int *argc, char ***argv)
 {
-    int e = errno;
     int64_t t0 = xsprof_clock_now();
     int rc = PMPI_Init(argc, argv);
+    int e = errno; /* what MPI left is the program's */
     if (rc == MPI_SUCCESS) {
         int provided = MPI_THREAD_SINGLE;
         PMPI_Query_thread(&provided);
@@ -23,9 +23,9 @@ int MPI_Init(int *argc, char ***argv)
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    int e = errno;
     int64_t t0 = xsprof_clock_now();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
+    int e = errno;
     if (rc == MPI_SUCCESS) {
         xsprof_mpi_init_after(*provided);
         xsprof_mpi_record_plain(XSPROF_OP_MPI_Init_thread, t0, xsprof_clock_now());

@@ -319,8 +319,17 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* Which ranks this process iterates: all for trace.json, else its share
+     * of the trace.pftrace segments (merged.h5 reads rows directly). */
+    unsigned char *order = NULL;
+    if (par.size > 1 && !((o.outputs & XSM_OUT_JSON) && xsm_task_owner(XSM_TASK_JSON, par.size) == par.rank)) {
+        order = calloc(run.nranks + 1, 1);
+        for (size_t r = 0; order && r < run.nranks; r++)
+            order[r] = (o.outputs & XSM_OUT_PFTRACE) && r % (size_t)par.size == (size_t)par.rank;
+    }
     xsm_emit e;
-    rc = xsm_emit_init(&e, &run, err, sizeof err);
+    rc = xsm_emit_init(&e, &run, order, err, sizeof err);
+    free(order);
     xsm_progress_mark("emit-init");
     /* trace.pftrace is written by all processes together (collective call,
      * so first and on every process); the other products by one each */

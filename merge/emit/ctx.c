@@ -96,7 +96,34 @@ static int xsm_corr_cmp(const void *a, const void *b)
     return x->row < y->row ? -1 : x->row > y->row;
 }
 
-static int xsm_erank_build(xsm_emit *e, int32_t r)
+/* Insert tid into the sorted set er->tids (the last hit is checked first:
+ * rows of one thread come in runs). */
+static int xsm_tid_add(xsm_erank *er, size_t *cap, uint32_t tid)
+{
+    static _Thread_local size_t last;
+    if (last < er->ntids && er->tids[last] == tid)
+        return 0;
+    size_t lo = xsm_emit_tid_index(er, tid);
+    if (lo < er->ntids && er->tids[lo] == tid) {
+        last = lo;
+        return 0;
+    }
+    if (er->ntids == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        uint32_t *p = realloc(er->tids, c * sizeof *p);
+        if (!p)
+            return -1;
+        er->tids = p;
+        *cap = c;
+    }
+    memmove(er->tids + lo + 1, er->tids + lo, (er->ntids - lo) * sizeof *er->tids);
+    er->tids[lo] = tid;
+    er->ntids++;
+    last = lo;
+    return 0;
+}
+
+static int xsm_erank_build(xsm_emit *e, int32_t r, int want_order)
 {
     const xsprof_rank_data *d = &e->run->ranks[r].d;
     xsm_erank *er = &e->ranks[r];
@@ -115,9 +142,11 @@ static int xsm_erank_build(xsm_emit *e, int32_t r)
     for (int k = 0; k < XSM_EV_N; k++) {
         if (counts[k] > UINT32_MAX)
             return -1;
-        er->order[k] = malloc((counts[k] + 1) * sizeof *er->order[k]);
+        er->order[k] = malloc(((want_order ? counts[k] : 0) + 1) * sizeof *er->order[k]);
         if (!er->order[k])
             return -1;
+        if (!want_order)
+            continue;
         size_t n = 0;
         for (size_t i = 0; i < counts[k]; i++) {
             /* completion records are points inside their Wait/Test call */
@@ -135,20 +164,25 @@ static int xsm_erank_build(xsm_emit *e, int32_t r)
         e->nevents += n;
     }
 
-    /* threads: every thread a row names, plus the thread table */
-    size_t cap = d->nthreads + d->nregions + d->nmpi + d->ninstants + d->ngpu + 1;
-    er->tids = malloc(cap * sizeof *er->tids);
-    if (!er->tids)
-        return -1;
-    size_t n = 0;
-    for (size_t i = 0; i < d->nthreads; i++) er->tids[n++] = d->threads[i].tid;
-    for (size_t i = 0; i < d->nregions; i++) er->tids[n++] = d->regions[i].thread;
-    for (size_t i = 0; i < d->nmpi; i++) er->tids[n++] = d->mpi[i].thread;
-    for (size_t i = 0; i < d->ninstants; i++) er->tids[n++] = d->instants[i].thread;
+    /* threads: every thread a row names, plus the thread table (few
+     * distinct values: a small sorted set, not a sort of all rows) */
+    size_t cap = 0;
+    er->ntids = 0;
+    er->tids = NULL;
+#define XSM_TID(v)                                                  \
+    do {                                                            \
+        if (xsm_tid_add(er, &cap, (v)))                             \
+            return -1;                                              \
+    } while (0)
+    for (size_t i = 0; i < d->nthreads; i++) XSM_TID(d->threads[i].tid);
+    for (size_t i = 0; i < d->nregions; i++) XSM_TID(d->regions[i].thread);
+    for (size_t i = 0; i < d->nmpi; i++) XSM_TID(d->mpi[i].thread);
+    for (size_t i = 0; i < d->ninstants; i++) XSM_TID(d->instants[i].thread);
     for (size_t i = 0; i < d->ngpu; i++)
         if (d->gpu[i].kind == XSPROF_GPU_API)
-            er->tids[n++] = d->gpu[i].thread;
-    er->ntids = xsm_uniq(er->tids, n, sizeof *er->tids, xsm_u32_cmp);
+            XSM_TID(d->gpu[i].thread);
+#undef XSM_TID
+    size_t n = 0;
     er->tid_names = malloc((er->ntids + 1) * sizeof *er->tid_names);
     if (!er->tid_names)
         return -1;
@@ -234,7 +268,7 @@ static int xsm_comm_names(xsm_emit *e)
     return 0;
 }
 
-int xsm_emit_init(xsm_emit *e, const xsm_run *run, char *err, size_t errlen)
+int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, char *err, size_t errlen)
 {
     memset(e, 0, sizeof *e);
     e->run = run;
@@ -243,7 +277,7 @@ int xsm_emit_init(xsm_emit *e, const xsm_run *run, char *err, size_t errlen)
     if (!e->ranks)
         goto oom;
     for (size_t r = 0; r < run->nranks; r++)
-        if (run->ranks[r].present && xsm_erank_build(e, (int32_t)r))
+        if (run->ranks[r].present && xsm_erank_build(e, (int32_t)r, !order || order[r]))
             goto oom;
     /* message flows: send row -> the call that shows the receive */
     size_t *nm = calloc(run->nranks ? run->nranks : 1, sizeof *nm);

@@ -67,7 +67,11 @@ typedef struct xsm_emit {
     uint32_t *comm_ids; size_t ncomms;
 } xsm_emit;
 
-int xsm_emit_init(xsm_emit *e, const xsm_run *run, char *err, size_t errlen);
+/* `order` (NULL = all) marks the ranks whose events will be iterated: only
+ * they get sorted row orders (collective mode sorts just its share). Names,
+ * tracks and flows are always built for every rank, so ids agree between
+ * processes. */
+int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, char *err, size_t errlen);
 void xsm_emit_free(xsm_emit *e);
 
 /* Lookups used by the writers. */

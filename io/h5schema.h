@@ -29,6 +29,7 @@ enum xsprof_h5_ds {
     XSPROF_H5_COUNT
 };
 
+/* Lookups ("?" and 0 for an unknown table; they cannot fail otherwise). */
 const char *xsprof_h5_ds_path(enum xsprof_h5_ds ds);
 size_t xsprof_h5_ds_row_size(enum xsprof_h5_ds ds);
 

@@ -29,7 +29,8 @@ enum xsprof_io_table {
 };
 
 /* Rows per delivered block; the writer uses the same count as its HDF5
- * chunk size so that every append writes whole chunks. */
+ * chunk size so that every append writes whole chunks. Lookups: 0 for an
+ * unknown table, they cannot fail otherwise. */
 size_t xsprof_io_table_block_rows(enum xsprof_io_table t);
 size_t xsprof_io_table_row_size(enum xsprof_io_table t);
 
@@ -56,7 +57,8 @@ xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xspr
 
 /* How the rank ended: the META "end_state" core writes at finalize when
  * present, else from the header state: "signal 11 (SIGSEGV)" or
- * "killed (no handler ran)" (or "finalized"). */
+ * "killed (no handler ran)" (or "finalized"). Formats into buf; no failure
+ * to report. */
 void xsprof_journal_end_state(const xsprof_journal_stats *st, char *buf, size_t len);
 
 #endif

@@ -206,9 +206,15 @@ def gen_c(funcs, out):
 
 # ---- Fortran ---------------------------------------------------------------
 
+# Fortran semantics differ from C: the binding ignores the returned address.
+FORTRAN_KEEP_OMPI = {"MPI_Buffer_detach"}
+
+
 def fortran_plan(f):
     """Per parameter: (fortran decl, pre lines, call arg, post lines); None when
     the function cannot be bound here (strings, callbacks, handle arrays)."""
+    if f.name in FORTRAN_KEEP_OMPI:
+        return None
     role_of = {v: k for k, v in f.roles.items()}
     plan = []
     for p in f.params:
@@ -216,8 +222,7 @@ def fortran_plan(f):
         role = role_of.get(n)
         base = t.replace("const ", "").strip()
         if t in ("void *", "const void *") and not arr:
-            if role not in ("sbuf", "rbuf"):
-                return None
+            # buffers and addresses: Fortran passes them by reference already
             plan.append(("void *%s" % n, [], "xsprof_f_buf(%s)" % n, []))
         elif base == "int" and not arr:
             plan.append(("MPI_Fint *%s" % n, [], "*%s" % n, []))
@@ -247,8 +252,14 @@ def fortran_plan(f):
                           "    if (!xs_%s) {\n        *ierr = MPI_ERR_NO_MEM;\n        return;\n    }\n" % n],
                          "xs_" + n,
                          ["    xsprof_f_requests_done(%s, %s, xs_%s, xs_%s_in);\n" % (n, cnt, n, n)]))
-        elif base == "MPI_Status *" and role == "status":
-            plan.append(("MPI_Fint *%s" % n, ["    MPI_Status xs_%s;\n" % n],
+        elif t == "const MPI_Status *":
+            plan.append(("MPI_Fint *%s" % n, ["    MPI_Status xs_%s;\n" % n, "    PMPI_Status_f2c(%s, &xs_%s);\n" % (n, n)],
+                         "&xs_" + n, []))
+        elif base == "MPI_Status *" and role in ("status", None) and not arr:
+            # in/out (Status_set_*): start from the Fortran status
+            plan.append(("MPI_Fint *%s" % n, ["    MPI_Status xs_%s;\n" % n,
+                                                "    if (%s != MPI_F_STATUS_IGNORE)\n        PMPI_Status_f2c(%s, &xs_%s);\n"
+                                                % (n, n, n)],
                          "(%s == MPI_F_STATUS_IGNORE ? MPI_STATUS_IGNORE : &xs_%s)" % (n, n),
                          ["    if (xs_rc == MPI_SUCCESS && %s != MPI_F_STATUS_IGNORE)\n"
                           "        PMPI_Status_c2f(&xs_%s, %s);\n" % (n, n, n)]))

@@ -244,8 +244,9 @@ def expect(cond, msg):
 
 # ---- program-specific expectations ---------------------------------------
 
-def mode_calls(ranks, comms, n):
-    """tests/mpi/mpi_calls.c (C) and mpi_calls.f90 (Fortran) share this."""
+def mode_calls(ranks, comms, n, fortran=False):
+    """tests/mpi/mpi_calls.c (C) and mpi_calls.f90 (Fortran, which adds an
+    Irecv/Issend pair completed by two Waitany and a Get_count) share this."""
     for rank, r in ranks.items():
         right, left = (rank + 1) % n, (rank - 1) % n
         c = ops(r)
@@ -254,6 +255,10 @@ def mode_calls(ranks, comms, n):
                 "MPI_Request_free": 2, "MPI_Sendrecv": 1, "MPI_Barrier": 2, "MPI_Allreduce": 3, "MPI_Bcast": 1,
                 "MPI_Gather": 1, "MPI_Comm_split": 1, "MPI_Comm_dup": 1, "MPI_Allgatherv": 1, "MPI_Comm_free": 2,
                 "MPI_Init": 1, "MPI_Finalize": 1, "MPI_Pcontrol": 2}
+        if fortran:
+            want.update({"MPI_Irecv": 5, "MPI_Issend": 1, "MPI_Waitany": 2, "MPI_Get_count": 1})
+            wa = [m for m in r.mpi if m["op"] == "MPI_Waitany" and m["kind"] == K_COMPLETION]
+            expect(len(wa) == 2 and {m["tag"] for m in wa} == {56}, "rank %d: Waitany completions %s" % (rank, wa))
         for op, k in want.items():
             if op == "MPI_Send":
                 continue
@@ -455,7 +460,7 @@ def mode_more(ranks, comms, n):
         expect(len(find(r, "MPI_Win_fence")) == 3, "rank %d: Win_fence records" % rank)
 
 
-MODES = {"calls": mode_calls, "more": mode_more, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
+MODES = {"calls": mode_calls, "calls_f": lambda *a: mode_calls(*a, fortran=True), "more": mode_more, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
 
 
 def main():

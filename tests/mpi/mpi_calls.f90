@@ -5,7 +5,7 @@ program mpi_calls
   use mpi
   implicit none
   integer :: ierr, rank, nprocs, right, left, i, k, round, hr, hs, bc, hsum
-  integer :: half, dup, a, b
+  integer :: half, dup, a, b, idx, idx2, cnt
   integer :: rq(6), p(2), ib(4, 3), ob(4, 3), sv(2), rv(2), inplace(4), mine(2)
   integer :: st(MPI_STATUS_SIZE)
   double precision :: buf(256), rbuf(256), one, total
@@ -53,6 +53,21 @@ program mpi_calls
   sv = rank
   call MPI_Sendrecv(sv, 2, MPI_INTEGER, right, 55, rv, 2, MPI_INTEGER, left, 55, MPI_COMM_WORLD, &
                     MPI_STATUS_IGNORE, ierr)
+
+  ! Fortran-only: 1-based Waitany indices, status arrays and MPI_Get_count
+  call MPI_Irecv(rv, 2, MPI_INTEGER, left, 56, MPI_COMM_WORLD, rq(1), ierr)
+  call MPI_Issend(sv, 2, MPI_INTEGER, right, 56, MPI_COMM_WORLD, rq(2), ierr)
+  call MPI_Waitany(2, rq, idx, st, ierr)
+  call MPI_Waitany(2, rq, idx2, st, ierr)
+  if (mod(rank, 2) == 0) then
+    call MPI_Send(sv, 2, MPI_INTEGER, right, 57, MPI_COMM_WORLD, ierr)
+    call MPI_Recv(rv, 2, MPI_INTEGER, left, 57, MPI_COMM_WORLD, st, ierr)
+  else
+    call MPI_Recv(rv, 2, MPI_INTEGER, left, 57, MPI_COMM_WORLD, st, ierr)
+    call MPI_Send(sv, 2, MPI_INTEGER, right, 57, MPI_COMM_WORLD, ierr)
+  end if
+  call MPI_Get_count(st, MPI_INTEGER, cnt, ierr)
+  print '(a,i0,a,i0,a,i0,a,i0)', 'rank ', rank, ': waitany ', idx + idx2, ' count ', cnt, ' source ', st(MPI_SOURCE)
 
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
   one = rank

@@ -51,6 +51,9 @@ static void xsm_j_num(xsm_out *o, double v)
     xsm_out_printf(o, "%.17g", v);
 }
 
+/* A damaged row may end before it begins; JSON durations are never negative. */
+static int64_t xsm_j_dur(int64_t b, int64_t e) { return e > b ? e - b : 0; }
+
 static void xsm_j_sep(xsm_json *j)
 {
     xsm_out_puts(&j->o, j->first ? "\n" : ",\n");
@@ -178,7 +181,7 @@ static void xsm_j_region(xsm_json *j, int32_t r, size_t row)
     const xsprof_io_region *g = &d->regions[row];
     xsm_j_head(j, "X", xsm_emit_str(e, r, g->name), r, g->thread, g->t_begin);
     xsm_out_puts(&j->o, ",\"dur\":");
-    xsm_out_us(&j->o, g->t_end - g->t_begin);
+    xsm_out_us(&j->o, xsm_j_dur(g->t_begin, g->t_end));
     xsm_out_puts(&j->o, ",\"cat\":\"");
     xsm_out_puts(&j->o, g->category < 4 ? xsm_cat_name[g->category] : "user");
     xsm_out_puts(&j->o, "\"");
@@ -218,7 +221,7 @@ static void xsm_j_mpi(xsm_json *j, int32_t r, size_t row)
     const xsprof_io_mpi *m = &e->run->ranks[r].d.mpi[row];
     xsm_j_head(j, "X", xsm_emit_str(e, r, m->op), r, m->thread, m->t_begin);
     xsm_out_puts(&j->o, ",\"dur\":");
-    xsm_out_us(&j->o, m->t_end - m->t_begin);
+    xsm_out_us(&j->o, xsm_j_dur(m->t_begin, m->t_end));
     xsm_out_puts(&j->o, ",\"cat\":\"mpi\",\"args\":{");
     int first = 1;
 #define XSM_ARG(key)                                   \
@@ -260,7 +263,7 @@ static void xsm_j_gpu(xsm_json *j, int32_t r, size_t row)
     int64_t tid = api ? (int64_t)g->thread : (int64_t)(XSM_GPU_TID_BASE + xsm_emit_gpu_index(er, g->device, g->stream));
     xsm_j_head(j, "X", xsm_emit_str(e, r, g->name), r, tid, g->t_begin);
     xsm_out_puts(&j->o, ",\"dur\":");
-    xsm_out_us(&j->o, g->t_end - g->t_begin);
+    xsm_out_us(&j->o, xsm_j_dur(g->t_begin, g->t_end));
     xsm_out_printf(&j->o, ",\"cat\":\"%s\",\"args\":{\"kind\":\"%s\",\"device\":%u,\"stream\":%u,\"correlation\":%u",
                    api ? "cuda" : "gpu", xsm_gpu_kind_name(g->kind), g->device, g->stream, g->correlation);
     if (g->bytes)
@@ -344,6 +347,9 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
         return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json");
     }
     int rc = xsm_j_open(&j, err, errlen);
+    /* every part repeats the metadata: keep room for events beside it */
+    if (!rc && j.limit < 2 * xsm_out_total(&j.o) + 65536)
+        j.limit = 2 * xsm_out_total(&j.o) + 65536;
     xsm_ev ev;
     xsm_progress_begin("writing trace.json", e->nevents);
     uint64_t n = 0;

@@ -297,63 +297,61 @@ static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
     xsm_pf_flush_packet(pf);
     /* synthetic tids, unique in the trace: Perfetto keys threads by tid */
     uint64_t tid = 1000000 + er->track_base;
-    {
-        snprintf(buf, sizeof buf, "rank %zu (%s)", r, run->ranks[r].d.host);
+    snprintf(buf, sizeof buf, "rank %zu (%s)", r, run->ranks[r].d.host);
+    xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
+    size_t td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
+    xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_proc(er));
+    xsm_pb_str(p, PB_TD_NAME, buf);
+    size_t pd = xsm_pb_begin(p, PB_TD_PROCESS);
+    xsm_pb_int(p, PB_PD_PID, (int64_t)r + 1);
+    xsm_pb_str(p, PB_PD_NAME, buf);
+    xsm_pb_end(p, pd);
+    xsm_pb_end(p, td);
+    xsm_pf_flush_packet(pf);
+    for (size_t i = 0; i < er->ntids; i++) {
+        if (er->tid_names[i] != UINT32_MAX)
+            snprintf(buf, sizeof buf, "%s (thread %u)", e->names.str[er->tid_names[i]], er->tids[i]);
+        else
+            snprintf(buf, sizeof buf, "thread %u", er->tids[i]);
         xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
-        size_t td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
-        xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_proc(er));
+        td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
+        xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_thread(er, i));
+        xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(er));
         xsm_pb_str(p, PB_TD_NAME, buf);
-        size_t pd = xsm_pb_begin(p, PB_TD_PROCESS);
-        xsm_pb_int(p, PB_PD_PID, (int64_t)r + 1);
-        xsm_pb_str(p, PB_PD_NAME, buf);
-        xsm_pb_end(p, pd);
+        size_t th = xsm_pb_begin(p, PB_TD_THREAD);
+        xsm_pb_int(p, PB_THD_PID, (int64_t)r + 1);
+        xsm_pb_int(p, PB_THD_TID, (int64_t)tid++);
+        xsm_pb_str(p, PB_THD_NAME, buf);
+        xsm_pb_end(p, th);
         xsm_pb_end(p, td);
         xsm_pf_flush_packet(pf);
-        for (size_t i = 0; i < er->ntids; i++) {
-            if (er->tid_names[i] != UINT32_MAX)
-                snprintf(buf, sizeof buf, "%s (thread %u)", e->names.str[er->tid_names[i]], er->tids[i]);
-            else
-                snprintf(buf, sizeof buf, "thread %u", er->tids[i]);
-            xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
-            td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
-            xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_thread(er, i));
-            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(er));
-            xsm_pb_str(p, PB_TD_NAME, buf);
-            size_t th = xsm_pb_begin(p, PB_TD_THREAD);
-            xsm_pb_int(p, PB_THD_PID, (int64_t)r + 1);
-            xsm_pb_int(p, PB_THD_TID, (int64_t)tid++);
-            xsm_pb_str(p, PB_THD_NAME, buf);
-            xsm_pb_end(p, th);
-            xsm_pb_end(p, td);
-            xsm_pf_flush_packet(pf);
-        }
-        for (size_t i = 0; i < er->ngpu; i++) {
-            snprintf(buf, sizeof buf, "GPU %u stream %u", er->gpu[i].device, er->gpu[i].stream);
-            xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
-            td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
-            xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_gpu(er, i));
-            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(er));
-            xsm_pb_str(p, PB_TD_NAME, buf);
-            xsm_pb_end(p, td);
-            xsm_pf_flush_packet(pf);
-        }
-        for (size_t i = 0; i < er->ncounters + er->nmemdev; i++) {
-            if (i < er->ncounters)
-                snprintf(buf, sizeof buf, "%s", e->names.str[er->counters[i]]);
-            else if (er->memdev[i - er->ncounters] < 0)
-                snprintf(buf, sizeof buf, "memory (host)");
-            else
-                snprintf(buf, sizeof buf, "memory (GPU %d)", (int)er->memdev[i - er->ncounters]);
-            xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
-            td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
-            xsm_pb_uint(p, PB_TD_UUID, i < er->ncounters ? xsm_uuid_counter(er, i) : xsm_uuid_mem(er, i - er->ncounters));
-            xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(er));
-            xsm_pb_str(p, PB_TD_NAME, buf);
-            size_t cd = xsm_pb_begin(p, PB_TD_COUNTER);
-            xsm_pb_end(p, cd);
-            xsm_pb_end(p, td);
-            xsm_pf_flush_packet(pf);
-        }
+    }
+    for (size_t i = 0; i < er->ngpu; i++) {
+        snprintf(buf, sizeof buf, "GPU %u stream %u", er->gpu[i].device, er->gpu[i].stream);
+        xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
+        td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
+        xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_gpu(er, i));
+        xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(er));
+        xsm_pb_str(p, PB_TD_NAME, buf);
+        xsm_pb_end(p, td);
+        xsm_pf_flush_packet(pf);
+    }
+    for (size_t i = 0; i < er->ncounters + er->nmemdev; i++) {
+        if (i < er->ncounters)
+            snprintf(buf, sizeof buf, "%s", e->names.str[er->counters[i]]);
+        else if (er->memdev[i - er->ncounters] < 0)
+            snprintf(buf, sizeof buf, "memory (host)");
+        else
+            snprintf(buf, sizeof buf, "memory (GPU %d)", (int)er->memdev[i - er->ncounters]);
+        xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
+        td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
+        xsm_pb_uint(p, PB_TD_UUID, i < er->ncounters ? xsm_uuid_counter(er, i) : xsm_uuid_mem(er, i - er->ncounters));
+        xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(er));
+        xsm_pb_str(p, PB_TD_NAME, buf);
+        size_t cd = xsm_pb_begin(p, PB_TD_COUNTER);
+        xsm_pb_end(p, cd);
+        xsm_pb_end(p, td);
+        xsm_pf_flush_packet(pf);
     }
 }
 
@@ -392,7 +390,8 @@ static int xsm_pf_slice(xsm_pf *pf, uint64_t track, int64_t t_end, size_t *te_ou
     xsm_pb_uint(&pf->pkt, PB_TE_NAME_IID, name + 1u);
     xsm_pb_uint(&pf->pkt, PB_TE_CATEGORY_IIDS, (uint64_t)cat + 1u);
     *te_out = te;
-    return xsm_pend_push(pf, (xsm_pend){t_end, pf->seq++, track, 0});
+    /* a damaged row may end before it begins: never end a slice before its begin */
+    return xsm_pend_push(pf, (xsm_pend){t_end > t ? t_end : t, pf->seq++, track, 0});
 }
 
 static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)

@@ -118,4 +118,13 @@ check(rc == 1 and "rank 1 missing" in se and len(se.strip().splitlines()) == 1, 
 check(not os.path.exists(os.path.join(out5, "trace.json")), "no output after an error")
 rc, so, se = xsmerge(run, "-o", out5, "--partial")
 check(rc == 0 and "missing ranks 1" in se, "--partial merges the others: %s" % se)
+# ranks that recorded nothing still merge into valid, empty products
+run6 = make_run(maker, "empty", os.path.join(base, "run6"))
+out6 = os.path.join(base, "out6")
+rc, so, se = xsmerge(run6, "-o", out6, "-q")
+check(rc == 0, "empty run merges (%s)" % se)
+doc = json.load(open(os.path.join(out6, "trace.json")))
+check(not [e for e in doc["traceEvents"] if e["ph"] != "M"], "empty run: metadata only")
+with h5py.File(os.path.join(out6, "merged.h5"), "r") as h:
+    check(len(h["mpi"]) == 0 and len(h["messages"]) == 0 and len(h["ranks"]) == 2, "empty run tables")
 finish("merge_golden")

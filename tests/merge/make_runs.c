@@ -10,6 +10,7 @@
  *           15 us late and drifts 20 ppm beyond what its samples say
  *   gpu     1 rank: region args, counters, instants, memory, a CUDA launch
  *           and its kernel (correlation 42), a memcpy
+ *   empty   2 ranks that recorded definitions but no event
  *   big     NRANKS EVENTS_PER_RANK: ring exchange + regions, for benchmarks */
 #include "fixture.h"
 
@@ -188,6 +189,21 @@ static int gpu(const char *dir)
     return xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1) != 0;
 }
 
+static int empty(const char *dir)
+{
+    static const int32_t world[] = {0, 1};
+    int bad = 0;
+    for (int r = 0; r < 2; r++) {
+        xsf *f = xsf_create(dir, r, 2, JOB, START, "node0");
+        if (!f)
+            return 1;
+        xsf_thread(f, 0, "main");
+        xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
+        bad |= xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1) != 0;
+    }
+    return bad;
+}
+
 /* Ring exchange: each step a region, a send to the right neighbour, a
  * receive from the left one; about 3 events per step. */
 static int big(const char *dir, int nranks, long events)
@@ -225,7 +241,7 @@ static int big(const char *dir, int nranks, long events)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|big DIR [NRANKS EVENTS]\n");
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|big DIR [NRANKS EVENTS]\n");
         return 2;
     }
     const char *kind = argv[1], *dir = argv[2];
@@ -235,6 +251,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "foreign")) return golden(dir, -1, "job-other");
     if (!strcmp(kind, "skew")) return skew(dir);
     if (!strcmp(kind, "gpu")) return gpu(dir);
+    if (!strcmp(kind, "empty")) return empty(dir);
     if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));
     fprintf(stderr, "merge_make_runs: unknown kind %s\n", kind);
     return 2;

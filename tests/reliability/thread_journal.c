@@ -1,0 +1,162 @@
+/* tests/reliability/thread_journal.c — the real recording path under
+ * concurrency (libxsprof.so: per-thread chunks in the mmap journal, the
+ * writer thread, the HDF5 sink at finalize), for ThreadSanitizer (label
+ * `threads`) and every other build.
+ *
+ * usage: thread_journal exact|toggle RUN_DIR
+ *   exact   6 threads (more than cores) record 20000 regions each with tiny
+ *           chunks (set XSPROF_CHUNK_KB=16 XSPROF_BUFFER_MB=1
+ *           XSPROF_ON_FULL=block), threads start and exit while others
+ *           record; the rank file must hold exactly every region, per
+ *           thread, well nested, and count 0 drops.
+ *   toggle  the same workers while the main thread stops, starts and
+ *           toggles the session, steps a schedule and names threads; the
+ *           rank file must hold complete, well-nested regions only, no more
+ *           per thread than the thread ended, and dropped records counted
+ *           (XSPROF_ON_FULL=drop).
+ * Exit 0 when the checks hold. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xsprof/xsprof.h>
+
+#include "io/reader.h"
+
+#define NTHREADS 6
+#define ITERS 20000
+
+static atomic_int stop_flag;
+static atomic_long ended[NTHREADS + 1];
+
+static void *worker(void *arg)
+{
+    long k = (long)(intptr_t)arg;
+    char name[32];
+    snprintf(name, sizeof name, "worker-%ld", k);
+    xsprof_thread_name(name);
+    long n = 0;
+    for (int i = 0; i < ITERS; i++) {
+        xsprof_region_begin("tj.outer");
+        xsprof_region_arg_int("i", i);
+        xsprof_region_begin("tj.inner");
+        xsprof_region_end();
+        if (xsprof_region_end() == XSPROF_OK)
+            n++;
+    }
+    atomic_store(&ended[k], n);
+    return NULL;
+}
+
+/* Stops, starts and toggles the session and steps a schedule (every step
+ * active) until the workers are done; leaves the session on. */
+static void *controller(void *arg)
+{
+    (void)arg;
+    xsprof_schedule_set(0, 0, 1, 0, NULL, NULL);
+    for (long i = 0; !atomic_load(&stop_flag); i++) {
+        switch (i % 3) {
+        case 0: xsprof_session_stop(); break;
+        case 1: xsprof_session_start(); break;
+        default: xsprof_session_toggle(); break;
+        }
+        xsprof_step();
+    }
+    xsprof_session_start();
+    return NULL;
+}
+
+static int check(const char *dir, int exact)
+{
+    char path[4096], err[1024];
+    snprintf(path, sizeof path, "%s/rank-00000.h5", dir);
+    xsprof_rank_data d;
+    memset(&d, 0, sizeof d);
+    if (xsprof_rankfile_load(path, &d, err, sizeof err) != XSPROF_OK) {
+        printf("FAIL: %s\n", err);
+        return 1;
+    }
+    int bad = 0;
+    long outer_per_thread[64] = {0}, inner_per_thread[64] = {0};
+    for (size_t i = 0; i < d.nregions; i++) {
+        const xsprof_io_region *r = &d.regions[i];
+        const char *nm = xsprof_rank_data_string(&d, r->name);
+        if (r->t_end < r->t_begin || r->thread >= 64) {
+            printf("FAIL: region %zu (%s) ends before it begins or has thread %u\n", i, nm, r->thread);
+            bad = 1;
+            continue;
+        }
+        if (!strcmp(nm, "tj.outer")) {
+            outer_per_thread[r->thread]++;
+            if (r->depth != 0 || r->nargs != 1) {
+                printf("FAIL: tj.outer at depth %u with %u args\n", r->depth, r->nargs);
+                bad = 1;
+            }
+        } else if (!strcmp(nm, "tj.inner")) {
+            inner_per_thread[r->thread]++;
+            if (r->depth != 1) {
+                printf("FAIL: tj.inner at depth %u\n", r->depth);
+                bad = 1;
+            }
+        }
+    }
+    /* xsprof thread ids are dense in order of first use; match workers by
+     * the thread names they gave themselves. */
+    long total = 0, expect = 0;
+    for (size_t t = 0; t < d.nthreads; t++) {
+        const char *nm = xsprof_rank_data_string(&d, d.threads[t].name);
+        long k;
+        if (sscanf(nm, "worker-%ld", &k) != 1 || k < 0 || k > NTHREADS)
+            continue;
+        uint32_t tid = d.threads[t].tid;
+        long got = tid < 64 ? outer_per_thread[tid] : -1, want = atomic_load(&ended[k]);
+        printf("thread %u (%s): %ld outer regions recorded, %ld ended with XSPROF_OK, %ld inner\n", tid, nm, got,
+               want, tid < 64 ? inner_per_thread[tid] : -1);
+        total += got;
+        expect += want;
+        if (exact ? got != want || want != ITERS : got > ITERS) {
+            printf("FAIL: %s: %ld recorded, %ld expected\n", nm, got, want);
+            bad = 1;
+        }
+    }
+    printf("%ld outer regions recorded, %ld ended, %llu records dropped\n", total, expect,
+           (unsigned long long)d.dropped);
+    if (exact && (total != (long)(NTHREADS + 1) * ITERS || d.dropped != 0)) {
+        printf("FAIL: expected %d regions and no drops\n", (NTHREADS + 1) * ITERS);
+        bad = 1;
+    }
+    xsprof_rank_data_free(&d);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3 || (strcmp(argv[1], "exact") && strcmp(argv[1], "toggle"))) {
+        fprintf(stderr, "usage: thread_journal exact|toggle RUN_DIR\n");
+        return 2;
+    }
+    int exact = !strcmp(argv[1], "exact");
+    pthread_t th[NTHREADS + 1];
+    /* Threads 0..NTHREADS-1 start together; thread NTHREADS starts after
+     * the first one finished (a thread arriving while others exit). */
+    for (long k = 0; k < NTHREADS; k++)
+        pthread_create(&th[k], NULL, worker, (void *)(intptr_t)k);
+    pthread_t ctl;
+    if (!exact)
+        pthread_create(&ctl, NULL, controller, NULL);
+    pthread_join(th[0], NULL);
+    pthread_create(&th[NTHREADS], NULL, worker, (void *)(intptr_t)NTHREADS);
+    for (int k = 1; k <= NTHREADS; k++)
+        pthread_join(th[k], NULL);
+    atomic_store(&stop_flag, 1);
+    if (!exact)
+        pthread_join(ctl, NULL);
+    if (xsprof_finalize() != XSPROF_OK) {
+        printf("FAIL: xsprof_finalize\n");
+        return 1;
+    }
+    int bad = check(argv[2], exact);
+    printf("%s\n", bad ? "FAIL" : "OK");
+    return bad;
+}

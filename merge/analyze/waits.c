@@ -96,6 +96,17 @@ static int cand_cmp(const void *pa, const void *pb)
     return da > db ? -1 : da < db ? 1 : 0;
 }
 
+/* The blocking call on dst in which the receive completed: the pipeline's
+ * recv_call_row when it names a call, else the call whose interval holds the
+ * completion (found by the profile). -1 when there is none. */
+static int64_t recv_call(const xsm_an *a, const xsm_message *m)
+{
+    const xsprof_rank_data *d = &a->run->ranks[m->dst].d;
+    if (m->recv_call_row < d->nmpi && d->mpi[m->recv_call_row].kind != XSPROF_MPI_COMPLETION)
+        return (int64_t)m->recv_call_row;
+    return a->rs[m->dst].call[m->recv_row];
+}
+
 typedef struct recv_ent {
     int64_t t_recv, e_send;
     size_t msg;
@@ -147,8 +158,7 @@ static int wrong_order_flags(const xsm_an *a, unsigned char *wrong)
         for (size_t k = 0; k < n; k++) {
             const recv_ent *x = &e[b + k];
             const xsm_message *m = &run->msgs[x->msg];
-            const xsm_rankstat *rs = &a->rs[m->dst];
-            int64_t rc = rs->call[m->recv_row];
+            int64_t rc = recv_call(a, m);
             int64_t e_recv = rc >= 0 ? run->ranks[m->dst].d.mpi[rc].t_begin : x->t_recv;
             wrong[x->msg] = min_later < e_recv;
             if (x->e_send < min_later)
@@ -203,7 +213,7 @@ static int p2p_waits(xsm_an *a)
             continue;
         const xsprof_rank_data *sd = &run->ranks[m->src].d, *rd = &run->ranks[m->dst].d;
         const xsprof_io_mpi *snd = &sd->mpi[m->send_row];
-        int64_t rcall = a->rs[m->dst].call[m->recv_row];
+        int64_t rcall = recv_call(a, m);
         if (rcall < 0)
             continue;
         const xsprof_io_mpi *cr = &rd->mpi[rcall];
@@ -224,7 +234,7 @@ static int p2p_waits(xsm_an *a)
             continue;
         const xsprof_rank_data *sd = &run->ranks[m->src].d, *rd = &run->ranks[m->dst].d;
         const xsprof_io_mpi *snd = &sd->mpi[m->send_row];
-        int64_t rcall = a->rs[m->dst].call[m->recv_row];
+        int64_t rcall = recv_call(a, m);
         int64_t e_post = m->recv_post_row >= 0 && (size_t)m->recv_post_row < rd->nmpi ? rd->mpi[m->recv_post_row].t_begin
                          : rcall >= 0                                             ? rd->mpi[rcall].t_begin
                                                                                   : rd->mpi[m->recv_row].t_begin;

@@ -375,14 +375,12 @@ void xsprof_mpi_pre(xsprof_mpi_call *c) {
         c->s->req_snap[0] = (MPI_Request)(void *)*c->msg;
         break;
     case XSPROF_W_COMMFREE:
-        /* the record names the communicator the call frees */
-        c->comm = *c->commp;
-        c->has |= XSPROF_R_COMM;
+        /* the record names the communicator the call frees: look it up now */
+        c->freed = xsprof_comm_find(*c->commp);
         c->comm_key = xsprof_comm_key(*c->commp);
         break;
     case XSPROF_W_WINFREE:
-        c->win = *c->winp;
-        c->has |= XSPROF_R_WIN;
+        c->freed = xsprof_win_lookup(*c->winp);
         c->comm_key = (uintptr_t)*c->winp;
         break;
     default:
@@ -436,14 +434,21 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
     xsprof_rec_mpi r;
     rec_init(&r, c->op, c->t_begin, t_end);
     r.coll = o->coll;
-    xsprof_comm_entry *ce = NULL;
+    int ok = rc == MPI_SUCCESS;
+    /* A failed call may hold invalid handles: record that it happened, ask
+     * MPI nothing about its arguments (MPI_ERR_IN_STATUS: see the WAIT rules). */
+    if (!ok && !(o->wkind == XSPROF_W_WAIT && rc == MPI_ERR_IN_STATUS)) {
+        if (group_on(c->op))
+            emit(&r);
+        goto out;
+    }
+    xsprof_comm_entry *ce = c->freed;
     if (c->has & XSPROF_R_COMM)
         ce = xsprof_comm_lookup(c->comm);
     else if (c->has & XSPROF_R_WIN)
         ce = xsprof_win_lookup(c->win);
     if (ce)
         r.comm = ce->gid;
-    int ok = rc == MPI_SUCCESS;
     int persistent = 0;
     switch ((enum xsprof_mpi_wkind)o->wkind) {
     case XSPROF_W_SEND:

@@ -111,6 +111,10 @@ static int32_t *group_world(MPI_Group g, int *n) {
         in[i] = i;
     PMPI_Group_translate_ranks(g, *n, in, g_world_group, out);
     free(in);
+    /* processes of another job (spawn, connect/accept) have no world rank */
+    for (int i = 0; i < *n; i++)
+        if (out[i] == MPI_UNDEFINED)
+            out[i] = XSPROF_MPI_NONE;
     return (int32_t *)out;
 }
 
@@ -222,6 +226,14 @@ xsprof_comm_entry *xsprof_comm_lookup(MPI_Comm comm) {
     e->gid = XSPROF_COMM_NONE - 1;
     slot_put(xsprof_comm_key(comm), e);
     return e;
+}
+
+xsprof_comm_entry *xsprof_comm_find(MPI_Comm comm) {
+    if (comm == MPI_COMM_WORLD)
+        return &g_world;
+    if (comm == MPI_COMM_NULL || comm == NULL)
+        return NULL;
+    return slot_get(xsprof_comm_key(comm));
 }
 
 xsprof_comm_entry *xsprof_win_lookup(MPI_Win win) {

@@ -99,6 +99,7 @@ typedef struct xsprof_mpi_call {
     MPI_Status *own_statuses; /* malloc'd statuses, freed by post */
     MPI_Request *snap_heap;
     uintptr_t comm_key;     /* handle freed by the call (Comm_free, Win_free) */
+    struct xsprof_comm_entry *freed; /* its registry entry, found before the call */
 } xsprof_mpi_call;
 
 /* 1 when the call must be recorded: the wrappers are on, the function's
@@ -159,6 +160,9 @@ typedef struct xsprof_comm_entry {
 XSPROF_HIDDEN xsprof_status xsprof_comm_registry_init(void);
 /* Entry of a communicator; unknown ones get a local entry with gid NONE. */
 XSPROF_HIDDEN xsprof_comm_entry *xsprof_comm_lookup(MPI_Comm comm);
+/* The entry if the communicator is registered, else NULL (never calls MPI:
+ * safe on a handle the call is about to free). */
+XSPROF_HIDDEN xsprof_comm_entry *xsprof_comm_find(MPI_Comm comm);
 XSPROF_HIDDEN xsprof_comm_entry *xsprof_win_lookup(MPI_Win win);
 /* World rank of `rank` in comm (the remote group for an intercommunicator). */
 static inline int32_t xsprof_comm_world(const xsprof_comm_entry *e, int rank) {

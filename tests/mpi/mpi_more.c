@@ -4,7 +4,7 @@
  * nonblocking collectives, Waitany/Waitsome/Testany/Testsome/Test loops,
  * probe/iprobe/mprobe, ANY_TAG, Sendrecv_replace, cancel, a request freed
  * before completion, v/w collectives, neighbourhood collectives, RMA and
- * MPI-IO. check_trace.py (mode "more") checks what must be recorded. Needs
+ * MPI-IO, erroneous calls under MPI_ERRORS_RETURN. check_trace.py (mode "more") checks what must be recorded. Needs
  * an even number of ranks >= 4. Prints results that must not change. */
 #include <mpi.h>
 #include <stdio.h>
@@ -181,8 +181,18 @@ int main(int argc, char **argv) {
     MPI_File_read_at(fh, (MPI_Offset)rank * 16, in4, 4, MPI_INT, MPI_STATUS_IGNORE);
     MPI_File_close(&fh);
 
-    printf("rank %d: acc %ld inter %d got %d cancelled %d io %d dims %dx%d\n", rank, acc, ir, got, cancelled, in4[3],
-           dims[0], dims[1]);
+    /* errors come back as codes, with or without xsprof */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int e1 = MPI_Send(&a, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD);
+    int e2 = MPI_Send(&a, 1, MPI_DATATYPE_NULL, right, 0, MPI_COMM_WORLD);
+    int e3 = MPI_Allreduce(&v, &c, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD);
+    MPI_Error_class(e1, &e1);
+    MPI_Error_class(e2, &e2);
+    MPI_Error_class(e3, &e3);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+
+    printf("rank %d: acc %ld inter %d got %d cancelled %d io %d dims %dx%d errors %d %d %d\n", rank, acc, ir, got,
+           cancelled, in4[3], dims[0], dims[1], e1, e2, e3);
     MPI_Comm *all[] = {&idup, &stype, &halfc, &inter, &merged, &cart, &sub, &graph, &dgraph};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         MPI_Comm_free(all[i]);

@@ -55,7 +55,7 @@ static const char xsm_usage[] =
     "\n"
     "environment: the XSPROF_* variables are listed in one table in README.md.\n"
     "xsmerge itself reads XSPROF_MERGE_JSON_PART_MB (trace.json part size,\n"
-    "default 256).\n"
+    "default 256) and XSPROF_MERGE_TIMES=1 (print the time of each phase).\n"
     "\n"
     "exit codes: 0 ok, 1 bad input or failure, 3 regression found (--baseline).\n";
 

@@ -50,6 +50,7 @@ static int xsm_req_cmp(const void *a, const void *b)
 
 typedef struct xsm_thr_row {
     uint32_t thread;
+    uint32_t completion; /* calls sort before completions at the same time */
     int64_t t;
     size_t row;
 } xsm_thr_row;
@@ -59,6 +60,7 @@ static int xsm_thr_cmp(const void *a, const void *b)
     const xsm_thr_row *x = a, *y = b;
     if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
     if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    if (x->completion != y->completion) return x->completion < y->completion ? -1 : 1;
     return x->row < y->row ? -1 : x->row > y->row;
 }
 
@@ -101,11 +103,12 @@ static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_vec *sends, xsm_vec 
     int rc = -1;
     if (!post_of || !compl_of || !call_of || !req || !thr)
         goto out;
-    size_t nreq = 0;
+    size_t nreq = 0, ncompl = 0;
     for (size_t i = 0; i < n; i++) {
         const xsprof_io_mpi *m = &d->mpi[i];
         post_of[i] = compl_of[i] = call_of[i] = -1;
-        thr[i] = (xsm_thr_row){m->thread, m->t_begin, i};
+        thr[i] = (xsm_thr_row){m->thread, m->kind == XSPROF_MPI_COMPLETION, m->t_begin, i};
+        ncompl += m->kind == XSPROF_MPI_COMPLETION;
         if (m->request && (m->kind == XSPROF_MPI_ISEND || m->kind == XSPROF_MPI_IRECV ||
                            m->kind == XSPROF_MPI_ICOLL || m->kind == XSPROF_MPI_COMPLETION))
             req[nreq++] = (xsm_req){m->request, m->t_begin, m->kind == XSPROF_MPI_COMPLETION, i};
@@ -126,14 +129,15 @@ static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_vec *sends, xsm_vec 
     /* The call holding a COMPLETION is the latest non-COMPLETION call on its
      * thread that began at or before it and has not ended before it. */
     size_t unsorted = 0;
-    for (size_t i = 1; i < n && !unsorted; i++)
+    for (size_t i = 1; ncompl && i < n && !unsorted; i++)
         unsorted = xsm_thr_cmp(&thr[i - 1], &thr[i]) > 0;
     if (unsorted) /* one thread recorded in order needs no sort */
         qsort(thr, n, sizeof *thr, xsm_thr_cmp);
+    size_t nwalk = ncompl ? n : 0; /* no completion to place: no walk */
     int64_t last_call = -1;
     uint32_t last_thread = UINT32_MAX;
     int64_t sendrecv_open = -1; /* Sendrecv whose receive completion follows */
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < nwalk; k++) {
         size_t i = thr[k].row;
         const xsprof_io_mpi *m = &d->mpi[i];
         if (m->thread != last_thread) {

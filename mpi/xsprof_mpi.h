@@ -81,9 +81,9 @@ typedef struct xsprof_mpi_call {
     const void *rbuf;
     int scount, rcount;
     MPI_Datatype stype, rtype;
-    const int *scounts, *sdispls, *rcounts, *rdispls;
+    const int *scounts, *rcounts;
     const MPI_Datatype *stypes, *rtypes;
-    int peer, src, tag, rtag, root;
+    int peer, src, tag, root;
     MPI_Comm comm;
     MPI_Comm *commp, *newcomm;
     MPI_Request *req, *reqs;
@@ -93,7 +93,6 @@ typedef struct xsprof_mpi_call {
     MPI_Message *msg;
     MPI_Win win;
     MPI_Win *winp, *newwin;
-    int lleader, rleader, high;
     /* filled by pre for post */
     MPI_Request *snap;      /* copy of the requests before the call */
     MPI_Status *own_statuses; /* malloc'd statuses, freed by post */

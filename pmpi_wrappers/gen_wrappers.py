@@ -31,17 +31,18 @@ ROLES = {
     "sbuf": ("sbuf", "(const void *)", "SBUF"), "rbuf": ("rbuf", "(const void *)", "RBUF"),
     "scount": ("scount", "", None), "rcount": ("rcount", "", None),
     "stype": ("stype", "", "STYPE"), "rtype": ("rtype", "", "RTYPE"),
-    "scounts": ("scounts", "(const int *)", None), "sdispls": ("sdispls", "(const int *)", None),
-    "rcounts": ("rcounts", "(const int *)", None), "rdispls": ("rdispls", "(const int *)", None),
+    "scounts": ("scounts", "(const int *)", None), "sdispls": (None, "", None),
+    "rcounts": ("rcounts", "(const int *)", None), "rdispls": (None, "", None),
     "stypes": ("stypes", "(const MPI_Datatype *)", None), "rtypes": ("rtypes", "(const MPI_Datatype *)", None),
-    "peer": ("peer", "", "PEER"), "src": ("src", "", "SRC"), "tag": ("tag", "", None), "rtag": ("rtag", "", None),
+    "peer": ("peer", "", "PEER"), "src": ("src", "", "SRC"), "tag": ("tag", "", None), "rtag": (None, "", None),
     "root": ("root", "", "ROOT"), "comm": ("comm", "", "COMM"), "commp": ("commp", "", None),
     "newcomm": ("newcomm", "", None), "req": ("req", "", "REQ"), "reqs": ("reqs", "", None),
     "nreq": ("nreq", "", None), "index": ("index", "", None), "indices": ("indices", "", None),
     "outcount": ("outcount", "", None), "flag": ("flag", "", "FLAG"), "status": ("status", "", "STATUS"),
     "statuses": ("statuses", "", None), "msg": ("msg", "", None), "win": ("win", "", "WIN"),
-    "winp": ("winp", "", None), "newwin": ("newwin", "", None), "lleader": ("lleader", "", None),
-    "rleader": ("rleader", "", None), "high": ("high", "", None),
+    "winp": ("winp", "", None), "newwin": ("newwin", "", None),
+    # documented in the spec, not needed by the recording (no descriptor field)
+    "lleader": (None, "", None), "rleader": (None, "", None), "high": (None, "", None),
 }
 # roles a kind cannot work without
 REQUIRED = {
@@ -185,7 +186,7 @@ def gen_c(funcs, out):
             inits = [".op = %s" % op_id(f), ".has = %s" % has, ".s = &xs_s"]
             for role, pname in f.roles.items():
                 field, cast, _ = ROLES[role]
-                if role in ("status", "statuses"):
+                if role in ("status", "statuses") or field is None:
                     continue
                 inits.append(".%s = %s%s" % (field, cast, pname))
             o.write("\n%s\n{\n" % f.proto)

@@ -96,16 +96,15 @@ static int xsm_corr_cmp(const void *a, const void *b)
     return x->row < y->row ? -1 : x->row > y->row;
 }
 
-/* Insert tid into the sorted set er->tids (the last hit is checked first:
- * rows of one thread come in runs). */
-static int xsm_tid_add(xsm_erank *er, size_t *cap, uint32_t tid)
+/* Insert tid into the sorted set er->tids (*last, the previous hit, is
+ * checked first: rows of one thread come in runs). */
+static int xsm_tid_add(xsm_erank *er, size_t *cap, size_t *last, uint32_t tid)
 {
-    static _Thread_local size_t last;
-    if (last < er->ntids && er->tids[last] == tid)
+    if (*last < er->ntids && er->tids[*last] == tid)
         return 0;
     size_t lo = xsm_emit_tid_index(er, tid);
     if (lo < er->ntids && er->tids[lo] == tid) {
-        last = lo;
+        *last = lo;
         return 0;
     }
     if (er->ntids == *cap) {
@@ -119,7 +118,7 @@ static int xsm_tid_add(xsm_erank *er, size_t *cap, uint32_t tid)
     memmove(er->tids + lo + 1, er->tids + lo, (er->ntids - lo) * sizeof *er->tids);
     er->tids[lo] = tid;
     er->ntids++;
-    last = lo;
+    *last = lo;
     return 0;
 }
 
@@ -166,12 +165,12 @@ static int xsm_erank_build(xsm_emit *e, int32_t r, int want_order)
 
     /* threads: every thread a row names, plus the thread table (few
      * distinct values: a small sorted set, not a sort of all rows) */
-    size_t cap = 0;
+    size_t cap = 0, last = 0;
     er->ntids = 0;
     er->tids = NULL;
 #define XSM_TID(v)                                                  \
     do {                                                            \
-        if (xsm_tid_add(er, &cap, (v)))                             \
+        if (xsm_tid_add(er, &cap, &last, (v)))                             \
             return -1;                                              \
     } while (0)
     for (size_t i = 0; i < d->nthreads; i++) XSM_TID(d->threads[i].tid);

@@ -259,8 +259,30 @@ static void test_unmatched(void)
     xsm_run_free(&run);
 }
 
+/* Nonblocking collectives match by (comm, coll_seq) but set no clock
+ * constraint (their completion is elsewhere): no violation counted. */
+static void test_icoll(void)
+{
+    xsm_run run;
+    run_init(&run, 2);
+    int64_t b[2] = {100, 500}, e[2] = {110, 510};
+    for (int r = 0; r < 2; r++) {
+        size_t i = add_mpi(&run, r, XSPROF_MPI_ICOLL, b[r], e[r], -1, -1, 0);
+        run.ranks[r].d.mpi[i].coll = XSPROF_COLL_NXN;
+        run.ranks[r].d.mpi[i].coll_seq = 1;
+        run.ranks[r].d.mpi[i].request = 7;
+    }
+    CHECK(load(&run, 0) == 0);
+    CHECK_EQ(run.ncolls, 1);
+    CHECK_EQ(run.colls[0].n, 2);
+    CHECK_EQ(run.clock.violations_before, 0);
+    CHECK_EQ(run.ranks[0].d.mpi[0].t_end, 110);
+    xsm_run_free(&run);
+}
+
 int main(void)
 {
+    test_icoll();
     test_interpolate();
     test_logical_prefix();
     test_logical_ramp();

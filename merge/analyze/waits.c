@@ -280,94 +280,192 @@ out:
 }
 
 /* ---- collectives -------------------------------------------------------------- */
+
+/* COMPLETION rows of one rank by request id: finds where a nonblocking
+ * collective was completed (its wait happens in that Wait call). */
+typedef struct req_row {
+    uint64_t req;
+    size_t row;
+} req_row;
+
+static int req_row_cmp(const void *pa, const void *pb)
+{
+    const req_row *a = pa, *b = pb;
+    if (a->req != b->req)
+        return a->req < b->req ? -1 : 1;
+    return a->row < b->row ? -1 : a->row > b->row;
+}
+
+typedef struct req_index {
+    req_row *v;
+    size_t n;
+} req_index;
+
+static int req_index_build(const xsprof_rank_data *d, req_index *ix)
+{
+    ix->n = 0;
+    ix->v = malloc((d->nmpi + 1) * sizeof *ix->v);
+    if (!ix->v)
+        return -1;
+    for (size_t i = 0; i < d->nmpi; i++)
+        if (d->mpi[i].kind == XSPROF_MPI_COMPLETION && d->mpi[i].request && d->mpi[i].coll != XSPROF_COLL_NONE)
+            ix->v[ix->n++] = (req_row){d->mpi[i].request, i};
+    if (ix->n > 1)
+        qsort(ix->v, ix->n, sizeof *ix->v, req_row_cmp);
+    return 0;
+}
+
+/* first completion of `req` at or after `after` (persistent requests repeat) */
+static int64_t req_index_find(const req_index *ix, const xsprof_rank_data *d, uint64_t req, int64_t after)
+{
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (ix->v[mid].req < req)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo; k < ix->n && ix->v[k].req == req; k++)
+        if (d->mpi[ix->v[k].row].t_begin >= after)
+            return (int64_t)ix->v[k].row;
+    return -1;
+}
+
+/* One member of a collective instance: when its contribution arrived
+ * (entry of the blocking call, or the post of a nonblocking one) and the
+ * blocking call it waited in (the call itself, or the Wait completing it). */
+typedef struct member {
+    int32_t rank;
+    int64_t arrive;
+    int64_t call;      /* mpi row of the blocking call, -1: not known */
+    int64_t e, x;      /* that call's entry and exit */
+} member;
+
 static int coll_waits(xsm_an *a)
 {
     const xsm_run *run = a->run;
+    req_index *ix = calloc(a->nranks + 1, sizeof *ix);
+    unsigned char *built = calloc(a->nranks + 1, 1);
+    member *mb = NULL;
+    size_t mbcap = 0;
+    int rc = -1;
+    if (!ix || !built)
+        goto out;
     for (size_t ci = 0; ci < run->ncolls; ci++) {
         const xsm_collective *c = &run->colls[ci];
         int kind = c->coll_kind;
         if (kind != XSPROF_COLL_BARRIER && kind != XSPROF_COLL_NXN && kind != XSPROF_COLL_ONE2N &&
             kind != XSPROF_COLL_N2ONE)
             continue;
-        /* members with a blocking call on a present rank */
-        int64_t maxE = INT64_MIN, minX = INT64_MAX, lastE = INT64_MIN, rootE = 0, rootX = 0;
-        int32_t maxr = -1, lastr = -1;
-        size_t rootk = SIZE_MAX, nvalid = 0;
+        if (c->n > mbcap) {
+            member *v = realloc(mb, c->n * sizeof *v);
+            if (!v)
+                goto out;
+            mb = v;
+            mbcap = c->n;
+        }
+        size_t nm = 0;
         for (size_t k = 0; k < c->n; k++) {
             int32_t r = c->ranks[k];
             if (r < 0 || (size_t)r >= a->nranks || !a->rs[r].present || c->rows[k] >= run->ranks[r].d.nmpi)
                 continue;
-            const xsprof_io_mpi *m = &run->ranks[r].d.mpi[c->rows[k]];
-            if (m->kind != XSPROF_MPI_COLL)
-                continue;
-            nvalid++;
-            if (m->t_begin > maxE) {
-                maxE = m->t_begin;
-                maxr = r;
-            }
-            if (m->t_end < minX)
-                minX = m->t_end;
-            if (r == c->root) {
-                rootk = k;
-                rootE = m->t_begin;
-                rootX = m->t_end;
-            } else if (m->t_begin > lastE) {
-                lastE = m->t_begin;
-                lastr = r;
-            }
-        }
-        if (nvalid < 2)
-            continue;
-        if ((kind == XSPROF_COLL_ONE2N || kind == XSPROF_COLL_N2ONE) && rootk == SIZE_MAX)
-            continue;
-        if (kind == XSPROF_COLL_N2ONE) {
-            int32_t r = c->root;
-            int64_t until = lastE < rootX ? lastE : rootX;
-            if (lastr >= 0 && until > rootE) {
-                xsm_wait w = {XSM_WAIT_EARLY_REDUCE, r, lastr, c->rows[rootk], op_name(a, r, c->rows[rootk]),
-                              a->rs[r].encl[c->rows[rootk]], rootE, until, lastE, 0, 0, -1};
-                if (wait_push(a, &w) != 0)
-                    return -1;
-            }
-            continue;
-        }
-        for (size_t k = 0; k < c->n; k++) {
-            int32_t r = c->ranks[k];
-            if (r < 0 || (size_t)r >= a->nranks || !a->rs[r].present || c->rows[k] >= run->ranks[r].d.nmpi)
-                continue;
-            const xsprof_io_mpi *m = &run->ranks[r].d.mpi[c->rows[k]];
-            if (m->kind != XSPROF_MPI_COLL)
-                continue;
-            int32_t op = op_name(a, r, c->rows[k]), reg = a->rs[r].encl[c->rows[k]];
-            if (op < 0)
-                return -1;
-            if (kind == XSPROF_COLL_ONE2N) {
-                if (r == c->root)
-                    continue;
-                int64_t until = rootE < m->t_end ? rootE : m->t_end;
-                if (until > m->t_begin) {
-                    xsm_wait w = {XSM_WAIT_LATE_BCAST, r, c->root, c->rows[k], op, reg, m->t_begin, until, rootE, 0, 0, -1};
-                    if (wait_push(a, &w) != 0)
-                        return -1;
+            const xsprof_rank_data *d = &run->ranks[r].d;
+            const xsprof_io_mpi *m = &d->mpi[c->rows[k]];
+            member x = {r, m->t_begin, -1, 0, 0};
+            if (m->kind == XSPROF_MPI_COLL) {
+                x.call = (int64_t)c->rows[k];
+            } else if (m->kind == XSPROF_MPI_ICOLL && m->request) {
+                if (!built[r]) {
+                    if (req_index_build(d, &ix[r]) != 0)
+                        goto out;
+                    built[r] = 1;
                 }
+                int64_t comp = req_index_find(&ix[r], d, m->request, m->t_begin);
+                x.call = comp >= 0 ? a->rs[r].call[comp] : -1;
+            } else {
                 continue;
             }
-            int64_t until = maxE < m->t_end ? maxE : m->t_end;
-            if (until > m->t_begin && maxr != r) {
-                xsm_wait w = {kind == XSPROF_COLL_BARRIER ? XSM_WAIT_BARRIER : XSM_WAIT_NXN, r, maxr, c->rows[k], op, reg,
-                              m->t_begin, until, maxE, 0, 0, -1};
-                if (wait_push(a, &w) != 0)
-                    return -1;
+            if (x.call >= 0) {
+                x.e = d->mpi[x.call].t_begin;
+                x.x = d->mpi[x.call].t_end;
             }
-            if (kind == XSPROF_COLL_NXN && m->t_end > minX) {
-                int64_t from = minX > m->t_begin ? minX : m->t_begin;
-                xsm_wait w = {XSM_WAIT_NXN_COMPLETION, r, -1, c->rows[k], op, reg, from, m->t_end, minX, 0, 0, -1};
+            mb[nm++] = x;
+        }
+        if (nm < 2)
+            continue;
+        int64_t maxE = INT64_MIN, minX = INT64_MAX, lastE = INT64_MIN;
+        int32_t maxr = -1, lastr = -1;
+        const member *root = NULL;
+        for (size_t k = 0; k < nm; k++) {
+            if (mb[k].arrive > maxE) {
+                maxE = mb[k].arrive;
+                maxr = mb[k].rank;
+            }
+            if (mb[k].call >= 0 && mb[k].x < minX)
+                minX = mb[k].x;
+            if (mb[k].rank == c->root)
+                root = &mb[k];
+            else if (mb[k].arrive > lastE) {
+                lastE = mb[k].arrive;
+                lastr = mb[k].rank;
+            }
+        }
+        if ((kind == XSPROF_COLL_ONE2N || kind == XSPROF_COLL_N2ONE) && !root)
+            continue;
+        for (size_t k = 0; k < nm; k++) {
+            const member *x = &mb[k];
+            int32_t r = x->rank;
+            if (x->call < 0)
+                continue;
+            int32_t op = op_name(a, r, (size_t)x->call), reg = a->rs[r].encl[x->call];
+            if (op < 0)
+                goto out;
+            int wk = -1;
+            int32_t causer = -1;
+            int64_t cause_t = 0;
+            if (kind == XSPROF_COLL_N2ONE) { /* the root waits for the last contributor */
+                if (r == c->root && lastr >= 0) {
+                    wk = XSM_WAIT_EARLY_REDUCE;
+                    causer = lastr;
+                    cause_t = lastE;
+                }
+            } else if (kind == XSPROF_COLL_ONE2N) { /* the others wait for the root */
+                if (r != c->root) {
+                    wk = XSM_WAIT_LATE_BCAST;
+                    causer = c->root;
+                    cause_t = root->arrive;
+                }
+            } else if (maxr != r) {
+                wk = kind == XSPROF_COLL_BARRIER ? XSM_WAIT_BARRIER : XSM_WAIT_NXN;
+                causer = maxr;
+                cause_t = maxE;
+            }
+            int64_t until = cause_t < x->x ? cause_t : x->x;
+            if (wk >= 0 && until > x->e) {
+                xsm_wait w = {wk, r, causer, (size_t)x->call, op, reg, x->e, until, cause_t, 0, 0, -1};
                 if (wait_push(a, &w) != 0)
-                    return -1;
+                    goto out;
+            }
+            if (kind == XSPROF_COLL_NXN && minX != INT64_MAX && x->x > minX) {
+                int64_t from = minX > x->e ? minX : x->e;
+                if (from < x->x) {
+                    xsm_wait w = {XSM_WAIT_NXN_COMPLETION, r, -1, (size_t)x->call, op, reg, from, x->x, minX, 0, 0, -1};
+                    if (wait_push(a, &w) != 0)
+                        goto out;
+                }
             }
         }
     }
-    return 0;
+    rc = 0;
+out:
+    if (ix)
+        for (size_t r = 0; r < a->nranks; r++)
+            free(ix[r].v);
+    free(ix);
+    free(built);
+    free(mb);
+    return rc;
 }
 
 /* ---- delay analysis -------------------------------------------------------------- */

@@ -312,6 +312,48 @@ static void test_nxn(void)
     fx_free(&run);
 }
 
+/* Iallreduce: the wait happens in the MPI_Wait that completes it, and the
+ * other rank's contribution arrives when it posts */
+static void test_nonblocking_nxn(void)
+{
+    xsm_run run;
+    fx_init(&run, 2);
+    int64_t post[] = {0, 90 * MS};
+    int64_t wait_b[] = {5 * MS, 91 * MS};
+    size_t rows[2];
+    for (int r = 0; r < 2; r++) {
+        region(&run, r, S_SOLVE, 0, post[r], 0);
+        rows[r] = mpi(&run, r, S_ALLREDUCE, XSPROF_MPI_ICOLL, XSPROF_COLL_NXN, post[r], post[r] + 10000, -1, 8);
+        run.ranks[r].d.mpi[rows[r]].request = 77;
+        mpi(&run, r, S_WAIT, XSPROF_MPI_WAIT, 0, wait_b[r], 100 * MS, -1, 0);
+        size_t c = mpi(&run, r, S_ALLREDUCE, XSPROF_MPI_COMPLETION, XSPROF_COLL_NXN, 100 * MS, 100 * MS, -1, 0);
+        run.ranks[r].d.mpi[c].request = 77;
+    }
+    xsm_collective c;
+    memset(&c, 0, sizeof c);
+    c.coll_seq = 1;
+    c.op = S_ALLREDUCE;
+    c.coll_kind = XSPROF_COLL_NXN;
+    c.root = -1;
+    c.n = 2;
+    c.ranks = calloc(2, sizeof *c.ranks);
+    c.rows = calloc(2, sizeof *c.rows);
+    for (int r = 0; r < 2; r++) {
+        c.ranks[r] = r;
+        c.rows[r] = rows[r];
+    }
+    run.colls = malloc(sizeof c);
+    run.colls[0] = c;
+    run.ncolls = 1;
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(near(a.wait_s[XSM_WAIT_NXN], 0.085), "wait at nxn in MPI_Wait %.9f", a.wait_s[XSM_WAIT_NXN]);
+    CHECK(a.nw >= 1 && a.w[0].waiter == 0 && a.w[0].causer == 1 && strcmp(xsm_an_name(&a, a.w[0].op), "MPI_Wait") == 0,
+          "the wait is rank 0's MPI_Wait, caused by rank 1");
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
 static void test_late_bcast(void)
 {
     xsm_run run;
@@ -547,6 +589,7 @@ int main(int argc, char **argv)
     test_barrier();
     test_nxn();
     test_late_bcast();
+    test_nonblocking_nxn();
     test_early_reduce();
     test_outlier_and_gpu();
     test_gpu_report(argc > 1 ? argv[1] : "report-unit-out");

@@ -49,6 +49,11 @@ def wrong_type(d):
         h.create_dataset("events/mpi", data=np.arange(10, dtype=np.int32))
 
 
+def late_start(d):
+    with h5py.File(os.path.join(d, "rank-00001.h5"), "r+") as h:
+        h.attrs.modify("start_realtime_ns", np.int64(h.attrs["start_realtime_ns"] + 3600 * 10**9))
+
+
 def bad_journal(d):
     os.remove(os.path.join(d, "rank-00001.h5"))
     with open(os.path.join(d, "rank-00001.xsj"), "wb") as f:
@@ -68,6 +73,7 @@ cases = [
     ("truncated file", variant("trunc", truncate), "rank-00001.h5", ""),
     ("random bytes", variant("random", random_bytes), "rank-00001.h5", "HDF5"),
     ("file from another run", foreign, "rank-00002.h5", "another run"),
+    ("same job id, started an hour later", variant("late", late_start), "rank-00001.h5", "another run"),
     ("two files claim one rank", variant("dup", duplicate), "rank-00001.h5", "claims rank 0"),
     ("wrong format version", variant("version", wrong_version), "rank-00001.h5", "version"),
     ("dataset of wrong type", variant("dtype", wrong_type), "rank-00001.h5", "mpi"),

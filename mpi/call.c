@@ -403,7 +403,7 @@ static void mark_started(xsprof_req_info *ri, void *arg) {
         return;
     if (ri->is_send)
         ri->seq = xsprof_seq_next(ri->comm->gid, ri->peer, ri->tag, 0);
-    else if (ri->is_recv && ri->tag != MPI_ANY_TAG)
+    else if (ri->is_recv && !(ri->flags & XSPROF_MPI_F_WILDCARD_TAG))
         ri->seq = xsprof_seq_next(ri->comm->gid, ri->peer, ri->tag, 1);
 }
 
@@ -418,6 +418,7 @@ static void track_post(xsprof_mpi_call *c, xsprof_rec_mpi *r, xsprof_comm_entry 
     ri.bytes = r->bytes_sent;
     ri.is_send = kind == XSPROF_MPI_ISEND;
     ri.is_recv = kind == XSPROF_MPI_IRECV;
+    ri.flags = r->flags; /* wildcards travel to the completion */
     if (persistent)
         ri.flags |= XSPROF_MPI_F_PERSISTENT;
     r->request = ri.id;

@@ -17,6 +17,7 @@
 #include <hdf5.h>
 
 #include "io/format.h"
+#include "io/h5fd_guard.h"
 #include "io/h5schema.h"
 #include "io/journal_read.h"
 
@@ -32,6 +33,7 @@ typedef struct wr_ctx {
     hid_t ds[XSPROF_H5_COUNT];
     hid_t mtype[XSPROF_H5_COUNT];
     hsize_t nrows[XSPROF_H5_COUNT];
+    xsprof_h5fd_state vfd; /* write failures the driver kept from HDF5 */
 } wr_ctx;
 
 static xsprof_status wr_fail(wr_ctx *w, xsprof_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -100,6 +102,8 @@ static xsprof_status wr_append(wr_ctx *w, enum xsprof_h5_ds ds, const void *rows
 {
     if (!n)
         return XSPROF_OK;
+    if (w->vfd.error) /* the file is lost: stop converting */
+        return wr_fail(w, XSPROF_ERR_IO, "cannot write: %s", strerror(w->vfd.error));
     hsize_t start = w->nrows[ds], count = n, total = start + count;
     hid_t fspace = -1, mspace = -1;
     xsprof_status s = XSPROF_OK;
@@ -204,8 +208,8 @@ static xsprof_status wr_definitions(wr_ctx *w, const xsprof_rank_data *d)
 }
 
 /* Create h5_path exclusively, never through a symlink, with the user's
- * umask (mode 0666), then let HDF5 open that very file: the inode HDF5 got
- * is checked against ours so a file swapped in between is refused. */
+ * umask (mode 0666); HDF5 then writes through that very descriptor (see
+ * h5fd_guard.h), so no other file can be swapped in by name. */
 static xsprof_status wr_create_file(wr_ctx *w, struct stat *made, int *created)
 {
     int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -220,19 +224,14 @@ static xsprof_status wr_create_file(wr_ctx *w, struct stat *made, int *created)
     /* The 1.10 file format checksums all metadata (object headers, chunk
      * indexes, heaps): a damaged file then fails to read instead of
      * steering HDF5 out of bounds. Readable by HDF5 >= 1.10 (2016). */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hid_t fapl = xsprof_h5fd_fapl(fd, &w->vfd);
     if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST) >= 0)
         w->file = H5Fcreate(w->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (fapl >= 0)
         H5Pclose(fapl);
-    close(fd);
+    close(fd); /* the driver holds its own duplicate */
     if (w->file < 0)
         return wr_fail(w, XSPROF_ERR_IO, "HDF5 cannot create the file");
-    void *handle = NULL;
-    struct stat got;
-    if (H5Fget_vfd_handle(w->file, H5P_DEFAULT, &handle) < 0 || !handle || fstat(*(int *)handle, &got) != 0 ||
-        got.st_dev != made->st_dev || got.st_ino != made->st_ino)
-        return wr_fail(w, XSPROF_ERR_IO, "the file was replaced while it was being created");
     return XSPROF_OK;
 }
 
@@ -269,6 +268,8 @@ static xsprof_status wr_close(wr_ctx *w, xsprof_status s)
     if (w->file >= 0 && H5Fclose(w->file) < 0 && s == XSPROF_OK)
         s = wr_fail(w, XSPROF_ERR_IO, "cannot close (data not flushed)");
     w->file = -1;
+    if (w->vfd.error && s == XSPROF_OK)
+        s = wr_fail(w, XSPROF_ERR_IO, "cannot write: %s", strerror(w->vfd.error));
     return s;
 }
 

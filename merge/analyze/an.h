@@ -106,6 +106,7 @@ typedef struct xsm_rankstat {
     xsm_cstat *cs; size_t ncs; /* per cnode (missing tail = zero) */
     xsm_seg *seg; size_t nseg; /* main-thread timeline */
     int32_t *encl;             /* per mpi row: enclosing region name, -1 none */
+    int32_t *opname;           /* per mpi row: name of its MPI function, -1 for completion rows */
     int64_t *call;             /* per mpi row: row of the blocking call it happened in (itself for calls) */
     size_t *calls_sorted;      /* blocking call rows of the main thread by t_begin */
     size_t ncalls_sorted;

@@ -48,6 +48,7 @@ void xsm_an_free(xsm_an *a)
             free(a->rs[r].seg);
             free(a->rs[r].encl);
             free(a->rs[r].call);
+            free(a->rs[r].opname);
             free(a->rs[r].calls_sorted);
         }
     free(a->rs);

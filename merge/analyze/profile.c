@@ -241,10 +241,11 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
     ival *iv = malloc((d->nregions + d->nmpi + 1) * sizeof *iv);
     rs->encl = malloc((d->nmpi + 1) * sizeof *rs->encl);
     rs->call = malloc((d->nmpi + 1) * sizeof *rs->call);
+    rs->opname = malloc((d->nmpi + 1) * sizeof *rs->opname);
     rs->calls_sorted = malloc((d->nmpi + 1) * sizeof *rs->calls_sorted);
     size_t *tmp = malloc((d->nmpi + 1) * sizeof *tmp);
     inst *in = malloc((d->nregions + 1) * sizeof *in);
-    if (!iv || !rs->encl || !rs->call || !rs->calls_sorted || !tmp || !in) {
+    if (!iv || !rs->encl || !rs->call || !rs->opname || !rs->calls_sorted || !tmp || !in) {
         free(iv);
         free(tmp);
         free(in);
@@ -273,6 +274,7 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
         const xsprof_io_mpi *m = &d->mpi[i];
         rs->encl[i] = -1;
         rs->call[i] = -1;
+        rs->opname[i] = -1;
         if (m->t_begin < rs->t_first)
             rs->t_first = m->t_begin;
         if (m->t_end > rs->t_last)
@@ -286,6 +288,7 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
         int32_t nm = xsm_names_intern(&a->names, xsprof_rank_data_string(d, m->op));
         if (nm < 0)
             goto out;
+        rs->opname[i] = nm;
         iv[n++] = (ival){m->t_begin, m->t_end < m->t_begin ? m->t_begin : m->t_end, m->thread, nm, 1, 0, i};
         rs->calls_sorted[rs->ncalls_sorted++] = i;
         rs->call[i] = (int64_t)i;

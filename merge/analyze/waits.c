@@ -43,6 +43,8 @@ static int wait_push(xsm_an *a, const xsm_wait *w)
 
 static int32_t op_name(xsm_an *a, int32_t r, size_t row)
 {
+    if (a->rs[r].opname[row] >= 0) /* named by the profile */
+        return a->rs[r].opname[row];
     const xsprof_rank_data *d = &a->run->ranks[r].d;
     return xsm_names_intern(&a->names, xsprof_rank_data_string(d, d->mpi[row].op));
 }

@@ -14,7 +14,7 @@ if(TARGET xsprof-mpi)
     # 8 ranks: rank 0 logs the clock exchange time at MPI_Init and MPI_Finalize
     COMMAND ${CMAKE_COMMAND} -E env ${_bench_env}
             ${MPIEXEC_EXECUTABLE} -np 8 --oversubscribe -x LD_PRELOAD=$<TARGET_FILE:xsprof-mpi> -x XSPROF_LOG=info
-            -x XSPROF_OUTPUT=${_bench_dir}/clock8 $<TARGET_FILE:xsprof-bench-mpi-pingpong> 1 10
+            -x XSPROF_OUTPUT=${_bench_dir}/clock8 $<TARGET_FILE:xsprof-bench-mpi-pingpong>
     DEPENDS xsprof-bench-mpi-pingpong xsprof-mpi
     COMMENT "MPI overhead benchmark (ping-pong, clock exchange with 8 ranks)" VERBATIM USES_TERMINAL)
 endif()

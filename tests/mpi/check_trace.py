@@ -62,7 +62,8 @@ class Rank:
                 m = [int(x) for x in members[c["members"]:c["members"] + c["size"]]]
                 self.comms[int(c["id"])] = (s(strings, c["name"]), m, int(c["parent"]))
             self.meta = {s(strings, m["key"]): s(strings, m["value"]) for m in f["/definitions/metadata"][()]}
-            self.topo = [{k: r[k].item() for k in r.dtype.names} for r in f["/definitions/topology"][()]]
+            self.topo = [{k: (s(strings, r[k]) if k in ("cpuset", "cores", "gpus", "host") else r[k].item())
+                          for k in r.dtype.names} for r in f["/definitions/topology"][()]]
         self.rank = int(self.attrs["rank"])
 
     def offset_at(self, t):
@@ -97,6 +98,8 @@ def load(run_dir, nranks):
             err("rank %d: mpi_version metadata missing" % r.rank)
         if len(r.topo) != 1:
             err("rank %d: %d topology records" % (r.rank, len(r.topo)))
+        elif not (r.topo[0]["host"] and r.topo[0]["cpuset"] and r.topo[0]["cores"] and r.topo[0]["ncores_host"] > 0):
+            err("rank %d: incomplete topology %s" % (r.rank, r.topo[0]))
     return ranks
 
 

@@ -98,7 +98,8 @@ def load(run_dir, nranks):
             err("rank %d: mpi_version metadata missing" % r.rank)
         if len(r.topo) != 1:
             err("rank %d: %d topology records" % (r.rank, len(r.topo)))
-        elif not (r.topo[0]["host"] and r.topo[0]["cpuset"] and r.topo[0]["cores"] and r.topo[0]["ncores_host"] > 0):
+        # without hwloc (ncores_host 0) only the host is known
+        elif not r.topo[0]["host"] or (r.topo[0]["ncores_host"] > 0 and not (r.topo[0]["cpuset"] and r.topo[0]["cores"])):
             err("rank %d: incomplete topology %s" % (r.rank, r.topo[0]))
     return ranks
 

@@ -189,32 +189,53 @@ static xsprof_status jr_read_strings(jr_ctx *c)
     }
     xsprof_rank_data *d = c->out;
     size_t off = 0, end = (size_t)got;
+    /* Ids are dense but not necessarily in order: names interned while the
+     * journal opens are appended both by the interning thread and by the
+     * flush of earlier names, so an id may come early or twice. Every entry
+     * takes at least 8 bytes, which bounds the ids a valid area can hold. */
+    uint64_t max_ids = (uint64_t)end / 8;
     while (end - off >= 8) {
         uint32_t id, len;
         memcpy(&id, buf + off, 4);
         memcpy(&len, buf + off + 4, 4);
-        /* Ids are dense: anything else is a torn or damaged entry. */
-        if (id != d->nstrings || len > end - off - 8) {
+        if (id >= max_ids || len > end - off - 8) { /* torn or damaged entry */
             c->st->damaged++;
             break;
         }
-        if (jr_grow((void **)&d->strings, &c->cap_strings, d->nstrings + 1, sizeof *d->strings)) {
-            free(buf);
-            return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading strings");
+        if (id >= c->cap_strings) {
+            size_t old = c->cap_strings;
+            if (jr_grow((void **)&d->strings, &c->cap_strings, (size_t)id + 1, sizeof *d->strings)) {
+                free(buf);
+                return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading strings");
+            }
+            memset(d->strings + old, 0, (c->cap_strings - old) * sizeof *d->strings);
         }
-        char *s = malloc((size_t)len + 1);
-        if (!s) {
-            free(buf);
-            return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading strings");
+        if (!d->strings[id]) {
+            char *s = malloc((size_t)len + 1);
+            if (!s) {
+                free(buf);
+                return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading strings");
+            }
+            memcpy(s, buf + off + 8, len);
+            s[len] = 0;
+            d->strings[id] = s;
+            if (id >= d->nstrings)
+                d->nstrings = id + 1;
+        } else if (strlen(d->strings[id]) != len || memcmp(d->strings[id], buf + off + 8, len) != 0) {
+            c->st->damaged++; /* the same id with another text: keep the first */
         }
-        memcpy(s, buf + off + 8, len);
-        s[len] = 0;
-        d->strings[d->nstrings++] = s;
         size_t step = 8 + (((size_t)len + 3u) & ~(size_t)3u);
         if (step > end - off) /* its padding runs past the end: nothing follows */
             break;
         off += step;
     }
+    /* An id whose entry never made it (the process died in between) reads
+     * as unknown, like any id out of range. */
+    for (uint32_t i = 0; i < d->nstrings; i++)
+        if (!d->strings[i] && !(d->strings[i] = strdup("?"))) {
+            free(buf);
+            return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading strings");
+        }
     free(buf);
     return XSPROF_OK;
 }

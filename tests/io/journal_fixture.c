@@ -60,7 +60,14 @@ xsprof_journal_header *jfx_header(jfx *j) { return &j->hdr; }
 
 uint32_t jfx_string(jfx *j, const char *s)
 {
-    uint32_t len = (uint32_t)strlen(s), id = j->nstrings++;
+    uint32_t id = j->nstrings++;
+    jfx_string_entry(j, id, s);
+    return id;
+}
+
+void jfx_string_entry(jfx *j, uint32_t id, const char *s)
+{
+    uint32_t len = (uint32_t)strlen(s);
     uint64_t need = 8 + ((len + 3u) & ~3u);
     if (j->strings_used + need > JFX_STRINGS_CAP) {
         fprintf(stderr, "journal_fixture: string area full\n");
@@ -72,7 +79,6 @@ uint32_t jfx_string(jfx *j, const char *s)
     memcpy(p + 8, s, len);
     j->strings_used += need;
     j->hdr.strings_used = j->strings_used;
-    return id;
 }
 
 static xsprof_chunk_header *jfx_chunk(jfx *j, int64_t i)

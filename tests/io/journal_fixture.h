@@ -17,6 +17,9 @@ xsprof_journal_header *jfx_header(jfx *j);
 
 /* Intern a string; returns its dense id. */
 uint32_t jfx_string(jfx *j, const char *s);
+/* Append a raw string entry with any id (out of order, duplicates), as
+ * core's intern/flush race can produce. Does not change jfx_string's ids. */
+void jfx_string_entry(jfx *j, uint32_t id, const char *s);
 
 /* Append a record for thread `tid`: `rec` starts with xsprof_rec_hdr whose
  * type is set; size is rounded to 8 and stored. Opens a new chunk (next seq)

@@ -228,6 +228,36 @@ static void test_journal_headers(void)
     xsprof_rank_data_free(&d);
 }
 
+/* String entries out of id order and repeated (names interned while the
+ * journal opens are written twice by core): all kept, none "damaged". */
+static void test_string_order(void)
+{
+    const char *jp = path_in("order.xsj"), *hp = path_in("order.h5");
+    unlink(jp);
+    unlink(hp);
+    jfx *j = jfx_create(512);
+    jfx_string_entry(j, 2, "gamma");
+    jfx_string_entry(j, 0, "alpha");
+    jfx_string_entry(j, 1, "beta");
+    jfx_string_entry(j, 2, "gamma");
+    jfx_string_entry(j, 4, "epsilon"); /* 3 never written: the process died first */
+    jfx_region(j, 0, 0, 2, 0, 1, 2);
+    CHECK(jfx_write(j, jp, 0) == 0, "write");
+    jfx_free(j);
+    xsprof_status st = xsprof_journal_convert(jp, hp, "finalized", errbuf, sizeof errbuf);
+    CHECK(st == XSPROF_OK, "convert: %s", errbuf);
+    xsprof_rank_data d;
+    st = xsprof_rankfile_load(hp, &d, errbuf, sizeof errbuf);
+    CHECK(st == XSPROF_OK && d.nstrings == 5 && !d.truncated, "load: %d %u strings truncated %d %s", st,
+          d.nstrings, d.truncated, errbuf);
+    if (st == XSPROF_OK && d.nstrings == 5)
+        CHECK(!strcmp(d.strings[0], "alpha") && !strcmp(d.strings[1], "beta") && !strcmp(d.strings[2], "gamma") &&
+                  !strcmp(d.strings[3], "?") && !strcmp(d.strings[4], "epsilon") &&
+                  !strcmp(xsprof_rank_data_string(&d, d.regions[0].name), "gamma"),
+              "strings out of order");
+    xsprof_rank_data_free(&d);
+}
+
 /* Random damage anywhere: the parser may lose data but must not crash, and
  * whatever it returns must be internally consistent. */
 static void test_journal_fuzz(void)
@@ -578,6 +608,7 @@ int main(int argc, char **argv)
     test_disk_full();
     test_journal_recovery();
     test_orphan_args();
+    test_string_order();
     test_journal_headers();
     test_journal_fuzz();
     test_rankfiles();

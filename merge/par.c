@@ -13,6 +13,35 @@
 
 #if XSPROF_HAVE_MPI
 #include <mpi.h>
+#include <time.h>
+
+/* Wait for a nonblocking collective without spinning: a process that
+ * finished its share (say merged.h5) would otherwise burn the core the
+ * process writing trace.json needs (merges often run oversubscribed). */
+static void xsm_par_wait(MPI_Request *req)
+{
+    int done = 0;
+    struct timespec nap = {0, 200000};
+    MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    while (!done) {
+        nanosleep(&nap, NULL);
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    }
+}
+
+static void xsm_bcast(void *buf, int count, MPI_Datatype type, int root)
+{
+    MPI_Request req;
+    MPI_Ibcast(buf, count, type, root, MPI_COMM_WORLD, &req);
+    xsm_par_wait(&req);
+}
+
+static void xsm_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op)
+{
+    MPI_Request req;
+    MPI_Iallreduce(in, out, count, type, op, MPI_COMM_WORLD, &req);
+    xsm_par_wait(&req);
+}
 
 /* Launched by a process manager that set up a world for us. */
 static int xsm_par_launched(void)
@@ -24,151 +53,115 @@ static int xsm_par_launched(void)
     return 0;
 }
 
-/* Serialised xsprof_rank_data: the struct (pointers meaningless), then
- * each array in a fixed order, then the strings as (u32 len, bytes). */
-typedef struct xsm_ser {
-    char *p;
-    size_t len, cap;
-} xsm_ser;
-
-static int xsm_ser_put(xsm_ser *s, const void *data, size_t n)
-{
-    if (s->len + n > s->cap) {
-        size_t cap = s->cap ? s->cap : 1 << 16;
-        while (cap < s->len + n)
-            cap *= 2;
-        char *p = realloc(s->p, cap);
-        if (!p)
-            return -1;
-        s->p = p;
-        s->cap = cap;
-    }
-    if (n)
-        memcpy(s->p + s->len, data, n);
-    s->len += n;
-    return 0;
-}
-
 #define XSM_ARRAYS(X)                                                                                        \
     X(regions, nregions) X(args, nargs) X(instants, ninstants) X(counters, ncounters) X(mpi, nmpi) X(gpu, ngpu) \
     X(mem, nmem) X(clock, nclock) X(threads, nthreads) X(comms, ncomms) X(comm_members, ncomm_members)        \
     X(topo, ntopo) X(meta, nmeta)
 
-static int xsm_ser_loaded(xsm_ser *s, const xsm_loaded *l)
+/* Broadcast n bytes in pieces (MPI counts are int). */
+static void xsm_bcast_bytes(void *p, size_t n, int root)
 {
-    int bad = xsm_ser_put(s, &l->status, sizeof l->status) || xsm_ser_put(s, l->err, sizeof l->err) ||
-              xsm_ser_put(s, l->note, sizeof l->note) || xsm_ser_put(s, &l->d, sizeof l->d);
-#define X(a, n) bad = bad || xsm_ser_put(s, l->d.a, l->d.n * sizeof *l->d.a);
-    XSM_ARRAYS(X)
-#undef X
-    for (uint32_t i = 0; i < l->d.nstrings && !bad; i++) {
-        const char *str = l->d.strings[i] ? l->d.strings[i] : "";
-        uint32_t len = (uint32_t)strlen(str);
-        bad = xsm_ser_put(s, &len, sizeof len) || xsm_ser_put(s, str, len);
+    for (size_t off = 0; off < n; off += (size_t)1 << 30) {
+        size_t k = n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30);
+        xsm_bcast((char *)p + off, (int)k, MPI_BYTE, root);
     }
-    return bad ? -1 : 0;
 }
 
-static int xsm_take(const char **p, const char *end, void *out, size_t n)
+/* Strings travel packed: (u32 length, bytes) each. */
+static char *xsm_pack_strings(const xsprof_rank_data *d, size_t *len)
 {
-    if ((size_t)(end - *p) < n)
-        return -1;
-    memcpy(out, *p, n);
-    *p += n;
-    return 0;
+    size_t n = 0;
+    for (uint32_t i = 0; i < d->nstrings; i++)
+        n += 4 + (d->strings[i] ? strlen(d->strings[i]) : 0);
+    char *p = malloc(n + 1), *o = p;
+    for (uint32_t i = 0; p && i < d->nstrings; i++) {
+        uint32_t k = d->strings[i] ? (uint32_t)strlen(d->strings[i]) : 0;
+        memcpy(o, &k, 4);
+        if (k)
+            memcpy(o + 4, d->strings[i], k);
+        o += 4 + k;
+    }
+    *len = n;
+    return p;
 }
 
-static int xsm_deser_loaded(const char *p, size_t len, xsm_loaded *l)
+static int xsm_unpack_strings(xsprof_rank_data *d, const char *p, size_t len, uint32_t n)
 {
     const char *end = p + len;
-    memset(&l->d, 0, sizeof l->d);
-    xsprof_rank_data d;
-    if (xsm_take(&p, end, &l->status, sizeof l->status) || xsm_take(&p, end, l->err, sizeof l->err) ||
-        xsm_take(&p, end, l->note, sizeof l->note) || xsm_take(&p, end, &d, sizeof d))
+    d->strings = calloc((size_t)n + 1, sizeof *d->strings);
+    if (!d->strings)
         return -1;
-    l->d = d;
-    /* arrays: fresh allocations, so xsprof_rank_data_free works as usual */
-#define X(a, n) l->d.a = NULL;
-    XSM_ARRAYS(X)
-#undef X
-    l->d.strings = NULL;
-    l->d.nstrings = 0;
-#define X(a, n)                                                              \
-    if (d.n) {                                                               \
-        l->d.a = malloc(d.n * sizeof *l->d.a);                               \
-        if (!l->d.a || xsm_take(&p, end, l->d.a, d.n * sizeof *l->d.a))      \
-            return -1;                                                       \
-    }
-    XSM_ARRAYS(X)
-#undef X
-    l->d.strings = calloc(d.nstrings + 1, sizeof *l->d.strings);
-    if (!l->d.strings)
-        return -1;
-    for (uint32_t i = 0; i < d.nstrings; i++) {
-        uint32_t n;
-        if (xsm_take(&p, end, &n, sizeof n) || (size_t)(end - p) < n)
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t k;
+        if (end - p < 4)
             return -1;
-        char *s = malloc((size_t)n + 1);
-        if (!s)
+        memcpy(&k, p, 4);
+        p += 4;
+        if ((size_t)(end - p) < k || !(d->strings[i] = malloc((size_t)k + 1)))
             return -1;
-        memcpy(s, p, n);
-        s[n] = 0;
-        p += n;
-        l->d.strings[i] = s;
-        l->d.nstrings = i + 1;
+        memcpy(d->strings[i], p, k);
+        d->strings[i][k] = 0;
+        p += k;
+        d->nstrings = i + 1;
     }
     return 0;
 }
 
-/* Each entry goes from the process that loaded it to all others. */
+/* Each entry goes from the process that loaded it to all others: the fixed
+ * part, then every table straight from its array into a fresh one (no
+ * intermediate copy), then the strings packed. */
 static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t errlen)
 {
     const xsm_par *par = ctx;
-    int bad = 0;
     for (size_t i = 0; i < n; i++) {
         int owner = (int)(i % (size_t)par->size);
-        xsm_ser s = {0};
-        int64_t len = -1; /* -1: not loaded anywhere (not selected) */
-        if (owner == par->rank && l[i].status != -1)
-            len = xsm_ser_loaded(&s, &l[i]) ? -2 : (int64_t)s.len;
-        MPI_Bcast(&len, 1, MPI_INT64_T, owner, MPI_COMM_WORLD);
-        if (len == -2)
-            bad = 1;
-        if (len < 0) {
-            free(s.p);
-            continue;
-        }
-        if (owner != par->rank) {
-            s.p = malloc((size_t)len + 1);
-            int ok = s.p != NULL;
-            int all_ok;
-            MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-            if (!all_ok) {
-                free(s.p);
-                return xsm_err_set(err, errlen, "xsmerge: out of memory receiving rank data");
-            }
-        } else {
-            int ok = 1, all_ok;
-            MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-            if (!all_ok) {
-                free(s.p);
-                return xsm_err_set(err, errlen, "xsmerge: out of memory receiving rank data");
-            }
-        }
-        /* large ranks in pieces: MPI counts are int */
-        for (int64_t off = 0; off < len; off += 1 << 30) {
-            int64_t k = len - off < (1 << 30) ? len - off : (1 << 30);
-            MPI_Bcast(s.p + off, (int)k, MPI_BYTE, owner, MPI_COMM_WORLD);
-        }
-        if (owner != par->rank) {
+        int mine = owner == par->rank;
+        int64_t status = mine ? l[i].status : 0;
+        xsm_bcast(&status, 1, MPI_INT64_T, owner);
+        if (status == -1)
+            continue; /* not selected: not loaded anywhere */
+        xsm_loaded head;
+        if (mine)
+            head = l[i];
+        xsm_bcast_bytes(&head, sizeof head, owner);
+        size_t slen = 0;
+        char *packed = mine ? xsm_pack_strings(&l[i].d, &slen) : NULL;
+        int64_t len64 = mine ? (packed ? (int64_t)slen : -1) : 0;
+        xsm_bcast(&len64, 1, MPI_INT64_T, owner);
+        int ok = len64 >= 0;
+        if (!mine && ok) {
             xsprof_rank_data_free(&l[i].d);
-            if (xsm_deser_loaded(s.p, (size_t)len, &l[i]))
-                bad = 1;
+            l[i] = head;
+            xsprof_rank_data *d = &l[i].d;
+            d->strings = NULL;
+            d->nstrings = 0;
+#define X(a, cnt) d->a = NULL;
+            XSM_ARRAYS(X)
+#undef X
+#define X(a, cnt) \
+    if (ok && head.d.cnt && !(d->a = malloc(head.d.cnt * sizeof *d->a))) ok = 0;
+            XSM_ARRAYS(X)
+#undef X
+            packed = malloc((size_t)len64 + 1);
+            ok = ok && packed;
         }
-        free(s.p);
+        int all_ok;
+        xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+        if (!all_ok) {
+            free(packed);
+            return xsm_err_set(err, errlen, "xsmerge: out of memory exchanging rank data");
+        }
+        xsprof_rank_data *d = &l[i].d;
+#define X(a, cnt) xsm_bcast_bytes(d->a, head.d.cnt * sizeof *d->a, owner);
+        XSM_ARRAYS(X)
+#undef X
+        xsm_bcast_bytes(packed, (size_t)len64, owner);
+        ok = mine || xsm_unpack_strings(d, packed, (size_t)len64, head.d.nstrings) == 0;
+        free(packed);
+        xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+        if (!all_ok)
+            return xsm_err_set(err, errlen, "xsmerge: out of memory exchanging rank data");
     }
-    if (bad)
-        return xsm_err_set(err, errlen, "xsmerge: out of memory exchanging rank data");
     return 0;
 }
 
@@ -230,8 +223,8 @@ int xsm_par_pftrace(const xsm_par *par, const xsm_emit *e, const char *dir, char
     if (f && fclose(f) != 0 && !rc)
         rc = xsm_err_set(err, errlen, "xsmerge: %s/%s: %s", dir, part, strerror(errno));
     int any;
-    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(mine ? mine : all, all ? all : mine, (int)n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX);
+    xsm_allreduce(mine ? mine : all, all ? all : mine, (int)n, MPI_INT64_T, MPI_SUM);
     xsm_path(path, sizeof path, dir, "trace.pftrace");
     if (!any && par->rank == 0) {
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -240,7 +233,7 @@ int xsm_par_pftrace(const xsm_par *par, const xsm_emit *e, const char *dir, char
         else
             close(fd);
     }
-    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX);
     if (!any) {
         /* every process copies its segments to their place, in parallel */
         char ppath[8192];
@@ -276,8 +269,8 @@ int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first)
     if (!par->share)
         return rc;
     int all, mine = rc == bad ? par->rank : par->size, low;
-    MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(&mine, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    xsm_allreduce(&rc, &all, 1, MPI_INT, MPI_MAX);
+    xsm_allreduce(&mine, &low, 1, MPI_INT, MPI_MIN);
     *first = low;
     return all;
 }
@@ -285,14 +278,17 @@ int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first)
 int64_t xsm_par_bcast_i64(const xsm_par *par, int64_t v)
 {
     if (par->share)
-        MPI_Bcast(&v, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+        xsm_bcast(&v, 1, MPI_INT64_T, 0);
     return v;
 }
 
 void xsm_par_barrier(const xsm_par *par)
 {
-    if (par->share)
-        MPI_Barrier(MPI_COMM_WORLD);
+    if (!par->share)
+        return;
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    xsm_par_wait(&req);
 }
 
 void xsm_par_end(const xsm_par *par)

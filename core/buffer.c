@@ -1,6 +1,43 @@
-/* core/buffer.c — the collector-facing (hidden) buffer API of collector.h. */
+/* core/buffer.c — the collector-facing (hidden) buffer API of collector.h.
+ *
+ * Definitions (thread names, metadata, ...) made before the first real
+ * record wait in a pending list instead of creating the journal: a process
+ * that only loads the library (mpirun or orted inheriting LD_PRELOAD, a
+ * shell command) must leave no file behind, and must not take the rank
+ * file name of the real rank. The list moves into the first chunk handed
+ * out once the journal exists (xsprof_pending_drain). */
+#include <stdlib.h>
 #include <string.h>
 #include "buffer.h"
+
+typedef struct pending {
+    struct pending *next;
+    uint32_t size;
+    uint32_t pad;
+    _Alignas(8) char rec[];
+} pending;
+
+static pthread_mutex_t g_pend_lock = PTHREAD_MUTEX_INITIALIZER;
+static pending *g_pend_head, **g_pend_tail = &g_pend_head;
+static _Atomic int g_pend_count;
+static __thread pending *tls_pending; /* reserved, not yet committed */
+
+void xsprof_pending_drain(xsprof_thread *t) {
+    if (!atomic_load_explicit(&g_pend_count, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&g_pend_lock);
+    while (g_pend_head && t->cur + g_pend_head->size <= t->end) {
+        pending *p = g_pend_head;
+        memcpy(t->cur, p->rec, p->size);
+        xsprof_thread_commit(t, t->cur);
+        g_pend_head = p->next;
+        if (!g_pend_head)
+            g_pend_tail = &g_pend_head;
+        atomic_fetch_sub(&g_pend_count, 1);
+        free(p);
+    }
+    pthread_mutex_unlock(&g_pend_lock);
+}
 
 static inline int state_allows_records(void) {
     int st = atomic_load_explicit(&xsprof_g.state, memory_order_acquire);
@@ -20,13 +57,38 @@ void *xsprof_buf_reserve_def(uint32_t size) {
     if (!state_allows_records() || (size & 7))
         return NULL;
     xsprof_thread *t = xsprof_thread_get();
-    return t ? xsprof_thread_reserve(t, size) : NULL;
+    if (!t)
+        return NULL;
+    if (!xsprof_journal_is_open()) {
+        pending *p = malloc(sizeof *p + size);
+        if (!p)
+            return NULL;
+        p->next = NULL;
+        p->size = size;
+        tls_pending = p;
+        return p->rec;
+    }
+    return xsprof_thread_reserve(t, size);
 }
 
 void xsprof_buf_commit(void *rec) {
     xsprof_thread *t = xsprof_tls;
-    if (t && rec)
-        xsprof_thread_commit(t, rec);
+    if (!t || !rec)
+        return;
+    pending *p = tls_pending;
+    if (p && rec == p->rec) {
+        tls_pending = NULL;
+        pthread_mutex_lock(&g_pend_lock);
+        *g_pend_tail = p;
+        g_pend_tail = &p->next;
+        atomic_fetch_add(&g_pend_count, 1);
+        pthread_mutex_unlock(&g_pend_lock);
+        /* The journal may have opened meanwhile: do not wait for the next chunk. */
+        if (xsprof_journal_is_open() && t->chunk)
+            xsprof_pending_drain(t);
+        return;
+    }
+    xsprof_thread_commit(t, rec);
 }
 
 xsprof_status xsprof_buf_append(const void *rec, uint32_t size, int is_definition) {

@@ -75,13 +75,16 @@ XSPROF_HIDDEN void *xsprof_thread_reserve_slow(xsprof_thread *t, uint32_t size);
 XSPROF_HIDDEN void xsprof_thread_close_chunk(xsprof_thread *t);
 XSPROF_HIDDEN void xsprof_threads_close_all(void);
 
+/* buffer.c: definitions recorded before the journal existed */
+XSPROF_HIDDEN void xsprof_pending_drain(xsprof_thread *t);
+
 /* journal.c */
 XSPROF_HIDDEN xsprof_status xsprof_journal_open(void);
 XSPROF_HIDDEN xsprof_chunk_header *xsprof_journal_chunk_take(int block);
 XSPROF_HIDDEN void xsprof_journal_chunk_full(xsprof_chunk_header *c);
 XSPROF_HIDDEN uint64_t xsprof_journal_spare_gen(void);
 XSPROF_HIDDEN xsprof_status xsprof_journal_string_add(uint32_t id, const char *s, uint32_t len);
-XSPROF_HIDDEN xsprof_status xsprof_journal_finish(void);
+XSPROF_HIDDEN xsprof_status xsprof_journal_finish(const char *end_state);
 XSPROF_HIDDEN xsprof_status xsprof_journal_relocate(const char *dir, int rank);
 XSPROF_HIDDEN void xsprof_journal_mark_signal(int sig);
 XSPROF_HIDDEN int xsprof_journal_is_open(void);

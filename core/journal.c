@@ -26,7 +26,7 @@
 
 typedef struct journal {
     int fd;
-    int open;
+    _Atomic int open;
     char dir[PATH_MAX];
     char path[PATH_MAX];
     xsprof_journal_header *hdr; /* header + string area mapping */
@@ -409,7 +409,7 @@ xsprof_status xsprof_journal_relocate(const char *dir, int rank) {
     return st;
 }
 
-xsprof_status xsprof_journal_finish(void) {
+xsprof_status xsprof_journal_finish(const char *end_state) {
     if (!g_j.open)
         return XSPROF_OK;
     pthread_mutex_lock(&g_j.lock);
@@ -423,6 +423,8 @@ xsprof_status xsprof_journal_finish(void) {
     full_drain();
     xsprof_journal_header *h = g_j.hdr;
     h->anomalies = atomic_load(&xsprof_g.anomalies);
+    /* In the header too: the META record may have been dropped (full disk). */
+    snprintf(h->end_state, sizeof h->end_state, "%s", end_state);
     h->size = xsprof_g.size;
     char h5[PATH_MAX];
     int bad = journal_paths(g_j.dir, h->rank, NULL, h5);
@@ -436,9 +438,11 @@ xsprof_status xsprof_journal_finish(void) {
         if (st == XSPROF_OK) {
             atomic_store_explicit((_Atomic uint32_t *)&h->state, XSPROF_JOURNAL_FINALIZED, memory_order_release);
             unlink(g_j.path);
-        } else
+        } else {
+            atomic_store_explicit((_Atomic uint32_t *)&h->state, XSPROF_JOURNAL_CLOSED, memory_order_release);
             xsprof_log(XSPROF_LOG_WARN, "could not write %s (%s); the journal %s keeps the data for xsmerge", h5,
                        xsprof_status_string(st), g_j.path);
+        }
     }
     return st;
 }

@@ -29,7 +29,9 @@
 enum xsprof_journal_state {
     XSPROF_JOURNAL_RUNNING = 1,   /* process alive or died without a handler */
     XSPROF_JOURNAL_FINALIZED = 2, /* all data written; journal may be deleted */
-    XSPROF_JOURNAL_SIGNALED = 3   /* a fatal signal handler ran: see `signal` */
+    XSPROF_JOURNAL_SIGNALED = 3,  /* a fatal signal handler ran: see `signal` */
+    XSPROF_JOURNAL_CLOSED = 4     /* the process finalized (see end_state) but its rank
+                                     file could not be written: the journal is the data */
 };
 
 enum xsprof_chunk_state { XSPROF_CHUNK_FREE = 0, XSPROF_CHUNK_ACTIVE = 1, XSPROF_CHUNK_FULL = 2 };
@@ -58,6 +60,7 @@ typedef struct xsprof_journal_header {
     char host[64];
     char clock_source[32];     /* e.g. "CLOCK_MONOTONIC" */
     char xsprof_version[32];
+    char end_state[64];        /* set at finalize, before the sink runs; "" before */
 } xsprof_journal_header;
 
 typedef struct xsprof_chunk_header {

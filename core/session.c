@@ -190,9 +190,14 @@ xsprof_status xsprof_finalize(void) {
     xsprof_status st = XSPROF_OK;
     if (xsprof_journal_is_open()) {
         xsprof_meta_set("end_state", g_end_state);
+        xsprof_thread *self = xsprof_thread_get();
+        if (self && self->chunk)
+            xsprof_pending_drain(self);
+        else if (self)
+            xsprof_thread_reserve_slow(self, sizeof(xsprof_rec_hdr) * 2); /* takes a chunk, drains into it */
         atomic_store(&xsprof_g.state, XSPROF_STATE_FINALIZED);
         xsprof_threads_close_all();
-        st = xsprof_journal_finish();
+        st = xsprof_journal_finish(g_end_state);
     } else
         atomic_store(&xsprof_g.state, XSPROF_STATE_FINALIZED);
     errno = saved;

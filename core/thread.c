@@ -118,6 +118,9 @@ void *xsprof_thread_reserve_slow(xsprof_thread *t, uint32_t size) {
         d->dropped = t->dropped;
         xsprof_thread_commit(t, d);
     }
+    xsprof_pending_drain(t);
+    if (t->cur + size > t->end)
+        return xsprof_thread_reserve_slow(t, size);
     return t->cur;
 drop:
     /* Per-thread only: a shared counter here would make a full buffer

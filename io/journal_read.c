@@ -613,7 +613,7 @@ static xsprof_status jr_check_header(jr_ctx *c)
         h->strings_offset > UINT64_MAX / 2 || h->chunks_offset < h->strings_offset + h->strings_capacity ||
         h->chunks_offset > UINT64_MAX / 2)
         return jr_fail(c, XSPROF_ERR_FORMAT, "overlapping or out-of-range journal areas");
-    if (h->state < XSPROF_JOURNAL_RUNNING || h->state > XSPROF_JOURNAL_SIGNALED)
+    if (h->state < XSPROF_JOURNAL_RUNNING || h->state > XSPROF_JOURNAL_CLOSED)
         return jr_fail(c, XSPROF_ERR_FORMAT, "bad journal state %u", h->state);
     return XSPROF_OK;
 }
@@ -664,6 +664,8 @@ xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xspr
     const xsprof_journal_header *h = &c.hdr;
     stats->state = h->state;
     stats->signal = h->signal;
+    jr_copy_field(stats->header_end_state, sizeof stats->header_end_state, h->end_state,
+                  strnlen(h->end_state, sizeof h->end_state));
     out->rank = h->rank;
     out->size = h->size;
     out->pid = h->pid;
@@ -717,7 +719,8 @@ void xsprof_journal_end_state(const xsprof_journal_stats *st, char *buf, size_t 
     }
     switch (st->state) {
     case XSPROF_JOURNAL_FINALIZED:
-        snprintf(buf, len, "finalized");
+    case XSPROF_JOURNAL_CLOSED:
+        snprintf(buf, len, "%s", st->header_end_state[0] ? st->header_end_state : "finalized");
         break;
     case XSPROF_JOURNAL_SIGNALED: {
         const char *abbrev = sigabbrev_np(st->signal);

@@ -21,8 +21,12 @@
 static void xsm_par_wait(MPI_Request *req)
 {
     int done = 0;
+    /* poll hard for a moment (a collective among ready peers completes fast
+     * and progresses only inside MPI calls), then nap between polls */
+    double until = xsm_now() + 0.005;
+    while (!done && xsm_now() < until)
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
     struct timespec nap = {0, 200000};
-    MPI_Test(req, &done, MPI_STATUS_IGNORE);
     while (!done) {
         nanosleep(&nap, NULL);
         MPI_Test(req, &done, MPI_STATUS_IGNORE);
@@ -58,12 +62,14 @@ static int xsm_par_launched(void)
     X(mem, nmem) X(clock, nclock) X(threads, nthreads) X(comms, ncomms) X(comm_members, ncomm_members)        \
     X(topo, ntopo) X(meta, nmeta)
 
-/* Broadcast n bytes in pieces (MPI counts are int). */
+/* Broadcast n bytes in pieces (MPI counts are int). Blocking: the root is
+ * ready (it just sent the header) and a large nonblocking broadcast would
+ * only progress while polled. */
 static void xsm_bcast_bytes(void *p, size_t n, int root)
 {
     for (size_t off = 0; off < n; off += (size_t)1 << 30) {
         size_t k = n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30);
-        xsm_bcast((char *)p + off, (int)k, MPI_BYTE, root);
+        MPI_Bcast((char *)p + off, (int)k, MPI_BYTE, root, MPI_COMM_WORLD);
     }
 }
 

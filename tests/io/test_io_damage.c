@@ -90,6 +90,24 @@ static void test_journal_recovery(void)
         }
     xsprof_rank_data_free(&d);
 
+    /* The rank finalized but its rank file could not be written (CLOSED):
+     * the end state core stored in the header, complete data. */
+    make_journal(jp, 50, XSPROF_JOURNAL_CLOSED, 0, 0);
+    xsprof_journal_header hdr;
+    memset(&hdr, 0, sizeof hdr);
+    snprintf(hdr.end_state, sizeof hdr.end_state, "finalized");
+    file_write_at(jp, offsetof(xsprof_journal_header, end_state), hdr.end_state, sizeof hdr.end_state);
+    st = xsprof_journal_load(jp, &d, errbuf, sizeof errbuf);
+    CHECK(st == XSPROF_OK && d.nregions == 100 && !d.truncated && d.recovered && !strcmp(d.end_state, "finalized"),
+          "closed: %d %zu truncated %d end %s %s", st, d.nregions, d.truncated, d.end_state, errbuf);
+    xsprof_rank_data_free(&d);
+    snprintf(hdr.end_state, sizeof hdr.end_state, "exit without MPI_Finalize");
+    file_write_at(jp, offsetof(xsprof_journal_header, end_state), hdr.end_state, sizeof hdr.end_state);
+    st = xsprof_journal_load(jp, &d, errbuf, sizeof errbuf);
+    CHECK(st == XSPROF_OK && d.truncated && !strcmp(d.end_state, "exit without MPI_Finalize"),
+          "closed without MPI_Finalize: %d truncated %d end %s", st, d.truncated, d.end_state);
+    xsprof_rank_data_free(&d);
+
     /* Torn last record: `used` of the last chunk claims half a record more. */
     jfx *j = jfx_create(512);
     uint32_t name = jfx_string(j, "work");

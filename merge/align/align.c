@@ -94,7 +94,8 @@ void xsm_align_interpolate(xsm_run *run)
             continue;
         /* Sort in place (samples are only read here) and drop samples of
          * the same instant but a worse round trip. */
-        qsort(d->clock, d->nclock, sizeof *d->clock, xsm_clock_cmp);
+        if (d->nclock > 1)
+            qsort(d->clock, d->nclock, sizeof *d->clock, xsm_clock_cmp);
         size_t n = 0;
         for (size_t i = 0; i < d->nclock; i++) {
             if (n && d->clock[n - 1].t_local == d->clock[i].t_local)

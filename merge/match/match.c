@@ -329,7 +329,8 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
     msgs.p = NULL;
 
     xsm_coll_key *ck = colls.p;
-    qsort(ck, colls.n, sizeof *ck, xsm_coll_cmp);
+    if (colls.n)
+        qsort(ck, colls.n, sizeof *ck, xsm_coll_cmp);
     size_t ngroups = 0;
     for (size_t a = 0; a < colls.n; a++)
         if (a == 0 || ck[a].comm != ck[a - 1].comm || ck[a].seq != ck[a - 1].seq)

@@ -173,6 +173,24 @@ typedef struct xsm_gpudev {
     double overlap_s;
 } xsm_gpudev;
 
+/* Memory events (xsprof_mem_alloc/free, XSPROF_MEMORY=1): per rank. */
+typedef struct xsm_leak {
+    uint64_t ptr, bytes;
+    int64_t t;        /* allocation time */
+    int32_t region;   /* innermost region of the main thread then, -1 none/other thread */
+    int16_t device;
+} xsm_leak;
+
+typedef struct xsm_memrank {
+    int32_t rank;
+    uint64_t allocs, frees, unknown_frees; /* frees of pointers never seen allocated */
+    uint64_t peak_bytes;
+    int64_t peak_t;
+    uint64_t leaked_bytes, leaked_allocs;  /* still allocated at the end: leak candidates */
+    uint64_t mpi_held_bytes, mpi_held_allocs; /* still allocated, made inside MPI calls */
+    xsm_leak *leaks; size_t nleaks;        /* the largest, at most 10 */
+} xsm_memrank;
+
 typedef struct xsm_an {
     const xsm_run *run;
     size_t nranks;
@@ -198,6 +216,8 @@ typedef struct xsm_an {
     uint64_t *cm_bytes, *cm_msgs; /* nranks x nranks, row = sender */
     /* gpu */
     xsm_gpudev *gpu; size_t ngpu;
+    /* memory */
+    xsm_memrank *mem; size_t nmem;
     uint64_t gpu_rows;
     /* health */
     uint64_t dropped_total;
@@ -216,6 +236,7 @@ int xsm_an_profile(xsm_an *a);   /* profile.c: call trees, regions, MPI ops, out
 int xsm_an_waits(xsm_an *a);     /* waits.c: wait states, delay analysis */
 int xsm_an_path(xsm_an *a);      /* path.c: critical path */
 int xsm_an_misc(xsm_an *a);      /* misc.c: communication matrix, GPU, health */
+int xsm_an_memory(xsm_an *a);    /* memory.c: high-water marks, leak candidates */
 int xsm_an_findings(xsm_an *a);  /* findings.c */
 int xsm_an_finding_add(xsm_an *a, const xsm_finding *f); /* copies f (takes ranks) */
 

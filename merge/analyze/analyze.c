@@ -31,7 +31,8 @@ int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
         a->t0 = a->t1 = 0;
     if (run->t_end > a->t1)
         a->t1 = run->t_end;
-    if (xsm_an_waits(a) != 0 || xsm_an_path(a) != 0 || xsm_an_misc(a) != 0 || xsm_an_findings(a) != 0)
+    if (xsm_an_waits(a) != 0 || xsm_an_path(a) != 0 || xsm_an_misc(a) != 0 || xsm_an_memory(a) != 0 ||
+        xsm_an_findings(a) != 0)
         goto nomem;
     return 0;
 nomem:
@@ -52,6 +53,9 @@ void xsm_an_free(xsm_an *a)
             free(a->rs[r].calls_sorted);
         }
     free(a->rs);
+    for (size_t i = 0; i < a->nmem; i++)
+        free(a->mem[i].leaks);
+    free(a->mem);
     for (size_t i = 0; i < a->nreg; i++) {
         free(a->reg[i].incl);
         free(a->reg[i].excl);

@@ -424,6 +424,51 @@ static int finding_cmp(const void *pa, const void *pb)
 
 #define XSM_FINDINGS_MAX 40
 
+static void fmt_bytes(char *out, size_t n, uint64_t b)
+{
+    if (b >= (1ull << 30))
+        snprintf(out, n, "%.1f GiB", (double)b / (double)(1ull << 30));
+    else if (b >= (1ull << 20))
+        snprintf(out, n, "%.1f MiB", (double)b / (double)(1ull << 20));
+    else if (b >= 1024)
+        snprintf(out, n, "%.1f KiB", (double)b / 1024.0);
+    else
+        snprintf(out, n, "%llu bytes", (unsigned long long)b);
+}
+
+/* Leak candidates cost no time, so they follow the time-ranked findings. */
+static int memory_findings(xsm_an *a)
+{
+    for (size_t i = 0; i < a->nmem; i++) {
+        const xsm_memrank *m = &a->mem[i];
+        if (!m->leaked_allocs)
+            continue;
+        xsm_finding f;
+        memset(&f, 0, sizeof f);
+        snprintf(f.kind, sizeof f.kind, "Memory leak candidates");
+        f.severity = "low";
+        f.region = m->nleaks ? m->leaks[0].region : -1;
+        f.ranks = malloc(sizeof *f.ranks);
+        if (!f.ranks)
+            return -1;
+        f.ranks[f.nranks++] = m->rank;
+        char tot[32], big[32];
+        fmt_bytes(tot, sizeof tot, m->leaked_bytes);
+        fmt_bytes(big, sizeof big, m->nleaks ? m->leaks[0].bytes : 0);
+        snprintf(f.message, sizeof f.message,
+                 "rank %d never freed %llu allocation%s (%s) by the end of the run; the largest, %s, was allocated in `%s`",
+                 m->rank, (unsigned long long)m->leaked_allocs, m->leaked_allocs == 1 ? "" : "s", tot, big,
+                 xsm_an_name(a, f.region));
+        snprintf(f.recommendation, sizeof f.recommendation,
+                 "free these buffers before exit, or confirm they are meant to live until the end");
+        if (xsm_an_finding_add(a, &f) != 0) {
+            free(f.ranks);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int xsm_an_findings(xsm_an *a)
 {
     if (wait_findings(a) != 0)
@@ -444,5 +489,5 @@ int xsm_an_findings(xsm_an *a)
             free(a->f[i].ranks);
     }
     a->nf = keep;
-    return 0;
+    return memory_findings(a);
 }

@@ -70,6 +70,29 @@ static void job(const xsm_an *a, xsm_buf *b, int h)
     xsm_buf_puts(b, "}");
 }
 
+/* ranks[].memory, present when the rank recorded memory events. */
+static void rank_memory(const xsm_an *a, const xsm_memrank *m, xsm_buf *b, int h)
+{
+    xsm_buf_printf(b, "{\"allocs\":%llu,\"frees\":%llu,\"unknown_frees\":%llu,\"peak_bytes\":%llu,\"peak_s\":",
+                   (unsigned long long)m->allocs, (unsigned long long)m->frees, (unsigned long long)m->unknown_frees,
+                   (unsigned long long)m->peak_bytes);
+    NUM(b, (double)(m->peak_t - a->t0) * 1e-9);
+    xsm_buf_printf(b, ",\"leaked_bytes\":%llu,\"leaked_allocations\":%llu,\"held_by_mpi_bytes\":%llu,"
+                      "\"leak_candidates\":[",
+                   (unsigned long long)m->leaked_bytes, (unsigned long long)m->leaked_allocs,
+                   (unsigned long long)m->mpi_held_bytes);
+    for (size_t k = 0; k < m->nleaks; k++) {
+        const xsm_leak *l = &m->leaks[k];
+        xsm_buf_printf(b, "%s{\"ptr\":\"0x%llx\",\"bytes\":%llu,\"device\":%d,\"t_s\":", k ? "," : "",
+                       (unsigned long long)l->ptr, (unsigned long long)l->bytes, l->device);
+        NUM(b, (double)(l->t - a->t0) * 1e-9);
+        xsm_buf_puts(b, ",\"region\":");
+        region_or_null(b, a, l->region, h);
+        xsm_buf_puts(b, "}");
+    }
+    xsm_buf_puts(b, "]}");
+}
+
 static void ranks(const xsm_an *a, xsm_buf *b, int h)
 {
     xsm_buf_puts(b, "[");
@@ -112,6 +135,11 @@ static void ranks(const xsm_an *a, xsm_buf *b, int h)
         NUM(b, k->present ? k->d.dropped : 0);
         key(b, "truncated", 0);
         xsm_buf_puts(b, k->present && k->d.truncated ? "true" : "false");
+        for (size_t i = 0; i < a->nmem; i++)
+            if (a->mem[i].rank == (int32_t)r) {
+                key(b, "memory", 0);
+                rank_memory(a, &a->mem[i], b, h);
+            }
         xsm_buf_puts(b, "}");
     }
     xsm_buf_puts(b, "]");

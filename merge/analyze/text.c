@@ -247,6 +247,23 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
         }
     }
 
+    if (a->nmem) {
+        xsm_buf_puts(b, "\n==== Memory (xsprof_mem_alloc/free, XSPROF_MEMORY=1) ====\n");
+        for (size_t i = 0; i < a->nmem; i++) {
+            const xsm_memrank *m = &a->mem[i];
+            xsm_buf_printf(b, "  rank %d: %llu allocations, %llu frees, high-water mark %llu bytes at %.3f s, "
+                              "%llu never freed (%llu bytes) outside MPI, %llu bytes kept by MPI calls\n",
+                           m->rank, (unsigned long long)m->allocs, (unsigned long long)m->frees,
+                           (unsigned long long)m->peak_bytes, (double)(m->peak_t - a->t0) * 1e-9,
+                           (unsigned long long)m->leaked_allocs, (unsigned long long)m->leaked_bytes,
+                           (unsigned long long)m->mpi_held_bytes);
+            for (size_t k = 0; k < m->nleaks; k++)
+                xsm_buf_printf(b, "      leak candidate %llu bytes at 0x%llx, allocated at %.3f s in `%s`\n",
+                               (unsigned long long)m->leaks[k].bytes, (unsigned long long)m->leaks[k].ptr,
+                               (double)(m->leaks[k].t - a->t0) * 1e-9, xsm_an_name(a, m->leaks[k].region));
+        }
+    }
+
     if (a->gpu_rows) {
         xsm_buf_puts(b, "\n==== GPU ====\n");
         for (size_t i = 0; i < a->ngpu; i++) {

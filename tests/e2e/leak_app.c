@@ -1,0 +1,33 @@
+/* Leaks on purpose, compiled without xsprof: rank r keeps 123456*(r+1)
+ * bytes allocated in region "setup" (regions through the public API found
+ * at run time) and 7777 bytes in "solve"; everything else is freed. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <xsprof/xsprof.h>
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    void *keep;
+    {
+        XSPROF_SCOPE("setup");
+        for (int i = 0; i < 100; i++)
+            free(malloc(1000 + (size_t)i));
+        keep = malloc(123456 * (size_t)(rank + 1));
+    }
+    {
+        XSPROF_SCOPE("solve");
+        void *lost = malloc(7777);
+        char *tmp = calloc(10, 100);
+        tmp = realloc(tmp, 5000);
+        free(tmp);
+        if (!lost)
+            return 1;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    printf("rank %d keeps %s\n", rank, keep ? "a buffer" : "nothing");
+    MPI_Finalize();
+    return 0;
+}

@@ -410,6 +410,12 @@ const xsm_flow *xsm_emit_flows(const xsm_flow *f, size_t nf, size_t row, size_t 
     return f + lo;
 }
 
+const char *xsm_emit_gpu_kind_name(uint32_t k)
+{
+    static const char *const n[] = {"?", "kernel", "memcpy HtoD", "memcpy DtoH", "memcpy DtoD", "memcpy", "memset", "sync", "api"};
+    return k < sizeof n / sizeof n[0] ? n[k] : "?";
+}
+
 const char *xsm_emit_comm_name(const xsm_emit *e, uint32_t comm)
 {
     for (size_t k = 0; k < e->ncomms; k++)

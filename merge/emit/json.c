@@ -20,12 +20,6 @@
 
 static const char *const xsm_cat_name[] = {"user", "mpi", "nvtx", "gpu"};
 
-static const char *xsm_gpu_kind_name(uint32_t k)
-{
-    static const char *const n[] = {"?", "kernel", "memcpy HtoD", "memcpy DtoH", "memcpy DtoD", "memcpy", "memset", "sync", "api"};
-    return k < sizeof n / sizeof n[0] ? n[k] : "?";
-}
-
 typedef struct xsm_json {
     const xsm_emit *e;
     const char *dir;
@@ -265,7 +259,7 @@ static void xsm_j_gpu(xsm_json *j, int32_t r, size_t row)
     xsm_out_puts(&j->o, ",\"dur\":");
     xsm_out_us(&j->o, xsm_j_dur(g->t_begin, g->t_end));
     xsm_out_printf(&j->o, ",\"cat\":\"%s\",\"args\":{\"kind\":\"%s\",\"device\":%u,\"stream\":%u,\"correlation\":%u",
-                   api ? "cuda" : "gpu", xsm_gpu_kind_name(g->kind), g->device, g->stream, g->correlation);
+                   api ? "cuda" : "gpu", xsm_emit_gpu_kind_name(g->kind), g->device, g->stream, g->correlation);
     if (g->bytes)
         xsm_out_printf(&j->o, ",\"bytes\":%llu", (unsigned long long)g->bytes);
     if (g->kind == XSPROF_GPU_KERNEL)

@@ -450,6 +450,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         if (m->bytes_recv) xsm_pf_use_key(pf, e->key[XSM_KEY_BYTES_RECV]);
         if (m->comm != UINT32_MAX) xsm_pf_use_key(pf, e->key[XSM_KEY_COMM]);
         if (m->coll_seq) xsm_pf_use_key(pf, e->key[XSM_KEY_COLL_SEQ]);
+        if (m->count) xsm_pf_use_key(pf, e->key[XSM_KEY_COUNT]);
         if (xsm_pf_slice(pf, track, m->t_end, &te, m->t_begin, xsm_emit_gid(e, r, m->op), XSM_CAT_MPI))
             return -1;
         if (m->peer >= 0) xsm_pf_annot_i(p, e->key[XSM_KEY_PEER], m->peer);
@@ -466,6 +467,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
             xsm_pf_annot_u(p, e->key[XSM_KEY_COMM], m->comm); /* communicator never defined: its id */
         }
         if (m->coll_seq) xsm_pf_annot_u(p, e->key[XSM_KEY_COLL_SEQ], m->coll_seq);
+        if (m->count) xsm_pf_annot_u(p, e->key[XSM_KEY_COUNT], m->count);
         size_t nf;
         const xsm_flow *f = xsm_emit_flows(er->mflows, er->nmflows, ev->row, &nf);
         for (size_t k = 0; k < nf; k++) {
@@ -482,12 +484,30 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         int api = g->kind == XSPROF_GPU_API;
         uint64_t track = api ? xsm_uuid_thread(er, xsm_emit_tid_index(er, g->thread))
                              : xsm_uuid_gpu(er, xsm_emit_gpu_index(er, g->device, g->stream));
+        int kernel = g->kind == XSPROF_GPU_KERNEL;
+        xsm_pf_use_key(pf, e->key[XSM_KEY_KIND]);
+        if (kernel) {
+            xsm_pf_use_key(pf, e->key[XSM_KEY_GRID]);
+            xsm_pf_use_key(pf, e->key[XSM_KEY_BLOCK]);
+        }
         xsm_pf_use_key(pf, e->key[XSM_KEY_DEVICE]);
         xsm_pf_use_key(pf, e->key[XSM_KEY_STREAM]);
         xsm_pf_use_key(pf, e->key[XSM_KEY_CORRELATION]);
         if (g->bytes) xsm_pf_use_key(pf, e->key[XSM_KEY_BYTES]);
         if (xsm_pf_slice(pf, track, g->t_end, &te, g->t_begin, xsm_emit_gid(e, r, g->name), api ? XSM_CAT_CUDA : XSM_CAT_GPU))
             return -1;
+        xsm_pf_annot_s(p, e->key[XSM_KEY_KIND], xsm_emit_gpu_kind_name(g->kind));
+        for (int q = 0; kernel && q < 2; q++) {
+            const uint32_t *v = q ? g->block : g->grid;
+            size_t an = xsm_pb_begin(p, PB_TE_ANNOT);
+            xsm_pb_uint(p, PB_DA_NAME_IID, e->key[q ? XSM_KEY_BLOCK : XSM_KEY_GRID] + 1u);
+            for (int c = 0; c < 3; c++) {
+                size_t el = xsm_pb_begin(p, PB_DA_ARRAY);
+                xsm_pb_uint(p, PB_DA_UINT, v[c]);
+                xsm_pb_end(p, el);
+            }
+            xsm_pb_end(p, an);
+        }
         xsm_pf_annot_u(p, e->key[XSM_KEY_DEVICE], g->device);
         xsm_pf_annot_u(p, e->key[XSM_KEY_STREAM], g->stream);
         xsm_pf_annot_u(p, e->key[XSM_KEY_CORRELATION], g->correlation);

@@ -6,7 +6,7 @@
  *   segv     dereferences NULL (xsprof's handler marks the journal)
  *   hdf5     THREADS threads each record regions while writing their own
  *            dataset into the program's own HDF5 file (DIR/app.h5), then exit
- * usage: e2e_app MODE N [APP_H5] */
+ * usage: io_e2e_app MODE N [APP_H5] */
 #include <hdf5.h>
 #include <pthread.h>
 #include <signal.h>
@@ -52,7 +52,7 @@ static void *worker(void *arg)
         hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(1, &one, NULL);
         H5Sselect_hyperslab(fs, H5S_SELECT_SET, &row, NULL, &one, NULL);
         if (H5Dwrite(ds, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, &v) < 0)
-            fprintf(stderr, "e2e_app: H5Dwrite failed\n");
+            fprintf(stderr, "io_e2e_app: H5Dwrite failed\n");
         H5Sclose(ms);
         H5Sclose(fs);
     }

@@ -1,4 +1,4 @@
-/* End to end through libxsprof.so: runs e2e_app (see e2e_app.c) with
+/* End to end through libxsprof.so: runs io_e2e_app (see io_e2e_app.c) with
  * XSPROF_OUTPUT set, reads how many regions it completed from its stdout,
  * then checks the rank file (normal exit) or the journal it left (SIGKILL,
  * SIGSEGV): exactly those regions, with their args, and the right end state.

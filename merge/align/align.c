@@ -222,9 +222,85 @@ static int xsm_dep_add(xsm_rstate *s, xsm_dep dep)
     return 0;
 }
 
-static int xsm_coll_blocking(const xsm_run *run, const xsm_collective *c)
+/* Where each member of each collective leaves it: the call's end for a
+ * blocking collective, the COMPLETION of its request for a nonblocking one
+ * (the first completion of that request at or after the post), -1 when
+ * unknown. Flat array: member i of collective c at off[c] + i. */
+typedef struct xsm_creq {
+    uint64_t request;
+    int64_t t;
+    size_t row;
+} xsm_creq;
+
+static int xsm_creq_cmp(const void *a, const void *b)
 {
-    return run->ranks[c->ranks[0]].d.mpi[c->rows[0]].kind == XSPROF_MPI_COLL;
+    const xsm_creq *x = a, *y = b;
+    if (x->request != y->request) return x->request < y->request ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+static int xsm_coll_exits(const xsm_run *run, int64_t **xrow_out, size_t **off_out)
+{
+    size_t total = 0;
+    size_t *off = malloc((run->ncolls + 1) * sizeof *off);
+    if (!off)
+        return -1;
+    for (size_t c = 0; c < run->ncolls; c++) {
+        off[c] = total;
+        total += run->colls[c].n;
+    }
+    int64_t *xrow = malloc((total + 1) * sizeof *xrow);
+    xsm_creq **req = calloc(run->nranks + 1, sizeof *req);
+    size_t *nreq = calloc(run->nranks + 1, sizeof *nreq);
+    int rc = xrow && req && nreq ? 0 : -1;
+    for (size_t c = 0; !rc && c < run->ncolls; c++) {
+        const xsm_collective *k = &run->colls[c];
+        for (size_t i = 0; i < k->n; i++) {
+            const xsprof_rank_data *d = &run->ranks[k->ranks[i]].d;
+            const xsprof_io_mpi *post = &d->mpi[k->rows[i]];
+            xrow[off[c] + i] = post->kind == XSPROF_MPI_COLL ? (int64_t)k->rows[i] : -1;
+            if (post->kind != XSPROF_MPI_ICOLL || !post->request)
+                continue;
+            size_t r = (size_t)k->ranks[i];
+            if (!req[r]) { /* this rank's completions, once */
+                req[r] = malloc((d->nmpi + 1) * sizeof *req[r]);
+                if (!req[r]) {
+                    rc = -1;
+                    break;
+                }
+                for (size_t j = 0; j < d->nmpi; j++)
+                    if (d->mpi[j].kind == XSPROF_MPI_COMPLETION && d->mpi[j].request &&
+                        !(d->mpi[j].flags & XSPROF_MPI_F_RECV))
+                        req[r][nreq[r]++] = (xsm_creq){d->mpi[j].request, d->mpi[j].t_begin, j};
+                if (nreq[r])
+                    qsort(req[r], nreq[r], sizeof *req[r], xsm_creq_cmp);
+            }
+            xsm_creq key = {post->request, post->t_begin, 0};
+            size_t lo = 0, hi = nreq[r];
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (xsm_creq_cmp(&req[r][mid], &key) < 0)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < nreq[r] && req[r][lo].request == post->request)
+                xrow[off[c] + i] = (int64_t)req[r][lo].row;
+        }
+    }
+    for (size_t r = 0; req && r < run->nranks; r++)
+        free(req[r]);
+    free(req);
+    free(nreq);
+    if (rc) {
+        free(xrow);
+        free(off);
+        return -1;
+    }
+    *xrow_out = xrow;
+    *off_out = off;
+    return 0;
 }
 
 /* Position of world rank w in the comm's rank order (for scans), or -1. */
@@ -253,7 +329,7 @@ static size_t xsm_coll_member(const xsm_collective *c, int32_t w)
     return SIZE_MAX;
 }
 
-static int xsm_deps_build(const xsm_run *run, xsm_rstate *st, int64_t lat)
+static int xsm_deps_build(const xsm_run *run, xsm_rstate *st, int64_t lat, const int64_t *xrow, const size_t *xoff)
 {
     for (size_t i = 0; i < run->nmsgs; i++) {
         const xsm_message *m = &run->msgs[i];
@@ -265,12 +341,12 @@ static int xsm_deps_build(const xsm_run *run, xsm_rstate *st, int64_t lat)
     }
     for (size_t ci = 0; ci < run->ncolls; ci++) {
         const xsm_collective *c = &run->colls[ci];
-        if (!xsm_coll_blocking(run, c))
-            continue;
         size_t root = c->root >= 0 ? xsm_coll_member(c, c->root) : SIZE_MAX;
         for (size_t i = 0; i < c->n; i++) {
             xsm_rstate *s = &st[c->ranks[i]];
-            uint32_t exit_g = s->ge[c->rows[i]];
+            if (xrow[xoff[ci] + i] < 0)
+                continue; /* a nonblocking collective whose completion was not recorded */
+            uint32_t exit_g = s->ge[xrow[xoff[ci] + i]];
             switch (c->coll_kind) {
             case XSPROF_COLL_ONE2N:
                 if (root == SIZE_MAX || i == root)
@@ -441,6 +517,8 @@ int xsm_align_logical(xsm_run *run, int64_t lat, char *err, size_t errlen)
     run->clock.violations_before = xsm_align_violations(run);
     run->min_latency_ns = lat;
     size_t n = run->nranks;
+    int64_t *xrow = NULL;
+    size_t *xoff = NULL;
     xsm_rstate *st = calloc(n ? n : 1, sizeof *st);
     xsm_cstate *cs = calloc(run->ncolls ? run->ncolls : 1, sizeof *cs);
     size_t *wait_head = malloc((n ? n : 1) * sizeof *wait_head);
@@ -455,7 +533,7 @@ int xsm_align_logical(xsm_run *run, int64_t lat, char *err, size_t errlen)
     }
     for (size_t c = 0; c < run->ncolls; c++)
         cs[c].max_entry = INT64_MIN;
-    if (xsm_deps_build(run, st, lat))
+    if (xsm_coll_exits(run, &xrow, &xoff) || xsm_deps_build(run, st, lat, xrow, xoff))
         goto oom;
     /* Worklist: a rank runs until it needs a group another rank has not
      * processed yet, then waits on that rank's list. */
@@ -525,12 +603,16 @@ int xsm_align_logical(xsm_run *run, int64_t lat, char *err, size_t errlen)
     run->clock.max_correction_ns = max_corr;
     run->clock.violations_after = xsm_align_violations(run);
     xsm_rstates_free(st, n);
+    free(xrow);
+    free(xoff);
     free(cs);
     free(wait_head);
     free(stack);
     return 0;
 oom:
     xsm_rstates_free(st, n);
+    free(xrow);
+    free(xoff);
     free(cs);
     free(wait_head);
     free(stack);
@@ -545,10 +627,12 @@ uint64_t xsm_align_violations(const xsm_run *run)
         if (run->ranks[m->dst].d.mpi[m->recv_row].t_end < run->ranks[m->src].d.mpi[m->send_row].t_begin)
             v++;
     }
+    int64_t *xrow;
+    size_t *xoff;
+    if (xsm_coll_exits(run, &xrow, &xoff))
+        return UINT64_MAX; /* out of memory: cannot claim the clocks agree */
     for (size_t ci = 0; ci < run->ncolls; ci++) {
         const xsm_collective *c = &run->colls[ci];
-        if (!xsm_coll_blocking(run, c))
-            continue;
         int64_t last_entry = INT64_MIN;
         for (size_t i = 0; i < c->n; i++) {
             int64_t e = run->ranks[c->ranks[i]].d.mpi[c->rows[i]].t_begin;
@@ -557,7 +641,9 @@ uint64_t xsm_align_violations(const xsm_run *run)
         }
         size_t root = c->root >= 0 ? xsm_coll_member(c, c->root) : SIZE_MAX;
         for (size_t i = 0; i < c->n; i++) {
-            int64_t exit_t = run->ranks[c->ranks[i]].d.mpi[c->rows[i]].t_end;
+            if (xrow[xoff[ci] + i] < 0)
+                continue;
+            int64_t exit_t = run->ranks[c->ranks[i]].d.mpi[xrow[xoff[ci] + i]].t_end;
             int64_t need;
             switch (c->coll_kind) {
             case XSPROF_COLL_ONE2N:
@@ -588,6 +674,8 @@ uint64_t xsm_align_violations(const xsm_run *run)
                 v++;
         }
     }
+    free(xrow);
+    free(xoff);
     return v;
 }
 

@@ -20,7 +20,8 @@ void xsm_align_interpolate(xsm_run *run);
 
 /* Enforce: receive end >= send begin + min_latency_ns; collective exits >=
  * the entries they depend on (barrier/NxN: all, 1-to-N: root, N-to-1 root:
- * all, scan: lower comm ranks). Corrections move events forward only, keep
+ * all, scan: lower comm ranks); the exit of a nonblocking collective is the
+ * COMPLETION of its request. Corrections move events forward only, keep
  * local intervals after a correction (forward amortisation) and spread the
  * jump over the interval back to the previous event another rank depends on
  * (backward amortisation). Fills run->clock and ranks[].correction_ns.

@@ -259,8 +259,9 @@ static void test_unmatched(void)
     xsm_run_free(&run);
 }
 
-/* Nonblocking collectives match by (comm, coll_seq) but set no clock
- * constraint (their completion is elsewhere): no violation counted. */
+/* Nonblocking collectives match by (comm, coll_seq); their exit is the
+ * COMPLETION of the request: rank 0 completes before rank 1 entered. Without
+ * a recorded completion there is no constraint. */
 static void test_icoll(void)
 {
     xsm_run run;
@@ -272,9 +273,30 @@ static void test_icoll(void)
         run.ranks[r].d.mpi[i].coll_seq = 1;
         run.ranks[r].d.mpi[i].request = 7;
     }
+    size_t w0 = add_mpi(&run, 0, XSPROF_MPI_WAIT, 140, 160, -1, -1, 0);
+    size_t c0 = add_mpi(&run, 0, XSPROF_MPI_COMPLETION, 150, 150, -1, -1, 0);
+    run.ranks[0].d.mpi[c0].request = 7;
+    size_t c1 = add_mpi(&run, 1, XSPROF_MPI_COMPLETION, 600, 600, -1, -1, 0);
+    run.ranks[1].d.mpi[c1].request = 7;
     CHECK(load(&run, 0) == 0);
     CHECK_EQ(run.ncolls, 1);
     CHECK_EQ(run.colls[0].n, 2);
+    CHECK_EQ(run.clock.violations_before, 1);
+    CHECK_EQ(run.clock.violations_after, 0);
+    CHECK(run.ranks[0].d.mpi[c0].t_end >= 500);
+    CHECK(run.ranks[0].d.mpi[w0].t_end >= run.ranks[0].d.mpi[c0].t_end); /* the Wait still holds it */
+    CHECK_EQ(run.ranks[0].d.mpi[0].t_begin, 100); /* an entry others depend on stays put */
+    xsm_run_free(&run);
+
+    /* no completion recorded: matched, but no constraint */
+    run_init(&run, 2);
+    for (int r = 0; r < 2; r++) {
+        size_t i = add_mpi(&run, r, XSPROF_MPI_ICOLL, b[r], e[r], -1, -1, 0);
+        run.ranks[r].d.mpi[i].coll = XSPROF_COLL_NXN;
+        run.ranks[r].d.mpi[i].coll_seq = 1;
+    }
+    CHECK(load(&run, 0) == 0);
+    CHECK_EQ(run.ncolls, 1);
     CHECK_EQ(run.clock.violations_before, 0);
     CHECK_EQ(run.ranks[0].d.mpi[0].t_end, 110);
     xsm_run_free(&run);

@@ -14,6 +14,7 @@ static _Atomic(xsprof_name_entry *) g_slots[SLOTS];
 static _Atomic(xsprof_name_entry *) g_by_id[MAX_NAMES];
 static _Atomic uint32_t g_count;
 static pthread_mutex_t g_intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_in_journal; /* under g_intern_lock: names go to the journal as they are interned */
 
 static inline uint64_t name_hash(const char *s, size_t *len) {
     uint64_t h = 1469598103934665603ull;
@@ -79,14 +80,16 @@ xsprof_status xsprof_name_intern(const char *name, xsprof_name_id *id) {
     atomic_store_explicit(&g_by_id[n], e, memory_order_release);
     atomic_store_explicit(&g_slots[i], e, memory_order_release);
     atomic_store_explicit(&g_count, n + 1, memory_order_release);
-    if (xsprof_journal_is_open())
+    if (g_in_journal)
         xsprof_journal_string_add(n, e->str, e->len);
     pthread_mutex_unlock(&g_intern_lock);
     *id = n;
     return XSPROF_OK;
 }
 
-/* Called once when the journal is created: names interned before it. */
+/* Called once when the journal is created: names interned before it, then
+ * every new name as it comes, all under one lock, so each id is written
+ * once and in order. */
 xsprof_status xsprof_names_flush_to_journal(void) {
     pthread_mutex_lock(&g_intern_lock);
     xsprof_status st = XSPROF_OK;
@@ -95,6 +98,7 @@ xsprof_status xsprof_names_flush_to_journal(void) {
         const xsprof_name_entry *e = atomic_load_explicit(&g_by_id[i], memory_order_relaxed);
         st = xsprof_journal_string_add(i, e->str, e->len);
     }
+    g_in_journal = 1;
     pthread_mutex_unlock(&g_intern_lock);
     return st;
 }

@@ -1,6 +1,7 @@
 """GPU records of the CUPTI decoding test (gpu.cupti_decode) on the merged
 timeline: xsmerge must put every kernel, copy, memset, synchronisation and
-API record into trace.json with its duration. Skipped (77) until xsmerge is
+API record into trace.json with its duration, and link the kernel to its
+launch with a flow arrow. Skipped (77) until xsmerge is
 built.
 
 usage: check_gpu_merge.py RUN_DIR OUT_DIR
@@ -53,6 +54,14 @@ def main():
         dur_us = float(seen[name]["dur"])
         if abs(dur_us * 1000 - ns) > 1:
             fail("%s: duration %s us, expected %s ns" % (name, dur_us, ns))
+    # The kernel links back to its launch: a flow from the API call's thread
+    # ends on the kernel's track.
+    kernel = seen["_Z5saxpyifPKfPf"]
+    starts = {e.get("id"): e for e in events if e.get("ph") == "s"}
+    linked = [e for e in events if e.get("ph") == "f" and e.get("tid") == kernel["tid"] and e.get("id") in starts
+              and starts[e["id"]].get("tid") == seen["cudaLaunchKernel"]["tid"]]
+    if not linked:
+        fail("no flow arrow from cudaLaunchKernel to the kernel in trace.json")
     print("gpu merge: %d GPU records on the merged timeline" % len(EXPECTED))
 
 

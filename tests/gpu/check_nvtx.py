@@ -145,6 +145,10 @@ def check_merged(run_dir, work):
     for name in ["outer", "middle_\u00e9", "inner_ex", "startend", "cross_thread", "worker_range",
                  "registered_name", "domain_inner", "domain_startend", "mark_a", "mark_w"]:
         check(name in names, "merged trace.json lacks %r" % name)
+    for name in ["outer", "startend", "cross_thread", "registered_name", "domain_inner"]:
+        check(any(e.get("cat") == "nvtx" for e in names[name]), "%s: not in category nvtx in trace.json" % name)
+    dom = [e for e in names["registered_name"] if e.get("ph") == "X"]
+    check(dom and dom[0].get("args", {}).get("domain") == "mydomain", "registered_name: domain lost in trace.json")
     for name, lo in [("outer", 7), ("inner_ex", 3), ("registered_name", 4)]:
         x = [e for e in names[name] if e.get("ph") == "X"]
         if x:

@@ -98,6 +98,8 @@ static atomic_int g_final;
 static _Atomic uint32_t g_tid_key[XSPROF_CUPTI_TIDMAP];
 static _Atomic uint32_t g_tid_val[XSPROF_CUPTI_TIDMAP];
 static _Thread_local int t_tid_mapped;
+static atomic_int g_subscribed;
+static _Thread_local int t_worker_named;
 
 /* context -> device, learnt from device records, for synchronisation records. */
 static _Atomic uint32_t g_ctx_key[XSPROF_CUPTI_CTXMAP];
@@ -467,6 +469,12 @@ void CUPTIAPI xsprof_cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint
 {
     int saved = errno;
     (void)size;
+    /* CUPTI's own worker thread gets a name in the trace; a thread that made
+     * CUDA calls (known through the subscriber) is an application thread. */
+    if (!t_worker_named && !t_tid_mapped && atomic_load(&g_subscribed) && !atomic_load(&g_final)) {
+        t_worker_named = 1;
+        xsprof_thread_name("CUPTI worker");
+    }
     if (buffer && valid && g_cupti.next_record) {
         if (atomic_load(&g_offset_mode))
             xsprof_cupti_offset_measure();
@@ -586,6 +594,7 @@ static xsprof_status xsprof_cupti_enable(void)
         (r = g_cupti.subscribe(&sub, xsprof_cupti_api_enter, NULL)) == CUPTI_SUCCESS) {
         g_cupti.enable_domain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
         g_cupti.enable_domain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+        atomic_store(&g_subscribed, 1);
     } else {
         xsprof_log(XSPROF_LOG_INFO, "CUPTI callbacks unavailable (another tool subscribed?): "
                                     "API records carry no xsprof thread id");

@@ -12,6 +12,7 @@
 #include "xsprof_config.h"
 
 #include <dirent.h>
+#include <hdf5.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -278,6 +279,10 @@ static int xsm_task_owner(int task, int size)
 
 int main(int argc, char **argv)
 {
+    /* Every HDF5 file is closed explicitly before exit. HDF5's own exit
+     * hook would only add a second stderr line ("infinite loop closing
+     * library") after an error on a damaged input it could not close. */
+    H5dont_atexit();
     xsm_opts o;
     int rc = xsm_parse_args(argc, argv, &o);
     if (rc >= 0)

@@ -38,6 +38,13 @@ XSPROF_HIDDEN uint64_t xsprof_cupti_dropped(void);
  * user or another tool already set it (library constructor). */
 XSPROF_HIDDEN xsprof_status xsprof_nvtx_env_set(void);
 
+/* Depth of NVTX push/pop ranges in xsprof_rec_region.depth: BASE + NVTX
+ * nesting level. Core keeps its own region stack (at most 256 levels, no
+ * hook to share it), and the reader attaches pending args to the next region
+ * of the same depth: a separate depth range keeps NVTX ranges from taking
+ * the args of an open xsprof region. */
+#define XSPROF_NVTX_DEPTH_BASE 256u
+
 /* Depth marker of NVTX start/end ranges in xsprof_rec_region.depth: they
  * may begin and end on different threads and do not nest, so merge draws
  * them as async spans (args "nvtx_range_id", "start_thread"). */

@@ -294,7 +294,7 @@ static void xsprof_nvtx_mark_write(xsprof_nvtx_event *ev, int depth)
 {
     if (ev->domain) {
         ev->t_begin = xsprof_clock_now();
-        xsprof_nvtx_region_write(ev, (uint16_t)depth, NULL, 0, ev->t_begin);
+        xsprof_nvtx_region_write(ev, (uint16_t)(XSPROF_NVTX_DEPTH_BASE + depth), NULL, 0, ev->t_begin);
         return;
     }
     xsprof_rec_instant *r = xsprof_buf_reserve(xsprof_rec_size(sizeof *r));
@@ -338,7 +338,7 @@ static int xsprof_nvtx_pop(uint32_t domain)
         xsprof_anomaly("nvtxRangePop without a matching push");
         return -1;
     }
-    xsprof_nvtx_region_write(&t_stack[i], (uint16_t)i, NULL, 0, xsprof_clock_now());
+    xsprof_nvtx_region_write(&t_stack[i], (uint16_t)(XSPROF_NVTX_DEPTH_BASE + i), NULL, 0, xsprof_clock_now());
     memmove(&t_stack[i], &t_stack[i + 1], (size_t)(t_depth - 1 - i) * sizeof t_stack[0]);
     t_depth--;
     return i;

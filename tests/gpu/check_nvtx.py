@@ -20,6 +20,7 @@ import h5py
 MS = 1_000_000
 CAT_NVTX = 2
 DEPTH_ASYNC = 0xFFFF
+BASE = 256  # XSPROF_NVTX_DEPTH_BASE: push/pop depth = BASE + NVTX level
 ARG_INT, ARG_DOUBLE, ARG_STRING = 1, 2, 3
 
 
@@ -84,7 +85,8 @@ def check_rank_file(path):
 
     # push/pop: nesting, depth, durations (the app sleeps 2, 2, 3 ms)
     o, m, i = reg["outer"], reg["middle_\u00e9"], reg["inner_ex"]
-    check((o["depth"], m["depth"], i["depth"]) == (0, 1, 2), "push/pop depths %s" % [o["depth"], m["depth"], i["depth"]])
+    check((o["depth"], m["depth"], i["depth"]) == (BASE, BASE + 1, BASE + 2),
+          "push/pop depths %s" % [o["depth"], m["depth"], i["depth"]])
     check(inside(i, m) and inside(m, o), "push/pop ranges do not nest")
     check(i["t1"] - i["t0"] >= 3 * MS, "inner_ex shorter than its 3 ms sleep")
     check(m["t1"] - m["t0"] >= 5 * MS, "middle shorter than 5 ms")
@@ -104,7 +106,7 @@ def check_rank_file(path):
     check(c["thread"] == worker, "cross_thread must be recorded where it ended (worker)")
     check(c["t1"] - c["t0"] >= 5 * MS, "cross_thread shorter than the worker's 5 ms sleep")
     w = reg["worker_range"]
-    check(w["depth"] == 0 and w["t1"] - w["t0"] >= 2 * MS, "worker_range: %s" % w)
+    check(w["depth"] == BASE and w["t1"] - w["t0"] >= 2 * MS, "worker_range: %s" % w)
 
     # domains: registered string, domain category, payload, nested push, mark
     d0, d1, dm, ds = reg["registered_name"], reg["domain_inner"], reg["domain_mark"], reg["domain_startend"]
@@ -112,7 +114,7 @@ def check_rank_file(path):
     check(d1["args"] == {"domain": "mydomain", "payload": 2.5}, "domain_inner args %s" % d1["args"])
     check(dm["args"] == {"domain": "mydomain"}, "domain_mark args %s" % dm["args"])
     check(ds["args"]["domain"] == "mydomain", "domain_startend args %s" % ds["args"])
-    check((d0["depth"], d1["depth"], dm["depth"]) == (0, 1, 2), "domain depths")
+    check((d0["depth"], d1["depth"], dm["depth"]) == (BASE, BASE + 1, BASE + 2), "domain depths")
     check(inside(d1, d0) and inside(dm, d1), "domain ranges do not nest")
     check(dm["t0"] == dm["t1"], "a domain mark is a zero-length region")
     check(d0["t1"] - d0["t0"] >= 4 * MS and d1["t1"] - d1["t0"] >= 2 * MS, "domain range durations")

@@ -337,8 +337,10 @@ int main(int argc, char **argv)
     free(order);
     xsm_progress_mark("emit-init");
     /* trace.pftrace is written by all processes together (collective call,
-     * so first and on every process); the other products by one each */
-    if (o.outputs & XSM_OUT_PFTRACE) {
+     * so first and on every process, once all could prepare); the other
+     * products by one each */
+    int ready = xsm_par_agree(&par, rc, 1, &first) == 0;
+    if (ready && (o.outputs & XSM_OUT_PFTRACE)) {
         int prc = xsm_par_pftrace(&par, &e, staging, err, sizeof err);
         if (!rc)
             rc = prc;
@@ -355,7 +357,7 @@ int main(int argc, char **argv)
         static const char *const task_name[XSM_TASK_N] = {"trace.json", "pftrace", "merged.h5"};
         xsm_progress_mark(task_name[t]);
     }
-    xsm_emit_free(&e);
+    xsm_emit_free(&e); /* safe after a failed init too */
     if (!rc && lead && (o.outputs & XSM_OUT_REPORT)) {
         o.report.summary = o.report.quiet ? NULL : stdout;
         rc = xsm_analyze_run(&run, staging, &o.report, err, sizeof err);

@@ -99,6 +99,7 @@ static _Atomic uint32_t g_tid_key[XSPROF_CUPTI_TIDMAP];
 static _Atomic uint32_t g_tid_val[XSPROF_CUPTI_TIDMAP];
 static _Thread_local int t_tid_mapped;
 static atomic_int g_subscribed;
+static CUpti_SubscriberHandle g_sub;
 static _Thread_local int t_worker_named;
 
 /* context -> device, learnt from device records, for synchronisation records. */
@@ -293,7 +294,7 @@ void CUPTIAPI xsprof_cupti_api_enter(void *user, CUpti_CallbackDomain domain, CU
     (void)domain;
     (void)cbid;
     (void)data;
-    if (t_tid_mapped)
+    if (t_tid_mapped || !xsprof_collecting())
         return;
     int saved = errno;
     t_tid_mapped = 1;
@@ -517,14 +518,6 @@ static void xsprof_cupti_disable_kinds(size_t n)
         g_cupti.activity_disable(xsprof_cupti_kinds[i].kind);
 }
 
-void xsprof_cupti_flush(void)
-{
-    int saved = errno;
-    if (atomic_load(&g_active) && g_cupti.flush_all)
-        g_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    errno = saved;
-}
-
 /* Finalize hook: stop collecting, hand over what CUPTI still buffers and
  * record how much CUPTI lost. */
 static void xsprof_cupti_finalize(void)
@@ -532,6 +525,10 @@ static void xsprof_cupti_finalize(void)
     int saved = errno;
     if (atomic_load(&g_active)) {
         atomic_store(&g_final, 1);
+        if (atomic_load(&g_subscribed)) {
+            g_cupti.enable_domain(0, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+            g_cupti.enable_domain(0, g_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+        }
         xsprof_cupti_disable_kinds(XSPROF_CUPTI_NKINDS);
         g_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         atomic_store(&g_active, 0);
@@ -589,11 +586,10 @@ static xsprof_status xsprof_cupti_enable(void)
         }
     }
     /* Optional: maps OS thread ids of API records to xsprof thread ids. */
-    CUpti_SubscriberHandle sub;
     if (g_cupti.subscribe && g_cupti.enable_domain &&
-        (r = g_cupti.subscribe(&sub, xsprof_cupti_api_enter, NULL)) == CUPTI_SUCCESS) {
-        g_cupti.enable_domain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
-        g_cupti.enable_domain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+        (r = g_cupti.subscribe(&g_sub, xsprof_cupti_api_enter, NULL)) == CUPTI_SUCCESS) {
+        g_cupti.enable_domain(1, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+        g_cupti.enable_domain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API);
         atomic_store(&g_subscribed, 1);
     } else {
         xsprof_log(XSPROF_LOG_INFO, "CUPTI callbacks unavailable (another tool subscribed?): "
@@ -641,8 +637,6 @@ xsprof_status xsprof_cupti_start(void)
 }
 
 #else /* !XSPROF_HAVE_CUPTI */
-
-void xsprof_cupti_flush(void) {}
 
 xsprof_status xsprof_cupti_start(void)
 {

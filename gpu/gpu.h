@@ -29,8 +29,6 @@ XSPROF_HIDDEN xsprof_status xsprof_cupti_start(void);
 XSPROF_HIDDEN int xsprof_cupti_active(void);
 /* Why GPU collection is off ("" while active or before start). */
 XSPROF_HIDDEN const char *xsprof_cupti_disabled_reason(void);
-/* Hand every buffered CUPTI record to core now (finalize hook). */
-XSPROF_HIDDEN void xsprof_cupti_flush(void);
 /* Records CUPTI reported as dropped so far (buffers full or refused). */
 XSPROF_HIDDEN uint64_t xsprof_cupti_dropped(void);
 

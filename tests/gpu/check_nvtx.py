@@ -6,7 +6,7 @@ domain, category, payload and thread name arrives in the rank file with the
 right names, nesting and durations; then, when xsmerge is built, that the
 same ranges appear in the merged trace.json.
 
-usage: check_nvtx.py NVTX_APP WORK_DIR
+usage: check_nvtx.py NVTX_APP WORK_DIR [LIBRARY]   (default $XSPROF_LIB)
 Durations are only checked from below: the app sleeps inside each range.
 """
 import json
@@ -164,7 +164,7 @@ def main():
     os.makedirs(work)
     run_dir = os.path.join(work, "run")
     env = dict(os.environ)
-    env["LD_PRELOAD"] = env["XSPROF_LIB"]
+    env["LD_PRELOAD"] = sys.argv[3] if len(sys.argv) > 3 else env["XSPROF_LIB"]
     env["XSPROF_OUTPUT"] = run_dir
     env.pop("NVTX_INJECTION64_PATH", None)  # xsprof must set it itself
     p = subprocess.run([app], env=env, capture_output=True, text=True)

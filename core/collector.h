@@ -55,6 +55,11 @@ XSPROF_HIDDEN xsprof_status xsprof_meta_set(const char *key, const char *value);
 typedef void (*xsprof_finalize_hook)(void);
 XSPROF_HIDDEN xsprof_status xsprof_finalize_hook_add(xsprof_finalize_hook fn);
 
+/* Hooks run once when this process starts to really record (its journal
+ * is created): messages that only matter for a profiled process, not for
+ * every program that merely loads the library. At most 8. */
+XSPROF_HIDDEN xsprof_status xsprof_start_hook_add(xsprof_finalize_hook fn);
+
 /* How the run ended, stored as the rank file's end_state ("finalized",
  * "exit without MPI_Finalize", ...). mpi/ sets a pessimistic value at
  * MPI_Init and "finalized" at MPI_Finalize. */

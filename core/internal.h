@@ -68,6 +68,7 @@ XSPROF_HIDDEN extern __thread xsprof_thread *xsprof_tls __attribute__((tls_model
 /* session.c */
 XSPROF_HIDDEN void xsprof_core_init(void);
 XSPROF_HIDDEN void xsprof_collecting_update(void);
+XSPROF_HIDDEN void xsprof_start_hooks_run(void);
 
 /* thread.c */
 XSPROF_HIDDEN xsprof_thread *xsprof_thread_get(void);

@@ -261,6 +261,7 @@ out:
         xsprof_names_flush_to_journal();
         if (xsprof_g.rank == 0)
             xsprof_log(XSPROF_LOG_INFO, "writing profile to %s", g_j.dir);
+        xsprof_start_hooks_run();
     }
     return st;
 }

@@ -19,6 +19,8 @@ static char g_output_dir[PATH_MAX];
 static char g_end_state[64] = "finalized";
 static xsprof_finalize_hook g_hooks[8];
 static int g_nhooks;
+static xsprof_finalize_hook g_start_hooks[8];
+static int g_nstart_hooks;
 
 void xsprof_region_warn_set(int64_t ms);
 
@@ -143,6 +145,25 @@ xsprof_status xsprof_finalize_hook_add(xsprof_finalize_hook fn) {
         g_hooks[g_nhooks++] = fn;
     pthread_mutex_unlock(&xsprof_g.lock);
     return st;
+}
+
+xsprof_status xsprof_start_hook_add(xsprof_finalize_hook fn) {
+    if (!fn)
+        return XSPROF_ERR_INVALID;
+    pthread_mutex_lock(&xsprof_g.lock);
+    xsprof_status st = g_nstart_hooks < 8 ? XSPROF_OK : XSPROF_ERR_NOMEM;
+    if (!st)
+        g_start_hooks[g_nstart_hooks++] = fn;
+    pthread_mutex_unlock(&xsprof_g.lock);
+    return st;
+}
+
+void xsprof_start_hooks_run(void) {
+    pthread_mutex_lock(&xsprof_g.lock);
+    int n = g_nstart_hooks;
+    pthread_mutex_unlock(&xsprof_g.lock);
+    for (int i = 0; i < n; i++)
+        g_start_hooks[i]();
 }
 
 void xsprof_anomaly(const char *what) {

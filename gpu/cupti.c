@@ -43,15 +43,34 @@ int xsprof_cupti_active(void) { return atomic_load(&g_active); }
 const char *xsprof_cupti_disabled_reason(void) { return g_reason; }
 uint64_t xsprof_cupti_dropped(void) { return (uint64_t)atomic_load(&g_dropped); }
 
-/* One warning per process (quiet for XSPROF_GPU=0), the reason kept in the
- * rank file so the report can say why there is no GPU data. */
-static void xsprof_cupti_disable(const char *reason, int quiet)
+enum { XSPROF_GPU_WARN_NOW = 0, XSPROF_GPU_WARN_QUIET = 1, XSPROF_GPU_WARN_JOB_ONCE = 2 };
+
+static void xsprof_cupti_warn(void)
+{
+    if (atomic_exchange(&g_warned, 1) == 0)
+        xsprof_log(XSPROF_LOG_WARN, "GPU collection disabled: %s (CPU and MPI profiling continue)", g_reason);
+}
+
+/* Under XSPROF_GPU=auto a node without a GPU is normal: warn once per job
+ * (rank 0), and only in a process that records, not in every program that
+ * inherits LD_PRELOAD (shells, launchers). */
+static void xsprof_cupti_warn_job_once(void)
+{
+    if (xsprof_identity_rank() == 0)
+        xsprof_cupti_warn();
+}
+
+/* One warning (see the policies above), the reason kept in the rank file
+ * so the report can say why there is no GPU data. */
+static void xsprof_cupti_disable(const char *reason, int policy)
 {
     snprintf(g_reason, sizeof g_reason, "%s", reason);
     atomic_store(&g_active, 0);
     xsprof_meta_set("gpu_disabled_reason", g_reason);
-    if (!quiet && atomic_exchange(&g_warned, 1) == 0)
-        xsprof_log(XSPROF_LOG_WARN, "GPU collection disabled: %s (CPU and MPI profiling continue)", g_reason);
+    if (policy == XSPROF_GPU_WARN_NOW)
+        xsprof_cupti_warn();
+    else if (policy == XSPROF_GPU_WARN_JOB_ONCE)
+        xsprof_start_hook_add(xsprof_cupti_warn_job_once);
 }
 
 #if XSPROF_HAVE_CUPTI
@@ -630,7 +649,7 @@ xsprof_status xsprof_cupti_start(void)
         return XSPROF_ERR_DISABLED;
     }
     if (mode == XSPROF_GPU_MODE_AUTO && !xsprof_driver_present(why, sizeof why)) {
-        xsprof_cupti_disable(why, 0);
+        xsprof_cupti_disable(why, XSPROF_GPU_WARN_JOB_ONCE);
         return XSPROF_ERR_UNSUPPORTED;
     }
     return xsprof_cupti_enable();

@@ -102,6 +102,11 @@ def main():
     check(n == 0, "NVTX_INJECTION64_PATH of another tool: xsprof must not take NVTX over (%d regions)" % n)
     check(meta is None, "NVTX_INJECTION64_PATH of another tool: nothing recorded, so no rank file (%s)" % meta)
 
+    # auto in a process that records nothing (a shell or launcher inheriting
+    # LD_PRELOAD): silent, and no file.
+    w, meta, n, err = run(app, work, "auto-idle", {"XSPROF_GPU": "auto", "NVTX_INJECTION64_PATH": "/nonexistent/libtool.so"})
+    check(len(w) == 0 and meta is None, "auto, nothing recorded: expected silence, got %r" % w)
+
     print("gpu modes: auto, unset, 1, XSPROF_CUPTI_LIB, 0 and an invalid value behave as documented")
 
 

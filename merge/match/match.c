@@ -98,17 +98,25 @@ static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_vec *sends, xsm_vec 
     int64_t *post_of = malloc((n ? n : 1) * sizeof *post_of);     /* completion row -> post row */
     int64_t *compl_of = malloc((n ? n : 1) * sizeof *compl_of);   /* post row -> completion row */
     int64_t *call_of = malloc((n ? n : 1) * sizeof *call_of);     /* completion row -> holding call */
-    xsm_req *req = malloc((n ? n : 1) * sizeof *req);
-    xsm_thr_row *thr = malloc((n ? n : 1) * sizeof *thr);
-    int rc = -1;
-    if (!post_of || !compl_of || !call_of || !req || !thr)
-        goto out;
     size_t nreq = 0, ncompl = 0;
     for (size_t i = 0; i < n; i++) {
         const xsprof_io_mpi *m = &d->mpi[i];
-        post_of[i] = compl_of[i] = call_of[i] = -1;
-        thr[i] = (xsm_thr_row){m->thread, m->kind == XSPROF_MPI_COMPLETION, m->t_begin, i};
         ncompl += m->kind == XSPROF_MPI_COMPLETION;
+        nreq += m->request && (m->kind == XSPROF_MPI_ISEND || m->kind == XSPROF_MPI_IRECV ||
+                               m->kind == XSPROF_MPI_ICOLL || m->kind == XSPROF_MPI_COMPLETION);
+    }
+    /* blocking traffic only: no request table and no thread walk to build */
+    xsm_req *req = malloc((nreq ? nreq : 1) * sizeof *req);
+    xsm_thr_row *thr = malloc((ncompl ? n : 1) * sizeof *thr);
+    int rc = -1;
+    if (!post_of || !compl_of || !call_of || !req || !thr)
+        goto out;
+    nreq = 0;
+    for (size_t i = 0; i < n; i++) {
+        const xsprof_io_mpi *m = &d->mpi[i];
+        post_of[i] = compl_of[i] = call_of[i] = -1;
+        if (ncompl)
+            thr[i] = (xsm_thr_row){m->thread, m->kind == XSPROF_MPI_COMPLETION, m->t_begin, i};
         if (m->request && (m->kind == XSPROF_MPI_ISEND || m->kind == XSPROF_MPI_IRECV ||
                            m->kind == XSPROF_MPI_ICOLL || m->kind == XSPROF_MPI_COMPLETION))
             req[nreq++] = (xsm_req){m->request, m->t_begin, m->kind == XSPROF_MPI_COMPLETION, i};
@@ -237,57 +245,106 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
     xsm_vec colls = {.elem = sizeof(xsm_coll_key)};
     uint64_t open_posts = 0;
     run->unmatched_sends = run->unmatched_recvs = run->incomplete_colls = 0;
+    /* receives of rank r (whose key has dst = r) are recvs[rfirst[r] .. rfirst[r + 1]) */
+    size_t *rfirst = calloc(run->nranks + 1, sizeof *rfirst);
+    if (!rfirst)
+        goto oom;
     for (size_t r = 0; r < run->nranks; r++) {
+        rfirst[r] = recvs.n;
         if (!run->ranks[r].present)
             continue;
-        if (xsm_rank_keys(run, (int32_t)r, &sends, &recvs, &open_posts))
+        if (xsm_rank_keys(run, (int32_t)r, &sends, &recvs, &open_posts)) {
+            free(rfirst);
             goto oom;
+        }
         const xsprof_rank_data *d = &run->ranks[r].d;
         for (size_t i = 0; i < d->nmpi; i++) {
             const xsprof_io_mpi *m = &d->mpi[i];
             if ((m->kind == XSPROF_MPI_COLL || m->kind == XSPROF_MPI_ICOLL) && m->coll_seq) {
                 xsm_coll_key *k = xsm_vec_push(&colls);
-                if (!k)
+                if (!k) {
+                    free(rfirst);
                     goto oom;
+                }
                 *k = (xsm_coll_key){m->comm, (int32_t)r, m->coll_seq, i};
             }
         }
     }
+    rfirst[run->nranks] = recvs.n;
     /* Hash join: sends are indexed by their full key and each receive takes
      * the first unmatched send with its key. Sends were collected rank by
      * rank in row order, so walking them afterwards yields the messages
-     * sorted by (src, send_row) without sorting. */
+     * sorted by (src, send_row) without sorting. The join runs one
+     * destination rank at a time (sends bucketed by dst, stably), so each
+     * table is small enough to stay in cache; a receive only ever matches a
+     * send with its own dst, so the pairs are those of one global table. */
     xsm_p2p_key *s = sends.p, *v = recvs.p;
-    size_t nslots = 16;
-    while (nslots < 2 * sends.n + 1)
-        nslots *= 2;
-    size_t *slot = calloc(nslots, sizeof *slot);          /* send index + 1, 0 = empty */
     size_t *recv_of = malloc((sends.n + 1) * sizeof *recv_of); /* send -> receive */
     unsigned char *recv_done = calloc(recvs.n + 1, 1);
-    if (!slot || !recv_of || !recv_done) {
+    size_t *sfirst = calloc(run->nranks + 1, sizeof *sfirst);    /* sends to dst r: by_dst[sfirst[r] ..] */
+    size_t *by_dst = malloc((sends.n + 1) * sizeof *by_dst);
+    size_t maxb = 0;
+    if (recv_of && sfirst && by_dst) {
+        for (size_t i = 0; i < sends.n; i++) {
+            recv_of[i] = SIZE_MAX;
+            if (s[i].dst >= 0 && (size_t)s[i].dst < run->nranks)
+                sfirst[s[i].dst + 1]++;
+        }
+        for (size_t r = 0; r < run->nranks; r++) {
+            if (sfirst[r + 1] > maxb)
+                maxb = sfirst[r + 1];
+            sfirst[r + 1] += sfirst[r];
+        }
+        for (size_t i = 0; i < sends.n; i++)
+            if (s[i].dst >= 0 && (size_t)s[i].dst < run->nranks)
+                by_dst[sfirst[s[i].dst]++] = i;
+        /* the placement advanced each start to the next bucket's: shift back */
+        for (size_t r = run->nranks; r-- > 0;)
+            sfirst[r + 1] = sfirst[r];
+        sfirst[0] = 0;
+    }
+    size_t nslots = 16;
+    while (nslots < 2 * maxb + 1)
+        nslots *= 2;
+    uint32_t *slot = recv_of && sfirst && by_dst && maxb < UINT32_MAX ? malloc(nslots * sizeof *slot) : NULL;
+    if (!slot || !recv_of || !recv_done || !sfirst || !by_dst) {
         free(slot);
         free(recv_of);
         free(recv_done);
+        free(sfirst);
+        free(by_dst);
+        free(rfirst);
         goto oom;
     }
-    for (size_t i = 0; i < sends.n; i++) {
-        recv_of[i] = SIZE_MAX;
-        size_t h = xsm_key_hash(&s[i]) & (nslots - 1);
-        while (slot[h])
-            h = (h + 1) & (nslots - 1);
-        slot[h] = i + 1;
-    }
-    size_t listed_s = 0, listed_r = 0;
-    for (size_t j = 0; j < recvs.n; j++) {
-        for (size_t h = xsm_key_hash(&v[j]) & (nslots - 1); slot[h]; h = (h + 1) & (nslots - 1)) {
-            size_t i = slot[h] - 1;
-            if (recv_of[i] == SIZE_MAX && xsm_key_eq(&s[i], &v[j])) {
-                recv_of[i] = j;
-                recv_done[j] = 1;
-                break;
+    for (size_t r = 0; r < run->nranks; r++) {
+        size_t b0 = sfirst[r], nb = sfirst[r + 1] - b0;
+        if (!nb || rfirst[r] == rfirst[r + 1])
+            continue;
+        size_t ns = 16;
+        while (ns < 2 * nb + 1)
+            ns *= 2;
+        memset(slot, 0, ns * sizeof *slot); /* bucket position + 1, 0 = empty */
+        for (size_t b = 0; b < nb; b++) {
+            size_t h = xsm_key_hash(&s[by_dst[b0 + b]]) & (ns - 1);
+            while (slot[h])
+                h = (h + 1) & (ns - 1);
+            slot[h] = (uint32_t)(b + 1);
+        }
+        for (size_t j = rfirst[r]; j < rfirst[r + 1]; j++) {
+            for (size_t h = xsm_key_hash(&v[j]) & (ns - 1); slot[h]; h = (h + 1) & (ns - 1)) {
+                size_t i = by_dst[b0 + slot[h] - 1];
+                if (recv_of[i] == SIZE_MAX && xsm_key_eq(&s[i], &v[j])) {
+                    recv_of[i] = j;
+                    recv_done[j] = 1;
+                    break;
+                }
             }
         }
     }
+    free(sfirst);
+    free(by_dst);
+    free(rfirst);
+    size_t listed_s = 0, listed_r = 0;
     for (size_t i = 0; i < sends.n; i++) {
         if (recv_of[i] == SIZE_MAX) {
             /* a send whose receiver was not loaded is not an anomaly */

@@ -278,30 +278,50 @@ int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, c
     for (size_t r = 0; r < run->nranks; r++)
         if (run->ranks[r].present && xsm_erank_build(e, (int32_t)r, !order || order[r]))
             goto oom;
-    /* message flows: send row -> the call that shows the receive */
+    /* message flows: send row -> the call that shows the receive, per rank
+     * in (row, starts first, id) order. A counting sort by row: per row,
+     * the starts are placed first, then the ends, each in message order
+     * (= id order), which is that order without comparing. */
     size_t *nm = calloc(run->nranks ? run->nranks : 1, sizeof *nm);
-    if (!nm)
-        goto oom;
-    for (size_t i = 0; i < run->nmsgs; i++) {
+    uint32_t **at = calloc(run->nranks ? run->nranks : 1, sizeof *at); /* per rank: next slot of each mpi row */
+    int ok = nm && at;
+    for (size_t i = 0; ok && i < run->nmsgs; i++) {
         nm[run->msgs[i].src]++;
         nm[run->msgs[i].dst]++;
     }
-    for (size_t r = 0; r < run->nranks; r++) {
+    for (size_t r = 0; ok && r < run->nranks; r++) {
+        size_t rows = run->ranks[r].d.nmpi;
         e->ranks[r].mflows = malloc((nm[r] + 1) * sizeof *e->ranks[r].mflows);
-        if (!e->ranks[r].mflows) {
-            free(nm);
-            goto oom;
+        at[r] = nm[r] ? calloc(rows + 1, sizeof *at[r]) : NULL;
+        ok = e->ranks[r].mflows && (!nm[r] || at[r]) && nm[r] < UINT32_MAX;
+    }
+    if (ok) {
+        for (size_t i = 0; i < run->nmsgs; i++) {
+            at[run->msgs[i].src][run->msgs[i].send_row + 1]++;
+            at[run->msgs[i].dst][run->msgs[i].recv_call_row + 1]++;
         }
+        for (size_t r = 0; r < run->nranks; r++)
+            for (size_t j = 0; at[r] && j < run->ranks[r].d.nmpi; j++)
+                at[r][j + 1] += at[r][j];
+        for (size_t i = 0; i < run->nmsgs; i++) {
+            const xsm_message *m = &run->msgs[i];
+            e->ranks[m->src].mflows[at[m->src][m->send_row]++] =
+                (xsm_flow){(uint32_t)m->send_row, 1, i + 1, run->ranks[m->src].d.mpi[m->send_row].t_begin};
+        }
+        for (size_t i = 0; i < run->nmsgs; i++) {
+            const xsm_message *m = &run->msgs[i];
+            e->ranks[m->dst].mflows[at[m->dst][m->recv_call_row]++] =
+                (xsm_flow){(uint32_t)m->recv_call_row, 0, i + 1, run->ranks[m->dst].d.mpi[m->recv_row].t_end};
+        }
+        for (size_t r = 0; r < run->nranks; r++)
+            e->ranks[r].nmflows = nm[r];
     }
+    for (size_t r = 0; at && r < run->nranks; r++)
+        free(at[r]);
+    free(at);
     free(nm);
-    for (size_t i = 0; i < run->nmsgs; i++) {
-        const xsm_message *m = &run->msgs[i];
-        xsm_erank *s = &e->ranks[m->src], *v = &e->ranks[m->dst];
-        s->mflows[s->nmflows++] = (xsm_flow){(uint32_t)m->send_row, 1, i + 1, run->ranks[m->src].d.mpi[m->send_row].t_begin};
-        v->mflows[v->nmflows++] = (xsm_flow){(uint32_t)m->recv_call_row, 0, i + 1, run->ranks[m->dst].d.mpi[m->recv_row].t_end};
-    }
-    for (size_t r = 0; r < run->nranks; r++)
-        qsort(e->ranks[r].mflows, e->ranks[r].nmflows, sizeof *e->ranks[r].mflows, xsm_flow_cmp);
+    if (!ok)
+        goto oom;
     if (xsm_comm_names(e))
         goto oom;
     uint64_t base = 1;

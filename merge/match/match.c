@@ -10,9 +10,7 @@
 typedef struct xsm_p2p_key {
     uint32_t comm;
     int32_t src, dst, tag;
-    uint64_t seq;
-    int32_t rank;     /* rank holding the row */
-    uint32_t pad;
+    uint64_t seq;     /* the row is on src for a send, on dst for a receive */
     size_t row;       /* send row, or receive completion row */
     int64_t post;     /* Irecv post row, -1 */
     int64_t aux;      /* send: completion row; recv: call row */
@@ -69,6 +67,18 @@ typedef struct xsm_vec {
     size_t n, cap, elem;
 } xsm_vec;
 
+static int xsm_vec_reserve(xsm_vec *v, size_t n)
+{
+    if (n <= v->cap)
+        return 0;
+    void *p = realloc(v->p, n * v->elem);
+    if (!p)
+        return -1;
+    v->p = p;
+    v->cap = n;
+    return 0;
+}
+
 static void *xsm_vec_push(xsm_vec *v)
 {
     if (v->n == v->cap) {
@@ -88,40 +98,59 @@ static int xsm_is_send(const xsprof_io_mpi *m)
             m->kind == XSPROF_MPI_SENDRECV) && m->peer >= 0;
 }
 
+typedef struct xsm_coll_key {
+    uint32_t comm;
+    int32_t rank;
+    uint64_t seq;
+    size_t row;
+} xsm_coll_key;
+
+/* Requests and COMPLETION rows of a rank (counted by the caller's pass). */
+typedef struct xsm_rank_counts {
+    size_t nreq, ncompl;
+} xsm_rank_counts;
+
+static int xsm_is_req(const xsprof_io_mpi *m)
+{
+    return m->request && (m->kind == XSPROF_MPI_ISEND || m->kind == XSPROF_MPI_IRECV ||
+                          m->kind == XSPROF_MPI_ICOLL || m->kind == XSPROF_MPI_COMPLETION);
+}
+
 /* Per rank: pair nonblocking posts with completions (same request, the most
  * recent post before the completion), find the call that holds each
- * completion, and emit the rank's send and receive keys. */
-static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_vec *sends, xsm_vec *recvs, uint64_t *open_posts)
+ * completion, and emit the rank's send, receive and collective keys. */
+static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_rank_counts cnt, xsm_vec *sends, xsm_vec *recvs,
+                         xsm_vec *colls, uint64_t *open_posts)
 {
     const xsprof_rank_data *d = &run->ranks[r].d;
     size_t n = d->nmpi;
-    int64_t *post_of = malloc((n ? n : 1) * sizeof *post_of);     /* completion row -> post row */
-    int64_t *compl_of = malloc((n ? n : 1) * sizeof *compl_of);   /* post row -> completion row */
-    int64_t *call_of = malloc((n ? n : 1) * sizeof *call_of);     /* completion row -> holding call */
-    size_t nreq = 0, ncompl = 0;
-    for (size_t i = 0; i < n; i++) {
-        const xsprof_io_mpi *m = &d->mpi[i];
-        ncompl += m->kind == XSPROF_MPI_COMPLETION;
-        nreq += m->request && (m->kind == XSPROF_MPI_ISEND || m->kind == XSPROF_MPI_IRECV ||
-                               m->kind == XSPROF_MPI_ICOLL || m->kind == XSPROF_MPI_COMPLETION);
-    }
-    /* blocking traffic only: no request table and no thread walk to build */
-    xsm_req *req = malloc((nreq ? nreq : 1) * sizeof *req);
-    xsm_thr_row *thr = malloc((ncompl ? n : 1) * sizeof *thr);
+    size_t nreq = cnt.nreq, ncompl = cnt.ncompl;
+    /* Blocking traffic only (no request, no completion): nothing to pair,
+     * so none of the per-row link arrays (24 bytes a row) is needed. */
+    int links = nreq || ncompl;
+    int64_t *post_of = NULL, *compl_of = NULL, *call_of = NULL; /* completion -> post, post -> completion, completion -> holding call */
+    xsm_req *req = NULL;
+    xsm_thr_row *thr = NULL;
     int rc = -1;
-    if (!post_of || !compl_of || !call_of || !req || !thr)
-        goto out;
-    nreq = 0;
-    for (size_t i = 0; i < n; i++) {
-        const xsprof_io_mpi *m = &d->mpi[i];
-        post_of[i] = compl_of[i] = call_of[i] = -1;
-        if (ncompl)
-            thr[i] = (xsm_thr_row){m->thread, m->kind == XSPROF_MPI_COMPLETION, m->t_begin, i};
-        if (m->request && (m->kind == XSPROF_MPI_ISEND || m->kind == XSPROF_MPI_IRECV ||
-                           m->kind == XSPROF_MPI_ICOLL || m->kind == XSPROF_MPI_COMPLETION))
-            req[nreq++] = (xsm_req){m->request, m->t_begin, m->kind == XSPROF_MPI_COMPLETION, i};
+    if (links) {
+        post_of = malloc((n ? n : 1) * sizeof *post_of);
+        compl_of = malloc((n ? n : 1) * sizeof *compl_of);
+        call_of = malloc((n ? n : 1) * sizeof *call_of);
+        req = malloc((nreq ? nreq : 1) * sizeof *req);
+        thr = malloc((ncompl ? n : 1) * sizeof *thr);
+        if (!post_of || !compl_of || !call_of || !req || !thr)
+            goto out;
+        nreq = 0;
+        for (size_t i = 0; i < n; i++) {
+            const xsprof_io_mpi *m = &d->mpi[i];
+            post_of[i] = compl_of[i] = call_of[i] = -1;
+            if (ncompl)
+                thr[i] = (xsm_thr_row){m->thread, m->kind == XSPROF_MPI_COMPLETION, m->t_begin, i};
+            if (xsm_is_req(m))
+                req[nreq++] = (xsm_req){m->request, m->t_begin, m->kind == XSPROF_MPI_COMPLETION, i};
+        }
+        qsort(req, nreq, sizeof *req, xsm_req_cmp);
     }
-    qsort(req, nreq, sizeof *req, xsm_req_cmp);
     for (size_t i = 0; i < nreq; i++) {
         if (!req[i].completion)
             continue;
@@ -166,31 +195,38 @@ static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_vec *sends, xsm_vec 
     }
     for (size_t i = 0; i < n; i++) {
         const xsprof_io_mpi *m = &d->mpi[i];
+        int64_t po = links ? post_of[i] : -1, co = links ? compl_of[i] : -1, ca = links ? call_of[i] : -1;
+        if ((m->kind == XSPROF_MPI_COLL || m->kind == XSPROF_MPI_ICOLL) && m->coll_seq) {
+            xsm_coll_key *k = xsm_vec_push(colls);
+            if (!k)
+                goto out;
+            *k = (xsm_coll_key){m->comm, r, m->coll_seq, i};
+        }
         if (xsm_is_send(m)) {
             xsm_p2p_key *k = xsm_vec_push(sends);
             if (!k)
                 goto out;
-            *k = (xsm_p2p_key){m->comm, r, m->peer, m->tag, m->seq, r, 0, i, -1, compl_of[i]};
+            *k = (xsm_p2p_key){m->comm, r, m->peer, m->tag, m->seq, i, -1, co};
             continue;
         }
         int recv = m->kind == XSPROF_MPI_RECV ||
                    (m->kind == XSPROF_MPI_COMPLETION && (m->flags & XSPROF_MPI_F_RECV) &&
                     !(m->flags & XSPROF_MPI_F_CANCELLED));
-        if (m->kind == XSPROF_MPI_IRECV && compl_of[i] < 0 && !(m->flags & (XSPROF_MPI_F_CANCELLED | XSPROF_MPI_F_FREED)))
+        if (m->kind == XSPROF_MPI_IRECV && co < 0 && !(m->flags & (XSPROF_MPI_F_CANCELLED | XSPROF_MPI_F_FREED)))
             (*open_posts)++;
         if (!recv || m->peer < 0)
             continue;
         uint32_t comm = m->comm;
-        if (comm == UINT32_MAX && post_of[i] >= 0)
-            comm = d->mpi[post_of[i]].comm;
-        else if (comm == UINT32_MAX && call_of[i] >= 0)
-            comm = d->mpi[call_of[i]].comm;
+        if (comm == UINT32_MAX && po >= 0)
+            comm = d->mpi[po].comm;
+        else if (comm == UINT32_MAX && ca >= 0)
+            comm = d->mpi[ca].comm;
         xsm_p2p_key *k = xsm_vec_push(recvs);
         if (!k)
             goto out;
-        int64_t call = m->kind == XSPROF_MPI_RECV ? (int64_t)i : (call_of[i] >= 0 ? call_of[i] : (int64_t)i);
-        int64_t post = post_of[i] >= 0 && d->mpi[post_of[i]].kind == XSPROF_MPI_IRECV ? post_of[i] : -1;
-        *k = (xsm_p2p_key){comm, m->peer, r, m->tag, m->seq, r, 0, i, post, call};
+        int64_t call = m->kind == XSPROF_MPI_RECV ? (int64_t)i : (ca >= 0 ? ca : (int64_t)i);
+        int64_t post = po >= 0 && d->mpi[po].kind == XSPROF_MPI_IRECV ? po : -1;
+        *k = (xsm_p2p_key){comm, m->peer, r, m->tag, m->seq, i, post, call};
     }
     rc = 0;
 out:
@@ -201,13 +237,6 @@ out:
     free(thr);
     return rc;
 }
-
-typedef struct xsm_coll_key {
-    uint32_t comm;
-    int32_t rank;
-    uint64_t seq;
-    size_t row;
-} xsm_coll_key;
 
 static int xsm_coll_cmp(const void *a, const void *b)
 {
@@ -235,7 +264,7 @@ static void xsm_note_p2p(FILE *notes, const char *what, const xsm_p2p_key *k, si
     if (!notes || (*listed)++ >= 5)
         return;
     fprintf(notes, "xsmerge: note: unmatched %s: rank %d -> %d, comm %u, tag %d, seq %llu (row %zu on rank %d)\n", what,
-            (int)k->src, (int)k->dst, k->comm, (int)k->tag, (unsigned long long)k->seq, k->row, (int)k->rank);
+            (int)k->src, (int)k->dst, k->comm, (int)k->tag, (unsigned long long)k->seq, k->row, (int)(what[0] == 's' ? k->src : k->dst));
 }
 
 int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
@@ -245,30 +274,41 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
     xsm_vec colls = {.elem = sizeof(xsm_coll_key)};
     uint64_t open_posts = 0;
     run->unmatched_sends = run->unmatched_recvs = run->incomplete_colls = 0;
+    /* One counting pass sizes the key arrays exactly (growing them by
+     * doubling copies and can hold twice the rows) and tells each rank
+     * whether it has nonblocking requests to pair. */
+    size_t nsend = 0, nrecv = 0, ncoll = 0;
+    xsm_rank_counts *cnt = calloc(run->nranks + 1, sizeof *cnt);
     /* receives of rank r (whose key has dst = r) are recvs[rfirst[r] .. rfirst[r + 1]) */
     size_t *rfirst = calloc(run->nranks + 1, sizeof *rfirst);
-    if (!rfirst)
+    if (!cnt || !rfirst) {
+        free(cnt);
+        free(rfirst);
         goto oom;
+    }
     for (size_t r = 0; r < run->nranks; r++) {
-        rfirst[r] = recvs.n;
-        if (!run->ranks[r].present)
-            continue;
-        if (xsm_rank_keys(run, (int32_t)r, &sends, &recvs, &open_posts)) {
-            free(rfirst);
-            goto oom;
-        }
         const xsprof_rank_data *d = &run->ranks[r].d;
-        for (size_t i = 0; i < d->nmpi; i++) {
+        for (size_t i = 0; run->ranks[r].present && i < d->nmpi; i++) {
             const xsprof_io_mpi *m = &d->mpi[i];
-            if ((m->kind == XSPROF_MPI_COLL || m->kind == XSPROF_MPI_ICOLL) && m->coll_seq) {
-                xsm_coll_key *k = xsm_vec_push(&colls);
-                if (!k) {
-                    free(rfirst);
-                    goto oom;
-                }
-                *k = (xsm_coll_key){m->comm, (int32_t)r, m->coll_seq, i};
-            }
+            int send = xsm_is_send(m);
+            nsend += send;
+            nrecv += !send && m->peer >= 0 &&
+                     (m->kind == XSPROF_MPI_RECV || (m->kind == XSPROF_MPI_COMPLETION && (m->flags & XSPROF_MPI_F_RECV)));
+            ncoll += (m->kind == XSPROF_MPI_COLL || m->kind == XSPROF_MPI_ICOLL) && m->coll_seq;
+            cnt[r].ncompl += m->kind == XSPROF_MPI_COMPLETION;
+            cnt[r].nreq += xsm_is_req(m);
         }
+    }
+    int bad = xsm_vec_reserve(&sends, nsend) || xsm_vec_reserve(&recvs, nrecv) || xsm_vec_reserve(&colls, ncoll);
+    for (size_t r = 0; !bad && r < run->nranks; r++) {
+        rfirst[r] = recvs.n;
+        if (run->ranks[r].present)
+            bad = xsm_rank_keys(run, (int32_t)r, cnt[r], &sends, &recvs, &colls, &open_posts);
+    }
+    free(cnt);
+    if (bad) {
+        free(rfirst);
+        goto oom;
     }
     rfirst[run->nranks] = recvs.n;
     /* Hash join: sends are indexed by their full key and each receive takes
@@ -344,6 +384,15 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
     free(sfirst);
     free(by_dst);
     free(rfirst);
+    size_t nmatched = 0;
+    for (size_t i = 0; i < sends.n; i++)
+        nmatched += recv_of[i] != SIZE_MAX;
+    if (xsm_vec_reserve(&msgs, nmatched)) {
+        free(slot);
+        free(recv_of);
+        free(recv_done);
+        goto oom;
+    }
     size_t listed_s = 0, listed_r = 0;
     for (size_t i = 0; i < sends.n; i++) {
         if (recv_of[i] == SIZE_MAX) {
@@ -362,7 +411,7 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
             free(recv_done);
             goto oom;
         }
-        const xsprof_io_mpi *srow = &run->ranks[s[i].rank].d.mpi[s[i].row];
+        const xsprof_io_mpi *srow = &run->ranks[s[i].src].d.mpi[s[i].row];
         *m = (xsm_message){.src = s[i].src, .dst = s[i].dst, .comm = s[i].comm, .tag = s[i].tag,
                            .bytes = srow->bytes_sent, .send_row = s[i].row, .recv_row = r->row,
                            .recv_post_row = r->post, .send_completion_row = s[i].aux,

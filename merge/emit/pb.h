@@ -1,7 +1,7 @@
 /* merge/emit/pb.h — a minimal protobuf encoder for the Perfetto writer.
- * Nested messages get a fixed 4-byte (redundant varint) length that is
- * patched when the message ends, as Perfetto's own protozero does, so a
- * packet is encoded in one pass into a scratch buffer. Owner: merge. */
+ * Nested messages get a one-byte length that is widened when a message
+ * turns out longer (see xsm_pb_begin), so a packet is encoded in one pass
+ * straight into the output buffer. Owner: merge. */
 #ifndef XSPROF_MERGE_PB_H
 #define XSPROF_MERGE_PB_H
 
@@ -13,6 +13,17 @@ enum { XSM_PB_VARINT = 0, XSM_PB_FIXED64 = 1, XSM_PB_LEN = 2 };
 
 static inline void xsm_pb_varint(xsm_out *o, uint64_t v)
 {
+    /* common case: room for the longest varint and no flush due */
+    if (o->cap - o->len >= 10 && (!o->f || o->len < o->flush_at)) {
+        uint8_t *p = (uint8_t *)o->p + o->len, *q = p;
+        while (v >= 0x80) {
+            *q++ = (uint8_t)(v | 0x80);
+            v >>= 7;
+        }
+        *q++ = (uint8_t)v;
+        o->len += (size_t)(q - p);
+        return;
+    }
     uint8_t b[10];
     int n = 0;
     do {
@@ -61,14 +72,16 @@ static inline void xsm_pb_bytes(xsm_out *o, uint32_t field, const void *p, size_
 
 static inline void xsm_pb_str(xsm_out *o, uint32_t field, const char *s) { xsm_pb_bytes(o, field, s, strlen(s)); }
 
-/* Open a nested message; returns the offset to pass to xsm_pb_end, which
- * shrinks the 4-byte length to its minimal varint (messages end in LIFO
- * order, so no open message's offset moves). */
+/* Open a nested message; returns the offset to pass to xsm_pb_end. The
+ * length gets one byte now (most messages are shorter than 128 bytes) and
+ * is widened to its minimal varint when the message ends, so a packet is
+ * encoded in one pass and nothing moves in the common case. Messages end
+ * in LIFO order, so widening never moves an open message's start. */
 static inline size_t xsm_pb_begin(xsm_out *o, uint32_t field)
 {
     xsm_pb_key(o, field, XSM_PB_LEN);
-    static const uint8_t pad[4] = {0x80, 0x80, 0x80, 0x00};
-    xsm_out_put(o, pad, 4);
+    static const uint8_t pad[1] = {0};
+    xsm_out_put(o, pad, 1);
     return o->len;
 }
 
@@ -77,12 +90,23 @@ static inline void xsm_pb_end(xsm_out *o, size_t start)
     if (o->failed)
         return;
     size_t n = o->len - start;
-    uint8_t *p = (uint8_t *)o->p + start - 4;
-    size_t k = n < (1u << 7) ? 1 : n < (1u << 14) ? 2 : n < (1u << 21) ? 3 : 4;
-    if (k < 4) {
-        memmove(p + k, p + 4, n);
-        o->len -= 4 - k;
+    if (n < 0x80) {
+        ((uint8_t *)o->p)[start - 1] = (uint8_t)n;
+        return;
     }
+    size_t k = 1;
+    while ((n >> (7 * k)) != 0)
+        k++;
+    /* make room without flushing: the open message must stay in the buffer */
+    FILE *f = o->f;
+    o->f = NULL;
+    int bad = xsm_out_reserve(o, k - 1);
+    o->f = f;
+    if (bad)
+        return;
+    uint8_t *p = (uint8_t *)o->p + start - 1;
+    memmove(p + k, p + 1, n);
+    o->len += k - 1;
     for (size_t i = 0; i < k; i++)
         p[i] = (uint8_t)(((n >> (7 * i)) & 0x7f) | (i + 1 < k ? 0x80 : 0));
 }

@@ -104,7 +104,8 @@ typedef struct xsm_pend {
 typedef struct xsm_pf {
     const xsm_emit *e;
     xsm_out o;        /* the file */
-    xsm_out pkt;      /* one packet */
+    FILE *file;       /* o's file; o.f is NULL while a packet is open */
+    size_t pkt_at;    /* content start of the open packet */
     uint32_t seq_id;  /* trusted_packet_sequence_id: rank + 1 */
     unsigned char *sent_name, *sent_key, *sent_comm; /* interned already on this sequence */
     unsigned char sent_cat[XSM_CAT_N];
@@ -164,11 +165,21 @@ static xsm_pend xsm_pend_pop(xsm_pf *pf)
     return top;
 }
 
-/* Append the packet in pf->pkt to the file as Trace.packet. */
+/* Packets are encoded straight into the file buffer as Trace.packet
+ * fields; the buffer is written out only between packets. */
+static xsm_out *xsm_pf_packet_begin(xsm_pf *pf)
+{
+    pf->o.f = NULL;
+    pf->pkt_at = xsm_pb_begin(&pf->o, PB_TRACE_PACKET);
+    return &pf->o;
+}
+
 static void xsm_pf_flush_packet(xsm_pf *pf)
 {
-    xsm_pb_bytes(&pf->o, PB_TRACE_PACKET, pf->pkt.p, pf->pkt.len);
-    pf->pkt.len = 0;
+    xsm_pb_end(&pf->o, pf->pkt_at);
+    pf->o.f = pf->file;
+    if (pf->o.len >= pf->o.flush_at)
+        xsm_out_flush(&pf->o);
 }
 
 static void xsm_pf_use_name(xsm_pf *pf, uint32_t id)
@@ -214,7 +225,7 @@ static int xsm_pf_use_comm(xsm_pf *pf, uint32_t comm)
 /* Start an event packet: timestamp, sequence, interned data for new names. */
 static size_t xsm_pf_event_begin(xsm_pf *pf, int64_t t)
 {
-    xsm_out *p = &pf->pkt;
+    xsm_out *p = xsm_pf_packet_begin(pf);
     xsm_pb_uint(p, PB_PKT_TIMESTAMP, (uint64_t)t);
     xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
     xsm_pb_uint(p, PB_PKT_SEQ_FLAGS, SEQ_NEEDS);
@@ -255,7 +266,7 @@ static size_t xsm_pf_event_begin(xsm_pf *pf, int64_t t)
 
 static void xsm_pf_event_end(xsm_pf *pf, size_t te)
 {
-    xsm_pb_end(&pf->pkt, te);
+    xsm_pb_end(&pf->o, te);
     xsm_pf_flush_packet(pf);
 }
 
@@ -290,14 +301,16 @@ static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
     const xsm_emit *e = pf->e;
     const xsm_run *run = e->run;
     const xsm_erank *er = &e->ranks[r];
-    xsm_out *p = &pf->pkt;
+    xsm_out *p = &pf->o;
     char buf[512];
+    xsm_pf_packet_begin(pf);
     xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
     xsm_pb_uint(p, PB_PKT_SEQ_FLAGS, SEQ_CLEARED);
     xsm_pf_flush_packet(pf);
     /* synthetic tids, unique in the trace: Perfetto keys threads by tid */
     uint64_t tid = 1000000 + er->track_base;
     snprintf(buf, sizeof buf, "rank %zu (%s)", r, run->ranks[r].d.host);
+    xsm_pf_packet_begin(pf);
     xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
     size_t td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
     xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_proc(er));
@@ -313,6 +326,7 @@ static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
             snprintf(buf, sizeof buf, "%s (thread %u)", e->names.str[er->tid_names[i]], er->tids[i]);
         else
             snprintf(buf, sizeof buf, "thread %u", er->tids[i]);
+        xsm_pf_packet_begin(pf);
         xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
         td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
         xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_thread(er, i));
@@ -328,6 +342,7 @@ static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
     }
     for (size_t i = 0; i < er->ngpu; i++) {
         snprintf(buf, sizeof buf, "GPU %u stream %u", er->gpu[i].device, er->gpu[i].stream);
+        xsm_pf_packet_begin(pf);
         xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
         td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
         xsm_pb_uint(p, PB_TD_UUID, xsm_uuid_gpu(er, i));
@@ -343,6 +358,7 @@ static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
             snprintf(buf, sizeof buf, "memory (host)");
         else
             snprintf(buf, sizeof buf, "memory (GPU %d)", (int)er->memdev[i - er->ncounters]);
+        xsm_pf_packet_begin(pf);
         xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
         td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
         xsm_pb_uint(p, PB_TD_UUID, i < er->ncounters ? xsm_uuid_counter(er, i) : xsm_uuid_mem(er, i - er->ncounters));
@@ -368,13 +384,13 @@ static void xsm_pf_drain(xsm_pf *pf, int64_t t, int inclusive_termini)
             xsm_pf_use_name(pf, pf->recv_name);
         size_t te = xsm_pf_event_begin(pf, p.t);
         if (p.flow) {
-            xsm_pb_uint(&pf->pkt, PB_TE_TYPE, TE_INSTANT);
-            xsm_pb_uint(&pf->pkt, PB_TE_TRACK, p.track);
-            xsm_pb_uint(&pf->pkt, PB_TE_NAME_IID, pf->recv_name + 1u);
-            xsm_pb_fixed64(&pf->pkt, PB_TE_TFLOW, p.flow);
+            xsm_pb_uint(&pf->o, PB_TE_TYPE, TE_INSTANT);
+            xsm_pb_uint(&pf->o, PB_TE_TRACK, p.track);
+            xsm_pb_uint(&pf->o, PB_TE_NAME_IID, pf->recv_name + 1u);
+            xsm_pb_fixed64(&pf->o, PB_TE_TFLOW, p.flow);
         } else {
-            xsm_pb_uint(&pf->pkt, PB_TE_TYPE, TE_END);
-            xsm_pb_uint(&pf->pkt, PB_TE_TRACK, p.track);
+            xsm_pb_uint(&pf->o, PB_TE_TYPE, TE_END);
+            xsm_pb_uint(&pf->o, PB_TE_TRACK, p.track);
         }
         xsm_pf_event_end(pf, te);
     }
@@ -385,10 +401,10 @@ static int xsm_pf_slice(xsm_pf *pf, uint64_t track, int64_t t_end, size_t *te_ou
     xsm_pf_use_name(pf, name);
     xsm_pf_use_cat(pf, cat);
     size_t te = xsm_pf_event_begin(pf, t);
-    xsm_pb_uint(&pf->pkt, PB_TE_TYPE, TE_BEGIN);
-    xsm_pb_uint(&pf->pkt, PB_TE_TRACK, track);
-    xsm_pb_uint(&pf->pkt, PB_TE_NAME_IID, name + 1u);
-    xsm_pb_uint(&pf->pkt, PB_TE_CATEGORY_IIDS, (uint64_t)cat + 1u);
+    xsm_pb_uint(&pf->o, PB_TE_TYPE, TE_BEGIN);
+    xsm_pb_uint(&pf->o, PB_TE_TRACK, track);
+    xsm_pb_uint(&pf->o, PB_TE_NAME_IID, name + 1u);
+    xsm_pb_uint(&pf->o, PB_TE_CATEGORY_IIDS, (uint64_t)cat + 1u);
     *te_out = te;
     /* a damaged row may end before it begins: never end a slice before its begin */
     return xsm_pend_push(pf, (xsm_pend){t_end > t ? t_end : t, pf->seq++, track, 0});
@@ -400,7 +416,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
     int32_t r = ev->rank;
     const xsm_erank *er = &e->ranks[r];
     const xsprof_rank_data *d = &e->run->ranks[r].d;
-    xsm_out *p = &pf->pkt;
+    xsm_out *p = &pf->o;
     size_t te;
     switch (ev->kind) {
     case XSM_EV_REGION: {
@@ -558,7 +574,7 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes,
 {
     xsm_pf pf = {.e = e, .seq_id = (uint32_t)r + 1};
     xsm_out_init(&pf.o, f);
-    xsm_out_init(&pf.pkt, NULL);
+    pf.file = f;
     const xsm_erank *er = &e->ranks[r];
     pf.memtot = calloc(er->nmemdev + 1, sizeof *pf.memtot);
     pf.sent_name = calloc(e->names.n + 2, 1);
@@ -576,7 +592,7 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes,
         uint64_t n = 0;
         while (xsm_iter_next(&it, &ev)) {
             xsm_pf_drain(&pf, ev.t, 0);
-            if (xsm_pf_event(&pf, &ev) || pf.o.failed || pf.pkt.failed) {
+            if (xsm_pf_event(&pf, &ev) || pf.o.failed) {
                 rc = xsm_err_set(err, errlen, "xsmerge: trace.pftrace: write failed: %s",
                                  errno ? strerror(errno) : "out of memory");
                 break;
@@ -593,7 +609,6 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes,
     *bytes = pf.o.written;
     xsm_iter_free(&it);
     xsm_out_free(&pf.o);
-    xsm_out_free(&pf.pkt);
     free(pf.heap);
     free(pf.memtot);
     free(pf.sent_name);

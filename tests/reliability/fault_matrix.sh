@@ -76,12 +76,28 @@ run_job() {
     [ -e "$prog/ready" ] || fail "$label: the job never got ready for SIGTERM"
     # As a batch system at the time limit: SIGTERM to the launcher.
     kill -TERM $pid
+    i=0
+    while kill -0 $pid 2>/dev/null && [ $i -lt 1200 ]; do
+      sleep 0.1
+      i=$((i + 1))
+    done
+    if kill -0 $pid 2>/dev/null; then
+      fail "$label: the job did not end within 120 s of SIGTERM"
+      kill -KILL $pid
+    fi
     wait $pid
     rc=$?
   else
-    timeout -k 10 300 "$MPIEXEC" -np $NP --oversubscribe "$@" "$app" "$mode" "$prog" "$n" >"$log" 2>&1
+    timeout -k 10 120 "$MPIEXEC" -np $NP --oversubscribe "$@" "$app" "$mode" "$prog" "$n" >"$log" 2>&1
     rc=$?
-    [ $rc = 124 ] && fail "$label: the job hung (killed after 300 s)"
+    [ $rc = 124 ] || [ $rc = 137 ] && fail "$label: the job hung (killed after 120 s)"
+  fi
+  # A hung rank outlives its killed launcher: end exactly this job's ranks
+  # (their command line holds this test's own progress directory).
+  if pgrep -f -- "$app $mode $prog " >/dev/null; then
+    [ $rc = 124 ] || [ $rc = 137 ] || fail "$label: ranks still alive after the launcher exited"
+    echo "ranks still alive (hung): $(pgrep -f -- "$app $mode $prog " | tr '\n' ' ')"
+    pkill -KILL -f -- "$app $mode $prog "
   fi
   echo "--- $label: exit status $rc"
   # A failure inside xsprof is one warning line, never a library's own

@@ -96,6 +96,8 @@ static int xsm_corr_cmp(const void *a, const void *b)
     return x->row < y->row ? -1 : x->row > y->row;
 }
 
+static int64_t xsm_row_time(const xsprof_rank_data *d, int kind, size_t row);
+
 /* Insert tid into the sorted set er->tids (*last, the previous hit, is
  * checked first: rows of one thread come in runs). */
 static int xsm_tid_add(xsm_erank *er, size_t *cap, size_t *last, uint32_t tid)
@@ -135,52 +137,61 @@ static int xsm_erank_build(xsm_emit *e, int32_t r, int want_order)
     if ((er->gname[d->nstrings] = xsm_strtab_intern(&e->names, "?")) == UINT32_MAX)
         return -1;
 
+    /* threads: every thread a row names, plus the thread table (few
+     * distinct values: a small sorted set, not a sort of all rows) */
+    size_t cap = 0, last = 0;
+    er->ntids = 0;
+    er->tids = NULL;
+    for (size_t i = 0; i < d->nthreads; i++)
+        if (xsm_tid_add(er, &cap, &last, d->threads[i].tid))
+            return -1;
+
     size_t counts[XSM_EV_N] = {d->nregions, d->nmpi, d->ngpu, d->ninstants, d->ncounters, d->nmem};
     int (*cmps[XSM_EV_N])(const void *, const void *) = {xsm_reg_cmp, xsm_mpi_cmp, xsm_gpu_cmp,
                                                          xsm_inst_cmp, xsm_cnt_cmp, xsm_mem_cmp};
+    xsm_sort_d = d;
     for (int k = 0; k < XSM_EV_N; k++) {
         if (counts[k] > UINT32_MAX)
             return -1;
         er->order[k] = malloc(((want_order ? counts[k] : 0) + 1) * sizeof *er->order[k]);
         if (!er->order[k])
             return -1;
-        if (!want_order)
-            continue;
-        size_t n = 0;
+        /* One pass per table: the thread set, the row order and whether it
+         * needs sorting (one thread recorded in time order does not; the
+         * comparator is called only on equal begin times). */
+        uint32_t *o = er->order[k];
+        size_t n = 0, unsorted = 0;
+        int64_t prev = INT64_MIN;
         for (size_t i = 0; i < counts[k]; i++) {
+            uint32_t tid = 0;
+            int has = 1; /* counters, memory and GPU activity are not on thread tracks */
+            if (k == XSM_EV_REGION)
+                tid = d->regions[i].thread;
+            else if (k == XSM_EV_MPI)
+                tid = d->mpi[i].thread;
+            else if (k == XSM_EV_INSTANT)
+                tid = d->instants[i].thread;
+            else if (k == XSM_EV_GPU && d->gpu[i].kind == XSPROF_GPU_API)
+                tid = d->gpu[i].thread;
+            else
+                has = 0;
+            if (has && xsm_tid_add(er, &cap, &last, tid))
+                return -1;
             /* completion records are points inside their Wait/Test call */
-            if (k == XSM_EV_MPI && d->mpi[i].kind == XSPROF_MPI_COMPLETION)
+            if (!want_order || (k == XSM_EV_MPI && d->mpi[i].kind == XSPROF_MPI_COMPLETION))
                 continue;
-            er->order[k][n++] = (uint32_t)i;
+            int64_t t = xsm_row_time(d, k, i);
+            if (n && !unsorted && t <= prev)
+                unsorted = t < prev || cmps[k](&o[n - 1], &(uint32_t){(uint32_t)i}) > 0;
+            prev = t;
+            o[n++] = (uint32_t)i;
         }
-        xsm_sort_d = d;
-        size_t unsorted = 0; /* one thread recorded in time order needs no sort */
-        for (size_t i = 1; i < n && !unsorted; i++)
-            unsorted = cmps[k](&er->order[k][i - 1], &er->order[k][i]) > 0;
         if (unsorted)
-            qsort(er->order[k], n, sizeof *er->order[k], cmps[k]);
+            qsort(o, n, sizeof *o, cmps[k]);
         er->norder[k] = n;
         e->nevents += n;
     }
 
-    /* threads: every thread a row names, plus the thread table (few
-     * distinct values: a small sorted set, not a sort of all rows) */
-    size_t cap = 0, last = 0;
-    er->ntids = 0;
-    er->tids = NULL;
-#define XSM_TID(v)                                                  \
-    do {                                                            \
-        if (xsm_tid_add(er, &cap, &last, (v)))                             \
-            return -1;                                              \
-    } while (0)
-    for (size_t i = 0; i < d->nthreads; i++) XSM_TID(d->threads[i].tid);
-    for (size_t i = 0; i < d->nregions; i++) XSM_TID(d->regions[i].thread);
-    for (size_t i = 0; i < d->nmpi; i++) XSM_TID(d->mpi[i].thread);
-    for (size_t i = 0; i < d->ninstants; i++) XSM_TID(d->instants[i].thread);
-    for (size_t i = 0; i < d->ngpu; i++)
-        if (d->gpu[i].kind == XSPROF_GPU_API)
-            XSM_TID(d->gpu[i].thread);
-#undef XSM_TID
     size_t n = 0;
     er->tid_names = malloc((er->ntids + 1) * sizeof *er->tid_names);
     if (!er->tid_names)

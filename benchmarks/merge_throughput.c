@@ -4,7 +4,10 @@
  * and with `mpirun -np 2`, printing events/s and peak RSS (MiB, largest
  * process). Usage: merge_throughput [RANKS [EVENTS_PER_RANK [WORKDIR]]]
  * (defaults 8, 500000, /dev/shm when present so that the figures measure
- * xsmerge rather than the disk). */
+ * xsmerge rather than the disk). With XSMERGE_BASELINE=/path/to/xsmerge
+ * (an older build), every case also runs that binary right after this
+ * one, so before/after figures come from the same machine load, and the
+ * speed-up is printed. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,13 +53,13 @@ static void rm_rf(const char *path)
     run(argv, &rss);
 }
 
-static void report(const char *what, double secs, double events, long rss_kb)
+static void report(const char *who, const char *what, double secs, double events, long rss_kb)
 {
     if (secs < 0)
-        printf("  %-38s FAILED\n", what);
+        printf("  %-8s %-38s FAILED\n", who, what);
     else
-        printf("  %-38s %7.2f s  %7.2f M events/s  peak RSS %6.1f MiB\n", what, secs, events / secs / 1e6,
-               (double)rss_kb / 1024.0);
+        printf("  %-8s %-38s %7.2f s  %7.2f M events/s  peak RSS %6.1f MiB (%5.1f B/event)\n", who, what, secs,
+               events / secs / 1e6, (double)rss_kb / 1024.0, (double)rss_kb * 1024.0 / events);
 }
 
 int main(int argc, char **argv)
@@ -96,13 +99,22 @@ int main(int argc, char **argv)
     };
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    const char *base = getenv("XSMERGE_BASELINE");
+    if (base && !*base)
+        base = NULL;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        rm_rf(out);
-        char *serial[] = {XSMERGE, runp, "-o", out, "-q", "--outputs", (char *)cases[i].outputs, NULL};
-        char *par[] = {MPIEXEC, "-np", "2", "--oversubscribe", XSMERGE, runp, "-o", out, "-q", "--outputs",
-                       (char *)cases[i].outputs, NULL};
-        double t = run(cases[i].np == 1 ? serial : par, &rss);
-        report(cases[i].what, t, events, rss);
+        double t[2] = {-1, -1};
+        for (int b = 0; b < (base ? 2 : 1); b++) {
+            char *bin = b ? (char *)base : (char *)XSMERGE;
+            rm_rf(out);
+            char *serial[] = {bin, runp, "-o", out, "-q", "--outputs", (char *)cases[i].outputs, NULL};
+            char *par[] = {MPIEXEC, "-np", "2", "--oversubscribe", bin, runp, "-o", out, "-q", "--outputs",
+                           (char *)cases[i].outputs, NULL};
+            t[b] = run(cases[i].np == 1 ? serial : par, &rss);
+            report(b ? "baseline" : "xsmerge", cases[i].what, t[b], events, rss);
+        }
+        if (base && t[0] > 0 && t[1] > 0)
+            printf("  %-8s %-38s %7.2fx faster\n", "", "", t[1] / t[0]);
     }
     rm_rf(dir);
     return 0;

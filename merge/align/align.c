@@ -61,7 +61,8 @@ static int64_t xsm_clk_map(xsm_clk *c, int64_t t)
 /* Apply f to every event time of a rank. */
 typedef int64_t (*xsm_time_fn)(void *ctx, int64_t t);
 
-static void xsm_rank_map(xsprof_rank_data *d, xsm_time_fn f, void *ctx)
+/* always inlined: each caller passes a constant f, which then inlines too */
+static inline __attribute__((always_inline)) void xsm_rank_map(xsprof_rank_data *d, xsm_time_fn f, void *ctx)
 {
     for (size_t i = 0; i < d->nregions; i++) {
         d->regions[i].t_begin = f(ctx, d->regions[i].t_begin);

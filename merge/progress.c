@@ -77,6 +77,19 @@ void xsm_progress_mark(const char *phase)
     if (!on)
         return;
     double now = xsm_now();
-    fprintf(stderr, "xsmerge: time %-12s %.3f s\n", phase, now - last);
+    /* resident and peak memory so far, to see which phase sets the peak */
+    long rss_kb = -1, hwm_kb = -1;
+    FILE *st = fopen("/proc/self/status", "r");
+    char line[256];
+    while (st && fgets(line, sizeof line, st)) {
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            rss_kb = strtol(line + 6, NULL, 10);
+        else if (strncmp(line, "VmHWM:", 6) == 0)
+            hwm_kb = strtol(line + 6, NULL, 10);
+    }
+    if (st)
+        fclose(st);
+    fprintf(stderr, "xsmerge: time %-12s %.3f s  rss %.0f MiB  peak %.0f MiB\n", phase, now - last,
+            (double)rss_kb / 1024.0, (double)hwm_kb / 1024.0);
     last = now;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Ranks of one job start within this span; a larger gap means two runs. */
 #define XSM_MAX_START_SKEW_NS (600LL * 1000000000LL)
@@ -151,6 +152,22 @@ static void xsm_load_one(const xsm_candidate *c, xsm_loaded *l)
     memset(&l->d, 0, sizeof l->d);
     l->status = 1;
     (void)xsm_err_set(l->err, sizeof l->err, "xsmerge: %s", c->h5[0] ? (e1[0] ? e1 : c->h5) : (e2[0] ? e2 : c->xsj));
+}
+
+static void xsm_step_one(void) { xsm_progress_step(1); }
+
+/* Processes that decode rank files in a serial merge: XSPROF_MERGE_READERS,
+ * else one per online CPU (at most 4: beyond that the copies back cost
+ * more than the decoding they share). */
+static int xsm_read_procs(void)
+{
+    const char *v = getenv("XSPROF_MERGE_READERS");
+    if (v && *v) {
+        long k = strtol(v, NULL, 10);
+        return k < 1 ? 1 : k > 64 ? 64 : (int)k;
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
 }
 
 static void xsm_note(FILE *notes, const char *fmt, const char *a, const char *b)
@@ -340,11 +357,15 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     }
     xsm_progress_mark("start");
     xsm_progress_begin("reading rank files", todo);
-    for (size_t i = 0; i < n; i++) {
-        if (l[i].status == -1)
-            continue;
-        xsm_load_one(&c[i], &l[i]);
-        xsm_progress_step(1);
+    /* A serial merge decodes the files with helper processes (collective
+     * mode already divides them among its processes). */
+    if (par || xsm_read_forked(c, l, n, xsm_read_procs(), xsm_load_one, xsm_step_one) != 0) {
+        for (size_t i = 0; i < n; i++) {
+            if (l[i].status == -1)
+                continue;
+            xsm_load_one(&c[i], &l[i]);
+            xsm_progress_step(1);
+        }
     }
     xsm_progress_end();
     int rc = 0;

@@ -37,6 +37,14 @@ typedef struct xsm_par {
     void *ctx;
 } xsm_par;
 
+/* Load the entries of l[] whose status is 0 (xsm_loaded as `load` fills
+ * it) with up to `procs` processes: helpers forked here decode a share
+ * each and hand the entries back; the result is the same as calling `load`
+ * on each in turn. `step` (may be NULL) is called once per entry. Returns
+ * 0, or -1 when no helper could be started (nothing was loaded). */
+int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
+                    void (*load)(const xsm_candidate *, xsm_loaded *), void (*step)(void));
+
 /* List the rank files of dir (or the single file `dir`), sorted by rank.
  * Returns 0, or 1 with err naming the path. */
 int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, size_t errlen);

@@ -48,7 +48,7 @@ total=0
 for t in $targets; do
   d="$work/$t"
   rc=$(cat "$d/rc")
-  execs=$(awk -F: '/stat::number_of_executed_units/ {gsub(/ /, "", $2); print $2}' "$d/log" | tail -1)
+  execs=$(awk '/stat::number_of_executed_units/ {print $NF}' "$d/log" | tail -1)
   execs=${execs:-0}
   total=$((total + execs))
   cov=$(grep -Eo 'cov: [0-9]+' "$d/log" | tail -1 | awk '{print $2}')

@@ -441,6 +441,19 @@ const xsm_flow *xsm_emit_flows(const xsm_flow *f, size_t nf, size_t row, size_t 
     return f + lo;
 }
 
+const xsm_flow *xsm_emit_flows_at(const xsm_flow *f, size_t nf, size_t row, size_t *cur, size_t *n)
+{
+    size_t c = *cur;
+    if (!(c <= nf && (c == nf || f[c].row >= row) && (c == 0 || f[c - 1].row < row)))
+        c = (size_t)(xsm_emit_flows(f, nf, row, n) - f);
+    size_t k = c;
+    while (k < nf && f[k].row == row)
+        k++;
+    *n = k - c;
+    *cur = k;
+    return f + c;
+}
+
 const char *xsm_emit_gpu_kind_name(uint32_t k)
 {
     static const char *const n[] = {"?", "kernel", "memcpy HtoD", "memcpy DtoH", "memcpy DtoD", "memcpy", "memset", "sync", "api"};

@@ -81,6 +81,9 @@ size_t xsm_emit_counter_index(const xsm_erank *er, uint32_t gname);
 size_t xsm_emit_memdev_index(const xsm_erank *er, int16_t device);
 /* Flow endpoints of a row: *n entries from the returned pointer. */
 const xsm_flow *xsm_emit_flows(const xsm_flow *f, size_t nf, size_t row, size_t *n);
+/* The same, trying *cur (the end of the previous lookup) before a search:
+ * writers mostly ask for increasing rows. *cur starts at 0. */
+const xsm_flow *xsm_emit_flows_at(const xsm_flow *f, size_t nf, size_t row, size_t *cur, size_t *n);
 /* "kernel", "memcpy HtoD", ... for enum xsprof_gpu_kind. */
 const char *xsm_emit_gpu_kind_name(uint32_t kind);
 /* Global name of a communicator ("MPI_COMM_WORLD"), or NULL. */

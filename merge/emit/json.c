@@ -30,7 +30,33 @@ typedef struct xsm_json {
     uint64_t limit;  /* bytes per part */
     double *memtot;  /* running memory totals, per rank and memory device */
     size_t *memoff;
+    size_t *mcur;    /* per rank: message-flow position after the last lookup */
+    xsm_out *comm_lbl; /* per communicator: its JSON label, made once */
 } xsm_json;
+
+/* "comm": "MPI_COMM_WORLD (0)" (or the id of a communicator never
+ * defined); the quoted label is formatted once per communicator. */
+static void xsm_j_comm(xsm_json *j, uint32_t comm)
+{
+    const xsm_emit *e = j->e;
+    size_t k = 0;
+    while (k < e->ncomms && e->comm_ids[k] != comm)
+        k++;
+    if (k == e->ncomms) {
+        xsm_out_u64(&j->o, comm);
+        return;
+    }
+    xsm_out *l = &j->comm_lbl[k];
+    if (!l->p) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s (%u)", e->names.str[e->comm_name[k]], comm);
+        xsm_out_json_str(l, buf);
+    }
+    if (l->failed)
+        j->o.failed = 1;
+    else
+        xsm_out_put(&j->o, l->p, l->len);
+}
 
 static void xsm_j_num(xsm_out *o, double v)
 {
@@ -229,22 +255,15 @@ static void xsm_j_mpi(xsm_json *j, int32_t r, size_t row)
     if (m->bytes_sent) { XSM_ARG("bytes_sent"); xsm_out_u64(&j->o, m->bytes_sent); }
     if (m->bytes_recv) { XSM_ARG("bytes_recv"); xsm_out_u64(&j->o, m->bytes_recv); }
     if (m->comm != UINT32_MAX) {
-        const char *cn = xsm_emit_comm_name(e, m->comm);
         XSM_ARG("comm");
-        if (cn) {
-            char buf[512];
-            snprintf(buf, sizeof buf, "%s (%u)", cn, m->comm);
-            xsm_out_json_str(&j->o, buf);
-        } else {
-            xsm_out_u64(&j->o, m->comm);
-        }
+        xsm_j_comm(j, m->comm);
     }
     if (m->count) { XSM_ARG("count"); xsm_out_u64(&j->o, m->count); }
     if (m->coll_seq) { XSM_ARG("coll_seq"); xsm_out_u64(&j->o, m->coll_seq); }
 #undef XSM_ARG
     xsm_out_puts(&j->o, "}}");
     size_t nf;
-    const xsm_flow *f = xsm_emit_flows(er->mflows, er->nmflows, row, &nf);
+    const xsm_flow *f = xsm_emit_flows_at(er->mflows, er->nmflows, row, &j->mcur[r], &nf);
     xsm_j_flows(j, f, nf, r, m->thread, m->t_begin, m->t_end, "message");
 }
 
@@ -334,10 +353,14 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
         nmem += e->ranks[r].nmemdev;
     }
     j.memtot = calloc(nmem + 1, sizeof *j.memtot);
+    j.mcur = calloc(run->nranks + 1, sizeof *j.mcur);
+    j.comm_lbl = calloc(e->ncomms + 1, sizeof *j.comm_lbl);
     xsm_iter it = {0};
-    if (!j.memoff || !j.memtot || xsm_iter_init(&it, e, -1)) {
+    if (!j.memoff || !j.memtot || !j.mcur || !j.comm_lbl || xsm_iter_init(&it, e, -1)) {
         free(j.memoff);
         free(j.memtot);
+        free(j.mcur);
+        free(j.comm_lbl);
         return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json");
     }
     int rc = xsm_j_open(&j, err, errlen);
@@ -372,6 +395,10 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     xsm_iter_free(&it);
     free(j.memoff);
     free(j.memtot);
+    free(j.mcur);
+    for (size_t k = 0; k < e->ncomms; k++)
+        xsm_out_free(&j.comm_lbl[k]);
+    free(j.comm_lbl);
     if (!rc && j.part == 0) {
         char a[8192], b[8192];
         snprintf(a, sizeof a, "%s/trace-part00.json", dir);

@@ -119,22 +119,6 @@ typedef struct xsm_pf {
     size_t mcur;    /* mflows position after the last lookup */
 } xsm_pf;
 
-/* Message flows of an mpi row. Rows mostly come in increasing order, so
- * the position after the previous lookup is tried before a search. */
-static const xsm_flow *xsm_pf_mflows(xsm_pf *pf, const xsm_erank *er, size_t row, size_t *n)
-{
-    const xsm_flow *f = er->mflows;
-    size_t nf = er->nmflows, c = pf->mcur;
-    if (!(c <= nf && (c == nf || f[c].row >= row) && (c == 0 || f[c - 1].row < row)))
-        c = (size_t)(xsm_emit_flows(f, nf, row, n) - f);
-    size_t k = c;
-    while (k < nf && f[k].row == row)
-        k++;
-    *n = k - c;
-    pf->mcur = k;
-    return f + c;
-}
-
 static int xsm_pend_less(const xsm_pend *a, const xsm_pend *b)
 {
     if (a->t != b->t) return a->t < b->t;
@@ -502,7 +486,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         if (m->coll_seq) xsm_pf_annot_u(p, e->key[XSM_KEY_COLL_SEQ], m->coll_seq);
         if (m->count) xsm_pf_annot_u(p, e->key[XSM_KEY_COUNT], m->count);
         size_t nf;
-        const xsm_flow *f = xsm_pf_mflows(pf, er, ev->row, &nf);
+        const xsm_flow *f = xsm_emit_flows_at(er->mflows, er->nmflows, ev->row, &pf->mcur, &nf);
         for (size_t k = 0; k < nf; k++) {
             if (f[k].out)
                 xsm_pb_fixed64(p, PB_TE_FLOW, f[k].id);

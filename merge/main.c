@@ -327,13 +327,18 @@ int main(int argc, char **argv)
     /* Which ranks this process iterates: all for trace.json, else its share
      * of the trace.pftrace segments (merged.h5 reads rows directly). */
     unsigned char *order = NULL;
-    if (par.size > 1 && !((o.outputs & XSM_OUT_JSON) && xsm_task_owner(XSM_TASK_JSON, par.size) == par.rank)) {
+    if (!(o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE))) {
+        order = calloc(run.nranks + 1, 1); /* merged.h5 and the report need no time order */
+    } else if (par.size > 1 && !((o.outputs & XSM_OUT_JSON) && xsm_task_owner(XSM_TASK_JSON, par.size) == par.rank)) {
         order = calloc(run.nranks + 1, 1);
         for (size_t r = 0; order && r < run.nranks; r++)
             order[r] = (o.outputs & XSM_OUT_PFTRACE) && r % (size_t)par.size == (size_t)par.rank;
     }
     xsm_emit e;
-    rc = xsm_emit_init(&e, &run, order, err, sizeof err);
+    memset(&e, 0, sizeof e);
+    /* the report works on the run itself: no trace preparation for it alone */
+    if (o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_H5))
+        rc = xsm_emit_init(&e, &run, order, err, sizeof err);
     free(order);
     xsm_progress_mark("emit-init");
     /* trace.pftrace is written by all processes together (collective call,

@@ -160,7 +160,7 @@ static int xsm_erank_build(xsm_emit *e, int32_t r, int want_order)
          * needs sorting (one thread recorded in time order does not; the
          * comparator is called only on equal begin times). */
         uint32_t *o = er->order[k];
-        size_t n = 0, unsorted = 0;
+        size_t n = 0, unsorted = 0, nev = 0;
         int64_t prev = INT64_MIN;
         for (size_t i = 0; i < counts[k]; i++) {
             uint32_t tid = 0;
@@ -178,7 +178,10 @@ static int xsm_erank_build(xsm_emit *e, int32_t r, int want_order)
             if (has && xsm_tid_add(er, &cap, &last, tid))
                 return -1;
             /* completion records are points inside their Wait/Test call */
-            if (!want_order || (k == XSM_EV_MPI && d->mpi[i].kind == XSPROF_MPI_COMPLETION))
+            if (k == XSM_EV_MPI && d->mpi[i].kind == XSPROF_MPI_COMPLETION)
+                continue;
+            nev++;
+            if (!want_order)
                 continue;
             int64_t t = xsm_row_time(d, k, i);
             if (n && !unsorted && t <= prev)
@@ -189,7 +192,7 @@ static int xsm_erank_build(xsm_emit *e, int32_t r, int want_order)
         if (unsorted)
             qsort(o, n, sizeof *o, cmps[k]);
         er->norder[k] = n;
-        e->nevents += n;
+        e->nevents += nev; /* events of every rank (progress), sorted or not */
     }
 
     size_t n = 0;

@@ -62,7 +62,7 @@ typedef struct xsm_emit {
     uint32_t key[XSM_KEY_N]; /* global name ids of enum xsm_key */
     xsm_strtab names;
     xsm_erank *ranks;
-    uint64_t nevents; /* events the iterator yields */
+    uint64_t nevents; /* events of all ranks (what a full iteration yields) */
     uint32_t *comm_name; /* global name id per comm id seen (index = position in comm_ids) */
     uint32_t *comm_ids; size_t ncomms;
 } xsm_emit;

@@ -293,6 +293,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 1;
     }
+    /* under a launcher MPI is initialised: no helper processes then (a
+     * baseline run loaded by the analysis would otherwise fork) */
+    xsm_read_allow_fork(par.share == NULL);
     int lead = par.rank == 0;
     xsm_progress_enable(lead && !o.load.quiet && isatty(2));
     FILE *notes = lead && !o.load.quiet ? stderr : NULL;

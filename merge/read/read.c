@@ -156,6 +156,10 @@ static void xsm_load_one(const xsm_candidate *c, xsm_loaded *l)
 
 static void xsm_step_one(void) { xsm_progress_step(1); }
 
+static int xsm_fork_ok = 1;
+
+void xsm_read_allow_fork(int allow) { xsm_fork_ok = allow; }
+
 /* Processes that decode rank files in a serial merge: XSPROF_MERGE_READERS,
  * else one per online CPU (at most 4: beyond that the copies back cost
  * more than the decoding they share). */
@@ -359,7 +363,7 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     xsm_progress_begin("reading rank files", todo);
     /* A serial merge decodes the files with helper processes (collective
      * mode already divides them among its processes). */
-    if (par || xsm_read_forked(c, l, n, xsm_read_procs(), xsm_load_one, xsm_step_one) != 0) {
+    if (par || !xsm_fork_ok || xsm_read_forked(c, l, n, xsm_read_procs(), xsm_load_one, xsm_step_one) != 0) {
         for (size_t i = 0; i < n; i++) {
             if (l[i].status == -1)
                 continue;

@@ -45,6 +45,10 @@ typedef struct xsm_par {
 int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
                     void (*load)(const xsm_candidate *, xsm_loaded *), void (*step)(void));
 
+/* Allow (1, the default) or forbid (0) helper processes in later loads:
+ * an MPI process should not fork (collective mode divides files anyway). */
+void xsm_read_allow_fork(int allow);
+
 /* List the rank files of dir (or the single file `dir`), sorted by rank.
  * Returns 0, or 1 with err naming the path. */
 int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, size_t errlen);

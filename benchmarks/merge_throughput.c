@@ -25,6 +25,10 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* CPU seconds (user + system) of the last run() and its descendants:
+ * less sensitive than wall time to other load on the machine. */
+static double last_cpu;
+
 /* Run argv, return wall seconds (or -1) and the peak RSS of the largest
  * process of the tree in KiB (wait4 folds in waited-for descendants). */
 static double run(char *const argv[], long *rss_kb)
@@ -43,6 +47,8 @@ static double run(char *const argv[], long *rss_kb)
     if (pid < 0 || wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return -1;
     *rss_kb = ru.ru_maxrss;
+    last_cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+               (double)ru.ru_stime.tv_usec * 1e-6;
     return now() - t0;
 }
 
@@ -58,8 +64,8 @@ static void report(const char *who, const char *what, double secs, double events
     if (secs < 0)
         printf("  %-8s %-38s FAILED\n", who, what);
     else
-        printf("  %-8s %-38s %7.2f s  %7.2f M events/s  peak RSS %6.1f MiB (%5.1f B/event)\n", who, what, secs,
-               events / secs / 1e6, (double)rss_kb / 1024.0, (double)rss_kb * 1024.0 / events);
+        printf("  %-8s %-38s %6.2f s %6.2f M events/s  cpu %6.2f s  peak RSS %6.1f MiB (%5.1f B/event)\n", who,
+               what, secs, events / secs / 1e6, last_cpu, (double)rss_kb / 1024.0, (double)rss_kb * 1024.0 / events);
 }
 
 int main(int argc, char **argv)
@@ -103,7 +109,7 @@ int main(int argc, char **argv)
     if (base && !*base)
         base = NULL;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        double t[2] = {-1, -1};
+        double t[2] = {-1, -1}, cpu[2] = {0, 0};
         for (int b = 0; b < (base ? 2 : 1); b++) {
             char *bin = b ? (char *)base : (char *)XSMERGE;
             rm_rf(out);
@@ -111,10 +117,12 @@ int main(int argc, char **argv)
             char *par[] = {MPIEXEC, "-np", "2", "--oversubscribe", bin, runp, "-o", out, "-q", "--outputs",
                            (char *)cases[i].outputs, NULL};
             t[b] = run(cases[i].np == 1 ? serial : par, &rss);
+            cpu[b] = last_cpu;
             report(b ? "baseline" : "xsmerge", cases[i].what, t[b], events, rss);
         }
         if (base && t[0] > 0 && t[1] > 0)
-            printf("  %-8s %-38s %7.2fx faster\n", "", "", t[1] / t[0]);
+            printf("  %-8s %-38s %6.2fx faster, %.2fx less cpu\n", "", "", t[1] / t[0],
+                   cpu[0] > 0 ? cpu[1] / cpu[0] : 0.0);
     }
     rm_rf(dir);
     return 0;

@@ -30,6 +30,39 @@ static int ival_cmp(const void *pa, const void *pb)
     return (int)a->depth - (int)b->depth;
 }
 
+static int ival_sorted(const ival *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (ival_cmp(&v[i - 1], &v[i]) > 0)
+            return 0;
+    return 1;
+}
+
+/* Sort iv[0, n) whose parts [0, k) (regions) and [k, n) (MPI calls) each
+ * come in order when one thread recorded them: a stable merge of the two
+ * runs then gives what a stable sort gives, in linear time. Otherwise the
+ * (stable, merge) qsort of glibc. Returns -1 when memory ran out. */
+static int ival_sort(ival *iv, size_t k, size_t n)
+{
+    if (!ival_sorted(iv, k) || !ival_sorted(iv + k, n - k)) {
+        qsort(iv, n, sizeof *iv, ival_cmp);
+        return 0;
+    }
+    if (k == 0 || k == n || ival_cmp(&iv[k - 1], &iv[k]) <= 0)
+        return 0;
+    ival *a = malloc(k * sizeof *a); /* the left run; the merge fills iv from the front */
+    if (!a)
+        return -1;
+    memcpy(a, iv, k * sizeof *a);
+    size_t i = 0, j = k, o = 0;
+    while (i < k && j < n)
+        iv[o++] = ival_cmp(&a[i], &iv[j]) <= 0 ? a[i++] : iv[j++];
+    while (i < k)
+        iv[o++] = a[i++];
+    free(a);
+    return 0;
+}
+
 /* ---- call-tree node table: (parent, name, is_mpi) -> id ------------------- */
 typedef struct cn_map {
     int32_t *slot;
@@ -198,6 +231,8 @@ static void sort_rows(const xsprof_io_mpi *m, size_t *v, size_t *tmp, size_t n)
     size_t h = n / 2;
     sort_rows(m, v, tmp, h);
     sort_rows(m, v + h, tmp, n - h);
+    if (call_row_cmp_ctx_sort(m, v[h - 1], v[h]) <= 0)
+        return; /* halves already in order (rows recorded in time order): nothing to merge */
     size_t i = 0, j = h, k = 0;
     while (i < h && j < n)
         tmp[k++] = call_row_cmp_ctx_sort(m, v[i], v[j]) <= 0 ? v[i++] : v[j++];
@@ -270,6 +305,7 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
             goto out;
         iv[n++] = (ival){g->t_begin, g->t_end < g->t_begin ? g->t_begin : g->t_end, g->thread, nm, 0, g->depth, 0};
     }
+    size_t nreg = n; /* iv[0, nreg): regions, then the MPI calls */
     for (size_t i = 0; i < d->nmpi; i++) {
         const xsprof_io_mpi *m = &d->mpi[i];
         rs->encl[i] = -1;
@@ -319,7 +355,8 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
     for (size_t i = 0; i < d->nmpi; i++)
         if (d->mpi[i].kind == XSPROF_MPI_COMPLETION)
             rs->call[i] = call_at(d, rs, d->mpi[i].thread, d->mpi[i].t_begin);
-    qsort(iv, n, sizeof *iv, ival_cmp);
+    if (ival_sort(iv, nreg, n))
+        goto out;
 
     /* sweep each thread with a stack of open intervals */
     typedef struct frame {

@@ -122,6 +122,30 @@ static int recv_ent_cmp(const void *pa, const void *pb)
     return a->msg < b->msg ? -1 : a->msg > b->msg;
 }
 
+/* recv_ent_cmp is a total order (ties end on the message index), so any
+ * sort gives the same array: receives usually arrive in time order, which
+ * is exactly reversed (latest first), and need no qsort. */
+static void recv_ent_sort(recv_ent *v, size_t n)
+{
+    int fwd = 1, rev = 1;
+    for (size_t i = 1; i < n && (fwd || rev); i++) {
+        int c = recv_ent_cmp(&v[i - 1], &v[i]);
+        fwd &= c <= 0;
+        rev &= c > 0;
+    }
+    if (fwd)
+        return;
+    if (rev) {
+        for (size_t i = 0, j = n - 1; i < j; i++, j--) {
+            recv_ent t = v[i];
+            v[i] = v[j];
+            v[j] = t;
+        }
+        return;
+    }
+    qsort(v, n, sizeof *v, recv_ent_cmp);
+}
+
 /* wrong[m] = 1 when a message sent before m's receive began was received after m */
 static int wrong_order_flags(const xsm_an *a, unsigned char *wrong)
 {
@@ -155,7 +179,7 @@ static int wrong_order_flags(const xsm_an *a, unsigned char *wrong)
     }
     for (size_t r = 0; r < a->nranks; r++) {
         size_t b = cnt[r], n = pos[r] - cnt[r];
-        qsort(e + b, n, sizeof *e, recv_ent_cmp);
+        recv_ent_sort(e + b, n);
         int64_t min_later = INT64_MAX;
         for (size_t k = 0; k < n; k++) {
             const recv_ent *x = &e[b + k];

@@ -65,7 +65,7 @@ run_job() {
   local label=$1 prog=$2 mode=$3 n=$4
   shift 4
   mkdir -p "$prog"
-  local log="$work/$label.log"
+  local log="$work/$label.log" hung=0
   if [ "$mode" = term ]; then
     "$MPIEXEC" -np $NP --oversubscribe "$@" "$app" term "$prog" "$n" >"$log" 2>&1 &
     local pid=$! i=0
@@ -82,20 +82,26 @@ run_job() {
       i=$((i + 1))
     done
     if kill -0 $pid 2>/dev/null; then
+      hung=1
       fail "$label: the job did not end within 120 s of SIGTERM"
       kill -KILL $pid
     fi
     wait $pid
     rc=$?
   else
-    timeout -k 10 120 "$MPIEXEC" -np $NP --oversubscribe "$@" "$app" "$mode" "$prog" "$n" >"$log" 2>&1
+    # --verbose: a timeout is told apart from an exit status of 124/137
+    # that the job itself may produce (137: a rank killed by SIGKILL).
+    timeout --verbose -k 10 120 "$MPIEXEC" -np $NP --oversubscribe "$@" "$app" "$mode" "$prog" "$n" >"$log" 2>&1
     rc=$?
-    [ $rc = 124 ] || [ $rc = 137 ] && fail "$label: the job hung (killed after 120 s)"
+    if grep -q '^timeout: sending signal' "$log"; then
+      hung=1
+      fail "$label: the job hung (killed after 120 s)"
+    fi
   fi
   # A hung rank outlives its killed launcher: end exactly this job's ranks
   # (their command line holds this test's own progress directory).
   if pgrep -f -- "$app $mode $prog " >/dev/null; then
-    [ $rc = 124 ] || [ $rc = 137 ] || fail "$label: ranks still alive after the launcher exited"
+    [ $hung = 1 ] || fail "$label: ranks still alive after the launcher exited"
     echo "ranks still alive (hung): $(pgrep -f -- "$app $mode $prog " | tr '\n' ' ')"
     pkill -KILL -f -- "$app $mode $prog "
   fi

@@ -12,9 +12,15 @@ typedef struct xsm_p2p_key {
     int32_t src, dst, tag;
     uint64_t seq;     /* the row is on src for a send, on dst for a receive */
     size_t row;       /* send row, or receive completion row */
-    int64_t post;     /* Irecv post row, -1 */
-    int64_t aux;      /* send: completion row; recv: call row */
 } xsm_p2p_key;
+
+/* Rows linked to a key, kept beside the keys (same index) only when some
+ * rank has nonblocking requests: for blocking traffic they are implied
+ * (no completion, no post, the receive is its own call). */
+typedef struct xsm_p2p_link {
+    int64_t post;     /* recv: Irecv post row, -1 */
+    int64_t aux;      /* send: completion row; recv: call row */
+} xsm_p2p_link;
 
 static int xsm_key_eq(const xsm_p2p_key *x, const xsm_p2p_key *y)
 {
@@ -120,7 +126,7 @@ static int xsm_is_req(const xsprof_io_mpi *m)
  * recent post before the completion), find the call that holds each
  * completion, and emit the rank's send, receive and collective keys. */
 static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_rank_counts cnt, xsm_vec *sends, xsm_vec *recvs,
-                         xsm_vec *colls, uint64_t *open_posts)
+                         xsm_vec *slinks, xsm_vec *rlinks, int keep_links, xsm_vec *colls, uint64_t *open_posts)
 {
     const xsprof_rank_data *d = &run->ranks[r].d;
     size_t n = d->nmpi;
@@ -206,7 +212,13 @@ static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_rank_counts cnt, xsm
             xsm_p2p_key *k = xsm_vec_push(sends);
             if (!k)
                 goto out;
-            *k = (xsm_p2p_key){m->comm, r, m->peer, m->tag, m->seq, i, -1, co};
+            *k = (xsm_p2p_key){m->comm, r, m->peer, m->tag, m->seq, i};
+            if (keep_links) {
+                xsm_p2p_link *lk = xsm_vec_push(slinks);
+                if (!lk)
+                    goto out;
+                *lk = (xsm_p2p_link){-1, co};
+            }
             continue;
         }
         int recv = m->kind == XSPROF_MPI_RECV ||
@@ -226,7 +238,13 @@ static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_rank_counts cnt, xsm
             goto out;
         int64_t call = m->kind == XSPROF_MPI_RECV ? (int64_t)i : (ca >= 0 ? ca : (int64_t)i);
         int64_t post = po >= 0 && d->mpi[po].kind == XSPROF_MPI_IRECV ? po : -1;
-        *k = (xsm_p2p_key){comm, m->peer, r, m->tag, m->seq, i, post, call};
+        *k = (xsm_p2p_key){comm, m->peer, r, m->tag, m->seq, i};
+        if (keep_links) {
+            xsm_p2p_link *lk = xsm_vec_push(rlinks);
+            if (!lk)
+                goto out;
+            *lk = (xsm_p2p_link){post, call};
+        }
     }
     rc = 0;
 out:
@@ -270,6 +288,7 @@ static void xsm_note_p2p(FILE *notes, const char *what, const xsm_p2p_key *k, si
 int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
 {
     xsm_vec sends = {.elem = sizeof(xsm_p2p_key)}, recvs = {.elem = sizeof(xsm_p2p_key)};
+    xsm_vec slinks = {.elem = sizeof(xsm_p2p_link)}, rlinks = {.elem = sizeof(xsm_p2p_link)};
     xsm_vec msgs = {.elem = sizeof(xsm_message)};
     xsm_vec colls = {.elem = sizeof(xsm_coll_key)};
     uint64_t open_posts = 0;
@@ -299,11 +318,15 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
             cnt[r].nreq += xsm_is_req(m);
         }
     }
-    int bad = xsm_vec_reserve(&sends, nsend) || xsm_vec_reserve(&recvs, nrecv) || xsm_vec_reserve(&colls, ncoll);
+    int links = 0;
+    for (size_t r = 0; r < run->nranks; r++)
+        links |= cnt[r].nreq || cnt[r].ncompl;
+    int bad = xsm_vec_reserve(&sends, nsend) || xsm_vec_reserve(&recvs, nrecv) || xsm_vec_reserve(&colls, ncoll) ||
+              (links && (xsm_vec_reserve(&slinks, nsend) || xsm_vec_reserve(&rlinks, nrecv)));
     for (size_t r = 0; !bad && r < run->nranks; r++) {
         rfirst[r] = recvs.n;
         if (run->ranks[r].present)
-            bad = xsm_rank_keys(run, (int32_t)r, cnt[r], &sends, &recvs, &colls, &open_posts);
+            bad = xsm_rank_keys(run, (int32_t)r, cnt[r], &sends, &recvs, &slinks, &rlinks, links, &colls, &open_posts);
     }
     free(cnt);
     if (bad) {
@@ -404,6 +427,8 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
             continue;
         }
         const xsm_p2p_key *r = &v[recv_of[i]];
+        const xsm_p2p_link *sl = links ? &((const xsm_p2p_link *)slinks.p)[i] : NULL;
+        const xsm_p2p_link *rl = links ? &((const xsm_p2p_link *)rlinks.p)[recv_of[i]] : NULL;
         xsm_message *m = xsm_vec_push(&msgs);
         if (!m) {
             free(slot);
@@ -414,8 +439,8 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
         const xsprof_io_mpi *srow = &run->ranks[s[i].src].d.mpi[s[i].row];
         *m = (xsm_message){.src = s[i].src, .dst = s[i].dst, .comm = s[i].comm, .tag = s[i].tag,
                            .bytes = srow->bytes_sent, .send_row = s[i].row, .recv_row = r->row,
-                           .recv_post_row = r->post, .send_completion_row = s[i].aux,
-                           .recv_call_row = (size_t)r->aux};
+                           .recv_post_row = rl ? rl->post : -1, .send_completion_row = sl ? sl->aux : -1,
+                           .recv_call_row = rl ? (size_t)rl->aux : r->row};
     }
     for (size_t j = 0; j < recvs.n; j++) {
         if (recv_done[j] || !((size_t)v[j].src < run->nranks && run->ranks[v[j].src].present))
@@ -488,11 +513,15 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
                 run->unmatched_sends, run->unmatched_recvs, run->incomplete_colls);
     free(sends.p);
     free(recvs.p);
+    free(slinks.p);
+    free(rlinks.p);
     free(colls.p);
     return 0;
 oom:
     free(sends.p);
     free(recvs.p);
+    free(slinks.p);
+    free(rlinks.p);
     free(colls.p);
     free(msgs.p);
     return xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages");

@@ -134,7 +134,8 @@ static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_rank_counts cnt, xsm
     /* Blocking traffic only (no request, no completion): nothing to pair,
      * so none of the per-row link arrays (24 bytes a row) is needed. */
     int links = nreq || ncompl;
-    int64_t *post_of = NULL, *compl_of = NULL, *call_of = NULL; /* completion -> post, post -> completion, completion -> holding call */
+    /* completion -> post row, post -> completion row, completion -> holding call */
+    int64_t *post_of = NULL, *compl_of = NULL, *call_of = NULL;
     xsm_req *req = NULL;
     xsm_thr_row *thr = NULL;
     int rc = -1;
@@ -282,7 +283,8 @@ static void xsm_note_p2p(FILE *notes, const char *what, const xsm_p2p_key *k, si
     if (!notes || (*listed)++ >= 5)
         return;
     fprintf(notes, "xsmerge: note: unmatched %s: rank %d -> %d, comm %u, tag %d, seq %llu (row %zu on rank %d)\n", what,
-            (int)k->src, (int)k->dst, k->comm, (int)k->tag, (unsigned long long)k->seq, k->row, (int)(what[0] == 's' ? k->src : k->dst));
+            (int)k->src, (int)k->dst, k->comm, (int)k->tag, (unsigned long long)k->seq, k->row,
+            (int)(what[0] == 's' ? k->src : k->dst));
 }
 
 int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
@@ -312,7 +314,8 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
             int send = xsm_is_send(m);
             nsend += send;
             nrecv += !send && m->peer >= 0 &&
-                     (m->kind == XSPROF_MPI_RECV || (m->kind == XSPROF_MPI_COMPLETION && (m->flags & XSPROF_MPI_F_RECV)));
+                     (m->kind == XSPROF_MPI_RECV ||
+                      (m->kind == XSPROF_MPI_COMPLETION && (m->flags & XSPROF_MPI_F_RECV)));
             ncoll += (m->kind == XSPROF_MPI_COLL || m->kind == XSPROF_MPI_ICOLL) && m->coll_seq;
             cnt[r].ncompl += m->kind == XSPROF_MPI_COMPLETION;
             cnt[r].nreq += xsm_is_req(m);

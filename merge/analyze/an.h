@@ -9,13 +9,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "merge/model.h"
+#include "merge/util.h"
 
 /* ---- growable text buffer (reports are built in memory, then written atomically) */
-typedef struct xsm_buf {
-    char *p;
-    size_t n, cap;
-    int failed; /* set when an allocation failed: the buffer is then unusable */
-} xsm_buf;
+/* The report writers build text in memory: merge's output buffer without a
+ * file (f == NULL, so `{0}` is a valid empty buffer), kept NUL-terminated so
+ * b.p is a C string. A failed allocation sets b.failed for good. */
+typedef xsm_out xsm_buf;
 
 void xsm_buf_printf(xsm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void xsm_buf_put(xsm_buf *b, const char *s, size_t n);

@@ -96,7 +96,7 @@ static int write_buf(const char *dir, const char *name, xsm_buf *b, char *err, s
         snprintf(err, errlen, "%s/%s: out of memory while building it", dir, name);
         return -1;
     }
-    return xsm_file_write_atomic(dir, name, b->p ? b->p : "", b->n, err, errlen);
+    return xsm_file_write_atomic(dir, name, b->p ? b->p : "", b->len, err, errlen);
 }
 
 int xsm_analyze_run(const xsm_run *run, const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen)
@@ -119,8 +119,8 @@ int xsm_analyze_run(const xsm_run *run, const char *out_dir, const xsm_report_op
     if (write_buf(out_dir, "report.json", &json, err, errlen) != 0)
         goto out;
     xsm_report_text(&a, &txt);
-    if (reg.n)
-        xsm_buf_put(&txt, reg.p, reg.n);
+    if (reg.len)
+        xsm_buf_put(&txt, reg.p, reg.len);
     if (write_buf(out_dir, "report.txt", &txt, err, errlen) != 0)
         goto out;
     xsm_flame_folded(&a, &folded);
@@ -155,8 +155,8 @@ int xsm_analyze_run(const xsm_run *run, const char *out_dir, const xsm_report_op
     if (opts && opts->summary && !opts->quiet) {
         xsm_buf s = {0};
         xsm_report_summary(&a, &s);
-        if (reg.n)
-            xsm_buf_put(&s, reg.p, reg.n);
+        if (reg.len)
+            xsm_buf_put(&s, reg.p, reg.len);
         if (s.p)
             fputs(s.p, opts->summary);
         fflush(opts->summary);

@@ -34,7 +34,7 @@ static char *file_read(const char *path, size_t *len)
     if (!b.p)
         xsm_buf_put(&b, "", 0);
     if (len)
-        *len = b.n;
+        *len = b.len;
     return b.p;
 }
 

@@ -10,32 +10,13 @@
 #include <unistd.h>
 #include "an.h"
 
-static int buf_reserve(xsm_buf *b, size_t extra)
-{
-    if (b->failed)
-        return -1;
-    if (b->n + extra + 1 <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + extra + 1)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-        b->failed = 1;
-        return -1;
-    }
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
 void xsm_buf_put(xsm_buf *b, const char *s, size_t n)
 {
-    if (buf_reserve(b, n) != 0)
+    if (xsm_out_reserve(b, n + 1) != 0)
         return;
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
 }
 
 void xsm_buf_puts(xsm_buf *b, const char *s) { xsm_buf_put(b, s, strlen(s)); }
@@ -53,12 +34,12 @@ void xsm_buf_printf(xsm_buf *b, const char *fmt, ...)
         xsm_buf_put(b, small, (size_t)n);
         return;
     }
-    if (buf_reserve(b, (size_t)n) != 0)
+    if (xsm_out_reserve(b, (size_t)n + 1) != 0)
         return;
     va_start(ap, fmt);
-    vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    b->n += (size_t)n;
+    b->len += (size_t)n;
 }
 
 void xsm_buf_json_str(xsm_buf *b, const char *s, int html_safe)
@@ -106,7 +87,7 @@ void xsm_buf_html_str(xsm_buf *b, const char *s)
 
 void xsm_buf_free(xsm_buf *b)
 {
-    free(b->p);
+    xsm_out_free(b);
     memset(b, 0, sizeof *b);
 }
 

@@ -20,7 +20,6 @@ typedef struct pending {
 static pthread_mutex_t g_pend_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending *g_pend_head, **g_pend_tail = &g_pend_head;
 static _Atomic int g_pend_count;
-static __thread pending *tls_pending; /* reserved, not yet committed */
 
 void xsprof_pending_drain(xsprof_thread *t) {
     if (!atomic_load_explicit(&g_pend_count, memory_order_acquire))
@@ -65,7 +64,7 @@ void *xsprof_buf_reserve_def(uint32_t size) {
             return NULL;
         p->next = NULL;
         p->size = size;
-        tls_pending = p;
+        t->pending = p;
         return p->rec;
     }
     return xsprof_thread_reserve(t, size);
@@ -75,9 +74,9 @@ void xsprof_buf_commit(void *rec) {
     xsprof_thread *t = xsprof_tls;
     if (!t || !rec)
         return;
-    pending *p = tls_pending;
-    if (p && rec == p->rec) {
-        tls_pending = NULL;
+    pending *p = t->pending;
+    if (__builtin_expect(p != NULL, 0) && rec == p->rec) {
+        t->pending = NULL;
         pthread_mutex_lock(&g_pend_lock);
         *g_pend_tail = p;
         g_pend_tail = &p->next;

@@ -41,6 +41,7 @@ typedef struct xsprof_thread {
     int perf_fd[8];
     int perf_open;            /* 0 not tried, 1 open, -1 unavailable */
     struct xsprof_thread *next;
+    void *pending;            /* buffer.c: definition reserved before the journal existed */
     xsprof_frame stack[XSPROF_MAX_DEPTH];
 } xsprof_thread;
 

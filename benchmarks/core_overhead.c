@@ -67,6 +67,14 @@ static double run_byname(void) {
     return (now_s() - t0) * 1e9 / BATCH;
 }
 
+static double run_scope(void) {
+    double t0 = now_s();
+    for (int i = 0; i < BATCH; i++) {
+        XSPROF_SCOPE("bench scope");
+    }
+    return (now_s() - t0) * 1e9 / BATCH;
+}
+
 static double run_filtered(void) {
     double t0 = now_s();
     for (int i = 0; i < BATCH; i++) {
@@ -81,6 +89,9 @@ typedef struct {
     double ns[REPS];
 } thr_arg;
 
+/* Median per-thread pair cost with n threads recording at once. */
+static double run_threads(int n);
+
 static void *thr_main(void *p) {
     thr_arg *a = p;
     for (int r = 0; r < REPS; r++) {
@@ -90,19 +101,39 @@ static void *thr_main(void *p) {
     return NULL;
 }
 
+static double run_threads(int n) {
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, (unsigned)n);
+    thr_arg ta[4];
+    pthread_t th[4];
+    for (int i = 0; i < n; i++) {
+        ta[i].bar = &bar;
+        pthread_create(&th[i], NULL, thr_main, &ta[i]);
+    }
+    double all[4 * REPS];
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        memcpy(all + i * REPS, ta[i].ns, sizeof ta[i].ns);
+    }
+    pthread_barrier_destroy(&bar);
+    return median(all, n * REPS);
+}
+
 int main(int argc, char **argv) {
     long sustained = argc > 1 ? atol(argv[1]) : 50000000L;
     xsprof_name_intern("bench region", &g_id);
     xsprof_name_intern("filtered_bench", &g_filtered_id);
-    double floor_v[REPS], en[REPS], byname[REPS], dis[REPS], filt[REPS];
+    double floor_v[REPS], en[REPS], byname[REPS], dis[REPS], filt[REPS], scope_on[REPS], scope_off[REPS];
     run_enabled(); /* warm up: chunks mapped, name interned */
     for (int r = 0; r < REPS; r++) {
         /* Interleaved so every variant sees the same machine state. */
         floor_v[r] = run_floor();
         en[r] = run_enabled();
         byname[r] = run_byname();
+        scope_on[r] = run_scope();
         xsprof_session_stop();
         dis[r] = run_enabled();
+        scope_off[r] = run_scope();
         xsprof_session_start();
         filt[r] = run_filtered();
     }
@@ -112,21 +143,11 @@ int main(int argc, char **argv) {
     printf("region pair, enabled by name : %6.1f ns\n", median(byname, REPS));
     printf("region pair, session stopped : %6.2f ns\n", median(dis, REPS));
     printf("region pair, filtered out    : %6.2f ns  (XSPROF_FILTER=-filtered*)\n", median(filt, REPS));
+    printf("XSPROF_SCOPE, enabled        : %6.1f ns\n", median(scope_on, REPS));
+    printf("XSPROF_SCOPE, session stopped: %6.2f ns  (inline check, no call)\n", median(scope_off, REPS));
 
-    pthread_barrier_t bar;
-    pthread_barrier_init(&bar, NULL, 4);
-    thr_arg ta[4];
-    pthread_t th[4];
-    for (int i = 0; i < 4; i++) {
-        ta[i].bar = &bar;
-        pthread_create(&th[i], NULL, thr_main, &ta[i]);
-    }
-    double all[4 * REPS];
-    for (int i = 0; i < 4; i++) {
-        pthread_join(th[i], NULL);
-        memcpy(all + i * REPS, ta[i].ns, sizeof ta[i].ns);
-    }
-    double m4 = median(all, 4 * REPS);
+    double m2 = run_threads(2), m4 = run_threads(4);
+    printf("2 threads, per-thread pair   : %6.1f ns  = %.2fx single-thread (one thread per core)\n", m2, m2 / e);
     printf("4 threads, per-thread pair   : %6.1f ns  = %.2fx single-thread (2 cores: threads share them)\n", m4, m4 / e);
 
     if (sustained > 0) {

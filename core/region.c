@@ -151,7 +151,8 @@ xsprof_status xsprof_region_arg_shape(const char *key, const int64_t *dims, int 
     return arg_put(key, &a);
 }
 
-/* Scope macros: the token says whether a frame was pushed. */
+/* Scope macros: the token says whether a frame was pushed (0 when the
+ * inline check in xsprof_scope_begin_ found collection off). */
 int xsprof_scope_enter_(xsprof_name_id *cache, const char *name) {
     xsprof_name_id id = __atomic_load_n(cache, __ATOMIC_RELAXED);
     if (!id) {

@@ -24,10 +24,13 @@ static int g_nstart_hooks;
 
 void xsprof_region_warn_set(int64_t ms);
 
+int xsprof_scope_on_;
+
 void xsprof_collecting_update(void) {
     int on = atomic_load(&xsprof_g.state) == XSPROF_STATE_RUNNING && atomic_load(&xsprof_g.user_on) &&
              atomic_load(&xsprof_g.schedule_on);
     atomic_store(&xsprof_g.collecting, on);
+    __atomic_store_n(&xsprof_scope_on_, on, __ATOMIC_RELAXED);
 }
 
 static int env_int(const char *a, const char *b, const char *c, const char *d, int dflt) {

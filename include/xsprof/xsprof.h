@@ -106,6 +106,13 @@ XSPROF_API int64_t xsprof_clock_now(void);
 /* ---- scope macros: end the region when the C scope is left ----------- */
 XSPROF_API void xsprof_scope_cleanup_(int *token);
 XSPROF_API int xsprof_scope_enter_(xsprof_name_id *cache, const char *name);
+/* 1 while collection is on. Read inline by the scope macros so a stopped
+ * session costs one load and one branch, no call; the cleanup token keeps
+ * begin and end paired when the session changes inside the scope. */
+XSPROF_API extern int xsprof_scope_on_;
+static inline int xsprof_scope_begin_(xsprof_name_id *cache, const char *name) {
+    return __atomic_load_n(&xsprof_scope_on_, __ATOMIC_RELAXED) ? xsprof_scope_enter_(cache, name) : 0;
+}
 
 #define XSPROF_CAT2_(a, b) a##b
 #define XSPROF_CAT_(a, b) XSPROF_CAT2_(a, b)
@@ -114,7 +121,7 @@ XSPROF_API int xsprof_scope_enter_(xsprof_name_id *cache, const char *name);
 #define XSPROF_SCOPE(name)                                                              \
     static xsprof_name_id XSPROF_CAT_(xsprof_id_, __LINE__);                           \
     int XSPROF_CAT_(xsprof_scope_, __LINE__) __attribute__((cleanup(xsprof_scope_cleanup_), unused)) = \
-        xsprof_scope_enter_(&XSPROF_CAT_(xsprof_id_, __LINE__), (name))
+        xsprof_scope_begin_(&XSPROF_CAT_(xsprof_id_, __LINE__), (name))
 #define XSPROF_FUNCTION() XSPROF_SCOPE(__func__)
 #endif
 

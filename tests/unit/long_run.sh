@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# >= 50 M events (25 M regions) with a 16 MiB buffer budget: the peak RSS of
+# the whole process (recording and the conversion to HDF5) stays within the
+# budget + 24 MiB of fixed overhead (libraries, HDF5, the converter's
+# blocks), and every region is in the rank file or counted as dropped.
+set -euo pipefail
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+budget_mb=16
+fixed_mb=24
+n=25000000
+out=$(XSPROF_BUFFER_MB=$budget_mb XSPROF_OUTPUT="$work/run" "$1" $n)
+echo "$out"
+rss_kb=$(echo "$out" | sed -n 's/.*peak RSS \([0-9]*\) KiB/\1/p')
+limit_kb=$(( (budget_mb + fixed_mb) * 1024 ))
+[ "$rss_kb" -le "$limit_kb" ] || { echo "peak RSS $rss_kb KiB > budget + fixed overhead $limit_kb KiB"; exit 1; }
+"$SYS_PYTHON" - "$work/run/rank-00000.h5" $n <<'PY'
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+n = int(sys.argv[2])
+rows = f["/events/regions"].shape[0]
+dropped = int(f.attrs["dropped"])
+print(f"rank file: {rows} regions, {dropped} dropped (of {n})")
+assert rows + dropped == n, (rows, dropped, n)
+PY
+echo "long run: peak RSS $((rss_kb / 1024)) MiB <= $budget_mb MiB budget + $fixed_mb MiB"

@@ -1,4 +1,5 @@
 /* core/clock.c — clock and the XSPROF_TEST_CLOCK_* injection hook. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "clock.h"
@@ -18,7 +19,9 @@ static int clock_list_pick(const char *spec, int rank, double *out) {
     for (int i = 0;; i++) {
         char *end;
         double x = strtod(p, &end);
-        if (end == p)
+        /* Finite and sane (|x| <= 1e15: 11 days of skew, or ppm far beyond
+         * any real drift): anything else is a typo, not a test setting. */
+        if (end == p || !isfinite(x) || fabs(x) > 1e15)
             return 0;
         v = x;
         if (i == rank)

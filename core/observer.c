@@ -53,14 +53,17 @@ uint32_t xsprof_observers_begin(xsprof_thread *t, const char *name, uint32_t id,
         observer *o = &g_obs[i];
         if (!atomic_load_explicit(&o->enabled, memory_order_relaxed))
             continue;
-        if (o->thread_local_only && o->owner_tid != t->tid)
-            continue;
         if (t->obs_skip[i] > 0) {
             t->obs_skip[i]--;
             continue;
         }
+        /* The slot's fields may only be read once entered (acquire). */
         if (!observer_enter(o))
             continue;
+        if (o->thread_local_only && o->owner_tid != t->tid) {
+            atomic_fetch_sub_explicit(&o->inflight, 1, memory_order_release);
+            continue;
+        }
         t->obs_skip[i] = geometric_skip(t, o);
         sampled |= 1u << i;
         if (o->on_begin) {
@@ -80,8 +83,12 @@ void xsprof_observers_end(xsprof_thread *t, uint32_t sampled, const char *name, 
         if (!(sampled & (1u << i)))
             continue;
         observer *o = &g_obs[i];
-        if (!o->on_end || !observer_enter(o))
+        if (!observer_enter(o))
             continue;
+        if (!o->on_end) {
+            atomic_fetch_sub_explicit(&o->inflight, 1, memory_order_release);
+            continue;
+        }
         xsprof_region_info info = {name, id, depth, t->tid, t0, t1};
         tls_in_callback++;
         o->on_end(&info, o->user);

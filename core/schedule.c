@@ -17,11 +17,12 @@ static struct {
 } g_s;
 
 static int phase_active(long step) {
-    long cycle = g_s.wait + g_s.warmup + g_s.active;
-    long c = step / cycle;
+    /* 64-bit: each phase may be up to 1e9 steps, their sum overflows int. */
+    int64_t cycle = (int64_t)g_s.wait + g_s.warmup + g_s.active;
+    int64_t c = step / cycle;
     if (g_s.repeat > 0 && c >= g_s.repeat)
         return 0;
-    return step % cycle >= g_s.wait + g_s.warmup;
+    return step % cycle >= (int64_t)g_s.wait + g_s.warmup;
 }
 
 static xsprof_status schedule_apply(int wait, int warmup, int active, int repeat, xsprof_trace_ready_fn fn, void *user) {
@@ -106,10 +107,10 @@ xsprof_status xsprof_step(void) {
 void xsprof_schedule_check_at_finalize(void) {
     if (!g_s.set)
         return;
-    long need = g_s.wait + g_s.warmup + g_s.active;
+    int64_t need = (int64_t)g_s.wait + g_s.warmup + g_s.active;
     if (g_s.step < need)
         xsprof_log(XSPROF_LOG_WARN,
-                   "schedule wait=%d,warmup=%d,active=%d needs %ld steps for one active cycle, but only %ld ran "
+                   "schedule wait=%d,warmup=%d,active=%d needs %lld steps for one active cycle, but only %ld ran "
                    "(call xsprof_step() once per iteration)",
-                   g_s.wait, g_s.warmup, g_s.active, need, g_s.step);
+                   g_s.wait, g_s.warmup, g_s.active, (long long)need, g_s.step);
 }

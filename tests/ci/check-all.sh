@@ -164,6 +164,13 @@ stage_coverage() {
 stage_fuzz() {
   local dir="$ROOT/fuzz"
   mkdir -p "$dir"
+  # libFuzzer and clang's sanitizer runtimes come with libclang-rt-14-dev,
+  # only a Recommends of Debian's clang (make deps installs without them).
+  if ! printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return d && n; }\n' |
+    clang -x c - -fsanitize=fuzzer,address,undefined -o "$dir/probe" >"$dir.probe.log" 2>&1; then
+    note "  clang cannot link -fsanitize=fuzzer,address,undefined: install libclang-rt-14-dev ($dir.probe.log)"
+    return 1
+  fi
   CC=clang CXX=clang++ cmake -S "$SRC" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DXSPROF_SANITIZE=address,undefined -DXSPROF_FUZZ=ON -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link \
     >"$dir.configure.log" 2>&1 || {

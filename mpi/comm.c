@@ -35,6 +35,17 @@ typedef struct base_count {
 } base_count;
 static base_count *g_bases;
 static size_t g_nbases, g_capbases;
+/* Every entry the registry allocated. Entries outlive their slot (a freed or
+ * reused handle) because pending requests may still point to them, so they
+ * are owned here and freed together at finalize. */
+static xsprof_comm_entry *g_owned;
+
+static void entry_own(xsprof_comm_entry *e) {
+    pthread_mutex_lock(&g_lock);
+    e->owned_next = g_owned;
+    g_owned = e;
+    pthread_mutex_unlock(&g_lock);
+}
 
 static inline uint64_t mix64(uint64_t x) {
     x ^= x >> 33;
@@ -122,6 +133,7 @@ static xsprof_comm_entry *entry_build(MPI_Comm comm) {
     xsprof_comm_entry *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
+    entry_own(e);
     int inter = 0;
     MPI_Group g;
     PMPI_Comm_test_inter(comm, &inter);
@@ -200,6 +212,8 @@ xsprof_status xsprof_comm_registry_init(void) {
         free(all);
     }
     xsprof_comm_entry *self = calloc(1, sizeof *self);
+    if (self)
+        entry_own(self);
     if (self && (self->world = malloc(sizeof *self->world))) {
         self->size = 1;
         self->world[0] = xsprof_mpi_g.rank;
@@ -208,6 +222,27 @@ xsprof_status xsprof_comm_registry_init(void) {
         comm_record(self, self->world, 1, "MPI_COMM_SELF", XSPROF_COMM_NONE);
     }
     return XSPROF_OK;
+}
+
+void xsprof_comm_registry_fini(void) {
+    pthread_mutex_lock(&g_lock);
+    for (uint32_t i = 0; i < XSPROF_COMM_SLOTS; i++) {
+        atomic_store(&g_slots[i].e, NULL);
+        atomic_store(&g_slots[i].key, 0);
+    }
+    while (g_owned) {
+        xsprof_comm_entry *e = g_owned;
+        g_owned = e->owned_next;
+        free(e->world);
+        free(e->rworld);
+        free(e);
+    }
+    free(g_bases);
+    g_bases = NULL;
+    g_nbases = g_capbases = 0;
+    pthread_mutex_unlock(&g_lock);
+    if (g_world_group != MPI_GROUP_NULL)
+        PMPI_Group_free(&g_world_group);
 }
 
 xsprof_comm_entry *xsprof_comm_lookup(MPI_Comm comm) {

@@ -142,6 +142,9 @@ void xsprof_mpi_finalize_before(unsigned op, int64_t t0) {
     xsprof_finalize();
     if (xsprof_mpi_g.sync_comm != MPI_COMM_NULL)
         PMPI_Comm_free(&xsprof_mpi_g.sync_comm);
+    /* Nothing records MPI any more: the registry's entries can go. */
+    if (g_initialized)
+        xsprof_comm_registry_fini();
 }
 
 void xsprof_mpi_pcontrol(int level) { atomic_store(&xsprof_mpi_g.paused, level == 0); }

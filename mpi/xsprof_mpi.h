@@ -154,9 +154,12 @@ typedef struct xsprof_comm_entry {
     int32_t *rworld;     /* remote group of an intercommunicator */
     _Atomic uint64_t coll_seq;
     _Atomic uint32_t created; /* creation calls on this communicator (agreed by its members) */
+    struct xsprof_comm_entry *owned_next; /* registry's list of the entries it allocated */
 } xsprof_comm_entry;
 
 XSPROF_HIDDEN xsprof_status xsprof_comm_registry_init(void);
+/* At MPI finalize, once no wrapper records: frees every entry. */
+XSPROF_HIDDEN void xsprof_comm_registry_fini(void);
 /* Entry of a communicator; unknown ones get a local entry with gid NONE. */
 XSPROF_HIDDEN xsprof_comm_entry *xsprof_comm_lookup(MPI_Comm comm);
 /* The entry if the communicator is registered, else NULL (never calls MPI:

@@ -15,6 +15,10 @@
 __thread xsprof_thread *xsprof_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t g_thread_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+/* States of threads that exited after finalize with their chunk still
+ * published (under xsprof_g.lock): kept, as finalize may read the chunk
+ * header through them, and kept reachable rather than dropped. */
+static xsprof_thread *g_retired;
 
 static void drops_publish(xsprof_thread *t) {
     uint64_t n = t->dropped - t->drops_published;
@@ -45,11 +49,14 @@ static void thread_exit(void *arg) {
             *p = t->next;
             break;
         }
+    int keep = t->chunk != NULL;
+    if (keep) {
+        t->next = g_retired;
+        g_retired = t;
+    }
     pthread_mutex_unlock(&xsprof_g.lock);
     xsprof_tls = NULL;
-    /* A thread whose chunk outlives finalize keeps its state: finalize
-     * may still read the chunk header through it. */
-    if (!t->chunk)
+    if (!keep)
         free(t);
 }
 

@@ -27,7 +27,10 @@ static calloc_fn real_calloc;
 static realloc_fn real_realloc;
 static free_fn real_free;
 static int g_on = -1; /* -1 until XSPROF_MEMORY was read */
-static __thread int tls_busy;
+/* Initial-exec: a general-dynamic access goes through __tls_get_addr, which
+ * may allocate (and so re-enter malloc) and which ASan intercepts; the first
+ * malloc can come from ld.so before ASan's interceptors are set up. */
+static __thread int tls_busy __attribute__((tls_model("initial-exec")));
 
 /* dlsym may call calloc before real_calloc is known: serve it from here. */
 static char g_boot[4096] __attribute__((aligned(16)));
@@ -46,6 +49,15 @@ static void resolve(void) {
     const char *e = getenv("XSPROF_MEMORY");
     g_on = e && !strcmp(e, "1");
     tls_busy--;
+}
+
+/* The first malloc can come from ld.so while another library (ASan)
+ * initialises, before libc has set up environ: getenv sees nothing then.
+ * Read XSPROF_MEMORY again once libc is initialised. */
+__attribute__((constructor)) static void memhook_init(void) {
+    resolve();
+    const char *e = getenv("XSPROF_MEMORY");
+    g_on = e && !strcmp(e, "1");
 }
 
 static inline int recording(void) { return g_on == 1 && !tls_busy; }

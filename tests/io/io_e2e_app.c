@@ -3,7 +3,7 @@
  * then ends as MODE says:
  *   exit     returns from main (xsprof writes rank-00000.h5 at exit)
  *   sigkill  raises SIGKILL on itself (no handler can run)
- *   segv     dereferences NULL (xsprof's handler marks the journal)
+ *   segv     writes to an inaccessible page (xsprof's handler marks the journal)
  *   hdf5     THREADS threads each record regions while writing their own
  *            dataset into the program's own HDF5 file (DIR/app.h5), then exit
  * usage: io_e2e_app MODE N [APP_H5] */
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "xsprof/xsprof.h"
 
@@ -95,8 +96,11 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "sigkill"))
         raise(SIGKILL);
     if (!strcmp(mode, "segv")) {
-        volatile int *p = NULL;
-        *p = 1;
+        /* A real fault, not a NULL store: UBSan would stop a NULL store
+         * before it faults, and the test is about the signal. */
+        volatile int *p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED)
+            *p = 1;
     }
     xsprof_region_end();
     done++;

@@ -7,7 +7,8 @@
 #include "internal.h"
 
 static inline void *xsprof_thread_reserve(xsprof_thread *t, uint32_t size) {
-    if (__builtin_expect(t->cur + size <= t->end, 1))
+    /* Integer arithmetic: cur and end are NULL before the first chunk. */
+    if (__builtin_expect((uintptr_t)t->end - (uintptr_t)t->cur >= size, 1))
         return t->cur;
     return xsprof_thread_reserve_slow(t, size);
 }

@@ -180,9 +180,14 @@ def check_messages(ranks, comms):
         nchecked += 1
         if rm["t_end"] < t_send:
             raw_violations += 1
-        if tr < ts:
+        # Offsets are known within their error bound (rtt/2 of each side's
+        # samples): only an inversion beyond it is an alignment error. A
+        # slow build (sanitizers, coverage) has longer round trips; the
+        # merged trace, checked with --merge, must still have none at all.
+        if ts - tr > a.bound() + b.bound():
             worst = max(worst, ts - tr)
-            err("message %s received %d ns before it was sent (after alignment)" % (key, ts - tr))
+            err("message %s received %d ns before it was sent (after alignment, error bound %d ns)" %
+                (key, ts - tr, a.bound() + b.bound()))
     print("messages received before they were sent: %d on the raw clocks, %d after alignment" %
           (raw_violations, len([e for e in errors if "before it was sent" in e])))
     return len(sends), nchecked

@@ -26,7 +26,8 @@
 #define WR_DEFLATE 4
 
 typedef struct wr_ctx {
-    const char *path;
+    const char *path;   /* the rank file, named in every message */
+    char tmp[4200];     /* written under this name, linked to `path` when complete */
     char *err;
     size_t errlen;
     hid_t file;
@@ -212,7 +213,11 @@ static xsprof_status wr_definitions(wr_ctx *w, const xsprof_rank_data *d)
  * h5fd_guard.h), so no other file can be swapped in by name. */
 static xsprof_status wr_create_file(wr_ctx *w, struct stat *made, int *created)
 {
-    int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    /* The final name must not exist (exclusive, like the temp file). */
+    struct stat st;
+    if (lstat(w->path, &st) == 0)
+        return wr_fail(w, XSPROF_ERR_IO, "cannot create: %s", strerror(EEXIST));
+    int fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0)
         return wr_fail(w, XSPROF_ERR_IO, "cannot create: %s", strerror(errno));
     *created = 1;
@@ -226,7 +231,7 @@ static xsprof_status wr_create_file(wr_ctx *w, struct stat *made, int *created)
      * steering HDF5 out of bounds. Readable by HDF5 >= 1.10 (2016). */
     hid_t fapl = xsprof_h5fd_fapl(fd, &w->vfd);
     if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST) >= 0)
-        w->file = H5Fcreate(w->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (fapl >= 0)
         H5Pclose(fapl);
     close(fd); /* the driver holds its own duplicate */
@@ -279,6 +284,11 @@ xsprof_status xsprof_journal_convert(const char *journal_path, const char *h5_pa
     wr_ctx w;
     memset(&w, 0, sizeof w);
     w.path = h5_path ? h5_path : "(null)";
+    /* A conversion killed half-way must not leave a file that looks like a
+     * rank file: write NAME.partial, then link it to NAME (link() never
+     * replaces an existing name) once complete. */
+    if (h5_path && snprintf(w.tmp, sizeof w.tmp, "%s.partial", h5_path) >= (int)sizeof w.tmp)
+        return wr_fail(&w, XSPROF_ERR_TOO_LONG, "path too long");
     w.err = err;
     w.errlen = errlen;
     w.file = -1;
@@ -325,12 +335,14 @@ xsprof_status xsprof_journal_convert(const char *journal_path, const char *h5_pa
         s = wr_attr(&w, "journal_damage", H5T_NATIVE_UINT64, &damaged);
     }
     s = wr_close(&w, s);
-    if (s != XSPROF_OK && created) {
-        /* Leave no half-written rank file next to the journal, but only
-         * remove the file we made. */
+    if (s == XSPROF_OK && link(w.tmp, h5_path) != 0)
+        s = wr_fail(&w, XSPROF_ERR_IO, "cannot create: %s", strerror(errno));
+    if (created) {
+        /* Remove the temp name (the rank file keeps its own link), but only
+         * the file we made. */
         struct stat now;
-        if (lstat(h5_path, &now) == 0 && now.st_dev == made.st_dev && now.st_ino == made.st_ino)
-            unlink(h5_path);
+        if (lstat(w.tmp, &now) == 0 && now.st_dev == made.st_dev && now.st_ino == made.st_ino)
+            unlink(w.tmp);
     }
     xsprof_rank_data_free(&d);
     H5Eclear2(H5E_DEFAULT);

@@ -50,3 +50,17 @@ void xsprof_clock_init(int rank) {
     xsprof_log(XSPROF_LOG_INFO, "test clock injection: skew %lld ns, drift %.3f ppm", (long long)xsprof_clock_test_g.skew_ns,
                ppm);
 }
+
+static int64_t g_start_realtime, g_start_clock;
+
+void xsprof_start_time_capture(void) {
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    g_start_clock = xsprof_clock_read();
+    g_start_realtime = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+}
+
+void xsprof_start_time_get(int64_t *realtime_ns, int64_t *clock_ns) {
+    *realtime_ns = g_start_realtime;
+    *clock_ns = g_start_clock;
+}

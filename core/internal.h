@@ -139,5 +139,8 @@ XSPROF_HIDDEN void xsprof_log_init(void);
 
 /* clock.c */
 XSPROF_HIDDEN void xsprof_clock_init(int rank);
+/* Process start (library constructor): the journal header's start times. */
+XSPROF_HIDDEN void xsprof_start_time_capture(void);
+XSPROF_HIDDEN void xsprof_start_time_get(int64_t *realtime_ns, int64_t *clock_ns);
 
 #endif

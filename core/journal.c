@@ -249,10 +249,9 @@ xsprof_status xsprof_journal_open(void) {
     h->rank = xsprof_g.rank;
     h->size = xsprof_g.size;
     h->pid = getpid();
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    h->start_clock_ns = xsprof_clock_read();
-    h->start_realtime_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+    /* The process's start, not the journal's: the journal opens at the
+     * first real record, maybe seconds later (after MPI_Init). */
+    xsprof_start_time_get(&h->start_realtime_ns, &h->start_clock_ns);
     h->strings_offset = XSPROF_JOURNAL_HEADER_SIZE;
     h->strings_capacity = STRINGS_CAPACITY;
     h->chunks_offset = g_j.hdr_map_len;

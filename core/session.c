@@ -89,6 +89,7 @@ __attribute__((constructor)) void xsprof_core_init(void) {
     xsprof_log_init();
     xsprof_config_load();
     xsprof_clock_init(xsprof_g.rank);
+    xsprof_start_time_capture();
     if (xsprof_filter_parse(xsprof_config_get("XSPROF_FILTER")))
         xsprof_log(XSPROF_LOG_WARN, "XSPROF_FILTER=%s is not a valid filter (comma-separated globs, '-' excludes); "
                    "recording everything", xsprof_config_get("XSPROF_FILTER"));

@@ -14,6 +14,7 @@
 #define XSPROF_SYNC_TAG 7301
 #define XSPROF_SYNC_ROUNDS 24  /* full exchange */
 #define XSPROF_SYNC_CONFIRM 6  /* same-node confirmation */
+#define XSPROF_SYNC_CONFIRM_MAX_RTT_NS 200000 /* a confirmation with a slower round trip is inconclusive */
 
 static MPI_Comm g_node = MPI_COMM_NULL, g_leaders = MPI_COMM_NULL;
 /* rank 0: when and at which WORLD collective the last sample was taken */
@@ -164,8 +165,11 @@ void xsprof_clock_sync(int phase) {
         } else if (nr == r) {
             wait_turn(g_node, 0);
             sample s = measure(g_node, 0, XSPROF_SYNC_CONFIRM);
-            /* Same clock: the measured offset is within the exchange's error. */
-            int full = (s.offset > s.rtt / 2 || -s.offset > s.rtt / 2);
+            /* Same clock: the measured offset is within the exchange's error,
+             * and that error is small enough to tell (a slow exchange, e.g. on
+             * oversubscribed or sanitizer-built ranks, proves nothing: then
+             * measure fully). */
+            int full = s.rtt > XSPROF_SYNC_CONFIRM_MAX_RTT_NS || s.offset > s.rtt / 2 || -s.offset > s.rtt / 2;
             PMPI_Send(&full, 1, MPI_INT, 0, XSPROF_SYNC_TAG, g_node);
             if (full) {
                 s = measure(g_node, 0, XSPROF_SYNC_ROUNDS);

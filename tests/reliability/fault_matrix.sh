@@ -46,17 +46,19 @@ if mountpoint -q "$work/mnt" 2>/dev/null; then umount -l "$work/mnt"; fi
 rm -rf "$work"
 mkdir -p "$work"
 
-# A sanitizer-built libxsprof-mpi.so needs its runtime first in the process
-# (ASan/TSan refuse to start otherwise) when preloaded into an uninstrumented
-# program such as fault_app, so preload the runtime the library links.
+# A sanitizer-built libxsprof-mpi.so preloaded into an uninstrumented
+# program (fault_app): the runtime comes in as the library's dependency and
+# ASan is told not to insist on being first (verify_asan_link_order=0).
+# Preloading the runtime itself in front would let other libraries'
+# constructors (p11-kit through HDF5's libcurl) run before the runtime is up,
+# which leaves glibc's locale lock unbalanced and hangs the process at exit.
 san=$(ldd "$XSPROF_MPI_LIB" | awk '$1 ~ /^lib(asan|tsan)\.so/ {print $3}' | head -1)
 PRELOAD="$XSPROF_MPI_LIB"
 if [ -n "$san" ]; then
-  PRELOAD="$san:$XSPROF_MPI_LIB"
   # The sanitizer must not turn the application's own fault into a report
   # of its own (exit status 1 instead of the signal): leave fatal signals
   # to the application, xsprof and Open MPI, as in a normal build.
-  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0"
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0"
 fi
 
 # run_job LABEL PROGRESS_DIR MODE NREGIONS [mpiexec options...]

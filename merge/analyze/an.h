@@ -243,6 +243,8 @@ int xsm_an_finding_add(xsm_an *a, const xsm_finding *f); /* copies f (takes rank
 /* Exclusive time per name (regions only, not MPI) on rank r's main thread in
  * [t0, t1); `acc` has names.n slots and is added to. */
 void xsm_an_window_excl(const xsm_an *a, int32_t r, int64_t t0, int64_t t1, double *acc);
+/* Index of the rank's first main-thread segment ending after t0 (binary search). */
+size_t xsm_an_seg_after(const xsm_rankstat *rs, int64_t t0);
 
 /* ---- writers ---------------------------------------------------------------- */
 void xsm_report_json(const xsm_an *a, xsm_buf *b, int html_safe);

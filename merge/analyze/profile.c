@@ -664,10 +664,9 @@ out:
     return rc;
 }
 
-void xsm_an_window_excl(const xsm_an *a, int32_t r, int64_t t0, int64_t t1, double *acc)
+size_t xsm_an_seg_after(const xsm_rankstat *rs, int64_t t0)
 {
-    const xsm_rankstat *rs = &a->rs[r];
-    size_t lo = 0, hi = rs->nseg; /* first segment ending after t0 */
+    size_t lo = 0, hi = rs->nseg;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (rs->seg[mid].t1 <= t0)
@@ -675,7 +674,13 @@ void xsm_an_window_excl(const xsm_an *a, int32_t r, int64_t t0, int64_t t1, doub
         else
             hi = mid;
     }
-    for (size_t i = lo; i < rs->nseg && rs->seg[i].t0 < t1; i++) {
+    return lo;
+}
+
+void xsm_an_window_excl(const xsm_an *a, int32_t r, int64_t t0, int64_t t1, double *acc)
+{
+    const xsm_rankstat *rs = &a->rs[r];
+    for (size_t i = xsm_an_seg_after(rs, t0); i < rs->nseg && rs->seg[i].t0 < t1; i++) {
         const xsm_seg *s = &rs->seg[i];
         if (a->cn[s->cnode].is_mpi)
             continue;

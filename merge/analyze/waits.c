@@ -505,15 +505,7 @@ typedef struct delay_ctx {
 static void window_touch(const xsm_an *a, delay_ctx *x, int32_t r, int64_t t0, int64_t t1, double *acc)
 {
     const xsm_rankstat *rs = &a->rs[r];
-    size_t lo = 0, hi = rs->nseg;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (rs->seg[mid].t1 <= t0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t i = lo; i < rs->nseg && rs->seg[i].t0 < t1; i++) {
+    for (size_t i = xsm_an_seg_after(rs, t0); i < rs->nseg && rs->seg[i].t0 < t1; i++) {
         const xsm_seg *s = &rs->seg[i];
         if (a->cn[s->cnode].is_mpi)
             continue;

@@ -102,3 +102,13 @@ xsprof_status xsprof_names_flush_to_journal(void) {
     pthread_mutex_unlock(&g_intern_lock);
     return st;
 }
+
+/* fork(): the child must find the lock free (another thread may hold it at
+ * the fork) and must never append names to the parent's journal, which it
+ * shares through the mapping (its ids would collide with the parent's). */
+void xsprof_names_fork_prepare(void) { pthread_mutex_lock(&g_intern_lock); }
+void xsprof_names_fork_parent(void) { pthread_mutex_unlock(&g_intern_lock); }
+void xsprof_names_fork_child(void) {
+    g_in_journal = 0;
+    pthread_mutex_unlock(&g_intern_lock);
+}

@@ -105,6 +105,9 @@ typedef struct xsprof_name_entry {
 XSPROF_HIDDEN const xsprof_name_entry *xsprof_name_entry_get(uint32_t id);
 XSPROF_HIDDEN uint32_t xsprof_name_count(void);
 XSPROF_HIDDEN xsprof_status xsprof_names_flush_to_journal(void);
+XSPROF_HIDDEN void xsprof_names_fork_prepare(void);
+XSPROF_HIDDEN void xsprof_names_fork_parent(void);
+XSPROF_HIDDEN void xsprof_names_fork_child(void);
 
 /* filter.c */
 XSPROF_HIDDEN xsprof_status xsprof_filter_parse(const char *spec);

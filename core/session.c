@@ -48,10 +48,20 @@ static void at_exit_finalize(void) {
         xsprof_finalize();
 }
 
-/* A forked child must not write into its parent's journal. */
+/* A forked child must not write into its parent's journal: the chunk
+ * mappings are shared with the parent, so the child's only thread (the one
+ * that forked) also forgets its chunk; its next record then takes the slow
+ * path, which refuses in this state. */
 static void at_fork_child(void) {
+    xsprof_names_fork_child();
     atomic_store(&xsprof_g.state, XSPROF_STATE_FAILED);
     atomic_store(&xsprof_g.collecting, 0);
+    __atomic_store_n(&xsprof_scope_on_, 0, __ATOMIC_RELAXED);
+    xsprof_thread *t = xsprof_tls;
+    if (t) {
+        t->chunk = NULL;
+        t->cur = t->end = NULL;
+    }
 }
 
 xsprof_status xsprof_output_default_dir(char *buf, size_t len) {
@@ -103,7 +113,7 @@ __attribute__((constructor)) void xsprof_core_init(void) {
         xsprof_log(XSPROF_LOG_WARN, "XSPROF_SCHEDULE=%s is invalid (expected wait=N,warmup=N,active=N,repeat=N); "
                    "no schedule", xsprof_config_get("XSPROF_SCHEDULE"));
     xsprof_signals_install();
-    pthread_atfork(NULL, NULL, at_fork_child);
+    pthread_atfork(xsprof_names_fork_prepare, xsprof_names_fork_parent, at_fork_child);
     atexit(at_exit_finalize);
     xsprof_collecting_update();
     errno = saved;

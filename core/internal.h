@@ -60,7 +60,6 @@ typedef struct xsprof_global {
     _Atomic uint32_t next_tid;
     int rank, size;
     _Atomic uint64_t anomalies;
-    _Atomic uint64_t dropped;
 } xsprof_global;
 
 XSPROF_HIDDEN extern xsprof_global xsprof_g;

@@ -245,6 +245,9 @@ int xsm_an_finding_add(xsm_an *a, const xsm_finding *f); /* copies f (takes rank
 void xsm_an_window_excl(const xsm_an *a, int32_t r, int64_t t0, int64_t t1, double *acc);
 /* Index of the rank's first main-thread segment ending after t0 (binary search). */
 size_t xsm_an_seg_after(const xsm_rankstat *rs, int64_t t0);
+/* Index into rs->calls_sorted (ordered by thread, then t_begin) of the first
+ * call after (thread, t): t_begin > t when `upper`, else t_begin >= t. */
+size_t xsm_an_calls_bound(const xsprof_rank_data *d, const xsm_rankstat *rs, uint32_t thread, int64_t t, int upper);
 
 /* ---- writers ---------------------------------------------------------------- */
 void xsm_report_json(const xsm_an *a, xsm_buf *b, int html_safe);

@@ -243,18 +243,24 @@ static void sort_rows(const xsprof_io_mpi *m, size_t *v, size_t *tmp, size_t n)
     memcpy(v, tmp, n * sizeof *v);
 }
 
-/* Row of the blocking call on `thread` that contains time t, -1 if none. */
-static int64_t call_at(const xsprof_rank_data *d, const xsm_rankstat *rs, uint32_t thread, int64_t t)
+size_t xsm_an_calls_bound(const xsprof_rank_data *d, const xsm_rankstat *rs, uint32_t thread, int64_t t, int upper)
 {
-    size_t lo = 0, hi = rs->ncalls_sorted; /* first entry > (thread, t) */
+    size_t lo = 0, hi = rs->ncalls_sorted;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[mid]];
-        if (m->thread < thread || (m->thread == thread && m->t_begin <= t))
+        if (m->thread < thread || (m->thread == thread && (upper ? m->t_begin <= t : m->t_begin < t)))
             lo = mid + 1;
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* Row of the blocking call on `thread` that contains time t, -1 if none. */
+static int64_t call_at(const xsprof_rank_data *d, const xsm_rankstat *rs, uint32_t thread, int64_t t)
+{
+    size_t lo = xsm_an_calls_bound(d, rs, thread, t, 1); /* first entry > (thread, t) */
     /* the latest call starting at or before t on this thread that is still open at t */
     for (size_t k = lo; k-- > 0;) {
         const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];

@@ -61,16 +61,8 @@ static int64_t prev_sync_end(const xsm_an *a, int32_t r, int64_t t)
 {
     const xsm_rankstat *rs = &a->rs[r];
     const xsprof_rank_data *d = &a->run->ranks[r].d;
-    size_t lo = 0, hi = rs->ncalls_sorted;
     uint32_t th = rs->main_thread;
-    while (lo < hi) { /* first (thread, t_begin) >= (th, t) */
-        size_t mid = (lo + hi) / 2;
-        const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[mid]];
-        if (m->thread < th || (m->thread == th && m->t_begin < t))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = xsm_an_calls_bound(d, rs, th, t, 0); /* first (thread, t_begin) >= (th, t) */
     for (size_t k = lo; k-- > 0;) {
         const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
         if (m->thread != th)

@@ -211,7 +211,7 @@ static void *xsprof_cupti_try(const char *path, char *tried, size_t len)
 static void *xsprof_cupti_open(char *why, size_t len)
 {
     char tried[1024] = "";
-    char path[600];
+    char path[sizeof g_cupti.path];
     const char *env = xsprof_config_get("XSPROF_CUPTI_LIB");
     if (env && *env) {
         void *h = xsprof_cupti_try(env, tried, sizeof tried);

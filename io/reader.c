@@ -76,6 +76,12 @@ const char *xsprof_rank_data_string(const xsprof_rank_data *d, uint32_t id)
     return d->strings[id];
 }
 
+static xsprof_table_read_fn rd_table_reader;
+
+_Static_assert(sizeof(hid_t) == sizeof(int64_t), "hid_t travels as int64_t");
+
+void xsprof_rankfile_set_table_reader(xsprof_table_read_fn fn) { rd_table_reader = fn; }
+
 /* ---- attributes ---------------------------------------------------------- */
 
 static int rd_type_matches(hid_t got, hid_t want);
@@ -386,7 +392,8 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
         s = rd_fail(r, XSPROF_ERR_NOMEM, "cannot allocate %llu rows for %s", (unsigned long long)dim, name);
         goto out;
     }
-    if (H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+    if ((!rd_table_reader || rd_table_reader(ds, mem, row, dim, buf) != 0) &&
+        H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         char h5[256];
         xsprof_h5_last_error(h5, sizeof h5);
         free(buf);

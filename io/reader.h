@@ -60,6 +60,15 @@ xsprof_status xsprof_journal_load(const char *path, xsprof_rank_data *out, char 
 
 void xsprof_rank_data_free(xsprof_rank_data *d);
 
+/* A faster way to read a whole table, tried before H5Dread: `dataset` and
+ * `mem_type` are HDF5 ids (hid_t), the table has `rows` rows of `row_size`
+ * bytes, `buf` has room for them. Returns 0 when buf holds exactly what
+ * H5Dread would have read, -1 to leave it to H5Dread (which then reports
+ * any problem). Process-wide; set before loading, NULL for none. xsmerge
+ * sets one that decodes the chunks in threads (merge/read/chunks.c). */
+typedef int (*xsprof_table_read_fn)(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t rows, void *buf);
+void xsprof_rankfile_set_table_reader(xsprof_table_read_fn fn);
+
 /* String by id, "?" when out of range (never NULL). */
 const char *xsprof_rank_data_string(const xsprof_rank_data *d, uint32_t id);
 

@@ -161,8 +161,8 @@ static int xsm_fork_ok = 1;
 void xsm_read_allow_fork(int allow) { xsm_fork_ok = allow; }
 
 /* Processes that decode rank files in a serial merge: XSPROF_MERGE_READERS,
- * else one per online CPU (at most 4: beyond that the copies back cost
- * more than the decoding they share). */
+ * else 1: the chunk decoding threads (below) use the CPUs without the
+ * copies back from helper processes, which cost more than they share. */
 static int xsm_read_procs(void)
 {
     const char *v = getenv("XSPROF_MERGE_READERS");
@@ -170,8 +170,16 @@ static int xsm_read_procs(void)
         long k = strtol(v, NULL, 10);
         return k < 1 ? 1 : k > 64 ? 64 : (int)k;
     }
+    return 1;
+}
+
+/* Threads decoding a table's chunks: the online CPUs shared among the
+ * merging processes. */
+static int xsm_read_threads(int procs)
+{
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
+    long t = cpus < 1 ? 1 : cpus / (procs < 1 ? 1 : procs);
+    return t < 1 ? 1 : t > 8 ? 8 : (int)t;
 }
 
 static void xsm_note(FILE *notes, const char *fmt, const char *a, const char *b)
@@ -361,6 +369,8 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     }
     xsm_progress_mark("start");
     xsm_progress_begin("reading rank files", todo);
+    xsprof_rankfile_set_table_reader(xsm_chunks_read);
+    xsm_chunks_set_threads(xsm_read_threads(par ? par->size : 1));
     /* A serial merge decodes the files with helper processes (collective
      * mode already divides them among its processes). */
     if (par || !xsm_fork_ok || xsm_read_forked(c, l, n, xsm_read_procs(), xsm_load_one, xsm_step_one) != 0) {

@@ -49,6 +49,13 @@ int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
  * an MPI process should not fork (collective mode divides files anyway). */
 void xsm_read_allow_fork(int allow);
 
+/* Read a whole chunked table for the io reader (xsprof_table_read_fn):
+ * raw chunks fetched by HDF5, checksum, inflate and unshuffle done in up to
+ * xsm_chunks_set_threads threads straight into buf. Returns 0, or -1 when
+ * H5Dread should read the table instead. */
+int xsm_chunks_read(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t rows, void *buf);
+void xsm_chunks_set_threads(int n);
+
 /* List the rank files of dir (or the single file `dir`), sorted by rank.
  * Returns 0, or 1 with err naming the path. */
 int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, size_t errlen);

@@ -1,0 +1,300 @@
+/* merge/read/chunks.c — see xsm_chunks_read in read.h.
+ *
+ * H5Dread runs a table's filter pipeline (fletcher32, inflate, unshuffle)
+ * one chunk at a time on one thread and copies each chunk out of its cache.
+ * Here the HDF5 calls only fetch the raw chunks (HDF5 is not thread-safe,
+ * but that part is cheap); checksum, inflate and unshuffle run in threads
+ * and write straight into the table. Only the pipeline the writer makes is
+ * decoded here (shuffle, deflate, fletcher32 in any subset and order, the
+ * file type equal to the memory type, every chunk stored and unfiltered
+ * nowhere); anything else, and any chunk that does not decode, is left to
+ * H5Dread, which then gives the same bytes or the same error as before. */
+#include "merge/read/read.h"
+
+#include <hdf5.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define XSM_CK_MAX_FILTERS 4
+#define XSM_CK_MAX_THREADS 8
+
+enum { XSM_CK_SHUFFLE, XSM_CK_DEFLATE, XSM_CK_FLETCHER };
+
+typedef struct xsm_ck_plan {
+    int filter[XSM_CK_MAX_FILTERS]; /* in write order */
+    int nfilters;
+    int fletcher;       /* the pipeline checks a fletcher32 sum */
+    size_t row;         /* bytes per row */
+    uint64_t rows;      /* rows in the table */
+    uint64_t chunk;     /* rows per chunk */
+    size_t nchunks;
+    unsigned char *raw; /* raw chunks back to back */
+    size_t *at;         /* nchunks + 1 offsets into raw */
+    unsigned char *out; /* the table */
+    atomic_size_t next; /* next chunk to decode */
+    atomic_int failed;
+} xsm_ck_plan;
+
+static int xsm_ck_threads = 1;
+
+void xsm_chunks_set_threads(int n) { xsm_ck_threads = n < 1 ? 1 : n > XSM_CK_MAX_THREADS ? XSM_CK_MAX_THREADS : n; }
+
+/* HDF5's fletcher32 (H5_checksum_fletcher32): 16-bit big-endian words. */
+static uint32_t xsm_ck_fletcher32(const unsigned char *p, size_t len)
+{
+    size_t n = len / 2;
+    uint32_t s1 = 0, s2 = 0;
+    while (n) {
+        size_t t = n > 360 ? 360 : n;
+        n -= t;
+        do {
+            s1 += (uint32_t)p[0] << 8 | p[1];
+            p += 2;
+            s2 += s1;
+        } while (--t);
+        s1 = (s1 & 0xffff) + (s1 >> 16);
+        s2 = (s2 & 0xffff) + (s2 >> 16);
+    }
+    if (len % 2) {
+        s1 += (uint32_t)*p << 8;
+        s2 += s1;
+        s1 = (s1 & 0xffff) + (s1 >> 16);
+        s2 = (s2 & 0xffff) + (s2 >> 16);
+    }
+    s1 = (s1 & 0xffff) + (s1 >> 16);
+    s2 = (s2 & 0xffff) + (s2 >> 16);
+    return s2 << 16 | s1;
+}
+
+/* The stored sum is little-endian; HDF5 also accepts it byte-reversed
+ * (files of HDF5 <= 1.6.2). Returns the payload length, or 0 if bad. */
+static size_t xsm_ck_fletcher_check(const unsigned char *p, size_t len)
+{
+    if (len < 4)
+        return 0;
+    size_t n = len - 4;
+    uint32_t want = xsm_ck_fletcher32(p, n);
+    uint32_t got = (uint32_t)p[n] | (uint32_t)p[n + 1] << 8 | (uint32_t)p[n + 2] << 16 | (uint32_t)p[n + 3] << 24;
+    uint32_t rev = (want & 0xff) << 24 | (want & 0xff00) << 8 | (want >> 8 & 0xff00) | want >> 24;
+    return got == want || got == rev ? n : 0;
+}
+
+/* Inflate exactly `want` bytes. With a fletcher32 sum over the compressed
+ * bytes the stream's own adler32 is redundant: raw inflate skips it. */
+static int xsm_ck_inflate(z_stream *z, int raw, const unsigned char *in, size_t n, unsigned char *out, size_t want)
+{
+    if (raw) {
+        /* zlib header: deflate method, no preset dictionary, valid check bits */
+        if (n < 2 || (in[0] & 0x0f) != 8 || (in[1] & 0x20) || ((unsigned)in[0] << 8 | in[1]) % 31)
+            return -1;
+        in += 2;
+        n -= 2;
+    }
+    if (inflateReset2(z, raw ? -15 : 15) != Z_OK)
+        return -1;
+    z->next_in = (unsigned char *)in;
+    z->avail_in = (uInt)n;
+    z->next_out = out;
+    z->avail_out = (uInt)want;
+    int rc = inflate(z, Z_FINISH);
+    return rc == Z_STREAM_END && z->avail_out == 0 ? 0 : -1;
+}
+
+/* 8x8 byte transpose in three swap stages (1-, 2-, 4-byte blocks). */
+static inline void xsm_ck_transpose8(uint64_t x[8])
+{
+    static const uint64_t m1 = 0x00ff00ff00ff00ffull, m2 = 0x0000ffff0000ffffull, m4 = 0x00000000ffffffffull;
+    for (int r = 0; r < 8; r += 2) {
+        uint64_t t = ((x[r] >> 8) ^ x[r + 1]) & m1;
+        x[r + 1] ^= t;
+        x[r] ^= t << 8;
+    }
+    for (int r = 0; r < 8; r += (r & 1) ? 3 : 1) {
+        uint64_t t = ((x[r] >> 16) ^ x[r + 2]) & m2;
+        x[r + 2] ^= t;
+        x[r] ^= t << 16;
+    }
+    for (int r = 0; r < 4; r++) {
+        uint64_t t = ((x[r] >> 32) ^ x[r + 4]) & m4;
+        x[r + 4] ^= t;
+        x[r] ^= t << 32;
+    }
+}
+
+/* Undo HDF5's shuffle of `nelem` elements of `size` bytes (byte j of
+ * element i sits at j * nelem + i), writing only elements < keep. */
+static void xsm_ck_unshuffle(unsigned char *out, const unsigned char *in, size_t size, size_t nelem, size_t keep)
+{
+    size_t i = 0;
+    if (size % 8 == 0) {
+        for (; i + 8 <= keep; i += 8)
+            for (size_t j = 0; j < size; j += 8) {
+                uint64_t x[8];
+                for (int r = 0; r < 8; r++)
+                    memcpy(&x[r], in + (j + (size_t)r) * nelem + i, 8);
+                xsm_ck_transpose8(x);
+                for (int e = 0; e < 8; e++)
+                    memcpy(out + (i + (size_t)e) * size + j, &x[e], 8);
+            }
+    }
+    for (; i < keep; i++)
+        for (size_t j = 0; j < size; j++)
+            out[i * size + j] = in[j * nelem + i];
+}
+
+/* Decode chunk k into the table: filters undone in reverse write order. */
+static int xsm_ck_decode(xsm_ck_plan *p, size_t k, z_stream *z, unsigned char *tmp)
+{
+    const unsigned char *in = p->raw + p->at[k];
+    size_t n = p->at[k + 1] - p->at[k];
+    size_t full = (size_t)p->chunk * p->row;
+    uint64_t first = (uint64_t)k * p->chunk;
+    size_t keep = (size_t)(p->rows - first < p->chunk ? p->rows - first : p->chunk);
+    unsigned char *dst = p->out + (size_t)first * p->row;
+    int shuffled = 0;
+    for (int f = p->nfilters - 1; f >= 0; f--) {
+        switch (p->filter[f]) {
+        case XSM_CK_FLETCHER:
+            if (!(n = xsm_ck_fletcher_check(in, n)))
+                return -1;
+            break;
+        case XSM_CK_DEFLATE:
+            if (in == tmp || xsm_ck_inflate(z, p->fletcher, in, n, tmp, full))
+                return -1;
+            in = tmp;
+            n = full;
+            break;
+        case XSM_CK_SHUFFLE:
+            if (shuffled++ || n != full || f != 0)
+                return -1;
+            if (p->row > 1 && p->chunk > 1)
+                xsm_ck_unshuffle(dst, in, p->row, (size_t)p->chunk, keep);
+            else
+                memcpy(dst, in, keep * p->row);
+            return 0;
+        }
+    }
+    if (n != full)
+        return -1;
+    memcpy(dst, in, keep * p->row);
+    return 0;
+}
+
+static void *xsm_ck_worker(void *arg)
+{
+    xsm_ck_plan *p = arg;
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    unsigned char *tmp = malloc((size_t)p->chunk * p->row);
+    if (!tmp || inflateInit2(&z, 15) != Z_OK) {
+        atomic_store(&p->failed, 1);
+        free(tmp);
+        return NULL;
+    }
+    for (;;) {
+        size_t k = atomic_fetch_add(&p->next, 1);
+        if (k >= p->nchunks || atomic_load(&p->failed))
+            break;
+        if (xsm_ck_decode(p, k, &z, tmp))
+            atomic_store(&p->failed, 1);
+    }
+    inflateEnd(&z);
+    free(tmp);
+    return NULL;
+}
+
+/* The pipeline of ds when it is one this file decodes, else -1. */
+static int xsm_ck_filters(hid_t dcpl, xsm_ck_plan *p)
+{
+    hsize_t dim = 0;
+    if (H5Pget_layout(dcpl) != H5D_CHUNKED || H5Pget_chunk(dcpl, 1, &dim) != 1 || dim == 0)
+        return -1;
+    p->chunk = dim;
+    int nf = H5Pget_nfilters(dcpl);
+    if (nf < 0 || nf > XSM_CK_MAX_FILTERS)
+        return -1;
+    for (int f = 0; f < nf; f++) {
+        unsigned flags = 0, cd[8];
+        size_t ncd = 8;
+        char name[64];
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)f, &flags, &ncd, cd, sizeof name, name, NULL);
+        if (id == H5Z_FILTER_SHUFFLE && ncd >= 1 && cd[0] == p->row)
+            p->filter[f] = XSM_CK_SHUFFLE;
+        else if (id == H5Z_FILTER_DEFLATE)
+            p->filter[f] = XSM_CK_DEFLATE;
+        else if (id == H5Z_FILTER_FLETCHER32 && f == nf - 1)
+            p->filter[f] = XSM_CK_FLETCHER, p->fletcher = 1;
+        else
+            return -1;
+    }
+    p->nfilters = nf;
+    return 0;
+}
+
+/* Fetch every raw chunk (HDF5 calls: this thread only). */
+static int xsm_ck_fetch(hid_t ds, xsm_ck_plan *p)
+{
+    size_t total = 0;
+    if (!(p->at = malloc((p->nchunks + 1) * sizeof *p->at)))
+        return -1;
+    for (size_t k = 0; k < p->nchunks; k++) {
+        hsize_t off = (hsize_t)k * p->chunk, size = 0;
+        if (H5Dget_chunk_storage_size(ds, &off, &size) < 0 || size == 0 || size > ((size_t)1 << 31))
+            return -1;
+        p->at[k] = total;
+        total += (size_t)size;
+    }
+    p->at[p->nchunks] = total;
+    if (!(p->raw = malloc(total ? total : 1)))
+        return -1;
+    for (size_t k = 0; k < p->nchunks; k++) {
+        hsize_t off = (hsize_t)k * p->chunk;
+        uint32_t mask = 1;
+        if (H5Dread_chunk(ds, H5P_DEFAULT, &off, &mask, p->raw + p->at[k]) < 0 || mask != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int xsm_ck_run(xsm_ck_plan *p)
+{
+    size_t nt = (size_t)xsm_ck_threads;
+    if (nt > p->nchunks / 2)
+        nt = p->nchunks / 2 ? p->nchunks / 2 : 1;
+    pthread_t t[XSM_CK_MAX_THREADS];
+    size_t started = 0;
+    for (size_t i = 1; i < nt; i++, started++)
+        if (pthread_create(&t[started], NULL, xsm_ck_worker, p) != 0)
+            break;
+    xsm_ck_worker(p);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    return atomic_load(&p->failed) ? -1 : 0;
+}
+
+int xsm_chunks_read(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t rows, void *buf)
+{
+    hid_t ds = (hid_t)dataset, ft = H5Dget_type(ds), dcpl = H5Dget_create_plist(ds);
+    xsm_ck_plan p;
+    memset(&p, 0, sizeof p);
+    p.row = row_size;
+    p.rows = rows;
+    p.out = buf;
+    int rc = -1;
+    if (ft >= 0 && dcpl >= 0 && H5Tequal(ft, (hid_t)mem_type) > 0 && H5Tget_size(ft) == row_size &&
+        xsm_ck_filters(dcpl, &p) == 0 && p.chunk <= (SIZE_MAX >> 8) / row_size) {
+        p.nchunks = (size_t)((rows + p.chunk - 1) / p.chunk);
+        rc = xsm_ck_fetch(ds, &p) == 0 ? xsm_ck_run(&p) : -1;
+    }
+    free(p.raw);
+    free(p.at);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (ft >= 0)
+        H5Tclose(ft);
+    H5Eclear2(H5E_DEFAULT);
+    return rc;
+}

@@ -334,14 +334,24 @@ int main(int argc, char **argv)
         order = calloc(run.nranks + 1, 1); /* merged.h5 and the report need no time order */
     } else if (par.size > 1 && !((o.outputs & XSM_OUT_JSON) && xsm_task_owner(XSM_TASK_JSON, par.size) == par.rank)) {
         order = calloc(run.nranks + 1, 1);
-        for (size_t r = 0; order && r < run.nranks; r++)
-            order[r] = (o.outputs & XSM_OUT_PFTRACE) && r % (size_t)par.size == (size_t)par.rank;
+        size_t *first = calloc((size_t)par.size + 1, sizeof *first);
+        if (first && (o.outputs & XSM_OUT_PFTRACE)) {
+            xsm_emit_rank_blocks(&run, 0, run.nranks, (size_t)par.size, first); /* as xsm_par_pftrace divides */
+            for (size_t r = first[par.rank]; order && r < first[par.rank + 1]; r++)
+                order[r] = 1;
+        }
+        if (!first) { /* sort every rank then: slower, same output */
+            free(order);
+            order = NULL;
+        }
+        free(first);
     }
     xsm_emit e;
     memset(&e, 0, sizeof e);
     /* the report works on the run itself: no trace preparation for it alone */
     if (o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_H5))
         rc = xsm_emit_init(&e, &run, order, err, sizeof err);
+    e.threads = xsm_cpu_share(par.size);
     free(order);
     xsm_progress_mark("emit-init");
     /* trace.pftrace is written by all processes together (collective call,

@@ -186,84 +186,55 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
     return 0;
 }
 
-/* Copy len bytes at in_off of fd_in to out_off of fd_out. */
-static int xsm_copy_range(int fd_in, off_t in_off, int fd_out, off_t out_off, uint64_t len)
-{
-    while (len) {
-        ssize_t k = copy_file_range(fd_in, &in_off, fd_out, &out_off, len, 0);
-        if (k <= 0) {
-            /* not supported across these files: plain reads and writes */
-            char buf[1 << 16];
-            ssize_t r = pread(fd_in, buf, len < sizeof buf ? len : sizeof buf, in_off);
-            if (r <= 0 || pwrite(fd_out, buf, (size_t)r, out_off) != r)
-                return -1;
-            k = r;
-            in_off += r;
-            out_off += r;
-        }
-        len -= (uint64_t)k;
-    }
-    return 0;
-}
-
+/* Process p writes the segments of the p-th block of ranks (consecutive,
+ * about equal rows): process 0 straight into trace.pftrace, the others
+ * into a part file each, copied into place once all sizes are known. */
 int xsm_par_pftrace(const xsm_par *par, const xsm_emit *e, const char *dir, char *err, size_t errlen)
 {
     if (!par->share)
         return xsm_emit_pftrace(e, dir, err, errlen);
-    size_t n = e->run->nranks;
-    int64_t *mine = calloc(n + 1, sizeof *mine), *all = calloc(n + 1, sizeof *all);
-    char part[64], path[8192];
+    size_t n = e->run->nranks, np = (size_t)par->size;
+    size_t *first = calloc(np + 1, sizeof *first);
+    int64_t *mine = calloc(np + 1, sizeof *mine), *all = calloc(np + 1, sizeof *all);
+    char path[8192], part[64], ppath[8192];
+    xsm_path(path, sizeof path, dir, "trace.pftrace");
     snprintf(part, sizeof part, ".trace.pftrace.part%d", par->rank);
-    int rc = !mine || !all ? xsm_err_set(err, errlen, "xsmerge: out of memory") : 0;
-    FILE *f = rc ? NULL : xsm_emit_create(dir, part, err, errlen);
-    if (!rc && !f)
-        rc = 1;
-    xsm_progress_begin("writing trace.pftrace", e->nevents / (uint64_t)par->size);
-    for (size_t r = (size_t)par->rank; !rc && r < n; r += (size_t)par->size) {
-        uint64_t bytes = 0;
-        if (e->run->ranks[r].present)
-            rc = xsm_emit_pftrace_rank(e, r, f, &bytes, err, errlen);
-        mine[r] = (int64_t)bytes;
+    xsm_path(ppath, sizeof ppath, dir, part);
+    int rc = !first || !mine || !all ? xsm_err_set(err, errlen, "xsmerge: out of memory") : 0;
+    int fd = -1;
+    if (!rc) {
+        xsm_emit_rank_blocks(e->run, 0, n, np, first);
+        fd = open(par->rank == 0 ? path : ppath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0)
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", par->rank == 0 ? path : ppath, strerror(errno));
     }
+    uint64_t bytes = 0;
+    xsm_progress_begin("writing trace.pftrace", e->nevents / np);
+    if (!rc)
+        rc = xsm_emit_pftrace_span(e, dir, first[par->rank], first[par->rank + 1], fd, 0, &bytes, err, errlen);
     xsm_progress_end();
-    if (f && fclose(f) != 0 && !rc)
-        rc = xsm_err_set(err, errlen, "xsmerge: %s/%s: %s", dir, part, strerror(errno));
+    if (mine)
+        mine[par->rank] = (int64_t)bytes;
     int any;
     xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX);
-    xsm_allreduce(mine ? mine : all, all ? all : mine, (int)n, MPI_INT64_T, MPI_SUM);
-    xsm_path(path, sizeof path, dir, "trace.pftrace");
-    if (!any && par->rank == 0) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (fd < 0)
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
-        else
-            close(fd);
-    }
-    xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX);
-    if (!any) {
-        /* every process copies its segments to their place, in parallel */
-        char ppath[8192];
-        xsm_path(ppath, sizeof ppath, dir, part);
-        int in = open(ppath, O_RDONLY | O_CLOEXEC), out = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-        off_t at = 0, in_off = 0;
-        for (size_t r = 0; !rc && r < n; r++) {
-            if (r % (size_t)par->size == (size_t)par->rank) {
-                if (in < 0 || out < 0 || xsm_copy_range(in, in_off, out, at, (uint64_t)all[r]))
-                    rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));
-                in_off += all[r];
-            }
-            at += all[r];
-        }
-        if (in >= 0)
-            close(in);
+    xsm_allreduce(mine ? mine : all, all ? all : mine, (int)np, MPI_INT64_T, MPI_SUM);
+    if (!any && par->rank > 0) {
+        /* every other process copies its part to its place, in parallel */
+        int64_t at = 0;
+        for (int p = 0; p < par->rank; p++)
+            at += all[p];
+        int out = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (out < 0 || xsm_copy_range(fd, 0, out, at, bytes))
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));
         if (out >= 0 && close(out) != 0 && !rc)
             rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));
     }
-    {
-        char ppath[8192];
-        xsm_path(ppath, sizeof ppath, dir, part);
+    if (fd >= 0 && close(fd) != 0 && !rc)
+        rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", par->rank == 0 ? path : ppath, strerror(errno));
+    if (par->rank > 0)
         unlink(ppath);
-    }
+    xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX);
+    free(first);
     free(mine);
     free(all);
     return rc ? 1 : any;

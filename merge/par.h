@@ -16,10 +16,11 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
 /* Combine the exit codes of all processes: the largest wins; *first gets
  * the lowest process whose code was `bad` (it prints its error). */
 int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first);
-/* trace.pftrace written by all processes together: each encodes the
- * segments (one per rank, see xsm_emit_pftrace_rank) of the ranks r with
- * r % size == its rank into a private file, then copies them to their
- * offsets in the final file. Same bytes as a serial xsm_emit_pftrace.
+/* trace.pftrace written by all processes together: process p encodes the
+ * segments (one per rank, see xsm_emit_pftrace_rank) of the p-th block of
+ * consecutive ranks (xsm_emit_rank_blocks): process 0 straight into the
+ * final file, the others into a private file copied to its offset after.
+ * Same bytes as a serial xsm_emit_pftrace.
  * Collective: every process calls it. */
 struct xsm_emit;
 int xsm_par_pftrace(const xsm_par *par, const struct xsm_emit *e, const char *dir, char *err, size_t errlen);

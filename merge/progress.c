@@ -2,8 +2,12 @@
 #include "merge/progress.h"
 #include "merge/util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* writers of trace.pftrace step from several threads */
+static pthread_mutex_t xsm_prog_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct {
     int on;
@@ -46,14 +50,14 @@ static void xsm_progress_draw(void)
 
 void xsm_progress_step(uint64_t n)
 {
+    pthread_mutex_lock(&xsm_prog_lock);
     xsm_prog.done += n;
-    if (!xsm_prog.on)
-        return;
-    double now = xsm_now();
-    if (now - xsm_prog.start < 1.0 || now - xsm_prog.last < 0.1)
-        return;
-    xsm_prog.last = now;
-    xsm_progress_draw();
+    double now = xsm_prog.on ? xsm_now() : 0.0;
+    if (xsm_prog.on && now - xsm_prog.start >= 1.0 && now - xsm_prog.last >= 0.1) {
+        xsm_prog.last = now;
+        xsm_progress_draw();
+    }
+    pthread_mutex_unlock(&xsm_prog_lock);
 }
 
 void xsm_progress_end(void)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 int xsm_err_set(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -270,3 +271,33 @@ double xsm_now(void)
 }
 
 void xsm_path(char *buf, size_t n, const char *dir, const char *name) { (void)xsm_err_set(buf, n, "%s/%s", dir, name); }
+
+int xsm_copy_range(int fd_in, int64_t in_off, int fd_out, int64_t out_off, uint64_t len)
+{
+    off_t in = (off_t)in_off, out = (off_t)out_off;
+    while (len) {
+        ssize_t k = copy_file_range(fd_in, &in, fd_out, &out, len, 0);
+        if (k <= 0) {
+            /* not supported across these files: plain reads and writes */
+            char buf[1 << 16];
+            ssize_t r = pread(fd_in, buf, len < sizeof buf ? len : sizeof buf, in);
+            if (r <= 0 || pwrite(fd_out, buf, (size_t)r, out) != r) {
+                if (r == 0)
+                    errno = EIO;
+                return -1;
+            }
+            k = r;
+            in += r;
+            out += r;
+        }
+        len -= (uint64_t)k;
+    }
+    return 0;
+}
+
+int xsm_cpu_share(int procs)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long t = cpus < 1 ? 1 : cpus / (procs < 1 ? 1 : procs);
+    return t < 1 ? 1 : t > 8 ? 8 : (int)t;
+}

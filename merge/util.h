@@ -73,6 +73,14 @@ int xsm_rankset_parse(const char *spec, size_t n, unsigned char **mask, char *er
 /* dir + "/" + name into buf (truncated to n, always terminated). */
 void xsm_path(char *buf, size_t n, const char *dir, const char *name);
 
+/* Copy len bytes at in_off of fd_in to out_off of fd_out (copy_file_range,
+ * else reads and writes). Returns 0, or -1 with errno set. */
+int xsm_copy_range(int fd_in, int64_t in_off, int fd_out, int64_t out_off, uint64_t len);
+
+/* Threads one of `procs` merging processes may use: the online CPUs
+ * shared among them, 1 to 8. */
+int xsm_cpu_share(int procs);
+
 /* Monotonic seconds, for the progress bar only (never for output). */
 double xsm_now(void);
 

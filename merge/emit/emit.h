@@ -65,7 +65,15 @@ typedef struct xsm_emit {
     uint64_t nevents; /* events of all ranks (what a full iteration yields) */
     uint32_t *comm_name; /* global name id per comm id seen (index = position in comm_ids) */
     uint32_t *comm_ids; size_t ncomms;
+    int threads; /* writers may use this many threads (set after init; 0 = 1) */
 } xsm_emit;
+
+#define XSM_EMIT_MAX_THREADS 8
+
+/* Split ranks [lo, hi) into n consecutive blocks of about equal rows
+ * (present ranks only): block k is [first[k], first[k + 1]), first[0] = lo,
+ * first[n] = hi. Every process computes the same split. */
+void xsm_emit_rank_blocks(const xsm_run *run, size_t lo, size_t hi, size_t n, size_t *first);
 
 /* `order` (NULL = all) marks the ranks whose events will be iterated: only
  * they get sorted row orders (collective mode sorts just its share). Names,
@@ -117,6 +125,11 @@ int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errle
 /* One rank's self-contained packet sequence of trace.pftrace (the file is
  * these segments in rank order), appended to f; *bytes gets its size. */
 int xsm_emit_pftrace_rank(const xsm_emit *e, size_t rank, FILE *f, uint64_t *bytes, char *err, size_t errlen);
+/* The segments of ranks [lo, hi) written at offset `at` of fd, by up to
+ * e->threads threads (consecutive blocks of ranks; all but the first go
+ * through a temporary file in dir). *bytes gets their size. */
+int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, uint64_t at,
+                          uint64_t *bytes, char *err, size_t errlen);
 int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 
 /* Create dir/name for writing, exclusively and without following links. */

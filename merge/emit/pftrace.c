@@ -20,8 +20,11 @@
 #include "core/record.h" /* kinds of mpi, gpu and arg rows */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
     /* Trace / TracePacket */
@@ -618,20 +621,114 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes,
     return rc;
 }
 
+/* One thread's share of a span: consecutive ranks into one file. */
+typedef struct xsm_pf_block {
+    const xsm_emit *e;
+    size_t lo, hi;
+    FILE *f;
+    uint64_t bytes;
+    int rc;
+    char err[1024];
+} xsm_pf_block;
+
+static void *xsm_pf_block_run(void *arg)
+{
+    xsm_pf_block *b = arg;
+    for (size_t r = b->lo; r < b->hi && !b->rc; r++) {
+        uint64_t n = 0;
+        if (b->e->run->ranks[r].present)
+            b->rc = xsm_emit_pftrace_rank(b->e, r, b->f, &n, b->err, sizeof b->err);
+        b->bytes += n;
+    }
+    if (b->f && fflush(b->f) != 0 && !b->rc)
+        b->rc = xsm_err_set(b->err, sizeof b->err, "xsmerge: trace.pftrace: write failed: %s", strerror(errno));
+    return NULL;
+}
+
+/* Block k > 0 goes to a temporary file in dir, copied into place after. */
+static FILE *xsm_pf_block_file(const char *dir, size_t lo, int fd, uint64_t at, int k, char *path, size_t pathlen)
+{
+    if (k == 0) {
+        int d = dup(fd);
+        FILE *f = d >= 0 && lseek(d, (off_t)at, SEEK_SET) >= 0 ? fdopen(d, "wb") : NULL;
+        if (!f && d >= 0)
+            close(d);
+        return f;
+    }
+    char name[64]; /* unique in the staging dir: spans of processes start at different ranks */
+    snprintf(name, sizeof name, ".trace.pftrace.%zu.%d", lo, k);
+    xsm_path(path, pathlen, dir, name);
+    int t = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666); /* read back by the copy */
+    FILE *f = t >= 0 ? fdopen(t, "w+b") : NULL;
+    if (!f && t >= 0) {
+        close(t);
+        unlink(path);
+    }
+    if (!f)
+        path[0] = 0;
+    return f;
+}
+
+int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, uint64_t at,
+                          uint64_t *bytes, char *err, size_t errlen)
+{
+    size_t nt = e->threads > 1 ? (size_t)e->threads : 1;
+    if (nt > XSM_EMIT_MAX_THREADS)
+        nt = XSM_EMIT_MAX_THREADS;
+    if (nt > hi - lo)
+        nt = hi - lo ? hi - lo : 1;
+    size_t first[XSM_EMIT_MAX_THREADS + 1];
+    xsm_emit_rank_blocks(e->run, lo, hi, nt, first);
+    xsm_pf_block b[XSM_EMIT_MAX_THREADS];
+    char tmp[XSM_EMIT_MAX_THREADS][4096];
+    pthread_t t[XSM_EMIT_MAX_THREADS];
+    int started[XSM_EMIT_MAX_THREADS] = {0};
+    int rc = 0;
+    *bytes = 0;
+    for (size_t k = 0; k < nt; k++) {
+        b[k] = (xsm_pf_block){.e = e, .lo = first[k], .hi = first[k + 1]};
+        tmp[k][0] = 0;
+        if (!(b[k].f = xsm_pf_block_file(dir, lo, fd, at, (int)k, tmp[k], sizeof tmp[k])) && !rc)
+            rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: %s", dir, strerror(errno));
+    }
+    for (size_t k = 1; !rc && k < nt; k++)
+        started[k] = pthread_create(&t[k], NULL, xsm_pf_block_run, &b[k]) == 0;
+    if (!rc)
+        xsm_pf_block_run(&b[0]);
+    for (size_t k = 1; !rc && k < nt; k++)
+        if (!started[k])
+            xsm_pf_block_run(&b[k]);
+    for (size_t k = 1; k < nt; k++)
+        if (started[k])
+            pthread_join(t[k], NULL);
+    uint64_t pos = at;
+    for (size_t k = 0; k < nt; k++) {
+        if (!rc && b[k].rc)
+            rc = xsm_err_set(err, errlen, "%s", b[k].err);
+        if (!rc && k > 0 && xsm_copy_range(fileno(b[k].f), 0, fd, (int64_t)pos, b[k].bytes))
+            rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir, strerror(errno));
+        pos += b[k].bytes;
+        if (b[k].f)
+            fclose(b[k].f);
+        if (tmp[k][0])
+            unlink(tmp[k]);
+    }
+    *bytes = pos - at;
+    return rc;
+}
+
 int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errlen)
 {
-    FILE *f = xsm_emit_create(dir, "trace.pftrace", err, errlen);
-    if (!f)
-        return 1;
-    int rc = 0;
+    char path[8192];
+    xsm_path(path, sizeof path, dir, "trace.pftrace");
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
     xsm_progress_begin("writing trace.pftrace", e->nevents);
-    for (size_t r = 0; r < e->run->nranks && !rc; r++) {
-        uint64_t bytes;
-        if (e->run->ranks[r].present)
-            rc = xsm_emit_pftrace_rank(e, r, f, &bytes, err, errlen);
-    }
+    uint64_t bytes;
+    int rc = xsm_emit_pftrace_span(e, dir, 0, e->run->nranks, fd, 0, &bytes, err, errlen);
     xsm_progress_end();
-    if (fclose(f) != 0 && !rc)
-        rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir, strerror(errno));
+    if (close(fd) != 0 && !rc)
+        rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));
     return rc;
 }

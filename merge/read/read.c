@@ -173,15 +173,6 @@ static int xsm_read_procs(void)
     return 1;
 }
 
-/* Threads decoding a table's chunks: the online CPUs shared among the
- * merging processes. */
-static int xsm_read_threads(int procs)
-{
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    long t = cpus < 1 ? 1 : cpus / (procs < 1 ? 1 : procs);
-    return t < 1 ? 1 : t > 8 ? 8 : (int)t;
-}
-
 static void xsm_note(FILE *notes, const char *fmt, const char *a, const char *b)
 {
     if (notes) {
@@ -370,7 +361,7 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     xsm_progress_mark("start");
     xsm_progress_begin("reading rank files", todo);
     xsprof_rankfile_set_table_reader(xsm_chunks_read);
-    xsm_chunks_set_threads(xsm_read_threads(par ? par->size : 1));
+    xsm_chunks_set_threads(xsm_cpu_share(par ? par->size : 1));
     /* A serial merge decodes the files with helper processes (collective
      * mode already divides them among its processes). */
     if (par || !xsm_fork_ok || xsm_read_forked(c, l, n, xsm_read_procs(), xsm_load_one, xsm_step_one) != 0) {

@@ -28,6 +28,11 @@ XSPROF_HIDDEN xsprof_status xsprof_buf_append(const void *rec, uint32_t size, in
 /* xsprof thread id of the calling thread (dense from 0). */
 XSPROF_HIDDEN uint32_t xsprof_thread_self(void);
 
+/* Switch the clock to the TSC once its rate against CLOCK_MONOTONIC has been
+ * measured over long enough (core/clock.h); a cheap no-op otherwise. Called
+ * by the writer thread and after MPI_Init, before the first clock sample. */
+XSPROF_HIDDEN void xsprof_clock_calibrate(void);
+
 /* Per-thread re-entry guard: returns 1 if the caller may record (and marks
  * the thread busy), 0 if it is already inside xsprof. Always pair with leave. */
 XSPROF_HIDDEN int xsprof_guard_enter(void);

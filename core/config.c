@@ -12,7 +12,7 @@ extern char **environ;
 static const char *const known[] = {
     "XSPROF_OUTPUT", "XSPROF_ENABLE", "XSPROF_BUFFER_MB", "XSPROF_CHUNK_KB", "XSPROF_ON_FULL", "XSPROF_FLUSH_S",
     "XSPROF_SCHEDULE", "XSPROF_FILTER", "XSPROF_COUNTERS", "XSPROF_MPI", "XSPROF_GPU", "XSPROF_LOG",
-    "XSPROF_WARN_REGION_MS", "XSPROF_MEMORY", "XSPROF_CLOCK_SYNC_S", "XSPROF_CUPTI_LIB",
+    "XSPROF_WARN_REGION_MS", "XSPROF_MEMORY", "XSPROF_CLOCK_SYNC_S", "XSPROF_CLOCK", "XSPROF_CUPTI_LIB",
     "XSPROF_TEST_CLOCK_SKEW_NS", "XSPROF_TEST_CLOCK_DRIFT_PPM",
     /* read by xsmerge (its help lists them); known here so a profiled
      * process that inherits them does not warn */

@@ -262,7 +262,7 @@ xsprof_status xsprof_journal_open(void) {
         job = getenv("SLURM_JOB_ID");
     snprintf(h->job_id, sizeof h->job_id, "%s", job ? job : "");
     gethostname(h->host, sizeof h->host - 1);
-    snprintf(h->clock_source, sizeof h->clock_source, "%s", XSPROF_CLOCK_SOURCE);
+    snprintf(h->clock_source, sizeof h->clock_source, "%s", xsprof_clock_source());
     snprintf(h->xsprof_version, sizeof h->xsprof_version, "%s", XSPROF_VERSION_STRING);
     atomic_store_explicit((_Atomic uint32_t *)&h->state, XSPROF_JOURNAL_RUNNING, memory_order_relaxed);
     memcpy(h->magic, XSPROF_JOURNAL_MAGIC, 8); /* last: a reader sees a complete header or none */
@@ -370,6 +370,9 @@ static void *writer_main(void *arg) {
     struct timespec last;
     clock_gettime(CLOCK_MONOTONIC, &last);
     while (!g_j.stop) {
+        pthread_mutex_unlock(&g_j.lock);
+        xsprof_clock_calibrate();
+        pthread_mutex_lock(&g_j.lock);
         full_drain();
         spares_refill(1);
         struct timespec now, dl;

@@ -101,6 +101,7 @@ void *xsprof_thread_reserve_slow(xsprof_thread *t, uint32_t size) {
         xsprof_journal_chunk_full(t->chunk);
         t->chunk = NULL;
         t->cur = t->end = NULL;
+        xsprof_clock_calibrate(); /* a busy thread need not wait for the writer's next tick */
     }
     xsprof_chunk_header *c = xsprof_journal_chunk_take(1);
     if (!c) {

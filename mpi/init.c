@@ -127,6 +127,7 @@ void xsprof_mpi_init_after(int thread_level) {
     }
     meta_record();
     xsprof_topo_record();
+    xsprof_clock_calibrate();
     xsprof_clock_sync(XSPROF_CLOCK_INIT);
     atomic_store(&xsprof_mpi_g.on, 1);
 }

@@ -187,6 +187,17 @@ typedef struct seq_slot {
 
 static seq_slot g_seq[XSPROF_SEQ_SLOTS];
 
+/* Only MPI_THREAD_MULTIPLE lets two threads call MPI at once; below it the
+ * application's own synchronisation orders the calls, and a plain increment
+ * saves the locked instruction (about a third of the wrappers' own cost). */
+static inline uint64_t seq_bump(_Atomic uint64_t *n) {
+    if (xsprof_mpi_g.thread_level == MPI_THREAD_MULTIPLE)
+        return atomic_fetch_add_explicit(n, 1, memory_order_relaxed) + 1;
+    uint64_t v = atomic_load_explicit(n, memory_order_relaxed) + 1;
+    atomic_store_explicit(n, v, memory_order_relaxed);
+    return v;
+}
+
 uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, int dir) {
     uint64_t k1 = ((uint64_t)gid << 32) | (uint32_t)peer;
     uint64_t k2 = ((uint64_t)(uint32_t)tag << 1) | (uint64_t)(dir & 1);
@@ -201,14 +212,14 @@ uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, int dir) {
                 s->k1 = k1;
                 s->k2 = k2;
                 atomic_store_explicit(&s->state, 2, memory_order_release);
-                return atomic_fetch_add_explicit(&s->n, 1, memory_order_relaxed) + 1;
+                return seq_bump(&s->n);
             }
             st = expect;
         }
         while (st == 1)
             st = atomic_load_explicit(&s->state, memory_order_acquire);
         if (s->k1 == k1 && s->k2 == k2)
-            return atomic_fetch_add_explicit(&s->n, 1, memory_order_relaxed) + 1;
+            return seq_bump(&s->n);
     }
     xsprof_anomaly("MPI message sequence table full");
     return 0;

@@ -102,6 +102,9 @@ XSPROF_API xsprof_status xsprof_observer_remove(xsprof_observer_handle handle);
 /* ---- clock ------------------------------------------------------------ */
 /* The timestamp xsprof records (ns, this process's clock). */
 XSPROF_API int64_t xsprof_clock_now(void);
+/* The clock behind it right now: "CLOCK_MONOTONIC" (clock_gettime) or "TSC"
+ * (rdtsc, same scale; used once its rate is measured, see XSPROF_CLOCK). */
+XSPROF_API const char *xsprof_clock_name(void);
 
 /* ---- scope macros: end the region when the C scope is left ----------- */
 XSPROF_API void xsprof_scope_cleanup_(int *token);

@@ -5,7 +5,8 @@
  *   enabled        xsprof_region_begin_id + xsprof_region_end
  *   by name        xsprof_region_begin("name") + end (hashes the name)
  *   disabled       the same pair with the session stopped / name filtered out
- *   threads        per-thread cost with 4 threads recording at once
+ *   threads        per-thread cost with 2 and 4 threads recording at once:
+ *                  the thread's CPU time per pair, and wall time per pair
  *   sustained      N regions with the configured budget: peak RSS, drops
  *
  * usage: xsprof-bench-core [sustained_regions]   (default 50000000) */
@@ -85,24 +86,39 @@ static double run_filtered(void) {
     return (now_s() - t0) * 1e9 / BATCH;
 }
 
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of the calling thread per pair: what a pair costs the thread
+ * itself, whether or not it shares its core with other threads. */
+static double run_enabled_cpu(void) {
+    double c0 = cpu_s();
+    run_enabled();
+    return (cpu_s() - c0) * 1e9 / BATCH;
+}
+
 typedef struct {
     pthread_barrier_t *bar;
-    double ns[REPS];
+    double ns[REPS], cpu[REPS];
 } thr_arg;
-
-/* Median per-thread pair cost with n threads recording at once. */
-static double run_threads(int n);
 
 static void *thr_main(void *p) {
     thr_arg *a = p;
     for (int r = 0; r < REPS; r++) {
         pthread_barrier_wait(a->bar);
+        double c0 = cpu_s();
         a->ns[r] = run_enabled();
+        a->cpu[r] = (cpu_s() - c0) * 1e9 / BATCH;
     }
     return NULL;
 }
 
-static double run_threads(int n) {
+/* Median per-thread pair cost with n threads recording at once: wall time
+ * per pair (*wall) and the thread's own CPU time per pair (returned). */
+static double run_threads(int n, double *wall) {
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, (unsigned)n);
     thr_arg ta[4];
@@ -111,13 +127,15 @@ static double run_threads(int n) {
         ta[i].bar = &bar;
         pthread_create(&th[i], NULL, thr_main, &ta[i]);
     }
-    double all[4 * REPS];
+    double all[4 * REPS], cpu[4 * REPS];
     for (int i = 0; i < n; i++) {
         pthread_join(th[i], NULL);
         memcpy(all + i * REPS, ta[i].ns, sizeof ta[i].ns);
+        memcpy(cpu + i * REPS, ta[i].cpu, sizeof ta[i].cpu);
     }
     pthread_barrier_destroy(&bar);
-    return median(all, n * REPS);
+    *wall = median(all, n * REPS);
+    return median(cpu, n * REPS);
 }
 
 int main(int argc, char **argv) {
@@ -132,7 +150,7 @@ int main(int argc, char **argv) {
     }
     xsprof_name_intern("bench region", &g_id);
     xsprof_name_intern("filtered_bench", &g_filtered_id);
-    double floor_v[REPS], en[REPS], byname[REPS], dis[REPS], filt[REPS], scope_on[REPS], scope_off[REPS];
+    double floor_v[REPS], en[REPS], en_cpu[REPS], byname[REPS], dis[REPS], filt[REPS], scope_on[REPS], scope_off[REPS];
     /* Warm up: chunks mapped, name interned, and long enough (>= 20 ms)
      * for the clock to switch to the TSC where it can: the steady state. */
     double w0 = now_s();
@@ -150,6 +168,7 @@ int main(int argc, char **argv) {
         scope_off[r] = run_scope();
         xsprof_session_start();
         filt[r] = run_filtered();
+        en_cpu[r] = run_enabled_cpu();
     }
     double f = median(floor_v, REPS), e = median(en, REPS);
     printf("clock floor (2 reads)        : %6.1f ns\n", f);
@@ -160,9 +179,17 @@ int main(int argc, char **argv) {
     printf("XSPROF_SCOPE, enabled        : %6.1f ns\n", median(scope_on, REPS));
     printf("XSPROF_SCOPE, session stopped: %6.2f ns  (inline check, no call)\n", median(scope_off, REPS));
 
-    double m2 = run_threads(2), m4 = run_threads(4);
-    printf("2 threads, per-thread pair   : %6.1f ns  = %.2fx single-thread (one thread per core)\n", m2, m2 / e);
-    printf("4 threads, per-thread pair   : %6.1f ns  = %.2fx single-thread (2 cores: threads share them)\n", m4, m4 / e);
+    /* Wall time per pair doubles by construction once threads outnumber
+     * cores (2 here with 4 threads); the thread's own CPU time per pair is
+     * the per-thread cost, and what contention between threads would raise. */
+    double c1 = median(en_cpu, REPS), w2, w4;
+    double c2 = run_threads(2, &w2), c4 = run_threads(4, &w4);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("1 thread, CPU time per pair  : %6.1f ns\n", c1);
+    printf("2 threads, per-thread pair   : %6.1f ns CPU = %.2fx single-thread (wall %.1f ns = %.2fx), %ld CPUs\n", c2,
+           c2 / c1, w2, w2 / e, ncpu);
+    printf("4 threads, per-thread pair   : %6.1f ns CPU = %.2fx single-thread (wall %.1f ns = %.2fx), %ld CPUs\n", c4,
+           c4 / c1, w4, w4 / e, ncpu);
 
     if (sustained > 0) {
         double t0 = now_s();

@@ -2,6 +2,8 @@
 #include "merge/util.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -300,4 +302,46 @@ int xsm_cpu_share(int procs)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     long t = cpus < 1 ? 1 : cpus / (procs < 1 ? 1 : procs);
     return t < 1 ? 1 : t > 8 ? 8 : (int)t;
+}
+
+static int xsm_par_threads = 1;
+
+int xsm_parallel_threads(int n)
+{
+    if (n > 0)
+        xsm_par_threads = n > 8 ? 8 : n;
+    return xsm_par_threads;
+}
+
+typedef struct xsm_pfor {
+    size_t n;
+    atomic_size_t next;
+    atomic_int failed;
+    int (*fn)(void *, size_t);
+    void *ctx;
+} xsm_pfor;
+
+static void *xsm_pfor_run(void *arg)
+{
+    xsm_pfor *p = arg;
+    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
+        if (p->fn(p->ctx, i))
+            atomic_store(&p->failed, 1);
+    return NULL;
+}
+
+int xsm_parallel_for(size_t n, int (*fn)(void *ctx, size_t i), void *ctx)
+{
+    xsm_pfor p = {.n = n, .fn = fn, .ctx = ctx};
+    atomic_init(&p.next, 0);
+    atomic_init(&p.failed, 0);
+    pthread_t t[8];
+    size_t nt = (size_t)xsm_par_threads < n ? (size_t)xsm_par_threads : n, started = 0;
+    for (size_t k = 1; k < nt; k++)
+        if (pthread_create(&t[started], NULL, xsm_pfor_run, &p) == 0)
+            started++;
+    xsm_pfor_run(&p); /* with no thread started, this one does everything */
+    for (size_t k = 0; k < started; k++)
+        pthread_join(t[k], NULL);
+    return atomic_load(&p.failed) ? -1 : 0;
 }

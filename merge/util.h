@@ -81,6 +81,14 @@ int xsm_copy_range(int fd_in, int64_t in_off, int fd_out, int64_t out_off, uint6
  * shared among them, 1 to 8. */
 int xsm_cpu_share(int procs);
 
+/* fn(ctx, i) for every i in [0, n), on up to xsm_parallel_threads(0)
+ * threads (indices handed out one at a time; calls must touch disjoint
+ * data). Returns 0, or -1 when fn returned nonzero for some i (all i are
+ * still run). */
+int xsm_parallel_for(size_t n, int (*fn)(void *ctx, size_t i), void *ctx);
+/* Set (n > 0) and return the threads of xsm_parallel_for (default 1). */
+int xsm_parallel_threads(int n);
+
 /* Monotonic seconds, for the progress bar only (never for output). */
 double xsm_now(void);
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 /* qsort has no context argument: the rank being sorted is passed here. */
-static const xsprof_rank_data *xsm_sort_d;
+static _Thread_local const xsprof_rank_data *xsm_sort_d; /* ranks are prepared in parallel */
 
 static int xsm_cmp64(int64_t a, int64_t b) { return a < b ? -1 : a > b; }
 
@@ -124,7 +124,9 @@ static int xsm_tid_add(xsm_erank *er, size_t *cap, size_t *last, uint32_t tid)
     return 0;
 }
 
-static int xsm_erank_build(xsm_emit *e, int32_t r, int want_order)
+/* Global ids of a rank's strings: in rank order, so ids never depend on
+ * threads or processes. */
+static int xsm_erank_names(xsm_emit *e, int32_t r)
 {
     const xsprof_rank_data *d = &e->run->ranks[r].d;
     xsm_erank *er = &e->ranks[r];
@@ -136,6 +138,14 @@ static int xsm_erank_build(xsm_emit *e, int32_t r, int want_order)
             return -1;
     if ((er->gname[d->nstrings] = xsm_strtab_intern(&e->names, "?")) == UINT32_MAX)
         return -1;
+    return 0;
+}
+
+/* Everything else of a rank (touches only e->ranks[r]). */
+static int xsm_erank_build(const xsm_emit *e, int32_t r, int want_order, uint64_t *nevents)
+{
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_erank *er = &e->ranks[r];
 
     /* threads: every thread a row names, plus the thread table (few
      * distinct values: a small sorted set, not a sort of all rows) */
@@ -192,7 +202,7 @@ static int xsm_erank_build(xsm_emit *e, int32_t r, int want_order)
         if (unsorted)
             qsort(o, n, sizeof *o, cmps[k]);
         er->norder[k] = n;
-        e->nevents += nev; /* events of every rank (progress), sorted or not */
+        *nevents += nev; /* events of every rank (progress), sorted or not */
     }
 
     size_t n = 0;
@@ -281,6 +291,20 @@ static int xsm_comm_names(xsm_emit *e)
     return 0;
 }
 
+typedef struct xsm_build_ctx {
+    xsm_emit *e;
+    const unsigned char *order;
+    uint64_t *nevents;
+} xsm_build_ctx;
+
+static int xsm_erank_build_one(void *ctx, size_t r)
+{
+    xsm_build_ctx *c = ctx;
+    if (!c->e->run->ranks[r].present)
+        return 0;
+    return xsm_erank_build(c->e, (int32_t)r, !c->order || c->order[r], &c->nevents[r]);
+}
+
 int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, char *err, size_t errlen)
 {
     memset(e, 0, sizeof *e);
@@ -290,8 +314,16 @@ int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, c
     if (!e->ranks)
         goto oom;
     for (size_t r = 0; r < run->nranks; r++)
-        if (run->ranks[r].present && xsm_erank_build(e, (int32_t)r, !order || order[r]))
+        if (run->ranks[r].present && xsm_erank_names(e, (int32_t)r))
             goto oom;
+    uint64_t *nev = calloc(run->nranks + 1, sizeof *nev);
+    xsm_build_ctx bc = {e, order, nev};
+    int bad = !nev || xsm_parallel_for(run->nranks, xsm_erank_build_one, &bc) != 0;
+    for (size_t r = 0; !bad && r < run->nranks; r++)
+        e->nevents += nev[r];
+    free(nev);
+    if (bad)
+        goto oom;
     /* message flows: send row -> the call that shows the receive, per rank
      * in (row, starts first, id) order. A counting sort by row: per row,
      * the starts are placed first, then the ends, each in message order

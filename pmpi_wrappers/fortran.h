@@ -11,6 +11,18 @@
 /* Fortran symbols are part of the exported interface (cmake/exports.map: mpi_*, MPI_*). */
 #define XSPROF_FORTRAN __attribute__((visibility("default")))
 
+/* Open MPI's mpi_f08 module (libmpi_usempif08) does not call mpi_send_ but
+ * ompi_send_f, the function mpi_send_ is an alias of in libmpi_mpifh, with
+ * the same arguments (handles are the f08 types' MPI_VAL integers, statuses
+ * the same layout). Exporting our wrapper under that name too records
+ * mpi_f08 programs; nothing in xsprof calls ompi_*_f, so no call counts
+ * twice. Other MPIs: not applicable. */
+#if defined(OPEN_MPI) && OPEN_MPI
+#define XSPROF_OMPI_F08_ALIAS(name, low, args) XSPROF_FORTRAN void ompi_##name##_f args __attribute__((alias(#low "_")));
+#else
+#define XSPROF_OMPI_F08_ALIAS(name, low, args)
+#endif
+
 /* A Fortran status is an INTEGER array as large as the C struct (Open MPI). */
 #define XSPROF_F_STATUS_SIZE (sizeof(MPI_Status) / sizeof(MPI_Fint))
 

@@ -304,6 +304,9 @@ def gen_f(funcs, out):
             o.write("    *ierr = (MPI_Fint)xs_rc;\n}\n")
             for alias in (low, low + "__", f.name.upper()):
                 o.write('XSPROF_FORTRAN void %s(%s) __attribute__((alias("%s_")));\n' % (alias, decl, low))
+            # Open MPI's mpi_f08 module calls ompi_<name>_f (mpif.h's entry
+            # with the same arguments): catching it records mpi_f08 programs.
+            o.write('XSPROF_OMPI_F08_ALIAS(%s, %s, (%s))\n' % (low[4:], low, decl))
     return bound
 
 

@@ -11,6 +11,7 @@
 XSPROF_FORTRAN void mpi_init_(MPI_Fint *ierr);
 void mpi_init_(MPI_Fint *ierr) { *ierr = MPI_Init(NULL, NULL); }
 XSPROF_F_ALIASES(mpi_init, MPI_INIT, (MPI_Fint *ierr))
+XSPROF_OMPI_F08_ALIAS(init, mpi_init, (MPI_Fint *ierr))
 
 XSPROF_FORTRAN void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr);
 void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
@@ -19,11 +20,14 @@ void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
     *provided = p;
 }
 XSPROF_F_ALIASES(mpi_init_thread, MPI_INIT_THREAD, (MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr))
+XSPROF_OMPI_F08_ALIAS(init_thread, mpi_init_thread, (MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr))
 
 XSPROF_FORTRAN void mpi_finalize_(MPI_Fint *ierr);
 void mpi_finalize_(MPI_Fint *ierr) { *ierr = MPI_Finalize(); }
 XSPROF_F_ALIASES(mpi_finalize, MPI_FINALIZE, (MPI_Fint *ierr))
+XSPROF_OMPI_F08_ALIAS(finalize, mpi_finalize, (MPI_Fint *ierr))
 
 XSPROF_FORTRAN void mpi_pcontrol_(MPI_Fint *level);
 void mpi_pcontrol_(MPI_Fint *level) { MPI_Pcontrol(*level); }
 XSPROF_F_ALIASES(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint *level))
+XSPROF_OMPI_F08_ALIAS(pcontrol, mpi_pcontrol, (MPI_Fint *level))

@@ -68,33 +68,17 @@ static int xsm_thr_cmp(const void *a, const void *b)
     return x->row < y->row ? -1 : x->row > y->row;
 }
 
+/* A rank's slice of a shared key array, sized by the counting pass: a
+ * push past its end is a counting error, never a realloc. */
 typedef struct xsm_vec {
     void *p;
     size_t n, cap, elem;
 } xsm_vec;
 
-static int xsm_vec_reserve(xsm_vec *v, size_t n)
-{
-    if (n <= v->cap)
-        return 0;
-    void *p = realloc(v->p, n * v->elem);
-    if (!p)
-        return -1;
-    v->p = p;
-    v->cap = n;
-    return 0;
-}
-
 static void *xsm_vec_push(xsm_vec *v)
 {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 256;
-        void *p = realloc(v->p, cap * v->elem);
-        if (!p)
-            return NULL;
-        v->p = p;
-        v->cap = cap;
-    }
+    if (v->n == v->cap)
+        return NULL;
     return (char *)v->p + v->elem * v->n++;
 }
 
@@ -287,180 +271,257 @@ static void xsm_note_p2p(FILE *notes, const char *what, const xsm_p2p_key *k, si
             (int)(what[0] == 's' ? k->src : k->dst));
 }
 
-int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
+/* Per rank: what the counting pass found, and where its keys and messages go. */
+typedef struct xsm_rank_plan {
+    xsm_rank_counts cnt;
+    size_t nsend, nrecv, ncoll; /* keys the rank yields */
+    size_t sfirst, rfirst, cfirst; /* their first index in the shared arrays */
+    uint64_t open_posts;
+    size_t matched, mfirst; /* its sends that found a receive, their first message */
+} xsm_rank_plan;
+
+/* The shared state of matching; the per-rank steps touch disjoint parts. */
+typedef struct xsm_match_ctx {
+    xsm_run *run;
+    xsm_rank_plan *plan;
+    xsm_p2p_key *s, *v;     /* sends, receives (rank by rank, row order) */
+    xsm_p2p_link *sl, *rl;  /* beside them when links */
+    xsm_coll_key *c;
+    int links;
+    size_t *by_dst, *dfirst; /* sends bucketed by dst: by_dst[dfirst[r] .. dfirst[r + 1]) */
+    size_t *recv_of;         /* send -> receive, SIZE_MAX if none */
+    unsigned char *recv_done;
+    xsm_message *msgs;
+} xsm_match_ctx;
+
+static int xsm_count_rank(void *ctx, size_t r)
 {
-    xsm_vec sends = {.elem = sizeof(xsm_p2p_key)}, recvs = {.elem = sizeof(xsm_p2p_key)};
-    xsm_vec slinks = {.elem = sizeof(xsm_p2p_link)}, rlinks = {.elem = sizeof(xsm_p2p_link)};
-    xsm_vec msgs = {.elem = sizeof(xsm_message)};
-    xsm_vec colls = {.elem = sizeof(xsm_coll_key)};
-    uint64_t open_posts = 0;
-    run->unmatched_sends = run->unmatched_recvs = run->incomplete_colls = 0;
-    /* One counting pass sizes the key arrays exactly (growing them by
-     * doubling copies and can hold twice the rows) and tells each rank
-     * whether it has nonblocking requests to pair. */
-    size_t nsend = 0, nrecv = 0, ncoll = 0;
-    xsm_rank_counts *cnt = calloc(run->nranks + 1, sizeof *cnt);
-    /* receives of rank r (whose key has dst = r) are recvs[rfirst[r] .. rfirst[r + 1]) */
-    size_t *rfirst = calloc(run->nranks + 1, sizeof *rfirst);
-    if (!cnt || !rfirst) {
-        free(cnt);
-        free(rfirst);
-        goto oom;
+    xsm_match_ctx *c = ctx;
+    xsm_rank_plan *pl = &c->plan[r];
+    const xsprof_rank_data *d = &c->run->ranks[r].d;
+    for (size_t i = 0; c->run->ranks[r].present && i < d->nmpi; i++) {
+        const xsprof_io_mpi *m = &d->mpi[i];
+        int send = xsm_is_send(m);
+        pl->nsend += send;
+        pl->nrecv += !send && m->peer >= 0 &&
+                     (m->kind == XSPROF_MPI_RECV || (m->kind == XSPROF_MPI_COMPLETION && (m->flags & XSPROF_MPI_F_RECV) &&
+                                                     !(m->flags & XSPROF_MPI_F_CANCELLED)));
+        pl->ncoll += (m->kind == XSPROF_MPI_COLL || m->kind == XSPROF_MPI_ICOLL) && m->coll_seq;
+        pl->cnt.ncompl += m->kind == XSPROF_MPI_COMPLETION;
+        pl->cnt.nreq += xsm_is_req(m);
     }
-    for (size_t r = 0; r < run->nranks; r++) {
-        const xsprof_rank_data *d = &run->ranks[r].d;
-        for (size_t i = 0; run->ranks[r].present && i < d->nmpi; i++) {
-            const xsprof_io_mpi *m = &d->mpi[i];
-            int send = xsm_is_send(m);
-            nsend += send;
-            nrecv += !send && m->peer >= 0 &&
-                     (m->kind == XSPROF_MPI_RECV ||
-                      (m->kind == XSPROF_MPI_COMPLETION && (m->flags & XSPROF_MPI_F_RECV)));
-            ncoll += (m->kind == XSPROF_MPI_COLL || m->kind == XSPROF_MPI_ICOLL) && m->coll_seq;
-            cnt[r].ncompl += m->kind == XSPROF_MPI_COMPLETION;
-            cnt[r].nreq += xsm_is_req(m);
-        }
+    return 0;
+}
+
+static xsm_vec xsm_slice(void *base, size_t first, size_t n, size_t elem)
+{
+    return (xsm_vec){.p = base ? (char *)base + first * elem : NULL, .cap = base ? n : 0, .elem = elem};
+}
+
+/* A rank's keys straight into its slices (sized by the counting pass). */
+static int xsm_keys_rank(void *ctx, size_t r)
+{
+    xsm_match_ctx *c = ctx;
+    xsm_rank_plan *pl = &c->plan[r];
+    if (!c->run->ranks[r].present)
+        return 0;
+    xsm_vec sends = xsm_slice(c->s, pl->sfirst, pl->nsend, sizeof *c->s);
+    xsm_vec recvs = xsm_slice(c->v, pl->rfirst, pl->nrecv, sizeof *c->v);
+    xsm_vec slinks = xsm_slice(c->sl, pl->sfirst, pl->nsend, sizeof(xsm_p2p_link));
+    xsm_vec rlinks = xsm_slice(c->rl, pl->rfirst, pl->nrecv, sizeof(xsm_p2p_link));
+    xsm_vec colls = xsm_slice(c->c, pl->cfirst, pl->ncoll, sizeof *c->c);
+    if (xsm_rank_keys(c->run, (int32_t)r, pl->cnt, &sends, &recvs, &slinks, &rlinks, c->links, &colls, &pl->open_posts))
+        return -1;
+    return sends.n == pl->nsend && recvs.n == pl->nrecv && colls.n == pl->ncoll ? 0 : -1;
+}
+
+/* Hash join of the receives of rank r with the sends to r: each receive
+ * takes the first unmatched send with its key. One small table per
+ * destination stays in cache; a receive only ever matches a send with its
+ * own dst, so the pairs are those of one global table. */
+static int xsm_join_rank(void *ctx, size_t r)
+{
+    xsm_match_ctx *c = ctx;
+    size_t b0 = c->dfirst[r], nb = c->dfirst[r + 1] - b0;
+    size_t j0 = c->plan[r].rfirst, j1 = j0 + c->plan[r].nrecv;
+    if (!nb || j0 == j1)
+        return 0;
+    if (nb >= UINT32_MAX)
+        return -1;
+    size_t ns = 16;
+    while (ns < 2 * nb + 1)
+        ns *= 2;
+    uint32_t *slot = calloc(ns, sizeof *slot); /* bucket position + 1, 0 = empty */
+    if (!slot)
+        return -1;
+    for (size_t b = 0; b < nb; b++) {
+        size_t h = xsm_key_hash(&c->s[c->by_dst[b0 + b]]) & (ns - 1);
+        while (slot[h])
+            h = (h + 1) & (ns - 1);
+        slot[h] = (uint32_t)(b + 1);
     }
-    int links = 0;
-    for (size_t r = 0; r < run->nranks; r++)
-        links |= cnt[r].nreq || cnt[r].ncompl;
-    int bad = xsm_vec_reserve(&sends, nsend) || xsm_vec_reserve(&recvs, nrecv) || xsm_vec_reserve(&colls, ncoll) ||
-              (links && (xsm_vec_reserve(&slinks, nsend) || xsm_vec_reserve(&rlinks, nrecv)));
-    for (size_t r = 0; !bad && r < run->nranks; r++) {
-        rfirst[r] = recvs.n;
-        if (run->ranks[r].present)
-            bad = xsm_rank_keys(run, (int32_t)r, cnt[r], &sends, &recvs, &slinks, &rlinks, links, &colls, &open_posts);
-    }
-    free(cnt);
-    if (bad) {
-        free(rfirst);
-        goto oom;
-    }
-    rfirst[run->nranks] = recvs.n;
-    /* Hash join: sends are indexed by their full key and each receive takes
-     * the first unmatched send with its key. Sends were collected rank by
-     * rank in row order, so walking them afterwards yields the messages
-     * sorted by (src, send_row) without sorting. The join runs one
-     * destination rank at a time (sends bucketed by dst, stably), so each
-     * table is small enough to stay in cache; a receive only ever matches a
-     * send with its own dst, so the pairs are those of one global table. */
-    xsm_p2p_key *s = sends.p, *v = recvs.p;
-    size_t *recv_of = malloc((sends.n + 1) * sizeof *recv_of); /* send -> receive */
-    unsigned char *recv_done = calloc(recvs.n + 1, 1);
-    size_t *sfirst = calloc(run->nranks + 1, sizeof *sfirst);    /* sends to dst r: by_dst[sfirst[r] ..] */
-    size_t *by_dst = malloc((sends.n + 1) * sizeof *by_dst);
-    size_t maxb = 0;
-    if (recv_of && sfirst && by_dst) {
-        for (size_t i = 0; i < sends.n; i++) {
-            recv_of[i] = SIZE_MAX;
-            if (s[i].dst >= 0 && (size_t)s[i].dst < run->nranks)
-                sfirst[s[i].dst + 1]++;
-        }
-        for (size_t r = 0; r < run->nranks; r++) {
-            if (sfirst[r + 1] > maxb)
-                maxb = sfirst[r + 1];
-            sfirst[r + 1] += sfirst[r];
-        }
-        for (size_t i = 0; i < sends.n; i++)
-            if (s[i].dst >= 0 && (size_t)s[i].dst < run->nranks)
-                by_dst[sfirst[s[i].dst]++] = i;
-        /* the placement advanced each start to the next bucket's: shift back */
-        for (size_t r = run->nranks; r-- > 0;)
-            sfirst[r + 1] = sfirst[r];
-        sfirst[0] = 0;
-    }
-    size_t nslots = 16;
-    while (nslots < 2 * maxb + 1)
-        nslots *= 2;
-    uint32_t *slot = recv_of && sfirst && by_dst && maxb < UINT32_MAX ? malloc(nslots * sizeof *slot) : NULL;
-    if (!slot || !recv_of || !recv_done || !sfirst || !by_dst) {
-        free(slot);
-        free(recv_of);
-        free(recv_done);
-        free(sfirst);
-        free(by_dst);
-        free(rfirst);
-        goto oom;
-    }
-    for (size_t r = 0; r < run->nranks; r++) {
-        size_t b0 = sfirst[r], nb = sfirst[r + 1] - b0;
-        if (!nb || rfirst[r] == rfirst[r + 1])
-            continue;
-        size_t ns = 16;
-        while (ns < 2 * nb + 1)
-            ns *= 2;
-        memset(slot, 0, ns * sizeof *slot); /* bucket position + 1, 0 = empty */
-        for (size_t b = 0; b < nb; b++) {
-            size_t h = xsm_key_hash(&s[by_dst[b0 + b]]) & (ns - 1);
-            while (slot[h])
-                h = (h + 1) & (ns - 1);
-            slot[h] = (uint32_t)(b + 1);
-        }
-        for (size_t j = rfirst[r]; j < rfirst[r + 1]; j++) {
-            for (size_t h = xsm_key_hash(&v[j]) & (ns - 1); slot[h]; h = (h + 1) & (ns - 1)) {
-                size_t i = by_dst[b0 + slot[h] - 1];
-                if (recv_of[i] == SIZE_MAX && xsm_key_eq(&s[i], &v[j])) {
-                    recv_of[i] = j;
-                    recv_done[j] = 1;
-                    break;
-                }
+    for (size_t j = j0; j < j1; j++) {
+        for (size_t h = xsm_key_hash(&c->v[j]) & (ns - 1); slot[h]; h = (h + 1) & (ns - 1)) {
+            size_t i = c->by_dst[b0 + slot[h] - 1];
+            if (c->recv_of[i] == SIZE_MAX && xsm_key_eq(&c->s[i], &c->v[j])) {
+                c->recv_of[i] = j;
+                c->recv_done[j] = 1;
+                break;
             }
         }
-    }
-    free(sfirst);
-    free(by_dst);
-    free(rfirst);
-    size_t nmatched = 0;
-    for (size_t i = 0; i < sends.n; i++)
-        nmatched += recv_of[i] != SIZE_MAX;
-    if (xsm_vec_reserve(&msgs, nmatched)) {
-        free(slot);
-        free(recv_of);
-        free(recv_done);
-        goto oom;
-    }
-    size_t listed_s = 0, listed_r = 0;
-    for (size_t i = 0; i < sends.n; i++) {
-        if (recv_of[i] == SIZE_MAX) {
-            /* a send whose receiver was not loaded is not an anomaly */
-            if ((size_t)s[i].dst < run->nranks && run->ranks[s[i].dst].present) {
-                run->unmatched_sends++;
-                xsm_note_p2p(notes, "send", &s[i], &listed_s);
-            }
-            continue;
-        }
-        const xsm_p2p_key *r = &v[recv_of[i]];
-        const xsm_p2p_link *sl = links ? &((const xsm_p2p_link *)slinks.p)[i] : NULL;
-        const xsm_p2p_link *rl = links ? &((const xsm_p2p_link *)rlinks.p)[recv_of[i]] : NULL;
-        xsm_message *m = xsm_vec_push(&msgs);
-        if (!m) {
-            free(slot);
-            free(recv_of);
-            free(recv_done);
-            goto oom;
-        }
-        const xsprof_io_mpi *srow = &run->ranks[s[i].src].d.mpi[s[i].row];
-        *m = (xsm_message){.src = s[i].src, .dst = s[i].dst, .comm = s[i].comm, .tag = s[i].tag,
-                           .bytes = srow->bytes_sent, .send_row = s[i].row, .recv_row = r->row,
-                           .recv_post_row = rl ? rl->post : -1, .send_completion_row = sl ? sl->aux : -1,
-                           .recv_call_row = rl ? (size_t)rl->aux : r->row};
-    }
-    for (size_t j = 0; j < recvs.n; j++) {
-        if (recv_done[j] || !((size_t)v[j].src < run->nranks && run->ranks[v[j].src].present))
-            continue;
-        run->unmatched_recvs++;
-        xsm_note_p2p(notes, "receive", &v[j], &listed_r);
     }
     free(slot);
-    free(recv_of);
-    free(recv_done);
+    return 0;
+}
+
+static int xsm_matched_rank(void *ctx, size_t r)
+{
+    xsm_match_ctx *c = ctx;
+    xsm_rank_plan *pl = &c->plan[r];
+    for (size_t i = pl->sfirst; i < pl->sfirst + pl->nsend; i++)
+        pl->matched += c->recv_of[i] != SIZE_MAX;
+    return 0;
+}
+
+/* The messages of rank r's sends, in send order: sends were collected rank
+ * by rank in row order, so the messages come out sorted by (src, send_row). */
+static int xsm_msgs_rank(void *ctx, size_t r)
+{
+    xsm_match_ctx *c = ctx;
+    const xsm_rank_plan *pl = &c->plan[r];
+    xsm_message *out = c->msgs + pl->mfirst;
+    for (size_t i = pl->sfirst; i < pl->sfirst + pl->nsend; i++) {
+        if (c->recv_of[i] == SIZE_MAX)
+            continue;
+        const xsm_p2p_key *s = &c->s[i], *v = &c->v[c->recv_of[i]];
+        const xsm_p2p_link *sl = c->links ? &c->sl[i] : NULL, *rl = c->links ? &c->rl[c->recv_of[i]] : NULL;
+        const xsprof_io_mpi *srow = &c->run->ranks[s->src].d.mpi[s->row];
+        *out++ = (xsm_message){.src = s->src, .dst = s->dst, .comm = s->comm, .tag = s->tag,
+                               .bytes = srow->bytes_sent, .send_row = s->row, .recv_row = v->row,
+                               .recv_post_row = rl ? rl->post : -1, .send_completion_row = sl ? sl->aux : -1,
+                               .recv_call_row = rl ? (size_t)rl->aux : v->row};
+    }
+    return 0;
+}
+
+/* Sends bucketed by destination rank, stably (a counting sort). */
+static int xsm_bucket_sends(xsm_match_ctx *c, size_t nsends)
+{
+    size_t n = c->run->nranks;
+    c->dfirst = calloc(n + 1, sizeof *c->dfirst);
+    c->by_dst = malloc((nsends + 1) * sizeof *c->by_dst);
+    if (!c->dfirst || !c->by_dst)
+        return -1;
+    for (size_t i = 0; i < nsends; i++)
+        if (c->s[i].dst >= 0 && (size_t)c->s[i].dst < n)
+            c->dfirst[c->s[i].dst + 1]++;
+    for (size_t r = 0; r < n; r++)
+        c->dfirst[r + 1] += c->dfirst[r];
+    for (size_t i = 0; i < nsends; i++)
+        if (c->s[i].dst >= 0 && (size_t)c->s[i].dst < n)
+            c->by_dst[c->dfirst[c->s[i].dst]++] = i;
+    /* the placement advanced each start to the next bucket's: shift back */
+    for (size_t r = n; r-- > 0;)
+        c->dfirst[r + 1] = c->dfirst[r];
+    c->dfirst[0] = 0;
+    return 0;
+}
+
+static void xsm_match_ctx_free(xsm_match_ctx *c)
+{
+    free(c->plan);
+    free(c->s);
+    free(c->v);
+    free(c->sl);
+    free(c->rl);
+    free(c->c);
+    free(c->by_dst);
+    free(c->dfirst);
+    free(c->recv_of);
+    free(c->recv_done);
+    free(c->msgs);
+    memset(c, 0, sizeof *c);
+}
+
+int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
+{
+    xsm_vec colls = {.elem = sizeof(xsm_coll_key)}; /* all ranks' collective keys, once built */
+    xsm_match_ctx c = {.run = run};
+    run->unmatched_sends = run->unmatched_recvs = run->incomplete_colls = 0;
+    /* One counting pass per rank sizes every key array exactly and places
+     * each rank's keys, so the ranks then build their keys in parallel; it
+     * also tells each rank whether it has nonblocking requests to pair. */
+    size_t nsend = 0, nrecv = 0, ncoll = 0;
+    uint64_t open_posts = 0;
+    c.plan = calloc(run->nranks + 1, sizeof *c.plan);
+    if (!c.plan || xsm_parallel_for(run->nranks, xsm_count_rank, &c))
+        goto oom;
+    for (size_t r = 0; r < run->nranks; r++) {
+        xsm_rank_plan *pl = &c.plan[r];
+        pl->sfirst = nsend;
+        pl->rfirst = nrecv;
+        pl->cfirst = ncoll;
+        nsend += pl->nsend;
+        nrecv += pl->nrecv;
+        ncoll += pl->ncoll;
+        c.links |= pl->cnt.nreq || pl->cnt.ncompl;
+    }
+    c.s = malloc((nsend + 1) * sizeof *c.s);
+    c.v = malloc((nrecv + 1) * sizeof *c.v);
+    c.c = malloc((ncoll + 1) * sizeof *c.c);
+    if (c.links) {
+        c.sl = malloc((nsend + 1) * sizeof *c.sl);
+        c.rl = malloc((nrecv + 1) * sizeof *c.rl);
+    }
+    if (!c.s || !c.v || !c.c || (c.links && (!c.sl || !c.rl)) || xsm_parallel_for(run->nranks, xsm_keys_rank, &c))
+        goto oom;
+    for (size_t r = 0; r < run->nranks; r++)
+        open_posts += c.plan[r].open_posts;
+    colls.p = c.c;
+    colls.n = colls.cap = ncoll;
+    c.c = NULL;
+    c.recv_of = malloc((nsend + 1) * sizeof *c.recv_of);
+    c.recv_done = calloc(nrecv + 1, 1);
+    if (!c.recv_of || !c.recv_done || xsm_bucket_sends(&c, nsend))
+        goto oom;
+    for (size_t i = 0; i < nsend; i++)
+        c.recv_of[i] = SIZE_MAX;
+    if (xsm_parallel_for(run->nranks, xsm_join_rank, &c))
+        goto oom;
+    free(c.by_dst);
+    free(c.dfirst);
+    c.by_dst = c.dfirst = NULL;
+    xsm_parallel_for(run->nranks, xsm_matched_rank, &c);
+    size_t nmatched = 0;
+    for (size_t r = 0; r < run->nranks; r++) {
+        c.plan[r].mfirst = nmatched;
+        nmatched += c.plan[r].matched;
+    }
+    if (!(c.msgs = malloc((nmatched + 1) * sizeof *c.msgs)))
+        goto oom;
+    xsm_parallel_for(run->nranks, xsm_msgs_rank, &c);
+    size_t listed_s = 0, listed_r = 0;
+    for (size_t i = 0; i < nsend; i++) {
+        /* a send whose receiver was not loaded is not an anomaly */
+        if (c.recv_of[i] == SIZE_MAX && (size_t)c.s[i].dst < run->nranks && run->ranks[c.s[i].dst].present) {
+            run->unmatched_sends++;
+            xsm_note_p2p(notes, "send", &c.s[i], &listed_s);
+        }
+    }
+    for (size_t j = 0; j < nrecv; j++) {
+        if (c.recv_done[j] || !((size_t)c.v[j].src < run->nranks && run->ranks[c.v[j].src].present))
+            continue;
+        run->unmatched_recvs++;
+        xsm_note_p2p(notes, "receive", &c.v[j], &listed_r);
+    }
     run->unmatched_recvs += open_posts;
     if (notes && open_posts)
         fprintf(notes, "xsmerge: note: %llu nonblocking receives were posted but never completed\n",
                 (unsigned long long)open_posts);
-    run->msgs = msgs.p;
-    run->nmsgs = msgs.n;
-    msgs.p = NULL;
+    run->msgs = c.msgs;
+    run->nmsgs = nmatched;
+    c.msgs = NULL;
+    xsm_match_ctx_free(&c);
 
     xsm_coll_key *ck = colls.p;
     if (colls.n)
@@ -514,18 +575,10 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
     if (notes && (run->unmatched_sends || run->unmatched_recvs || run->incomplete_colls))
         fprintf(notes, "xsmerge: note: %zu unmatched sends, %zu unmatched receives, %zu incomplete collectives\n",
                 run->unmatched_sends, run->unmatched_recvs, run->incomplete_colls);
-    free(sends.p);
-    free(recvs.p);
-    free(slinks.p);
-    free(rlinks.p);
     free(colls.p);
     return 0;
 oom:
-    free(sends.p);
-    free(recvs.p);
-    free(slinks.p);
-    free(rlinks.p);
+    xsm_match_ctx_free(&c);
     free(colls.p);
-    free(msgs.p);
     return xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages");
 }

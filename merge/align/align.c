@@ -86,30 +86,56 @@ static inline __attribute__((always_inline)) void xsm_rank_map(xsprof_rank_data 
 
 static int64_t xsm_clk_fn(void *ctx, int64_t t) { return xsm_clk_map(ctx, t); }
 
+/* Interpolate one rank's times; returns its largest sample error (us). */
+static double xsm_interp_one(xsm_run *run, size_t r)
+{
+    xsprof_rank_data *d = &run->ranks[r].d;
+    double res = 0;
+    if (!run->ranks[r].present)
+        return 0;
+    /* Sort in place (samples are only read here) and drop samples of
+     * the same instant but a worse round trip. */
+    if (d->nclock > 1)
+        qsort(d->clock, d->nclock, sizeof *d->clock, xsm_clock_cmp);
+    size_t n = 0;
+    for (size_t i = 0; i < d->nclock; i++) {
+        if (n && d->clock[n - 1].t_local == d->clock[i].t_local)
+            continue;
+        d->clock[n++] = d->clock[i];
+        double e = (double)d->clock[i].rtt_ns / 2e3;
+        if (e > res)
+            res = e;
+    }
+    d->nclock = n;
+    xsm_clk c = {d->clock, n, 0};
+    xsm_rank_map(d, xsm_clk_fn, &c);
+    return res;
+}
+
+typedef struct xsm_interp_ctx {
+    xsm_run *run;
+    double *res; /* per rank */
+} xsm_interp_ctx;
+
+static int xsm_interp_rank(void *ctx, size_t r)
+{
+    xsm_interp_ctx *c = ctx;
+    c->res[r] = xsm_interp_one(c->run, r);
+    return 0;
+}
+
 void xsm_align_interpolate(xsm_run *run)
 {
+    xsm_interp_ctx c = {run, calloc(run->nranks + 1, sizeof(double))};
     double residual = 0;
+    if (c.res) /* ranks are independent */
+        xsm_parallel_for(run->nranks, xsm_interp_rank, &c);
     for (size_t r = 0; r < run->nranks; r++) {
-        xsprof_rank_data *d = &run->ranks[r].d;
-        if (!run->ranks[r].present)
-            continue;
-        /* Sort in place (samples are only read here) and drop samples of
-         * the same instant but a worse round trip. */
-        if (d->nclock > 1)
-            qsort(d->clock, d->nclock, sizeof *d->clock, xsm_clock_cmp);
-        size_t n = 0;
-        for (size_t i = 0; i < d->nclock; i++) {
-            if (n && d->clock[n - 1].t_local == d->clock[i].t_local)
-                continue;
-            d->clock[n++] = d->clock[i];
-            double res = (double)d->clock[i].rtt_ns / 2e3;
-            if (res > residual)
-                residual = res;
-        }
-        d->nclock = n;
-        xsm_clk c = {d->clock, n, 0};
-        xsm_rank_map(d, xsm_clk_fn, &c);
+        double e = c.res ? c.res[r] : xsm_interp_one(run, r); /* out of memory: one at a time */
+        if (e > residual)
+            residual = e;
     }
+    free(c.res);
     run->clock.max_residual_us = residual;
 }
 
@@ -648,14 +674,35 @@ oom:
     return xsm_err_set(err, errlen, "xsmerge: out of memory in clock alignment");
 }
 
+enum { XSM_VIOL_PARTS = 64 };
+
+typedef struct xsm_viol_ctx {
+    const xsm_run *run;
+    uint64_t count[XSM_VIOL_PARTS];
+} xsm_viol_ctx;
+
+/* Messages received before they were sent, in one 64th of the messages. */
+static int xsm_viol_part(void *ctx, size_t part)
+{
+    xsm_viol_ctx *c = ctx;
+    const xsm_run *run = c->run;
+    size_t lo = run->nmsgs / XSM_VIOL_PARTS * part, hi = part + 1 == XSM_VIOL_PARTS ? run->nmsgs : lo + run->nmsgs / XSM_VIOL_PARTS;
+    uint64_t v = 0;
+    for (size_t i = lo; i < hi; i++) {
+        const xsm_message *m = &run->msgs[i];
+        v += run->ranks[m->dst].d.mpi[m->recv_row].t_end < run->ranks[m->src].d.mpi[m->send_row].t_begin;
+    }
+    c->count[part] = v;
+    return 0;
+}
+
 uint64_t xsm_align_violations(const xsm_run *run)
 {
+    xsm_viol_ctx vc = {.run = run};
+    xsm_parallel_for(XSM_VIOL_PARTS, xsm_viol_part, &vc);
     uint64_t v = 0;
-    for (size_t i = 0; i < run->nmsgs; i++) {
-        const xsm_message *m = &run->msgs[i];
-        if (run->ranks[m->dst].d.mpi[m->recv_row].t_end < run->ranks[m->src].d.mpi[m->send_row].t_begin)
-            v++;
-    }
+    for (size_t p = 0; p < XSM_VIOL_PARTS; p++)
+        v += vc.count[p];
     int64_t *xrow;
     size_t *xoff;
     if (xsm_coll_exits(run, &xrow, &xoff))
@@ -710,7 +757,13 @@ uint64_t xsm_align_violations(const xsm_run *run)
 
 static int64_t xsm_sub_fn(void *ctx, int64_t t) { return t - *(const int64_t *)ctx; }
 
-void xsm_align_origin(xsm_run *run)
+typedef struct xsm_origin_ctx {
+    xsm_run *run;
+    int64_t *span; /* per rank: first begin, last end */
+    int64_t t0;
+} xsm_origin_ctx;
+
+static void xsm_rank_span(const xsprof_rank_data *d, int64_t *t0_out, int64_t *t1_out)
 {
     int64_t t0 = INT64_MAX, t1 = INT64_MIN;
 #define XSM_SPAN(arr, cnt, b, e)                                   \
@@ -718,18 +771,53 @@ void xsm_align_origin(xsm_run *run)
         if ((arr)[i].b < t0) t0 = (arr)[i].b;                      \
         if ((arr)[i].e > t1) t1 = (arr)[i].e;                      \
     }
-    for (size_t r = 0; r < run->nranks; r++) {
-        const xsprof_rank_data *d = &run->ranks[r].d;
-        if (!run->ranks[r].present)
-            continue;
-        XSM_SPAN(d->regions, d->nregions, t_begin, t_end)
-        XSM_SPAN(d->mpi, d->nmpi, t_begin, t_end)
-        XSM_SPAN(d->gpu, d->ngpu, t_begin, t_end)
-        XSM_SPAN(d->instants, d->ninstants, t, t)
-        XSM_SPAN(d->counters, d->ncounters, t, t)
-        XSM_SPAN(d->mem, d->nmem, t, t)
-    }
+    XSM_SPAN(d->regions, d->nregions, t_begin, t_end)
+    XSM_SPAN(d->mpi, d->nmpi, t_begin, t_end)
+    XSM_SPAN(d->gpu, d->ngpu, t_begin, t_end)
+    XSM_SPAN(d->instants, d->ninstants, t, t)
+    XSM_SPAN(d->counters, d->ncounters, t, t)
+    XSM_SPAN(d->mem, d->nmem, t, t)
 #undef XSM_SPAN
+    *t0_out = t0;
+    *t1_out = t1;
+}
+
+static int xsm_span_rank(void *ctx, size_t r)
+{
+    xsm_origin_ctx *c = ctx;
+    c->span[2 * r] = INT64_MAX;
+    c->span[2 * r + 1] = INT64_MIN;
+    if (c->run->ranks[r].present)
+        xsm_rank_span(&c->run->ranks[r].d, &c->span[2 * r], &c->span[2 * r + 1]);
+    return 0;
+}
+
+static int xsm_shift_rank(void *ctx, size_t r)
+{
+    xsm_origin_ctx *c = ctx;
+    if (c->run->ranks[r].present)
+        xsm_rank_map(&c->run->ranks[r].d, xsm_sub_fn, &c->t0);
+    return 0;
+}
+
+void xsm_align_origin(xsm_run *run)
+{
+    xsm_origin_ctx c = {run, calloc(2 * run->nranks + 2, sizeof(int64_t)), 0};
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    if (c.span) /* ranks are independent */
+        xsm_parallel_for(run->nranks, xsm_span_rank, &c);
+    for (size_t r = 0; r < run->nranks; r++) {
+        int64_t a = INT64_MAX, b = INT64_MIN;
+        if (c.span) {
+            a = c.span[2 * r];
+            b = c.span[2 * r + 1];
+        } else if (run->ranks[r].present) { /* out of memory: one at a time */
+            xsm_rank_span(&run->ranks[r].d, &a, &b);
+        }
+        t0 = a < t0 ? a : t0;
+        t1 = b > t1 ? b : t1;
+    }
+    free(c.span);
     if (t0 == INT64_MAX) {
         run->t0_ref_ns = 0;
         run->t_end = 0;
@@ -737,7 +825,6 @@ void xsm_align_origin(xsm_run *run)
     }
     run->t0_ref_ns = t0;
     run->t_end = t1 - t0;
-    for (size_t r = 0; r < run->nranks; r++)
-        if (run->ranks[r].present)
-            xsm_rank_map(&run->ranks[r].d, xsm_sub_fn, &t0);
+    c.t0 = t0;
+    xsm_parallel_for(run->nranks, xsm_shift_rank, &c);
 }

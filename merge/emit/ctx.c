@@ -291,6 +291,81 @@ static int xsm_comm_names(xsm_emit *e)
     return 0;
 }
 
+/* Message flows: send row -> the call that shows the receive, per rank in
+ * (row, starts first, id) order. The messages of each rank (as source and
+ * as destination, in message order) are listed first; then each rank
+ * places its flows by a counting sort by row: per row, the starts first,
+ * then the ends, each in message order (= id order), which is that order
+ * without comparing. Ranks are independent. */
+typedef struct xsm_mflow_ctx {
+    xsm_emit *e;
+    size_t *first; /* per rank: its entries in list, 2 * nranks + 1 */
+    size_t *list;  /* message indices: sources of rank 0, destinations of rank 0, sources of rank 1 ... */
+} xsm_mflow_ctx;
+
+static int xsm_mflows_rank(void *ctx, size_t r)
+{
+    xsm_mflow_ctx *c = ctx;
+    const xsm_run *run = c->e->run;
+    xsm_erank *er = &c->e->ranks[r];
+    const xsprof_io_mpi *mpi = run->ranks[r].d.mpi;
+    size_t s0 = c->first[2 * r], s1 = c->first[2 * r + 1], d1 = c->first[2 * r + 2];
+    er->nmflows = d1 - s0;
+    if (!(er->mflows = malloc((er->nmflows + 1) * sizeof *er->mflows)))
+        return -1;
+    if (!er->nmflows)
+        return 0;
+    uint32_t *at = calloc(run->ranks[r].d.nmpi + 1, sizeof *at); /* next slot of each mpi row */
+    if (!at || er->nmflows >= UINT32_MAX) {
+        free(at);
+        return -1;
+    }
+    for (size_t k = s0; k < d1; k++) {
+        const xsm_message *m = &run->msgs[c->list[k]];
+        at[(k < s1 ? m->send_row : m->recv_call_row) + 1]++;
+    }
+    for (size_t j = 0; j < run->ranks[r].d.nmpi; j++)
+        at[j + 1] += at[j];
+    for (size_t k = s0; k < s1; k++) {
+        const xsm_message *m = &run->msgs[c->list[k]];
+        er->mflows[at[m->send_row]++] = (xsm_flow){(uint32_t)m->send_row, 1, c->list[k] + 1, mpi[m->send_row].t_begin};
+    }
+    for (size_t k = s1; k < d1; k++) {
+        const xsm_message *m = &run->msgs[c->list[k]];
+        er->mflows[at[m->recv_call_row]++] =
+            (xsm_flow){(uint32_t)m->recv_call_row, 0, c->list[k] + 1, mpi[m->recv_row].t_end};
+    }
+    free(at);
+    return 0;
+}
+
+static int xsm_emit_mflows(xsm_emit *e)
+{
+    const xsm_run *run = e->run;
+    size_t n = run->nranks;
+    xsm_mflow_ctx c = {e, calloc(2 * n + 2, sizeof *c.first), malloc((2 * run->nmsgs + 1) * sizeof *c.list)};
+    int rc = -1;
+    if (c.first && c.list) {
+        for (size_t i = 0; i < run->nmsgs; i++) {
+            c.first[2 * (size_t)run->msgs[i].src + 1]++;
+            c.first[2 * (size_t)run->msgs[i].dst + 2]++;
+        }
+        for (size_t k = 0; k < 2 * n; k++)
+            c.first[k + 1] += c.first[k];
+        for (size_t i = 0; i < run->nmsgs; i++) { /* each slot advances to the next one's start */
+            c.list[c.first[2 * (size_t)run->msgs[i].src]++] = i;
+            c.list[c.first[2 * (size_t)run->msgs[i].dst + 1]++] = i;
+        }
+        for (size_t k = 2 * n; k-- > 0;)
+            c.first[k + 1] = c.first[k];
+        c.first[0] = 0;
+        rc = xsm_parallel_for(n, xsm_mflows_rank, &c);
+    }
+    free(c.first);
+    free(c.list);
+    return rc;
+}
+
 typedef struct xsm_build_ctx {
     xsm_emit *e;
     const unsigned char *order;
@@ -324,49 +399,7 @@ int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, c
     free(nev);
     if (bad)
         goto oom;
-    /* message flows: send row -> the call that shows the receive, per rank
-     * in (row, starts first, id) order. A counting sort by row: per row,
-     * the starts are placed first, then the ends, each in message order
-     * (= id order), which is that order without comparing. */
-    size_t *nm = calloc(run->nranks ? run->nranks : 1, sizeof *nm);
-    uint32_t **at = calloc(run->nranks ? run->nranks : 1, sizeof *at); /* per rank: next slot of each mpi row */
-    int ok = nm && at;
-    for (size_t i = 0; ok && i < run->nmsgs; i++) {
-        nm[run->msgs[i].src]++;
-        nm[run->msgs[i].dst]++;
-    }
-    for (size_t r = 0; ok && r < run->nranks; r++) {
-        size_t rows = run->ranks[r].d.nmpi;
-        e->ranks[r].mflows = malloc((nm[r] + 1) * sizeof *e->ranks[r].mflows);
-        at[r] = nm[r] ? calloc(rows + 1, sizeof *at[r]) : NULL;
-        ok = e->ranks[r].mflows && (!nm[r] || at[r]) && nm[r] < UINT32_MAX;
-    }
-    if (ok) {
-        for (size_t i = 0; i < run->nmsgs; i++) {
-            at[run->msgs[i].src][run->msgs[i].send_row + 1]++;
-            at[run->msgs[i].dst][run->msgs[i].recv_call_row + 1]++;
-        }
-        for (size_t r = 0; r < run->nranks; r++)
-            for (size_t j = 0; at[r] && j < run->ranks[r].d.nmpi; j++)
-                at[r][j + 1] += at[r][j];
-        for (size_t i = 0; i < run->nmsgs; i++) {
-            const xsm_message *m = &run->msgs[i];
-            e->ranks[m->src].mflows[at[m->src][m->send_row]++] =
-                (xsm_flow){(uint32_t)m->send_row, 1, i + 1, run->ranks[m->src].d.mpi[m->send_row].t_begin};
-        }
-        for (size_t i = 0; i < run->nmsgs; i++) {
-            const xsm_message *m = &run->msgs[i];
-            e->ranks[m->dst].mflows[at[m->dst][m->recv_call_row]++] =
-                (xsm_flow){(uint32_t)m->recv_call_row, 0, i + 1, run->ranks[m->dst].d.mpi[m->recv_row].t_end};
-        }
-        for (size_t r = 0; r < run->nranks; r++)
-            e->ranks[r].nmflows = nm[r];
-    }
-    for (size_t r = 0; at && r < run->nranks; r++)
-        free(at[r]);
-    free(at);
-    free(nm);
-    if (!ok)
+    if (xsm_emit_mflows(e))
         goto oom;
     if (xsm_comm_names(e))
         goto oom;

@@ -299,6 +299,7 @@ static int xsm_comm_names(xsm_emit *e)
  * without comparing. Ranks are independent. */
 typedef struct xsm_mflow_ctx {
     xsm_emit *e;
+    const unsigned char *order; /* only ranks that will be iterated need flows (NULL: all) */
     size_t *first; /* per rank: its entries in list, 2 * nranks + 1 */
     size_t *list;  /* message indices: sources of rank 0, destinations of rank 0, sources of rank 1 ... */
 } xsm_mflow_ctx;
@@ -310,7 +311,7 @@ static int xsm_mflows_rank(void *ctx, size_t r)
     xsm_erank *er = &c->e->ranks[r];
     const xsprof_io_mpi *mpi = run->ranks[r].d.mpi;
     size_t s0 = c->first[2 * r], s1 = c->first[2 * r + 1], d1 = c->first[2 * r + 2];
-    er->nmflows = d1 - s0;
+    er->nmflows = c->order && !c->order[r] ? 0 : d1 - s0;
     if (!(er->mflows = malloc((er->nmflows + 1) * sizeof *er->mflows)))
         return -1;
     if (!er->nmflows)
@@ -339,11 +340,11 @@ static int xsm_mflows_rank(void *ctx, size_t r)
     return 0;
 }
 
-static int xsm_emit_mflows(xsm_emit *e)
+static int xsm_emit_mflows(xsm_emit *e, const unsigned char *order)
 {
     const xsm_run *run = e->run;
     size_t n = run->nranks;
-    xsm_mflow_ctx c = {e, calloc(2 * n + 2, sizeof *c.first), malloc((2 * run->nmsgs + 1) * sizeof *c.list)};
+    xsm_mflow_ctx c = {e, order, calloc(2 * n + 2, sizeof *c.first), malloc((2 * run->nmsgs + 1) * sizeof *c.list)};
     int rc = -1;
     if (c.first && c.list) {
         for (size_t i = 0; i < run->nmsgs; i++) {
@@ -399,7 +400,7 @@ int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, c
     free(nev);
     if (bad)
         goto oom;
-    if (xsm_emit_mflows(e))
+    if (xsm_emit_mflows(e, order))
         goto oom;
     if (xsm_comm_names(e))
         goto oom;

@@ -76,9 +76,9 @@ typedef struct xsm_emit {
 void xsm_emit_rank_blocks(const xsm_run *run, size_t lo, size_t hi, size_t n, size_t *first);
 
 /* `order` (NULL = all) marks the ranks whose events will be iterated: only
- * they get sorted row orders (collective mode sorts just its share). Names,
- * tracks and flows are always built for every rank, so ids agree between
- * processes. */
+ * they get sorted row orders and message flows (collective mode prepares
+ * just its share). Names, tracks and GPU flows are always built for every
+ * rank, so ids agree between processes. */
 int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, char *err, size_t errlen);
 void xsm_emit_free(xsm_emit *e);
 

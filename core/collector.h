@@ -25,6 +25,10 @@ XSPROF_HIDDEN void *xsprof_buf_reserve_def(uint32_t size);
 /* Append a fully built record (copying `size` bytes); definitions flag as above. */
 XSPROF_HIDDEN xsprof_status xsprof_buf_append(const void *rec, uint32_t size, int is_definition);
 
+/* Intern a string for a record's string-id field (names, keys, values).
+ * Unlike the public xsprof_name_intern, never flags filtered names. */
+XSPROF_HIDDEN xsprof_status xsprof_string_intern(const char *s, uint32_t *id);
+
 /* xsprof thread id of the calling thread (dense from 0). */
 XSPROF_HIDDEN uint32_t xsprof_thread_self(void);
 

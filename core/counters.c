@@ -64,7 +64,7 @@ xsprof_status xsprof_counters_parse(const char *spec) {
             p++;
     }
     for (int i = 0; i < g_nsel; i++)
-        xsprof_name_intern(g_known[g_sel[i]].name, &g_key[i]);
+        xsprof_string_intern(g_known[g_sel[i]].name, &g_key[i]);
     atomic_store(&g_active, g_nsel > 0);
     return st;
 }

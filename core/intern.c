@@ -34,6 +34,13 @@ const xsprof_name_entry *xsprof_name_entry_get(uint32_t id) {
 uint32_t xsprof_name_count(void) { return atomic_load_explicit(&g_count, memory_order_acquire); }
 
 xsprof_status xsprof_name_intern(const char *name, xsprof_name_id *id) {
+    xsprof_status st = xsprof_string_intern(name, id);
+    if (!st && xsprof_name_entry_get(*id)->filtered)
+        *id |= XSPROF_NAME_FILTERED_;
+    return st;
+}
+
+xsprof_status xsprof_string_intern(const char *name, uint32_t *id) {
     if (!name || !id)
         return XSPROF_ERR_INVALID;
     size_t len;

@@ -18,8 +18,8 @@ typedef struct xsprof_frame {
     uint32_t name;
     uint32_t nargs;
     uint32_t sampled;  /* bit i: observer i saw the begin */
-    uint8_t recorded;  /* 0 when filtered out or collection was off at begin */
-    uint8_t pad[3];
+    uint32_t saved_skip; /* xsprof_skip_ when this region began */
+    uint32_t pdepth;     /* nesting depth in the program, skipped regions included */
     int64_t counters[8]; /* perf counter values at begin */
 } xsprof_frame;
 

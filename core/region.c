@@ -1,43 +1,54 @@
 /* core/region.c — the public recording API: regions, arguments, instants,
- * counter samples, memory events. Every open region has a frame on the
- * thread's stack, recorded or not, so toggling the session mid-region never
- * mismatches begins and ends; a region is written once, complete, when it
- * ends. */
+ * counter samples, memory events. A region begun while collection is off
+ * or whose name is filtered out only counts in the thread's xsprof_skip_
+ * (inline in the header, no call); the others get a frame on the thread's
+ * stack that saves and clears that count, so ends always pair with their
+ * begins however the session changes in between. A region is written
+ * once, complete, when it ends. */
 #include <string.h>
 #include "buffer.h"
 #include "clock.h"
 #include "internal.h"
 
+/* initial-exec: one %fs-relative access, here and in executables */
+__thread uint32_t xsprof_skip_ __attribute__((tls_model("initial-exec")));
+
 static int64_t g_warn_region_ns = -1; /* XSPROF_WARN_REGION_MS, set by session.c */
 void xsprof_region_warn_set(int64_t ms);
 void xsprof_region_warn_set(int64_t ms) { g_warn_region_ns = ms > 0 ? ms * 1000000 : -1; }
 
-xsprof_status xsprof_region_begin_id(xsprof_name_id id) {
+/* Out of line only when the inline check found collection on and the name
+ * not filtered; everything that does not record ends up skipped. */
+xsprof_status xsprof_region_begin_id_(xsprof_name_id id) {
+    const xsprof_name_entry *e = xsprof_name_entry_get(id & ~XSPROF_NAME_FILTERED_);
+    if (__builtin_expect(!e || e->filtered || !atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed), 0)) {
+        xsprof_skip_++;
+        return !e ? XSPROF_ERR_INVALID : e->filtered ? XSPROF_OK : XSPROF_ERR_DISABLED;
+    }
     xsprof_thread *t = xsprof_tls;
-    if (__builtin_expect(!t, 0) && !(t = xsprof_thread_get()))
+    if (__builtin_expect(!t, 0) && !(t = xsprof_thread_get())) {
+        xsprof_skip_++;
         return XSPROF_ERR_NOMEM;
+    }
     uint32_t d = t->depth;
     if (__builtin_expect(d >= XSPROF_MAX_DEPTH, 0)) {
         xsprof_anomaly("region nesting deeper than 256");
+        xsprof_skip_++;
         return XSPROF_ERR_INVALID;
     }
     xsprof_frame *f = &t->stack[d];
     t->depth = d + 1;
-    if (!atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed)) {
-        f->recorded = 0;
-        return XSPROF_ERR_DISABLED;
-    }
-    const xsprof_name_entry *e = xsprof_name_entry_get(id);
-    if (__builtin_expect(!e || e->filtered, 0)) {
-        f->recorded = 0;
-        return e ? XSPROF_OK : XSPROF_ERR_INVALID;
-    }
-    f->recorded = 1;
-    f->name = id;
+    /* Depth as the program nests, skipped regions included (what observers
+     * and the trace have always seen), kept below the NVTX depths. */
+    uint32_t pd = (d ? t->stack[d - 1].pdepth + 1 : 0) + xsprof_skip_;
+    f->pdepth = pd < XSPROF_MAX_DEPTH ? pd : XSPROF_MAX_DEPTH - 1;
+    f->saved_skip = xsprof_skip_;
+    xsprof_skip_ = 0;
+    f->name = e->id;
     f->nargs = 0;
     f->sampled = 0;
     if (atomic_load_explicit(&xsprof_g.nobservers, memory_order_relaxed))
-        f->sampled = xsprof_observers_begin(t, e->str, id, (int)d, xsprof_clock_read());
+        f->sampled = xsprof_observers_begin(t, e->str, e->id, (int)f->pdepth, xsprof_clock_read());
     if (xsprof_counters_active())
         xsprof_counters_read(t, f->counters);
     f->t_begin = xsprof_clock_read(); /* last: our own work stays outside the region */
@@ -48,16 +59,19 @@ xsprof_status xsprof_region_begin(const char *name) {
     xsprof_name_id id;
     xsprof_status st = xsprof_name_intern(name, &id);
     if (st) {
-        /* Keep begin/end balanced even when the name is refused. */
-        xsprof_thread *t = xsprof_thread_get();
-        if (t && t->depth < XSPROF_MAX_DEPTH)
-            t->stack[t->depth++].recorded = 0;
+        xsprof_skip_++; /* keep begin/end balanced even when the name is refused */
         return st;
     }
     return xsprof_region_begin_id(id);
 }
 
-xsprof_status xsprof_region_end(void) {
+/* The exported functions (dlsym, weak references, other languages): the
+ * same as the inline versions C and C++ callers get through the macros. */
+xsprof_status(xsprof_region_begin_id)(xsprof_name_id id) { return xsprof_region_begin_id_inline_(id); }
+xsprof_status(xsprof_region_end)(void) { return xsprof_region_end_inline_(); }
+
+/* Only reached when the thread has no skipped region open (inline check). */
+xsprof_status xsprof_region_end_(void) {
     xsprof_thread *t = xsprof_tls;
     if (__builtin_expect(!t || !t->depth, 0)) {
         xsprof_anomaly("region end without begin");
@@ -65,16 +79,15 @@ xsprof_status xsprof_region_end(void) {
     }
     uint32_t d = --t->depth;
     xsprof_frame *f = &t->stack[d];
-    if (!f->recorded)
-        return XSPROF_OK;
+    xsprof_skip_ = f->saved_skip;
     int64_t t1 = xsprof_clock_read();
     if (xsprof_counters_active())
-        xsprof_counters_emit(t, f->counters, (uint16_t)d);
+        xsprof_counters_emit(t, f->counters, (uint16_t)f->pdepth);
     xsprof_rec_region *r = xsprof_thread_reserve(t, sizeof *r);
     if (__builtin_expect(r != NULL, 1)) {
         r->h.type = XSPROF_REC_REGION;
         r->h.size = sizeof *r;
-        r->depth = (uint16_t)d;
+        r->depth = (uint16_t)f->pdepth;
         r->category = XSPROF_CAT_USER;
         r->name = f->name;
         r->nargs = f->nargs;
@@ -84,7 +97,7 @@ xsprof_status xsprof_region_end(void) {
     }
     if (__builtin_expect(f->sampled != 0, 0)) {
         const xsprof_name_entry *e = xsprof_name_entry_get(f->name);
-        xsprof_observers_end(t, f->sampled, e ? e->str : "?", f->name, (int)d, f->t_begin, t1);
+        xsprof_observers_end(t, f->sampled, e ? e->str : "?", f->name, (int)f->pdepth, f->t_begin, t1);
     }
     if (__builtin_expect(g_warn_region_ns > 0 && t1 - f->t_begin > g_warn_region_ns, 0)) {
         xsprof_name_entry *e = (xsprof_name_entry *)xsprof_name_entry_get(f->name);
@@ -103,19 +116,19 @@ static xsprof_status arg_put(const char *key, xsprof_rec_arg *a) {
     xsprof_thread *t = xsprof_tls;
     if (!key)
         return XSPROF_ERR_INVALID;
+    if (xsprof_skip_)
+        return XSPROF_ERR_DISABLED; /* the innermost open region is not recorded */
     if (!t || !t->depth) {
         xsprof_anomaly("region argument outside a region");
         return XSPROF_ERR_STATE;
     }
     xsprof_frame *f = &t->stack[t->depth - 1];
-    if (!f->recorded)
-        return XSPROF_ERR_DISABLED;
-    xsprof_status st = xsprof_name_intern(key, &a->key);
+    xsprof_status st = xsprof_string_intern(key, &a->key);
     if (st)
         return st;
     a->h.type = XSPROF_REC_ARG;
     a->h.size = xsprof_rec_size(sizeof *a);
-    a->depth = (uint16_t)(t->depth - 1);
+    a->depth = (uint16_t)f->pdepth;
     void *p = xsprof_thread_reserve(t, a->h.size);
     if (!p)
         return XSPROF_ERR_FULL;
@@ -139,7 +152,7 @@ xsprof_status xsprof_region_arg_string(const char *key, const char *value) {
     if (!value)
         return XSPROF_ERR_INVALID;
     xsprof_rec_arg a = {.kind = XSPROF_ARG_STRING};
-    xsprof_status st = xsprof_name_intern(value, &a.v.s);
+    xsprof_status st = xsprof_string_intern(value, &a.v.s);
     return st ? st : arg_put(key, &a);
 }
 
@@ -151,14 +164,14 @@ xsprof_status xsprof_region_arg_shape(const char *key, const int64_t *dims, int 
     return arg_put(key, &a);
 }
 
-/* Scope macros: the token says whether a frame was pushed (0 when the
- * inline check in xsprof_scope_begin_ found collection off). */
+/* Scope macros: the token says whether this scope began a region (0 when
+ * the inline check in xsprof_scope_begin_ found collection off). */
 int xsprof_scope_enter_(xsprof_name_id *cache, const char *name) {
     xsprof_name_id id = __atomic_load_n(cache, __ATOMIC_RELAXED);
     if (!id) {
         /* Ids are stored +1 so 0 means "not interned yet". */
         if (xsprof_name_intern(name, &id) != XSPROF_OK) {
-            xsprof_region_begin(name); /* pushes an unrecorded frame */
+            xsprof_region_begin(name); /* refused: counted as skipped */
             return 1;
         }
         __atomic_store_n(cache, id + 1, __ATOMIC_RELAXED);
@@ -177,7 +190,7 @@ xsprof_status xsprof_instant(const char *name) {
     if (!atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed))
         return XSPROF_ERR_DISABLED;
     xsprof_rec_instant r = {.h = {XSPROF_REC_INSTANT, sizeof r}, .t = xsprof_clock_read()};
-    xsprof_status st = xsprof_name_intern(name, &r.name);
+    xsprof_status st = xsprof_string_intern(name, &r.name);
     return st ? st : xsprof_buf_append(&r, sizeof r, 0);
 }
 
@@ -185,7 +198,7 @@ xsprof_status xsprof_counter_set(const char *name, double value) {
     if (!atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed))
         return XSPROF_ERR_DISABLED;
     xsprof_rec_counter r = {.h = {XSPROF_REC_COUNTER, sizeof r}, .t = xsprof_clock_read(), .value = value};
-    xsprof_status st = xsprof_name_intern(name, &r.name);
+    xsprof_status st = xsprof_string_intern(name, &r.name);
     return st ? st : xsprof_buf_append(&r, sizeof r, 0);
 }
 

@@ -139,9 +139,9 @@ xsprof_status xsprof_meta_set(const char *key, const char *value) {
     if (!key || !value)
         return XSPROF_ERR_INVALID;
     xsprof_rec_meta r = {.h = {XSPROF_REC_META, sizeof r}};
-    xsprof_status st = xsprof_name_intern(key, &r.key);
+    xsprof_status st = xsprof_string_intern(key, &r.key);
     if (!st)
-        st = xsprof_name_intern(value, &r.value);
+        st = xsprof_string_intern(value, &r.value);
     return st ? st : xsprof_buf_append(&r, sizeof r, 1);
 }
 

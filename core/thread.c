@@ -31,9 +31,10 @@ static void drops_publish(xsprof_thread *t) {
 static void thread_exit(void *arg) {
     xsprof_thread *t = arg;
     xsprof_tls = t; /* destructors run after the TLS pointer may be cleared */
-    if (t->depth) {
+    if (t->depth || xsprof_skip_) {
         xsprof_anomaly("thread exited with open regions");
         t->depth = 0;
+        xsprof_skip_ = 0;
     }
     xsprof_counters_thread_close(t);
     pthread_mutex_lock(&xsprof_g.lock);
@@ -175,7 +176,7 @@ xsprof_status xsprof_thread_name(const char *name) {
     if (!t)
         return XSPROF_ERR_NOMEM;
     xsprof_name_id id;
-    xsprof_status st = xsprof_name_intern(name, &id);
+    xsprof_status st = xsprof_string_intern(name, &id);
     if (st)
         return st;
     xsprof_rec_thread r = {.h = {XSPROF_REC_THREAD, sizeof r}, .tid = t->tid, .os_tid = t->os_tid, .name = id};

@@ -481,7 +481,7 @@ xsprof_status xsprof_cupti_decode(const CUpti_Activity *rec, int64_t offset_ns, 
     default:
         return XSPROF_ERR_UNSUPPORTED;
     }
-    return xsprof_name_intern(name, &out->name);
+    return xsprof_string_intern(name, &out->name);
 }
 
 void CUPTIAPI xsprof_cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,

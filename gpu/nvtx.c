@@ -69,11 +69,11 @@ static pthread_once_t g_keys_once = PTHREAD_ONCE_INIT;
 
 static void xsprof_nvtx_keys(void)
 {
-    xsprof_name_intern("domain", &g_key_domain);
-    xsprof_name_intern("category", &g_key_category);
-    xsprof_name_intern("payload", &g_key_payload);
-    xsprof_name_intern("nvtx_range_id", &g_key_range);
-    xsprof_name_intern("start_thread", &g_key_thread);
+    xsprof_string_intern("domain", &g_key_domain);
+    xsprof_string_intern("category", &g_key_category);
+    xsprof_string_intern("payload", &g_key_payload);
+    xsprof_string_intern("nvtx_range_id", &g_key_range);
+    xsprof_string_intern("start_thread", &g_key_thread);
 }
 
 static int xsprof_nvtx_os_tid(void)
@@ -140,7 +140,7 @@ static uint32_t xsprof_nvtx_intern(const char *s)
         cut[XSPROF_NAME_MAX] = '\0';
         s = cut;
     }
-    xsprof_name_intern(s, &id);
+    xsprof_string_intern(s, &id);
     return id;
 }
 

@@ -16,7 +16,7 @@ uint32_t xsprof_mpi_op_name(unsigned op) {
     if (v)
         return v - 1;
     xsprof_name_id id = 0;
-    if (xsprof_name_intern(xsprof_mpi_ops[op].name, &id) != XSPROF_OK)
+    if (xsprof_string_intern(xsprof_mpi_ops[op].name, &id) != XSPROF_OK)
         return 0;
     atomic_store_explicit(&g_op_names[op], id + 1, memory_order_relaxed);
     return id;

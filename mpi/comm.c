@@ -179,7 +179,7 @@ static void comm_record(const xsprof_comm_entry *e, const int32_t *members, int 
     r->size = (uint32_t)n;
     r->parent = parent;
     r->name = 0;
-    xsprof_name_intern(name, &r->name);
+    xsprof_string_intern(name, &r->name);
     if (n)
         memcpy(r->members, members, (size_t)n * sizeof(int32_t));
     xsprof_buf_append(r, size, 1);

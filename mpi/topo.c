@@ -13,7 +13,7 @@
 
 static uint32_t intern(const char *s) {
     xsprof_name_id id = 0;
-    xsprof_name_intern(s ? s : "", &id);
+    xsprof_string_intern(s ? s : "", &id);
     return id;
 }
 

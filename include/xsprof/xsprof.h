@@ -40,12 +40,47 @@ XSPROF_API const char *xsprof_status_string(xsprof_status s);
 /* Interned once per process; the id is valid for the whole run. */
 typedef uint32_t xsprof_name_id;
 #define XSPROF_NAME_MAX 1023
+/* Ids of names that XSPROF_FILTER excludes carry this bit, so the inline
+ * check of xsprof_region_begin_id skips them without a call. */
+#define XSPROF_NAME_FILTERED_ 0x80000000u
 XSPROF_API xsprof_status xsprof_name_intern(const char *name, xsprof_name_id *id);
 
 /* ---- regions ---------------------------------------------------------- */
 XSPROF_API xsprof_status xsprof_region_begin(const char *name);
 XSPROF_API xsprof_status xsprof_region_begin_id(xsprof_name_id id);
 XSPROF_API xsprof_status xsprof_region_end(void);
+
+/* Called from C or C++, the two above go through the inline versions below
+ * (the macros): with the session stopped or the name filtered out a pair
+ * costs two thread-local increments and no call. The functions stay for
+ * dlsym, weak references and other languages, with the same behaviour. */
+XSPROF_API xsprof_status xsprof_region_begin_id_(xsprof_name_id id); /* out-of-line halves */
+XSPROF_API xsprof_status xsprof_region_end_(void);
+/* 1 while collection is on (read inline, relaxed). */
+XSPROF_API extern int xsprof_scope_on_;
+/* Regions of this thread begun without recording (session stopped, name
+ * filtered out or refused) since its innermost recorded one. */
+XSPROF_API extern __thread uint32_t xsprof_skip_;
+
+static inline xsprof_status xsprof_region_begin_id_inline_(xsprof_name_id id) {
+    int on = __atomic_load_n(&xsprof_scope_on_, __ATOMIC_RELAXED);
+    if (__builtin_expect(!on || (id & XSPROF_NAME_FILTERED_), 0)) {
+        xsprof_skip_++;
+        return on ? XSPROF_OK : XSPROF_ERR_DISABLED;
+    }
+    return xsprof_region_begin_id_(id);
+}
+
+static inline xsprof_status xsprof_region_end_inline_(void) {
+    if (__builtin_expect(xsprof_skip_ != 0, 0)) {
+        xsprof_skip_--;
+        return XSPROF_OK;
+    }
+    return xsprof_region_end_();
+}
+
+#define xsprof_region_begin_id(id) xsprof_region_begin_id_inline_(id)
+#define xsprof_region_end() xsprof_region_end_inline_()
 
 /* Typed key/value arguments attached to the innermost open region. */
 XSPROF_API xsprof_status xsprof_region_arg_int(const char *key, int64_t value);
@@ -109,10 +144,9 @@ XSPROF_API const char *xsprof_clock_name(void);
 /* ---- scope macros: end the region when the C scope is left ----------- */
 XSPROF_API void xsprof_scope_cleanup_(int *token);
 XSPROF_API int xsprof_scope_enter_(xsprof_name_id *cache, const char *name);
-/* 1 while collection is on. Read inline by the scope macros so a stopped
- * session costs one load and one branch, no call; the cleanup token keeps
- * begin and end paired when the session changes inside the scope. */
-XSPROF_API extern int xsprof_scope_on_;
+/* xsprof_scope_on_ is read inline so a stopped session costs one load and
+ * one branch, no call; the cleanup token keeps begin and end paired when
+ * the session changes inside the scope. */
 static inline int xsprof_scope_begin_(xsprof_name_id *cache, const char *name) {
     return __atomic_load_n(&xsprof_scope_on_, __ATOMIC_RELAXED) ? xsprof_scope_enter_(cache, name) : 0;
 }

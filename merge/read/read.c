@@ -375,6 +375,8 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     }
     xsm_progress_end();
     int rc = 0;
+    if (par)
+        xsm_progress_mark("load");
     if (par && par->share(l, n, par->ctx, err, errlen))
         rc = 1;
     if (!rc)

@@ -104,3 +104,32 @@ xsprof_status xsprof_buf_append(const void *rec, uint32_t size, int is_definitio
     xsprof_buf_commit(p);
     return XSPROF_OK;
 }
+
+/* A communicator's definition: the first members in the COMM record, the
+ * rest in COMM_MORE records appended right after it by the same thread, so
+ * the reader finds them in sequence (definitions are never dropped). */
+xsprof_status xsprof_comm_define(uint32_t id, const char *name, uint32_t parent, const int32_t *members,
+                                 uint32_t n) {
+    char buf[XSPROF_REC_MAX] __attribute__((aligned(8)));
+    xsprof_rec_comm *r = (xsprof_rec_comm *)buf;
+    uint32_t k = n < XSPROF_COMM_HEAD_MAX ? n : (uint32_t)XSPROF_COMM_HEAD_MAX;
+    memset(r, 0, sizeof *r);
+    r->h.type = XSPROF_REC_COMM;
+    r->id = id;
+    r->size = n;
+    r->parent = parent;
+    xsprof_string_intern(name ? name : "", &r->name);
+    if (k)
+        memcpy(r->members, members, (size_t)k * sizeof(int32_t));
+    xsprof_status st = xsprof_buf_append(r, (uint32_t)(sizeof *r + k * sizeof(int32_t)), 1);
+    for (uint32_t first = k; !st && first < n; first += (uint32_t)XSPROF_COMM_MORE_MAX) {
+        xsprof_rec_comm_more *m = (xsprof_rec_comm_more *)buf;
+        uint32_t cnt = n - first < XSPROF_COMM_MORE_MAX ? n - first : (uint32_t)XSPROF_COMM_MORE_MAX;
+        m->h.type = XSPROF_REC_COMM_MORE;
+        m->id = id;
+        m->first = first;
+        memcpy(m->members, members + first, (size_t)cnt * sizeof(int32_t));
+        st = xsprof_buf_append(m, (uint32_t)(sizeof *m + cnt * sizeof(int32_t)), 1);
+    }
+    return st;
+}

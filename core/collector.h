@@ -58,6 +58,10 @@ XSPROF_HIDDEN xsprof_status xsprof_output_default_dir(char *buf, size_t len);
 
 /* Run metadata (key/value strings stored as file attributes). */
 XSPROF_HIDDEN xsprof_status xsprof_meta_set(const char *key, const char *value);
+/* A communicator's definition, any number of members (split over COMM and
+ * COMM_MORE records when they do not fit one record). */
+XSPROF_HIDDEN xsprof_status xsprof_comm_define(uint32_t id, const char *name, uint32_t parent, const int32_t *members,
+                                               uint32_t n);
 
 /* Hooks run by xsprof_finalize before the data is written (mpi/ takes the
  * final clock sample there), in registration order. At most 8. */

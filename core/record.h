@@ -27,7 +27,8 @@ enum xsprof_rec_type {
     XSPROF_REC_COMM = 10,   /* xsprof_rec_comm + members */
     XSPROF_REC_META = 11,   /* xsprof_rec_meta: run metadata key = value (string ids) */
     XSPROF_REC_DROP = 12,   /* xsprof_rec_drop: records lost on this thread so far */
-    XSPROF_REC_TOPO = 13    /* xsprof_rec_topo: hwloc summary of this rank */
+    XSPROF_REC_TOPO = 13,   /* xsprof_rec_topo: hwloc summary of this rank */
+    XSPROF_REC_COMM_MORE = 14 /* xsprof_rec_comm_more: members that did not fit the COMM record */
 };
 
 typedef struct xsprof_rec_hdr {
@@ -192,11 +193,25 @@ typedef struct xsprof_rec_thread {
 typedef struct xsprof_rec_comm {
     xsprof_rec_hdr h;
     uint32_t id;       /* global id */
-    uint32_t size;     /* number of members that follow (int32 world ranks) */
+    uint32_t size;     /* number of members (int32 world ranks) */
     uint32_t name;     /* string id, e.g. "MPI_COMM_WORLD", "split(1)" */
     uint32_t parent;   /* global id of the parent communicator, UINT32_MAX if none */
-    int32_t members[]; /* world ranks in comm-rank order */
+    int32_t members[]; /* world ranks in comm-rank order: all of them, or as
+                          many as fit (XSPROF_COMM_HEAD_MAX) and the rest in
+                          COMM_MORE records right after, on the same thread */
 } xsprof_rec_comm;
+
+typedef struct xsprof_rec_comm_more {
+    xsprof_rec_hdr h;
+    uint32_t id;       /* the communicator of the COMM record being continued */
+    uint32_t first;    /* index of members[0] in its member list */
+    int32_t members[]; /* up to XSPROF_COMM_MORE_MAX, fewer in the last one */
+} xsprof_rec_comm_more;
+
+/* A record is at most 4096 bytes (its size is a uint16 and chunks hold many). */
+#define XSPROF_REC_MAX 4096u
+#define XSPROF_COMM_HEAD_MAX ((XSPROF_REC_MAX - sizeof(xsprof_rec_comm)) / sizeof(int32_t))
+#define XSPROF_COMM_MORE_MAX ((XSPROF_REC_MAX - sizeof(xsprof_rec_comm_more)) / sizeof(int32_t))
 
 typedef struct xsprof_rec_meta {
     xsprof_rec_hdr h;

@@ -63,6 +63,9 @@ typedef struct jr_ctx {
     size_t npending, cpending;
     /* definition capacities */
     size_t cap_strings, cap_threads, cap_comms, cap_members, cap_topo, cap_meta;
+    /* a COMM record whose members continue in COMM_MORE records */
+    int comm_open;
+    uint32_t comm_total, comm_tid;
 } jr_ctx;
 
 static xsprof_status jr_fail(jr_ctx *c, xsprof_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -267,6 +270,7 @@ static uint32_t jr_min_size(uint16_t type)
     case XSPROF_REC_META: return sizeof(xsprof_rec_meta);
     case XSPROF_REC_DROP: return sizeof(xsprof_rec_drop);
     case XSPROF_REC_TOPO: return sizeof(xsprof_rec_topo);
+    case XSPROF_REC_COMM_MORE: return sizeof(xsprof_rec_comm_more) + sizeof(int32_t);
     default: return 0;
     }
 }
@@ -428,19 +432,48 @@ static int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t s
     case XSPROF_REC_COMM: {
         xsprof_rec_comm r;
         memcpy(&r, p, sizeof r);
-        if (r.size > (size - sizeof r) / sizeof(int32_t))
-            return 1;
+        /* The members that fit; the rest follow in COMM_MORE records. */
+        uint32_t here = (uint32_t)((size - sizeof r) / sizeof(int32_t));
+        if (here > r.size)
+            here = r.size;
         if (jr_grow((void **)&d->comms, &c->cap_comms, d->ncomms + 1, sizeof *d->comms) ||
-            jr_grow((void **)&d->comm_members, &c->cap_members, d->ncomm_members + r.size, sizeof(int32_t))) {
+            jr_grow((void **)&d->comm_members, &c->cap_members, d->ncomm_members + here, sizeof(int32_t))) {
             *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading communicators");
             return -1;
         }
-        xsprof_io_comm row = {.id = r.id, .size = r.size, .name = r.name, .parent = r.parent,
+        xsprof_io_comm row = {.id = r.id, .size = here, .name = r.name, .parent = r.parent,
                               .members = d->ncomm_members};
-        if (r.size)
-            memcpy(d->comm_members + d->ncomm_members, p + sizeof r, (size_t)r.size * sizeof(int32_t));
-        d->ncomm_members += r.size;
+        if (here)
+            memcpy(d->comm_members + d->ncomm_members, p + sizeof r, (size_t)here * sizeof(int32_t));
+        d->ncomm_members += here;
         d->comms[d->ncomms++] = row;
+        c->comm_open = here < r.size;
+        c->comm_total = r.size;
+        c->comm_tid = tid;
+        return 0;
+    }
+    case XSPROF_REC_COMM_MORE: {
+        xsprof_rec_comm_more r;
+        memcpy(&r, p, sizeof r);
+        xsprof_io_comm *last = d->ncomms ? &d->comms[d->ncomms - 1] : NULL;
+        /* Only the continuation of the communicator just read, in order;
+         * anything else (its head lost with a damaged chunk) is ignored and
+         * that communicator keeps the members read so far. */
+        if (!c->comm_open || !last || last->id != r.id || c->comm_tid != tid || r.first != last->size) {
+            c->comm_open = 0;
+            return 0;
+        }
+        uint32_t cnt = (uint32_t)((size - sizeof r) / sizeof(int32_t));
+        if (cnt > c->comm_total - last->size)
+            cnt = c->comm_total - last->size;
+        if (jr_grow((void **)&d->comm_members, &c->cap_members, d->ncomm_members + cnt, sizeof(int32_t))) {
+            *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading communicators");
+            return -1;
+        }
+        memcpy(d->comm_members + d->ncomm_members, p + sizeof r, (size_t)cnt * sizeof(int32_t));
+        d->ncomm_members += cnt;
+        last->size += cnt;
+        c->comm_open = last->size < c->comm_total;
         return 0;
     }
     case XSPROF_REC_META: {

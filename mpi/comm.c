@@ -165,26 +165,6 @@ static int32_t *members_of(const xsprof_comm_entry *e, int *n) {
     return m;
 }
 
-static void comm_record(const xsprof_comm_entry *e, const int32_t *members, int n, const char *name, uint32_t parent) {
-    uint32_t size = (uint32_t)(sizeof(xsprof_rec_comm) + (size_t)n * sizeof(int32_t));
-    if (size > 4096) {
-        xsprof_log(XSPROF_LOG_WARN, "communicator %u has %d members: definition too large, not recorded", e->gid, n);
-        return;
-    }
-    char buf[4096] __attribute__((aligned(8)));
-    xsprof_rec_comm *r = (xsprof_rec_comm *)buf;
-    r->h.type = XSPROF_REC_COMM;
-    r->h.size = (uint16_t)size;
-    r->id = e->gid;
-    r->size = (uint32_t)n;
-    r->parent = parent;
-    r->name = 0;
-    xsprof_string_intern(name, &r->name);
-    if (n)
-        memcpy(r->members, members, (size_t)n * sizeof(int32_t));
-    xsprof_buf_append(r, size, 1);
-}
-
 static uint32_t base_next(uint64_t base) {
     pthread_mutex_lock(&g_lock);
     uint32_t n = 0;
@@ -208,7 +188,7 @@ xsprof_status xsprof_comm_registry_init(void) {
     if (all) {
         for (int i = 0; i < g_world.size; i++)
             all[i] = i;
-        comm_record(&g_world, all, g_world.size, "MPI_COMM_WORLD", XSPROF_COMM_NONE);
+        xsprof_comm_define(g_world.gid, "MPI_COMM_WORLD", XSPROF_COMM_NONE, all, (uint32_t)g_world.size);
         free(all);
     }
     xsprof_comm_entry *self = calloc(1, sizeof *self);
@@ -219,7 +199,7 @@ xsprof_status xsprof_comm_registry_init(void) {
         self->world[0] = xsprof_mpi_g.rank;
         self->gid = gid_of(hcomb(0x5e1f5e1fULL, (uint64_t)xsprof_mpi_g.rank));
         slot_put(xsprof_comm_key(MPI_COMM_SELF), self);
-        comm_record(self, self->world, 1, "MPI_COMM_SELF", XSPROF_COMM_NONE);
+        xsprof_comm_define(self->gid, "MPI_COMM_SELF", XSPROF_COMM_NONE, self->world, 1);
     }
     return XSPROF_OK;
 }
@@ -299,7 +279,7 @@ void xsprof_comm_created(MPI_Comm comm, xsprof_comm_entry *parent, int64_t index
     e->gid = gid_of(h);
     slot_put(xsprof_comm_key(comm), e);
     if (m)
-        comm_record(e, m, n, xsprof_mpi_ops[op].name, parent ? parent->gid : XSPROF_COMM_NONE);
+        xsprof_comm_define(e->gid, xsprof_mpi_ops[op].name, parent ? parent->gid : XSPROF_COMM_NONE, m, (uint32_t)n);
     free(m);
 }
 

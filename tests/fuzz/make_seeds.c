@@ -207,6 +207,15 @@ static void seed_mpi(sj *j)
         int32_t m[2];
     } cm = {.c = {.h = {XSPROF_REC_COMM, 0}, .id = 0, .size = 2, .name = world, .parent = UINT32_MAX}, .m = {0, 1}};
     sj_rec(j, 0, &cm, sizeof cm);
+    /* a definition continued in a COMM_MORE record (4 members, 2 + 2) */
+    cm.c.id = 9;
+    cm.c.size = 4;
+    sj_rec(j, 0, &cm, sizeof cm);
+    struct {
+        xsprof_rec_comm_more c;
+        int32_t m[2];
+    } more = {.c = {.h = {XSPROF_REC_COMM_MORE, 0}, .id = 9, .first = 2}, .m = {1, 0}};
+    sj_rec(j, 0, &more, sizeof more);
     xsprof_rec_clock ck = {.h = {XSPROF_REC_CLOCK, 0}, .phase = XSPROF_CLOCK_INIT, .t_local = 10, .offset_ns = -250,
                            .rtt_ns = 40};
     sj_rec(j, 0, &ck, sizeof ck);

@@ -8,6 +8,7 @@
  * offset, error bound = rtt / 2. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include "mpi/xsprof_mpi.h"
 
@@ -79,11 +80,21 @@ static void give_turn(MPI_Comm comm, int peer) {
     PMPI_Send(&tok, 1, MPI_INT, peer, XSPROF_SYNC_TAG + 1, comm);
 }
 
+/* XSPROF_TEST_RANKS_PER_NODE=N: consecutive blocks of N ranks act as nodes,
+ * so the leaders' exchange and its propagation run on one machine too. */
+static int node_split(MPI_Comm comm, MPI_Comm *node) {
+    const char *v = xsprof_config_get("XSPROF_TEST_RANKS_PER_NODE");
+    long per = v ? strtol(v, NULL, 10) : 0;
+    if (per > 0)
+        return PMPI_Comm_split(comm, (int)(xsprof_mpi_g.rank / per), xsprof_mpi_g.rank, node);
+    return PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, node);
+}
+
 static int sync_comms(void) {
     if (g_node != MPI_COMM_NULL)
         return 0;
     int nrank = 0;
-    if (PMPI_Comm_split_type(xsprof_mpi_g.sync_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &g_node) != MPI_SUCCESS)
+    if (node_split(xsprof_mpi_g.sync_comm, &g_node) != MPI_SUCCESS)
         return -1;
     PMPI_Comm_rank(g_node, &nrank);
     /* key 0 keeps world order: world rank 0 is leader rank 0 */
@@ -203,6 +214,10 @@ void xsprof_clock_sync(int phase) {
         static const char *const names[] = {"init", "periodic", "final"};
         if (phase != XSPROF_CLOCK_PERIODIC)
             xsprof_meta_set(phase == XSPROF_CLOCK_FINAL ? "clock_sync_final_ns" : "clock_sync_init_ns", v);
+        if (phase == XSPROF_CLOCK_INIT) {
+            snprintf(v, sizeof v, "%d", nodes);
+            xsprof_meta_set("clock_sync_nodes", v);
+        }
         xsprof_log(phase == XSPROF_CLOCK_PERIODIC ? XSPROF_LOG_DEBUG : XSPROF_LOG_INFO,
                    "clock alignment (%s): %d ranks on %d nodes, %.3f ms", names[phase], xsprof_mpi_g.size, nodes,
                    (double)slowest / 1e6);

@@ -480,6 +480,7 @@ def main():
     ap.add_argument("--skew", default="")
     ap.add_argument("--drift", default="")
     ap.add_argument("--periodic", type=int, default=0, help="clock: at least this many periodic samples per rank")
+    ap.add_argument("--nodes", type=int, default=0, help="clock: the alignment saw this many nodes (rank 0's metadata)")
     a = ap.parse_args()
     ranks = load(a.run_dir, a.nranks)
     if ranks is None:
@@ -493,6 +494,9 @@ def main():
             v = [float(t) for t in x.split(",")] if x else []
             return (v + [0.0] * a.nranks)[:a.nranks]
         mode_clock(ranks, comms, a.nranks, vec(a.skew), vec(a.drift))
+        if a.nodes:
+            seen = ranks[0].meta.get("clock_sync_nodes")
+            expect(seen == str(a.nodes), "clock alignment saw %s nodes, expected %d" % (seen, a.nodes))
         counts = {r.rank: sum(1 for c in r.clock if c["phase"] == 1) for r in ranks.values()}
         expect(len(set(counts.values())) == 1 and min(counts.values()) >= a.periodic,
                "periodic clock samples per rank %s, expected the same number >= %d" % (counts, a.periodic))

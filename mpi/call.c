@@ -29,12 +29,11 @@ static inline int registry_kind(unsigned wkind) {
            wkind == XSPROF_W_WINNEW || wkind == XSPROF_W_WINFREE;
 }
 
-static inline int group_on(unsigned op) { return (xsprof_mpi_g.group_mask >> xsprof_mpi_ops[op].group) & 1u; }
 
 int xsprof_mpi_enter(unsigned op) {
     if (!atomic_load_explicit(&xsprof_mpi_g.on, memory_order_relaxed))
         return 0;
-    if (!group_on(op) && !registry_kind(xsprof_mpi_ops[op].wkind))
+    if (!xsprof_mpi_group_on(op) && !registry_kind(xsprof_mpi_ops[op].wkind))
         return 0;
     return xsprof_guard_enter();
 }
@@ -440,7 +439,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
     /* A failed call may hold invalid handles: record that it happened, ask
      * MPI nothing about its arguments (MPI_ERR_IN_STATUS: see the WAIT rules). */
     if (!ok && !(o->wkind == XSPROF_W_WAIT && rc == MPI_ERR_IN_STATUS)) {
-        if (group_on(c->op))
+        if (xsprof_mpi_group_on(c->op))
             emit(&r);
         goto out;
     }
@@ -651,7 +650,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
     default:
         break;
     }
-    if (group_on(c->op))
+    if (xsprof_mpi_group_on(c->op))
         emit(&r);
 out:
     free(c->own_statuses);

@@ -136,6 +136,10 @@ XSPROF_HIDDEN void xsprof_mpi_init_after(int thread_level);
 XSPROF_HIDDEN void xsprof_mpi_finalize_before(unsigned op, int64_t t0);
 /* One record without message semantics (Init, Pcontrol), outside enter/post. */
 XSPROF_HIDDEN void xsprof_mpi_record_plain(unsigned op, int64_t t0, int64_t t1);
+/* 1 when the function's group is recorded (XSPROF_MPI). */
+static inline int xsprof_mpi_group_on(unsigned op) {
+    return (xsprof_mpi_g.group_mask >> xsprof_mpi_ops[op].group) & 1u;
+}
 /* MPI_Pcontrol levels: 0 pauses recording, anything else resumes it. */
 XSPROF_HIDDEN void xsprof_mpi_pcontrol(int level);
 /* Parse XSPROF_MPI ("-p2p,-rma" excludes, "p2p,coll" selects only). */

@@ -1,6 +1,34 @@
-/* pmpi_wrappers/fortran.c — array translation for the Fortran wrappers. */
+/* pmpi_wrappers/fortran.c — array translation for the Fortran wrappers,
+ * and the pass-through to Open MPI's binding for the functions whose
+ * arguments are not translated. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_NEXT */
+#endif
+#include <dlfcn.h>
 #include <stdlib.h>
 #include "pmpi_wrappers/fortran.h"
+
+void *xsprof_f_next(void **slot, const char *name) {
+    void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!p) {
+        p = dlsym(RTLD_NEXT, name);
+        if (!p)
+            xsprof_log(XSPROF_LOG_ERROR, "Fortran %s: no MPI library binding found after xsprof", name);
+        __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+    }
+    return p;
+}
+
+int64_t xsprof_f_enter(unsigned op) { return xsprof_mpi_enter(op) ? xsprof_clock_now() : -1; }
+
+void xsprof_f_leave(unsigned op, int64_t t0) {
+    if (t0 < 0)
+        return;
+    int64_t t1 = xsprof_clock_now();
+    xsprof_guard_leave();
+    if (xsprof_mpi_group_on(op)) /* creations are entered even when their group is not recorded */
+        xsprof_mpi_record_plain(op, t0, t1);
+}
 
 MPI_Request *xsprof_f_requests(const MPI_Fint *f, int n, MPI_Request *inl) {
     MPI_Request *c = inl;

@@ -48,4 +48,12 @@ XSPROF_HIDDEN void xsprof_f_requests_done(MPI_Fint *f, int n, MPI_Request *c, MP
 XSPROF_HIDDEN int xsprof_f_statuses(MPI_Fint *f, int n, MPI_Status *inl, MPI_Status **out);
 XSPROF_HIDDEN void xsprof_f_statuses_done(MPI_Fint *f, int n, MPI_Status *c, MPI_Status *inl, int rc);
 
+/* Functions passed through to Open MPI's own Fortran binding: its address
+ * (RTLD_NEXT, cached in *slot), NULL when there is none. */
+XSPROF_HIDDEN void *xsprof_f_next(void **slot, const char *name);
+/* Around the passed-through call: start time, or -1 when not recorded; then
+ * one record by name with the call's times. */
+XSPROF_HIDDEN int64_t xsprof_f_enter(unsigned op);
+XSPROF_HIDDEN void xsprof_f_leave(unsigned op, int64_t t0);
+
 #endif

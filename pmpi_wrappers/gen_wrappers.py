@@ -279,17 +279,47 @@ def fortran_plan(f):
     return plan
 
 
+def gen_f_passthrough(f, o):
+    """A function whose arguments are not translated here (strings,
+    callbacks, handle arrays): timed and recorded by name around Open MPI's
+    own Fortran binding, which receives every argument untouched, hidden
+    string lengths included. MPI_T has no Fortran binding. Returns 1 when
+    written."""
+    if f.name.startswith("MPI_T_"):
+        return 0
+    low = f.name.lower()
+    nlen = sum(1 for p in f.params if "char" in p.type)
+    args = ["void *a%d" % i for i in range(len(f.params))] + ["MPI_Fint *ierr"] + \
+           ["size_t len%d" % i for i in range(nlen)]
+    names = ["a%d" % i for i in range(len(f.params))] + ["ierr"] + ["len%d" % i for i in range(nlen)]
+    decl = ", ".join(args)
+    o.write("\nXSPROF_FORTRAN void %s_(%s);\n" % (low, decl))
+    o.write("void %s_(%s)\n{\n" % (low, decl))
+    o.write("    static void *xs_next;\n")
+    o.write("    void (*xs_real)(%s) = (void (*)(%s))xsprof_f_next(&xs_next, \"%s_\");\n" % (decl, decl, low))
+    o.write("    if (!xs_real) {\n        *ierr = MPI_ERR_INTERN;\n        return;\n    }\n")
+    o.write("    int64_t xs_t0 = xsprof_f_enter(%s);\n" % op_id(f))
+    o.write("    xs_real(%s);\n" % ", ".join(names))
+    o.write("    xsprof_f_leave(%s, xs_t0);\n}\n" % op_id(f))
+    for alias in (low, low + "__", f.name.upper()):
+        o.write('XSPROF_FORTRAN void %s(%s) __attribute__((alias("%s_")));\n' % (alias, decl, low))
+    o.write('XSPROF_OMPI_F08_ALIAS(%s, %s, (%s))\n' % (low[4:], low, decl))
+    return 1
+
+
 def gen_f(funcs, out):
     bound = 0
     with open(os.path.join(out, "wrappers_f.c"), "w") as o:
         o.write(HEADER)
         o.write('#pragma GCC diagnostic ignored "-Wdeprecated-declarations"\n')
         o.write('#include "pmpi_wrappers/fortran.h"\n')
+        o.write('#include "ops.h"\n')
         for f in funcs:
             if f.kind in ("SKIP", "SPECIAL") or f.ret != "int":
                 continue
             plan = fortran_plan(f)
             if plan is None:
+                bound += gen_f_passthrough(f, o)
                 continue
             bound += 1
             decl = ", ".join([d for d, _, _, _ in plan] + ["MPI_Fint *ierr"])

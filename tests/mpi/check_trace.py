@@ -469,7 +469,23 @@ def mode_more(ranks, comms, n):
         expect(len(find(r, "MPI_Win_fence")) == 3, "rank %d: Win_fence records" % rank)
 
 
-MODES = {"calls": mode_calls, "calls_f": lambda *a: mode_calls(*a, fortran=True), "more": mode_more, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
+def mode_fpass(ranks, comms, n, *_):
+    """tests/mpi/mpi_fortran_passthrough.f90: the calls passed through to
+    Open MPI's Fortran binding are recorded by name, once each, with a
+    duration; the translated ones around them as usual."""
+    for rank, r in ranks.items():
+        c = ops(r)
+        want = {"MPI_Comm_set_name": 1, "MPI_Comm_get_name": 1, "MPI_Get_processor_name": 1, "MPI_Info_set": 1,
+                "MPI_Info_get": 1, "MPI_Op_create": 1, "MPI_Alltoallw": 1, "MPI_Type_create_struct": 1,
+                "MPI_Type_set_name": 1, "MPI_Type_get_name": 1, "MPI_Allreduce": 1, "MPI_Barrier": 1,
+                "MPI_Info_create": 1, "MPI_Info_free": 1, "MPI_Op_free": 1, "MPI_Type_commit": 1, "MPI_Type_free": 1}
+        for op, k in want.items():
+            expect(c[op] == k, "rank %d: %d calls of %s, expected %d" % (rank, c[op], op, k))
+        for m in r.mpi:
+            expect(m["t_end"] >= m["t_begin"], "rank %d: %s ends before it begins" % (rank, m["op"]))
+
+
+MODES = {"fpass": mode_fpass, "calls": mode_calls, "calls_f": lambda *a: mode_calls(*a, fortran=True), "more": mode_more, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
 
 
 def main():

@@ -6,9 +6,16 @@
  * each and the added time per MPI call (4 calls per round trip are on the
  * critical path: send and receive on both ranks).
  * usage: mpiexec -np 2 mpi_pingpong [blocks] [iterations per block]
+ * With xsprof loaded, also the floor: two reads of the clock xsprof uses
+ * (xsprof_clock_now, found with dlsym), timed in blocks between the others.
  * With more than 2 ranks it only initializes and finalizes MPI (clock
  * exchange cost, printed by xsprof with XSPROF_LOG=info). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
+#include <dlfcn.h>
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -29,6 +36,19 @@ static double block(int rank, int iters, send_fn snd, recv_fn rcv) {
         }
     }
     return (MPI_Wtime() - t0) / iters * 1e9; /* ns per round trip */
+}
+
+typedef int64_t (*clock_fn)(void);
+static volatile int64_t clock_sink;
+
+/* ns per two reads of xsprof's clock */
+static double floor_block(clock_fn now, int iters) {
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++) {
+        clock_sink += now();
+        clock_sink += now();
+    }
+    return (MPI_Wtime() - t0) / iters * 1e9;
 }
 
 static int cmp(const void *a, const void *b) {
@@ -58,6 +78,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     double *plain = malloc(sizeof(double) * (size_t)blocks), *wrapped = malloc(sizeof(double) * (size_t)blocks);
+    double *floor_ns = malloc(sizeof(double) * (size_t)blocks);
+    clock_fn now = (clock_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "xsprof_clock_now");
+    const char *(*clock_name)(void) = (const char *(*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "xsprof_clock_name");
     block(rank, iters, PMPI_Send, PMPI_Recv); /* warm-up */
     block(rank, iters, MPI_Send, MPI_Recv);
     for (int k = 0; k < blocks; k++) {
@@ -69,7 +92,9 @@ int main(int argc, char **argv) {
             wrapped[k] = block(rank, iters, MPI_Send, MPI_Recv);
             plain[k] = block(rank, iters, PMPI_Send, PMPI_Recv);
         }
+        floor_ns[k] = now ? floor_block(now, iters) : 0;
     }
+    qsort(floor_ns, (size_t)blocks, sizeof *floor_ns, cmp);
     qsort(plain, (size_t)blocks, sizeof *plain, cmp);
     qsort(wrapped, (size_t)blocks, sizeof *wrapped, cmp);
     if (rank == 0) {
@@ -78,9 +103,13 @@ int main(int argc, char **argv) {
         printf("  plain (PMPI)       %9.1f ns per round trip\n", p);
         printf("  through wrappers   %9.1f ns per round trip\n", w);
         printf("  added per MPI call %9.1f ns (4 calls per round trip)\n", (w - p) / 4);
+        if (now)
+            printf("  clock floor        %9.1f ns (two reads of xsprof's clock, %s): added per call = %.2fx the floor\n",
+                   floor_ns[blocks / 2], clock_name ? clock_name() : "?", (w - p) / 4 / floor_ns[blocks / 2]);
     }
     free(plain);
     free(wrapped);
+    free(floor_ns);
     MPI_Finalize();
     return 0;
 }

@@ -148,7 +148,19 @@ XSPROF_API int xsprof_scope_enter_(xsprof_name_id *cache, const char *name);
  * one branch, no call; the cleanup token keeps begin and end paired when
  * the session changes inside the scope. */
 static inline int xsprof_scope_begin_(xsprof_name_id *cache, const char *name) {
-    return __atomic_load_n(&xsprof_scope_on_, __ATOMIC_RELAXED) ? xsprof_scope_enter_(cache, name) : 0;
+    if (!__atomic_load_n(&xsprof_scope_on_, __ATOMIC_RELAXED))
+        return 0;
+    xsprof_name_id id = __atomic_load_n(cache, __ATOMIC_RELAXED); /* id + 1, 0 until interned */
+    if (__builtin_expect(id == 0, 0))
+        return xsprof_scope_enter_(cache, name);
+    xsprof_region_begin_id_inline_(id - 1);
+    return 1;
+}
+
+/* The scope's end, inline (xsprof_scope_cleanup_ is the same as a function). */
+static inline void xsprof_scope_end_(int *token) {
+    if (*token)
+        xsprof_region_end_inline_();
 }
 
 #define XSPROF_CAT2_(a, b) a##b
@@ -157,7 +169,7 @@ static inline int xsprof_scope_begin_(xsprof_name_id *cache, const char *name) {
 /* The id is cached per call site, so the name is hashed once per process. */
 #define XSPROF_SCOPE(name)                                                              \
     static xsprof_name_id XSPROF_CAT_(xsprof_id_, __LINE__);                           \
-    int XSPROF_CAT_(xsprof_scope_, __LINE__) __attribute__((cleanup(xsprof_scope_cleanup_), unused)) = \
+    int XSPROF_CAT_(xsprof_scope_, __LINE__) __attribute__((cleanup(xsprof_scope_end_), unused)) = \
         xsprof_scope_begin_(&XSPROF_CAT_(xsprof_id_, __LINE__), (name))
 #define XSPROF_FUNCTION() XSPROF_SCOPE(__func__)
 #endif

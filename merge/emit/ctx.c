@@ -256,9 +256,9 @@ static int xsm_erank_build(const xsm_emit *e, int32_t r, int want_order, uint64_
             j++;
         if (c[i].api && j - i > 1) {
             uint64_t id = (1ull << 62) | ((uint64_t)(uint32_t)r << 32) | c[i].corr;
-            er->gflows[er->ngflows++] = (xsm_flow){c[i].row, 1, id, d->gpu[c[i].row].t_begin};
+            er->gflows[er->ngflows++] = (xsm_flow){c[i].row, 1, id};
             /* the first activity of the launch ends the flow */
-            er->gflows[er->ngflows++] = (xsm_flow){c[i + 1].row, 0, id, d->gpu[c[i + 1].row].t_begin};
+            er->gflows[er->ngflows++] = (xsm_flow){c[i + 1].row, 0, id};
         }
         i = j;
     }
@@ -301,7 +301,7 @@ typedef struct xsm_mflow_ctx {
     xsm_emit *e;
     const unsigned char *order; /* only ranks that will be iterated need flows (NULL: all) */
     size_t *first; /* per rank: its entries in list, 2 * nranks + 1 */
-    size_t *list;  /* message indices: sources of rank 0, destinations of rank 0, sources of rank 1 ... */
+    uint32_t *list; /* message indices: sources of rank 0, destinations of rank 0, sources of rank 1 ... */
 } xsm_mflow_ctx;
 
 static int xsm_mflows_rank(void *ctx, size_t r)
@@ -309,7 +309,6 @@ static int xsm_mflows_rank(void *ctx, size_t r)
     xsm_mflow_ctx *c = ctx;
     const xsm_run *run = c->e->run;
     xsm_erank *er = &c->e->ranks[r];
-    const xsprof_io_mpi *mpi = run->ranks[r].d.mpi;
     size_t s0 = c->first[2 * r], s1 = c->first[2 * r + 1], d1 = c->first[2 * r + 2];
     er->nmflows = c->order && !c->order[r] ? 0 : d1 - s0;
     if (!(er->mflows = malloc((er->nmflows + 1) * sizeof *er->mflows)))
@@ -329,12 +328,11 @@ static int xsm_mflows_rank(void *ctx, size_t r)
         at[j + 1] += at[j];
     for (size_t k = s0; k < s1; k++) {
         const xsm_message *m = &run->msgs[c->list[k]];
-        er->mflows[at[m->send_row]++] = (xsm_flow){(uint32_t)m->send_row, 1, c->list[k] + 1, mpi[m->send_row].t_begin};
+        er->mflows[at[m->send_row]++] = (xsm_flow){(uint32_t)m->send_row, 1, (uint64_t)c->list[k] + 1};
     }
     for (size_t k = s1; k < d1; k++) {
         const xsm_message *m = &run->msgs[c->list[k]];
-        er->mflows[at[m->recv_call_row]++] =
-            (xsm_flow){(uint32_t)m->recv_call_row, 0, c->list[k] + 1, mpi[m->recv_row].t_end};
+        er->mflows[at[m->recv_call_row]++] = (xsm_flow){(uint32_t)m->recv_call_row, 0, (uint64_t)c->list[k] + 1};
     }
     free(at);
     return 0;
@@ -346,7 +344,7 @@ static int xsm_emit_mflows(xsm_emit *e, const unsigned char *order)
     size_t n = run->nranks;
     xsm_mflow_ctx c = {e, order, calloc(2 * n + 2, sizeof *c.first), malloc((2 * run->nmsgs + 1) * sizeof *c.list)};
     int rc = -1;
-    if (c.first && c.list) {
+    if (c.first && c.list && run->nmsgs < UINT32_MAX) { /* flow ids as rows: 32 bits (rows are too) */
         for (size_t i = 0; i < run->nmsgs; i++) {
             c.first[2 * (size_t)run->msgs[i].src + 1]++;
             c.first[2 * (size_t)run->msgs[i].dst + 2]++;
@@ -354,8 +352,8 @@ static int xsm_emit_mflows(xsm_emit *e, const unsigned char *order)
         for (size_t k = 0; k < 2 * n; k++)
             c.first[k + 1] += c.first[k];
         for (size_t i = 0; i < run->nmsgs; i++) { /* each slot advances to the next one's start */
-            c.list[c.first[2 * (size_t)run->msgs[i].src]++] = i;
-            c.list[c.first[2 * (size_t)run->msgs[i].dst + 1]++] = i;
+            c.list[c.first[2 * (size_t)run->msgs[i].src]++] = (uint32_t)i;
+            c.list[c.first[2 * (size_t)run->msgs[i].dst + 1]++] = (uint32_t)i;
         }
         for (size_t k = 2 * n; k-- > 0;)
             c.first[k + 1] = c.first[k];
@@ -513,6 +511,14 @@ size_t xsm_emit_memdev_index(const xsm_erank *er, int16_t device)
     while (i < er->nmemdev && er->memdev[i] < device)
         i++;
     return i;
+}
+
+int64_t xsm_emit_flow_time(const xsm_emit *e, int32_t rank, int gpu, const xsm_flow *f)
+{
+    const xsprof_rank_data *d = &e->run->ranks[rank].d;
+    if (gpu)
+        return d->gpu[f->row].t_begin;
+    return f->out ? d->mpi[f->row].t_begin : d->mpi[e->run->msgs[f->id - 1].recv_row].t_end;
 }
 
 const xsm_flow *xsm_emit_flows(const xsm_flow *f, size_t nf, size_t row, size_t *n)

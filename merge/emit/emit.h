@@ -26,12 +26,12 @@ typedef struct xsm_ev {
     size_t row;
 } xsm_ev;
 
-/* One flow endpoint on an mpi or gpu row. */
+/* One flow endpoint on an mpi or gpu row (16 bytes: two per message;
+ * where it touches the row is xsm_emit_flow_time). */
 typedef struct xsm_flow {
     uint32_t row;
     uint32_t out; /* 1: starts here (send, launch); 0: ends here */
     uint64_t id;  /* messages: index + 1; GPU launches: bit 62 | rank << 32 | correlation */
-    int64_t t;    /* where the flow touches the row (receive: completion time) */
 } xsm_flow;
 
 typedef struct xsm_gstream {
@@ -87,6 +87,10 @@ size_t xsm_emit_tid_index(const xsm_erank *er, uint32_t tid);
 size_t xsm_emit_gpu_index(const xsm_erank *er, uint32_t device, uint32_t stream);
 size_t xsm_emit_counter_index(const xsm_erank *er, uint32_t gname);
 size_t xsm_emit_memdev_index(const xsm_erank *er, int16_t device);
+/* Where flow f (on an mpi row of rank, or a gpu row when gpu) touches its
+ * row: a send or launch at the row's begin, the end of a launch at its
+ * activity's begin, the end of a message at its receive's completion. */
+int64_t xsm_emit_flow_time(const xsm_emit *e, int32_t rank, int gpu, const xsm_flow *f);
 /* Flow endpoints of a row: *n entries from the returned pointer. */
 const xsm_flow *xsm_emit_flows(const xsm_flow *f, size_t nf, size_t row, size_t *n);
 /* The same, trying *cur (the end of the previous lookup) before a search:

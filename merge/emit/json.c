@@ -174,13 +174,14 @@ static int xsm_j_close(xsm_json *j, char *err, size_t errlen)
     return 0;
 }
 
-static void xsm_j_flows(xsm_json *j, const xsm_flow *f, size_t n, int32_t pid, int64_t tid, int64_t b, int64_t e,
-                        const char *cat)
+/* Flow points of rank `pid` (gpu: on a gpu row, else an mpi row). */
+static void xsm_j_flows(xsm_json *j, const xsm_flow *f, size_t n, int32_t pid, int gpu, int64_t tid, int64_t b,
+                        int64_t e, const char *cat)
 {
     for (size_t k = 0; k < n; k++) {
         /* bind inside the slice: catapult and Perfetto look for the slice
          * enclosing the flow point */
-        int64_t ts = f[k].t;
+        int64_t ts = xsm_emit_flow_time(j->e, pid, gpu, &f[k]);
         if (ts > e - 1)
             ts = e - 1;
         if (ts < b)
@@ -264,7 +265,7 @@ static void xsm_j_mpi(xsm_json *j, int32_t r, size_t row)
     xsm_out_puts(&j->o, "}}");
     size_t nf;
     const xsm_flow *f = xsm_emit_flows_at(er->mflows, er->nmflows, row, &j->mcur[r], &nf);
-    xsm_j_flows(j, f, nf, r, m->thread, m->t_begin, m->t_end, "message");
+    xsm_j_flows(j, f, nf, r, 0, m->thread, m->t_begin, m->t_end, "message");
 }
 
 static void xsm_j_gpu(xsm_json *j, int32_t r, size_t row)
@@ -287,7 +288,7 @@ static void xsm_j_gpu(xsm_json *j, int32_t r, size_t row)
     xsm_out_puts(&j->o, "}}");
     size_t nf;
     const xsm_flow *f = xsm_emit_flows(er->gflows, er->ngflows, row, &nf);
-    xsm_j_flows(j, f, nf, r, tid, g->t_begin, g->t_end, "launch");
+    xsm_j_flows(j, f, nf, r, 1, tid, g->t_begin, g->t_end, "launch");
 }
 
 static void xsm_j_event(xsm_json *j, const xsm_ev *ev)

@@ -493,7 +493,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         for (size_t k = 0; k < nf; k++) {
             if (f[k].out)
                 xsm_pb_fixed64(p, PB_TE_FLOW, f[k].id);
-            else if (xsm_pend_push(pf, (xsm_pend){f[k].t, pf->seq++, track, f[k].id}))
+            else if (xsm_pend_push(pf, (xsm_pend){xsm_emit_flow_time(e, r, 0, &f[k]), pf->seq++, track, f[k].id}))
                 return -1;
         }
         xsm_pf_event_end(pf, te);

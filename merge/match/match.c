@@ -289,7 +289,7 @@ typedef struct xsm_match_ctx {
     xsm_coll_key *c;
     int links;
     size_t *by_dst, *dfirst; /* sends bucketed by dst: by_dst[dfirst[r] .. dfirst[r + 1]) */
-    size_t *recv_of;         /* send -> receive, SIZE_MAX if none */
+    size_t *recv_of;         /* send -> receive key (its row once the keys are freed), SIZE_MAX if none */
     unsigned char *recv_done;
     xsm_message *msgs;
 } xsm_match_ctx;
@@ -393,13 +393,15 @@ static int xsm_msgs_rank(void *ctx, size_t r)
     for (size_t i = pl->sfirst; i < pl->sfirst + pl->nsend; i++) {
         if (c->recv_of[i] == SIZE_MAX)
             continue;
-        const xsm_p2p_key *s = &c->s[i], *v = &c->v[c->recv_of[i]];
+        const xsm_p2p_key *s = &c->s[i];
+        /* recv_of holds the receive key, or with the keys gone its row */
+        size_t recv_row = c->v ? c->v[c->recv_of[i]].row : c->recv_of[i];
         const xsm_p2p_link *sl = c->links ? &c->sl[i] : NULL, *rl = c->links ? &c->rl[c->recv_of[i]] : NULL;
         const xsprof_io_mpi *srow = &c->run->ranks[s->src].d.mpi[s->row];
         *out++ = (xsm_message){.src = s->src, .dst = s->dst, .comm = s->comm, .tag = s->tag,
-                               .bytes = srow->bytes_sent, .send_row = s->row, .recv_row = v->row,
+                               .bytes = srow->bytes_sent, .send_row = s->row, .recv_row = recv_row,
                                .recv_post_row = rl ? rl->post : -1, .send_completion_row = sl ? sl->aux : -1,
-                               .recv_call_row = rl ? (size_t)rl->aux : v->row};
+                               .recv_call_row = rl ? (size_t)rl->aux : recv_row};
     }
     return 0;
 }
@@ -466,23 +468,27 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
         ncoll += pl->ncoll;
         c.links |= pl->cnt.nreq || pl->cnt.ncompl;
     }
-    c.s = malloc((nsend + 1) * sizeof *c.s);
-    c.v = malloc((nrecv + 1) * sizeof *c.v);
+    /* Allocation order matters for the peak: what lives on goes first, the
+     * receive keys and the buckets (freed before the messages are made)
+     * last, so that the messages can reuse their space. */
     c.c = malloc((ncoll + 1) * sizeof *c.c);
+    c.recv_of = malloc((nsend + 1) * sizeof *c.recv_of);
+    c.recv_done = calloc(nrecv + 1, 1);
+    c.s = malloc((nsend + 1) * sizeof *c.s);
     if (c.links) {
         c.sl = malloc((nsend + 1) * sizeof *c.sl);
         c.rl = malloc((nrecv + 1) * sizeof *c.rl);
     }
-    if (!c.s || !c.v || !c.c || (c.links && (!c.sl || !c.rl)) || xsm_parallel_for(run->nranks, xsm_keys_rank, &c))
+    c.v = malloc((nrecv + 1) * sizeof *c.v);
+    if (!c.s || !c.v || !c.c || !c.recv_of || !c.recv_done || (c.links && (!c.sl || !c.rl)) ||
+        xsm_parallel_for(run->nranks, xsm_keys_rank, &c))
         goto oom;
     for (size_t r = 0; r < run->nranks; r++)
         open_posts += c.plan[r].open_posts;
     colls.p = c.c;
     colls.n = colls.cap = ncoll;
     c.c = NULL;
-    c.recv_of = malloc((nsend + 1) * sizeof *c.recv_of);
-    c.recv_done = calloc(nrecv + 1, 1);
-    if (!c.recv_of || !c.recv_done || xsm_bucket_sends(&c, nsend))
+    if (xsm_bucket_sends(&c, nsend))
         goto oom;
     for (size_t i = 0; i < nsend; i++)
         c.recv_of[i] = SIZE_MAX;
@@ -491,15 +497,8 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
     free(c.by_dst);
     free(c.dfirst);
     c.by_dst = c.dfirst = NULL;
-    xsm_parallel_for(run->nranks, xsm_matched_rank, &c);
-    size_t nmatched = 0;
-    for (size_t r = 0; r < run->nranks; r++) {
-        c.plan[r].mfirst = nmatched;
-        nmatched += c.plan[r].matched;
-    }
-    if (!(c.msgs = malloc((nmatched + 1) * sizeof *c.msgs)))
-        goto oom;
-    xsm_parallel_for(run->nranks, xsm_msgs_rank, &c);
+    /* notes first: the receive keys are not needed after them unless
+     * requests link rows (then each message takes its rows from them) */
     size_t listed_s = 0, listed_r = 0;
     for (size_t i = 0; i < nsend; i++) {
         /* a send whose receiver was not loaded is not an anomaly */
@@ -514,6 +513,24 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
         run->unmatched_recvs++;
         xsm_note_p2p(notes, "receive", &c.v[j], &listed_r);
     }
+    free(c.recv_done);
+    c.recv_done = NULL;
+    if (!c.links) { /* blocking traffic: a message needs only the receive row */
+        for (size_t i = 0; i < nsend; i++)
+            if (c.recv_of[i] != SIZE_MAX)
+                c.recv_of[i] = c.v[c.recv_of[i]].row;
+        free(c.v);
+        c.v = NULL;
+    }
+    xsm_parallel_for(run->nranks, xsm_matched_rank, &c);
+    size_t nmatched = 0;
+    for (size_t r = 0; r < run->nranks; r++) {
+        c.plan[r].mfirst = nmatched;
+        nmatched += c.plan[r].matched;
+    }
+    if (!(c.msgs = malloc((nmatched + 1) * sizeof *c.msgs)))
+        goto oom;
+    xsm_parallel_for(run->nranks, xsm_msgs_rank, &c);
     run->unmatched_recvs += open_posts;
     if (notes && open_posts)
         fprintf(notes, "xsmerge: note: %llu nonblocking receives were posted but never completed\n",

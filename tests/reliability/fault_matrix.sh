@@ -45,6 +45,9 @@ trap cleanup EXIT
 if mountpoint -q "$work/mnt" 2>/dev/null; then umount -l "$work/mnt"; fi
 rm -rf "$work"
 mkdir -p "$work"
+# Killed ranks cannot remove Open MPI's shared-memory segments: keep them in
+# the work directory (removed with it) instead of piling up in /dev/shm.
+export OMPI_MCA_btl_vader_backing_directory="$work"
 
 # A sanitizer-built libxsprof-mpi.so preloaded into an uninstrumented
 # program (fault_app): the runtime comes in as the library's dependency and

@@ -279,16 +279,18 @@ static int xsm_task_owner(int task, int size)
     return task == XSM_TASK_H5 ? size - 1 : 0;
 }
 
-/* Keep freed memory for reuse: a merge allocates and frees hundreds of MB
- * between phases (match keys, trace preparation), and giving it back to
- * the kernel only to fault it in again page by page cost a tenth of the
- * run. One arena, so that threads reuse what the others freed. The peak is
- * unchanged: the largest phase sets it either way. */
-static void xsm_malloc_tune(void)
+/* on: keep freed memory for reuse. Loading, matching and trace preparation
+ * allocate and free hundreds of MB, and giving it back to the kernel only
+ * to fault it in again page by page cost a tenth of the run; one arena, so
+ * that threads reuse what the others freed. off (glibc's defaults for large
+ * blocks): the writers and the analysis allocate large arrays of their own,
+ * and heap fragmentation would then raise the peak. */
+static void xsm_malloc_reuse(int on)
 {
-    mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, INT_MAX);
-    mallopt(M_ARENA_MAX, 1);
+    mallopt(M_MMAP_MAX, on ? 0 : 65536);
+    mallopt(M_TRIM_THRESHOLD, on ? INT_MAX : 128 * 1024);
+    if (on)
+        mallopt(M_ARENA_MAX, 1);
 }
 
 int main(int argc, char **argv)
@@ -297,7 +299,7 @@ int main(int argc, char **argv)
      * hook would only add a second stderr line ("infinite loop closing
      * library") after an error on a damaged input it could not close. */
     H5dont_atexit();
-    xsm_malloc_tune();
+    xsm_malloc_reuse(1);
     xsm_opts o;
     int rc = xsm_parse_args(argc, argv, &o);
     if (rc >= 0)
@@ -367,6 +369,7 @@ int main(int argc, char **argv)
     if (o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_H5))
         rc = xsm_emit_init(&e, &run, order, err, sizeof err);
     e.threads = xsm_cpu_share(par.size);
+    xsm_malloc_reuse(0);
     free(order);
     xsm_progress_mark("emit-init");
     /* trace.pftrace is written by all processes together (collective call,

@@ -51,7 +51,7 @@ static int64_t tsc_pair(uint64_t *lo, uint64_t *mid) {
  * clocksource is the TSC, i.e. Linux found it synchronised across CPUs. */
 static int tsc_trusted(void) {
     unsigned a, b, c, d;
-    if (__get_cpuid_max(0x80000000, NULL) < 0x80000007)
+    if ((unsigned)__get_cpuid_max(0x80000000, NULL) < 0x80000007u) /* int in clang, unsigned in gcc */
         return 0;
     __cpuid(0x80000007, a, b, c, d);
     if (!(d & (1u << 8)))

@@ -202,20 +202,22 @@ static void seed_mpi(sj *j)
     sj_thread(j, 0, "main");
     sj_thread(j, 1, "worker");
     uint32_t world = sj_str(j, "MPI_COMM_WORLD");
-    struct {
-        xsprof_rec_comm c;
-        int32_t m[2];
-    } cm = {.c = {.h = {XSPROF_REC_COMM, 0}, .id = 0, .size = 2, .name = world, .parent = UINT32_MAX}, .m = {0, 1}};
-    sj_rec(j, 0, &cm, sizeof cm);
+    /* records with members after a flexible array: built in a buffer */
+    uint64_t buf[8];
+    xsprof_rec_comm *cm = (xsprof_rec_comm *)buf;
+    *cm = (xsprof_rec_comm){.h = {XSPROF_REC_COMM, 0}, .id = 0, .size = 2, .name = world, .parent = UINT32_MAX};
+    cm->members[0] = 0;
+    cm->members[1] = 1;
+    sj_rec(j, 0, cm, sizeof *cm + 2 * sizeof(int32_t));
     /* a definition continued in a COMM_MORE record (4 members, 2 + 2) */
-    cm.c.id = 9;
-    cm.c.size = 4;
-    sj_rec(j, 0, &cm, sizeof cm);
-    struct {
-        xsprof_rec_comm_more c;
-        int32_t m[2];
-    } more = {.c = {.h = {XSPROF_REC_COMM_MORE, 0}, .id = 9, .first = 2}, .m = {1, 0}};
-    sj_rec(j, 0, &more, sizeof more);
+    cm->id = 9;
+    cm->size = 4;
+    sj_rec(j, 0, cm, sizeof *cm + 2 * sizeof(int32_t));
+    xsprof_rec_comm_more *more = (xsprof_rec_comm_more *)buf;
+    *more = (xsprof_rec_comm_more){.h = {XSPROF_REC_COMM_MORE, 0}, .id = 9, .first = 2};
+    more->members[0] = 1;
+    more->members[1] = 0;
+    sj_rec(j, 0, more, sizeof *more + 2 * sizeof(int32_t));
     xsprof_rec_clock ck = {.h = {XSPROF_REC_CLOCK, 0}, .phase = XSPROF_CLOCK_INIT, .t_local = 10, .offset_ns = -250,
                            .rtt_ns = 40};
     sj_rec(j, 0, &ck, sizeof ck);

@@ -109,5 +109,6 @@ program mpi_calls
 
   print '(a,i0,a,f0.0,a,f0.0,a,i0,a,i0,a,i0,a,i0)', 'rank ', rank, ': check ', rbuf(4), ' sum ', total, &
         ' bcast ', bc, ' max ', inplace(1), ' hsum ', hsum, ' gv ', gv(nprocs * (nprocs + 1) / 2)
+  deallocate(all, counts, displs, gv, mv)
   call MPI_Finalize(ierr)
 end program mpi_calls

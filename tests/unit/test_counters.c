@@ -6,6 +6,8 @@
 #include <xsprof/xsprof.h>
 #include "memsink.h"
 
+volatile long spin_sink; /* file scope: clang warns on a local that is only written */
+
 int main(void) {
     memsink_install();
     for (int r = 0; r < 3; r++) {
@@ -14,9 +16,8 @@ int main(void) {
         char *p = malloc(sz);
         for (size_t i = 0; i < sz; i += 4096)
             p[i] = (char)i;
-        volatile long s = 0;
         for (long i = 0; i < 20000000; i++)
-            s += i;
+            spin_sink += i;
         free(p);
         xsprof_region_end();
     }

@@ -13,12 +13,13 @@ int main(void) {
     for (int r = 0; r < 3; r++) {
         xsprof_region_begin("touch");
         size_t sz = 32u << 20;
-        char *p = malloc(sz);
-        for (size_t i = 0; i < sz; i += 4096)
+        char *m = malloc(sz);
+        volatile char *p = m; /* clang removes a malloc/free pair whose writes nobody reads */
+        for (size_t i = 0; p && i < sz; i += 4096)
             p[i] = (char)i;
         for (long i = 0; i < 20000000; i++)
             spin_sink += i;
-        free(p);
+        free(m);
         xsprof_region_end();
     }
     CHECK(xsprof_finalize() == XSPROF_OK);

@@ -363,8 +363,9 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     xsprof_rankfile_set_table_reader(xsm_chunks_read);
     xsm_chunks_set_threads(xsm_cpu_share(par ? par->size : 1));
     xsm_parallel_threads(xsm_cpu_share(par ? par->size : 1)); /* align, match and emit work per rank */
-    /* A serial merge decodes the files with helper processes (collective
-     * mode already divides them among its processes). */
+    /* Helper processes decode a share of the files only when
+     * XSPROF_MERGE_READERS asks (collective mode divides the files among
+     * its processes anyway). */
     if (par || !xsm_fork_ok || xsm_read_forked(c, l, n, xsm_read_procs(), xsm_load_one, xsm_step_one) != 0) {
         for (size_t i = 0; i < n; i++) {
             if (l[i].status == -1)

@@ -61,36 +61,58 @@ static int64_t xsm_clk_map(xsm_clk *c, int64_t t)
 /* Apply f to every event time of a rank. */
 typedef int64_t (*xsm_time_fn)(void *ctx, int64_t t);
 
-/* always inlined: each caller passes a constant f, which then inlines too */
-static inline __attribute__((always_inline)) void xsm_rank_map(xsprof_rank_data *d, xsm_time_fn f, void *ctx)
+/* always inlined: each caller passes a constant f, which then inlines too,
+ * and a constant span: when not NULL, span[0] and span[1] get the first
+ * begin and the last end of the new times, in the same pass. */
+#define XSM_MAP2(arr, cnt, b, e)                                                 \
+    for (size_t i = 0; i < (cnt); i++) {                                         \
+        int64_t tb = f(ctx, (arr)[i].b), te = f(ctx, (arr)[i].e);               \
+        (arr)[i].b = tb;                                                         \
+        (arr)[i].e = te;                                                         \
+        if (span) {                                                              \
+            t0 = tb < t0 ? tb : t0;                                              \
+            t1 = te > t1 ? te : t1;                                              \
+        }                                                                        \
+    }
+#define XSM_MAP1(arr, cnt, t)                                                    \
+    for (size_t i = 0; i < (cnt); i++) {                                         \
+        int64_t tt = f(ctx, (arr)[i].t);                                         \
+        (arr)[i].t = tt;                                                         \
+        if (span) {                                                              \
+            t0 = tt < t0 ? tt : t0;                                              \
+            t1 = tt > t1 ? tt : t1;                                              \
+        }                                                                        \
+    }
+static inline __attribute__((always_inline)) void xsm_rank_map(xsprof_rank_data *d, xsm_time_fn f, void *ctx,
+                                                               int64_t *span)
 {
-    for (size_t i = 0; i < d->nregions; i++) {
-        d->regions[i].t_begin = f(ctx, d->regions[i].t_begin);
-        d->regions[i].t_end = f(ctx, d->regions[i].t_end);
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    XSM_MAP2(d->regions, d->nregions, t_begin, t_end)
+    XSM_MAP2(d->mpi, d->nmpi, t_begin, t_end)
+    XSM_MAP2(d->gpu, d->ngpu, t_begin, t_end)
+    XSM_MAP1(d->instants, d->ninstants, t)
+    XSM_MAP1(d->counters, d->ncounters, t)
+    XSM_MAP1(d->mem, d->nmem, t)
+    if (span) {
+        span[0] = t0;
+        span[1] = t1;
     }
-    for (size_t i = 0; i < d->nmpi; i++) {
-        d->mpi[i].t_begin = f(ctx, d->mpi[i].t_begin);
-        d->mpi[i].t_end = f(ctx, d->mpi[i].t_end);
-    }
-    for (size_t i = 0; i < d->ngpu; i++) {
-        d->gpu[i].t_begin = f(ctx, d->gpu[i].t_begin);
-        d->gpu[i].t_end = f(ctx, d->gpu[i].t_end);
-    }
-    for (size_t i = 0; i < d->ninstants; i++)
-        d->instants[i].t = f(ctx, d->instants[i].t);
-    for (size_t i = 0; i < d->ncounters; i++)
-        d->counters[i].t = f(ctx, d->counters[i].t);
-    for (size_t i = 0; i < d->nmem; i++)
-        d->mem[i].t = f(ctx, d->mem[i].t);
 }
+#undef XSM_MAP1
+#undef XSM_MAP2
 
 static int64_t xsm_clk_fn(void *ctx, int64_t t) { return xsm_clk_map(ctx, t); }
 
-/* Interpolate one rank's times; returns its largest sample error (us). */
-static double xsm_interp_one(xsm_run *run, size_t r)
+/* Interpolate one rank's times; returns its largest sample error (us).
+ * span (NULL or 2 entries): the new first begin and last end. */
+static double xsm_interp_one(xsm_run *run, size_t r, int64_t *span)
 {
     xsprof_rank_data *d = &run->ranks[r].d;
     double res = 0;
+    if (span) {
+        span[0] = INT64_MAX;
+        span[1] = INT64_MIN;
+    }
     if (!run->ranks[r].present)
         return 0;
     /* Sort in place (samples are only read here) and drop samples of
@@ -108,36 +130,43 @@ static double xsm_interp_one(xsm_run *run, size_t r)
     }
     d->nclock = n;
     xsm_clk c = {d->clock, n, 0};
-    xsm_rank_map(d, xsm_clk_fn, &c);
+    if (span)
+        xsm_rank_map(d, xsm_clk_fn, &c, span);
+    else
+        xsm_rank_map(d, xsm_clk_fn, &c, NULL);
     return res;
 }
 
 typedef struct xsm_interp_ctx {
     xsm_run *run;
-    double *res; /* per rank */
+    double *res;   /* per rank */
+    int64_t *span; /* NULL, or 2 per rank */
 } xsm_interp_ctx;
 
 static int xsm_interp_rank(void *ctx, size_t r)
 {
     xsm_interp_ctx *c = ctx;
-    c->res[r] = xsm_interp_one(c->run, r);
+    c->res[r] = xsm_interp_one(c->run, r, c->span ? &c->span[2 * r] : NULL);
     return 0;
 }
 
-void xsm_align_interpolate(xsm_run *run)
+void xsm_align_interpolate_span(xsm_run *run, int64_t *span)
 {
-    xsm_interp_ctx c = {run, calloc(run->nranks + 1, sizeof(double))};
+    xsm_interp_ctx c = {run, calloc(run->nranks + 1, sizeof(double)), span};
     double residual = 0;
     if (c.res) /* ranks are independent */
         xsm_parallel_for(run->nranks, xsm_interp_rank, &c);
     for (size_t r = 0; r < run->nranks; r++) {
-        double e = c.res ? c.res[r] : xsm_interp_one(run, r); /* out of memory: one at a time */
+        /* out of memory: one at a time */
+        double e = c.res ? c.res[r] : xsm_interp_one(run, r, span ? &span[2 * r] : NULL);
         if (e > residual)
             residual = e;
     }
     free(c.res);
     run->clock.max_residual_us = residual;
 }
+
+void xsm_align_interpolate(xsm_run *run) { xsm_align_interpolate_span(run, NULL); }
 
 /* ---- 2. controlled logical clock --------------------------------------- */
 
@@ -558,11 +587,16 @@ static void xsm_rstates_free(xsm_rstate *st, size_t n)
     free(st);
 }
 
+int xsm_align_logical_identity(const xsm_run *run)
+{
+    return run->min_latency_ns == 0 && run->clock.violations_before == 0;
+}
+
 int xsm_align_logical(xsm_run *run, int64_t lat, char *err, size_t errlen)
 {
     run->clock.violations_before = xsm_align_violations(run);
     run->min_latency_ns = lat;
-    if (lat == 0 && run->clock.violations_before == 0) {
+    if (xsm_align_logical_identity(run)) {
         /* Every constraint already holds: each group keeps its time (no
          * jump, so no shift ever propagates) and the clock is the identity. */
         for (size_t r = 0; r < run->nranks; r++)
@@ -652,7 +686,7 @@ int xsm_align_logical(xsm_run *run, int64_t lat, char *err, size_t errlen)
             max_corr = corr;
         if (s->G && corr > 0) {
             xsm_lc_map m = {s, 0};
-            xsm_rank_map(&run->ranks[r].d, xsm_lc_fn, &m);
+            xsm_rank_map(&run->ranks[r].d, xsm_lc_fn, &m, NULL);
         }
     }
     run->clock.max_correction_ns = max_corr;
@@ -796,21 +830,22 @@ static int xsm_shift_rank(void *ctx, size_t r)
 {
     xsm_origin_ctx *c = ctx;
     if (c->run->ranks[r].present)
-        xsm_rank_map(&c->run->ranks[r].d, xsm_sub_fn, &c->t0);
+        xsm_rank_map(&c->run->ranks[r].d, xsm_sub_fn, &c->t0, NULL);
     return 0;
 }
 
-void xsm_align_origin(xsm_run *run)
+void xsm_align_origin_span(xsm_run *run, const int64_t *known)
 {
-    xsm_origin_ctx c = {run, calloc(2 * run->nranks + 2, sizeof(int64_t)), 0};
+    xsm_origin_ctx c = {run, known ? NULL : calloc(2 * run->nranks + 2, sizeof(int64_t)), 0};
+    const int64_t *span = known ? known : c.span;
     int64_t t0 = INT64_MAX, t1 = INT64_MIN;
     if (c.span) /* ranks are independent */
         xsm_parallel_for(run->nranks, xsm_span_rank, &c);
     for (size_t r = 0; r < run->nranks; r++) {
         int64_t a = INT64_MAX, b = INT64_MIN;
-        if (c.span) {
-            a = c.span[2 * r];
-            b = c.span[2 * r + 1];
+        if (span) {
+            a = span[2 * r];
+            b = span[2 * r + 1];
         } else if (run->ranks[r].present) { /* out of memory: one at a time */
             xsm_rank_span(&run->ranks[r].d, &a, &b);
         }
@@ -828,3 +863,5 @@ void xsm_align_origin(xsm_run *run)
     c.t0 = t0;
     xsm_parallel_for(run->nranks, xsm_shift_rank, &c);
 }
+
+void xsm_align_origin(xsm_run *run) { xsm_align_origin_span(run, NULL); }

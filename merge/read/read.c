@@ -392,19 +392,25 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
         return 1;
     }
     xsm_progress_mark("read");
-    xsm_align_interpolate(run);
+    /* each rank's span, taken while interpolating: t = 0 needs no pass of
+     * its own when the logical clock moves nothing */
+    int64_t *span = malloc((2 * run->nranks + 2) * sizeof *span);
+    xsm_align_interpolate_span(run, span);
     xsm_progress_mark("interpolate");
     run->min_latency_ns = opts && opts->min_latency_ns > 0 ? opts->min_latency_ns : 0;
     if (xsm_match_run(run, notes, err, errlen)) {
+        free(span);
         xsm_run_free(run);
         return 1;
     }
     xsm_progress_mark("match");
     if (xsm_align_logical(run, run->min_latency_ns, err, errlen)) {
+        free(span);
         xsm_run_free(run);
         return 1;
     }
-    xsm_align_origin(run);
+    xsm_align_origin_span(run, xsm_align_logical_identity(run) ? span : NULL);
+    free(span);
     xsm_progress_mark("clock");
     if (opts && (opts->from_ns > 0 || opts->to_ns > 0) &&
         xsm_select_window(run, opts->from_ns, opts->to_ns > 0 ? opts->to_ns : INT64_MAX, err, errlen)) {

@@ -36,6 +36,36 @@ static inline void xsm_pb_varint(xsm_out *o, uint64_t v)
     xsm_out_put(o, b, (size_t)n);
 }
 
+/* Cursor encoding for hot fixed-size parts: xsm_pb_room gives a pointer
+ * with room for n bytes (NULL when memory ran out), the xsm_pb_w_* helpers
+ * write through it, xsm_pb_commit takes the new length. The compiler keeps
+ * the cursor in a register instead of reloading the buffer's fields after
+ * every byte stored. Only inside a packet (no flush may happen). */
+static inline uint8_t *xsm_pb_room(xsm_out *o, size_t n)
+{
+    if (o->cap - o->len < n && xsm_out_reserve(o, n))
+        return NULL;
+    return (uint8_t *)o->p + o->len;
+}
+
+static inline void xsm_pb_commit(xsm_out *o, const uint8_t *w) { o->len = (size_t)(w - (const uint8_t *)o->p); }
+
+static inline uint8_t *xsm_pb_w_varint(uint8_t *w, uint64_t v)
+{
+    while (v >= 0x80) {
+        *w++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *w++ = (uint8_t)v;
+    return w;
+}
+
+/* a varint field: key and value, at most 15 bytes */
+static inline uint8_t *xsm_pb_w_uint(uint8_t *w, uint32_t field, uint64_t v)
+{
+    return xsm_pb_w_varint(xsm_pb_w_varint(w, (uint64_t)field << 3 | XSM_PB_VARINT), v);
+}
+
 static inline void xsm_pb_key(xsm_out *o, uint32_t field, int wt) { xsm_pb_varint(o, ((uint64_t)field << 3) | (uint64_t)wt); }
 
 static inline void xsm_pb_uint(xsm_out *o, uint32_t field, uint64_t v)

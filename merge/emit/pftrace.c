@@ -230,9 +230,13 @@ static int xsm_pf_use_comm(xsm_pf *pf, uint32_t comm)
 static size_t xsm_pf_event_begin(xsm_pf *pf, int64_t t)
 {
     xsm_out *p = xsm_pf_packet_begin(pf);
-    xsm_pb_uint(p, PB_PKT_TIMESTAMP, (uint64_t)t);
-    xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
-    xsm_pb_uint(p, PB_PKT_SEQ_FLAGS, SEQ_NEEDS);
+    uint8_t *w = xsm_pb_room(p, 32);
+    if (w) {
+        w = xsm_pb_w_uint(w, PB_PKT_TIMESTAMP, (uint64_t)t);
+        w = xsm_pb_w_uint(w, PB_PKT_SEQ_ID, pf->seq_id);
+        w = xsm_pb_w_uint(w, PB_PKT_SEQ_FLAGS, SEQ_NEEDS);
+        xsm_pb_commit(p, w);
+    }
     if (pf->nnew_names || pf->nnew_keys || pf->nnew_comms || pf->new_cat) {
         size_t id = xsm_pb_begin(p, PB_PKT_INTERNED);
         if (pf->new_cat) {
@@ -276,21 +280,25 @@ static void xsm_pf_event_end(xsm_pf *pf, size_t te)
 
 /* Debug annotations: the key must have been passed to xsm_pf_use_key
  * before xsm_pf_event_begin. */
-static void xsm_pf_annot_u(xsm_out *p, uint32_t key, uint64_t v)
+/* A DebugAnnotation of a name and one varint value: at most 19 bytes, so
+ * its length is known to take one byte (the bytes xsm_pb_begin/end give). */
+static void xsm_pf_annot_v(xsm_out *p, uint32_t key, uint32_t field, uint64_t v)
 {
-    size_t a = xsm_pb_begin(p, PB_TE_ANNOT);
-    xsm_pb_uint(p, PB_DA_NAME_IID, key + 1u);
-    xsm_pb_uint(p, PB_DA_UINT, v);
-    xsm_pb_end(p, a);
+    uint8_t *w = xsm_pb_room(p, 24);
+    if (!w)
+        return;
+    uint8_t *len = w + 1;
+    w[0] = (uint8_t)(PB_TE_ANNOT << 3 | XSM_PB_LEN);
+    w = xsm_pb_w_uint(w + 2, PB_DA_NAME_IID, key + 1u);
+    w = xsm_pb_w_uint(w, field, v);
+    *len = (uint8_t)(w - len - 1);
+    xsm_pb_commit(p, w);
 }
 
-static void xsm_pf_annot_i(xsm_out *p, uint32_t key, int64_t v)
-{
-    size_t a = xsm_pb_begin(p, PB_TE_ANNOT);
-    xsm_pb_uint(p, PB_DA_NAME_IID, key + 1u);
-    xsm_pb_int(p, PB_DA_INT, v);
-    xsm_pb_end(p, a);
-}
+static void xsm_pf_annot_u(xsm_out *p, uint32_t key, uint64_t v) { xsm_pf_annot_v(p, key, PB_DA_UINT, v); }
+
+/* int64 fields: two's complement as a 64-bit varint */
+static void xsm_pf_annot_i(xsm_out *p, uint32_t key, int64_t v) { xsm_pf_annot_v(p, key, PB_DA_INT, (uint64_t)v); }
 
 static void xsm_pf_annot_s(xsm_out *p, uint32_t key, const char *s)
 {
@@ -393,8 +401,11 @@ static void xsm_pf_drain(xsm_pf *pf, int64_t t, int inclusive_termini)
             xsm_pb_uint(&pf->o, PB_TE_NAME_IID, pf->recv_name + 1u);
             xsm_pb_fixed64(&pf->o, PB_TE_TFLOW, p.flow);
         } else {
-            xsm_pb_uint(&pf->o, PB_TE_TYPE, TE_END);
-            xsm_pb_uint(&pf->o, PB_TE_TRACK, p.track);
+            uint8_t *w = xsm_pb_room(&pf->o, 16);
+            if (w) {
+                w = xsm_pb_w_uint(w, PB_TE_TYPE, TE_END);
+                xsm_pb_commit(&pf->o, xsm_pb_w_uint(w, PB_TE_TRACK, p.track));
+            }
         }
         xsm_pf_event_end(pf, te);
     }
@@ -405,10 +416,13 @@ static int xsm_pf_slice(xsm_pf *pf, uint64_t track, int64_t t_end, size_t *te_ou
     xsm_pf_use_name(pf, name);
     xsm_pf_use_cat(pf, cat);
     size_t te = xsm_pf_event_begin(pf, t);
-    xsm_pb_uint(&pf->o, PB_TE_TYPE, TE_BEGIN);
-    xsm_pb_uint(&pf->o, PB_TE_TRACK, track);
-    xsm_pb_uint(&pf->o, PB_TE_NAME_IID, name + 1u);
-    xsm_pb_uint(&pf->o, PB_TE_CATEGORY_IIDS, (uint64_t)cat + 1u);
+    uint8_t *w = xsm_pb_room(&pf->o, 40);
+    if (w) {
+        w = xsm_pb_w_uint(w, PB_TE_TYPE, TE_BEGIN);
+        w = xsm_pb_w_uint(w, PB_TE_TRACK, track);
+        w = xsm_pb_w_uint(w, PB_TE_NAME_IID, name + 1u);
+        xsm_pb_commit(&pf->o, xsm_pb_w_uint(w, PB_TE_CATEGORY_IIDS, (uint64_t)cat + 1u));
+    }
     *te_out = te;
     /* a damaged row may end before it begins: never end a slice before its begin */
     return xsm_pend_push(pf, (xsm_pend){t_end > t ? t_end : t, pf->seq++, track, 0});

@@ -66,6 +66,15 @@ static inline uint8_t *xsm_pb_w_uint(uint8_t *w, uint32_t field, uint64_t v)
     return xsm_pb_w_varint(xsm_pb_w_varint(w, (uint64_t)field << 3 | XSM_PB_VARINT), v);
 }
 
+/* a fixed64 field: key and 8 little-endian bytes, at most 13 bytes */
+static inline uint8_t *xsm_pb_w_fixed64(uint8_t *w, uint32_t field, uint64_t v)
+{
+    w = xsm_pb_w_varint(w, (uint64_t)field << 3 | XSM_PB_FIXED64);
+    for (int i = 0; i < 8; i++)
+        *w++ = (uint8_t)(v >> (8 * i));
+    return w;
+}
+
 static inline void xsm_pb_key(xsm_out *o, uint32_t field, int wt) { xsm_pb_varint(o, ((uint64_t)field << 3) | (uint64_t)wt); }
 
 static inline void xsm_pb_uint(xsm_out *o, uint32_t field, uint64_t v)

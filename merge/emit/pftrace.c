@@ -280,7 +280,7 @@ static void xsm_pf_event_end(xsm_pf *pf, size_t te)
 
 /* Debug annotations: the key must have been passed to xsm_pf_use_key
  * before xsm_pf_event_begin. */
-/* A DebugAnnotation of a name and one varint value: at most 19 bytes, so
+/* A DebugAnnotation of a name and one varint value: at most 21 bytes, so
  * its length is known to take one byte (the bytes xsm_pb_begin/end give). */
 static void xsm_pf_annot_v(xsm_out *p, uint32_t key, uint32_t field, uint64_t v)
 {
@@ -396,10 +396,13 @@ static void xsm_pf_drain(xsm_pf *pf, int64_t t, int inclusive_termini)
             xsm_pf_use_name(pf, pf->recv_name);
         size_t te = xsm_pf_event_begin(pf, p.t);
         if (p.flow) {
-            xsm_pb_uint(&pf->o, PB_TE_TYPE, TE_INSTANT);
-            xsm_pb_uint(&pf->o, PB_TE_TRACK, p.track);
-            xsm_pb_uint(&pf->o, PB_TE_NAME_IID, pf->recv_name + 1u);
-            xsm_pb_fixed64(&pf->o, PB_TE_TFLOW, p.flow);
+            uint8_t *w = xsm_pb_room(&pf->o, 48);
+            if (w) {
+                w = xsm_pb_w_uint(w, PB_TE_TYPE, TE_INSTANT);
+                w = xsm_pb_w_uint(w, PB_TE_TRACK, p.track);
+                w = xsm_pb_w_uint(w, PB_TE_NAME_IID, pf->recv_name + 1u);
+                xsm_pb_commit(&pf->o, xsm_pb_w_fixed64(w, PB_TE_TFLOW, p.flow));
+            }
         } else {
             uint8_t *w = xsm_pb_room(&pf->o, 16);
             if (w) {
@@ -493,10 +496,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         if (m->bytes_sent) xsm_pf_annot_u(p, e->key[XSM_KEY_BYTES_SENT], m->bytes_sent);
         if (m->bytes_recv) xsm_pf_annot_u(p, e->key[XSM_KEY_BYTES_RECV], m->bytes_recv);
         if (comm_k >= 0) {
-            size_t an = xsm_pb_begin(p, PB_TE_ANNOT);
-            xsm_pb_uint(p, PB_DA_NAME_IID, e->key[XSM_KEY_COMM] + 1u);
-            xsm_pb_uint(p, PB_DA_STRING_IID, (uint64_t)comm_k + 1u);
-            xsm_pb_end(p, an);
+            xsm_pf_annot_v(p, e->key[XSM_KEY_COMM], PB_DA_STRING_IID, (uint64_t)comm_k + 1u);
         } else if (m->comm != UINT32_MAX) {
             xsm_pf_annot_u(p, e->key[XSM_KEY_COMM], m->comm); /* communicator never defined: its id */
         }
@@ -505,8 +505,11 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         size_t nf;
         const xsm_flow *f = xsm_emit_flows_at(er->mflows, er->nmflows, ev->row, &pf->mcur, &nf);
         for (size_t k = 0; k < nf; k++) {
-            if (f[k].out)
-                xsm_pb_fixed64(p, PB_TE_FLOW, f[k].id);
+            uint8_t *w;
+            if (f[k].out && (w = xsm_pb_room(p, 16)))
+                xsm_pb_commit(p, xsm_pb_w_fixed64(w, PB_TE_FLOW, f[k].id));
+            else if (f[k].out)
+                continue; /* out of memory: o.failed reports it */
             else if (xsm_pend_push(pf, (xsm_pend){xsm_emit_flow_time(e, r, 0, &f[k]), pf->seq++, track, f[k].id}))
                 return -1;
         }

@@ -2,7 +2,9 @@
  * Events stream from the journal parser in blocks of exactly one HDF5 chunk
  * and are appended to extendible datasets, so memory stays bounded whatever
  * the number of events. Only definitions (strings, threads, comms...) are
- * held until the end. */
+ * held until the end. With more than one CPU the event chunks are encoded
+ * on threads (io/chunk_pool.h) and stored with H5Dwrite_chunk: deflate is
+ * most of the conversion's time and HDF5 runs its filters serially. */
 #include "io/writer.h"
 
 #include <errno.h>
@@ -16,6 +18,7 @@
 
 #include <hdf5.h>
 
+#include "io/chunk_pool.h"
 #include "io/format.h"
 #include "io/h5fd_guard.h"
 #include "io/h5schema.h"
@@ -35,6 +38,9 @@ typedef struct wr_ctx {
     hid_t mtype[XSPROF_H5_COUNT];
     hsize_t nrows[XSPROF_H5_COUNT];
     xsprof_h5fd_state vfd; /* write failures the driver kept from HDF5 */
+    xsprof_chunk_pool *pool; /* NULL: HDF5's filters on this thread */
+    xsprof_chunk_codec codec[XSPROF_IO_T_COUNT];
+    hsize_t queued[XSPROF_IO_T_COUNT]; /* rows handed to the pool */
 } wr_ctx;
 
 static xsprof_status wr_fail(wr_ctx *w, xsprof_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -122,9 +128,84 @@ static xsprof_status wr_append(wr_ctx *w, enum xsprof_h5_ds ds, const void *rows
     return s;
 }
 
+/* Store one chunk the pool encoded, as H5Dwrite would have stored it. */
+static xsprof_status wr_chunk_write(void *user, int table, size_t n, const void *bytes, size_t len)
+{
+    wr_ctx *w = user;
+    if (w->vfd.error)
+        return wr_fail(w, XSPROF_ERR_IO, "cannot write: %s", strerror(w->vfd.error));
+    hsize_t start = w->nrows[table], total = start + n;
+    /* Filter mask 0: every filter of the pipeline was applied. */
+    if (H5Dset_extent(w->ds[table], &total) < 0 ||
+        H5Dwrite_chunk(w->ds[table], H5P_DEFAULT, 0, &start, len, bytes) < 0)
+        return wr_fail(w, XSPROF_ERR_IO, "cannot append %zu rows to %s", n,
+                       xsprof_h5_ds_path((enum xsprof_h5_ds)table));
+    w->nrows[table] = total;
+    return XSPROF_OK;
+}
+
+/* The pool's first failure as one message (a failed write has already
+ * given its own). */
+static xsprof_status wr_pool_fail(wr_ctx *w, xsprof_status s, int table)
+{
+    if (table >= 0)
+        return wr_fail(w, s, "cannot compress rows of %s", xsprof_h5_ds_path((enum xsprof_h5_ds)table));
+    return wr_fail(w, s, "cannot write");
+}
+
 static xsprof_status wr_rows(void *user, enum xsprof_io_table t, const void *rows, size_t n)
 {
-    return wr_append(user, (enum xsprof_h5_ds)t, rows, n);
+    wr_ctx *w = user;
+    if (!w->pool)
+        return wr_append(w, (enum xsprof_h5_ds)t, rows, n);
+    if (!n)
+        return XSPROF_OK;
+    /* Chunks are stored whole: only a table's last block may be short. */
+    if (w->queued[t] % w->codec[t].chunk_rows)
+        return wr_fail(w, XSPROF_ERR_STATE, "rows of %s not in whole chunks",
+                       xsprof_h5_ds_path((enum xsprof_h5_ds)t));
+    int table = -1;
+    xsprof_status s = xsprof_chunk_pool_submit(w->pool, (int)t, &w->codec[t], rows, n, &table);
+    if (s != XSPROF_OK)
+        return wr_pool_fail(w, s, table);
+    w->queued[t] += n;
+    return XSPROF_OK;
+}
+
+/* Encode on threads when there are CPUs for them and every event table
+ * has a type the pool reproduces byte for byte; else stay on HDF5's path. */
+static void wr_pool_start(wr_ctx *w)
+{
+    unsigned n = xsprof_chunk_pool_threads();
+    if (n < 2)
+        return;
+    int ok = 1;
+    for (int t = 0; t < XSPROF_IO_T_COUNT && ok; t++) {
+        hid_t ft = H5Dget_type(w->ds[t]);
+        hsize_t chunk = wr_chunk_rows((enum xsprof_h5_ds)t);
+        ok = ft >= 0 && xsprof_chunk_codec_init(&w->codec[t], w->mtype[t], ft, chunk, WR_DEFLATE) == XSPROF_OK;
+        if (ft >= 0)
+            H5Tclose(ft);
+    }
+    if (ok)
+        w->pool = xsprof_chunk_pool_create(n, wr_chunk_write, w);
+    H5Eclear2(H5E_DEFAULT);
+}
+
+/* Write what the pool still holds (when s is OK), then stop it. */
+static xsprof_status wr_pool_end(wr_ctx *w, xsprof_status s)
+{
+    if (w->pool && s == XSPROF_OK) {
+        int table = -1;
+        xsprof_status f = xsprof_chunk_pool_finish(w->pool, &table);
+        if (f != XSPROF_OK)
+            s = wr_pool_fail(w, f, table);
+    }
+    xsprof_chunk_pool_destroy(w->pool);
+    w->pool = NULL;
+    for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
+        xsprof_chunk_codec_free(&w->codec[t]);
+    return s;
 }
 
 static xsprof_status wr_attr(wr_ctx *w, const char *name, hid_t type, const void *value)
@@ -317,8 +398,11 @@ xsprof_status xsprof_journal_convert(const char *journal_path, const char *h5_pa
     xsprof_status s = wr_create_file(&w, &made, &created);
     if (s == XSPROF_OK)
         s = wr_layout(&w);
-    if (s == XSPROF_OK)
+    if (s == XSPROF_OK) {
+        wr_pool_start(&w);
         s = xsprof_journal_parse(journal_path, &d, &st, wr_rows, &w, err, errlen);
+        s = wr_pool_end(&w, s);
+    }
     if (s == XSPROF_OK) {
         if (end_state && !st.meta_end_state[0])
             snprintf(d.end_state, sizeof d.end_state, "%s", end_state);

@@ -1,0 +1,521 @@
+/* tests/io/test_io_threads.c — the threaded writer (io/chunk_pool.h) stores
+ * what HDF5's own filters store: the same journal converted with
+ * XSPROF_WRITER_THREADS=1 (HDF5's path) and with the default thread count
+ * must give the same datasets, types, filters, attributes, rows and raw
+ * chunk bytes. Also: the encoder alone against HDF5's chunks, the pool's
+ * order and failure handling, and a disk filling up under the threaded
+ * path. usage: test_io_threads DIR */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "io/chunk_pool.h"
+#include "io/format.h"
+#include "io/h5schema.h"
+#include "io/journal_read.h"
+#include "io/reader.h"
+#include "io/writer.h"
+#include "io_check.h"
+#include "journal_fixture.h"
+#include "merge/read/read.h"
+
+static char dir[2048];
+
+static const char *path_in(const char *name)
+{
+    static char buf[4][4096];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+/* Pseudo-random but reproducible values (the chunks then compress like
+ * real ones: partly). */
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void add_args(jfx *j, uint32_t tid, uint16_t depth, uint32_t key, long i)
+{
+    xsprof_rec_arg a;
+    memset(&a, 0, sizeof a);
+    a.h.type = XSPROF_REC_ARG;
+    a.key = key;
+    a.depth = depth;
+    if (i % 3 == 0) {
+        a.kind = XSPROF_ARG_SHAPE;
+        a.ndims = 1 + (uint32_t)(i % 8);
+        for (uint32_t d = 0; d < a.ndims; d++)
+            a.v.dims[d] = (int64_t)(next_rand() % 4096);
+    } else if (i % 3 == 1) {
+        a.kind = XSPROF_ARG_DOUBLE;
+        a.v.d = (double)(next_rand() % 100000) / 7.0;
+    } else {
+        a.kind = XSPROF_ARG_INT;
+        a.v.i = (int64_t)(next_rand() % 1000);
+    }
+    jfx_record(j, tid, &a, sizeof a);
+}
+
+static void add_events(jfx *j, uint32_t tid, long i, int64_t t, const uint32_t *s)
+{
+    if (i % 3 == 0) {
+        xsprof_rec_instant r = {.h.type = XSPROF_REC_INSTANT, .name = s[i % 4], .t = t};
+        jfx_record(j, tid, &r, sizeof r);
+    }
+    if (i % 5 == 0) {
+        xsprof_rec_counter r = {.h.type = XSPROF_REC_COUNTER, .name = s[4], .t = t, .value = (double)(i % 977)};
+        jfx_record(j, tid, &r, sizeof r);
+    }
+    if (i % 17 == 0) {
+        xsprof_rec_mpi r = {.h.type = XSPROF_REC_MPI, .op = s[5], .t_begin = t, .t_end = t + 900, .comm = 0,
+                            .peer = (int32_t)(i % 8), .tag = 7, .root = -1, .bytes_sent = (uint64_t)i * 8,
+                            .request = (uint64_t)i, .seq = (uint64_t)i / 17, .kind = XSPROF_MPI_ISEND,
+                            .flags = 1, .count = 1};
+        jfx_record(j, tid, &r, sizeof r);
+    }
+    if (i % 29 == 0) {
+        xsprof_rec_gpu r = {.h.type = XSPROF_REC_GPU, .name = s[6], .t_begin = t, .t_end = t + 5000,
+                            .kind = XSPROF_GPU_KERNEL, .device = 1, .stream = 3, .correlation = (uint32_t)i,
+                            .bytes = 4096, .context = 1, .grid = {64, 2, 1}, .block = {256, 1, 1},
+                            .shared_mem = 1024, .registers = 32, .thread = tid};
+        jfx_record(j, tid, &r, sizeof r);
+    }
+    if (i % 7 == 0) {
+        xsprof_rec_mem r = {.h.type = XSPROF_REC_MEM, .t = t, .ptr = 0x7f0000000000ull + (uint64_t)i * 64,
+                            .size = next_rand() % 65536, .kind = 1, .device = -1};
+        jfx_record(j, tid, &r, sizeof r);
+    }
+    if (i % 97 == 0) {
+        xsprof_rec_clock r;
+        memset(&r, 0, sizeof r);
+        r.h.type = XSPROF_REC_CLOCK;
+        r.t_local = t;
+        r.offset_ns = (int64_t)(next_rand() % 2000) - 1000;
+        r.rtt_ns = 3000;
+        r.phase = (uint32_t)(i % 3);
+        jfx_record(j, tid, &r, sizeof r);
+    }
+}
+
+/* Every event table spans several chunks and ends in a partial one. */
+static void make_journal(const char *path, long nregions)
+{
+    jfx *j = jfx_create(1u << 20);
+    uint32_t s[8];
+    static const char *names[8] = {"solve", "exchange", "io", "step", "residual", "MPI_Isend", "kernel", "k"};
+    for (int i = 0; i < 8; i++)
+        s[i] = jfx_string(j, names[i]);
+    int64_t t = 1000;
+    for (long i = 0; i < nregions; i++) {
+        uint32_t tid = (uint32_t)(i % 11 == 0);
+        int64_t tb = t;
+        t += 50 + (int64_t)(next_rand() % 3000);
+        if (i % 4 == 0)
+            add_args(j, tid, 0, s[7], i);
+        jfx_region(j, tid, 0, s[i % 4], i % 4 == 0, tb, t);
+        add_events(j, tid, i, t, s);
+    }
+    CHECK(jfx_write(j, path, 0) == 0, "write %s", path);
+    jfx_free(j);
+}
+
+static xsprof_status convert_with(const char *threads, const char *jp, const char *hp, char *err, size_t len)
+{
+    if (threads)
+        setenv("XSPROF_WRITER_THREADS", threads, 1);
+    else
+        unsetenv("XSPROF_WRITER_THREADS");
+    unlink(hp);
+    xsprof_status st = xsprof_journal_convert(jp, hp, "finalized", err, len);
+    unsetenv("XSPROF_WRITER_THREADS");
+    return st;
+}
+
+/* ---- comparing two rank files ------------------------------------------ */
+
+static int same_filters(hid_t a, hid_t b)
+{
+    hid_t pa = H5Dget_create_plist(a), pb = H5Dget_create_plist(b);
+    int n = H5Pget_nfilters(pa), same = n == H5Pget_nfilters(pb) && n >= 0;
+    for (int f = 0; same && f < n; f++) {
+        unsigned fa = 0, fb = 0, ca[8] = {0}, cb[8] = {0};
+        size_t na = 8, nb = 8;
+        H5Z_filter_t ia = H5Pget_filter2(pa, (unsigned)f, &fa, &na, ca, 0, NULL, NULL);
+        H5Z_filter_t ib = H5Pget_filter2(pb, (unsigned)f, &fb, &nb, cb, 0, NULL, NULL);
+        same = ia == ib && fa == fb && na == nb && !memcmp(ca, cb, sizeof ca);
+    }
+    hsize_t da = 0, db = 0;
+    same = same && H5Pget_chunk(pa, 1, &da) == 1 && H5Pget_chunk(pb, 1, &db) == 1 && da == db;
+    H5Pclose(pa);
+    H5Pclose(pb);
+    return same;
+}
+
+/* Raw chunk bytes and filter masks; returns the number of chunks. */
+static size_t same_chunks(const char *name, hid_t a, hid_t b, hsize_t rows, hsize_t chunk)
+{
+    size_t n = (size_t)((rows + chunk - 1) / chunk), bad = 0;
+    for (size_t k = 0; k < n; k++) {
+        hsize_t off = (hsize_t)k * chunk, sa = 0, sb = 0;
+        H5Dget_chunk_storage_size(a, &off, &sa);
+        H5Dget_chunk_storage_size(b, &off, &sb);
+        if (sa != sb || !sa) {
+            bad++;
+            continue;
+        }
+        unsigned char *ba = malloc((size_t)sa), *bb = malloc((size_t)sb);
+        uint32_t ma = 7, mb = 9;
+        if (H5Dread_chunk(a, H5P_DEFAULT, &off, &ma, ba) < 0 || H5Dread_chunk(b, H5P_DEFAULT, &off, &mb, bb) < 0 ||
+            ma != mb || ma != 0 || memcmp(ba, bb, (size_t)sa))
+            bad++;
+        free(ba);
+        free(bb);
+    }
+    CHECK(bad == 0, "%s: %zu of %zu raw chunks differ", name, bad, n);
+    return n;
+}
+
+/* Every row, read through HDF5's filters in the file's own type. */
+static void same_rows(const char *name, hid_t a, hid_t b, hsize_t rows)
+{
+    hid_t t = H5Dget_type(a);
+    size_t bytes = (size_t)rows * H5Tget_size(t);
+    unsigned char *ba = calloc(1, bytes + 1), *bb = calloc(1, bytes + 1);
+    int ok = H5Dread(a, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, ba) >= 0 &&
+             H5Dread(b, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, bb) >= 0 && !memcmp(ba, bb, bytes);
+    CHECK(ok, "%s: rows differ", name);
+    free(ba);
+    free(bb);
+    H5Tclose(t);
+}
+
+static void same_dataset(hid_t fa, hid_t fb, enum xsprof_h5_ds ds, size_t *nchunks)
+{
+    const char *name = xsprof_h5_ds_path(ds);
+    hid_t a = H5Dopen2(fa, name, H5P_DEFAULT), b = H5Dopen2(fb, name, H5P_DEFAULT);
+    CHECK(a >= 0 && b >= 0, "%s: cannot open", name);
+    if (a < 0 || b < 0)
+        return;
+    hid_t ta = H5Dget_type(a), tb = H5Dget_type(b), sa = H5Dget_space(a), sb = H5Dget_space(b);
+    hsize_t da = 0, db = 0, ma = 0, mb = 0;
+    H5Sget_simple_extent_dims(sa, &da, &ma);
+    H5Sget_simple_extent_dims(sb, &db, &mb);
+    CHECK(H5Tequal(ta, tb) > 0, "%s: types differ", name);
+    CHECK(da == db && ma == mb, "%s: %llu vs %llu rows", name, (unsigned long long)da, (unsigned long long)db);
+    CHECK(same_filters(a, b), "%s: filters or chunking differ", name);
+    hid_t pl = H5Dget_create_plist(a);
+    hsize_t chunk = 1;
+    H5Pget_chunk(pl, 1, &chunk);
+    H5Pclose(pl);
+    if (da == db && da) {
+        *nchunks += same_chunks(name, a, b, da, chunk);
+        same_rows(name, a, b, da);
+    }
+    H5Tclose(ta);
+    H5Tclose(tb);
+    H5Sclose(sa);
+    H5Sclose(sb);
+    H5Dclose(a);
+    H5Dclose(b);
+}
+
+static void same_attributes(hid_t fa, hid_t fb)
+{
+    H5O_info_t ia, ib;
+    H5Oget_info2(fa, &ia, H5O_INFO_NUM_ATTRS);
+    H5Oget_info2(fb, &ib, H5O_INFO_NUM_ATTRS);
+    CHECK(ia.num_attrs == ib.num_attrs && ia.num_attrs > 10, "%llu vs %llu attributes",
+          (unsigned long long)ia.num_attrs, (unsigned long long)ib.num_attrs);
+    for (hsize_t i = 0; i < ia.num_attrs && ia.num_attrs == ib.num_attrs; i++) {
+        char name[256];
+        hid_t a = H5Aopen_by_idx(fa, ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT);
+        if (a < 0)
+            a = H5Aopen_by_idx(fa, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT);
+        H5Aget_name(a, sizeof name, name);
+        hid_t b = H5Aopen(fb, name, H5P_DEFAULT), ta = H5Aget_type(a), tb = b >= 0 ? H5Aget_type(b) : -1;
+        unsigned char va[512] = {0}, vb[512] = {0};
+        int ok = b >= 0 && H5Tequal(ta, tb) > 0 && H5Tget_size(ta) <= sizeof va && H5Aread(a, ta, va) >= 0 &&
+                 H5Aread(b, ta, vb) >= 0 && !memcmp(va, vb, sizeof va);
+        CHECK(ok, "attribute %s differs", name);
+        H5Tclose(ta);
+        if (tb >= 0)
+            H5Tclose(tb);
+        if (b >= 0)
+            H5Aclose(b);
+        H5Aclose(a);
+    }
+}
+
+static size_t same_files(const char *pa, const char *pb)
+{
+    H5E_auto2_t fn = NULL;
+    void *data = NULL;
+    H5Eget_auto2(H5E_DEFAULT, &fn, &data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t fa = H5Fopen(pa, H5F_ACC_RDONLY, H5P_DEFAULT), fb = H5Fopen(pb, H5F_ACC_RDONLY, H5P_DEFAULT);
+    size_t nchunks = 0;
+    CHECK(fa >= 0 && fb >= 0, "cannot open %s or %s", pa, pb);
+    if (fa >= 0 && fb >= 0) {
+        same_attributes(fa, fb);
+        for (int ds = 0; ds < XSPROF_H5_COUNT; ds++)
+            same_dataset(fa, fb, (enum xsprof_h5_ds)ds, &nchunks);
+    }
+    if (fa >= 0)
+        H5Fclose(fa);
+    if (fb >= 0)
+        H5Fclose(fb);
+    H5Eset_auto2(H5E_DEFAULT, fn, data);
+    return nchunks;
+}
+
+/* ---- the encoder against HDF5's own chunks ----------------------------- */
+
+/* Re-encode every chunk of every event table of an HDF5-written file from
+ * its rows and compare with the stored bytes. */
+static void check_encoder(const char *path, const xsprof_rank_data *d)
+{
+    const void *tables[XSPROF_IO_T_COUNT] = {d->regions, d->args, d->instants, d->counters,
+                                             d->mpi, d->gpu, d->mem, d->clock};
+    const size_t rows[XSPROF_IO_T_COUNT] = {d->nregions, d->nargs, d->ninstants, d->ncounters,
+                                            d->nmpi, d->ngpu, d->nmem, d->nclock};
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    for (int t = 0; t < XSPROF_IO_T_COUNT && f >= 0; t++) {
+        hid_t ds = H5Dopen2(f, xsprof_h5_ds_path((enum xsprof_h5_ds)t), H5P_DEFAULT);
+        hid_t ft = H5Dget_type(ds), mt = xsprof_h5_ds_mem_type((enum xsprof_h5_ds)t);
+        xsprof_chunk_codec c;
+        xsprof_status st = xsprof_chunk_codec_init(&c, mt, ft, xsprof_io_table_block_rows((enum xsprof_io_table)t), 4);
+        CHECK(st == XSPROF_OK, "%s: no codec (%d)", xsprof_h5_ds_path((enum xsprof_h5_ds)t), st);
+        size_t bad = 0, n = 0;
+        xsprof_chunk_work w = {0};
+        unsigned char *out = malloc(xsprof_chunk_encoded_max(&c));
+        for (size_t first = 0; st == XSPROF_OK && first < rows[t]; first += c.chunk_rows, n++) {
+            size_t k = rows[t] - first < c.chunk_rows ? rows[t] - first : c.chunk_rows;
+            size_t len = xsprof_chunk_encode(&c, (const char *)tables[t] + first * c.row_size, k, &w, out);
+            hsize_t off = first, size = 0;
+            uint32_t mask = 1;
+            H5Dget_chunk_storage_size(ds, &off, &size);
+            unsigned char *raw = malloc((size_t)size + 1);
+            bad += H5Dread_chunk(ds, H5P_DEFAULT, &off, &mask, raw) < 0 || mask || len != size || memcmp(raw, out, len);
+            free(raw);
+        }
+        CHECK(bad == 0 && n > 1, "%s: %zu of %zu chunks encoded differently", xsprof_h5_ds_path((enum xsprof_h5_ds)t),
+              bad, n);
+        xsprof_chunk_work_free(&w);
+        free(out);
+        xsprof_chunk_codec_free(&c);
+        H5Tclose(ft);
+        H5Tclose(mt);
+        H5Dclose(ds);
+    }
+    if (f >= 0)
+        H5Fclose(f);
+}
+
+/* ---- the pool alone ------------------------------------------------------ */
+
+typedef struct sink {
+    int calls, fail_at;
+    uint64_t sum; /* order-sensitive digest of what was written */
+} sink;
+
+static xsprof_status sink_write(void *user, int table, size_t nrows, const void *bytes, size_t len)
+{
+    sink *s = user;
+    if (++s->calls == s->fail_at)
+        return XSPROF_ERR_IO;
+    const unsigned char *p = bytes;
+    s->sum = s->sum * 1000003u + (uint64_t)table * 31u + nrows;
+    for (size_t i = 0; i < len; i++)
+        s->sum = s->sum * 131u + p[i];
+    return XSPROF_OK;
+}
+
+static void fill_rows(xsprof_io_region *rows, int k)
+{
+    for (int i = 0; i < 512; i++) {
+        int64_t v = (int64_t)k * 512 + i;
+        rows[i] = (xsprof_io_region){.t_begin = v, .t_end = v * 37 % 100003, .name = (uint32_t)(v % 5), .args = -1};
+    }
+}
+
+/* Submission order is write order, whatever thread encoded what; a failed
+ * write stops the pool with that status. */
+static void check_pool(void)
+{
+    hid_t mt = xsprof_h5_ds_mem_type(XSPROF_H5_REGIONS), ft = H5Tcopy(mt);
+    H5Tpack(ft);
+    xsprof_chunk_codec c;
+    CHECK(xsprof_chunk_codec_init(&c, mt, ft, 512, 4) == XSPROF_OK, "codec");
+    enum { NCHUNKS = 40 };
+    xsprof_io_region *rows = calloc(512, sizeof *rows);
+    xsprof_chunk_work w = {0};
+    unsigned char *out = malloc(xsprof_chunk_encoded_max(&c));
+    sink want = {0};
+    for (int k = 0; k < NCHUNKS; k++) {
+        fill_rows(rows, k);
+        size_t n = k == NCHUNKS - 1 ? 77 : 512, len = xsprof_chunk_encode(&c, rows, n, &w, out);
+        sink_write(&want, k % 3, n, out, len);
+    }
+    for (int fail_at = 0; fail_at <= 3; fail_at += 3) {
+        sink got = {.fail_at = fail_at};
+        xsprof_chunk_pool *p = xsprof_chunk_pool_create(4, sink_write, &got);
+        CHECK(p != NULL, "pool");
+        xsprof_status st = XSPROF_OK;
+        int table = 5;
+        for (int k = 0; k < NCHUNKS && p && st == XSPROF_OK; k++) {
+            fill_rows(rows, k);
+            st = xsprof_chunk_pool_submit(p, k % 3, &c, rows, k == NCHUNKS - 1 ? 77 : 512, &table);
+        }
+        if (p && st == XSPROF_OK)
+            st = xsprof_chunk_pool_finish(p, &table);
+        if (fail_at)
+            CHECK(st == XSPROF_ERR_IO && table == -1 && got.calls == fail_at, "failing write: %d %d %d", st, table,
+                  got.calls);
+        else
+            CHECK(st == XSPROF_OK && got.calls == NCHUNKS && got.sum == want.sum, "pool: %d, %d writes, same %d", st,
+                  got.calls, got.sum == want.sum);
+        xsprof_chunk_pool_destroy(p);
+    }
+    free(rows);
+    xsprof_chunk_work_free(&w);
+    free(out);
+    xsprof_chunk_codec_free(&c);
+    H5Tclose(mt);
+    H5Tclose(ft);
+}
+
+/* ---- merge's raw-chunk reader ------------------------------------------- */
+
+/* merge/read/chunks.c decodes the stored chunks itself (checksum, raw
+ * inflate, unshuffle) for tables whose file type is their memory type: it
+ * must decode the threaded file's chunks, and get H5Dread's rows. */
+static void check_merge_reader(const char *path, const xsprof_rank_data *d)
+{
+    static const enum xsprof_h5_ds tables[] = {XSPROF_H5_REGIONS, XSPROF_H5_ARGS, XSPROF_H5_INSTANTS,
+                                               XSPROF_H5_COUNTERS, XSPROF_H5_MPI, XSPROF_H5_MEM};
+    const void *want[] = {d->regions, d->args, d->instants, d->counters, d->mpi, d->mem};
+    const size_t rows[] = {d->nregions, d->nargs, d->ninstants, d->ncounters, d->nmpi, d->nmem};
+    xsm_chunks_set_threads(2);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    for (size_t k = 0; k < sizeof tables / sizeof *tables && f >= 0; k++) {
+        hid_t ds = H5Dopen2(f, xsprof_h5_ds_path(tables[k]), H5P_DEFAULT), mt = xsprof_h5_ds_mem_type(tables[k]);
+        size_t row = xsprof_h5_ds_row_size(tables[k]);
+        unsigned char *buf = calloc(rows[k] + 1, row);
+        int rc = xsm_chunks_read(ds, mt, row, rows[k], buf);
+        CHECK(rc == 0 && !memcmp(buf, want[k], rows[k] * row), "%s: merge's chunk reader: rc %d",
+              xsprof_h5_ds_path(tables[k]), rc);
+        free(buf);
+        H5Tclose(mt);
+        H5Dclose(ds);
+    }
+    if (f >= 0)
+        H5Fclose(f);
+}
+
+/* ---- a disk filling up under the threaded path -------------------------- */
+
+static int count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* The limit moves the failure through the chunks (written while threads
+ * still encode), the metadata and the final flush: every time one error
+ * line naming the file, no file under its name or the temporary one, and
+ * no thread left behind. */
+static void check_disk_full(const char *jp, off_t full_size)
+{
+    const char *hp = path_in("full.h5");
+    char partial[4200];
+    snprintf(partial, sizeof partial, "%s.partial", hp);
+    static const double fractions[] = {0.001, 0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 0.999};
+    for (size_t k = 0; k < sizeof fractions / sizeof *fractions; k++) {
+        long limit = (long)((double)full_size * fractions[k]);
+        unlink(hp);
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            struct rlimit saved, rl;
+            getrlimit(RLIMIT_FSIZE, &saved);
+            rl = saved;
+            rl.rlim_cur = (rlim_t)limit;
+            signal(SIGXFSZ, SIG_IGN);
+            setrlimit(RLIMIT_FSIZE, &rl);
+            char err[1024];
+            xsprof_status st = xsprof_journal_convert(jp, hp, "finalized", err, sizeof err);
+            int ok = st == XSPROF_ERR_IO && strstr(err, hp) && !strchr(err, '\n') && strstr(err, "too large") &&
+                     access(hp, F_OK) != 0 && access(partial, F_OK) != 0 && count_threads() == 1;
+            if (!ok)
+                fprintf(stderr, "limit %ld: status %d, message %s, file left %d/%d, %d threads\n", limit, st, err,
+                        access(hp, F_OK) == 0, access(partial, F_OK) == 0, count_threads());
+            setrlimit(RLIMIT_FSIZE, &saved);
+            exit(ok ? 0 : 3);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "file size limit %ld: child status %d", limit, status);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s DIR\n", argv[0]);
+        return 2;
+    }
+    snprintf(dir, sizeof dir, "%s", argv[1]);
+    mkdir(dir, 0777);
+    const char *jp = path_in("threads.xsj"), *serial = path_in("serial.h5"), *threaded = path_in("threaded.h5");
+    unlink(jp);
+    make_journal(jp, 150000);
+    unsigned cpus = xsprof_chunk_pool_threads();
+    if (cpus < 2)
+        printf("test_io_threads: 1 CPU: the default conversion is HDF5's path too\n");
+
+    char err[1024];
+    xsprof_status st = convert_with("1", jp, serial, err, sizeof err);
+    CHECK(st == XSPROF_OK, "serial: %s", err);
+    st = convert_with(NULL, jp, threaded, err, sizeof err);
+    CHECK(st == XSPROF_OK, "threaded: %s", err);
+    size_t nchunks = same_files(serial, threaded);
+    CHECK(nchunks > 40, "only %zu chunks compared", nchunks);
+    printf("test_io_threads: %u threads, %zu chunks compared\n", cpus, nchunks);
+
+    xsprof_rank_data a, b;
+    CHECK(xsprof_rankfile_load(serial, &a, err, sizeof err) == XSPROF_OK, "load serial: %s", err);
+    CHECK(xsprof_rankfile_load(threaded, &b, err, sizeof err) == XSPROF_OK, "load threaded: %s", err);
+    CHECK(a.nregions == 150000 && b.nregions == a.nregions && b.nargs == a.nargs && b.nclock == a.nclock &&
+              b.ngpu == a.ngpu,
+          "row counts");
+    check_encoder(serial, &a);
+    check_merge_reader(threaded, &a);
+    xsprof_rank_data_free(&a);
+    xsprof_rank_data_free(&b);
+
+    check_pool();
+    struct stat sb;
+    if (stat(threaded, &sb) == 0)
+        check_disk_full(jp, sb.st_size);
+    return io_check_result("test_io_threads");
+}

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#define CK_MAX_THREADS 16u
+#define CK_MAX_THREADS 8u
 #define CK_SLOTS_PER_THREAD 2u
 
 /* ---- codec --------------------------------------------------------------- */

@@ -52,7 +52,8 @@ typedef struct xsprof_chunk_pool xsprof_chunk_pool;
 
 /* Threads the writer uses: the CPUs this process may run on
  * (sched_getaffinity), at most XSPROF_WRITER_THREADS when that is set, and
- * never more than 16. 1 means HDF5's own filters on the calling thread. */
+ * never more than 8 (the converting thread parses alone, which bounds the
+ * gain). 1 means HDF5's own filters on the calling thread. */
 XSPROF_HIDDEN unsigned xsprof_chunk_pool_threads(void);
 
 /* A pool of `nthreads` encoding threads counting the caller, which encodes

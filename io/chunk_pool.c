@@ -7,6 +7,7 @@
  * FAILED: the submitter; RUNNING: the claimer), so only the state and the
  * counters need the lock. */
 #include "io/chunk_pool.h"
+#include "io/h5checksum.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -182,7 +183,7 @@ static void ck_pack(const xsprof_chunk_codec *c, const unsigned char *rows, size
 }
 
 /* HDF5's fletcher32 (H5_checksum_fletcher32): 16-bit big-endian words. */
-static uint32_t ck_fletcher32(const unsigned char *p, size_t len)
+uint32_t xsprof_h5_fletcher32(const unsigned char *p, size_t len)
 {
     size_t n = len / 2;
     uint32_t s1 = 0, s2 = 0;
@@ -291,7 +292,7 @@ size_t xsprof_chunk_encode(const xsprof_chunk_codec *c, const void *rows, size_t
     size_t len = ck_deflate(w->planes, bytes, out, xsprof_chunk_encoded_max(c) - 4, c->level, w);
     if (!len)
         return 0;
-    uint32_t sum = ck_fletcher32(out, len);
+    uint32_t sum = xsprof_h5_fletcher32(out, len);
     for (int b = 0; b < 4; b++) /* stored little-endian */
         out[len + (size_t)b] = (unsigned char)(sum >> (8 * b));
     return (size_t)len + 4;

@@ -10,6 +10,7 @@
  * nowhere); anything else, and any chunk that does not decode, is left to
  * H5Dread, which then gives the same bytes or the same error as before. */
 #include "merge/read/read.h"
+#include "io/h5checksum.h"
 
 #include <hdf5.h>
 #include <pthread.h>
@@ -42,33 +43,6 @@ static int xsm_ck_threads = 1;
 
 void xsm_chunks_set_threads(int n) { xsm_ck_threads = n < 1 ? 1 : n > XSM_CK_MAX_THREADS ? XSM_CK_MAX_THREADS : n; }
 
-/* HDF5's fletcher32 (H5_checksum_fletcher32): 16-bit big-endian words. */
-static uint32_t xsm_ck_fletcher32(const unsigned char *p, size_t len)
-{
-    size_t n = len / 2;
-    uint32_t s1 = 0, s2 = 0;
-    while (n) {
-        size_t t = n > 360 ? 360 : n;
-        n -= t;
-        do {
-            s1 += (uint32_t)p[0] << 8 | p[1];
-            p += 2;
-            s2 += s1;
-        } while (--t);
-        s1 = (s1 & 0xffff) + (s1 >> 16);
-        s2 = (s2 & 0xffff) + (s2 >> 16);
-    }
-    if (len % 2) {
-        s1 += (uint32_t)*p << 8;
-        s2 += s1;
-        s1 = (s1 & 0xffff) + (s1 >> 16);
-        s2 = (s2 & 0xffff) + (s2 >> 16);
-    }
-    s1 = (s1 & 0xffff) + (s1 >> 16);
-    s2 = (s2 & 0xffff) + (s2 >> 16);
-    return s2 << 16 | s1;
-}
-
 /* The stored sum is little-endian; HDF5 also accepts it byte-reversed
  * (files of HDF5 <= 1.6.2). Returns the payload length, or 0 if bad. */
 static size_t xsm_ck_fletcher_check(const unsigned char *p, size_t len)
@@ -76,7 +50,7 @@ static size_t xsm_ck_fletcher_check(const unsigned char *p, size_t len)
     if (len < 4)
         return 0;
     size_t n = len - 4;
-    uint32_t want = xsm_ck_fletcher32(p, n);
+    uint32_t want = xsprof_h5_fletcher32(p, n);
     uint32_t got = (uint32_t)p[n] | (uint32_t)p[n + 1] << 8 | (uint32_t)p[n + 2] << 16 | (uint32_t)p[n + 3] << 24;
     uint32_t rev = (want & 0xff) << 24 | (want & 0xff00) << 8 | (want >> 8 & 0xff00) | want >> 24;
     return got == want || got == rev ? n : 0;

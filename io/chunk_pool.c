@@ -7,7 +7,7 @@
  * FAILED: the submitter; RUNNING: the claimer), so only the state and the
  * counters need the lock. */
 #include "io/chunk_pool.h"
-#include "io/h5checksum.h"
+#include "io/h5filter.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -118,26 +118,6 @@ size_t xsprof_chunk_encoded_max(const xsprof_chunk_codec *c)
 
 /* ---- encoding ------------------------------------------------------------ */
 
-/* 8x8 byte transpose: byte j of word r goes to byte r of word j. */
-static inline void ck_transpose8(uint64_t x[8])
-{
-    static const uint64_t m1 = 0x00ff00ff00ff00ffull, m2 = 0x0000ffff0000ffffull, m4 = 0x00000000ffffffffull;
-    for (int r = 0; r < 8; r += 2) {
-        uint64_t t = ((x[r] >> 8) ^ x[r + 1]) & m1;
-        x[r + 1] ^= t;
-        x[r] ^= t << 8;
-    }
-    for (int r = 0; r < 8; r += (r & 1) ? 3 : 1) {
-        uint64_t t = ((x[r] >> 16) ^ x[r + 2]) & m2;
-        x[r + 2] ^= t;
-        x[r] ^= t << 16;
-    }
-    for (int r = 0; r < 4; r++) {
-        uint64_t t = ((x[r] >> 32) ^ x[r + 4]) & m4;
-        x[r + 4] ^= t;
-        x[r] ^= t << 32;
-    }
-}
 
 /* Shuffle one piece of rows [0, n) into its byte planes (HDF5's shuffle:
  * byte b of row i at b * nplane + i); rows [n, nplane) are zero, as in the
@@ -160,7 +140,7 @@ static void ck_shuffle_piece(const xsprof_chunk_codec *c, const xsprof_chunk_pie
         else
             for (int r = 0; r < 8; r++)
                 memcpy(&x[r], src + (size_t)r * R, pc->size);
-        ck_transpose8(x);
+        xsprof_h5_transpose8(x);
         for (uint32_t j = 0; j < pc->size; j++)
             memcpy(dst + (size_t)j * N + i, &x[j], 8);
     }

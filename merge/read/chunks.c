@@ -10,7 +10,7 @@
  * nowhere); anything else, and any chunk that does not decode, is left to
  * H5Dread, which then gives the same bytes or the same error as before. */
 #include "merge/read/read.h"
-#include "io/h5checksum.h"
+#include "io/h5filter.h"
 
 #include <hdf5.h>
 #include <pthread.h>
@@ -77,26 +77,6 @@ static int xsm_ck_inflate(z_stream *z, int raw, const unsigned char *in, size_t 
     return rc == Z_STREAM_END && z->avail_out == 0 ? 0 : -1;
 }
 
-/* 8x8 byte transpose in three swap stages (1-, 2-, 4-byte blocks). */
-static inline void xsm_ck_transpose8(uint64_t x[8])
-{
-    static const uint64_t m1 = 0x00ff00ff00ff00ffull, m2 = 0x0000ffff0000ffffull, m4 = 0x00000000ffffffffull;
-    for (int r = 0; r < 8; r += 2) {
-        uint64_t t = ((x[r] >> 8) ^ x[r + 1]) & m1;
-        x[r + 1] ^= t;
-        x[r] ^= t << 8;
-    }
-    for (int r = 0; r < 8; r += (r & 1) ? 3 : 1) {
-        uint64_t t = ((x[r] >> 16) ^ x[r + 2]) & m2;
-        x[r + 2] ^= t;
-        x[r] ^= t << 16;
-    }
-    for (int r = 0; r < 4; r++) {
-        uint64_t t = ((x[r] >> 32) ^ x[r + 4]) & m4;
-        x[r + 4] ^= t;
-        x[r] ^= t << 32;
-    }
-}
 
 /* Undo HDF5's shuffle of `nelem` elements of `size` bytes (byte j of
  * element i sits at j * nelem + i), writing only elements < keep. */
@@ -109,7 +89,7 @@ static void xsm_ck_unshuffle(unsigned char *out, const unsigned char *in, size_t
                 uint64_t x[8];
                 for (int r = 0; r < 8; r++)
                     memcpy(&x[r], in + (j + (size_t)r) * nelem + i, 8);
-                xsm_ck_transpose8(x);
+                xsprof_h5_transpose8(x);
                 for (int e = 0; e < 8; e++)
                     memcpy(out + (i + (size_t)e) * size + j, &x[e], 8);
             }

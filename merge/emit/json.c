@@ -186,6 +186,14 @@ static void xsm_j_flows(xsm_json *j, const xsm_flow *f, size_t n, int32_t pid, i
             ts = e - 1;
         if (ts < b)
             ts = b;
+        /* ... but a message is never shown received before it was sent: the
+         * logical clock may end the receive at the very ns the send began */
+        if (!gpu && !f[k].out) {
+            const xsm_message *m = &j->e->run->msgs[f[k].id - 1];
+            int64_t sent = j->e->run->ranks[m->src].d.mpi[m->send_row].t_begin;
+            if (ts < sent)
+                ts = sent;
+        }
         xsm_j_head(j, f[k].out ? "s" : "f", cat, pid, tid, ts);
         xsm_out_puts(&j->o, ",\"cat\":");
         xsm_out_json_str(&j->o, cat);

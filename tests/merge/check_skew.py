@@ -53,4 +53,21 @@ with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
 rep = json.load(open(os.path.join(out, "report.json")))
 check(rep.get("clock", {}).get("violations_after") == 0 and rep["clock"].get("violations_before") == before,
       "report.json clock section agrees")
+# Without a minimum latency the logical clock ends a corrected receive at
+# the very ns its send began; trace.json must still never show a message
+# received before it was sent (a flow end is drawn inside its slice, one ns
+# before the slice's end, which once put it before the send).
+out0 = os.path.join(base, "out-latency0")
+rc, so, se = xsmerge(run, "-o", out0, "-q")
+check(rc == 0, "skew run merges without --min-latency (%s)" % se)
+doc = json.load(open(os.path.join(out0, "trace.json")))
+ev = doc["traceEvents"] if isinstance(doc, dict) else doc
+starts = {e["id"]: e["ts"] for e in ev if e.get("ph") == "s" and e.get("cat") == "message"}
+ends = {e["id"]: e["ts"] for e in ev if e.get("ph") == "f" and e.get("cat") == "message"}
+check(starts and set(starts) == set(ends), "every message flow has both ends")
+with h5py.File(os.path.join(out0, "merged.h5"), "r") as h:
+    touching = sum(1 for m in h["messages"][:] if int(m["recv_end"]) == int(m["send_begin"]))
+check(touching > 0, "some receive ends exactly when its send began (got %d)" % touching)
+late = [i for i in starts if ends[i] < starts[i]]
+check(not late, "trace.json: messages received before sent: %s" % late[:5])
 finish("merge_clock_skew")

@@ -17,6 +17,16 @@ static int io_check_failures;
         }                                                                         \
     } while (0)
 
+/* DIR/NAME in one of 8 rotating buffers (a call may hold a few at once). */
+static inline const char *io_check_path(const char *dir, const char *name)
+{
+    static char p[8][4096];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    return p[k];
+}
+
 static inline int io_check_result(const char *name)
 {
     if (io_check_failures)

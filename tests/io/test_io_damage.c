@@ -24,14 +24,7 @@
 static char dir[2048];
 static char errbuf[1024];
 
-static const char *path_in(const char *name)
-{
-    static char p[8][4096];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
-    return p[k];
-}
+static const char *path_in(const char *name) { return io_check_path(dir, name); }
 
 /* A journal with `nreg` depth-0 regions (each with one int arg) on thread 0
  * and nreg on thread 1, in chunks of 512 bytes. */

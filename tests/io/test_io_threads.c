@@ -29,14 +29,7 @@
 
 static char dir[2048];
 
-static const char *path_in(const char *name)
-{
-    static char buf[4][4096];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
+static const char *path_in(const char *name) { return io_check_path(dir, name); }
 
 /* Pseudo-random but reproducible values (the chunks then compress like
  * real ones: partly). */

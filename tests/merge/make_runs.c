@@ -11,7 +11,13 @@
  *   gpu     1 rank: region args, counters, instants, memory, a CUDA launch
  *           and its kernel (correlation 42), a memcpy
  *   empty   2 ranks that recorded definitions but no event
- *   big     NRANKS EVENTS_PER_RANK: ring exchange + regions, for benchmarks */
+ *   big     NRANKS EVENTS_PER_RANK: ring exchange + regions, for benchmarks
+ *   deep    2 ranks, 2 threads: 4500 nested regions closed innermost first
+ *           (the outer ones begin before thousands of rows stored ahead
+ *           of them: further out of order than the streaming merge's
+ *           default window), 2000 leaves, messages, instants, counters
+ *   icoll   2 ranks: a nonblocking collective (Iallreduce post, Wait and
+ *           its COMPLETION) around a message exchange */
 #include "fixture.h"
 
 #include <stdio.h>
@@ -238,10 +244,99 @@ static int big(const char *dir, int nranks, long events)
     return 0;
 }
 
+/* Nested regions as a profiler stores them: in completion order, so a
+ * region's row follows every row of the regions nested in it. */
+static int deep(const char *dir)
+{
+    static const int32_t world[] = {0, 1};
+    enum { DEPTH = 4500, LEAVES = 2000 };
+    int bad = 0;
+    for (int r = 0; r < 2; r++) {
+        xsf *f = xsf_create(dir, r, 2, JOB, START, "node0");
+        if (!f)
+            return 1;
+        xsf_thread(f, 0, "main");
+        xsf_thread(f, 1, "worker");
+        xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
+        xsf_clock(f, XSPROF_CLOCK_INIT, 0, r * 300, 200);
+        int64_t in0 = 1000 + (int64_t)DEPTH * 10; /* the innermost nest region's begin */
+        int64_t t = in0 + 100;
+        for (int i = 0; i < LEAVES; i++) {
+            if (i % 100 == 50) {
+                xsprof_rec_mpi m = M();
+                int peer = 1 - r;
+                m.peer = peer; m.tag = 4; m.seq = (uint64_t)(i / 100 + 1);
+                if (r == 0) {
+                    m.kind = XSPROF_MPI_SEND; m.bytes_sent = 512; m.t_begin = t + 10; m.t_end = t + 60;
+                    xsf_mpi(f, 0, "MPI_Send", m);
+                } else {
+                    m.kind = XSPROF_MPI_RECV; m.bytes_recv = 512; m.t_begin = t; m.t_end = t + 400;
+                    xsf_mpi(f, 0, "MPI_Recv", m);
+                }
+            }
+            xsf_region(f, 0, i % 3 ? "leaf" : "kernel", DEPTH, t, t + 500);
+            if (i % 7 == 0)
+                xsf_instant(f, 0, "tick", t + 250);
+            if (i % 5 == 0)
+                xsf_counter(f, 1, "queue", t + 100, (double)(i % 17));
+            if (i % 4 == 0)
+                xsf_region(f, 1, "poll", 1, t + 100, t + 300);
+            t += 600;
+        }
+        for (int d = DEPTH - 1; d >= 0; d--) {
+            if (d == DEPTH / 2)
+                xsf_region_arg_int(f, 0, "level", (uint16_t)d, d);
+            xsf_region(f, 0, d ? "nest" : "main", (uint16_t)d, 1000 + (int64_t)d * 10, t + 1000 - (int64_t)d * 10);
+        }
+        xsf_region(f, 1, "worker", 0, 900, t + 2000);
+        bad |= xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1) != 0;
+    }
+    return bad;
+}
+
+static int icoll(const char *dir)
+{
+    static const int32_t world[] = {0, 1};
+    int bad = 0;
+    for (int r = 0; r < 2; r++) {
+        xsf *f = xsf_create(dir, r, 2, JOB, START, "node0");
+        if (!f)
+            return 1;
+        xsf_thread(f, 0, "main");
+        xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
+        xsf_clock(f, XSPROF_CLOCK_INIT, 0, 0, 200);
+        int64_t o = r * 150;
+        xsprof_rec_mpi m = M();
+        m.kind = XSPROF_MPI_ICOLL; m.coll = XSPROF_COLL_NXN; m.coll_seq = 1; m.request = 5;
+        m.bytes_sent = m.bytes_recv = 8; m.t_begin = 1000 + o; m.t_end = 1100 + o;
+        xsf_mpi(f, 0, "MPI_Iallreduce", m);
+        m = M();
+        m.peer = 1 - r; m.tag = 2; m.seq = 1;
+        if (r == 0) {
+            m.kind = XSPROF_MPI_SEND; m.bytes_sent = 64; m.t_begin = 1500; m.t_end = 1600;
+            xsf_mpi(f, 0, "MPI_Send", m);
+        } else {
+            m.kind = XSPROF_MPI_RECV; m.bytes_recv = 64; m.t_begin = 1400; m.t_end = 1900;
+            xsf_mpi(f, 0, "MPI_Recv", m);
+        }
+        m = M();
+        m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX; m.t_begin = 3000 + o; m.t_end = 3500 + o;
+        xsf_mpi(f, 0, "MPI_Wait", m);
+        m = M();
+        m.kind = XSPROF_MPI_COMPLETION; m.request = 5; m.coll = XSPROF_COLL_NXN; m.coll_seq = 1;
+        m.t_begin = m.t_end = 3400 + o;
+        xsf_mpi(f, 0, "MPI_Wait", m);
+        xsf_region(f, 0, "compute", 1, 1200 + o, 2900 + o);
+        xsf_region(f, 0, "main", 0, 900, 4000 + o);
+        bad |= xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1) != 0;
+    }
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|big DIR [NRANKS EVENTS]\n");
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|deep|icoll|big DIR [NRANKS EVENTS]\n");
         return 2;
     }
     const char *kind = argv[1], *dir = argv[2];
@@ -252,6 +347,8 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "skew")) return skew(dir);
     if (!strcmp(kind, "gpu")) return gpu(dir);
     if (!strcmp(kind, "empty")) return empty(dir);
+    if (!strcmp(kind, "deep")) return deep(dir);
+    if (!strcmp(kind, "icoll")) return icoll(dir);
     if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));
     fprintf(stderr, "merge_make_runs: unknown kind %s\n", kind);
     return 2;

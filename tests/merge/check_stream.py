@@ -1,0 +1,273 @@
+"""Streaming merge: `xsmerge RUN -o OUT --stream` reads the rank files chunk
+by chunk and must write exactly the trace.pftrace of the in-memory merge
+`xsmerge RUN -o OUT --outputs pftrace` with the same options, on every kind
+of run merge_make_runs makes, with the default reorder window and with
+tiny ones (XSPROF_MERGE_STREAM_WINDOW=1 and 3: rows that arrive too late
+are kept aside as outliers). Also checked: same exit code, same stderr
+except the one "merging in memory" note that says streaming handed over
+to the in-memory merge; that note never appears for runs that stream
+(ring, golden, GPU, empty) and always where streaming cannot give the same
+bytes (clock violations after interpolation, a nonblocking collective,
+--from/--to, under mpirun); --stream with another product is a usage
+error (exit 2, one line); bad inputs (truncated file, random bytes, a file
+of another run, a damaged chunk of the MPI table) give the same one error
+line, exit 1 and no output; XSPROF_MERGE_STREAM=1 acts like --stream when
+only trace.pftrace is asked for. Exits 77 (skipped) when `xsmerge --help`
+does not mention --stream."""
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+from mergetest import XSMERGE, check, finish, make_run, tmpdir, xsmerge
+
+NOTE = "merging in memory"
+WINDOWS = (None, "1", "3")  # None: the default window (4096 rows)
+
+rc, so, se = xsmerge("--help")
+if "--stream" not in so + se:
+    print("merge_stream: SKIP: %s --help does not mention --stream (streaming merge not built)" % XSMERGE)
+    sys.exit(77)
+
+maker = sys.argv[1]
+base = tmpdir()
+R = {}
+for kind in ("golden", "journal", "foreign", "skew", "gpu", "empty", "deep", "icoll"):
+    R[kind] = make_run(maker, kind, os.path.join(base, kind))
+R["ring"] = make_run(maker, "big", os.path.join(base, "ring"), 4, 3000)
+R["ring1"] = make_run(maker, "big", os.path.join(base, "ring1"), 1, 3000)
+R["bigring"] = make_run(maker, "big", os.path.join(base, "bigring"), 6, 60000)
+
+
+def derived(name, src, edit):
+    d = os.path.join(base, name)
+    shutil.copytree(src, d)
+    edit(d)
+    R[name] = d
+    return d
+
+
+def truncate(d):
+    p = os.path.join(d, "rank-00001.h5")
+    with open(p, "r+b") as f:
+        f.truncate(os.path.getsize(p) // 2)
+
+
+def random_bytes(d):
+    with open(os.path.join(d, "rank-00001.h5"), "wb") as f:
+        f.write(np.random.default_rng(7).bytes(20000))
+
+
+def missing(d):
+    os.remove(os.path.join(d, "rank-00001.h5"))
+
+
+def smashed(d):  # as check_readers.py: bytes overwritten past the superblock
+    with open(os.path.join(d, "rank-00002.h5"), "r+b") as f:
+        f.seek(4096)
+        f.write(b"\xff" * 8192)
+
+
+def damaged_mpi_chunk(d):
+    """Flip bytes inside one stored chunk of rank 1's MPI table (not the
+    first one, so a streaming reader has already written rows when it meets
+    it): its fletcher32 no longer matches, which the in-memory reader
+    rejects too."""
+    p = os.path.join(d, "rank-00001.h5")
+    with h5py.File(p, "r") as h:
+        ds = h["events/mpi"]
+        n = ds.id.get_num_chunks()
+        assert n >= 3, "the damaged-chunk run needs several MPI chunks (%d)" % n
+        info = ds.id.get_chunk_info(n * 2 // 3)
+    with open(p, "r+b") as f:
+        f.seek(info.byte_offset + info.size // 2)
+        b = bytearray(f.read(16))
+        f.seek(info.byte_offset + info.size // 2)
+        f.write(bytes(x ^ 0x5A for x in b))
+
+
+derived("trunc", R["golden"], truncate)
+derived("random", R["golden"], random_bytes)
+derived("missing", R["golden"], missing)
+derived("smashed", R["ring"], smashed)
+R["chunkrun"] = make_run(maker, "big", os.path.join(base, "chunkrun"), 2, 30000)
+derived("chunk", R["chunkrun"], damaged_mpi_chunk)
+
+# (run, options, expectation): "stream" = must stream with every window,
+# "stream-default" = must stream with the default window, "memory" = must
+# say it merges in memory, None = either, only the same result counts
+CASES = [
+    ("golden", (), "stream"), ("golden", ("--ranks", "0,2"), "stream"), ("golden", ("--ranks", "1"), "stream"),
+    ("golden", ("--partial",), "stream"), ("golden", ("--from", "2.5us", "--to", "6us"), "memory"),
+    ("golden", ("--min-latency", "100ns"), None),
+    ("journal", (), None), ("journal", ("--ranks", "0,1"), None),
+    ("foreign", (), None), ("foreign", ("--partial",), None),
+    ("skew", (), "memory"), ("skew", ("--min-latency", "100ns"), "memory"), ("skew", ("--ranks", "1"), None),
+    ("gpu", (), "stream-default"), ("empty", (), "stream-default"),
+    ("deep", (), None), ("deep", ("--ranks", "1"), None),
+    ("icoll", (), "memory"),
+    ("ring", (), "stream"), ("ring", ("--ranks", "1-2"), "stream"), ("ring", ("--ranks", "0,3"), "stream"),
+    ("ring", ("--from", "1ms", "--to", "5ms"), "memory"),
+    ("ring1", (), "stream"), ("bigring", (), "stream"),
+    ("missing", (), None), ("missing", ("--partial",), None),
+    ("smashed", (), None), ("smashed", ("--partial",), None),
+    ("trunc", (), None), ("random", (), None), ("chunk", (), None), ("chunk", ("--partial",), None),
+    ("random", ("--partial",), None),
+]
+ERRORS = {"foreign": "another run", "trunc": "rank-00001.h5", "random": "rank-00001.h5",
+          "missing": "rank 1 missing", "smashed": "rank-00002.h5", "chunk": "rank-00001.h5"}
+
+
+def first_diff(a, b):
+    """Offset of the first differing byte of files a and b, None if equal."""
+    off = 0
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            if x != y:
+                n = min(len(x), len(y))
+                i = next((k for k in range(n) if x[k] != y[k]), n)
+                return off + i
+            if not x:
+                return None
+            off += len(x)
+
+
+def lines(se, out):
+    return [l for l in se.replace(out, "OUT").splitlines()]
+
+
+def outputs(out):
+    return sorted(os.listdir(out)) if os.path.isdir(out) else []
+
+
+n_out = [0]
+
+
+def merge(run, *args, env=None):
+    n_out[0] += 1
+    out = os.path.join(base, "out%03d" % n_out[0])
+    rc, so, se = xsmerge(R[run], "-o", out, *args, env=env)
+    return rc, so, lines(se, out), out
+
+
+def compare(what, ref, got, expect, check=check):
+    """ref, got: (rc, stdout, stderr lines, out). expect as in CASES."""
+    rc0, so0, se0, out0 = ref
+    rc, so, se, out = got
+    note = [l for l in se if NOTE in l]
+    check(rc == rc0, "%s: exit %d, in memory %d (%s)" % (what, rc, rc0, se[-3:]))
+    check(len(note) <= 1, "%s: at most one %r line: %s" % (what, NOTE, note))
+    if expect == "stream":
+        check(not note, "%s: must stream, but: %s" % (what, note))
+    elif expect == "memory":
+        check(len(note) == 1, "%s: must say %r (stderr %s)" % (what, NOTE, se))
+    check([l for l in se if NOTE not in l] == se0, "%s: stderr differs:\n%s\n--- in memory:\n%s" %
+          (what, "\n".join(se), "\n".join(se0)))
+    check(so == so0, "%s: stdout differs" % what)
+    check(outputs(out) == outputs(out0), "%s: files %s, in memory %s" % (what, outputs(out), outputs(out0)))
+    if rc0 != 0:
+        check(len(se0) == 1, "%s: the in-memory error is one line: %s" % (what, se0))
+        check(outputs(out) == [], "%s: no output left after an error: %s" % (what, outputs(out)))
+        return
+    a, b = os.path.join(out0, "trace.pftrace"), os.path.join(out, "trace.pftrace")
+    if os.path.exists(a) and os.path.exists(b):
+        d = first_diff(a, b)
+        check(d is None, "%s: trace.pftrace differs from the in-memory one at byte %s (sizes %d, %d)" %
+              (what, d, os.path.getsize(a), os.path.getsize(b)))
+
+
+checked_comparator = False
+for run, opts, expect in CASES:
+    ref = merge(run, "--outputs", "pftrace", *opts)
+    if run in ERRORS:
+        check(ref[0] != 0 or "--partial" in opts, "%s %s: the in-memory merge fails" % (run, opts))
+        if ref[0]:
+            check(ERRORS[run] in "\n".join(ref[2]), "%s: error says %r: %s" % (run, ERRORS[run], ref[2]))
+    elif ref[0] != 0:
+        check(False, "%s %s: the in-memory merge fails: %s" % (run, opts, ref[2]))
+    for w in WINDOWS:
+        env = {"XSPROF_MERGE_STREAM_WINDOW": w} if w else None
+        got = merge(run, "--stream", *opts, env=env)
+        what = "%s %s --stream%s" % (run, " ".join(opts), " window " + w if w else "")
+        compare(what, ref, got, "stream" if expect == "stream-default" and not w else
+                None if expect == "stream-default" else expect)
+        # the comparison must be able to fail: one changed byte, a missing tail
+        if not checked_comparator and got[0] == 0 and os.path.getsize(os.path.join(got[3], "trace.pftrace")) > 100:
+            checked_comparator = True
+            t = os.path.join(got[3], "trace.pftrace")
+            bad = os.path.join(base, "corrupt.pftrace")
+            shutil.copy(t, bad)
+            size = os.path.getsize(bad)
+            with open(bad, "r+b") as f:
+                f.seek(size // 2)
+                c = f.read(1)
+                f.seek(size // 2)
+                f.write(bytes([c[0] ^ 1]))
+            check(first_diff(t, bad) == size // 2, "comparator finds one changed byte at %d" % (size // 2))
+            with open(bad, "r+b") as f:
+                f.seek(size // 2)
+                f.write(c)
+                f.truncate(size - 1)
+            check(first_diff(t, bad) == size - 1, "comparator finds a missing last byte")
+            seen = []
+            compare("self-check", ref, (got[0], got[1], got[2] + ["xsmerge: note: x"], got[3]), expect,
+                    check=lambda cond, msg: cond or seen.append(msg))
+            ok = len(seen) == 1 and seen[0].startswith("self-check: stderr differs")
+            check(ok, "a changed stderr makes the comparison fail")
+check(checked_comparator, "the comparator was checked on a streamed trace")
+
+# --stream writes trace.pftrace only: any other product is a usage error
+for outs in ("json", "pftrace,json", "h5", "report", "pftrace,h5,report"):
+    rc, so, se, out = merge("golden", "--stream", "--outputs", outs)
+    check(rc == 2 and len(se) == 1, "--stream --outputs %s: exit 2, one line (%d %s)" % (outs, rc, se))
+    check(outputs(out) == [], "--stream --outputs %s: no output" % outs)
+rc, so, se, out = merge("golden", "--stream", "--outputs", "pftrace", "-q")
+check(rc == 0 and outputs(out) == ["trace.pftrace"], "--stream --outputs pftrace writes trace.pftrace (%d %s)" %
+      (rc, se))
+
+# XSPROF_MERGE_STREAM=1: --stream when only trace.pftrace is asked for (the
+# skew run proves it took the streaming path: it hands over to memory)
+S1 = {"XSPROF_MERGE_STREAM": "1"}
+for run, expect in (("golden", "stream"), ("ring", "stream"), ("skew", "memory"), ("icoll", "memory")):
+    ref = merge(run, "--outputs", "pftrace")
+    compare("XSPROF_MERGE_STREAM=1 %s --outputs pftrace" % run, ref, merge(run, "--outputs", "pftrace", env=S1),
+            expect)
+# ... and changes nothing when other products are asked for
+for run in ("golden", "ring"):
+    ref = merge(run)
+    got = merge(run, env=S1)
+    compare("XSPROF_MERGE_STREAM=1 %s (all products)" % run, ref, got, "stream")
+    for f in outputs(ref[3]):
+        d = first_diff(os.path.join(ref[3], f), os.path.join(got[3], f)) if f in outputs(got[3]) else "missing"
+        check(d is None, "XSPROF_MERGE_STREAM=1 %s (all products): %s differs at %s" % (run, f, d))
+
+# XSPROF_MERGE_TIMES=1 still works and changes no byte
+ref = merge("bigring", "--outputs", "pftrace", "-q")
+got = merge("bigring", "--stream", "-q", env={"XSPROF_MERGE_TIMES": "1"})
+check(got[0] == 0 and any("peak" in l for l in got[2]), "XSPROF_MERGE_TIMES=1 --stream prints phases: %s" % got[2])
+check(not [l for l in got[2] if NOTE in l], "bigring with XSPROF_MERGE_TIMES streams")
+check(first_diff(os.path.join(ref[3], "trace.pftrace"), os.path.join(got[3], "trace.pftrace")) is None,
+      "XSPROF_MERGE_TIMES=1 --stream: same trace.pftrace")
+
+# under mpirun, --stream hands over to the collective in-memory merge
+mpiexec = os.environ.get("MPIEXEC")
+if mpiexec and os.path.exists(mpiexec):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    ref = merge("ring", "--outputs", "pftrace", "-q")
+    out = os.path.join(base, "mpirun-out")
+    p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, R["ring"], "-o", out, "--stream", "-q"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    check(p.returncode == 0, "mpirun -np 2 --stream: exit 0 (%s)" % p.stderr[-1000:])
+    check(NOTE in p.stderr, "mpirun -np 2 --stream says %r: %s" % (NOTE, p.stderr[-1000:]))
+    t = os.path.join(out, "trace.pftrace")
+    check(os.path.exists(t) and first_diff(os.path.join(ref[3], "trace.pftrace"), t) is None,
+          "mpirun -np 2 --stream: same trace.pftrace as serial")
+else:
+    print("merge_stream: no MPIEXEC, mpirun case not run")
+
+shutil.rmtree(base, ignore_errors=True)
+finish("merge_stream")

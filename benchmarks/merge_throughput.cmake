@@ -1,5 +1,7 @@
 # merge_throughput: xsmerge events/s and peak RSS, serial and `mpirun -np 2`
-# (owner: merge). Run: build/bin/merge_throughput [RANKS [EVENTS_PER_RANK [DIR]]]
+# and with --stream (owner: merge). Run: build/bin/merge_throughput [RANKS [EVENTS_PER_RANK [DIR]]]
+# or, peak memory of xsmerge --stream: build/bin/merge_throughput --memory
+# [--no-memory-baseline] [--keep-run] RANKS EVENTS_PER_RANK [DIR]
 if(TARGET merge_make_runs AND TARGET xsmerge)
   add_executable(merge_throughput ${CMAKE_CURRENT_LIST_DIR}/merge_throughput.c)
   set(_mpiexec ${MPIEXEC_EXECUTABLE})

@@ -321,35 +321,50 @@ static xsprof_status rd_strings(rd_ctx *r, hid_t ds, hid_t mem, hsize_t dim, siz
     return s;
 }
 
-/* Read a whole 1-D table into a fresh array (*rows, *n). */
-static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, size_t *n)
+/* One table, opened and checked: type, rank and a plausible row count. */
+typedef struct rd_tab {
+    hid_t ds, mem;
+    size_t row;
+    hsize_t dim;
+} rd_tab;
+
+static void rd_tab_close(rd_tab *t)
+{
+    if (t->mem >= 0)
+        H5Tclose(t->mem);
+    if (t->ds >= 0)
+        H5Dclose(t->ds);
+    t->ds = t->mem = -1;
+}
+
+static xsprof_status rd_tab_open(rd_ctx *r, enum xsprof_h5_ds which, rd_tab *t)
 {
     const char *name = xsprof_h5_ds_path(which);
-    *rows = NULL;
-    *n = 0;
+    t->ds = t->mem = -1;
+    t->row = xsprof_h5_ds_row_size(which);
+    t->dim = 0;
     htri_t exists = H5Lexists(r->file, name, H5P_DEFAULT) > 0 ? H5Oexists_by_name(r->file, name, H5P_DEFAULT) : 0;
     if (exists <= 0)
         return rd_fail(r, XSPROF_ERR_FORMAT, "missing dataset %s", name);
-    hid_t ds = -1, ft = -1, sp = -1, mem = -1;
+    hid_t ft = -1, sp = -1;
     xsprof_status s = XSPROF_OK;
     char why[256] = "";
-    size_t row = xsprof_h5_ds_row_size(which);
-    if ((ds = H5Dopen2(r->file, name, H5P_DEFAULT)) < 0 || (ft = H5Dget_type(ds)) < 0 ||
-        (sp = H5Dget_space(ds)) < 0) {
+    if ((t->ds = H5Dopen2(r->file, name, H5P_DEFAULT)) < 0 || (ft = H5Dget_type(t->ds)) < 0 ||
+        (sp = H5Dget_space(t->ds)) < 0) {
         s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot open dataset %s", name);
         goto out;
     }
     if (which == XSPROF_H5_STRINGS) {
         /* Fixed-length strings of the width the file declares. */
-        row = H5Tget_size(ft);
-        if (H5Tget_class(ft) != H5T_STRING || H5Tis_variable_str(ft) != 0 || row == 0 || row > (1u << 20)) {
+        t->row = H5Tget_size(ft);
+        if (H5Tget_class(ft) != H5T_STRING || H5Tis_variable_str(ft) != 0 || t->row == 0 || t->row > (1u << 20)) {
             s = rd_fail(r, XSPROF_ERR_FORMAT, "dataset %s is not a table of fixed-length strings", name);
             goto out;
         }
-        mem = xsprof_h5_string_type(row);
+        t->mem = xsprof_h5_string_type(t->row);
     } else
-        mem = xsprof_h5_ds_mem_type(which);
-    if (mem < 0) {
+        t->mem = xsprof_h5_ds_mem_type(which);
+    if (t->mem < 0) {
         s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot open dataset %s", name);
         goto out;
     }
@@ -361,39 +376,54 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
     if (which == XSPROF_H5_STRINGS)
         ok = 1;
     else if (which == XSPROF_H5_COMM_MEMBERS)
-        ok = rd_type_matches(ft, mem);
+        ok = rd_type_matches(ft, t->mem);
     else
-        ok = rd_compound_matches(ft, mem, why, sizeof why);
+        ok = rd_compound_matches(ft, t->mem, why, sizeof why);
     if (!ok) {
         s = rd_fail(r, XSPROF_ERR_FORMAT, "dataset %s %s", name, why[0] ? why : "has the wrong type");
         goto out;
     }
-    hsize_t dim = 0;
-    H5Sget_simple_extent_dims(sp, &dim, NULL);
+    H5Sget_simple_extent_dims(sp, &t->dim, NULL);
     /* A damaged header may claim any number of rows, and HDF5 fills absent
      * chunks with zeros: refuse sizes that no compression could explain. */
-    if (dim > SIZE_MAX / row || (uint64_t)dim * row > r->file_size * 4096u + (64u << 20)) {
+    if (t->dim > SIZE_MAX / t->row || (uint64_t)t->dim * t->row > r->file_size * 4096u + (64u << 20))
         s = rd_fail(r, XSPROF_ERR_FORMAT, "dataset %s claims %llu rows, more than the file can hold", name,
-                    (unsigned long long)dim);
-        goto out;
-    }
-    if (!dim)
+                    (unsigned long long)t->dim);
+out:
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (ft >= 0)
+        H5Tclose(ft);
+    if (s != XSPROF_OK)
+        rd_tab_close(t);
+    return s;
+}
+
+/* Read a whole 1-D table into a fresh array (*rows, *n). */
+static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, size_t *n)
+{
+    const char *name = xsprof_h5_ds_path(which);
+    *rows = NULL;
+    *n = 0;
+    rd_tab t;
+    xsprof_status s = rd_tab_open(r, which, &t);
+    if (s != XSPROF_OK || !t.dim)
         goto out;
     if (which == XSPROF_H5_STRINGS) {
         char **own = NULL;
-        if ((s = rd_strings(r, ds, mem, dim, row, &own)) == XSPROF_OK) {
+        if ((s = rd_strings(r, t.ds, t.mem, t.dim, t.row, &own)) == XSPROF_OK) {
             *rows = own;
-            *n = (size_t)dim;
+            *n = (size_t)t.dim;
         }
         goto out;
     }
-    void *buf = malloc((size_t)dim * row);
+    void *buf = malloc((size_t)t.dim * t.row);
     if (!buf) {
-        s = rd_fail(r, XSPROF_ERR_NOMEM, "cannot allocate %llu rows for %s", (unsigned long long)dim, name);
+        s = rd_fail(r, XSPROF_ERR_NOMEM, "cannot allocate %llu rows for %s", (unsigned long long)t.dim, name);
         goto out;
     }
-    if ((!rd_table_reader || rd_table_reader(ds, mem, row, dim, buf) != 0) &&
-        H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+    if ((!rd_table_reader || rd_table_reader(t.ds, t.mem, t.row, t.dim, buf) != 0) &&
+        H5Dread(t.ds, t.mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         char h5[256];
         xsprof_h5_last_error(h5, sizeof h5);
         free(buf);
@@ -401,29 +431,24 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
         goto out;
     }
     *rows = buf;
-    *n = (size_t)dim;
+    *n = (size_t)t.dim;
 out:
-    if (mem >= 0)
-        H5Tclose(mem);
-    if (sp >= 0)
-        H5Sclose(sp);
-    if (ft >= 0)
-        H5Tclose(ft);
-    if (ds >= 0)
-        H5Dclose(ds);
+    rd_tab_close(&t);
     return s;
 }
 
-/* Row references between tables, checked once so consumers can index. */
-static xsprof_status rd_check_refs(rd_ctx *r, const xsprof_rank_data *d)
+/* Row references between tables, checked once so consumers can index.
+ * nregions and nargs count streamed rows too: only loaded rows are checked
+ * here, streamed ones are the caller's. */
+static xsprof_status rd_check_refs(rd_ctx *r, const xsprof_rank_data *d, uint64_t nregions, uint64_t nargs)
 {
     for (size_t i = 0; i < d->nregions; i++) {
         const xsprof_io_region *g = &d->regions[i];
-        if (g->args < 0 ? g->nargs != 0 : (uint64_t)g->args > d->nargs || g->nargs > d->nargs - (uint64_t)g->args)
+        if (g->args < 0 ? g->nargs != 0 : (uint64_t)g->args > nargs || g->nargs > nargs - (uint64_t)g->args)
             return rd_fail(r, XSPROF_ERR_FORMAT, "region row %zu refers to args outside %s", i, XSPROF_DS_ARGS);
     }
     for (size_t i = 0; i < d->nargs; i++)
-        if (d->args[i].region < 0 || (uint64_t)d->args[i].region >= d->nregions ||
+        if (d->args[i].region < 0 || (uint64_t)d->args[i].region >= nregions ||
             d->args[i].ndims > XSPROF_ARG_SHAPE_MAX)
             return rd_fail(r, XSPROF_ERR_FORMAT, "arg row %zu is inconsistent (region %lld, %u dims)", i,
                            (long long)d->args[i].region, d->args[i].ndims);
@@ -436,57 +461,130 @@ static xsprof_status rd_check_refs(rd_ctx *r, const xsprof_rank_data *d)
     return XSPROF_OK;
 }
 
-static xsprof_status rd_load(rd_ctx *r, xsprof_rank_data *d)
+_Static_assert((int)XSPROF_H5_REGIONS == (int)XSPROF_IO_T_REGIONS && (int)XSPROF_H5_ARGS == (int)XSPROF_IO_T_ARGS &&
+                   (int)XSPROF_H5_MPI == (int)XSPROF_IO_T_MPI && (int)XSPROF_H5_CLOCK == (int)XSPROF_IO_T_CLOCK &&
+                   (int)XSPROF_H5_THREADS == (int)XSPROF_IO_T_COUNT,
+               "the event tables are the first datasets, in enum xsprof_io_table order");
+
+/* Every table in dataset order; the event tables whose bits are in
+ * `stream` are only opened and checked, into tabs[t] (else left closed). */
+static xsprof_status rd_load(rd_ctx *r, xsprof_rank_data *d, unsigned stream, rd_tab *tabs)
 {
+    void **rows[XSPROF_H5_STRINGS] = {
+        (void **)&d->regions, (void **)&d->args,  (void **)&d->instants, (void **)&d->counters,
+        (void **)&d->mpi,     (void **)&d->gpu,   (void **)&d->mem,      (void **)&d->clock,
+        (void **)&d->threads, (void **)&d->comms, (void **)&d->comm_members, (void **)&d->topo,
+        (void **)&d->meta};
+    size_t *n[XSPROF_H5_STRINGS] = {&d->nregions, &d->nargs,  &d->ninstants,     &d->ncounters, &d->nmpi,
+                                    &d->ngpu,     &d->nmem,   &d->nclock,        &d->nthreads,  &d->ncomms,
+                                    &d->ncomm_members, &d->ntopo, &d->nmeta};
+    for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
+        tabs[t] = (rd_tab){.ds = -1, .mem = -1};
     xsprof_status s = rd_attributes(r, d);
+    for (int i = 0; s == XSPROF_OK && i < XSPROF_H5_STRINGS; i++)
+        s = i < XSPROF_IO_T_COUNT && (stream >> i & 1u) ? rd_tab_open(r, (enum xsprof_h5_ds)i, &tabs[i])
+                                                         : rd_table(r, (enum xsprof_h5_ds)i, rows[i], n[i]);
     size_t nstrings = 0;
-    if (s == XSPROF_OK &&
-        ((s = rd_table(r, XSPROF_H5_REGIONS, (void **)&d->regions, &d->nregions)) ||
-         (s = rd_table(r, XSPROF_H5_ARGS, (void **)&d->args, &d->nargs)) ||
-         (s = rd_table(r, XSPROF_H5_INSTANTS, (void **)&d->instants, &d->ninstants)) ||
-         (s = rd_table(r, XSPROF_H5_COUNTERS, (void **)&d->counters, &d->ncounters)) ||
-         (s = rd_table(r, XSPROF_H5_MPI, (void **)&d->mpi, &d->nmpi)) ||
-         (s = rd_table(r, XSPROF_H5_GPU, (void **)&d->gpu, &d->ngpu)) ||
-         (s = rd_table(r, XSPROF_H5_MEM, (void **)&d->mem, &d->nmem)) ||
-         (s = rd_table(r, XSPROF_H5_CLOCK, (void **)&d->clock, &d->nclock)) ||
-         (s = rd_table(r, XSPROF_H5_THREADS, (void **)&d->threads, &d->nthreads)) ||
-         (s = rd_table(r, XSPROF_H5_COMMS, (void **)&d->comms, &d->ncomms)) ||
-         (s = rd_table(r, XSPROF_H5_COMM_MEMBERS, (void **)&d->comm_members, &d->ncomm_members)) ||
-         (s = rd_table(r, XSPROF_H5_TOPOLOGY, (void **)&d->topo, &d->ntopo)) ||
-         (s = rd_table(r, XSPROF_H5_META, (void **)&d->meta, &d->nmeta)) ||
-         (s = rd_table(r, XSPROF_H5_STRINGS, (void **)&d->strings, &nstrings))))
-        return s;
+    if (s == XSPROF_OK)
+        s = rd_table(r, XSPROF_H5_STRINGS, (void **)&d->strings, &nstrings);
     if (s != XSPROF_OK)
         return s;
     if (nstrings > UINT32_MAX)
         return rd_fail(r, XSPROF_ERR_FORMAT, "too many strings");
     d->nstrings = (uint32_t)nstrings;
-    return rd_check_refs(r, d);
+    return rd_check_refs(r, d, d->nregions + tabs[XSPROF_IO_T_REGIONS].dim, d->nargs + tabs[XSPROF_IO_T_ARGS].dim);
 }
 
-xsprof_status xsprof_rankfile_load(const char *path, xsprof_rank_data *out, char *err, size_t errlen)
+/* HDF5 never prints: its messages end up in err. The error stack and its
+ * printing function are per thread (thread-safe HDF5). */
+typedef struct rd_quiet {
+    H5E_auto2_t fn;
+    void *data;
+} rd_quiet;
+
+static rd_quiet rd_quiet_begin(void)
+{
+    rd_quiet q = {NULL, NULL};
+    H5Eget_auto2(H5E_DEFAULT, &q.fn, &q.data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    H5Eclear2(H5E_DEFAULT);
+    return q;
+}
+
+static void rd_quiet_end(rd_quiet q)
+{
+    H5Eclear2(H5E_DEFAULT);
+    H5Eset_auto2(H5E_DEFAULT, q.fn, q.data);
+}
+
+struct xsprof_rankfile {
+    char *path;
+    hid_t file;
+    unsigned stream;
+    rd_tab tab[XSPROF_IO_T_COUNT];
+    size_t chunk[XSPROF_IO_T_COUNT];
+};
+
+static xsprof_rows_read_fn rd_rows_reader;
+
+void xsprof_rankfile_set_rows_reader(xsprof_rows_read_fn fn) { rd_rows_reader = fn; }
+
+/* Rows per stored chunk; a table that is not chunked is read in the
+ * writer's blocks. */
+static size_t rd_chunk_rows(hid_t ds, enum xsprof_io_table t)
+{
+    hid_t dcpl = H5Dget_create_plist(ds);
+    hsize_t dim = 0;
+    int chunked = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_chunk(dcpl, 1, &dim) == 1 && dim >= 1 &&
+                  dim <= SIZE_MAX;
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    return chunked ? (size_t)dim : xsprof_io_table_block_rows(t);
+}
+
+static void rd_rankfile_free(xsprof_rankfile *f)
+{
+    if (!f)
+        return;
+    for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
+        rd_tab_close(&f->tab[t]);
+    if (f->file >= 0)
+        H5Fclose(f->file);
+    free(f->path);
+    free(f);
+}
+
+/* xsprof_rankfile_load when rf is NULL (stream must then be 0), else
+ * xsprof_rankfile_open. */
+static xsprof_status rd_open(const char *path, unsigned stream, xsprof_rank_data *out, xsprof_rankfile **rf, char *err,
+                             size_t errlen)
 {
     rd_ctx r = {.path = path ? path : "(null)", .err = err, .errlen = errlen, .file = -1};
     if (err && errlen)
         err[0] = 0;
+    if (rf)
+        *rf = NULL;
     if (!out)
         return rd_fail(&r, XSPROF_ERR_INVALID, "no output given");
     memset(out, 0, sizeof *out);
     if (!path)
         return rd_fail(&r, XSPROF_ERR_INVALID, "no path given");
+    if (stream >> XSPROF_IO_T_COUNT)
+        return rd_fail(&r, XSPROF_ERR_INVALID, "stream mask 0x%x names no event table", stream);
     struct stat sb;
     if (stat(path, &sb) != 0)
         return rd_fail(&r, XSPROF_ERR_IO, "cannot open: %s", strerror(errno));
     if (!S_ISREG(sb.st_mode))
         return rd_fail(&r, XSPROF_ERR_FORMAT, "not a regular file");
     r.file_size = (uint64_t)sb.st_size;
+    xsprof_rankfile *f = NULL;
+    if (rf && (!(f = calloc(1, sizeof *f)) || !(f->path = strdup(path)))) {
+        free(f);
+        return rd_fail(&r, XSPROF_ERR_NOMEM, "out of memory");
+    }
 
-    H5E_auto2_t old_fn = NULL;
-    void *old_data = NULL;
-    H5Eget_auto2(H5E_DEFAULT, &old_fn, &old_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    H5Eclear2(H5E_DEFAULT);
-
+    rd_quiet q = rd_quiet_begin();
+    rd_tab tabs[XSPROF_IO_T_COUNT];
     xsprof_status s = XSPROF_OK;
     if (H5Fis_hdf5(path) <= 0) {
         s = rd_fail(&r, XSPROF_ERR_FORMAT, "not an HDF5 file");
@@ -497,18 +595,119 @@ xsprof_status xsprof_rankfile_load(const char *path, xsprof_rank_data *out, char
             xsprof_h5_last_error(h5, sizeof h5);
             s = rd_fail(&r, XSPROF_ERR_FORMAT, "damaged HDF5 file (HDF5: %s)", h5[0] ? h5 : "cannot open");
         } else {
-            s = rd_load(&r, out);
-            H5Fclose(r.file);
+            s = rd_load(&r, out, stream, tabs);
+            if (s == XSPROF_OK && f) {
+                f->file = r.file;
+                f->stream = stream;
+                for (int t = 0; t < XSPROF_IO_T_COUNT; t++) {
+                    f->tab[t] = tabs[t];
+                    f->chunk[t] = tabs[t].ds >= 0 ? rd_chunk_rows(tabs[t].ds, (enum xsprof_io_table)t) : 1;
+                }
+                r.file = -1;
+            }
+            for (int t = 0; t < XSPROF_IO_T_COUNT && r.file >= 0; t++)
+                rd_tab_close(&tabs[t]);
+            if (r.file >= 0)
+                H5Fclose(r.file);
         }
     }
-    H5Eclear2(H5E_DEFAULT);
-    H5Eset_auto2(H5E_DEFAULT, old_fn, old_data);
+    if (s != XSPROF_OK && f) {
+        f->file = -1;
+        for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
+            f->tab[t] = (rd_tab){.ds = -1, .mem = -1};
+        rd_rankfile_free(f);
+        f = NULL;
+    }
+    rd_quiet_end(q);
     if (s != XSPROF_OK) {
         xsprof_rank_data_free(out);
         return s;
     }
     snprintf(out->path, sizeof out->path, "%s", path);
+    if (rf)
+        *rf = f;
     return XSPROF_OK;
+}
+
+xsprof_status xsprof_rankfile_load(const char *path, xsprof_rank_data *out, char *err, size_t errlen)
+{
+    return rd_open(path, 0, out, NULL, err, errlen);
+}
+
+xsprof_status xsprof_rankfile_open(const char *path, unsigned stream, xsprof_rank_data *out, xsprof_rankfile **rf,
+                                   char *err, size_t errlen)
+{
+    if (!rf) {
+        rd_ctx r = {.path = path ? path : "(null)", .err = err, .errlen = errlen, .file = -1};
+        if (err && errlen)
+            err[0] = 0;
+        if (out)
+            memset(out, 0, sizeof *out);
+        return rd_fail(&r, XSPROF_ERR_INVALID, "no handle given");
+    }
+    return rd_open(path, stream, out, rf, err, errlen);
+}
+
+static int rd_streamed(const xsprof_rankfile *rf, enum xsprof_io_table t)
+{
+    return rf && (unsigned)t < XSPROF_IO_T_COUNT && (rf->stream >> t & 1u);
+}
+
+uint64_t xsprof_rankfile_table_rows(const xsprof_rankfile *rf, enum xsprof_io_table t)
+{
+    return rd_streamed(rf, t) ? (uint64_t)rf->tab[t].dim : 0;
+}
+
+size_t xsprof_rankfile_table_chunk(const xsprof_rankfile *rf, enum xsprof_io_table t)
+{
+    return rd_streamed(rf, t) ? rf->chunk[t] : 1;
+}
+
+xsprof_status xsprof_rankfile_read(xsprof_rankfile *rf, enum xsprof_io_table t, uint64_t first, size_t n, void *buf,
+                                   char *err, size_t errlen)
+{
+    rd_ctx r = {.path = rf ? rf->path : "(null)", .err = err, .errlen = errlen, .file = rf ? rf->file : -1};
+    if (err && errlen)
+        err[0] = 0;
+    if (!rd_streamed(rf, t))
+        return rd_fail(&r, XSPROF_ERR_INVALID, "event table %d is not streamed", (int)t);
+    const rd_tab *tab = &rf->tab[t];
+    const char *name = xsprof_h5_ds_path((enum xsprof_h5_ds)t);
+    if (first > tab->dim || n > tab->dim - first)
+        return rd_fail(&r, XSPROF_ERR_FORMAT, "cannot read %zu rows from row %llu of dataset %s: it has %llu rows", n,
+                       (unsigned long long)first, name, (unsigned long long)tab->dim);
+    if (!n)
+        return XSPROF_OK;
+    if (!buf)
+        return rd_fail(&r, XSPROF_ERR_INVALID, "no buffer given for dataset %s", name);
+    rd_quiet q = rd_quiet_begin();
+    xsprof_status s = XSPROF_OK;
+    if (!rd_rows_reader || rd_rows_reader(tab->ds, tab->mem, tab->row, first, n, buf) != 0) {
+        hsize_t off = first, count = n;
+        hid_t fs = H5Dget_space(tab->ds), ms = H5Screate_simple(1, &count, NULL);
+        if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, &off, NULL, &count, NULL) < 0 ||
+            H5Dread(tab->ds, tab->mem, ms, fs, H5P_DEFAULT, buf) < 0) {
+            char h5[256];
+            xsprof_h5_last_error(h5, sizeof h5);
+            s = rd_fail(&r, XSPROF_ERR_FORMAT, "cannot read %zu rows from row %llu of dataset %s (HDF5: %s)", n,
+                        (unsigned long long)first, name, h5[0] ? h5 : "error");
+        }
+        if (ms >= 0)
+            H5Sclose(ms);
+        if (fs >= 0)
+            H5Sclose(fs);
+    }
+    rd_quiet_end(q);
+    return s;
+}
+
+void xsprof_rankfile_close(xsprof_rankfile *rf)
+{
+    if (!rf)
+        return;
+    rd_quiet q = rd_quiet_begin();
+    rd_rankfile_free(rf);
+    rd_quiet_end(q);
 }
 
 /* ---- journal recovery ---------------------------------------------------- */

@@ -72,4 +72,41 @@ void xsprof_rankfile_set_table_reader(xsprof_table_read_fn fn);
 /* String by id, "?" when out of range (never NULL). */
 const char *xsprof_rank_data_string(const xsprof_rank_data *d, uint32_t id);
 
+/* The tag is io/journal_read.h's, which includes this header before it
+ * defines the enum. */
+enum xsprof_io_table;
+#include "io/journal_read.h"
+
+/* Streaming access to a rank file (xsmerge's bounded-memory mode). Everything
+ * except the event tables whose bits (1u << enum xsprof_io_table) are in
+ * `stream` is loaded into *out with the same checks as xsprof_rankfile_load;
+ * streamed tables stay NULL with count 0 in *out (their rows:
+ * xsprof_rankfile_table_rows), their types and shapes are validated at open.
+ * Cross-table references of streamed tables (region -> args) are the
+ * caller's to check row by row. On error *rf is NULL and out is empty. */
+typedef struct xsprof_rankfile xsprof_rankfile;
+xsprof_status xsprof_rankfile_open(const char *path, unsigned stream, xsprof_rank_data *out, xsprof_rankfile **rf,
+                                   char *err, size_t errlen);
+/* Rows of streamed table t; 0 if t is not streamed. */
+uint64_t xsprof_rankfile_table_rows(const xsprof_rankfile *rf, enum xsprof_io_table t);
+/* Rows per stored HDF5 chunk of t (reads of whole aligned chunks are
+ * cheapest), >= 1. */
+size_t xsprof_rankfile_table_chunk(const xsprof_rankfile *rf, enum xsprof_io_table t);
+/* Read rows [first, first + n) of streamed table t into buf (io/format.h
+ * row layout). Any damage (bad checksum, short chunk, out of range) gives
+ * XSPROF_ERR_FORMAT and one line in err naming the file and dataset. May be
+ * called from several threads at once on different rf (HDF5 serializes its
+ * own calls). */
+xsprof_status xsprof_rankfile_read(xsprof_rankfile *rf, enum xsprof_io_table t, uint64_t first, size_t n, void *buf,
+                                   char *err, size_t errlen);
+/* Close the HDF5 file kept open since xsprof_rankfile_open. NULL ok. */
+void xsprof_rankfile_close(xsprof_rankfile *rf);
+
+/* Like xsprof_rankfile_set_table_reader, for row ranges of streamed tables:
+ * returns 0 when buf holds exactly what H5Dread of that hyperslab gives, -1
+ * to let H5Dread do it. xsmerge sets merge/read/chunks.c's xsm_chunks_rows. */
+typedef int (*xsprof_rows_read_fn)(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t first, uint64_t n,
+                                   void *buf);
+void xsprof_rankfile_set_rows_reader(xsprof_rows_read_fn fn);
+
 #endif

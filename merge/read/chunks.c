@@ -8,7 +8,8 @@
  * decoded here (shuffle, deflate, fletcher32 in any subset and order, the
  * file type equal to the memory type, every chunk stored and unfiltered
  * nowhere); anything else, and any chunk that does not decode, is left to
- * H5Dread, which then gives the same bytes or the same error as before. */
+ * H5Dread, which then gives the same bytes or the same error as before.
+ * xsm_chunks_rows decodes row ranges the same way on the calling thread. */
 #include "merge/read/read.h"
 #include "io/h5filter.h"
 
@@ -79,35 +80,33 @@ static int xsm_ck_inflate(z_stream *z, int raw, const unsigned char *in, size_t 
 
 
 /* Undo HDF5's shuffle of `nelem` elements of `size` bytes (byte j of
- * element i sits at j * nelem + i), writing only elements < keep. */
-static void xsm_ck_unshuffle(unsigned char *out, const unsigned char *in, size_t size, size_t nelem, size_t keep)
+ * element i sits at j * nelem + i), writing elements [from, to) to out. */
+static void xsm_ck_unshuffle(unsigned char *out, const unsigned char *in, size_t size, size_t nelem, size_t from,
+                             size_t to)
 {
-    size_t i = 0;
+    size_t i = from;
     if (size % 8 == 0) {
-        for (; i + 8 <= keep; i += 8)
+        for (; i + 8 <= to; i += 8)
             for (size_t j = 0; j < size; j += 8) {
                 uint64_t x[8];
                 for (int r = 0; r < 8; r++)
                     memcpy(&x[r], in + (j + (size_t)r) * nelem + i, 8);
                 xsprof_h5_transpose8(x);
                 for (int e = 0; e < 8; e++)
-                    memcpy(out + (i + (size_t)e) * size + j, &x[e], 8);
+                    memcpy(out + (i - from + (size_t)e) * size + j, &x[e], 8);
             }
     }
-    for (; i < keep; i++)
+    for (; i < to; i++)
         for (size_t j = 0; j < size; j++)
-            out[i * size + j] = in[j * nelem + i];
+            out[(i - from) * size + j] = in[j * nelem + i];
 }
 
-/* Decode chunk k into the table: filters undone in reverse write order. */
-static int xsm_ck_decode(xsm_ck_plan *p, size_t k, z_stream *z, unsigned char *tmp)
+/* Decode the raw chunk in[0, n) and write its rows [from, to) to dst:
+ * filters undone in reverse write order, tmp holds a whole chunk. */
+static int xsm_ck_decode_rows(const xsm_ck_plan *p, const unsigned char *in, size_t n, z_stream *z,
+                              unsigned char *tmp, size_t from, size_t to, unsigned char *dst)
 {
-    const unsigned char *in = p->raw + p->at[k];
-    size_t n = p->at[k + 1] - p->at[k];
     size_t full = (size_t)p->chunk * p->row;
-    uint64_t first = (uint64_t)k * p->chunk;
-    size_t keep = (size_t)(p->rows - first < p->chunk ? p->rows - first : p->chunk);
-    unsigned char *dst = p->out + (size_t)first * p->row;
     int shuffled = 0;
     for (int f = p->nfilters - 1; f >= 0; f--) {
         switch (p->filter[f]) {
@@ -125,16 +124,25 @@ static int xsm_ck_decode(xsm_ck_plan *p, size_t k, z_stream *z, unsigned char *t
             if (shuffled++ || n != full || f != 0)
                 return -1;
             if (p->row > 1 && p->chunk > 1)
-                xsm_ck_unshuffle(dst, in, p->row, (size_t)p->chunk, keep);
+                xsm_ck_unshuffle(dst, in, p->row, (size_t)p->chunk, from, to);
             else
-                memcpy(dst, in, keep * p->row);
+                memcpy(dst, in + from * p->row, (to - from) * p->row);
             return 0;
         }
     }
     if (n != full)
         return -1;
-    memcpy(dst, in, keep * p->row);
+    memcpy(dst, in + from * p->row, (to - from) * p->row);
     return 0;
+}
+
+/* Decode chunk k of the fetched table into its place in the table. */
+static int xsm_ck_decode(xsm_ck_plan *p, size_t k, z_stream *z, unsigned char *tmp)
+{
+    uint64_t first = (uint64_t)k * p->chunk;
+    size_t keep = (size_t)(p->rows - first < p->chunk ? p->rows - first : p->chunk);
+    return xsm_ck_decode_rows(p, p->raw + p->at[k], p->at[k + 1] - p->at[k], z, tmp, 0, keep,
+                              p->out + (size_t)first * p->row);
 }
 
 static void *xsm_ck_worker(void *arg)
@@ -229,26 +237,124 @@ static int xsm_ck_run(xsm_ck_plan *p)
     return atomic_load(&p->failed) ? -1 : 0;
 }
 
+/* The plan of ds when this file decodes it: the file type is mem_type,
+ * rows are row_size bytes, the pipeline is one xsm_ck_filters knows. */
+static int xsm_ck_plan_init(hid_t ds, hid_t mem_type, size_t row_size, xsm_ck_plan *p)
+{
+    hid_t ft = H5Dget_type(ds), dcpl = H5Dget_create_plist(ds);
+    memset(p, 0, sizeof *p);
+    p->row = row_size;
+    int rc = ft >= 0 && dcpl >= 0 && H5Tequal(ft, mem_type) > 0 && H5Tget_size(ft) == row_size &&
+                     xsm_ck_filters(dcpl, p) == 0 && p->chunk <= (SIZE_MAX >> 8) / row_size
+                 ? 0
+                 : -1;
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (ft >= 0)
+        H5Tclose(ft);
+    return rc;
+}
+
 int xsm_chunks_read(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t rows, void *buf)
 {
-    hid_t ds = (hid_t)dataset, ft = H5Dget_type(ds), dcpl = H5Dget_create_plist(ds);
+    hid_t ds = (hid_t)dataset;
     xsm_ck_plan p;
-    memset(&p, 0, sizeof p);
-    p.row = row_size;
-    p.rows = rows;
-    p.out = buf;
     int rc = -1;
-    if (ft >= 0 && dcpl >= 0 && H5Tequal(ft, (hid_t)mem_type) > 0 && H5Tget_size(ft) == row_size &&
-        xsm_ck_filters(dcpl, &p) == 0 && p.chunk <= (SIZE_MAX >> 8) / row_size) {
+    if (xsm_ck_plan_init(ds, (hid_t)mem_type, row_size, &p) == 0) {
+        p.rows = rows;
+        p.out = buf;
         p.nchunks = (size_t)((rows + p.chunk - 1) / p.chunk);
         rc = xsm_ck_fetch(ds, &p) == 0 ? xsm_ck_run(&p) : -1;
     }
     free(p.raw);
     free(p.at);
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
-    if (ft >= 0)
-        H5Tclose(ft);
+    H5Eclear2(H5E_DEFAULT);
+    return rc;
+}
+
+/* Per-thread scratch of xsm_chunks_rows, kept between calls (a streaming
+ * merge reads a file a chunk at a time) and freed when its thread ends. */
+typedef struct xsm_ck_scratch {
+    z_stream z;
+    unsigned char *raw, *tmp;
+    size_t raw_cap, tmp_cap;
+} xsm_ck_scratch;
+
+static _Thread_local xsm_ck_scratch *xsm_ck_mine;
+static pthread_key_t xsm_ck_key;
+static pthread_once_t xsm_ck_key_once = PTHREAD_ONCE_INIT;
+static int xsm_ck_key_ok;
+
+static void xsm_ck_scratch_free(void *arg)
+{
+    xsm_ck_scratch *s = arg;
+    inflateEnd(&s->z);
+    free(s->raw);
+    free(s->tmp);
+    free(s);
+}
+
+static void xsm_ck_key_init(void) { xsm_ck_key_ok = pthread_key_create(&xsm_ck_key, xsm_ck_scratch_free) == 0; }
+
+static xsm_ck_scratch *xsm_ck_scratch_get(void)
+{
+    if (xsm_ck_mine)
+        return xsm_ck_mine;
+    pthread_once(&xsm_ck_key_once, xsm_ck_key_init);
+    xsm_ck_scratch *s = xsm_ck_key_ok ? calloc(1, sizeof *s) : NULL;
+    if (s && inflateInit2(&s->z, 15) != Z_OK) {
+        free(s);
+        return NULL;
+    }
+    if (s && pthread_setspecific(xsm_ck_key, s) != 0) {
+        xsm_ck_scratch_free(s);
+        return NULL;
+    }
+    return xsm_ck_mine = s;
+}
+
+static int xsm_ck_grow(unsigned char **buf, size_t *cap, size_t want)
+{
+    if (want <= *cap)
+        return 0;
+    unsigned char *p = realloc(*buf, want);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = want;
+    return 0;
+}
+
+/* Rows [first, first + n) of a table chunk by chunk on this thread: each
+ * raw chunk is fetched (HDF5 call), then decoded outside HDF5. */
+int xsm_chunks_rows(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t first, uint64_t n, void *buf)
+{
+    hid_t ds = (hid_t)dataset, sp = H5Dget_space(ds);
+    hsize_t dim = 0;
+    int ok = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, &dim, NULL) == 1;
+    if (sp >= 0)
+        H5Sclose(sp);
+    xsm_ck_plan p;
+    xsm_ck_scratch *s = NULL;
+    if (!ok || !n || first > dim || n > dim - first || xsm_ck_plan_init(ds, (hid_t)mem_type, row_size, &p) != 0 ||
+        !(s = xsm_ck_scratch_get()) || xsm_ck_grow(&s->tmp, &s->tmp_cap, (size_t)p.chunk * p.row)) {
+        H5Eclear2(H5E_DEFAULT);
+        return -1;
+    }
+    unsigned char *out = buf;
+    uint64_t end = first + n;
+    int rc = 0;
+    for (uint64_t k = first / p.chunk; rc == 0 && k * p.chunk < end; k++) {
+        hsize_t off = k * p.chunk, size = 0;
+        uint32_t mask = 1;
+        uint64_t from = first > off ? first - off : 0, to = end - off < p.chunk ? end - off : p.chunk;
+        if (H5Dget_chunk_storage_size(ds, &off, &size) < 0 || size == 0 || size > ((size_t)1 << 31) ||
+            xsm_ck_grow(&s->raw, &s->raw_cap, (size_t)size) ||
+            H5Dread_chunk(ds, H5P_DEFAULT, &off, &mask, s->raw) < 0 || mask != 0 ||
+            xsm_ck_decode_rows(&p, s->raw, (size_t)size, &s->z, s->tmp, (size_t)from, (size_t)to, out))
+            rc = -1;
+        out += (size_t)(to - from) * p.row;
+    }
     H5Eclear2(H5E_DEFAULT);
     return rc;
 }

@@ -55,6 +55,12 @@ void xsm_read_allow_fork(int allow);
  * H5Dread should read the table instead. */
 int xsm_chunks_read(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t rows, void *buf);
 void xsm_chunks_set_threads(int n);
+/* The same for rows [first, first + n) of a streamed table
+ * (xsprof_rows_read_fn): the chunks covering them are fetched and decoded
+ * one by one on the calling thread (callers parallelise across files),
+ * with per-thread scratch kept between calls. Returns 0, or -1 when
+ * H5Dread should read the rows instead. */
+int xsm_chunks_rows(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t first, uint64_t n, void *buf);
 
 /* List the rank files of dir (or the single file `dir`), sorted by rank.
  * Returns 0, or 1 with err naming the path. */

@@ -39,4 +39,11 @@ uint64_t jfx_chunk_offset(const jfx *j, uint64_t i);
 int jfx_write(jfx *j, const char *path, unsigned free_chunks);
 void jfx_free(jfx *j);
 
+/* Write a journal of one rank with `nregions` regions on two threads and
+ * every other event table, with reproducible pseudo-random values (its
+ * chunks then compress like real ones: partly). At 150000 regions every
+ * event table spans several HDF5 chunks and ends in a partial one. Returns
+ * 0 on success. */
+int jfx_write_mixed(const char *path, long nregions);
+
 #endif

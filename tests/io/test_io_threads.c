@@ -31,102 +31,6 @@ static char dir[2048];
 
 static const char *path_in(const char *name) { return io_check_path(dir, name); }
 
-/* Pseudo-random but reproducible values (the chunks then compress like
- * real ones: partly). */
-static uint64_t rng = 88172645463325252ull;
-static uint64_t next_rand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-static void add_args(jfx *j, uint32_t tid, uint16_t depth, uint32_t key, long i)
-{
-    xsprof_rec_arg a;
-    memset(&a, 0, sizeof a);
-    a.h.type = XSPROF_REC_ARG;
-    a.key = key;
-    a.depth = depth;
-    if (i % 3 == 0) {
-        a.kind = XSPROF_ARG_SHAPE;
-        a.ndims = 1 + (uint32_t)(i % 8);
-        for (uint32_t d = 0; d < a.ndims; d++)
-            a.v.dims[d] = (int64_t)(next_rand() % 4096);
-    } else if (i % 3 == 1) {
-        a.kind = XSPROF_ARG_DOUBLE;
-        a.v.d = (double)(next_rand() % 100000) / 7.0;
-    } else {
-        a.kind = XSPROF_ARG_INT;
-        a.v.i = (int64_t)(next_rand() % 1000);
-    }
-    jfx_record(j, tid, &a, sizeof a);
-}
-
-static void add_events(jfx *j, uint32_t tid, long i, int64_t t, const uint32_t *s)
-{
-    if (i % 3 == 0) {
-        xsprof_rec_instant r = {.h.type = XSPROF_REC_INSTANT, .name = s[i % 4], .t = t};
-        jfx_record(j, tid, &r, sizeof r);
-    }
-    if (i % 5 == 0) {
-        xsprof_rec_counter r = {.h.type = XSPROF_REC_COUNTER, .name = s[4], .t = t, .value = (double)(i % 977)};
-        jfx_record(j, tid, &r, sizeof r);
-    }
-    if (i % 17 == 0) {
-        xsprof_rec_mpi r = {.h.type = XSPROF_REC_MPI, .op = s[5], .t_begin = t, .t_end = t + 900, .comm = 0,
-                            .peer = (int32_t)(i % 8), .tag = 7, .root = -1, .bytes_sent = (uint64_t)i * 8,
-                            .request = (uint64_t)i, .seq = (uint64_t)i / 17, .kind = XSPROF_MPI_ISEND,
-                            .flags = 1, .count = 1};
-        jfx_record(j, tid, &r, sizeof r);
-    }
-    if (i % 29 == 0) {
-        xsprof_rec_gpu r = {.h.type = XSPROF_REC_GPU, .name = s[6], .t_begin = t, .t_end = t + 5000,
-                            .kind = XSPROF_GPU_KERNEL, .device = 1, .stream = 3, .correlation = (uint32_t)i,
-                            .bytes = 4096, .context = 1, .grid = {64, 2, 1}, .block = {256, 1, 1},
-                            .shared_mem = 1024, .registers = 32, .thread = tid};
-        jfx_record(j, tid, &r, sizeof r);
-    }
-    if (i % 7 == 0) {
-        xsprof_rec_mem r = {.h.type = XSPROF_REC_MEM, .t = t, .ptr = 0x7f0000000000ull + (uint64_t)i * 64,
-                            .size = next_rand() % 65536, .kind = 1, .device = -1};
-        jfx_record(j, tid, &r, sizeof r);
-    }
-    if (i % 97 == 0) {
-        xsprof_rec_clock r;
-        memset(&r, 0, sizeof r);
-        r.h.type = XSPROF_REC_CLOCK;
-        r.t_local = t;
-        r.offset_ns = (int64_t)(next_rand() % 2000) - 1000;
-        r.rtt_ns = 3000;
-        r.phase = (uint32_t)(i % 3);
-        jfx_record(j, tid, &r, sizeof r);
-    }
-}
-
-/* Every event table spans several chunks and ends in a partial one. */
-static void make_journal(const char *path, long nregions)
-{
-    jfx *j = jfx_create(1u << 20);
-    uint32_t s[8];
-    static const char *names[8] = {"solve", "exchange", "io", "step", "residual", "MPI_Isend", "kernel", "k"};
-    for (int i = 0; i < 8; i++)
-        s[i] = jfx_string(j, names[i]);
-    int64_t t = 1000;
-    for (long i = 0; i < nregions; i++) {
-        uint32_t tid = (uint32_t)(i % 11 == 0);
-        int64_t tb = t;
-        t += 50 + (int64_t)(next_rand() % 3000);
-        if (i % 4 == 0)
-            add_args(j, tid, 0, s[7], i);
-        jfx_region(j, tid, 0, s[i % 4], i % 4 == 0, tb, t);
-        add_events(j, tid, i, t, s);
-    }
-    CHECK(jfx_write(j, path, 0) == 0, "write %s", path);
-    jfx_free(j);
-}
-
 static xsprof_status convert_with(const char *threads, const char *jp, const char *hp, char *err, size_t len)
 {
     if (threads)
@@ -482,7 +386,7 @@ int main(int argc, char **argv)
     mkdir(dir, 0777);
     const char *jp = path_in("threads.xsj"), *serial = path_in("serial.h5"), *threaded = path_in("threaded.h5");
     unlink(jp);
-    make_journal(jp, 150000);
+    CHECK(jfx_write_mixed(jp, 150000) == 0, "write %s", jp);
     unsigned cpus = xsprof_chunk_pool_threads();
     if (cpus < 2)
         printf("test_io_threads: 1 CPU: the default conversion is HDF5's path too\n");

@@ -8,6 +8,7 @@
 #include "merge/par.h"
 #include "merge/progress.h"
 #include "merge/read/read.h"
+#include "merge/stream/stream.h"
 #include "merge/util.h"
 #include "xsprof_config.h"
 
@@ -49,6 +50,11 @@ static const char xsm_usage[] =
     "  --format callgrind    also write callgrind.out (for KCachegrind)\n"
     "  --outputs LIST        write only these products: any of pftrace, json,\n"
     "                        h5, report (default: all)\n"
+    "  --stream              write trace.pftrace only, reading the rank files\n"
+    "                        chunk by chunk: memory does not grow with the\n"
+    "                        trace (same file as --outputs pftrace; runs whose\n"
+    "                        clocks need the logical clock, --from/--to and\n"
+    "                        collective mode are merged in memory, with a note)\n"
     "  -q, --quiet           no progress bar, notes or summary\n"
     "  -h, --help            this text\n"
     "  --version             print the version\n"
@@ -67,6 +73,8 @@ enum { XSM_OUT_JSON = 1, XSM_OUT_PFTRACE = 2, XSM_OUT_H5 = 4, XSM_OUT_REPORT = 8
 typedef struct xsm_opts {
     const char *run_dir, *out_dir;
     int outputs; /* XSM_OUT_* */
+    int outputs_given;
+    int stream;  /* --stream: bounded memory, trace.pftrace only */
     xsm_load_opts load;
     xsm_report_opts report;
 } xsm_opts;
@@ -138,6 +146,7 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
         } else if (strcmp(a, "--outputs") == 0) {
             XSM_NEED_VAL();
             o->outputs = 0;
+            o->outputs_given = 1;
             char list[256];
             snprintf(list, sizeof list, "%s", val);
             for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -149,6 +158,8 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
             }
             if (!o->outputs)
                 return xsm_bad_usage("--outputs names no product", val);
+        } else if (strcmp(a, "--stream") == 0) {
+            o->stream = 1;
         } else if (strcmp(a, "--ranks") == 0) {
             XSM_NEED_VAL();
             o->load.ranks = val;
@@ -185,6 +196,13 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
         return xsm_bad_usage("missing -o OUT_DIR", NULL);
     if (o->load.to_ns && o->load.to_ns < o->load.from_ns)
         return xsm_bad_usage("--to is before --from", NULL);
+    if (o->stream && o->outputs_given && o->outputs != XSM_OUT_PFTRACE)
+        return xsm_bad_usage("--stream writes trace.pftrace only (use --outputs pftrace)", NULL);
+    if (o->stream)
+        o->outputs = XSM_OUT_PFTRACE;
+    const char *env = getenv("XSPROF_MERGE_STREAM");
+    if (env && strcmp(env, "1") == 0 && o->outputs == XSM_OUT_PFTRACE)
+        o->stream = 1;
     return -1;
 }
 
@@ -293,6 +311,54 @@ static void xsm_malloc_reuse(int on)
         mallopt(M_ARENA_MAX, 1);
 }
 
+/* --stream: returns the exit code, or -1 to merge in memory (a note says
+ * why). */
+static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, char *err, size_t errlen)
+{
+    const char *why = NULL;
+    if (par->size > 1)
+        why = "collective mode";
+    else if (o->load.from_ns > 0 || o->load.to_ns > 0)
+        why = "--from/--to";
+    else if (o->load.min_latency_ns > 0)
+        why = "--min-latency needs the logical clock";
+    if (why) {
+        if (notes)
+            fprintf(notes, "xsmerge: note: streaming: %s; merging in memory\n", why);
+        return -1;
+    }
+    char staging[8192];
+    snprintf(staging, sizeof staging, "%s/.xsmerge-tmp-%lld", o->out_dir, (long long)getpid());
+    if (xsm_mkdir_p(o->out_dir, err, errlen))
+        goto fail;
+    if (mkdir(staging, 0777) != 0) {
+        xsm_err_set(err, errlen, "xsmerge: %s: cannot create: %s", staging, strerror(errno));
+        goto fail;
+    }
+    xsm_stream_summary sum = {0};
+    int rc = xsm_stream_merge(o->run_dir, &o->load, staging, notes, xsm_cpu_share(1), &sum, err, errlen);
+    if (rc == 2) {
+        xsm_rm_staging(staging);
+        if (notes)
+            fprintf(notes, "xsmerge: note: streaming: %s; merging in memory\n", err);
+        err[0] = 0;
+        return -1;
+    }
+    if (rc == 0 && xsm_publish(staging, o->out_dir, err, errlen))
+        rc = 1;
+    if (rc) {
+        xsm_rm_staging(staging);
+        goto fail;
+    }
+    if (notes)
+        fprintf(stderr, "xsmerge: %zu ranks, %llu messages, %llu collectives; clock violations 0 -> 0; wrote %s\n",
+                sum.nranks, (unsigned long long)sum.nmsgs, (unsigned long long)sum.ncolls, o->out_dir);
+    return 0;
+fail:
+    fprintf(stderr, "%s\n", err);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     /* Every HDF5 file is closed explicitly before exit. HDF5's own exit
@@ -317,6 +383,13 @@ int main(int argc, char **argv)
     xsm_progress_enable(lead && !o.load.quiet && isatty(2));
     FILE *notes = lead && !o.load.quiet ? stderr : NULL;
 
+    if (o.stream) {
+        rc = xsm_stream_main(&o, &par, notes, err, sizeof err);
+        if (rc >= 0) {
+            xsm_par_end(&par);
+            return rc;
+        }
+    }
     xsm_run run;
     rc = xsm_run_load_par(o.run_dir, &o.load, par.share ? &par : NULL, notes, &run, err, sizeof err);
     /* every process validated the same data, so they agree; only the lead speaks */

@@ -14,6 +14,10 @@ typedef struct xsm_rank {
     xsprof_rank_data d;   /* loaded rank file or recovered journal */
     int present;          /* 0 when the rank is missing (--partial) */
     int64_t correction_ns; /* largest clock-condition correction applied */
+    /* Added by merge (additive): streaming mode (merge/stream/) leaves the
+     * event tables in the file: its handle, and the rows it holds. */
+    struct xsprof_rankfile *rf;
+    uint64_t stream_rows;
 } xsm_rank;
 
 /* One matched point-to-point message. Indices are rows of ranks[x].d.mpi. */

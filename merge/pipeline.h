@@ -17,6 +17,9 @@ typedef struct xsm_load_opts {
      * latency the logical clock enforces between a send's begin and its
      * receive's end, ns (0 = none beyond causality). */
     int64_t min_latency_ns;
+    /* Streaming mode (merge/stream/): open the rank files leaving the event
+     * tables in them (ranks[].rf) and return after validation. */
+    int stream;
 } xsm_load_opts;
 
 /* Returns 0 on success, 1 on bad input (err holds one line naming the file). */

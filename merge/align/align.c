@@ -19,43 +19,12 @@
 
 /* ---- 1. clock-sample interpolation ------------------------------------ */
 
-typedef struct xsm_clk {
-    const xsprof_io_clock *s;
-    size_t n;
-    size_t seg; /* cached segment: rows of one thread come in time order */
-} xsm_clk;
-
 static int xsm_clock_cmp(const void *a, const void *b)
 {
     const xsprof_io_clock *x = a, *y = b;
     if (x->t_local != y->t_local)
         return x->t_local < y->t_local ? -1 : 1;
     return x->rtt_ns < y->rtt_ns ? -1 : x->rtt_ns > y->rtt_ns;
-}
-
-static int64_t xsm_clk_map(xsm_clk *c, int64_t t)
-{
-    if (c->n == 0)
-        return t;
-    if (c->n == 1)
-        return t + c->s[0].offset_ns;
-    size_t i = c->seg;
-    if (!(i + 1 < c->n && c->s[i].t_local <= t && t < c->s[i + 1].t_local)) {
-        size_t lo = 0, hi = c->n - 1; /* last sample <= t, clamped to a segment */
-        while (lo + 1 < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (c->s[mid].t_local <= t)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        i = lo;
-        c->seg = i;
-    }
-    const xsprof_io_clock *a = &c->s[i], *b = &c->s[i + 1];
-    __int128 num = (__int128)(b->offset_ns - a->offset_ns) * (t - a->t_local);
-    int64_t off = a->offset_ns + (int64_t)(num / (b->t_local - a->t_local));
-    return t + off;
 }
 
 /* Apply f to every event time of a rank. */
@@ -101,7 +70,27 @@ static inline __attribute__((always_inline)) void xsm_rank_map(xsprof_rank_data 
 #undef XSM_MAP1
 #undef XSM_MAP2
 
-static int64_t xsm_clk_fn(void *ctx, int64_t t) { return xsm_clk_map(ctx, t); }
+static int64_t xsm_clk_fn(void *ctx, int64_t t) { return xsm_align_clock_map(ctx, t); }
+
+double xsm_align_clock_prepare(xsprof_rank_data *d)
+{
+    /* Sort in place (samples are only read here) and drop samples of
+     * the same instant but a worse round trip. */
+    double res = 0;
+    if (d->nclock > 1)
+        qsort(d->clock, d->nclock, sizeof *d->clock, xsm_clock_cmp);
+    size_t n = 0;
+    for (size_t i = 0; i < d->nclock; i++) {
+        if (n && d->clock[n - 1].t_local == d->clock[i].t_local)
+            continue;
+        d->clock[n++] = d->clock[i];
+        double e = (double)d->clock[i].rtt_ns / 2e3;
+        if (e > res)
+            res = e;
+    }
+    d->nclock = n;
+    return res;
+}
 
 /* Interpolate one rank's times; returns its largest sample error (us).
  * span (NULL or 2 entries): the new first begin and last end. */
@@ -115,21 +104,8 @@ static double xsm_interp_one(xsm_run *run, size_t r, int64_t *span)
     }
     if (!run->ranks[r].present)
         return 0;
-    /* Sort in place (samples are only read here) and drop samples of
-     * the same instant but a worse round trip. */
-    if (d->nclock > 1)
-        qsort(d->clock, d->nclock, sizeof *d->clock, xsm_clock_cmp);
-    size_t n = 0;
-    for (size_t i = 0; i < d->nclock; i++) {
-        if (n && d->clock[n - 1].t_local == d->clock[i].t_local)
-            continue;
-        d->clock[n++] = d->clock[i];
-        double e = (double)d->clock[i].rtt_ns / 2e3;
-        if (e > res)
-            res = e;
-    }
-    d->nclock = n;
-    xsm_clk c = {d->clock, n, 0};
+    res = xsm_align_clock_prepare(d);
+    xsm_clk c = {d->clock, d->nclock, 0};
     if (span)
         xsm_rank_map(d, xsm_clk_fn, &c, span);
     else

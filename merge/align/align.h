@@ -16,6 +16,43 @@
 #include <stdint.h>
 #include "merge/model.h"
 
+/* Local -> reference time of one rank: piecewise-linear in its clock
+ * samples (prepared by xsm_align_clock_prepare). */
+typedef struct xsm_clk {
+    const xsprof_io_clock *s;
+    size_t n;
+    size_t seg; /* cached segment: rows of one thread come in time order */
+} xsm_clk;
+
+static inline int64_t xsm_align_clock_map(xsm_clk *c, int64_t t)
+{
+    if (c->n == 0)
+        return t;
+    if (c->n == 1)
+        return t + c->s[0].offset_ns;
+    size_t i = c->seg;
+    if (!(i + 1 < c->n && c->s[i].t_local <= t && t < c->s[i + 1].t_local)) {
+        size_t lo = 0, hi = c->n - 1; /* last sample <= t, clamped to a segment */
+        while (lo + 1 < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (c->s[mid].t_local <= t)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        i = lo;
+        c->seg = i;
+    }
+    const xsprof_io_clock *a = &c->s[i], *b = &c->s[i + 1];
+    __int128 num = (__int128)(b->offset_ns - a->offset_ns) * (t - a->t_local);
+    int64_t off = a->offset_ns + (int64_t)(num / (b->t_local - a->t_local));
+    return t + off;
+}
+
+/* Sort a rank's clock samples in place and drop those of one instant with
+ * a worse round trip; returns the largest error bound (rtt / 2, us). */
+double xsm_align_clock_prepare(xsprof_rank_data *d);
+
 void xsm_align_interpolate(xsm_run *run);
 /* The same; span (NULL, or 2 entries per rank) gets each rank's first begin
  * and last end after interpolation, taken in the same pass (INT64_MAX and

@@ -83,11 +83,6 @@ static size_t xsm_uniq(void *arr, size_t n, size_t size, int (*cmp)(const void *
     return k;
 }
 
-typedef struct xsm_corr {
-    uint32_t corr, row;
-    int api;
-} xsm_corr;
-
 static int xsm_corr_cmp(const void *a, const void *b)
 {
     const xsm_corr *x = a, *y = b;
@@ -249,6 +244,14 @@ static int xsm_erank_build(const xsm_emit *e, int32_t r, int want_order, uint64_
     for (size_t i = 0; i < d->ngpu; i++)
         if (d->gpu[i].correlation)
             c[n++] = (xsm_corr){d->gpu[i].correlation, (uint32_t)i, d->gpu[i].kind == XSPROF_GPU_API};
+    er->ngflows = xsm_emit_gpu_flows(r, c, n, er->gflows);
+    free(c);
+    return 0;
+}
+
+size_t xsm_emit_gpu_flows(int32_t r, xsm_corr *c, size_t n, xsm_flow *out)
+{
+    size_t nout = 0;
     qsort(c, n, sizeof *c, xsm_corr_cmp);
     for (size_t i = 0; i < n;) {
         size_t j = i;
@@ -256,14 +259,59 @@ static int xsm_erank_build(const xsm_emit *e, int32_t r, int want_order, uint64_
             j++;
         if (c[i].api && j - i > 1) {
             uint64_t id = (1ull << 62) | ((uint64_t)(uint32_t)r << 32) | c[i].corr;
-            er->gflows[er->ngflows++] = (xsm_flow){c[i].row, 1, id};
+            out[nout++] = (xsm_flow){c[i].row, 1, id};
             /* the first activity of the launch ends the flow */
-            er->gflows[er->ngflows++] = (xsm_flow){c[i + 1].row, 0, id};
+            out[nout++] = (xsm_flow){c[i + 1].row, 0, id};
         }
         i = j;
     }
-    free(c);
-    qsort(er->gflows, er->ngflows, sizeof *er->gflows, xsm_flow_cmp);
+    qsort(out, nout, sizeof *out, xsm_flow_cmp);
+    return nout;
+}
+
+int xsm_emit_set_tracks(xsm_emit *e, int32_t r, const uint32_t *tids, size_t ntids, const xsm_gstream *gpu, size_t ngpu,
+                        const uint32_t *counter_names, size_t ncounters, const int16_t *memdev, size_t nmemdev,
+                        xsm_flow *gflows, size_t ngflows)
+{
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_erank *er = &e->ranks[r];
+    size_t cap = er->ntids, last = 0;
+    for (size_t i = 0; i < ntids; i++)
+        if (xsm_tid_add(er, &cap, &last, tids[i]))
+            return -1;
+    uint32_t *tn = realloc(er->tid_names, (er->ntids + 1) * sizeof *tn);
+    xsm_gstream *g = malloc((ngpu + 1) * sizeof *g);
+    uint32_t *cn = malloc((ncounters + 1) * sizeof *cn);
+    int16_t *md = malloc((nmemdev + 1) * sizeof *md);
+    if (tn)
+        er->tid_names = tn;
+    if (!tn || !g || !cn || !md) {
+        free(g);
+        free(cn);
+        free(md);
+        return -1;
+    }
+    for (size_t i = 0; i < er->ntids; i++)
+        er->tid_names[i] = UINT32_MAX;
+    for (size_t i = 0; i < d->nthreads; i++)
+        if (d->threads[i].name < d->nstrings && d->strings[d->threads[i].name] && d->strings[d->threads[i].name][0])
+            er->tid_names[xsm_emit_tid_index(er, d->threads[i].tid)] = er->gname[d->threads[i].name];
+    memcpy(g, gpu, ngpu * sizeof *g);
+    for (size_t i = 0; i < ncounters; i++)
+        cn[i] = xsm_emit_gid(e, r, counter_names[i]);
+    memcpy(md, memdev, nmemdev * sizeof *md);
+    free(er->gpu);
+    free(er->counters);
+    free(er->memdev);
+    free(er->gflows);
+    er->gpu = g;
+    er->ngpu = xsm_uniq(g, ngpu, sizeof *g, xsm_gs_cmp);
+    er->counters = cn;
+    er->ncounters = xsm_uniq(cn, ncounters, sizeof *cn, xsm_u32_cmp);
+    er->memdev = md;
+    er->nmemdev = xsm_uniq(md, nmemdev, sizeof *md, xsm_i16_cmp);
+    er->gflows = gflows;
+    er->ngflows = ngflows;
     return 0;
 }
 
@@ -402,13 +450,7 @@ int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, c
         goto oom;
     if (xsm_comm_names(e))
         goto oom;
-    uint64_t base = 1;
-    for (size_t r = 0; r < run->nranks; r++) {
-        xsm_erank *er = &e->ranks[r];
-        er->track_base = base;
-        if (run->ranks[r].present)
-            base += 1 + er->ntids + er->ngpu + er->ncounters + er->nmemdev;
-    }
+    xsm_emit_number_tracks(e);
     static const char *const keys[XSM_KEY_N] = {"peer", "tag", "root", "bytes_sent", "bytes_recv", "comm", "count",
                                                 "coll_seq", "kind", "device", "stream", "correlation", "bytes",
                                                 "grid", "block", "recv"};
@@ -419,6 +461,17 @@ int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, c
 oom:
     xsm_emit_free(e);
     return xsm_err_set(err, errlen, "xsmerge: out of memory preparing the trace");
+}
+
+void xsm_emit_number_tracks(xsm_emit *e)
+{
+    uint64_t base = 1;
+    for (size_t r = 0; r < e->run->nranks; r++) {
+        xsm_erank *er = &e->ranks[r];
+        er->track_base = base;
+        if (e->run->ranks[r].present)
+            base += 1 + er->ntids + er->ngpu + er->ncounters + er->nmemdev;
+    }
 }
 
 void xsm_emit_free(xsm_emit *e)
@@ -446,7 +499,9 @@ void xsm_emit_free(xsm_emit *e)
 static uint64_t xsm_rank_rows(const xsm_run *run, size_t r)
 {
     const xsprof_rank_data *d = &run->ranks[r].d;
-    return run->ranks[r].present ? d->nregions + d->nmpi + d->ngpu + d->ninstants + d->ncounters + d->nmem : 0;
+    return run->ranks[r].present
+               ? d->nregions + d->nmpi + d->ngpu + d->ninstants + d->ncounters + d->nmem + run->ranks[r].stream_rows
+               : 0;
 }
 
 void xsm_emit_rank_blocks(const xsm_run *run, size_t lo, size_t hi, size_t n, size_t *first)

@@ -19,11 +19,26 @@
 
 enum xsm_ev_kind { XSM_EV_REGION = 0, XSM_EV_MPI, XSM_EV_GPU, XSM_EV_INSTANT, XSM_EV_COUNTER, XSM_EV_MEM, XSM_EV_N };
 
+/* One end of a message flow on an MPI row, as trace.pftrace draws it. */
+typedef struct xsm_evflow {
+    uint64_t id; /* message index + 1 */
+    int64_t t;   /* out: unused; end: the receive's completion */
+    int out;     /* 1: starts here (send); 0: ends here */
+} xsm_evflow;
+
 typedef struct xsm_ev {
     int64_t t;
     int32_t rank;
     int kind; /* enum xsm_ev_kind */
     size_t row;
+    /* Filled by event sources for trace.pftrace (xsm_src_ops), not by
+     * xsm_iter_next: the row itself (times final), a region's arguments
+     * (NULL if none) and an MPI row's message flow ends (starts first, then
+     * ends in id order). Valid until the next event. */
+    const void *rec;
+    const xsprof_io_arg *args;
+    const xsm_evflow *mflows;
+    size_t nmflows;
 } xsm_ev;
 
 /* One flow endpoint on an mpi or gpu row (16 bytes: two per message;
@@ -57,7 +72,20 @@ enum xsm_key { XSM_KEY_PEER = 0, XSM_KEY_TAG, XSM_KEY_ROOT, XSM_KEY_BYTES_SENT, 
                XSM_KEY_COUNT, XSM_KEY_COLL_SEQ, XSM_KEY_KIND, XSM_KEY_DEVICE, XSM_KEY_STREAM, XSM_KEY_CORRELATION,
                XSM_KEY_BYTES, XSM_KEY_GRID, XSM_KEY_BLOCK, XSM_KEY_RECV, XSM_KEY_N };
 
-typedef struct xsm_emit {
+typedef struct xsm_emit xsm_emit;
+
+/* Where trace.pftrace's per-rank writer takes one rank's events from: the
+ * in-memory iterator (xsm_emit.src NULL) or xsmerge's streaming mode
+ * (merge/stream/), which reads the rank files chunk by chunk. `next` gives
+ * the rank's events in the order xsm_iter would, with the xsm_ev fields
+ * for trace.pftrace filled in. */
+typedef struct xsm_src_ops {
+    void *(*open)(const xsm_emit *e, size_t rank, char *err, size_t errlen); /* NULL: failed, err set */
+    int (*next)(void *src, xsm_ev *ev); /* 1 got one, 0 done, -1 failed */
+    int (*close)(void *src, char *err, size_t errlen); /* 0, or 1 with err set when next failed */
+} xsm_src_ops;
+
+struct xsm_emit {
     const xsm_run *run;
     uint32_t key[XSM_KEY_N]; /* global name ids of enum xsm_key */
     xsm_strtab names;
@@ -66,7 +94,9 @@ typedef struct xsm_emit {
     uint32_t *comm_name; /* global name id per comm id seen (index = position in comm_ids) */
     uint32_t *comm_ids; size_t ncomms;
     int threads; /* writers may use this many threads (set after init; 0 = 1) */
-} xsm_emit;
+    const xsm_src_ops *src; /* trace.pftrace's event source; NULL: the model (xsm_iter) */
+    void *src_ctx;          /* for src */
+};
 
 #define XSM_EMIT_MAX_THREADS 8
 
@@ -80,6 +110,24 @@ void xsm_emit_rank_blocks(const xsm_run *run, size_t lo, size_t hi, size_t n, si
  * just its share). Names, tracks and GPU flows are always built for every
  * rank, so ids agree between processes. */
 int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, char *err, size_t errlen);
+/* A GPU row's correlation id, for pairing launches with their activity. */
+typedef struct xsm_corr {
+    uint32_t corr, row;
+    int api;
+} xsm_corr;
+/* Flows of rank r's GPU launches (c is sorted here): a start on the API
+ * row and an end on the first activity of each correlation id, into out
+ * (room for n), sorted by row; returns their number. */
+size_t xsm_emit_gpu_flows(int32_t r, xsm_corr *c, size_t n, xsm_flow *out);
+/* Streaming mode: rank r's tracks from what its scan found (threads of
+ * rows, GPU streams, counter names as the rank's string ids, memory
+ * devices, GPU flows — taken over), joined with the thread table. */
+int xsm_emit_set_tracks(xsm_emit *e, int32_t r, const uint32_t *tids, size_t ntids, const xsm_gstream *gpu, size_t ngpu,
+                        const uint32_t *counter_names, size_t ncounters, const int16_t *memdev, size_t nmemdev,
+                        xsm_flow *gflows, size_t ngflows);
+/* Number the tracks again (track_base of every rank) after a caller
+ * changed the ranks' track sets (streaming mode fills them from its scan). */
+void xsm_emit_number_tracks(xsm_emit *e);
 void xsm_emit_free(xsm_emit *e);
 
 /* Lookups used by the writers. */

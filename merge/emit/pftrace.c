@@ -119,7 +119,6 @@ typedef struct xsm_pf {
     uint64_t seq;
     uint32_t recv_name; /* global id of "recv" */
     double *memtot; /* running memory totals of the rank, per device */
-    size_t mcur;    /* mflows position after the last lookup */
 } xsm_pf;
 
 static int xsm_pend_less(const xsm_pend *a, const xsm_pend *b)
@@ -436,20 +435,19 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
     const xsm_emit *e = pf->e;
     int32_t r = ev->rank;
     const xsm_erank *er = &e->ranks[r];
-    const xsprof_rank_data *d = &e->run->ranks[r].d;
     xsm_out *p = &pf->o;
     size_t te;
     switch (ev->kind) {
     case XSM_EV_REGION: {
-        const xsprof_io_region *g = &d->regions[ev->row];
-        int has_args = g->nargs && g->args >= 0 && (size_t)g->args + g->nargs <= d->nargs;
-        for (uint32_t k = 0; has_args && k < g->nargs; k++)
-            xsm_pf_use_key(pf, xsm_emit_gid(e, r, d->args[g->args + k].key));
+        const xsprof_io_region *g = ev->rec;
+        const xsprof_io_arg *args = ev->args;
+        for (uint32_t k = 0; args && k < g->nargs; k++)
+            xsm_pf_use_key(pf, xsm_emit_gid(e, r, args[k].key));
         if (xsm_pf_slice(pf, xsm_uuid_thread(er, xsm_emit_tid_index(er, g->thread)), g->t_end, &te, g->t_begin,
                          xsm_emit_gid(e, r, g->name), g->category < 4 ? (int)g->category : XSM_CAT_USER))
             return -1;
-        for (uint32_t k = 0; has_args && k < g->nargs; k++) {
-            const xsprof_io_arg *a = &d->args[g->args + k];
+        for (uint32_t k = 0; args && k < g->nargs; k++) {
+            const xsprof_io_arg *a = &args[k];
             uint32_t key = xsm_emit_gid(e, r, a->key);
             if (!pf->sent_key[key])
                 continue; /* more new names than one packet interns: skip, never refer to an unknown iid */
@@ -477,7 +475,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         return 0;
     }
     case XSM_EV_MPI: {
-        const xsprof_io_mpi *m = &d->mpi[ev->row];
+        const xsprof_io_mpi *m = ev->rec;
         uint64_t track = xsm_uuid_thread(er, xsm_emit_tid_index(er, m->thread));
         int comm_k = m->comm != UINT32_MAX ? xsm_pf_use_comm(pf, m->comm) : -1;
         if (m->peer >= 0) xsm_pf_use_key(pf, e->key[XSM_KEY_PEER]);
@@ -502,22 +500,21 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         }
         if (m->coll_seq) xsm_pf_annot_u(p, e->key[XSM_KEY_COLL_SEQ], m->coll_seq);
         if (m->count) xsm_pf_annot_u(p, e->key[XSM_KEY_COUNT], m->count);
-        size_t nf;
-        const xsm_flow *f = xsm_emit_flows_at(er->mflows, er->nmflows, ev->row, &pf->mcur, &nf);
-        for (size_t k = 0; k < nf; k++) {
+        const xsm_evflow *f = ev->mflows;
+        for (size_t k = 0; k < ev->nmflows; k++) {
             uint8_t *w;
             if (f[k].out && (w = xsm_pb_room(p, 16)))
                 xsm_pb_commit(p, xsm_pb_w_fixed64(w, PB_TE_FLOW, f[k].id));
             else if (f[k].out)
                 continue; /* out of memory: o.failed reports it */
-            else if (xsm_pend_push(pf, (xsm_pend){xsm_emit_flow_time(e, r, 0, &f[k]), pf->seq++, track, f[k].id}))
+            else if (xsm_pend_push(pf, (xsm_pend){f[k].t, pf->seq++, track, f[k].id}))
                 return -1;
         }
         xsm_pf_event_end(pf, te);
         return 0;
     }
     case XSM_EV_GPU: {
-        const xsprof_io_gpu *g = &d->gpu[ev->row];
+        const xsprof_io_gpu *g = ev->rec;
         int api = g->kind == XSPROF_GPU_API;
         uint64_t track = api ? xsm_uuid_thread(er, xsm_emit_tid_index(er, g->thread))
                              : xsm_uuid_gpu(er, xsm_emit_gpu_index(er, g->device, g->stream));
@@ -557,7 +554,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         return 0;
     }
     case XSM_EV_INSTANT: {
-        const xsprof_io_instant *in = &d->instants[ev->row];
+        const xsprof_io_instant *in = ev->rec;
         uint32_t name = xsm_emit_gid(e, r, in->name);
         xsm_pf_use_name(pf, name);
         te = xsm_pf_event_begin(pf, in->t);
@@ -568,7 +565,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         return 0;
     }
     case XSM_EV_COUNTER: {
-        const xsprof_io_counter *c = &d->counters[ev->row];
+        const xsprof_io_counter *c = ev->rec;
         te = xsm_pf_event_begin(pf, c->t);
         xsm_pb_uint(p, PB_TE_TYPE, TE_COUNTER);
         xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_counter(er, xsm_emit_counter_index(er, xsm_emit_gid(e, r, c->name))));
@@ -577,7 +574,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         return 0;
     }
     default: {
-        const xsprof_io_mem *m = &d->mem[ev->row];
+        const xsprof_io_mem *m = ev->rec;
         size_t i = xsm_emit_memdev_index(er, m->device);
         double *tot = &pf->memtot[i];
         *tot += m->kind == XSPROF_MEM_FREE ? -(double)m->size : (double)m->size;
@@ -591,6 +588,85 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
     }
 }
 
+/* The in-memory event source: xsm_iter over the model, with the row, its
+ * arguments and its message flows looked up for each event. */
+typedef struct xsm_msrc {
+    const xsm_emit *e;
+    xsm_iter it;
+    size_t mcur; /* mflows position after the last lookup */
+    xsm_evflow *fl;
+    size_t capfl;
+} xsm_msrc;
+
+static void *xsm_msrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
+{
+    xsm_msrc *s = calloc(1, sizeof *s);
+    if (!s || xsm_iter_init(&s->it, e, (int64_t)r)) {
+        free(s);
+        xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
+        return NULL;
+    }
+    s->e = e;
+    return s;
+}
+
+static int xsm_msrc_next(void *src, xsm_ev *ev)
+{
+    xsm_msrc *s = src;
+    if (!xsm_iter_next(&s->it, ev))
+        return 0;
+    const xsprof_rank_data *d = &s->e->run->ranks[ev->rank].d;
+    const xsm_erank *er = &s->e->ranks[ev->rank];
+    ev->args = NULL;
+    ev->nmflows = 0;
+    switch (ev->kind) {
+    case XSM_EV_REGION: {
+        const xsprof_io_region *g = &d->regions[ev->row];
+        ev->rec = g;
+        if (g->nargs && g->args >= 0 && (size_t)g->args + g->nargs <= d->nargs)
+            ev->args = &d->args[g->args];
+        break;
+    }
+    case XSM_EV_MPI: {
+        ev->rec = &d->mpi[ev->row];
+        size_t nf;
+        const xsm_flow *f = xsm_emit_flows_at(er->mflows, er->nmflows, ev->row, &s->mcur, &nf);
+        if (nf > s->capfl) {
+            xsm_evflow *p = realloc(s->fl, nf * sizeof *p);
+            if (!p)
+                return -1;
+            s->fl = p;
+            s->capfl = nf;
+        }
+        for (size_t k = 0; k < nf; k++)
+            s->fl[k] = (xsm_evflow){f[k].id, f[k].out ? 0 : xsm_emit_flow_time(s->e, ev->rank, 0, &f[k]), (int)f[k].out};
+        ev->mflows = s->fl;
+        ev->nmflows = nf;
+        break;
+    }
+    case XSM_EV_GPU: ev->rec = &d->gpu[ev->row]; break;
+    case XSM_EV_INSTANT: ev->rec = &d->instants[ev->row]; break;
+    case XSM_EV_COUNTER: ev->rec = &d->counters[ev->row]; break;
+    default: ev->rec = &d->mem[ev->row]; break;
+    }
+    return 1;
+}
+
+static int xsm_msrc_close(void *src, char *err, size_t errlen)
+{
+    xsm_msrc *s = src;
+    (void)err;
+    (void)errlen;
+    if (!s)
+        return 0;
+    xsm_iter_free(&s->it);
+    free(s->fl);
+    free(s);
+    return 0;
+}
+
+static const xsm_src_ops xsm_msrc_ops = {xsm_msrc_open, xsm_msrc_next, xsm_msrc_close};
+
 int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes, char *err, size_t errlen)
 {
     xsm_pf pf = {.e = e, .seq_id = (uint32_t)r + 1};
@@ -602,16 +678,20 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes,
     pf.sent_key = calloc(e->names.n + 2, 1);
     pf.sent_comm = calloc(e->ncomms + 1, 1);
     pf.recv_name = e->key[XSM_KEY_RECV]; /* name of the flow-terminus instants */
-    xsm_iter it = {0};
+    const xsm_src_ops *ops = e->src ? e->src : &xsm_msrc_ops;
+    void *src = NULL;
     int rc = 0;
     *bytes = 0;
-    if (!pf.memtot || !pf.sent_name || !pf.sent_key || !pf.sent_comm || xsm_iter_init(&it, e, (int64_t)r))
+    if (!pf.memtot || !pf.sent_name || !pf.sent_key || !pf.sent_comm)
         rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
+    else if (!(src = ops->open(e, r, err, errlen)))
+        rc = 1;
     if (!rc) {
         xsm_pf_descriptors(&pf, r);
         xsm_ev ev;
         uint64_t n = 0;
-        while (xsm_iter_next(&it, &ev)) {
+        int got;
+        while ((got = ops->next(src, &ev)) > 0) {
             xsm_pf_drain(&pf, ev.t, 0);
             if (xsm_pf_event(&pf, &ev) || pf.o.failed) {
                 rc = xsm_err_set(err, errlen, "xsmerge: trace.pftrace: write failed: %s",
@@ -622,13 +702,17 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes,
                 xsm_progress_step(65536);
         }
         xsm_progress_step(n % 65536);
+        if (got < 0 && !rc)
+            rc = ops->close(src, err, errlen) ? 1 : xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
+        else if (ops->close(src, err, errlen) && !rc)
+            rc = 1;
+        src = NULL;
         if (!rc)
             xsm_pf_drain(&pf, INT64_MAX, 1);
     }
     if (!rc && (xsm_out_flush(&pf.o) || pf.o.failed))
         rc = xsm_err_set(err, errlen, "xsmerge: trace.pftrace: write failed: %s", strerror(errno));
     *bytes = pf.o.written;
-    xsm_iter_free(&it);
     xsm_out_free(&pf.o);
     free(pf.heap);
     free(pf.memtot);

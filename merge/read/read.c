@@ -120,13 +120,22 @@ int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, si
     return 0;
 }
 
+/* Streaming mode: event tables stay in the file (all but clock samples). */
+static int xsm_stream_load;
+#define XSM_STREAM_TABLES                                                                                          \
+    (1u << XSPROF_IO_T_REGIONS | 1u << XSPROF_IO_T_ARGS | 1u << XSPROF_IO_T_INSTANTS | 1u << XSPROF_IO_T_COUNTERS | \
+     1u << XSPROF_IO_T_MPI | 1u << XSPROF_IO_T_GPU | 1u << XSPROF_IO_T_MEM)
+
 static void xsm_load_one(const xsm_candidate *c, xsm_loaded *l)
 {
     char e1[1024] = "", e2[1024] = "";
     memset(&l->d, 0, sizeof l->d);
+    l->rf = NULL;
     l->note[0] = l->err[0] = 0;
     if (c->h5[0]) {
-        if (xsprof_rankfile_load(c->h5, &l->d, e1, sizeof e1) == XSPROF_OK) {
+        xsprof_status st = xsm_stream_load ? xsprof_rankfile_open(c->h5, XSM_STREAM_TABLES, &l->d, &l->rf, e1, sizeof e1)
+                                           : xsprof_rankfile_load(c->h5, &l->d, e1, sizeof e1);
+        if (st == XSPROF_OK) {
             l->status = 0;
             return;
         }
@@ -212,7 +221,9 @@ static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xs
     for (size_t i = 0; i < n; i++) {
         if (l[i].status != 1)
             continue;
-        if (!partial)
+        /* streaming hands a damaged file to the in-memory merge, whose
+         * reader names the first problem as it always did */
+        if (!partial || (opts && opts->stream))
             return xsm_err_set(err, errlen, "%s", l[i].err);
         xsm_note(notes, "%s (skipped, --partial)%s", l[i].err, "");
         l[i].status = -1;
@@ -313,8 +324,10 @@ static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xs
             xsm_note(notes, "%s: %s", xsm_loaded_path(&c[owner[r]]), line);
         }
         run->ranks[r].d = x->d;
+        run->ranks[r].rf = x->rf;
         run->ranks[r].present = 1;
         memset(&x->d, 0, sizeof x->d);
+        x->rf = NULL;
         x->status = -1;
     }
     free(owner);
@@ -361,12 +374,14 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     xsm_progress_mark("start");
     xsm_progress_begin("reading rank files", todo);
     xsprof_rankfile_set_table_reader(xsm_chunks_read);
+    xsprof_rankfile_set_rows_reader(xsm_chunks_rows);
+    xsm_stream_load = opts && opts->stream;
     xsm_chunks_set_threads(xsm_cpu_share(par ? par->size : 1));
     xsm_parallel_threads(xsm_cpu_share(par ? par->size : 1)); /* align, match and emit work per rank */
     /* Helper processes decode a share of the files only when
      * XSPROF_MERGE_READERS asks (collective mode divides the files among
      * its processes anyway). */
-    if (par || !xsm_fork_ok || xsm_read_forked(c, l, n, xsm_read_procs(), xsm_load_one, xsm_step_one) != 0) {
+    if (par || !xsm_fork_ok || xsm_stream_load || xsm_read_forked(c, l, n, xsm_read_procs(), xsm_load_one, xsm_step_one) != 0) {
         for (size_t i = 0; i < n; i++) {
             if (l[i].status == -1)
                 continue;
@@ -382,16 +397,21 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
         rc = 1;
     if (!rc)
         rc = xsm_validate(run_dir, opts, c, l, n, mask, masklen, notes, run, err, errlen);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         xsprof_rank_data_free(&l[i].d);
+        xsprof_rankfile_close(l[i].rf);
+    }
     free(l);
     free(c);
     free(mask);
+    xsm_stream_load = 0;
     if (rc) {
         xsm_run_free(run);
         return 1;
     }
     xsm_progress_mark("read");
+    if (opts && opts->stream)
+        return 0; /* merge/stream/ takes it from here */
     /* each rank's span, taken while interpolating: t = 0 needs no pass of
      * its own when the logical clock moves nothing */
     int64_t *span = malloc((2 * run->nranks + 2) * sizeof *span);
@@ -427,8 +447,10 @@ int xsm_run_load(const char *run_dir, const xsm_load_opts *opts, xsm_run *run, c
 
 void xsm_run_free(xsm_run *run)
 {
-    for (size_t r = 0; r < run->nranks; r++)
+    for (size_t r = 0; r < run->nranks; r++) {
         xsprof_rank_data_free(&run->ranks[r].d);
+        xsprof_rankfile_close(run->ranks[r].rf);
+    }
     free(run->ranks);
     for (size_t i = 0; i < run->ncolls; i++) {
         free(run->colls[i].ranks);

@@ -27,6 +27,7 @@ typedef struct xsm_loaded {
     char err[1024];  /* one line naming the file */
     char note[1024]; /* e.g. "recovered from journal"; "" if none */
     xsprof_rank_data d;
+    struct xsprof_rankfile *rf; /* streaming mode: the open file (tables left in it) */
 } xsm_loaded;
 
 typedef struct xsm_par {

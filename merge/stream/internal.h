@@ -1,0 +1,179 @@
+/* merge/stream/internal.h — the parts of xsmerge's streaming mode (see
+ * stream.h): table cursors, reorder queues, the streaming match. Owner:
+ * merge. Nothing here is used outside merge/stream/. */
+#ifndef XSPROF_MERGE_STREAM_INTERNAL_H
+#define XSPROF_MERGE_STREAM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "io/reader.h"
+#include "merge/align/align.h"
+#include "merge/emit/emit.h"
+
+/* ---- tab.c: rows of one table, a chunk at a time ----------------------- */
+
+/* Rows of one event table of one rank: read from its rank file through a
+ * two-chunk cache, or straight from memory (a rank recovered from its
+ * journal is loaded whole). */
+typedef struct xsm_tab {
+    xsprof_rankfile *rf;       /* NULL: rows in mem */
+    int table;                 /* enum xsprof_io_table */
+    const char *path;          /* for errors */
+    size_t size;               /* bytes per row */
+    uint64_t n;                /* rows */
+    size_t chunk;              /* rows per read */
+    const unsigned char *mem;
+    unsigned char *buf[2];
+    uint64_t first[2];
+    size_t cnt[2];
+    int victim;                /* slot the next load replaces */
+    char err[1024];            /* set when a read failed */
+} xsm_tab;
+
+/* Rows of table t of a rank: from rf when it streams t, else from d. */
+int xsm_tab_open(xsm_tab *tab, xsprof_rankfile *rf, const xsprof_rank_data *d, int t);
+void xsm_tab_close(xsm_tab *tab);
+/* Row i (i < tab->n), valid until the second next call; NULL when the read
+ * failed (tab->err says why). */
+const void *xsm_tab_row(xsm_tab *tab, uint64_t i);
+
+/* ---- sortq.c: rows in time order with a bounded window ------------------ */
+
+/* Sort key of an event row: the order xsm_emit_init sorts each table by
+ * (begin, thread, depth, longer first, row); thread and depth are 0 except
+ * for regions, and tl = te for points. Times are on the reference clock. */
+typedef struct xsm_skey {
+    int64_t t, te;
+    uint32_t thread;
+    uint32_t depth;
+    uint64_t row;
+} xsm_skey;
+
+static inline int xsm_skey_less(const xsm_skey *a, const xsm_skey *b)
+{
+    if (a->t != b->t) return a->t < b->t;
+    if (a->thread != b->thread) return a->thread < b->thread;
+    if (a->depth != b->depth) return a->depth < b->depth;
+    if (a->te != b->te) return a->te > b->te;
+    return a->row < b->row;
+}
+
+/* Rows arrive in table order and leave in key order through a heap of at
+ * most `window` rows. A row whose key is below one already released is an
+ * "outlier" (a region that ends long after it began: main, a loop around
+ * everything): the detector lists them in pass 1 with their rows, and in
+ * pass 2 the same heap, fed without them, gives the same releases, merged
+ * with the sorted outliers into the full order. */
+typedef struct xsm_sheap {
+    /* Most rows arrive in order: those not below the last one queued go to
+     * a FIFO (O(1)), the others to a heap; the smaller of the two fronts
+     * is released, which is what one heap over all of them would release. */
+    xsm_skey *key, *fkey;
+    uint32_t *slot, *fslot; /* position -> slot of the row copy (NULL: keys only) */
+    size_t hn, fhead, fn;   /* heap size; FIFO start and size (ring of window + 1) */
+    unsigned char *rows;    /* slots of `size` bytes */
+    uint32_t *free_slots;
+    size_t nfree;
+    size_t n, window, size; /* n = hn + fn */
+    xsm_skey last;          /* last released key */
+    int released;
+} xsm_sheap;
+
+int xsm_sheap_init(xsm_sheap *h, size_t window, size_t size);
+void xsm_sheap_free(xsm_sheap *h);
+/* 1 when a row with key k arrives too late for the heap (an outlier). */
+static inline int xsm_sheap_late(const xsm_sheap *h, const xsm_skey *k)
+{
+    return h->released && xsm_skey_less(k, &h->last);
+}
+/* Push a row (its copy when the heap keeps rows); 1 when it is now over
+ * its window and must release. */
+int xsm_sheap_push(xsm_sheap *h, const xsm_skey *k, const void *row);
+/* The key the next pop releases (h->n > 0). */
+static inline const xsm_skey *xsm_sheap_top(const xsm_sheap *h)
+{
+    if (!h->fn)
+        return &h->key[0];
+    const xsm_skey *f = &h->fkey[h->fhead];
+    return h->hn && xsm_skey_less(&h->key[0], f) ? &h->key[0] : f;
+}
+/* Release the smallest: its key, and its row copy (valid until the next push). */
+const void *xsm_sheap_pop(xsm_sheap *h, xsm_skey *k);
+
+/* Outliers of one table: (key, row copy) in key order. */
+typedef struct xsm_outl {
+    xsm_skey *key;
+    unsigned char *rows;
+    size_t n, cap, size;
+    uint64_t *by_row; /* their rows ascending (pass 2 skips them) */
+} xsm_outl;
+
+int xsm_outl_add(xsm_outl *o, const xsm_skey *k, const void *row);
+int xsm_outl_finish(xsm_outl *o); /* sort; 0 or -1 (memory) */
+void xsm_outl_free(xsm_outl *o);
+
+/* ---- match.c: pass 1 over the MPI tables of all ranks -------------------- */
+
+/* One end of a message for its receiving rank, written to a spill file in
+ * the order pass 1 made them (production time `p` never decreases). */
+typedef struct xsm_spill {
+    int64_t p;         /* reference time pass 1 had reached (<= the call's end) */
+    int64_t t;         /* the receive's completion (reference clock) */
+    uint32_t call_row; /* the call that shows the receive */
+    uint32_t send_row; /* on src */
+    int32_t src;
+    uint32_t pad;
+} xsm_spill;
+
+/* What pass 1 learns of one rank. */
+typedef struct xsm_srank {
+    int present;
+    xsprof_rankfile *rf;
+    xsm_clk clk;
+    int64_t span[2];              /* first begin, last end (reference clock) */
+    uint64_t rows;                /* events (for dividing ranks among threads) */
+    uint64_t nev;                 /* events the writers will see */
+    /* track sets */
+    uint32_t *tids; size_t ntids, captids;
+    xsm_gstream *gpu; size_t ngpu;
+    uint32_t *counter_names; size_t ncounters; /* local string ids */
+    int16_t *memdev; size_t nmemdev;
+    xsm_flow *gflows; size_t ngflows;
+    xsm_outl out[XSM_EV_N];       /* outliers per event table */
+    /* messages */
+    uint64_t *sent;               /* bit per mpi row: a send that found its receive */
+    uint64_t *sent_before;        /* per 64 rows: matched sends before them */
+    uint64_t nmatched, msg_base;  /* its matched sends, messages of lower ranks */
+    char spill_path[4096];
+    uint64_t nspill;
+} xsm_srank;
+
+typedef struct xsm_stream xsm_stream;
+
+/* Pass 1 over every present rank's MPI table at once, in time order:
+ * match, count violations, fill sent bits and spill files, and the MPI
+ * table's outliers, span and threads. Returns 0; 1 with err set on bad
+ * input or failure; 2 when the run needs the in-memory merge (why in err). */
+int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen);
+
+/* Messages index of the matched send at `row` of rank r (0-based). */
+uint64_t xsm_stream_msg_index(const xsm_srank *sr, uint64_t row);
+
+/* ---- stream.c ---------------------------------------------------------- */
+
+struct xsm_stream {
+    xsm_run *run;
+    xsm_srank *r;
+    size_t window;
+    const char *tmpdir;           /* spill files */
+    FILE *notes;
+    xsm_emit *e;
+    int64_t t0;
+    uint64_t nmsgs, ncolls;   /* for the summary line */
+};
+
+int xsm_tid_set_add(xsm_srank *sr, uint32_t tid);
+void xsm_srank_span(xsm_srank *sr, int64_t tb, int64_t te);
+
+#endif

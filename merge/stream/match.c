@@ -1,0 +1,843 @@
+/* merge/stream/match.c — pass 1 of the streaming mode over the MPI tables
+ * of all ranks (see internal.h).
+ *
+ * Each rank's MPI rows go through a reorder heap into begin-time order
+ * (calls before completions at the same time), the order in which
+ * merge/match pairs requests and finds the call holding each completion;
+ * a k-way merge over the ranks then processes all rows in one time order,
+ * so a message's send and receive meet within the time the message was in
+ * flight and the table of unmatched ends stays small. Keys are the same as
+ * merge/match's (comm, world src, dst, tag, seq), so the pairs are too.
+ * The receiving rank's flow ends go to a spill file, the sending rank's to
+ * a bit per row; message ids (index in (src, send row) order) come from
+ * those bits once every rank is done. Collectives are collected only to
+ * count clock violations: any violation means the logical clock would move
+ * times, and then the run is merged in memory. */
+#include "merge/stream/internal.h"
+#include "merge/util.h"
+#include "core/record.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- unmatched message ends ------------------------------------------- */
+
+typedef struct xsm_pkey {
+    uint32_t comm;
+    int32_t src, dst, tag;
+    uint64_t seq;
+} xsm_pkey;
+
+typedef struct xsm_pend_end {
+    xsm_pkey k;
+    int recv;          /* 1: a receive waiting for its send */
+    uint32_t row;      /* send row, or the receive's key row */
+    uint32_t call_row; /* receive: the call that shows it */
+    int64_t t;         /* send: begin; receive: completion */
+    int64_t call_end;  /* receive: end of that call */
+    uint32_t next;     /* chain, UINT32_MAX = end */
+} xsm_pend_end;
+
+typedef struct xsm_ptab {
+    xsm_pend_end *e;
+    size_t n, cap;
+    uint32_t *head; /* buckets */
+    size_t nb;
+    uint32_t free_list;
+} xsm_ptab;
+
+static uint64_t xsm_pkey_hash(const xsm_pkey *k)
+{
+    uint64_t h = ((uint64_t)k->comm << 32 | (uint32_t)k->tag) * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)(uint32_t)k->src << 32 | (uint32_t)k->dst) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+    h ^= k->seq * 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h * 0xc4ceb9fe1a85ec53ull;
+}
+
+static int xsm_pkey_eq(const xsm_pkey *a, const xsm_pkey *b)
+{
+    return a->comm == b->comm && a->src == b->src && a->dst == b->dst && a->tag == b->tag && a->seq == b->seq;
+}
+
+static int xsm_ptab_grow(xsm_ptab *t)
+{
+    size_t nb = t->nb ? 2 * t->nb : 1024;
+    uint32_t *head = malloc(nb * sizeof *head);
+    if (!head)
+        return -1;
+    for (size_t i = 0; i < nb; i++)
+        head[i] = UINT32_MAX;
+    /* rehash the live entries (free ones are marked by recv == -1) */
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->e[i].recv < 0)
+            continue;
+        size_t b = xsm_pkey_hash(&t->e[i].k) & (nb - 1);
+        t->e[i].next = head[b];
+        head[b] = (uint32_t)i;
+    }
+    free(t->head);
+    t->head = head;
+    t->nb = nb;
+    return 0;
+}
+
+/* The pending end of the other side with key k, unlinked; NULL if none.
+ * *dup is set when an end of the same side is already waiting. */
+static int xsm_ptab_take(xsm_ptab *t, const xsm_pkey *k, int recv, xsm_pend_end *out, int *dup)
+{
+    *dup = 0;
+    if (!t->nb)
+        return 0;
+    size_t b = xsm_pkey_hash(k) & (t->nb - 1);
+    for (uint32_t *p = &t->head[b]; *p != UINT32_MAX; p = &t->e[*p].next) {
+        xsm_pend_end *e = &t->e[*p];
+        if (!xsm_pkey_eq(&e->k, k))
+            continue;
+        if (e->recv == recv) {
+            *dup = 1;
+            return 0;
+        }
+        uint32_t i = *p;
+        *out = *e;
+        *p = e->next;
+        e->recv = -1;
+        e->next = t->free_list;
+        t->free_list = i;
+        return 1;
+    }
+    return 0;
+}
+
+static int xsm_ptab_put(xsm_ptab *t, const xsm_pend_end *x)
+{
+    uint32_t i;
+    if (t->free_list != UINT32_MAX) {
+        i = t->free_list;
+        t->free_list = t->e[i].next;
+    } else {
+        if (t->n == t->cap) {
+            size_t cap = t->cap ? 2 * t->cap : 1024;
+            if (cap >= UINT32_MAX)
+                return -1;
+            xsm_pend_end *e = realloc(t->e, cap * sizeof *e);
+            if (!e)
+                return -1;
+            t->e = e;
+            t->cap = cap;
+        }
+        i = (uint32_t)t->n++;
+        if (t->n > t->nb / 2 && xsm_ptab_grow(t)) {
+            t->n--;
+            return -1;
+        }
+    }
+    size_t b = xsm_pkey_hash(&x->k) & (t->nb - 1);
+    t->e[i] = *x;
+    t->e[i].next = t->head[b];
+    t->head[b] = i;
+    return 0;
+}
+
+/* ---- collectives (for the violation count) ------------------------------ */
+
+typedef struct xsm_cmember {
+    int32_t rank;
+    uint32_t row;
+    int64_t entry, exit;
+    int kind;
+    int32_t root;
+} xsm_cmember;
+
+typedef struct xsm_cinst {
+    uint32_t comm;
+    uint64_t seq;
+    xsm_cmember *m;
+    size_t n, cap;
+    int live;
+} xsm_cinst;
+
+/* ---- per rank ----------------------------------------------------------- */
+
+typedef struct xsm_thr_state {
+    uint32_t tid;
+    int64_t last_call, sendrecv_open; /* rows, -1 none */
+    int64_t last_end, sendrecv_end;
+    uint32_t last_comm, sendrecv_comm;
+} xsm_thr_state;
+
+typedef struct xsm_req_state {
+    uint64_t request; /* 0: empty slot */
+    uint32_t row, comm;
+    int counted, completed;
+} xsm_req_state;
+
+typedef struct xsm_mrank {
+    int32_t r;
+    xsm_tab tab;
+    uint64_t next;        /* next row to read */
+    xsm_sheap proc;       /* begin-time order, rows kept */
+    xsm_sheap emit;       /* the writers' order, keys only (outlier detector) */
+    xsprof_io_mpi head;   /* the row processed next */
+    xsm_skey head_key;
+    int has_head;
+    xsm_thr_state *thr;
+    size_t nthr, capthr;
+    xsm_req_state *req;   /* open addressing by request */
+    size_t nreq, capreq;
+    uint64_t open_posts;
+    FILE *spill;
+} xsm_mrank;
+
+typedef struct xsm_mctx {
+    xsm_stream *s;
+    xsm_mrank *m;         /* per rank (present ones used) */
+    size_t *heap, nheap;  /* ranks by head key */
+    xsm_ptab pend;
+    xsm_cinst *coll;      /* open collectives, linear probing by (comm, seq) */
+    size_t ncoll_live, capcoll;
+    uint64_t ncolls, incomplete, violations;
+    uint32_t *comm_ids;   /* communicators the present ranks define */
+    uint32_t *comm_present; /* present ranks defining each */
+    int32_t *comm_owner;  /* first present rank defining each (its member list) */
+    size_t ncomm_ids;
+    char *err;
+    size_t errlen;
+} xsm_mctx;
+
+static int xsm_is_send(const xsprof_io_mpi *m)
+{
+    return (m->kind == XSPROF_MPI_SEND || m->kind == XSPROF_MPI_SSEND || m->kind == XSPROF_MPI_ISEND ||
+            m->kind == XSPROF_MPI_SENDRECV) && m->peer >= 0;
+}
+
+static int xsm_is_req(const xsprof_io_mpi *m)
+{
+    return m->request && (m->kind == XSPROF_MPI_ISEND || m->kind == XSPROF_MPI_IRECV ||
+                          m->kind == XSPROF_MPI_ICOLL || m->kind == XSPROF_MPI_COMPLETION);
+}
+
+static int xsm_present(const xsm_mctx *c, int32_t r)
+{
+    return r >= 0 && (size_t)r < c->s->run->nranks && c->s->r[r].present;
+}
+
+static xsm_thr_state *xsm_thr_get(xsm_mrank *m, uint32_t tid)
+{
+    for (size_t i = 0; i < m->nthr; i++)
+        if (m->thr[i].tid == tid)
+            return &m->thr[i];
+    if (m->nthr == m->capthr) {
+        size_t cap = m->capthr ? 2 * m->capthr : 8;
+        xsm_thr_state *p = realloc(m->thr, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        m->thr = p;
+        m->capthr = cap;
+    }
+    m->thr[m->nthr] = (xsm_thr_state){tid, -1, -1, 0, 0, 0, 0};
+    return &m->thr[m->nthr++];
+}
+
+static xsm_req_state *xsm_req_slot(xsm_mrank *m, uint64_t request, int create)
+{
+    if (m->nreq * 2 >= m->capreq) {
+        if (!create)
+            goto find;
+        size_t cap = m->capreq ? 2 * m->capreq : 64;
+        xsm_req_state *p = calloc(cap, sizeof *p);
+        if (!p)
+            return NULL;
+        for (size_t i = 0; i < m->capreq; i++) {
+            if (!m->req[i].request)
+                continue;
+            size_t h = (m->req[i].request * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+            while (p[h].request)
+                h = (h + 1) & (cap - 1);
+            p[h] = m->req[i];
+        }
+        free(m->req);
+        m->req = p;
+        m->capreq = cap;
+    }
+find:
+    if (!m->capreq)
+        return NULL;
+    size_t h = (request * 0x9e3779b97f4a7c15ull >> 20) & (m->capreq - 1);
+    while (m->req[h].request && m->req[h].request != request)
+        h = (h + 1) & (m->capreq - 1);
+    if (!m->req[h].request) {
+        if (!create)
+            return NULL;
+        m->req[h].request = request;
+        m->nreq++;
+    }
+    return &m->req[h];
+}
+
+static size_t xsm_comm_index(const xsm_mctx *c, uint32_t comm)
+{
+    for (size_t i = 0; i < c->ncomm_ids; i++)
+        if (c->comm_ids[i] == comm)
+            return i;
+    return SIZE_MAX;
+}
+
+/* Position of world rank w in the comm's member list (as merge/align's
+ * scan constraint reads it), or -1. */
+static int64_t xsm_comm_rank_of(const xsm_mctx *c, uint32_t comm, int32_t w)
+{
+    size_t k = xsm_comm_index(c, comm);
+    if (k == SIZE_MAX)
+        return -1;
+    const xsprof_rank_data *d = &c->s->run->ranks[c->comm_owner[k]].d;
+    for (size_t i = 0; i < d->ncomms; i++) {
+        if (d->comms[i].id != comm)
+            continue;
+        for (uint32_t j = 0; j < d->comms[i].size && d->comms[i].members + j < d->ncomm_members; j++)
+            if (d->comm_members[d->comms[i].members + j] == w)
+                return j;
+        return -1;
+    }
+    return -1;
+}
+
+static int xsm_cmember_cmp(const void *a, const void *b)
+{
+    const xsm_cmember *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* Violations of one collective, as merge/align counts them. */
+static uint64_t xsm_coll_violations(const xsm_mctx *c, xsm_cinst *ci)
+{
+    qsort(ci->m, ci->n, sizeof *ci->m, xsm_cmember_cmp);
+    int kind = ci->m[0].kind;
+    int32_t root_rank = ci->m[0].root;
+    int64_t last_entry = INT64_MIN;
+    size_t root = SIZE_MAX;
+    for (size_t i = 0; i < ci->n; i++) {
+        if (ci->m[i].entry > last_entry)
+            last_entry = ci->m[i].entry;
+        if (root_rank >= 0 && ci->m[i].rank == root_rank && root == SIZE_MAX)
+            root = i;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < ci->n; i++) {
+        int64_t need;
+        switch (kind) {
+        case XSPROF_COLL_ONE2N:
+            if (root == SIZE_MAX || i == root)
+                continue;
+            need = ci->m[root].entry;
+            break;
+        case XSPROF_COLL_SCAN: {
+            int64_t me = xsm_comm_rank_of(c, ci->comm, ci->m[i].rank);
+            need = INT64_MIN;
+            for (size_t j = 0; j < ci->n && me >= 0; j++) {
+                int64_t other = xsm_comm_rank_of(c, ci->comm, ci->m[j].rank);
+                if (other >= 0 && other <= me && ci->m[j].entry > need)
+                    need = ci->m[j].entry;
+            }
+            break;
+        }
+        case XSPROF_COLL_N2ONE:
+            if (i != root)
+                continue;
+            need = last_entry;
+            break;
+        default:
+            need = last_entry;
+        }
+        if (ci->m[i].exit < need)
+            v++;
+    }
+    return v;
+}
+
+static void xsm_coll_close(xsm_mctx *c, xsm_cinst *ci)
+{
+    c->violations += xsm_coll_violations(c, ci);
+    size_t k = xsm_comm_index(c, ci->comm);
+    if (k != SIZE_MAX && c->comm_present[k] > ci->n)
+        c->incomplete++;
+    free(ci->m);
+    ci->m = NULL;
+    ci->n = ci->cap = 0;
+    ci->live = 0;
+    c->ncoll_live--;
+}
+
+static uint64_t xsm_coll_hash(uint32_t comm, uint64_t seq)
+{
+    return ((uint64_t)comm * 0x9e3779b97f4a7c15ull) ^ (seq * 0xff51afd7ed558ccdull);
+}
+
+static xsm_cinst *xsm_coll_get(xsm_mctx *c, uint32_t comm, uint64_t seq)
+{
+    if ((c->ncoll_live + 1) * 2 > c->capcoll) {
+        size_t cap = c->capcoll ? 2 * c->capcoll : 64;
+        xsm_cinst *p = calloc(cap, sizeof *p);
+        if (!p)
+            return NULL;
+        for (size_t i = 0; i < c->capcoll; i++) {
+            if (!c->coll[i].live)
+                continue;
+            size_t h = xsm_coll_hash(c->coll[i].comm, c->coll[i].seq) & (cap - 1);
+            while (p[h].live)
+                h = (h + 1) & (cap - 1);
+            p[h] = c->coll[i];
+        }
+        free(c->coll);
+        c->coll = p;
+        c->capcoll = cap;
+    }
+    size_t h = xsm_coll_hash(comm, seq) & (c->capcoll - 1);
+    while (c->coll[h].live && !(c->coll[h].comm == comm && c->coll[h].seq == seq))
+        h = (h + 1) & (c->capcoll - 1);
+    if (!c->coll[h].live) {
+        c->coll[h] = (xsm_cinst){comm, seq, NULL, 0, 0, 1};
+        c->ncoll_live++;
+        c->ncolls++;
+    }
+    return &c->coll[h];
+}
+
+/* Removing from a linear-probing table: re-insert the rest of the cluster. */
+static void xsm_coll_remove(xsm_mctx *c, xsm_cinst *ci)
+{
+    size_t h = (size_t)(ci - c->coll);
+    xsm_coll_close(c, ci);
+    for (size_t j = (h + 1) & (c->capcoll - 1); c->coll[j].live; j = (j + 1) & (c->capcoll - 1)) {
+        xsm_cinst x = c->coll[j];
+        c->coll[j].live = 0;
+        size_t k = xsm_coll_hash(x.comm, x.seq) & (c->capcoll - 1);
+        while (c->coll[k].live)
+            k = (k + 1) & (c->capcoll - 1);
+        c->coll[k] = x;
+    }
+}
+
+static int xsm_coll_add(xsm_mctx *c, int32_t r, uint32_t row, const xsprof_io_mpi *m)
+{
+    xsm_cinst *ci = xsm_coll_get(c, m->comm, m->coll_seq);
+    if (!ci)
+        return -1;
+    for (size_t i = 0; i < ci->n; i++) {
+        if (ci->m[i].rank != r)
+            continue;
+        if (row < ci->m[i].row) /* one row per rank and instance: the first */
+            ci->m[i] = (xsm_cmember){r, row, m->t_begin, m->t_end, m->coll, m->root};
+        return 0;
+    }
+    if (ci->n == ci->cap) {
+        size_t cap = ci->cap ? 2 * ci->cap : 4;
+        xsm_cmember *p = realloc(ci->m, cap * sizeof *p);
+        if (!p)
+            return -1;
+        ci->m = p;
+        ci->cap = cap;
+    }
+    ci->m[ci->n++] = (xsm_cmember){r, row, m->t_begin, m->t_end, m->coll, m->root};
+    size_t k = xsm_comm_index(c, m->comm);
+    if (k != SIZE_MAX && ci->n >= c->comm_present[k])
+        xsm_coll_remove(c, ci);
+    return 0;
+}
+
+/* ---- processing one row -------------------------------------------------- */
+
+static void xsm_sent_set(xsm_srank *sr, uint32_t row)
+{
+    sr->sent[row >> 6] |= 1ull << (row & 63);
+    sr->nmatched++;
+}
+
+static int xsm_spill_put(xsm_mctx *c, int32_t dst, const xsm_spill *x)
+{
+    xsm_mrank *m = &c->m[dst];
+    xsm_srank *sr = &c->s->r[dst];
+    if (!m->spill) {
+        char name[64];
+        snprintf(name, sizeof name, "stream-spill-%d.bin", (int)dst);
+        xsm_path(sr->spill_path, sizeof sr->spill_path, c->s->tmpdir, name);
+        if (!(m->spill = fopen(sr->spill_path, "w+b")))
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->spill_path, strerror(errno));
+        setvbuf(m->spill, NULL, _IOFBF, 1 << 16);
+    }
+    if (fwrite(x, sizeof *x, 1, m->spill) != 1)
+        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->spill_path, strerror(errno));
+    sr->nspill++;
+    return 0;
+}
+
+/* Send row s of rank src meets the receive q of rank dst at time `now`. */
+static int xsm_meet(xsm_mctx *c, int64_t now, int32_t src, uint32_t send_row, int64_t send_t, int32_t dst,
+                       const xsm_pend_end *q)
+{
+    if (q->t < send_t) /* the logical clock would move times */
+        return xsm_err_set(c->err, c->errlen, "clock violations after interpolation need the logical clock") ? 2 : 2;
+    xsm_sent_set(&c->s->r[src], send_row);
+    if (q->call_row == UINT32_MAX)
+        return 0; /* a completion no call holds: the writers never draw its flow */
+    if (now > q->call_end) {
+        /* the writers read a rank's spill only up to a call's end */
+        return xsm_err_set(c->err, c->errlen, "a receive on rank %d was matched after its call ended", (int)dst) ? 2 : 2;
+    }
+    xsm_spill x = {now, q->t, q->call_row, send_row, src, 0};
+    return xsm_spill_put(c, dst, &x) ? 1 : 0;
+}
+
+static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint32_t i, int64_t now)
+{
+    int32_t r = m->r;
+    int64_t po = -1;
+    uint32_t po_comm = UINT32_MAX;
+    if (xsm_is_req(row)) {
+        if (row->kind != XSPROF_MPI_COMPLETION) {
+            xsm_req_state *q = xsm_req_slot(m, row->request, 1);
+            if (!q)
+                return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+            /* an earlier post of this request never completed stays counted open */
+            q->row = i;
+            q->comm = row->comm;
+            q->completed = 0;
+            q->counted = row->kind == XSPROF_MPI_IRECV && !(row->flags & (XSPROF_MPI_F_CANCELLED | XSPROF_MPI_F_FREED));
+            m->open_posts += (uint64_t)q->counted;
+        } else {
+            xsm_req_state *q = xsm_req_slot(m, row->request, 0);
+            if (q) {
+                po = q->row;
+                po_comm = q->comm;
+                if (!q->completed) {
+                    q->completed = 1;
+                    m->open_posts -= (uint64_t)q->counted;
+                }
+            }
+        }
+    }
+    xsm_thr_state *th = xsm_thr_get(m, row->thread);
+    if (!th)
+        return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+    int64_t ca = -1, ca_end = 0;
+    uint32_t ca_comm = UINT32_MAX;
+    if (row->kind != XSPROF_MPI_COMPLETION) {
+        th->last_call = i;
+        th->last_end = row->t_end;
+        th->last_comm = row->comm;
+        th->sendrecv_open = row->kind == XSPROF_MPI_SENDRECV ? (int64_t)i : -1;
+        th->sendrecv_end = row->t_end;
+        th->sendrecv_comm = row->comm;
+    } else {
+        if (th->last_call >= 0 && th->last_end >= row->t_begin) {
+            ca = th->last_call;
+            ca_end = th->last_end;
+            ca_comm = th->last_comm;
+        }
+        if ((row->flags & XSPROF_MPI_F_RECV) && po < 0 && th->sendrecv_open >= 0) {
+            ca = th->sendrecv_open; /* the receive half of a Sendrecv */
+            ca_end = th->sendrecv_end;
+            ca_comm = th->sendrecv_comm;
+            th->sendrecv_open = -1;
+        }
+    }
+    if ((row->kind == XSPROF_MPI_COLL || row->kind == XSPROF_MPI_ICOLL) && row->coll_seq) {
+        if (row->kind == XSPROF_MPI_ICOLL)
+            return xsm_err_set(c->err, c->errlen, "rank %d has nonblocking collectives", (int)r) ? 2 : 2;
+        if (xsm_coll_add(c, r, i, row))
+            return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+    }
+    if (xsm_is_send(row)) {
+        if (!xsm_present(c, row->peer))
+            return 0; /* its receiver was not loaded: not an anomaly */
+        xsm_pend_end me = {{row->comm, r, row->peer, row->tag, row->seq}, 0, i, UINT32_MAX, row->t_begin, 0, 0};
+        xsm_pend_end q;
+        int dup;
+        if (xsm_ptab_take(&c->pend, &me.k, 0, &q, &dup))
+            return xsm_meet(c, now, r, i, row->t_begin, row->peer, &q);
+        if (dup)
+            return xsm_err_set(c->err, c->errlen, "rank %d sends two messages with one key", (int)r) ? 2 : 2;
+        return xsm_ptab_put(&c->pend, &me) ? xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages") : 0;
+    }
+    int recv = row->kind == XSPROF_MPI_RECV ||
+               (row->kind == XSPROF_MPI_COMPLETION && (row->flags & XSPROF_MPI_F_RECV) &&
+                !(row->flags & XSPROF_MPI_F_CANCELLED));
+    if (!recv || row->peer < 0 || !xsm_present(c, row->peer))
+        return 0;
+    uint32_t comm = row->comm;
+    if (comm == UINT32_MAX && po >= 0)
+        comm = po_comm;
+    else if (comm == UINT32_MAX && ca >= 0)
+        comm = ca_comm;
+    uint32_t call = i;
+    int64_t call_end = row->t_end;
+    if (row->kind != XSPROF_MPI_RECV) {
+        if (ca >= 0) {
+            call = (uint32_t)ca;
+            call_end = ca_end;
+        } else {
+            call = UINT32_MAX; /* shown nowhere: the writers skip completion rows */
+        }
+    }
+    xsm_pend_end me = {{comm, row->peer, r, row->tag, row->seq}, 1, i, call, row->t_end, call_end, 0};
+    xsm_pend_end q;
+    int dup;
+    if (xsm_ptab_take(&c->pend, &me.k, 1, &q, &dup))
+        return xsm_meet(c, now, row->peer, q.row, q.t, r, &me);
+    if (dup)
+        return xsm_err_set(c->err, c->errlen, "rank %d receives two messages with one key", (int)r) ? 2 : 2;
+    return xsm_ptab_put(&c->pend, &me) ? xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages") : 0;
+}
+
+/* ---- reading a rank's rows ---------------------------------------------- */
+
+/* Read rows until the begin-time heap must release one (or the table
+ * ends), then take the released row as the rank's head. Returns 0, 1
+ * (error) or 2 (needs the in-memory merge). */
+static int xsm_advance(xsm_mctx *c, xsm_mrank *m)
+{
+    xsm_srank *sr = &c->s->r[m->r];
+    while (m->next < m->tab.n && m->proc.n <= m->proc.window) {
+        uint64_t i = m->next++;
+        const xsprof_io_mpi *src = xsm_tab_row(&m->tab, i);
+        if (!src) /* damage: the in-memory merge words it (and --partial skips the rank) */
+            return xsm_err_set(c->err, c->errlen, "%s", m->tab.err) ? 2 : 2;
+        if (i >= UINT32_MAX)
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: too many MPI rows", sr->present ? c->s->run->ranks[m->r].d.path : "");
+        xsprof_io_mpi row = *src;
+        row.t_begin = xsm_align_clock_map(&sr->clk, row.t_begin);
+        row.t_end = xsm_align_clock_map(&sr->clk, row.t_end);
+        xsm_srank_span(sr, row.t_begin, row.t_end);
+        if (xsm_tid_set_add(sr, row.thread))
+            return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+        if (row.kind != XSPROF_MPI_COMPLETION) {
+            sr->nev++;
+            xsm_skey k = {row.t_begin, row.t_end, 0, 0, i};
+            if (xsm_sheap_late(&m->emit, &k)) {
+                if (xsm_outl_add(&sr->out[XSM_EV_MPI], &k, &row))
+                    return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+            } else if (xsm_sheap_push(&m->emit, &k, NULL)) {
+                xsm_skey gone;
+                xsm_sheap_pop(&m->emit, &gone);
+            }
+        }
+        /* calls before completions at the same time, as merge/match walks */
+        xsm_skey pk = {row.t_begin, 0, 0, row.kind == XSPROF_MPI_COMPLETION, i};
+        if (xsm_sheap_late(&m->proc, &pk))
+            return xsm_err_set(c->err, c->errlen, "MPI calls of rank %d are further out of time order than the window",
+                               (int)m->r) ? 2 : 2;
+        xsm_sheap_push(&m->proc, &pk, &row);
+    }
+    m->has_head = 0;
+    if (m->proc.n) {
+        const xsprof_io_mpi *h = xsm_sheap_pop(&m->proc, &m->head_key);
+        m->head = *h;
+        m->has_head = 1;
+    }
+    return 0;
+}
+
+static int xsm_rank_less(const xsm_mctx *c, size_t a, size_t b)
+{
+    const xsm_skey *x = &c->m[a].head_key, *y = &c->m[b].head_key;
+    if (xsm_skey_less(x, y)) return 1;
+    if (xsm_skey_less(y, x)) return 0;
+    return a < b;
+}
+
+static void xsm_rank_sift(xsm_mctx *c, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, k = i;
+        if (l < c->nheap && xsm_rank_less(c, c->heap[l], c->heap[k])) k = l;
+        if (l + 1 < c->nheap && xsm_rank_less(c, c->heap[l + 1], c->heap[k])) k = l + 1;
+        if (k == i)
+            return;
+        size_t t = c->heap[i];
+        c->heap[i] = c->heap[k];
+        c->heap[k] = t;
+        i = k;
+    }
+}
+
+/* ---- notes --------------------------------------------------------------- */
+
+static int xsm_pend_cmp(const void *a, const void *b)
+{
+    const xsm_pend_end *x = a, *y = b;
+    int32_t rx = x->recv ? x->k.dst : x->k.src, ry = y->recv ? y->k.dst : y->k.src;
+    if (x->recv != y->recv) return x->recv - y->recv;
+    if (rx != ry) return rx < ry ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+static void xsm_notes(xsm_mctx *c, uint64_t open_posts)
+{
+    xsm_run *run = c->s->run;
+    size_t n = 0;
+    for (size_t i = 0; i < c->pend.n; i++)
+        if (c->pend.e[i].recv >= 0)
+            c->pend.e[n++] = c->pend.e[i]; /* compact: the table is done */
+    qsort(c->pend.e, n, sizeof *c->pend.e, xsm_pend_cmp);
+    size_t listed[2] = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        const xsm_pend_end *e = &c->pend.e[i];
+        if (e->recv)
+            run->unmatched_recvs++;
+        else
+            run->unmatched_sends++;
+        if (!c->s->notes || listed[e->recv]++ >= 5)
+            continue;
+        fprintf(c->s->notes, "xsmerge: note: unmatched %s: rank %d -> %d, comm %u, tag %d, seq %llu (row %zu on rank %d)\n",
+                e->recv ? "receive" : "send", (int)e->k.src, (int)e->k.dst, e->k.comm, (int)e->k.tag,
+                (unsigned long long)e->k.seq, (size_t)e->row, (int)(e->recv ? e->k.dst : e->k.src));
+    }
+    run->unmatched_recvs += open_posts;
+    if (c->s->notes && open_posts)
+        fprintf(c->s->notes, "xsmerge: note: %llu nonblocking receives were posted but never completed\n",
+                (unsigned long long)open_posts);
+    run->incomplete_colls = c->incomplete;
+    if (c->s->notes && (run->unmatched_sends || run->unmatched_recvs || run->incomplete_colls))
+        fprintf(c->s->notes, "xsmerge: note: %zu unmatched sends, %zu unmatched receives, %zu incomplete collectives\n",
+                run->unmatched_sends, run->unmatched_recvs, run->incomplete_colls);
+}
+
+/* ---- driver --------------------------------------------------------------- */
+
+static int xsm_comms_index(xsm_mctx *c)
+{
+    xsm_run *run = c->s->run;
+    size_t cap = 0;
+    for (size_t r = 0; r < run->nranks; r++)
+        if (c->s->r[r].present)
+            cap += run->ranks[r].d.ncomms;
+    c->comm_ids = malloc((cap + 1) * sizeof *c->comm_ids);
+    c->comm_present = calloc(cap + 1, sizeof *c->comm_present);
+    c->comm_owner = malloc((cap + 1) * sizeof *c->comm_owner);
+    if (!c->comm_ids || !c->comm_present || !c->comm_owner)
+        return -1;
+    for (size_t r = 0; r < run->nranks; r++) {
+        if (!c->s->r[r].present)
+            continue;
+        const xsprof_rank_data *d = &run->ranks[r].d;
+        for (size_t i = 0; i < d->ncomms; i++) {
+            size_t k = xsm_comm_index(c, d->comms[i].id);
+            int seen = 0; /* a rank defining it twice counts once */
+            for (size_t j = 0; j < i; j++)
+                seen |= d->comms[j].id == d->comms[i].id;
+            if (k == SIZE_MAX) {
+                k = c->ncomm_ids++;
+                c->comm_ids[k] = d->comms[i].id;
+                c->comm_owner[k] = (int32_t)r;
+            }
+            if (!seen)
+                c->comm_present[k]++;
+        }
+    }
+    return 0;
+}
+
+uint64_t xsm_stream_msg_index(const xsm_srank *sr, uint64_t row)
+{
+    uint64_t w = row >> 6, bits = sr->sent[w] & ((1ull << (row & 63)) - 1);
+    return sr->msg_base + sr->sent_before[w] + (uint64_t)__builtin_popcountll(bits);
+}
+
+int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
+{
+    xsm_run *run = s->run;
+    size_t n = run->nranks;
+    xsm_mctx c = {.s = s, .err = err, .errlen = errlen};
+    c.pend.free_list = UINT32_MAX;
+    c.m = calloc(n + 1, sizeof *c.m);
+    c.heap = malloc((n + 1) * sizeof *c.heap);
+    int rc = !c.m || !c.heap || xsm_comms_index(&c) ? xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages") : 0;
+    for (size_t r = 0; !rc && r < n; r++) {
+        xsm_srank *sr = &s->r[r];
+        xsm_mrank *m = &c.m[r];
+        m->r = (int32_t)r;
+        if (!sr->present)
+            continue;
+        if (xsm_tab_open(&m->tab, sr->rf, &run->ranks[r].d, XSPROF_IO_T_MPI) ||
+            xsm_sheap_init(&m->proc, s->window, sizeof(xsprof_io_mpi)) || xsm_sheap_init(&m->emit, s->window, 0) ||
+            !(sr->sent = calloc(m->tab.n / 64 + 2, sizeof *sr->sent)) ||
+            !(sr->sent_before = calloc(m->tab.n / 64 + 2, sizeof *sr->sent_before))) {
+            rc = xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages");
+            break;
+        }
+        sr->out[XSM_EV_MPI].size = sizeof(xsprof_io_mpi);
+        if ((rc = xsm_advance(&c, m)))
+            break;
+        if (m->has_head)
+            c.heap[c.nheap++] = r;
+    }
+    for (size_t i = c.nheap / 2 + 1; !rc && i-- > 0;)
+        xsm_rank_sift(&c, i);
+    while (!rc && c.nheap) {
+        xsm_mrank *m = &c.m[c.heap[0]];
+        xsprof_io_mpi row = m->head;
+        uint32_t i = (uint32_t)m->head_key.row;
+        if ((rc = xsm_process(&c, m, &row, i, m->head_key.t)))
+            break;
+        if ((rc = xsm_advance(&c, m)))
+            break;
+        if (!m->has_head)
+            c.heap[0] = c.heap[--c.nheap];
+        xsm_rank_sift(&c, 0);
+    }
+    uint64_t open_posts = 0, base = 0;
+    for (size_t r = 0; r < n; r++) {
+        xsm_mrank *m = &c.m[r];
+        xsm_srank *sr = &s->r[r];
+        open_posts += m->open_posts;
+        if (m->spill && !rc && (fflush(m->spill) != 0 || ferror(m->spill)))
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", sr->spill_path);
+        if (m->spill)
+            fclose(m->spill);
+        xsm_tab_close(&m->tab);
+        xsm_sheap_free(&m->proc);
+        xsm_sheap_free(&m->emit);
+        free(m->thr);
+        free(m->req);
+        if (sr->present && !rc) {
+            sr->msg_base = base;
+            base += sr->nmatched;
+            uint64_t acc = 0;
+            for (uint64_t w = 0; w <= m->tab.n / 64; w++) {
+                sr->sent_before[w] = acc;
+                acc += (uint64_t)__builtin_popcountll(sr->sent[w]);
+            }
+            if (xsm_outl_finish(&sr->out[XSM_EV_MPI]))
+                rc = xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages");
+        }
+    }
+    if (!rc) {
+        for (size_t i = 0; i < c.capcoll; i++)
+            if (c.coll[i].live)
+                xsm_coll_close(&c, &c.coll[i]);
+        run->ncolls = 0;
+        run->clock.violations_before = c.violations;
+        if (c.violations || run->min_latency_ns)
+            rc = xsm_err_set(err, errlen, "%llu clock violations after interpolation need the logical clock",
+                             (unsigned long long)c.violations) ? 2 : 2;
+    }
+    if (!rc) {
+        run->nmsgs = 0;
+        xsm_notes(&c, open_posts);
+        s->nmsgs = base;
+        s->ncolls = c.ncolls;
+    }
+    for (size_t i = 0; i < c.capcoll; i++)
+        free(c.coll[i].m);
+    free(c.coll);
+    free(c.pend.e);
+    free(c.pend.head);
+    free(c.m);
+    free(c.heap);
+    free(c.comm_ids);
+    free(c.comm_present);
+    free(c.comm_owner);
+    return rc;
+}

@@ -1,0 +1,731 @@
+/* merge/stream/stream.c — see stream.h: the driver, pass 1 over the
+ * tables other than MPI (rank by rank, in threads) and the event source
+ * that feeds trace.pftrace's writer in pass 2. */
+#include "merge/stream/stream.h"
+#include "merge/stream/internal.h"
+#include "merge/progress.h"
+#include "merge/read/read.h"
+#include "merge/util.h"
+#include "core/record.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define XSM_ROW_MAX 128 /* bytes of the largest event row */
+
+static const int xsm_kind_table[XSM_EV_N] = {XSPROF_IO_T_REGIONS, XSPROF_IO_T_MPI, XSPROF_IO_T_GPU,
+                                             XSPROF_IO_T_INSTANTS, XSPROF_IO_T_COUNTERS, XSPROF_IO_T_MEM};
+
+int xsm_tid_set_add(xsm_srank *sr, uint32_t tid)
+{
+    /* rows of one thread come in runs: try the last hit's neighbourhood */
+    size_t lo = 0, hi = sr->ntids;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (sr->tids[mid] < tid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < sr->ntids && sr->tids[lo] == tid)
+        return 0;
+    if (sr->ntids == sr->captids) {
+        size_t cap = sr->captids ? 2 * sr->captids : 16;
+        uint32_t *p = realloc(sr->tids, cap * sizeof *p);
+        if (!p)
+            return -1;
+        sr->tids = p;
+        sr->captids = cap;
+    }
+    memmove(sr->tids + lo + 1, sr->tids + lo, (sr->ntids - lo) * sizeof *sr->tids);
+    sr->tids[lo] = tid;
+    sr->ntids++;
+    return 0;
+}
+
+void xsm_srank_span(xsm_srank *sr, int64_t tb, int64_t te)
+{
+    if (tb < sr->span[0])
+        sr->span[0] = tb;
+    if (te > sr->span[1])
+        sr->span[1] = te;
+}
+
+/* Map a row's times to the reference clock in place; its sort key. */
+static void xsm_row_key(int kind, void *row, xsm_clk *clk, uint64_t i, xsm_skey *k)
+{
+    switch (kind) {
+    case XSM_EV_REGION: {
+        xsprof_io_region *g = row;
+        g->t_begin = xsm_align_clock_map(clk, g->t_begin);
+        g->t_end = xsm_align_clock_map(clk, g->t_end);
+        *k = (xsm_skey){g->t_begin, g->t_end, g->thread, g->depth, i};
+        return;
+    }
+    case XSM_EV_MPI: {
+        xsprof_io_mpi *m = row;
+        m->t_begin = xsm_align_clock_map(clk, m->t_begin);
+        m->t_end = xsm_align_clock_map(clk, m->t_end);
+        *k = (xsm_skey){m->t_begin, m->t_end, 0, 0, i};
+        return;
+    }
+    case XSM_EV_GPU: {
+        xsprof_io_gpu *g = row;
+        g->t_begin = xsm_align_clock_map(clk, g->t_begin);
+        g->t_end = xsm_align_clock_map(clk, g->t_end);
+        *k = (xsm_skey){g->t_begin, g->t_end, 0, 0, i};
+        return;
+    }
+    case XSM_EV_INSTANT: {
+        xsprof_io_instant *x = row;
+        x->t = xsm_align_clock_map(clk, x->t);
+        *k = (xsm_skey){x->t, x->t, 0, 0, i};
+        return;
+    }
+    case XSM_EV_COUNTER: {
+        xsprof_io_counter *x = row;
+        x->t = xsm_align_clock_map(clk, x->t);
+        *k = (xsm_skey){x->t, x->t, 0, 0, i};
+        return;
+    }
+    default: {
+        xsprof_io_mem *x = row;
+        x->t = xsm_align_clock_map(clk, x->t);
+        *k = (xsm_skey){x->t, x->t, 0, 0, i};
+        return;
+    }
+    }
+}
+
+/* Shift a (mapped) row's times by -t0 in place. */
+static void xsm_row_shift(int kind, void *row, int64_t t0)
+{
+    switch (kind) {
+    case XSM_EV_REGION: ((xsprof_io_region *)row)->t_begin -= t0; ((xsprof_io_region *)row)->t_end -= t0; return;
+    case XSM_EV_MPI: ((xsprof_io_mpi *)row)->t_begin -= t0; ((xsprof_io_mpi *)row)->t_end -= t0; return;
+    case XSM_EV_GPU: ((xsprof_io_gpu *)row)->t_begin -= t0; ((xsprof_io_gpu *)row)->t_end -= t0; return;
+    case XSM_EV_INSTANT: ((xsprof_io_instant *)row)->t -= t0; return;
+    case XSM_EV_COUNTER: ((xsprof_io_counter *)row)->t -= t0; return;
+    default: ((xsprof_io_mem *)row)->t -= t0; return;
+    }
+}
+
+/* ---- pass 1: one rank's tables other than MPI ---------------------------- */
+
+typedef struct xsm_scan_ctx {
+    xsm_stream *s;
+    int *rc;        /* per rank: 0, 1 error, 2 needs the in-memory merge */
+    char (*err)[1024];
+} xsm_scan_ctx;
+
+typedef struct xsm_gacc { /* growable arrays of the GPU and counter sets */
+    xsm_corr *corr;
+    size_t ncorr, capcorr;
+    size_t capgpu, capcnt, capmem;
+} xsm_gacc;
+
+static int xsm_grow(void **p, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *q = realloc(*p, c * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* Add v to a small unsorted set (linear: few distinct values). */
+#define XSM_SET_ADD(arr, n, cap, v, eq)                                                                             \
+    do {                                                                                                        \
+        size_t k_ = 0;                                                                                          \
+        while (k_ < (n) && !(eq))                                                                               \
+            k_++;                                                                                               \
+        if (k_ == (n)) {                                                                                        \
+            if (xsm_grow((void **)&(arr), &(cap), (n), sizeof *(arr)))                                          \
+                return -1;                                                                                      \
+            (arr)[(n)++] = (v);                                                                                 \
+        }                                                                                                       \
+    } while (0)
+
+static int xsm_scan_sets(xsm_srank *sr, xsm_gacc *g, int kind, const void *row, uint64_t i)
+{
+    switch (kind) {
+    case XSM_EV_REGION: return xsm_tid_set_add(sr, ((const xsprof_io_region *)row)->thread);
+    case XSM_EV_INSTANT: return xsm_tid_set_add(sr, ((const xsprof_io_instant *)row)->thread);
+    case XSM_EV_COUNTER: {
+        uint32_t name = ((const xsprof_io_counter *)row)->name;
+        XSM_SET_ADD(sr->counter_names, sr->ncounters, g->capcnt, name, sr->counter_names[k_] == name);
+        return 0;
+    }
+    case XSM_EV_MEM: {
+        int16_t dev = ((const xsprof_io_mem *)row)->device;
+        XSM_SET_ADD(sr->memdev, sr->nmemdev, g->capmem, dev, sr->memdev[k_] == dev);
+        return 0;
+    }
+    case XSM_EV_GPU: {
+        const xsprof_io_gpu *x = row;
+        if (x->kind == XSPROF_GPU_API && xsm_tid_set_add(sr, x->thread))
+            return -1;
+        if (x->kind != XSPROF_GPU_API) {
+            xsm_gstream gs = {x->device, x->stream};
+            XSM_SET_ADD(sr->gpu, sr->ngpu, g->capgpu, gs,
+                        sr->gpu[k_].device == gs.device && sr->gpu[k_].stream == gs.stream);
+        }
+        if (x->correlation) {
+            if (xsm_grow((void **)&g->corr, &g->capcorr, g->ncorr, sizeof *g->corr))
+                return -1;
+            g->corr[g->ncorr++] = (xsm_corr){x->correlation, (uint32_t)i, x->kind == XSPROF_GPU_API};
+        }
+        return 0;
+    }
+    default: return 0;
+    }
+}
+
+static int xsm_scan_rank(void *ctx, size_t r)
+{
+    xsm_scan_ctx *c = ctx;
+    xsm_stream *s = c->s;
+    xsm_srank *sr = &s->r[r];
+    char *err = c->err[r];
+    if (!sr->present)
+        return 0;
+    const xsprof_rank_data *d = &s->run->ranks[r].d;
+    xsm_gacc g = {0};
+    xsm_tab tab, args;
+    xsm_sheap det;
+    int rc = 0;
+    memset(&args, 0, sizeof args);
+    if (xsm_tab_open(&args, sr->rf, d, XSPROF_IO_T_ARGS))
+        rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
+    uint64_t nregions = 0;
+    for (int kind = 0; kind < XSM_EV_N && !rc; kind++) {
+        if (kind == XSM_EV_MPI)
+            continue; /* pass 1 over all ranks (match.c) */
+        memset(&tab, 0, sizeof tab);
+        sr->out[kind].size = xsprof_io_table_row_size((enum xsprof_io_table)xsm_kind_table[kind]);
+        if (xsm_tab_open(&tab, sr->rf, d, xsm_kind_table[kind]) || xsm_sheap_init(&det, s->window, 0)) {
+            xsm_tab_close(&tab);
+            rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
+            break;
+        }
+        if (kind == XSM_EV_REGION)
+            nregions = tab.n;
+        if (tab.n >= UINT32_MAX)
+            rc = xsm_err_set(err, 1024, "%s: more rows than the writers index", d->path) ? 2 : 2;
+        unsigned char row[XSM_ROW_MAX];
+        for (uint64_t i = 0; i < tab.n && !rc; i++) {
+            const void *src = xsm_tab_row(&tab, i);
+            if (!src) {
+                rc = xsm_err_set(err, 1024, "%s", tab.err) ? 2 : 2; /* the in-memory reader words it */
+                break;
+            }
+            memcpy(row, src, tab.size);
+            if (kind == XSM_EV_REGION) {
+                const xsprof_io_region *x = (const xsprof_io_region *)row;
+                if (x->args < 0 ? x->nargs != 0 : (uint64_t)x->args > args.n || x->nargs > args.n - (uint64_t)x->args) {
+                    rc = xsm_err_set(err, 1024, "%s: region row %llu refers to missing args", d->path,
+                                     (unsigned long long)i) ? 2 : 2;
+                    break;
+                }
+            }
+            xsm_skey k;
+            xsm_row_key(kind, row, &sr->clk, i, &k);
+            int64_t te = kind == XSM_EV_REGION ? ((xsprof_io_region *)row)->t_end
+                         : kind == XSM_EV_GPU  ? ((xsprof_io_gpu *)row)->t_end
+                                               : k.t;
+            xsm_srank_span(sr, k.t, te);
+            sr->nev++;
+            if (xsm_scan_sets(sr, &g, kind, row, i)) {
+                rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
+                break;
+            }
+            if (xsm_sheap_late(&det, &k)) {
+                if (xsm_outl_add(&sr->out[kind], &k, row))
+                    rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
+            } else if (xsm_sheap_push(&det, &k, NULL)) {
+                xsm_skey gone;
+                xsm_sheap_pop(&det, &gone);
+            }
+        }
+        sr->rows += tab.n;
+        xsm_sheap_free(&det);
+        xsm_tab_close(&tab);
+        if (!rc && xsm_outl_finish(&sr->out[kind]))
+            rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
+    }
+    /* every argument row is read once here, so damage shows in pass 1 */
+    for (uint64_t i = 0; i < args.n && !rc; i++) {
+        const xsprof_io_arg *a = xsm_tab_row(&args, i);
+        if (!a)
+            rc = xsm_err_set(err, 1024, "%s", args.err) ? 2 : 2;
+        else if (a->region < 0 || (uint64_t)a->region >= nregions || a->ndims > XSPROF_ARG_SHAPE_MAX)
+            rc = xsm_err_set(err, 1024, "%s: arg row %llu is inconsistent", d->path, (unsigned long long)i) ? 2 : 2;
+    }
+    xsm_tab_close(&args);
+    if (!rc && g.ncorr) {
+        if (!(sr->gflows = malloc(g.ncorr * sizeof *sr->gflows)))
+            rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
+        else
+            sr->ngflows = xsm_emit_gpu_flows((int32_t)r, g.corr, g.ncorr, sr->gflows);
+    }
+    free(g.corr);
+    c->rc[r] = rc;
+    return rc ? -1 : 0;
+}
+
+/* ---- pass 2: one rank's events for trace.pftrace ------------------------- */
+
+/* One table in the writers' order: the reorder heap fed without the
+ * outliers, merged with them. */
+typedef struct xsm_sq {
+    int kind;
+    xsm_tab tab;
+    uint64_t next;
+    xsm_sheap h;
+    const xsm_outl *out;
+    size_t oi, ob;   /* next outlier to release; next outlier row to skip */
+    int has;         /* cand is valid */
+    int from_out;    /* cand is out->key[oi] */
+    xsm_skey cand;
+} xsm_sq;
+
+typedef struct xsm_stash_e { /* a receive's flow end waiting for its call */
+    xsm_spill sp;
+    uint32_t next;
+} xsm_stash_e;
+
+typedef struct xsm_ssrc {
+    xsm_stream *s;
+    int32_t r;
+    xsm_srank *sr;
+    xsm_clk clk;
+    xsm_sq q[XSM_EV_N];
+    xsm_tab args;
+    xsprof_io_arg *argbuf;
+    size_t capargs;
+    unsigned char cur[XSM_ROW_MAX];
+    FILE *spill;
+    uint64_t sp_left;
+    xsm_spill sp;     /* next spill entry, when has_sp */
+    int has_sp;
+    xsm_stash_e *st;  /* stash: chained by call row */
+    size_t nst, capst;
+    uint32_t *bucket, free_st;
+    size_t nbucket;
+    xsm_evflow *fl;
+    size_t capfl;
+    char err[1024];
+} xsm_ssrc;
+
+static int xsm_sq_fill(xsm_ssrc *x, xsm_sq *q)
+{
+    while (q->next < q->tab.n && q->h.n <= q->h.window) {
+        uint64_t i = q->next++;
+        if (q->ob < q->out->n && q->out->by_row[q->ob] == i) {
+            q->ob++;
+            continue;
+        }
+        const void *src = xsm_tab_row(&q->tab, i);
+        if (!src)
+            return xsm_err_set(x->err, sizeof x->err, "%s", q->tab.err);
+        if (q->kind == XSM_EV_MPI && ((const xsprof_io_mpi *)src)->kind == XSPROF_MPI_COMPLETION)
+            continue; /* completion records are points inside their Wait/Test call */
+        unsigned char row[XSM_ROW_MAX];
+        memcpy(row, src, q->tab.size);
+        xsm_skey k;
+        xsm_row_key(q->kind, row, &x->clk, i, &k);
+        xsm_sheap_push(&q->h, &k, row);
+    }
+    return 0;
+}
+
+static int xsm_sq_peek(xsm_ssrc *x, xsm_sq *q)
+{
+    if (q->has)
+        return 0;
+    if (xsm_sq_fill(x, q))
+        return -1;
+    int heap = q->h.n > 0, outl = q->oi < q->out->n;
+    if (heap && (!outl || xsm_skey_less(xsm_sheap_top(&q->h), &q->out->key[q->oi]))) {
+        q->cand = *xsm_sheap_top(&q->h);
+        q->from_out = 0;
+        q->has = 1;
+    } else if (outl) {
+        q->cand = q->out->key[q->oi];
+        q->from_out = 1;
+        q->has = 1;
+    }
+    return 0;
+}
+
+static const void *xsm_sq_take(xsm_sq *q)
+{
+    q->has = 0;
+    if (q->from_out)
+        return q->out->rows + q->oi++ * q->out->size;
+    xsm_skey k;
+    return xsm_sheap_pop(&q->h, &k);
+}
+
+static int xsm_stash_add(xsm_ssrc *x, const xsm_spill *sp)
+{
+    if (x->nst * 2 >= x->nbucket) {
+        size_t nb = x->nbucket ? 2 * x->nbucket : 256;
+        uint32_t *b = malloc(nb * sizeof *b);
+        if (!b)
+            return -1;
+        for (size_t i = 0; i < nb; i++)
+            b[i] = UINT32_MAX;
+        for (size_t i = 0; i < x->capst; i++) {
+            if (x->st[i].sp.src < 0)
+                continue;
+            size_t h = (x->st[i].sp.call_row * 0x9e3779b1u) & (nb - 1);
+            x->st[i].next = b[h];
+            b[h] = (uint32_t)i;
+        }
+        free(x->bucket);
+        x->bucket = b;
+        x->nbucket = nb;
+    }
+    uint32_t i = x->free_st;
+    if (i == UINT32_MAX) {
+        size_t cap = x->capst ? 2 * x->capst : 64;
+        xsm_stash_e *p = realloc(x->st, cap * sizeof *p);
+        if (!p)
+            return -1;
+        for (size_t k = x->capst; k < cap; k++) {
+            p[k].sp.src = -1;
+            p[k].next = k + 1 < cap ? (uint32_t)(k + 1) : UINT32_MAX;
+        }
+        x->st = p;
+        i = (uint32_t)x->capst;
+        x->capst = cap;
+    }
+    x->free_st = x->st[i].next;
+    size_t h = (sp->call_row * 0x9e3779b1u) & (x->nbucket - 1);
+    x->st[i].sp = *sp;
+    x->st[i].next = x->bucket[h];
+    x->bucket[h] = i;
+    x->nst++;
+    return 0;
+}
+
+static int xsm_flow_room(xsm_ssrc *x, size_t n)
+{
+    return xsm_grow((void **)&x->fl, &x->capfl, n, sizeof *x->fl);
+}
+
+/* The message flow ends of MPI row `row` (mapped end te). */
+static int xsm_mpi_flows(xsm_ssrc *x, uint64_t row, int64_t te, xsm_ev *ev)
+{
+    size_t n = 0;
+    if (x->sr->sent[row >> 6] >> (row & 63) & 1) {
+        if (xsm_flow_room(x, n))
+            return -1;
+        x->fl[n++] = (xsm_evflow){xsm_stream_msg_index(x->sr, row) + 1, 0, 1};
+    }
+    /* every end drawn at this call was spilled before pass 1 passed its end */
+    while (x->has_sp && x->sp.p <= te) {
+        if (xsm_stash_add(x, &x->sp))
+            return -1;
+        x->has_sp = 0;
+        if (x->sp_left) {
+            if (fread(&x->sp, sizeof x->sp, 1, x->spill) != 1)
+                return xsm_err_set(x->err, sizeof x->err, "xsmerge: %s: short read", x->sr->spill_path) ? -1 : -1;
+            x->sp_left--;
+            x->has_sp = 1;
+        }
+    }
+    size_t first = n;
+    if (x->nst) {
+        size_t h = (row * 0x9e3779b1u) & (x->nbucket - 1);
+        for (uint32_t *p = &x->bucket[h]; *p != UINT32_MAX;) {
+            xsm_stash_e *e = &x->st[*p];
+            if (e->sp.call_row != row) {
+                p = &e->next;
+                continue;
+            }
+            if (xsm_flow_room(x, n))
+                return -1;
+            uint64_t id = xsm_stream_msg_index(&x->s->r[e->sp.src], e->sp.send_row) + 1;
+            x->fl[n++] = (xsm_evflow){id, e->sp.t - x->s->t0, 0};
+            uint32_t i = *p;
+            *p = e->next;
+            e->sp.src = -1;
+            e->next = x->free_st;
+            x->free_st = i;
+            x->nst--;
+        }
+    }
+    for (size_t i = first + 1; i < n; i++) /* ends in message order */
+        for (size_t j = i; j > first && x->fl[j - 1].id > x->fl[j].id; j--) {
+            xsm_evflow t = x->fl[j];
+            x->fl[j] = x->fl[j - 1];
+            x->fl[j - 1] = t;
+        }
+    ev->mflows = x->fl;
+    ev->nmflows = n;
+    return 0;
+}
+
+static int xsm_ssrc_close(void *src, char *err, size_t errlen)
+{
+    xsm_ssrc *x = src;
+    if (!x)
+        return 0;
+    int rc = x->err[0] ? xsm_err_set(err, errlen, "%s", x->err) : 0;
+    for (int k = 0; k < XSM_EV_N; k++) {
+        xsm_tab_close(&x->q[k].tab);
+        xsm_sheap_free(&x->q[k].h);
+    }
+    xsm_tab_close(&x->args);
+    if (x->spill)
+        fclose(x->spill);
+    free(x->argbuf);
+    free(x->st);
+    free(x->bucket);
+    free(x->fl);
+    free(x);
+    return rc;
+}
+
+static void *xsm_ssrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
+{
+    xsm_stream *s = e->src_ctx;
+    xsm_ssrc *x = calloc(1, sizeof *x);
+    if (!x) {
+        xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
+        return NULL;
+    }
+    x->s = s;
+    x->r = (int32_t)r;
+    x->sr = &s->r[r];
+    x->free_st = UINT32_MAX;
+    const xsprof_rank_data *d = &s->run->ranks[r].d;
+    x->clk = (xsm_clk){d->clock, d->nclock, 0};
+    int bad = xsm_tab_open(&x->args, x->sr->rf, d, XSPROF_IO_T_ARGS);
+    for (int k = 0; k < XSM_EV_N && !bad; k++) {
+        xsm_sq *q = &x->q[k];
+        q->kind = k;
+        q->out = &x->sr->out[k];
+        bad = xsm_tab_open(&q->tab, x->sr->rf, d, xsm_kind_table[k]) || xsm_sheap_init(&q->h, s->window, q->tab.size);
+    }
+    if (!bad && x->sr->nspill) {
+        x->spill = fopen(x->sr->spill_path, "rb");
+        if (!x->spill) {
+            xsm_err_set(err, errlen, "xsmerge: %s: %s", x->sr->spill_path, strerror(errno));
+            xsm_ssrc_close(x, NULL, 0);
+            return NULL;
+        }
+        setvbuf(x->spill, NULL, _IOFBF, 1 << 16);
+        x->sp_left = x->sr->nspill;
+        if (fread(&x->sp, sizeof x->sp, 1, x->spill) == 1) {
+            x->sp_left--;
+            x->has_sp = 1;
+        }
+    }
+    if (bad) {
+        xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
+        xsm_ssrc_close(x, NULL, 0);
+        return NULL;
+    }
+    return x;
+}
+
+static int xsm_ssrc_next(void *src, xsm_ev *ev)
+{
+    xsm_ssrc *x = src;
+    int best = -1;
+    for (int k = 0; k < XSM_EV_N; k++) {
+        xsm_sq *q = &x->q[k];
+        if (xsm_sq_peek(x, q))
+            return -1;
+        if (q->has && (best < 0 || q->cand.t < x->q[best].cand.t))
+            best = k; /* equal times: the lower kind, as xsm_iter */
+    }
+    if (best < 0)
+        return 0;
+    xsm_sq *q = &x->q[best];
+    xsm_skey k = q->cand;
+    const void *row = xsm_sq_take(q);
+    memcpy(x->cur, row, q->tab.size);
+    xsm_row_shift(best, x->cur, x->s->t0);
+    ev->t = k.t - x->s->t0;
+    ev->rank = x->r;
+    ev->kind = best;
+    ev->row = (size_t)k.row;
+    ev->rec = x->cur;
+    ev->args = NULL;
+    ev->mflows = NULL;
+    ev->nmflows = 0;
+    if (best == XSM_EV_REGION) {
+        const xsprof_io_region *g = (const xsprof_io_region *)x->cur;
+        if (g->nargs && g->args >= 0 && (uint64_t)g->args + g->nargs <= x->args.n) {
+            if (x->capargs < g->nargs) {
+                xsprof_io_arg *p = realloc(x->argbuf, g->nargs * sizeof *p);
+                if (!p)
+                    return -1;
+                x->argbuf = p;
+                x->capargs = g->nargs;
+            }
+            for (uint32_t a = 0; a < g->nargs; a++) {
+                const xsprof_io_arg *ar = xsm_tab_row(&x->args, (uint64_t)g->args + a);
+                if (!ar)
+                    return xsm_err_set(x->err, sizeof x->err, "%s", x->args.err) ? -1 : -1;
+                x->argbuf[a] = *ar;
+            }
+            ev->args = x->argbuf;
+        }
+    } else if (best == XSM_EV_MPI) {
+        if (xsm_mpi_flows(x, k.row, k.te, ev))
+            return -1;
+    }
+    return 1;
+}
+
+static const xsm_src_ops xsm_ssrc_ops = {xsm_ssrc_open, xsm_ssrc_next, xsm_ssrc_close};
+
+/* ---- driver ----------------------------------------------------------------- */
+
+static size_t xsm_stream_window(void)
+{
+    const char *v = getenv("XSPROF_MERGE_STREAM_WINDOW");
+    long w = v && *v ? strtol(v, NULL, 10) : 4096;
+    return w < 1 ? 1 : w > (1L << 20) ? (size_t)1 << 20 : (size_t)w;
+}
+
+static void xsm_srank_free(xsm_srank *sr)
+{
+    free(sr->tids);
+    free(sr->gpu);
+    free(sr->counter_names);
+    free(sr->memdev);
+    free(sr->gflows);
+    for (int k = 0; k < XSM_EV_N; k++)
+        xsm_outl_free(&sr->out[k]);
+    free(sr->sent);
+    free(sr->sent_before);
+    if (sr->spill_path[0])
+        unlink(sr->spill_path);
+}
+
+int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
+                     xsm_stream_summary *sum, char *err, size_t errlen)
+{
+    /* Notes wait until streaming is sure to go ahead: a run merged in
+     * memory after all prints its own. */
+    char *nbuf = NULL;
+    size_t nlen = 0;
+    FILE *nf = notes ? open_memstream(&nbuf, &nlen) : NULL;
+    xsm_load_opts o = *opts;
+    o.stream = 1;
+    xsm_run run;
+    xsm_stream s = {.run = &run, .window = xsm_stream_window(), .tmpdir = dir, .notes = nf};
+    xsm_emit e;
+    memset(&e, 0, sizeof e);
+    int rc = 0;
+    if (xsm_run_load_par(run_dir, &o, NULL, nf, &run, err, errlen)) {
+        if (nf)
+            fclose(nf);
+        free(nbuf);
+        return 2; /* the in-memory merge words the problem */
+    }
+    size_t n = run.nranks;
+    s.r = calloc(n + 1, sizeof *s.r);
+    int *rcs = calloc(n + 1, sizeof *rcs);
+    char(*errs)[1024] = calloc(n + 1, sizeof *errs);
+    unsigned char *order = calloc(n + 1, 1);
+    if (!s.r || !rcs || !errs || !order) {
+        rc = xsm_err_set(err, errlen, "xsmerge: out of memory");
+        goto out;
+    }
+    for (size_t r = 0; r < n; r++) {
+        xsm_srank *sr = &s.r[r];
+        sr->present = run.ranks[r].present;
+        sr->rf = run.ranks[r].rf;
+        sr->span[0] = INT64_MAX;
+        sr->span[1] = INT64_MIN;
+        if (sr->present) {
+            xsm_align_clock_prepare(&run.ranks[r].d);
+            sr->clk = (xsm_clk){run.ranks[r].d.clock, run.ranks[r].d.nclock, 0};
+        }
+    }
+    xsm_parallel_threads(threads);
+    xsm_scan_ctx sc = {&s, rcs, errs};
+    xsm_parallel_for(n, xsm_scan_rank, &sc);
+    for (size_t r = 0; r < n && !rc; r++)
+        if (rcs[r]) {
+            rc = rcs[r];
+            xsm_err_set(err, errlen, "%s", errs[r]);
+        }
+    xsm_progress_mark("stream-scan");
+    if (!rc)
+        rc = xsm_smatch_run(&s, err, errlen);
+    xsm_progress_mark("stream-match");
+    if (rc)
+        goto out;
+    /* t = 0 at the job's first event, as merge/align's origin */
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (size_t r = 0; r < n; r++) {
+        if (!s.r[r].present)
+            continue;
+        t0 = s.r[r].span[0] < t0 ? s.r[r].span[0] : t0;
+        t1 = s.r[r].span[1] > t1 ? s.r[r].span[1] : t1;
+    }
+    s.t0 = t0 == INT64_MAX ? 0 : t0;
+    run.t0_ref_ns = s.t0;
+    run.t_end = t0 == INT64_MAX ? 0 : t1 - t0;
+    if (xsm_emit_init(&e, &run, order, err, errlen)) {
+        rc = 1;
+        goto out;
+    }
+    e.nevents = 0;
+    for (size_t r = 0; r < n && !rc; r++) {
+        xsm_srank *sr = &s.r[r];
+        if (!sr->present)
+            continue;
+        if (run.ranks[r].rf) /* a journal's rows are in memory and counted there */
+            run.ranks[r].stream_rows = sr->rows + xsprof_rankfile_table_rows(run.ranks[r].rf, XSPROF_IO_T_MPI);
+        e.nevents += sr->nev;
+        if (xsm_emit_set_tracks(&e, (int32_t)r, sr->tids, sr->ntids, sr->gpu, sr->ngpu, sr->counter_names,
+                                sr->ncounters, sr->memdev, sr->nmemdev, sr->gflows, sr->ngflows))
+            rc = xsm_err_set(err, errlen, "xsmerge: out of memory");
+        else
+            sr->gflows = NULL; /* the emit context owns them now */
+    }
+    if (rc)
+        goto out;
+    xsm_emit_number_tracks(&e);
+    if (nf) {
+        fflush(nf);
+        fwrite(nbuf, 1, nlen, notes);
+    }
+    e.threads = threads;
+    e.src = &xsm_ssrc_ops;
+    e.src_ctx = &s;
+    s.e = &e;
+    rc = xsm_emit_pftrace(&e, dir, err, errlen) ? 1 : 0;
+    xsm_progress_mark("pftrace");
+    sum->nranks = n;
+    sum->nmsgs = s.nmsgs;
+    sum->ncolls = s.ncolls;
+out:
+    if (nf)
+        fclose(nf);
+    free(nbuf);
+    xsm_emit_free(&e);
+    for (size_t r = 0; s.r && r < n; r++)
+        xsm_srank_free(&s.r[r]);
+    free(s.r);
+    free(rcs);
+    free(errs);
+    free(order);
+    xsm_run_free(&run);
+    return rc;
+}

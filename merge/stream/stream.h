@@ -1,0 +1,37 @@
+/* merge/stream/stream.h — xsmerge's streaming mode: trace.pftrace with
+ * memory that does not grow with the trace. Owner: merge.
+ *
+ * Pass 1 reads every rank file chunk by chunk once: the MPI tables of all
+ * ranks together in time order (merge/stream/match.c: messages matched,
+ * clock violations counted, each receive's flow end spilled to a file in
+ * the staging directory), the other tables rank by rank in threads (track
+ * sets, first and last times, rows too far out of time order for the
+ * reorder window kept aside). Pass 2 writes each rank's trace.pftrace
+ * segment through the same writer as the in-memory merge, fed by reorder
+ * heaps over the tables read again, so the file is byte for byte the one
+ * `--outputs pftrace` gives.
+ *
+ * Memory: per rank being read, two chunks per table and a window of rows
+ * per table (XSPROF_MERGE_STREAM_WINDOW, default 4096); one bit per MPI
+ * row (which sends were received); the rows kept aside; the ends of
+ * messages in flight and of receives still to be drawn; GPU launch flows. */
+#ifndef XSPROF_MERGE_STREAM_H
+#define XSPROF_MERGE_STREAM_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "merge/pipeline.h"
+
+typedef struct xsm_stream_summary {
+    size_t nranks;
+    uint64_t nmsgs, ncolls;
+} xsm_stream_summary;
+
+/* Write trace.pftrace of run_dir into dir with `threads` writer threads.
+ * Returns 0 (notes printed to `notes`), 1 with err set on bad input or
+ * failure, 2 when the run needs the in-memory merge (err says why; nothing
+ * was printed or written). */
+int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
+                     xsm_stream_summary *sum, char *err, size_t errlen);
+
+#endif

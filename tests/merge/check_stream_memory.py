@@ -1,0 +1,57 @@
+"""tests/merge/check_stream_memory.py — xsmerge --stream's memory does not
+grow with the trace: the same ring run at 1x and 4x the events, peak RSS of
+each merge (ru_maxrss from wait4, deterministic enough: no clock involved).
+The in-memory merge of the same runs must grow (it holds every row), which
+shows the measurement can see growth; --stream may grow only by its bit per
+MPI row and noise (a fixed 6 MiB allowance: 4x the events adds 0.2 MB of
+bits here).
+
+usage: check_stream_memory.py MERGE_MAKE_RUNS"""
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mergetest import XSMERGE, check, finish, make_run, tmpdir  # noqa: E402
+
+maker = sys.argv[1]
+base = tmpdir()
+
+
+def peak_mib(args):
+    """Run xsmerge, return (exit code, peak RSS in MiB)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XSPROF_MERGE")}
+    p = subprocess.Popen([XSMERGE] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.stderr.close()
+    return os.waitstatus_to_exitcode(status), ru.ru_maxrss / 1024.0
+
+
+runs = {}
+for name, per_rank in (("small", 150000), ("large", 600000)):
+    runs[name] = make_run(maker, "big", os.path.join(base, name), 4, per_rank)
+
+peak = {}
+for name, run in runs.items():
+    for mode, extra in (("stream", ["--stream"]), ("memory", ["--outputs", "pftrace"])):
+        out = os.path.join(base, "out-%s-%s" % (name, mode))
+        rc, mib = peak_mib([run, "-o", out, "-q"] + extra)
+        check(rc == 0, "%s %s: exit %d" % (name, mode, rc))
+        peak[(name, mode)] = mib
+    # compared in blocks: the child's peak counts this process's pages at fork
+    same = filecmp.cmp(os.path.join(base, "out-%s-stream" % name, "trace.pftrace"),
+                       os.path.join(base, "out-%s-memory" % name, "trace.pftrace"), shallow=False)
+    check(same, "%s: --stream and in-memory trace.pftrace differ" % name)
+
+print("peak RSS MiB: " + ", ".join("%s %s %.1f" % (k[0], k[1], v) for k, v in sorted(peak.items())))
+grow_mem = peak[("large", "memory")] - peak[("small", "memory")]
+grow_str = peak[("large", "stream")] - peak[("small", "stream")]
+check(grow_mem > 100, "the in-memory merge grows with the run (+%.1f MiB for 4x the events)" % grow_mem)
+check(grow_str < 6, "--stream does not grow with the run (+%.1f MiB for 4x the events)" % grow_str)
+check(peak[("large", "stream")] < peak[("large", "memory")] / 4,
+      "--stream needs a fraction of the in-memory peak (%.1f vs %.1f MiB)" %
+      (peak[("large", "stream")], peak[("large", "memory")]))
+shutil.rmtree(base, ignore_errors=True)
+finish("merge_stream_memory")

@@ -222,6 +222,14 @@ for run, opts, expect in CASES:
             check(ok, "a changed stderr makes the comparison fail")
 check(checked_comparator, "the comparator was checked on a streamed trace")
 
+# with -q a bad input is exactly the in-memory merge's one error line
+for run in sorted(ERRORS):
+    ref = merge(run, "--outputs", "pftrace", "-q")
+    got = merge(run, "--stream", "-q")
+    check(got[0] == 1 and got[2] == ref[2] and len(got[2]) == 1,
+          "%s --stream -q: exit 1 and the in-memory error line (%d %s vs %s)" % (run, got[0], got[2], ref[2]))
+    check(outputs(got[3]) == [], "%s --stream -q: no output left (%s)" % (run, outputs(got[3])))
+
 # --stream writes trace.pftrace only: any other product is a usage error
 for outs in ("json", "pftrace,json", "h5", "report", "pftrace,h5,report"):
     rc, so, se, out = merge("golden", "--stream", "--outputs", outs)

@@ -296,10 +296,12 @@ int xsm_emit_set_tracks(xsm_emit *e, int32_t r, const uint32_t *tids, size_t nti
     for (size_t i = 0; i < d->nthreads; i++)
         if (d->threads[i].name < d->nstrings && d->strings[d->threads[i].name] && d->strings[d->threads[i].name][0])
             er->tid_names[xsm_emit_tid_index(er, d->threads[i].tid)] = er->gname[d->threads[i].name];
-    memcpy(g, gpu, ngpu * sizeof *g);
+    if (ngpu) /* NULL sets are empty */
+        memcpy(g, gpu, ngpu * sizeof *g);
     for (size_t i = 0; i < ncounters; i++)
         cn[i] = xsm_emit_gid(e, r, counter_names[i]);
-    memcpy(md, memdev, nmemdev * sizeof *md);
+    if (nmemdev)
+        memcpy(md, memdev, nmemdev * sizeof *md);
     free(er->gpu);
     free(er->counters);
     free(er->memdev);

@@ -148,6 +148,7 @@ typedef struct xsm_cmember {
     int64_t entry, exit;
     int kind;
     int32_t root;
+    int has_exit; /* 0: a nonblocking collective whose completion is not seen (yet) */
 } xsm_cmember;
 
 typedef struct xsm_cinst {
@@ -155,6 +156,7 @@ typedef struct xsm_cinst {
     uint64_t seq;
     xsm_cmember *m;
     size_t n, cap;
+    size_t waiting; /* members still waiting for their completion */
     int live;
 } xsm_cinst;
 
@@ -171,6 +173,10 @@ typedef struct xsm_req_state {
     uint64_t request; /* 0: empty slot */
     uint32_t row, comm;
     int counted, completed;
+    int icoll;        /* a nonblocking collective waits for this request's completion */
+    uint32_t icomm;
+    uint64_t iseq;
+    int64_t it;       /* its post's begin */
 } xsm_req_state;
 
 typedef struct xsm_mrank {
@@ -327,6 +333,8 @@ static uint64_t xsm_coll_violations(const xsm_mctx *c, xsm_cinst *ci)
     uint64_t v = 0;
     for (size_t i = 0; i < ci->n; i++) {
         int64_t need;
+        if (!ci->m[i].has_exit)
+            continue; /* no completion recorded: no constraint */
         switch (kind) {
         case XSPROF_COLL_ONE2N:
             if (root == SIZE_MAX || i == root)
@@ -398,7 +406,7 @@ static xsm_cinst *xsm_coll_get(xsm_mctx *c, uint32_t comm, uint64_t seq)
     while (c->coll[h].live && !(c->coll[h].comm == comm && c->coll[h].seq == seq))
         h = (h + 1) & (c->capcoll - 1);
     if (!c->coll[h].live) {
-        c->coll[h] = (xsm_cinst){comm, seq, NULL, 0, 0, 1};
+        c->coll[h] = (xsm_cinst){comm, seq, NULL, 0, 0, 0, 1};
         c->ncoll_live++;
         c->ncolls++;
     }
@@ -420,18 +428,33 @@ static void xsm_coll_remove(xsm_mctx *c, xsm_cinst *ci)
     }
 }
 
+/* The open instance (comm, seq), or NULL. */
+static xsm_cinst *xsm_coll_find(xsm_mctx *c, uint32_t comm, uint64_t seq)
+{
+    if (!c->capcoll)
+        return NULL;
+    size_t h = xsm_coll_hash(comm, seq) & (c->capcoll - 1);
+    while (c->coll[h].live && !(c->coll[h].comm == comm && c->coll[h].seq == seq))
+        h = (h + 1) & (c->capcoll - 1);
+    return c->coll[h].live ? &c->coll[h] : NULL;
+}
+
+static void xsm_coll_maybe_close(xsm_mctx *c, xsm_cinst *ci)
+{
+    size_t k = xsm_comm_index(c, ci->comm);
+    if (k != SIZE_MAX && ci->n >= c->comm_present[k] && !ci->waiting)
+        xsm_coll_remove(c, ci);
+}
+
+/* Returns 0, -1 (memory) or 2 (a rank entered one instance twice). */
 static int xsm_coll_add(xsm_mctx *c, int32_t r, uint32_t row, const xsprof_io_mpi *m)
 {
     xsm_cinst *ci = xsm_coll_get(c, m->comm, m->coll_seq);
     if (!ci)
         return -1;
-    for (size_t i = 0; i < ci->n; i++) {
-        if (ci->m[i].rank != r)
-            continue;
-        if (row < ci->m[i].row) /* one row per rank and instance: the first */
-            ci->m[i] = (xsm_cmember){r, row, m->t_begin, m->t_end, m->coll, m->root};
-        return 0;
-    }
+    for (size_t i = 0; i < ci->n; i++)
+        if (ci->m[i].rank == r)
+            return 2; /* merge/match keeps the first row: not worth replaying here */
     if (ci->n == ci->cap) {
         size_t cap = ci->cap ? 2 * ci->cap : 4;
         xsm_cmember *p = realloc(ci->m, cap * sizeof *p);
@@ -440,11 +463,32 @@ static int xsm_coll_add(xsm_mctx *c, int32_t r, uint32_t row, const xsprof_io_mp
         ci->m = p;
         ci->cap = cap;
     }
-    ci->m[ci->n++] = (xsm_cmember){r, row, m->t_begin, m->t_end, m->coll, m->root};
-    size_t k = xsm_comm_index(c, m->comm);
-    if (k != SIZE_MAX && ci->n >= c->comm_present[k])
-        xsm_coll_remove(c, ci);
+    int blocking = m->kind == XSPROF_MPI_COLL;
+    /* a nonblocking collective leaves at its request's completion (none
+     * without a request: no constraint, as merge/align) */
+    ci->m[ci->n++] = (xsm_cmember){r, row, m->t_begin, m->t_end, m->coll, m->root, blocking};
+    ci->waiting += !blocking && m->request;
+    xsm_coll_maybe_close(c, ci);
     return 0;
+}
+
+/* A completion of `request` on rank r: the exit of the nonblocking
+ * collective posted with it (the first completion at or after the post). */
+static void xsm_coll_exit(xsm_mctx *c, int32_t r, xsm_req_state *q, const xsprof_io_mpi *m)
+{
+    if (!q->icoll || m->t_begin < q->it)
+        return;
+    q->icoll = 0;
+    xsm_cinst *ci = xsm_coll_find(c, q->icomm, q->iseq);
+    for (size_t i = 0; ci && i < ci->n; i++) {
+        if (ci->m[i].rank != r || ci->m[i].has_exit)
+            continue;
+        ci->m[i].exit = m->t_end;
+        ci->m[i].has_exit = 1;
+        ci->waiting--;
+        xsm_coll_maybe_close(c, ci);
+        return;
+    }
 }
 
 /* ---- processing one row -------------------------------------------------- */
@@ -500,6 +544,15 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
             xsm_req_state *q = xsm_req_slot(m, row->request, 1);
             if (!q)
                 return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+            if (row->kind == XSPROF_MPI_ICOLL && row->coll_seq) {
+                if (q->icoll) /* reposted before it completed: merge/align would pair both with one completion */
+                    return xsm_err_set(c->err, c->errlen, "rank %d reuses a request of an open nonblocking collective",
+                                       (int)r) ? 2 : 2;
+                q->icoll = 1;
+                q->icomm = row->comm;
+                q->iseq = row->coll_seq;
+                q->it = row->t_begin;
+            }
             /* an earlier post of this request never completed stays counted open */
             q->row = i;
             q->comm = row->comm;
@@ -508,6 +561,8 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
             m->open_posts += (uint64_t)q->counted;
         } else {
             xsm_req_state *q = xsm_req_slot(m, row->request, 0);
+            if (q && !(row->flags & XSPROF_MPI_F_RECV))
+                xsm_coll_exit(c, r, q, row);
             if (q) {
                 po = q->row;
                 po_comm = q->comm;
@@ -544,9 +599,10 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         }
     }
     if ((row->kind == XSPROF_MPI_COLL || row->kind == XSPROF_MPI_ICOLL) && row->coll_seq) {
-        if (row->kind == XSPROF_MPI_ICOLL)
-            return xsm_err_set(c->err, c->errlen, "rank %d has nonblocking collectives", (int)r) ? 2 : 2;
-        if (xsm_coll_add(c, r, i, row))
+        int cr = xsm_coll_add(c, r, i, row);
+        if (cr == 2)
+            return xsm_err_set(c->err, c->errlen, "rank %d enters one collective twice", (int)r) ? 2 : 2;
+        if (cr)
             return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
     }
     if (xsm_is_send(row)) {
@@ -680,7 +736,8 @@ static void xsm_notes(xsm_mctx *c, uint64_t open_posts)
     for (size_t i = 0; i < c->pend.n; i++)
         if (c->pend.e[i].recv >= 0)
             c->pend.e[n++] = c->pend.e[i]; /* compact: the table is done */
-    qsort(c->pend.e, n, sizeof *c->pend.e, xsm_pend_cmp);
+    if (n)
+        qsort(c->pend.e, n, sizeof *c->pend.e, xsm_pend_cmp);
     size_t listed[2] = {0, 0};
     for (size_t i = 0; i < n; i++) {
         const xsm_pend_end *e = &c->pend.e[i];

@@ -294,7 +294,9 @@ static int deep(const char *dir)
     return bad;
 }
 
-static int icoll(const char *dir)
+/* late: rank 0 posts the Iallreduce after rank 1 completed it (a clock
+ * violation only the logical clock resolves). */
+static int icoll(const char *dir, int late)
 {
     static const int32_t world[] = {0, 1};
     int bad = 0;
@@ -309,6 +311,10 @@ static int icoll(const char *dir)
         xsprof_rec_mpi m = M();
         m.kind = XSPROF_MPI_ICOLL; m.coll = XSPROF_COLL_NXN; m.coll_seq = 1; m.request = 5;
         m.bytes_sent = m.bytes_recv = 8; m.t_begin = 1000 + o; m.t_end = 1100 + o;
+        if (late && r == 0) {
+            m.t_begin = 3560;
+            m.t_end = 3570;
+        }
         xsf_mpi(f, 0, "MPI_Iallreduce", m);
         m = M();
         m.peer = 1 - r; m.tag = 2; m.seq = 1;
@@ -321,10 +327,14 @@ static int icoll(const char *dir)
         }
         m = M();
         m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX; m.t_begin = 3000 + o; m.t_end = 3500 + o;
+        if (late && r == 0) {
+            m.t_begin = 3580;
+            m.t_end = 3700;
+        }
         xsf_mpi(f, 0, "MPI_Wait", m);
         m = M();
         m.kind = XSPROF_MPI_COMPLETION; m.request = 5; m.coll = XSPROF_COLL_NXN; m.coll_seq = 1;
-        m.t_begin = m.t_end = 3400 + o;
+        m.t_begin = m.t_end = late && r == 0 ? 3650 : 3400 + o;
         xsf_mpi(f, 0, "MPI_Wait", m);
         xsf_region(f, 0, "compute", 1, 1200 + o, 2900 + o);
         xsf_region(f, 0, "main", 0, 900, 4000 + o);
@@ -336,7 +346,7 @@ static int icoll(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|deep|icoll|big DIR [NRANKS EVENTS]\n");
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|deep|icoll|icoll_late|big DIR [NRANKS EVENTS]\n");
         return 2;
     }
     const char *kind = argv[1], *dir = argv[2];
@@ -348,7 +358,8 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "gpu")) return gpu(dir);
     if (!strcmp(kind, "empty")) return empty(dir);
     if (!strcmp(kind, "deep")) return deep(dir);
-    if (!strcmp(kind, "icoll")) return icoll(dir);
+    if (!strcmp(kind, "icoll")) return icoll(dir, 0);
+    if (!strcmp(kind, "icoll_late")) return icoll(dir, 1);
     if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));
     fprintf(stderr, "merge_make_runs: unknown kind %s\n", kind);
     return 2;

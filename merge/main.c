@@ -50,11 +50,12 @@ static const char xsm_usage[] =
     "  --format callgrind    also write callgrind.out (for KCachegrind)\n"
     "  --outputs LIST        write only these products: any of pftrace, json,\n"
     "                        h5, report (default: all)\n"
-    "  --stream              write trace.pftrace only, reading the rank files\n"
-    "                        chunk by chunk: memory does not grow with the\n"
-    "                        trace (same file as --outputs pftrace; runs whose\n"
-    "                        clocks need the logical clock, --from/--to and\n"
-    "                        collective mode are merged in memory, with a note)\n"
+    "  --stream              write trace.pftrace (and trace.json with --outputs\n"
+    "                        pftrace,json or json), reading the rank files chunk\n"
+    "                        by chunk: memory does not grow with the trace (same\n"
+    "                        files as without --stream; runs whose clocks need\n"
+    "                        the logical clock, --from/--to and collective mode\n"
+    "                        are merged in memory, with a note)\n"
     "  -q, --quiet           no progress bar, notes or summary\n"
     "  -h, --help            this text\n"
     "  --version             print the version\n"
@@ -74,7 +75,7 @@ typedef struct xsm_opts {
     const char *run_dir, *out_dir;
     int outputs; /* XSM_OUT_* */
     int outputs_given;
-    int stream;  /* --stream: bounded memory, trace.pftrace only */
+    int stream;  /* --stream: bounded memory, trace.pftrace and/or trace.json */
     xsm_load_opts load;
     xsm_report_opts report;
 } xsm_opts;
@@ -196,12 +197,13 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
         return xsm_bad_usage("missing -o OUT_DIR", NULL);
     if (o->load.to_ns && o->load.to_ns < o->load.from_ns)
         return xsm_bad_usage("--to is before --from", NULL);
-    if (o->stream && o->outputs_given && o->outputs != XSM_OUT_PFTRACE)
-        return xsm_bad_usage("--stream writes trace.pftrace only (use --outputs pftrace)", NULL);
-    if (o->stream)
+    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON));
+    if (o->stream && o->outputs_given && !streamable)
+        return xsm_bad_usage("--stream writes trace.pftrace and trace.json only (use --outputs pftrace,json)", NULL);
+    if (o->stream && !o->outputs_given)
         o->outputs = XSM_OUT_PFTRACE;
     const char *env = getenv("XSPROF_MERGE_STREAM");
-    if (env && strcmp(env, "1") == 0 && o->outputs == XSM_OUT_PFTRACE)
+    if (env && strcmp(env, "1") == 0 && streamable)
         o->stream = 1;
     return -1;
 }
@@ -336,7 +338,8 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
         goto fail;
     }
     xsm_stream_summary sum = {0};
-    int rc = xsm_stream_merge(o->run_dir, &o->load, staging, notes, xsm_cpu_share(1), &sum, err, errlen);
+    int what = (o->outputs & XSM_OUT_PFTRACE ? XSM_STREAM_PFTRACE : 0) | (o->outputs & XSM_OUT_JSON ? XSM_STREAM_JSON : 0);
+    int rc = xsm_stream_merge(o->run_dir, &o->load, staging, notes, xsm_cpu_share(1), what, &sum, err, errlen);
     if (rc == 2) {
         xsm_rm_staging(staging);
         if (notes)

@@ -21,9 +21,10 @@ enum xsm_ev_kind { XSM_EV_REGION = 0, XSM_EV_MPI, XSM_EV_GPU, XSM_EV_INSTANT, XS
 
 /* One end of a message flow on an MPI row, as trace.pftrace draws it. */
 typedef struct xsm_evflow {
-    uint64_t id; /* message index + 1 */
-    int64_t t;   /* out: unused; end: the receive's completion */
-    int out;     /* 1: starts here (send); 0: ends here */
+    uint64_t id;  /* message index + 1 */
+    int64_t t;    /* where it touches the row: the send's begin, the receive's completion */
+    int out;      /* 1: starts here (send); 0: ends here */
+    int64_t sent; /* the send's begin */
 } xsm_evflow;
 
 typedef struct xsm_ev {
@@ -85,6 +86,9 @@ typedef struct xsm_src_ops {
     int (*close)(void *src, char *err, size_t errlen); /* 0, or 1 with err set when next failed */
 } xsm_src_ops;
 
+/* open's rank for a source over all ranks (xsm_emit_source_all) */
+#define XSM_ALL_RANKS SIZE_MAX
+
 struct xsm_emit {
     const xsm_run *run;
     uint32_t key[XSM_KEY_N]; /* global name ids of enum xsm_key */
@@ -99,6 +103,11 @@ struct xsm_emit {
 };
 
 #define XSM_EMIT_MAX_THREADS 8
+
+/* The source of one rank's events (open with the rank), and of all
+ * ranks' events in xsm_iter's order (open with XSM_ALL_RANKS). */
+const xsm_src_ops *xsm_emit_source(const xsm_emit *e);
+const xsm_src_ops *xsm_emit_source_all(const xsm_emit *e);
 
 /* Split ranks [lo, hi) into n consecutive blocks of about equal rows
  * (present ranks only): block k is [first[k], first[k + 1]), first[0] = lo,

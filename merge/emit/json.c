@@ -30,7 +30,6 @@ typedef struct xsm_json {
     uint64_t limit;  /* bytes per part */
     double *memtot;  /* running memory totals, per rank and memory device */
     size_t *memoff;
-    size_t *mcur;    /* per rank: message-flow position after the last lookup */
     xsm_out *comm_lbl; /* per communicator: its JSON label, made once */
 } xsm_json;
 
@@ -174,50 +173,39 @@ static int xsm_j_close(xsm_json *j, char *err, size_t errlen)
     return 0;
 }
 
-/* Flow points of rank `pid` (gpu: on a gpu row, else an mpi row). */
-static void xsm_j_flows(xsm_json *j, const xsm_flow *f, size_t n, int32_t pid, int gpu, int64_t tid, int64_t b,
-                        int64_t e, const char *cat)
+/* ts bound inside the slice [b, e): catapult and Perfetto look for the
+ * slice enclosing a flow point. */
+static int64_t xsm_j_inside(int64_t ts, int64_t b, int64_t e)
 {
-    for (size_t k = 0; k < n; k++) {
-        /* bind inside the slice: catapult and Perfetto look for the slice
-         * enclosing the flow point */
-        int64_t ts = xsm_emit_flow_time(j->e, pid, gpu, &f[k]);
-        if (ts > e - 1)
-            ts = e - 1;
-        if (ts < b)
-            ts = b;
-        /* ... but a message is never shown received before it was sent: the
-         * logical clock may end the receive at the very ns the send began */
-        if (!gpu && !f[k].out) {
-            const xsm_message *m = &j->e->run->msgs[f[k].id - 1];
-            int64_t sent = j->e->run->ranks[m->src].d.mpi[m->send_row].t_begin;
-            if (ts < sent)
-                ts = sent;
-        }
-        xsm_j_head(j, f[k].out ? "s" : "f", cat, pid, tid, ts);
-        xsm_out_puts(&j->o, ",\"cat\":");
-        xsm_out_json_str(&j->o, cat);
-        xsm_out_puts(&j->o, ",\"id\":");
-        xsm_out_u64(&j->o, f[k].id);
-        xsm_out_puts(&j->o, f[k].out ? "}" : ",\"bp\":\"e\"}");
-    }
+    if (ts > e - 1)
+        ts = e - 1;
+    return ts < b ? b : ts;
 }
 
-static void xsm_j_region(xsm_json *j, int32_t r, size_t row)
+/* One flow point of rank `pid` at ts. */
+static void xsm_j_flow(xsm_json *j, uint64_t id, int out, int64_t ts, int32_t pid, int64_t tid, const char *cat)
+{
+    xsm_j_head(j, out ? "s" : "f", cat, pid, tid, ts);
+    xsm_out_puts(&j->o, ",\"cat\":");
+    xsm_out_json_str(&j->o, cat);
+    xsm_out_puts(&j->o, ",\"id\":");
+    xsm_out_u64(&j->o, id);
+    xsm_out_puts(&j->o, out ? "}" : ",\"bp\":\"e\"}");
+}
+
+static void xsm_j_region(xsm_json *j, int32_t r, const xsprof_io_region *g, const xsprof_io_arg *args)
 {
     const xsm_emit *e = j->e;
-    const xsprof_rank_data *d = &e->run->ranks[r].d;
-    const xsprof_io_region *g = &d->regions[row];
     xsm_j_head(j, "X", xsm_emit_str(e, r, g->name), r, g->thread, g->t_begin);
     xsm_out_puts(&j->o, ",\"dur\":");
     xsm_out_us(&j->o, xsm_j_dur(g->t_begin, g->t_end));
     xsm_out_puts(&j->o, ",\"cat\":\"");
     xsm_out_puts(&j->o, g->category < 4 ? xsm_cat_name[g->category] : "user");
     xsm_out_puts(&j->o, "\"");
-    if (g->nargs && g->args >= 0 && (size_t)g->args + g->nargs <= d->nargs) {
+    if (args) {
         xsm_out_puts(&j->o, ",\"args\":{");
         for (uint32_t k = 0; k < g->nargs; k++) {
-            const xsprof_io_arg *a = &d->args[g->args + k];
+            const xsprof_io_arg *a = &args[k];
             if (k)
                 xsm_out_puts(&j->o, ",");
             xsm_out_json_str(&j->o, xsm_emit_str(e, r, a->key));
@@ -243,11 +231,9 @@ static void xsm_j_region(xsm_json *j, int32_t r, size_t row)
     xsm_out_puts(&j->o, "}");
 }
 
-static void xsm_j_mpi(xsm_json *j, int32_t r, size_t row)
+static void xsm_j_mpi(xsm_json *j, int32_t r, const xsprof_io_mpi *m, const xsm_evflow *f, size_t nf)
 {
     const xsm_emit *e = j->e;
-    const xsm_erank *er = &e->ranks[r];
-    const xsprof_io_mpi *m = &e->run->ranks[r].d.mpi[row];
     xsm_j_head(j, "X", xsm_emit_str(e, r, m->op), r, m->thread, m->t_begin);
     xsm_out_puts(&j->o, ",\"dur\":");
     xsm_out_us(&j->o, xsm_j_dur(m->t_begin, m->t_end));
@@ -271,16 +257,20 @@ static void xsm_j_mpi(xsm_json *j, int32_t r, size_t row)
     if (m->coll_seq) { XSM_ARG("coll_seq"); xsm_out_u64(&j->o, m->coll_seq); }
 #undef XSM_ARG
     xsm_out_puts(&j->o, "}}");
-    size_t nf;
-    const xsm_flow *f = xsm_emit_flows_at(er->mflows, er->nmflows, row, &j->mcur[r], &nf);
-    xsm_j_flows(j, f, nf, r, 0, m->thread, m->t_begin, m->t_end, "message");
+    for (size_t k = 0; k < nf; k++) {
+        int64_t ts = xsm_j_inside(f[k].t, m->t_begin, m->t_end);
+        /* ... but a message is never shown received before it was sent: the
+         * logical clock may end the receive at the very ns the send began */
+        if (!f[k].out && ts < f[k].sent)
+            ts = f[k].sent;
+        xsm_j_flow(j, f[k].id, f[k].out, ts, r, m->thread, "message");
+    }
 }
 
-static void xsm_j_gpu(xsm_json *j, int32_t r, size_t row)
+static void xsm_j_gpu(xsm_json *j, int32_t r, const xsprof_io_gpu *g, size_t row)
 {
     const xsm_emit *e = j->e;
     const xsm_erank *er = &e->ranks[r];
-    const xsprof_io_gpu *g = &e->run->ranks[r].d.gpu[row];
     int api = g->kind == XSPROF_GPU_API;
     int64_t tid = api ? (int64_t)g->thread : (int64_t)(XSM_GPU_TID_BASE + xsm_emit_gpu_index(er, g->device, g->stream));
     xsm_j_head(j, "X", xsm_emit_str(e, r, g->name), r, tid, g->t_begin);
@@ -296,25 +286,25 @@ static void xsm_j_gpu(xsm_json *j, int32_t r, size_t row)
     xsm_out_puts(&j->o, "}}");
     size_t nf;
     const xsm_flow *f = xsm_emit_flows(er->gflows, er->ngflows, row, &nf);
-    xsm_j_flows(j, f, nf, r, 1, tid, g->t_begin, g->t_end, "launch");
+    for (size_t k = 0; k < nf; k++) /* both ends of a launch flow sit at their row's begin */
+        xsm_j_flow(j, f[k].id, (int)f[k].out, xsm_j_inside(g->t_begin, g->t_begin, g->t_end), r, tid, "launch");
 }
 
 static void xsm_j_event(xsm_json *j, const xsm_ev *ev)
 {
     const xsm_emit *e = j->e;
-    const xsprof_rank_data *d = &e->run->ranks[ev->rank].d;
     switch (ev->kind) {
-    case XSM_EV_REGION: xsm_j_region(j, ev->rank, ev->row); break;
-    case XSM_EV_MPI: xsm_j_mpi(j, ev->rank, ev->row); break;
-    case XSM_EV_GPU: xsm_j_gpu(j, ev->rank, ev->row); break;
+    case XSM_EV_REGION: xsm_j_region(j, ev->rank, ev->rec, ev->args); break;
+    case XSM_EV_MPI: xsm_j_mpi(j, ev->rank, ev->rec, ev->mflows, ev->nmflows); break;
+    case XSM_EV_GPU: xsm_j_gpu(j, ev->rank, ev->rec, ev->row); break;
     case XSM_EV_INSTANT: {
-        const xsprof_io_instant *in = &d->instants[ev->row];
+        const xsprof_io_instant *in = ev->rec;
         xsm_j_head(j, "i", xsm_emit_str(e, ev->rank, in->name), ev->rank, in->thread, in->t);
         xsm_out_puts(&j->o, ",\"s\":\"t\"}");
         break;
     }
     case XSM_EV_COUNTER: {
-        const xsprof_io_counter *c = &d->counters[ev->row];
+        const xsprof_io_counter *c = ev->rec;
         xsm_j_head(j, "C", xsm_emit_str(e, ev->rank, c->name), ev->rank, -1, c->t);
         xsm_out_puts(&j->o, ",\"args\":{\"value\":");
         xsm_j_num(&j->o, c->value);
@@ -322,7 +312,7 @@ static void xsm_j_event(xsm_json *j, const xsm_ev *ev)
         break;
     }
     default: {
-        const xsprof_io_mem *m = &d->mem[ev->row];
+        const xsprof_io_mem *m = ev->rec;
         size_t k = j->memoff[ev->rank] + xsm_emit_memdev_index(&e->ranks[ev->rank], m->device);
         j->memtot[k] += m->kind == XSPROF_MEM_FREE ? -(double)m->size : (double)m->size;
         char name[64];
@@ -362,15 +352,14 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
         nmem += e->ranks[r].nmemdev;
     }
     j.memtot = calloc(nmem + 1, sizeof *j.memtot);
-    j.mcur = calloc(run->nranks + 1, sizeof *j.mcur);
-    j.comm_lbl = calloc(e->ncomms + 1, sizeof *j.comm_lbl);
-    xsm_iter it = {0};
-    if (!j.memoff || !j.memtot || !j.mcur || !j.comm_lbl || xsm_iter_init(&it, e, -1)) {
+        j.comm_lbl = calloc(e->ncomms + 1, sizeof *j.comm_lbl);
+    const xsm_src_ops *ops = xsm_emit_source_all(e);
+    void *src = NULL;
+    if (!j.memoff || !j.memtot || !j.comm_lbl || !(src = ops->open(e, XSM_ALL_RANKS, err, errlen))) {
         free(j.memoff);
         free(j.memtot);
-        free(j.mcur);
         free(j.comm_lbl);
-        return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json");
+        return src || err[0] ? 1 : xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json");
     }
     int rc = xsm_j_open(&j, err, errlen);
     /* every part repeats the metadata: keep room for events beside it */
@@ -379,7 +368,8 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     xsm_ev ev;
     xsm_progress_begin("writing trace.json", e->nevents);
     uint64_t n = 0;
-    while (!rc && xsm_iter_next(&it, &ev)) {
+    int got = 0;
+    while (!rc && (got = ops->next(src, &ev)) > 0) {
         /* room for the closing lines: start the next part before passing the limit */
         if (!j.first && xsm_out_total(&j.o) + 65536 > j.limit) {
             if ((rc = xsm_j_close(&j, err, errlen)) != 0)
@@ -395,16 +385,18 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
             xsm_progress_step(65536);
     }
     xsm_progress_end();
+    if (got < 0 && !rc)
+        rc = ops->close(src, err, errlen) ? 1 : xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json");
+    else if (ops->close(src, err, errlen) && !rc)
+        rc = 1;
     if (!rc)
         rc = xsm_j_close(&j, err, errlen);
     else if (j.f) {
         xsm_out_free(&j.o);
         fclose(j.f);
     }
-    xsm_iter_free(&it);
     free(j.memoff);
     free(j.memtot);
-    free(j.mcur);
     for (size_t k = 0; k < e->ncomms; k++)
         xsm_out_free(&j.comm_lbl[k]);
     free(j.comm_lbl);

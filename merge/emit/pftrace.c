@@ -588,85 +588,6 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
     }
 }
 
-/* The in-memory event source: xsm_iter over the model, with the row, its
- * arguments and its message flows looked up for each event. */
-typedef struct xsm_msrc {
-    const xsm_emit *e;
-    xsm_iter it;
-    size_t mcur; /* mflows position after the last lookup */
-    xsm_evflow *fl;
-    size_t capfl;
-} xsm_msrc;
-
-static void *xsm_msrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
-{
-    xsm_msrc *s = calloc(1, sizeof *s);
-    if (!s || xsm_iter_init(&s->it, e, (int64_t)r)) {
-        free(s);
-        xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
-        return NULL;
-    }
-    s->e = e;
-    return s;
-}
-
-static int xsm_msrc_next(void *src, xsm_ev *ev)
-{
-    xsm_msrc *s = src;
-    if (!xsm_iter_next(&s->it, ev))
-        return 0;
-    const xsprof_rank_data *d = &s->e->run->ranks[ev->rank].d;
-    const xsm_erank *er = &s->e->ranks[ev->rank];
-    ev->args = NULL;
-    ev->nmflows = 0;
-    switch (ev->kind) {
-    case XSM_EV_REGION: {
-        const xsprof_io_region *g = &d->regions[ev->row];
-        ev->rec = g;
-        if (g->nargs && g->args >= 0 && (size_t)g->args + g->nargs <= d->nargs)
-            ev->args = &d->args[g->args];
-        break;
-    }
-    case XSM_EV_MPI: {
-        ev->rec = &d->mpi[ev->row];
-        size_t nf;
-        const xsm_flow *f = xsm_emit_flows_at(er->mflows, er->nmflows, ev->row, &s->mcur, &nf);
-        if (nf > s->capfl) {
-            xsm_evflow *p = realloc(s->fl, nf * sizeof *p);
-            if (!p)
-                return -1;
-            s->fl = p;
-            s->capfl = nf;
-        }
-        for (size_t k = 0; k < nf; k++)
-            s->fl[k] = (xsm_evflow){f[k].id, f[k].out ? 0 : xsm_emit_flow_time(s->e, ev->rank, 0, &f[k]), (int)f[k].out};
-        ev->mflows = s->fl;
-        ev->nmflows = nf;
-        break;
-    }
-    case XSM_EV_GPU: ev->rec = &d->gpu[ev->row]; break;
-    case XSM_EV_INSTANT: ev->rec = &d->instants[ev->row]; break;
-    case XSM_EV_COUNTER: ev->rec = &d->counters[ev->row]; break;
-    default: ev->rec = &d->mem[ev->row]; break;
-    }
-    return 1;
-}
-
-static int xsm_msrc_close(void *src, char *err, size_t errlen)
-{
-    xsm_msrc *s = src;
-    (void)err;
-    (void)errlen;
-    if (!s)
-        return 0;
-    xsm_iter_free(&s->it);
-    free(s->fl);
-    free(s);
-    return 0;
-}
-
-static const xsm_src_ops xsm_msrc_ops = {xsm_msrc_open, xsm_msrc_next, xsm_msrc_close};
-
 int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes, char *err, size_t errlen)
 {
     xsm_pf pf = {.e = e, .seq_id = (uint32_t)r + 1};
@@ -678,7 +599,7 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes,
     pf.sent_key = calloc(e->names.n + 2, 1);
     pf.sent_comm = calloc(e->ncomms + 1, 1);
     pf.recv_name = e->key[XSM_KEY_RECV]; /* name of the flow-terminus instants */
-    const xsm_src_ops *ops = e->src ? e->src : &xsm_msrc_ops;
+    const xsm_src_ops *ops = xsm_emit_source(e);
     void *src = NULL;
     int rc = 0;
     *bytes = 0;

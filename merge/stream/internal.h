@@ -120,6 +120,7 @@ void xsm_outl_free(xsm_outl *o);
 typedef struct xsm_spill {
     int64_t p;         /* reference time pass 1 had reached (<= the call's end) */
     int64_t t;         /* the receive's completion (reference clock) */
+    int64_t sent;      /* the send's begin (trace.json never draws a receive before it) */
     uint32_t call_row; /* the call that shows the receive */
     uint32_t send_row; /* on src */
     int32_t src;

@@ -530,7 +530,7 @@ static int xsm_meet(xsm_mctx *c, int64_t now, int32_t src, uint32_t send_row, in
         /* the writers read a rank's spill only up to a call's end */
         return xsm_err_set(c->err, c->errlen, "a receive on rank %d was matched after its call ended", (int)dst) ? 2 : 2;
     }
-    xsm_spill x = {now, q->t, q->call_row, send_row, src, 0};
+    xsm_spill x = {now, q->t, send_t, q->call_row, send_row, src, 0};
     return xsm_spill_put(c, dst, &x) ? 1 : 0;
 }
 

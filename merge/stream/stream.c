@@ -428,7 +428,8 @@ static int xsm_mpi_flows(xsm_ssrc *x, uint64_t row, int64_t te, xsm_ev *ev)
     if (x->sr->sent[row >> 6] >> (row & 63) & 1) {
         if (xsm_flow_room(x, n))
             return -1;
-        x->fl[n++] = (xsm_evflow){xsm_stream_msg_index(x->sr, row) + 1, 0, 1};
+        int64_t tb = ((const xsprof_io_mpi *)x->cur)->t_begin; /* the row, times final */
+        x->fl[n++] = (xsm_evflow){xsm_stream_msg_index(x->sr, row) + 1, tb, 1, tb};
     }
     /* every end drawn at this call was spilled before pass 1 passed its end */
     while (x->has_sp && x->sp.p <= te) {
@@ -454,7 +455,7 @@ static int xsm_mpi_flows(xsm_ssrc *x, uint64_t row, int64_t te, xsm_ev *ev)
             if (xsm_flow_room(x, n))
                 return -1;
             uint64_t id = xsm_stream_msg_index(&x->s->r[e->sp.src], e->sp.send_row) + 1;
-            x->fl[n++] = (xsm_evflow){id, e->sp.t - x->s->t0, 0};
+            x->fl[n++] = (xsm_evflow){id, e->sp.t - x->s->t0, 0, e->sp.sent - x->s->t0};
             uint32_t i = *p;
             *p = e->next;
             e->sp.src = -1;
@@ -616,7 +617,7 @@ static void xsm_srank_free(xsm_srank *sr)
 }
 
 int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
-                     xsm_stream_summary *sum, char *err, size_t errlen)
+                     int what, xsm_stream_summary *sum, char *err, size_t errlen)
 {
     /* Notes wait until streaming is sure to go ahead: a run merged in
      * memory after all prints its own. */
@@ -710,8 +711,14 @@ int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char 
     e.src = &xsm_ssrc_ops;
     e.src_ctx = &s;
     s.e = &e;
-    rc = xsm_emit_pftrace(&e, dir, err, errlen) ? 1 : 0;
-    xsm_progress_mark("pftrace");
+    if (what & XSM_STREAM_PFTRACE) {
+        rc = xsm_emit_pftrace(&e, dir, err, errlen) ? 1 : 0;
+        xsm_progress_mark("pftrace");
+    }
+    if (!rc && (what & XSM_STREAM_JSON)) {
+        rc = xsm_emit_json(&e, dir, err, errlen) ? 1 : 0;
+        xsm_progress_mark("trace.json");
+    }
     sum->nranks = n;
     sum->nmsgs = s.nmsgs;
     sum->ncolls = s.ncolls;

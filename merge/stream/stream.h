@@ -1,5 +1,5 @@
-/* merge/stream/stream.h — xsmerge's streaming mode: trace.pftrace with
- * memory that does not grow with the trace. Owner: merge.
+/* merge/stream/stream.h — xsmerge's streaming mode: trace.pftrace and
+ * trace.json with memory that does not grow with the trace. Owner: merge.
  *
  * Pass 1 reads every rank file chunk by chunk once: the MPI tables of all
  * ranks together in time order (merge/stream/match.c: messages matched,
@@ -9,7 +9,8 @@
  * reorder window kept aside). Pass 2 writes each rank's trace.pftrace
  * segment through the same writer as the in-memory merge, fed by reorder
  * heaps over the tables read again, so the file is byte for byte the one
- * `--outputs pftrace` gives.
+ * `--outputs pftrace` gives; trace.json is a third pass, all ranks' sources
+ * merged in time order.
  *
  * Memory: per rank being read, two chunks per table and a window of rows
  * per table (XSPROF_MERGE_STREAM_WINDOW, default 4096); one bit per MPI
@@ -27,11 +28,14 @@ typedef struct xsm_stream_summary {
     uint64_t nmsgs, ncolls;
 } xsm_stream_summary;
 
-/* Write trace.pftrace of run_dir into dir with `threads` writer threads.
+enum { XSM_STREAM_PFTRACE = 1, XSM_STREAM_JSON = 2 };
+
+/* Write trace.pftrace and/or trace.json (`what`, XSM_STREAM_*) of run_dir
+ * into dir with `threads` writer threads.
  * Returns 0 (notes printed to `notes`), 1 with err set on bad input or
  * failure, 2 when the run needs the in-memory merge (err says why; nothing
  * was printed or written). */
 int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
-                     xsm_stream_summary *sum, char *err, size_t errlen);
+                     int what, xsm_stream_summary *sum, char *err, size_t errlen);
 
 #endif

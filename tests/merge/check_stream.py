@@ -12,7 +12,7 @@ bytes (clock violations after interpolation, also of a nonblocking collective,
 error (exit 1, like every usage error); bad inputs (truncated file, random bytes, a file
 of another run, a damaged chunk of the MPI table) give the same one error
 line, exit 1 and no output; XSPROF_MERGE_STREAM=1 acts like --stream when
-only trace.pftrace is asked for. Exits 77 (skipped) when `xsmerge --help`
+only trace.pftrace and/or trace.json are asked for; trace.json streams too. Exits 77 (skipped) when `xsmerge --help`
 does not mention --stream."""
 import os
 import shutil
@@ -179,11 +179,12 @@ def compare(what, ref, got, expect, check=check):
         check(len(se0) == 1, "%s: the in-memory error is one line: %s" % (what, se0))
         check(outputs(out) == [], "%s: no output left after an error: %s" % (what, outputs(out)))
         return
-    a, b = os.path.join(out0, "trace.pftrace"), os.path.join(out, "trace.pftrace")
-    if os.path.exists(a) and os.path.exists(b):
-        d = first_diff(a, b)
-        check(d is None, "%s: trace.pftrace differs from the in-memory one at byte %s (sizes %d, %d)" %
-              (what, d, os.path.getsize(a), os.path.getsize(b)))
+    for name in outputs(out0):  # trace.pftrace, trace.json or its parts
+        a, b = os.path.join(out0, name), os.path.join(out, name)
+        if os.path.exists(b):
+            d = first_diff(a, b)
+            check(d is None, "%s: %s differs from the in-memory one at byte %s (sizes %d, %d)" %
+                  (what, name, d, os.path.getsize(a), os.path.getsize(b)))
 
 
 checked_comparator = False
@@ -234,24 +235,40 @@ for run in sorted(ERRORS):
           "%s --stream -q: exit 1 and the in-memory error line (%d %s vs %s)" % (run, got[0], got[2], ref[2]))
     check(outputs(got[3]) == [], "%s --stream -q: no output left (%s)" % (run, outputs(got[3])))
 
-# --stream writes trace.pftrace only: any other product is a usage error
-for outs in ("json", "pftrace,json", "h5", "report", "pftrace,h5,report"):
+# trace.json streams too (a third pass: all ranks' events merged in time
+# order), whole and split into parts, with the default window and window 1
+for run in ("golden", "journal", "gpu", "deep", "icoll", "ring", "bigring", "skew", "chunk"):
+    for outs, env in (("pftrace,json", None), ("json", {"XSPROF_MERGE_JSON_PART_BYTES": "60000"})):
+        ref = merge(run, "--outputs", outs, env=env)
+        for w in ("", "1"):
+            e = dict(env or {}, **({"XSPROF_MERGE_STREAM_WINDOW": w} if w else {}))
+            compare("%s --outputs %s%s --stream%s" % (run, outs, " (parts)" if env else "", " window " + w if w else ""),
+                    ref, merge(run, "--outputs", outs, "--stream", env=e or None),
+                    "memory" if run in ("skew",) else "stream" if run in ("golden", "ring", "bigring", "icoll") else None)
+ref = merge("bigring", "--outputs", "json", env={"XSPROF_MERGE_JSON_PART_BYTES": "60000"})
+check(len([f for f in outputs(ref[3]) if f.startswith("trace-part")]) > 3, "bigring's trace.json is split into parts")
+
+# --stream writes trace.pftrace and trace.json: any other product is a usage error
+for outs in ("h5", "report", "pftrace,h5,report", "json,h5"):
     rc, so, se, out = merge("golden", "--stream", "--outputs", outs)
     # a usage error like any other: exit 1, the reason first, then the --help hint
-    check(rc == 1 and se and "--stream writes trace.pftrace only" in se[0],
+    check(rc == 1 and se and "--stream writes trace.pftrace and trace.json only" in se[0],
           "--stream --outputs %s: exit 1 with the reason (%d %s)" % (outs, rc, se))
     check(outputs(out) == [], "--stream --outputs %s: no output" % outs)
 rc, so, se, out = merge("golden", "--stream", "--outputs", "pftrace", "-q")
 check(rc == 0 and outputs(out) == ["trace.pftrace"], "--stream --outputs pftrace writes trace.pftrace (%d %s)" %
       (rc, se))
 
-# XSPROF_MERGE_STREAM=1: --stream when only trace.pftrace is asked for (the
-# skew run proves it took the streaming path: it hands over to memory)
+# XSPROF_MERGE_STREAM=1: --stream when only trace.pftrace and/or trace.json
+# are asked for (the skew run proves it took the streaming path: it hands
+# over to memory)
 S1 = {"XSPROF_MERGE_STREAM": "1"}
 for run, expect in (("golden", "stream"), ("ring", "stream"), ("skew", "memory"), ("icoll_late", "memory")):
     ref = merge(run, "--outputs", "pftrace")
     compare("XSPROF_MERGE_STREAM=1 %s --outputs pftrace" % run, ref, merge(run, "--outputs", "pftrace", env=S1),
             expect)
+    ref = merge(run, "--outputs", "json")
+    compare("XSPROF_MERGE_STREAM=1 %s --outputs json" % run, ref, merge(run, "--outputs", "json", env=S1), expect)
 # ... and changes nothing when other products are asked for
 for run in ("golden", "ring"):
     ref = merge(run)

@@ -1,0 +1,206 @@
+/* merge/emit/src.c — where the writers take events from (xsm_src_ops in
+ * emit.h): the model through xsm_iter, or a source per rank (xsmerge's
+ * streaming mode) merged over the ranks for trace.json. */
+#include "merge/emit/emit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The in-memory event source: xsm_iter over the model, with the row, its
+ * arguments and its message flows looked up for each event. */
+typedef struct xsm_msrc {
+    const xsm_emit *e;
+    xsm_iter it;
+    size_t mcur; /* mflows position after the last lookup */
+    xsm_evflow *fl;
+    size_t capfl;
+} xsm_msrc;
+
+static void *xsm_msrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
+{
+    xsm_msrc *s = calloc(1, sizeof *s);
+    if (!s || xsm_iter_init(&s->it, e, r == XSM_ALL_RANKS ? -1 : (int64_t)r)) {
+        free(s);
+        xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
+        return NULL;
+    }
+    s->e = e;
+    return s;
+}
+
+static int xsm_msrc_next(void *src, xsm_ev *ev)
+{
+    xsm_msrc *s = src;
+    if (!xsm_iter_next(&s->it, ev))
+        return 0;
+    const xsprof_rank_data *d = &s->e->run->ranks[ev->rank].d;
+    const xsm_erank *er = &s->e->ranks[ev->rank];
+    ev->args = NULL;
+    ev->nmflows = 0;
+    switch (ev->kind) {
+    case XSM_EV_REGION: {
+        const xsprof_io_region *g = &d->regions[ev->row];
+        ev->rec = g;
+        if (g->nargs && g->args >= 0 && (size_t)g->args + g->nargs <= d->nargs)
+            ev->args = &d->args[g->args];
+        break;
+    }
+    case XSM_EV_MPI: {
+        ev->rec = &d->mpi[ev->row];
+        size_t nf;
+        const xsm_flow *f = xsm_emit_flows_at(er->mflows, er->nmflows, ev->row, &s->mcur, &nf);
+        if (nf > s->capfl) {
+            xsm_evflow *p = realloc(s->fl, nf * sizeof *p);
+            if (!p)
+                return -1;
+            s->fl = p;
+            s->capfl = nf;
+        }
+        for (size_t k = 0; k < nf; k++) {
+            const xsm_message *msg = &s->e->run->msgs[f[k].id - 1];
+            s->fl[k] = (xsm_evflow){f[k].id, xsm_emit_flow_time(s->e, ev->rank, 0, &f[k]), (int)f[k].out,
+                                    s->e->run->ranks[msg->src].d.mpi[msg->send_row].t_begin};
+        }
+        ev->mflows = s->fl;
+        ev->nmflows = nf;
+        break;
+    }
+    case XSM_EV_GPU: ev->rec = &d->gpu[ev->row]; break;
+    case XSM_EV_INSTANT: ev->rec = &d->instants[ev->row]; break;
+    case XSM_EV_COUNTER: ev->rec = &d->counters[ev->row]; break;
+    default: ev->rec = &d->mem[ev->row]; break;
+    }
+    return 1;
+}
+
+static int xsm_msrc_close(void *src, char *err, size_t errlen)
+{
+    xsm_msrc *s = src;
+    (void)err;
+    (void)errlen;
+    if (!s)
+        return 0;
+    xsm_iter_free(&s->it);
+    free(s->fl);
+    free(s);
+    return 0;
+}
+
+static const xsm_src_ops xsm_msrc_ops = {xsm_msrc_open, xsm_msrc_next, xsm_msrc_close};
+
+/* All ranks from a per-rank source: a k-way merge by (time, rank, kind),
+ * the order of xsm_iter. */
+typedef struct xsm_asrc {
+    const xsm_emit *e;
+    void **src;   /* per rank, NULL when not present */
+    xsm_ev *head; /* per rank: its next event */
+    size_t *heap, n;
+    int32_t last; /* rank whose event was returned last: advance it first */
+    int failed_rank;
+} xsm_asrc;
+
+static int xsm_asrc_less(const xsm_asrc *a, size_t x, size_t y)
+{
+    const xsm_ev *p = &a->head[x], *q = &a->head[y];
+    if (p->t != q->t) return p->t < q->t;
+    if (x != y) return x < y;
+    return p->kind < q->kind;
+}
+
+static void xsm_asrc_sift(xsm_asrc *a, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < a->n && xsm_asrc_less(a, a->heap[l], a->heap[m])) m = l;
+        if (l + 1 < a->n && xsm_asrc_less(a, a->heap[l + 1], a->heap[m])) m = l + 1;
+        if (m == i)
+            return;
+        size_t t = a->heap[i];
+        a->heap[i] = a->heap[m];
+        a->heap[m] = t;
+        i = m;
+    }
+}
+
+static int xsm_asrc_close(void *p, char *err, size_t errlen)
+{
+    xsm_asrc *a = p;
+    if (!a)
+        return 0;
+    int rc = 0;
+    for (size_t r = 0; a->src && r < a->e->run->nranks; r++)
+        if (a->src[r] && a->e->src->close(a->src[r], err, errlen) && (int)r == a->failed_rank)
+            rc = 1;
+    free(a->src);
+    free(a->head);
+    free(a->heap);
+    free(a);
+    return rc;
+}
+
+/* Each rank's head is a copy of its event, but the row it points to lives
+ * in its source until that source's next call: so a rank is advanced only
+ * when its event has been handed out and used (at the following call). */
+static void *xsm_asrc_open(const xsm_emit *e, size_t unused, char *err, size_t errlen)
+{
+    (void)unused;
+    size_t n = e->run->nranks;
+    xsm_asrc *a = calloc(1, sizeof *a);
+    if (!a || !(a->src = calloc(n + 1, sizeof *a->src)) || !(a->head = calloc(n + 1, sizeof *a->head)) ||
+        !(a->heap = malloc((n + 1) * sizeof *a->heap))) {
+        xsm_asrc_close(a, NULL, 0);
+        xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json");
+        return NULL;
+    }
+    a->e = e;
+    a->last = -1;
+    a->failed_rank = -1;
+    for (size_t r = 0; r < n; r++) {
+        if (!e->run->ranks[r].present)
+            continue;
+        if (!(a->src[r] = e->src->open(e, r, err, errlen))) {
+            xsm_asrc_close(a, NULL, 0);
+            return NULL;
+        }
+        int got = e->src->next(a->src[r], &a->head[r]);
+        if (got < 0) {
+            a->failed_rank = (int)r;
+            xsm_asrc_close(a, err, errlen);
+            return NULL;
+        }
+        if (got)
+            a->heap[a->n++] = r;
+    }
+    for (size_t i = a->n / 2 + 1; i-- > 0;)
+        xsm_asrc_sift(a, i);
+    return a;
+}
+
+static int xsm_asrc_next(void *p, xsm_ev *ev)
+{
+    xsm_asrc *a = p;
+    if (a->last >= 0) { /* the event handed out last has been used: advance its rank */
+        size_t r = (size_t)a->last;
+        int got = a->e->src->next(a->src[r], &a->head[r]);
+        if (got < 0) {
+            a->failed_rank = (int)r;
+            return -1;
+        }
+        if (!got)
+            a->heap[0] = a->heap[--a->n];
+        xsm_asrc_sift(a, 0);
+        a->last = -1;
+    }
+    if (!a->n)
+        return 0;
+    size_t r = a->heap[0];
+    *ev = a->head[r];
+    a->last = (int32_t)r;
+    return 1;
+}
+
+static const xsm_src_ops xsm_asrc_ops = {xsm_asrc_open, xsm_asrc_next, xsm_asrc_close};
+
+const xsm_src_ops *xsm_emit_source(const xsm_emit *e) { return e->src ? e->src : &xsm_msrc_ops; }
+
+const xsm_src_ops *xsm_emit_source_all(const xsm_emit *e) { return e->src ? &xsm_asrc_ops : &xsm_msrc_ops; }

@@ -358,17 +358,24 @@ static int xsm_coll_exits(const xsm_run *run, int64_t **xrow_out, size_t **off_o
 static int64_t xsm_comm_rank(const xsm_run *run, uint32_t comm, int32_t w)
 {
     for (size_t r = 0; r < run->nranks; r++) {
-        const xsprof_rank_data *d = &run->ranks[r].d;
-        for (size_t i = 0; i < d->ncomms; i++) {
-            if (d->comms[i].id != comm)
-                continue;
-            for (uint32_t j = 0; j < d->comms[i].size && d->comms[i].members + j < d->ncomm_members; j++)
-                if (d->comm_members[d->comms[i].members + j] == w)
-                    return j;
-            return -1;
-        }
+        int64_t j = xsm_align_comm_position(&run->ranks[r].d, comm, w);
+        if (j != -2)
+            return j; /* the first rank that defines comm decides */
     }
     return -1;
+}
+
+int64_t xsm_align_comm_position(const xsprof_rank_data *d, uint32_t comm, int32_t w)
+{
+    for (size_t i = 0; i < d->ncomms; i++) {
+        if (d->comms[i].id != comm)
+            continue;
+        for (uint32_t j = 0; j < d->comms[i].size && d->comms[i].members + j < d->ncomm_members; j++)
+            if (d->comm_members[d->comms[i].members + j] == w)
+                return j;
+        return -1;
+    }
+    return -2;
 }
 
 /* Index of world rank w among the collective's members, or SIZE_MAX. */
@@ -717,51 +724,66 @@ uint64_t xsm_align_violations(const xsm_run *run)
     size_t *xoff;
     if (xsm_coll_exits(run, &xrow, &xoff))
         return UINT64_MAX; /* out of memory: cannot claim the clocks agree */
-    for (size_t ci = 0; ci < run->ncolls; ci++) {
+    xsm_coll_point *pt = NULL;
+    size_t cap = 0;
+    for (size_t ci = 0; ci < run->ncolls && v != UINT64_MAX; ci++) {
         const xsm_collective *c = &run->colls[ci];
-        int64_t last_entry = INT64_MIN;
-        for (size_t i = 0; i < c->n; i++) {
-            int64_t e = run->ranks[c->ranks[i]].d.mpi[c->rows[i]].t_begin;
-            if (e > last_entry)
-                last_entry = e;
-        }
-        size_t root = c->root >= 0 ? xsm_coll_member(c, c->root) : SIZE_MAX;
-        for (size_t i = 0; i < c->n; i++) {
-            if (xrow[xoff[ci] + i] < 0)
-                continue;
-            int64_t exit_t = run->ranks[c->ranks[i]].d.mpi[xrow[xoff[ci] + i]].t_end;
-            int64_t need;
-            switch (c->coll_kind) {
-            case XSPROF_COLL_ONE2N:
-                if (root == SIZE_MAX || i == root)
-                    continue;
-                need = run->ranks[c->ranks[root]].d.mpi[c->rows[root]].t_begin;
-                break;
-            case XSPROF_COLL_SCAN: {
-                int64_t me = xsm_comm_rank(run, c->comm, c->ranks[i]);
-                need = INT64_MIN;
-                for (size_t j = 0; j < c->n && me >= 0; j++) {
-                    int64_t other = xsm_comm_rank(run, c->comm, c->ranks[j]);
-                    int64_t e = run->ranks[c->ranks[j]].d.mpi[c->rows[j]].t_begin;
-                    if (other >= 0 && other <= me && e > need)
-                        need = e;
-                }
+        if (c->n > cap) {
+            xsm_coll_point *p = realloc(pt, c->n * sizeof *p);
+            if (!p) {
+                v = UINT64_MAX;
                 break;
             }
-            case XSPROF_COLL_N2ONE:
-                if (i != root)
-                    continue;
-                need = last_entry;
-                break;
-            default:
-                need = last_entry;
-            }
-            if (exit_t < need)
-                v++;
+            pt = p;
+            cap = c->n;
         }
+        for (size_t i = 0; i < c->n; i++) {
+            int64_t x = xrow[xoff[ci] + i];
+            pt[i] = (xsm_coll_point){run->ranks[c->ranks[i]].d.mpi[c->rows[i]].t_begin,
+                                     x >= 0 ? run->ranks[c->ranks[i]].d.mpi[x].t_end : 0, x >= 0,
+                                     c->coll_kind == XSPROF_COLL_SCAN ? xsm_comm_rank(run, c->comm, c->ranks[i]) : -1};
+        }
+        v += xsm_align_coll_late(c->coll_kind, pt, c->n, c->root >= 0 ? xsm_coll_member(c, c->root) : SIZE_MAX);
     }
+    free(pt);
     free(xrow);
     free(xoff);
+    return v;
+}
+
+uint64_t xsm_align_coll_late(int kind, const xsm_coll_point *m, size_t n, size_t root)
+{
+    int64_t last_entry = INT64_MIN;
+    for (size_t i = 0; i < n; i++)
+        if (m[i].entry > last_entry)
+            last_entry = m[i].entry;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!m[i].has_exit)
+            continue; /* no completion recorded: no constraint */
+        int64_t need;
+        switch (kind) {
+        case XSPROF_COLL_ONE2N:
+            if (root == SIZE_MAX || i == root)
+                continue;
+            need = m[root].entry;
+            break;
+        case XSPROF_COLL_SCAN:
+            need = INT64_MIN;
+            for (size_t j = 0; j < n && m[i].pos >= 0; j++)
+                if (m[j].pos >= 0 && m[j].pos <= m[i].pos && m[j].entry > need)
+                    need = m[j].entry;
+            break;
+        case XSPROF_COLL_N2ONE:
+            if (i != root)
+                continue;
+            need = last_entry;
+            break;
+        default:
+            need = last_entry;
+        }
+        v += m[i].exit < need;
+    }
     return v;
 }
 

@@ -53,6 +53,11 @@ static inline int64_t xsm_align_clock_map(xsm_clk *c, int64_t t)
  * a worse round trip; returns the largest error bound (rtt / 2, us). */
 double xsm_align_clock_prepare(xsprof_rank_data *d);
 
+/* Position of world rank w in communicator comm as d defines it (the
+ * order scans use); -1 when d defines comm without w, -2 when d does not
+ * define comm. */
+int64_t xsm_align_comm_position(const xsprof_rank_data *d, uint32_t comm, int32_t w);
+
 void xsm_align_interpolate(xsm_run *run);
 /* The same; span (NULL, or 2 entries per rank) gets each rank's first begin
  * and last end after interpolation, taken in the same pass (INT64_MAX and
@@ -71,6 +76,16 @@ int xsm_align_logical(xsm_run *run, int64_t min_latency_ns, char *err, size_t er
 /* 1 when xsm_align_logical (done) left every time as it was: no constraint
  * was violated and no minimum latency was asked for. */
 int xsm_align_logical_identity(const xsm_run *run);
+
+/* One member of a collective instance, for xsm_align_coll_late. */
+typedef struct xsm_coll_point {
+    int64_t entry, exit;
+    int has_exit; /* 0: a nonblocking collective whose completion was not recorded */
+    int64_t pos;  /* its position in the communicator (scans), -1 unknown */
+} xsm_coll_point;
+/* Exits of one instance that precede an entry they depend on (kind: enum
+ * xsprof_coll_kind; root: index of the root member, SIZE_MAX none). */
+uint64_t xsm_align_coll_late(int kind, const xsm_coll_point *m, size_t n, size_t root);
 
 /* Constraints violated by the current times (strict: receive end < send
  * begin; collective exit < an entry it depends on). */

@@ -119,6 +119,22 @@ static int xsm_tid_add(xsm_erank *er, size_t *cap, size_t *last, uint32_t tid)
     return 0;
 }
 
+/* The global name of each of er's threads (UINT32_MAX: none), from the
+ * thread table; er->tid_names is (re)allocated for er->ntids. */
+static int xsm_tid_names(xsm_erank *er, const xsprof_rank_data *d)
+{
+    uint32_t *tn = realloc(er->tid_names, (er->ntids + 1) * sizeof *tn);
+    if (!tn)
+        return -1;
+    er->tid_names = tn;
+    for (size_t i = 0; i < er->ntids; i++)
+        tn[i] = UINT32_MAX;
+    for (size_t i = 0; i < d->nthreads; i++)
+        if (d->threads[i].name < d->nstrings && d->strings[d->threads[i].name] && d->strings[d->threads[i].name][0])
+            tn[xsm_emit_tid_index(er, d->threads[i].tid)] = er->gname[d->threads[i].name];
+    return 0;
+}
+
 /* Global ids of a rank's strings: in rank order, so ids never depend on
  * threads or processes. */
 static int xsm_erank_names(xsm_emit *e, int32_t r)
@@ -201,14 +217,8 @@ static int xsm_erank_build(const xsm_emit *e, int32_t r, int want_order, uint64_
     }
 
     size_t n = 0;
-    er->tid_names = malloc((er->ntids + 1) * sizeof *er->tid_names);
-    if (!er->tid_names)
+    if (xsm_tid_names(er, d))
         return -1;
-    for (size_t i = 0; i < er->ntids; i++)
-        er->tid_names[i] = UINT32_MAX;
-    for (size_t i = 0; i < d->nthreads; i++)
-        if (d->threads[i].name < d->nstrings && d->strings[d->threads[i].name] && d->strings[d->threads[i].name][0])
-            er->tid_names[xsm_emit_tid_index(er, d->threads[i].tid)] = er->gname[d->threads[i].name];
 
     er->gpu = malloc((d->ngpu + 1) * sizeof *er->gpu);
     if (!er->gpu)
@@ -279,23 +289,15 @@ int xsm_emit_set_tracks(xsm_emit *e, int32_t r, const uint32_t *tids, size_t nti
     for (size_t i = 0; i < ntids; i++)
         if (xsm_tid_add(er, &cap, &last, tids[i]))
             return -1;
-    uint32_t *tn = realloc(er->tid_names, (er->ntids + 1) * sizeof *tn);
     xsm_gstream *g = malloc((ngpu + 1) * sizeof *g);
     uint32_t *cn = malloc((ncounters + 1) * sizeof *cn);
     int16_t *md = malloc((nmemdev + 1) * sizeof *md);
-    if (tn)
-        er->tid_names = tn;
-    if (!tn || !g || !cn || !md) {
+    if (xsm_tid_names(er, d) || !g || !cn || !md) {
         free(g);
         free(cn);
         free(md);
         return -1;
     }
-    for (size_t i = 0; i < er->ntids; i++)
-        er->tid_names[i] = UINT32_MAX;
-    for (size_t i = 0; i < d->nthreads; i++)
-        if (d->threads[i].name < d->nstrings && d->strings[d->threads[i].name] && d->strings[d->threads[i].name][0])
-            er->tid_names[xsm_emit_tid_index(er, d->threads[i].tid)] = er->gname[d->threads[i].name];
     if (ngpu) /* NULL sets are empty */
         memcpy(g, gpu, ngpu * sizeof *g);
     for (size_t i = 0; i < ncounters; i++)

@@ -27,14 +27,7 @@ static int xsm_key_eq(const xsm_p2p_key *x, const xsm_p2p_key *y)
     return x->comm == y->comm && x->src == y->src && x->dst == y->dst && x->tag == y->tag && x->seq == y->seq;
 }
 
-static uint64_t xsm_key_hash(const xsm_p2p_key *k)
-{
-    uint64_t h = ((uint64_t)k->comm << 32 | (uint32_t)k->tag) * 0x9e3779b97f4a7c15ull;
-    h ^= ((uint64_t)(uint32_t)k->src << 32 | (uint32_t)k->dst) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
-    h ^= k->seq * 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return h * 0xc4ceb9fe1a85ec53ull;
-}
+static uint64_t xsm_key_hash(const xsm_p2p_key *k) { return xsm_match_key_hash(k->comm, k->src, k->dst, k->tag, k->seq); }
 
 typedef struct xsm_req {
     uint64_t request;

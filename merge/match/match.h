@@ -14,11 +14,22 @@
 #define XSPROF_MERGE_MATCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "merge/model.h"
 
 /* Fills run->msgs, colls and the unmatched counters; when `notes` is set,
  * lists the first few unmatched operations there. Returns 0, or 1 on OOM. */
 int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen);
+
+/* Hash of a point-to-point key (also used by the streaming match). */
+static inline uint64_t xsm_match_key_hash(uint32_t comm, int32_t src, int32_t dst, int32_t tag, uint64_t seq)
+{
+    uint64_t h = ((uint64_t)comm << 32 | (uint32_t)tag) * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)(uint32_t)src << 32 | (uint32_t)dst) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+    h ^= seq * 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h * 0xc4ceb9fe1a85ec53ull;
+}
 
 #endif

@@ -14,6 +14,7 @@
  * count clock violations: any violation means the logical clock would move
  * times, and then the run is merged in memory. */
 #include "merge/stream/internal.h"
+#include "merge/match/match.h"
 #include "merge/util.h"
 #include "core/record.h"
 
@@ -47,14 +48,7 @@ typedef struct xsm_ptab {
     uint32_t free_list;
 } xsm_ptab;
 
-static uint64_t xsm_pkey_hash(const xsm_pkey *k)
-{
-    uint64_t h = ((uint64_t)k->comm << 32 | (uint32_t)k->tag) * 0x9e3779b97f4a7c15ull;
-    h ^= ((uint64_t)(uint32_t)k->src << 32 | (uint32_t)k->dst) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
-    h ^= k->seq * 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return h * 0xc4ceb9fe1a85ec53ull;
-}
+static uint64_t xsm_pkey_hash(const xsm_pkey *k) { return xsm_match_key_hash(k->comm, k->src, k->dst, k->tag, k->seq); }
 
 static int xsm_pkey_eq(const xsm_pkey *a, const xsm_pkey *b)
 {
@@ -297,16 +291,8 @@ static int64_t xsm_comm_rank_of(const xsm_mctx *c, uint32_t comm, int32_t w)
     size_t k = xsm_comm_index(c, comm);
     if (k == SIZE_MAX)
         return -1;
-    const xsprof_rank_data *d = &c->s->run->ranks[c->comm_owner[k]].d;
-    for (size_t i = 0; i < d->ncomms; i++) {
-        if (d->comms[i].id != comm)
-            continue;
-        for (uint32_t j = 0; j < d->comms[i].size && d->comms[i].members + j < d->ncomm_members; j++)
-            if (d->comm_members[d->comms[i].members + j] == w)
-                return j;
-        return -1;
-    }
-    return -1;
+    int64_t j = xsm_align_comm_position(&c->s->run->ranks[c->comm_owner[k]].d, comm, w);
+    return j < 0 ? -1 : j;
 }
 
 static int xsm_cmember_cmp(const void *a, const void *b)
@@ -322,46 +308,19 @@ static uint64_t xsm_coll_violations(const xsm_mctx *c, xsm_cinst *ci)
     qsort(ci->m, ci->n, sizeof *ci->m, xsm_cmember_cmp);
     int kind = ci->m[0].kind;
     int32_t root_rank = ci->m[0].root;
-    int64_t last_entry = INT64_MIN;
     size_t root = SIZE_MAX;
+    xsm_coll_point *pt = malloc(ci->n * sizeof *pt);
+    if (!pt)
+        return UINT64_MAX; /* cannot claim the clocks agree */
     for (size_t i = 0; i < ci->n; i++) {
-        if (ci->m[i].entry > last_entry)
-            last_entry = ci->m[i].entry;
-        if (root_rank >= 0 && ci->m[i].rank == root_rank && root == SIZE_MAX)
+        const xsm_cmember *x = &ci->m[i];
+        pt[i] = (xsm_coll_point){x->entry, x->exit, x->has_exit,
+                                 kind == XSPROF_COLL_SCAN ? xsm_comm_rank_of(c, ci->comm, x->rank) : -1};
+        if (root_rank >= 0 && x->rank == root_rank && root == SIZE_MAX)
             root = i;
     }
-    uint64_t v = 0;
-    for (size_t i = 0; i < ci->n; i++) {
-        int64_t need;
-        if (!ci->m[i].has_exit)
-            continue; /* no completion recorded: no constraint */
-        switch (kind) {
-        case XSPROF_COLL_ONE2N:
-            if (root == SIZE_MAX || i == root)
-                continue;
-            need = ci->m[root].entry;
-            break;
-        case XSPROF_COLL_SCAN: {
-            int64_t me = xsm_comm_rank_of(c, ci->comm, ci->m[i].rank);
-            need = INT64_MIN;
-            for (size_t j = 0; j < ci->n && me >= 0; j++) {
-                int64_t other = xsm_comm_rank_of(c, ci->comm, ci->m[j].rank);
-                if (other >= 0 && other <= me && ci->m[j].entry > need)
-                    need = ci->m[j].entry;
-            }
-            break;
-        }
-        case XSPROF_COLL_N2ONE:
-            if (i != root)
-                continue;
-            need = last_entry;
-            break;
-        default:
-            need = last_entry;
-        }
-        if (ci->m[i].exit < need)
-            v++;
-    }
+    uint64_t v = xsm_align_coll_late(kind, pt, ci->n, root);
+    free(pt);
     return v;
 }
 

@@ -55,7 +55,10 @@ static const char xsm_usage[] =
     "                        by chunk: memory does not grow with the trace (same\n"
     "                        files as without --stream; runs whose clocks need\n"
     "                        the logical clock, --from/--to and collective mode\n"
-    "                        are merged in memory, with a note)\n"
+    "                        are merged in memory, with a note); chosen by\n"
+    "                        itself, with a note, when only those products are\n"
+    "                        asked for and the run would not fit in half the\n"
+    "                        available memory (XSPROF_MERGE_MEMORY_LIMIT bytes)\n"
     "  -q, --quiet           no progress bar, notes or summary\n"
     "  -h, --help            this text\n"
     "  --version             print the version\n"
@@ -313,6 +316,57 @@ static void xsm_malloc_reuse(int on)
         mallopt(M_ARENA_MAX, 1);
 }
 
+/* Bytes of memory the in-memory merge may take: XSPROF_MERGE_MEMORY_LIMIT,
+ * else half of what the kernel says is available (0: unknown). */
+static uint64_t xsm_memory_budget(void)
+{
+    const char *v = getenv("XSPROF_MERGE_MEMORY_LIMIT");
+    if (v && *v)
+        return strtoull(v, NULL, 10);
+    FILE *f = fopen("/proc/meminfo", "r");
+    unsigned long long kb = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (uint64_t)kb * 1024 / 2;
+}
+
+/* When only streamable products are asked for and the model of the run
+ * would not fit the memory budget, stream instead (with a note): the rank
+ * files hold about 3.3 bytes per event and the model about 115 (measured
+ * on a ring of sends and receives; merge/README "Memory bound"), so 40x
+ * the files' size is the estimate. */
+static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
+{
+    if (o->stream || par->size > 1)
+        return 0;
+    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON)) && o->load.from_ns <= 0 && o->load.to_ns <= 0 &&
+                     o->load.min_latency_ns <= 0;
+    xsm_candidate *c = NULL;
+    size_t n = 0;
+    char err[256];
+    if (xsm_read_scan(o->run_dir, &c, &n, err, sizeof err))
+        return 0; /* the merge reports it */
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (c[i].h5[0] && stat(c[i].h5, &st) == 0)
+            bytes += (uint64_t)st.st_size;
+    }
+    free(c);
+    uint64_t need = bytes * 40, budget = xsm_memory_budget();
+    if (!budget || need <= budget)
+        return 0;
+    if (notes)
+        fprintf(notes, "xsmerge: note: merging in memory would take about %.1f GiB (budget %.1f GiB): %s\n",
+                (double)need / (1u << 30), (double)budget / (1u << 30),
+                streamable ? "streaming" : "trying anyway; --stream --outputs pftrace,json would stream");
+    return streamable;
+}
+
 /* --stream: returns the exit code, or -1 to merge in memory (a note says
  * why). */
 static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, char *err, size_t errlen)
@@ -386,6 +440,8 @@ int main(int argc, char **argv)
     xsm_progress_enable(lead && !o.load.quiet && isatty(2));
     FILE *notes = lead && !o.load.quiet ? stderr : NULL;
 
+    if (xsm_stream_auto(&o, &par, notes))
+        o.stream = 1;
     if (o.stream) {
         rc = xsm_stream_main(&o, &par, notes, err, sizeof err);
         if (rc >= 0) {

@@ -248,6 +248,22 @@ for run in ("golden", "journal", "gpu", "deep", "icoll", "ring", "bigring", "ske
 ref = merge("bigring", "--outputs", "json", env={"XSPROF_MERGE_JSON_PART_BYTES": "60000"})
 check(len([f for f in outputs(ref[3]) if f.startswith("trace-part")]) > 3, "bigring's trace.json is split into parts")
 
+# a run whose model would not fit the memory budget streams by itself when
+# it can (same files), and says so when it cannot
+ML = {"XSPROF_MERGE_MEMORY_LIMIT": "1000"}
+for outs in ("pftrace", "pftrace,json"):
+    ref = merge("ring", "--outputs", outs)
+    got = merge("ring", "--outputs", outs, env=ML)
+    check(any("would take about" in l and l.endswith(": streaming") for l in got[2]),
+          "memory limit, --outputs %s: the note says it streams: %s" % (outs, got[2]))
+    compare("memory limit --outputs %s" % outs, ref, (got[0], got[1], [l for l in got[2] if "would take" not in l],
+            got[3]), "stream")
+got = merge("ring", env=ML)
+check(got[0] == 0 and any("would take about" in l and "--stream --outputs pftrace,json would stream" in l
+                          for l in got[2]), "memory limit, all products: merged in memory with a hint: %s" % got[2])
+got = merge("ring", "--outputs", "pftrace")
+check(not [l for l in got[2] if "would take" in l], "no memory note without a limit on a small run: %s" % got[2])
+
 # --stream writes trace.pftrace and trace.json: any other product is a usage error
 for outs in ("h5", "report", "pftrace,h5,report", "json,h5"):
     rc, so, se, out = merge("golden", "--stream", "--outputs", outs)

@@ -16,6 +16,8 @@
 /* Rows of one event table of one rank: read from its rank file through a
  * two-chunk cache, or straight from memory (a rank recovered from its
  * journal is loaded whole). */
+typedef struct xsm_prefetch xsm_prefetch;
+
 typedef struct xsm_tab {
     xsprof_rankfile *rf;       /* NULL: rows in mem */
     int table;                 /* enum xsprof_io_table */
@@ -29,7 +31,25 @@ typedef struct xsm_tab {
     size_t cnt[2];
     int victim;                /* slot the next load replaces */
     char err[1024];            /* set when a read failed */
+    /* read-ahead (xsm_tab_prefetch): the chunk after the last one loaded is
+     * decoded by the worker into pbuf; state under the worker's lock */
+    xsm_prefetch *pf;
+    unsigned char *pbuf;
+    uint64_t pfirst;
+    size_t pcnt;
+    int pstate;                /* 0 none, 1 queued or being read, 2 ready, 3 failed */
+    struct xsm_tab *pnext;     /* worker queue */
 } xsm_tab;
+
+/* One worker thread that decodes chunks ahead for the tables given to it,
+ * so that decoding overlaps the single-threaded MPI pass. NULL when no
+ * thread could be started (tables then read inline, the same bytes). */
+xsm_prefetch *xsm_prefetch_start(void);
+void xsm_prefetch_stop(xsm_prefetch *p);
+/* Read tab's chunks ahead on p (p may be NULL: no read-ahead); before
+ * xsm_tab_close, xsm_tab_unprefetch waits for a read in flight. */
+int xsm_tab_prefetch(xsm_tab *tab, xsm_prefetch *p);
+void xsm_tab_unprefetch(xsm_tab *tab);
 
 /* Rows of table t of a rank: from rf when it streams t, else from d. */
 int xsm_tab_open(xsm_tab *tab, xsprof_rankfile *rf, const xsprof_rank_data *d, int t);

@@ -770,13 +770,15 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     c.m = calloc(n + 1, sizeof *c.m);
     c.heap = malloc((n + 1) * sizeof *c.heap);
     int rc = !c.m || !c.heap || xsm_comms_index(&c) ? xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages") : 0;
+    /* decoding overlaps matching: this pass is one thread otherwise */
+    xsm_prefetch *pf = xsm_parallel_threads(0) > 1 ? xsm_prefetch_start() : NULL;
     for (size_t r = 0; !rc && r < n; r++) {
         xsm_srank *sr = &s->r[r];
         xsm_mrank *m = &c.m[r];
         m->r = (int32_t)r;
         if (!sr->present)
             continue;
-        if (xsm_tab_open(&m->tab, sr->rf, &run->ranks[r].d, XSPROF_IO_T_MPI) ||
+        if (xsm_tab_open(&m->tab, sr->rf, &run->ranks[r].d, XSPROF_IO_T_MPI) || xsm_tab_prefetch(&m->tab, pf) ||
             xsm_sheap_init(&m->proc, s->window, sizeof(xsprof_io_mpi)) || xsm_sheap_init(&m->emit, s->window, 0) ||
             !(sr->sent = calloc(m->tab.n / 64 + 2, sizeof *sr->sent)) ||
             !(sr->sent_before = calloc(m->tab.n / 64 + 2, sizeof *sr->sent_before))) {
@@ -812,6 +814,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
             rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", sr->spill_path);
         if (m->spill)
             fclose(m->spill);
+        xsm_tab_unprefetch(&m->tab);
         xsm_tab_close(&m->tab);
         xsm_sheap_free(&m->proc);
         xsm_sheap_free(&m->emit);
@@ -845,6 +848,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         s->nmsgs = base;
         s->ncolls = c.ncolls;
     }
+    xsm_prefetch_stop(pf);
     for (size_t i = 0; i < c.capcoll; i++)
         free(c.coll[i].m);
     free(c.coll);

@@ -54,8 +54,8 @@ static const char xsm_usage[] =
     "                        pftrace,json or json), reading the rank files chunk\n"
     "                        by chunk: memory does not grow with the trace (same\n"
     "                        files as without --stream; runs whose clocks need\n"
-    "                        the logical clock, --from/--to and collective mode\n"
-    "                        are merged in memory, with a note); chosen by\n"
+    "                        the logical clock and --from/--to are merged in\n"
+    "                        memory, with a note; also under mpirun); chosen by\n"
     "                        itself, with a note, when only those products are\n"
     "                        asked for and the run would not fit in half the\n"
     "                        available memory (XSPROF_MERGE_MEMORY_LIMIT bytes)\n"
@@ -372,9 +372,7 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
 static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, char *err, size_t errlen)
 {
     const char *why = NULL;
-    if (par->size > 1)
-        why = "collective mode";
-    else if (o->load.from_ns > 0 || o->load.to_ns > 0)
+    if (o->load.from_ns > 0 || o->load.to_ns > 0)
         why = "--from/--to";
     else if (o->load.min_latency_ns > 0)
         why = "--min-latency needs the logical clock";
@@ -383,37 +381,53 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
             fprintf(notes, "xsmerge: note: streaming: %s; merging in memory\n", why);
         return -1;
     }
+    /* as the in-memory flow: one staging directory named by process 0 */
+    int lead = par->rank == 0, first = 0, rc = 0;
     char staging[8192];
-    snprintf(staging, sizeof staging, "%s/.xsmerge-tmp-%lld", o->out_dir, (long long)getpid());
-    if (xsm_mkdir_p(o->out_dir, err, errlen))
-        goto fail;
-    if (mkdir(staging, 0777) != 0) {
-        xsm_err_set(err, errlen, "xsmerge: %s: cannot create: %s", staging, strerror(errno));
-        goto fail;
+    snprintf(staging, sizeof staging, "%s/.xsmerge-tmp-%lld", o->out_dir,
+             (long long)xsm_par_bcast_i64(par, (int64_t)getpid()));
+    if (lead && !(rc = xsm_mkdir_p(o->out_dir, err, errlen)) && mkdir(staging, 0777) != 0)
+        rc = xsm_err_set(err, errlen, "xsmerge: %s: cannot create: %s", staging, strerror(errno));
+    if (xsm_par_agree(par, rc, 1, &first)) {
+        if (lead)
+            fprintf(stderr, "%s\n", err);
+        return 1;
     }
     xsm_stream_summary sum = {0};
     int what = (o->outputs & XSM_OUT_PFTRACE ? XSM_STREAM_PFTRACE : 0) | (o->outputs & XSM_OUT_JSON ? XSM_STREAM_JSON : 0);
-    int rc = xsm_stream_merge(o->run_dir, &o->load, staging, notes, xsm_cpu_share(1), what, &sum, err, errlen);
+    int mine = xsm_stream_merge(o->run_dir, &o->load, staging, notes, xsm_cpu_share(par->size), what,
+                                par->share ? par : NULL, &sum, err, errlen);
+    rc = xsm_par_agree(par, mine, 1, &first); /* the same everywhere */
     if (rc == 2) {
-        xsm_rm_staging(staging);
-        if (notes)
-            fprintf(notes, "xsmerge: note: streaming: %s; merging in memory\n", err);
+        xsm_par_barrier(par);
+        if (lead) {
+            xsm_rm_staging(staging);
+            /* a reader's error is said again by the in-memory merge: not twice */
+            if (notes)
+                fprintf(notes, "xsmerge: note: streaming: %s; merging in memory\n",
+                        strncmp(err, "xsmerge: ", 9) == 0 || !err[0] ? "a rank file cannot be read chunk by chunk" : err);
+        }
+        xsm_par_barrier(par); /* the in-memory merge makes the staging directory again */
         err[0] = 0;
         return -1;
     }
-    if (rc == 0 && xsm_publish(staging, o->out_dir, err, errlen))
+    if (rc == 1 && mine == 1 && par->rank == first)
+        fprintf(stderr, "%s\n", err);
+    xsm_par_barrier(par);
+    if (!lead)
+        return rc;
+    if (rc == 0 && xsm_publish(staging, o->out_dir, err, errlen)) {
+        fprintf(stderr, "%s\n", err);
         rc = 1;
+    }
     if (rc) {
         xsm_rm_staging(staging);
-        goto fail;
+        return 1;
     }
     if (notes)
         fprintf(stderr, "xsmerge: %zu ranks, %llu messages, %llu collectives; clock violations 0 -> 0; wrote %s\n",
                 sum.nranks, (unsigned long long)sum.nmsgs, (unsigned long long)sum.ncolls, o->out_dir);
     return 0;
-fail:
-    fprintf(stderr, "%s\n", err);
-    return 1;
 }
 
 int main(int argc, char **argv)

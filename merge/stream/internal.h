@@ -192,6 +192,7 @@ struct xsm_stream {
     xsm_emit *e;
     int64_t t0;
     uint64_t nmsgs, ncolls;   /* for the summary line */
+    int proc;                 /* this process in collective mode (spill file names) */
 };
 
 int xsm_tid_set_add(xsm_srank *sr, uint32_t tid);

@@ -464,7 +464,7 @@ static int xsm_spill_put(xsm_mctx *c, int32_t dst, const xsm_spill *x)
     xsm_srank *sr = &c->s->r[dst];
     if (!m->spill) {
         char name[64];
-        snprintf(name, sizeof name, "stream-spill-%d.bin", (int)dst);
+        snprintf(name, sizeof name, "stream-spill-%d-%d.bin", c->s->proc, (int)dst);
         xsm_path(sr->spill_path, sizeof sr->spill_path, c->s->tmpdir, name);
         if (!(m->spill = fopen(sr->spill_path, "w+b")))
             return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->spill_path, strerror(errno));

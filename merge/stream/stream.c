@@ -3,6 +3,7 @@
  * that feeds trace.pftrace's writer in pass 2. */
 #include "merge/stream/stream.h"
 #include "merge/stream/internal.h"
+#include "merge/par.h"
 #include "merge/progress.h"
 #include "merge/read/read.h"
 #include "merge/util.h"
@@ -616,8 +617,15 @@ static void xsm_srank_free(xsm_srank *sr)
         unlink(sr->spill_path);
 }
 
+/* The largest code of all processes (serial: rc). */
+static int xsm_stream_agree(const xsm_par *par, int rc)
+{
+    int first;
+    return par ? xsm_par_agree(par, rc, 1, &first) : rc;
+}
+
 int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
-                     int what, xsm_stream_summary *sum, char *err, size_t errlen)
+                     int what, const xsm_par *par, xsm_stream_summary *sum, char *err, size_t errlen)
 {
     /* Notes wait until streaming is sure to go ahead: a run merged in
      * memory after all prints its own. */
@@ -627,11 +635,13 @@ int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char 
     xsm_load_opts o = *opts;
     o.stream = 1;
     xsm_run run;
-    xsm_stream s = {.run = &run, .window = xsm_stream_window(), .tmpdir = dir, .notes = nf};
+    xsm_stream s = {.run = &run, .window = xsm_stream_window(), .tmpdir = dir, .notes = nf, .proc = par ? par->rank : 0};
     xsm_emit e;
     memset(&e, 0, sizeof e);
     int rc = 0;
-    if (xsm_run_load_par(run_dir, &o, NULL, nf, &run, err, errlen)) {
+    /* each process reads every file (pass 1 is the same everywhere) */
+    if (xsm_stream_agree(par, xsm_run_load_par(run_dir, &o, NULL, nf, &run, err, errlen) ? 2 : 0)) {
+        xsm_run_free(&run);
         if (nf)
             fclose(nf);
         free(nbuf);
@@ -669,7 +679,7 @@ int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char 
     if (!rc)
         rc = xsm_smatch_run(&s, err, errlen);
     xsm_progress_mark("stream-match");
-    if (rc)
+    if ((rc = xsm_stream_agree(par, rc)) != 0)
         goto out;
     /* t = 0 at the job's first event, as merge/align's origin */
     int64_t t0 = INT64_MAX, t1 = INT64_MIN;
@@ -682,10 +692,8 @@ int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char 
     s.t0 = t0 == INT64_MAX ? 0 : t0;
     run.t0_ref_ns = s.t0;
     run.t_end = t0 == INT64_MAX ? 0 : t1 - t0;
-    if (xsm_emit_init(&e, &run, order, err, errlen)) {
+    if (xsm_emit_init(&e, &run, order, err, errlen))
         rc = 1;
-        goto out;
-    }
     e.nevents = 0;
     for (size_t r = 0; r < n && !rc; r++) {
         xsm_srank *sr = &s.r[r];
@@ -700,8 +708,8 @@ int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char 
         else
             sr->gflows = NULL; /* the emit context owns them now */
     }
-    if (rc)
-        goto out;
+    if ((rc = xsm_stream_agree(par, rc)) != 0)
+        goto out; /* every process stops before the collective writes */
     xsm_emit_number_tracks(&e);
     if (nf) {
         fflush(nf);
@@ -712,13 +720,14 @@ int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char 
     e.src_ctx = &s;
     s.e = &e;
     if (what & XSM_STREAM_PFTRACE) {
-        rc = xsm_emit_pftrace(&e, dir, err, errlen) ? 1 : 0;
+        rc = (par ? xsm_par_pftrace(par, &e, dir, err, errlen) : xsm_emit_pftrace(&e, dir, err, errlen)) ? 1 : 0;
         xsm_progress_mark("pftrace");
     }
-    if (!rc && (what & XSM_STREAM_JSON)) {
+    if (!rc && (what & XSM_STREAM_JSON) && (!par || par->rank == 0)) {
         rc = xsm_emit_json(&e, dir, err, errlen) ? 1 : 0;
         xsm_progress_mark("trace.json");
     }
+    rc = xsm_stream_agree(par, rc);
     sum->nranks = n;
     sum->nmsgs = s.nmsgs;
     sum->ncolls = s.ncolls;

@@ -35,7 +35,12 @@ enum { XSM_STREAM_PFTRACE = 1, XSM_STREAM_JSON = 2 };
  * Returns 0 (notes printed to `notes`), 1 with err set on bad input or
  * failure, 2 when the run needs the in-memory merge (err says why; nothing
  * was printed or written). */
+struct xsm_par;
+/* par (NULL: serial): in collective mode every process reads every file
+ * in pass 1 (the same results everywhere), trace.pftrace is divided among
+ * the processes as in the in-memory collective mode and process 0 writes
+ * trace.json. The return code is the same on every process. */
 int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
-                     int what, xsm_stream_summary *sum, char *err, size_t errlen);
+                     int what, const struct xsm_par *par, xsm_stream_summary *sum, char *err, size_t errlen);
 
 #endif

@@ -8,7 +8,7 @@ except the one "merging in memory" note that says streaming handed over
 to the in-memory merge; that note never appears for runs that stream
 (ring, golden, GPU, empty) and always where streaming cannot give the same
 bytes (clock violations after interpolation, also of a nonblocking collective,
---from/--to, under mpirun); --stream with another product is a usage
+--from/--to); under mpirun it streams too; --stream with another product is a usage
 error (exit 1, like every usage error); bad inputs (truncated file, random bytes, a file
 of another run, a damaged chunk of the MPI table) give the same one error
 line, exit 1 and no output; XSPROF_MERGE_STREAM=1 acts like --stream when
@@ -302,21 +302,35 @@ check(not [l for l in got[2] if NOTE in l], "bigring with XSPROF_MERGE_TIMES str
 check(first_diff(os.path.join(ref[3], "trace.pftrace"), os.path.join(got[3], "trace.pftrace")) is None,
       "XSPROF_MERGE_TIMES=1 --stream: same trace.pftrace")
 
-# under mpirun, --stream hands over to the collective in-memory merge
+# under mpirun, --stream streams too: every process reads every file in
+# pass 1, trace.pftrace is divided among the processes, process 0 writes
+# trace.json; the files are the serial ones
 mpiexec = os.environ.get("MPIEXEC")
 if mpiexec and os.path.exists(mpiexec):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
-    ref = merge("ring", "--outputs", "pftrace", "-q")
-    out = os.path.join(base, "mpirun-out")
-    # not -q: the note is what is checked (-q silences notes)
-    p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, R["ring"], "-o", out, "--stream"],
+    for k in ("XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_TIMES"):
+        env.pop(k, None)
+    for run, np_, expect in (("ring", 2, "stream"), ("golden", 3, "stream"), ("skew", 2, "memory")):
+        ref = merge(run, "--outputs", "pftrace,json")
+        out = os.path.join(base, "mpirun-out-%s-%d" % (run, np_))
+        # not -q: the note is what is checked (-q silences notes)
+        p = subprocess.run([mpiexec, "-np", str(np_), "--oversubscribe", XSMERGE, R[run], "-o", out, "--stream",
+                            "--outputs", "pftrace,json"], capture_output=True, text=True, env=env, timeout=120)
+        what = "mpirun -np %d %s --stream" % (np_, run)
+        check(p.returncode == 0, "%s: exit 0 (%s)" % (what, p.stderr[-1000:]))
+        said = NOTE in p.stderr
+        check(said if expect == "memory" else not said, "%s: %s %r: %s" % (what, "says" if expect == "memory" else
+              "streams, no", NOTE, p.stderr[-1000:]))
+        check(outputs(out) == outputs(ref[3]), "%s: files %s, serial %s" % (what, outputs(out), outputs(ref[3])))
+        for f in outputs(ref[3]):
+            d = first_diff(os.path.join(ref[3], f), os.path.join(out, f)) if f in outputs(out) else "missing"
+            check(d is None, "%s: %s differs from the serial one at %s" % (what, f, d))
+    out = os.path.join(base, "mpirun-bad")
+    p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, R["trunc"], "-o", out, "--stream"],
                        capture_output=True, text=True, env=env, timeout=120)
-    check(p.returncode == 0, "mpirun -np 2 --stream: exit 0 (%s)" % p.stderr[-1000:])
-    check(NOTE in p.stderr, "mpirun -np 2 --stream says %r: %s" % (NOTE, p.stderr[-1000:]))
-    t = os.path.join(out, "trace.pftrace")
-    check(os.path.exists(t) and first_diff(os.path.join(ref[3], "trace.pftrace"), t) is None,
-          "mpirun -np 2 --stream: same trace.pftrace as serial")
+    check(p.returncode != 0 and "rank-00001.h5" in p.stderr and outputs(out) == [],
+          "mpirun --stream on a truncated file: the error, no output (%d %s)" % (p.returncode, p.stderr[-500:]))
 else:
     print("merge_stream: no MPIEXEC, mpirun case not run")
 

@@ -95,6 +95,7 @@ typedef struct xsm_sheap {
     unsigned char *rows;    /* slots of `size` bytes */
     uint32_t *free_slots;
     size_t nfree;
+    uint32_t held;          /* slot of the last released row (UINT32_MAX: none) */
     size_t n, window, size; /* n = hn + fn */
     xsm_skey last;          /* last released key */
     int released;
@@ -118,7 +119,7 @@ static inline const xsm_skey *xsm_sheap_top(const xsm_sheap *h)
     const xsm_skey *f = &h->fkey[h->fhead];
     return h->hn && xsm_skey_less(&h->key[0], f) ? &h->key[0] : f;
 }
-/* Release the smallest: its key, and its row copy (valid until the next push). */
+/* Release the smallest: its key, and its row copy (valid until the next pop). */
 const void *xsm_sheap_pop(xsm_sheap *h, xsm_skey *k);
 
 /* Outliers of one table: (key, row copy) in key order. */

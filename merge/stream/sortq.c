@@ -10,6 +10,7 @@ int xsm_sheap_init(xsm_sheap *h, size_t window, size_t size)
     memset(h, 0, sizeof *h);
     h->window = window ? window : 1;
     h->size = size;
+    h->held = UINT32_MAX;
     size_t cap = h->window + 1;
     h->key = malloc(cap * sizeof *h->key);
     h->fkey = malloc(cap * sizeof *h->fkey);
@@ -18,13 +19,13 @@ int xsm_sheap_init(xsm_sheap *h, size_t window, size_t size)
     if (size) {
         h->slot = malloc(cap * sizeof *h->slot);
         h->fslot = malloc(cap * sizeof *h->fslot);
-        h->free_slots = malloc(cap * sizeof *h->free_slots);
-        /* one more slot than the heap holds: a released row's copy must
-         * stay valid until the next push */
+        /* one more slot than the heap holds: the released row stays in
+         * its slot (no copy) until the next pop frees it */
         h->rows = malloc((cap + 1) * size);
+        h->free_slots = malloc((cap + 1) * sizeof *h->free_slots);
         if (!h->slot || !h->fslot || !h->free_slots || !h->rows)
             return -1;
-        for (size_t i = 0; i < cap; i++)
+        for (size_t i = 0; i <= cap; i++)
             h->free_slots[h->nfree++] = (uint32_t)i;
     }
     return 0;
@@ -84,6 +85,10 @@ const void *xsm_sheap_pop(xsm_sheap *h, xsm_skey *k)
 {
     int from_fifo = h->fn && !(h->hn && xsm_skey_less(&h->key[0], &h->fkey[h->fhead]));
     uint32_t s = 0;
+    if (h->held != UINT32_MAX) { /* the previous release is no longer read */
+        h->free_slots[h->nfree++] = h->held;
+        h->held = UINT32_MAX;
+    }
     h->n--;
     if (from_fifo) {
         *k = h->fkey[h->fhead];
@@ -116,12 +121,8 @@ const void *xsm_sheap_pop(xsm_sheap *h, xsm_skey *k)
     h->released = 1;
     if (!h->slot)
         return NULL;
-    /* the released copy moves to the spare slot, so that its old slot can
-     * be reused by the next push at once */
-    size_t spare = h->window + 1;
-    memcpy(h->rows + spare * h->size, h->rows + (size_t)s * h->size, h->size);
-    h->free_slots[h->nfree++] = s;
-    return h->rows + spare * h->size;
+    h->held = s;
+    return h->rows + (size_t)s * h->size;
 }
 
 int xsm_outl_add(xsm_outl *o, const xsm_skey *k, const void *row)

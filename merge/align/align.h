@@ -44,9 +44,13 @@ static inline int64_t xsm_align_clock_map(xsm_clk *c, int64_t t)
         c->seg = i;
     }
     const xsprof_io_clock *a = &c->s[i], *b = &c->s[i + 1];
-    __int128 num = (__int128)(b->offset_ns - a->offset_ns) * (t - a->t_local);
-    int64_t off = a->offset_ns + (int64_t)(num / (b->t_local - a->t_local));
-    return t + off;
+    int64_t d = b->offset_ns - a->offset_ns, x = t - a->t_local, num;
+    /* 64-bit when the product fits (the same truncated quotient): a
+     * 128-bit division (a libgcc call) per timestamp is far slower */
+    if (!__builtin_mul_overflow(d, x, &num))
+        return t + (a->offset_ns + num / (b->t_local - a->t_local));
+    __int128 wide = (__int128)d * x;
+    return t + (a->offset_ns + (int64_t)(wide / (b->t_local - a->t_local)));
 }
 
 /* Sort a rank's clock samples in place and drop those of one instant with

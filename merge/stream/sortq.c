@@ -61,10 +61,14 @@ int xsm_sheap_push(xsm_sheap *h, const xsm_skey *k, const void *row)
         s = h->free_slots[--h->nfree];
         memcpy(h->rows + (size_t)s * h->size, row, h->size);
     }
-    size_t cap = h->window + 1;
+    /* ring positions wrap by a compare, not a division per row */
+    size_t cap = h->window + 1, tail = h->fhead + h->fn;
+    if (tail >= cap)
+        tail -= cap;
     h->n++;
-    if (!h->fn || !xsm_skey_less(k, &h->fkey[(h->fhead + h->fn - 1) % cap])) {
-        size_t at = (h->fhead + h->fn++) % cap;
+    if (!h->fn || !xsm_skey_less(k, &h->fkey[tail ? tail - 1 : cap - 1])) {
+        size_t at = tail;
+        h->fn++;
         h->fkey[at] = *k;
         if (h->slot)
             h->fslot[at] = s;
@@ -94,7 +98,8 @@ const void *xsm_sheap_pop(xsm_sheap *h, xsm_skey *k)
         *k = h->fkey[h->fhead];
         if (h->slot)
             s = h->fslot[h->fhead];
-        h->fhead = (h->fhead + 1) % (h->window + 1);
+        if (++h->fhead == h->window + 1)
+            h->fhead = 0;
         h->fn--;
     } else {
         *k = h->key[0];

@@ -640,9 +640,11 @@ static int xsm_advance(xsm_mctx *c, xsm_mrank *m)
         }
         /* calls before completions at the same time, as merge/match walks */
         xsm_skey pk = {row.t_begin, 0, 0, row.kind == XSPROF_MPI_COMPLETION, i};
-        if (xsm_sheap_late(&m->proc, &pk))
+        if (xsm_sheap_late(&m->proc, &pk)) {
+            c->s->proc_late = 1;
             return xsm_err_set(c->err, c->errlen, "MPI calls of rank %d are further out of time order than the window",
                                (int)m->r) ? 2 : 2;
+        }
         xsm_sheap_push(&m->proc, &pk, &row);
     }
     m->has_head = 0;
@@ -779,7 +781,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         if (!sr->present)
             continue;
         if (xsm_tab_open(&m->tab, sr->rf, &run->ranks[r].d, XSPROF_IO_T_MPI) || xsm_tab_prefetch(&m->tab, pf) ||
-            xsm_sheap_init(&m->proc, s->window, sizeof(xsprof_io_mpi)) || xsm_sheap_init(&m->emit, s->window, 0) ||
+            xsm_sheap_init(&m->proc, s->proc_window, sizeof(xsprof_io_mpi)) || xsm_sheap_init(&m->emit, s->window, 0) ||
             !(sr->sent = calloc(m->tab.n / 64 + 2, sizeof *sr->sent)) ||
             !(sr->sent_before = calloc(m->tab.n / 64 + 2, sizeof *sr->sent_before))) {
             rc = xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages");

@@ -624,8 +624,9 @@ static int xsm_stream_agree(const xsm_par *par, int rc)
     return par ? xsm_par_agree(par, rc, 1, &first) : rc;
 }
 
-int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
-                     int what, const xsm_par *par, xsm_stream_summary *sum, char *err, size_t errlen)
+static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
+                          int what, const xsm_par *par, size_t proc_window, int *proc_late, xsm_stream_summary *sum,
+                          char *err, size_t errlen)
 {
     /* Notes wait until streaming is sure to go ahead: a run merged in
      * memory after all prints its own. */
@@ -635,7 +636,8 @@ int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char 
     xsm_load_opts o = *opts;
     o.stream = 1;
     xsm_run run;
-    xsm_stream s = {.run = &run, .window = xsm_stream_window(), .tmpdir = dir, .notes = nf, .proc = par ? par->rank : 0};
+    xsm_stream s = {.run = &run, .window = xsm_stream_window(), .proc_window = proc_window, .tmpdir = dir, .notes = nf,
+                    .proc = par ? par->rank : 0};
     xsm_emit e;
     memset(&e, 0, sizeof e);
     int rc = 0;
@@ -743,5 +745,21 @@ out:
     free(errs);
     free(order);
     xsm_run_free(&run);
+    *proc_late = s.proc_late;
+    return rc;
+}
+
+int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
+                     int what, const xsm_par *par, xsm_stream_summary *sum, char *err, size_t errlen)
+{
+    size_t w = xsm_stream_window(), pw = w / 64 ? w / 64 : 1;
+    int late = 0;
+    int rc = xsm_stream_try(run_dir, opts, dir, notes, threads, what, par, pw, &late, sum, err, errlen);
+    /* rc is the same everywhere; late too (every process reads every file),
+     * agreed all the same so that no process can be left alone in a collective */
+    if (rc == 2 && pw < w && xsm_stream_agree(par, late)) {
+        err[0] = 0;
+        rc = xsm_stream_try(run_dir, opts, dir, notes, threads, what, par, w, &late, sum, err, errlen);
+    }
     return rc;
 }

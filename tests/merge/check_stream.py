@@ -8,7 +8,10 @@ except the one "merging in memory" note that says streaming handed over
 to the in-memory merge; that note never appears for runs that stream
 (ring, golden, GPU, empty) and always where streaming cannot give the same
 bytes (clock violations after interpolation, also of a nonblocking collective,
---from/--to); under mpirun it streams too; --stream with another product is a usage
+--from/--to, MPI calls further out of order than the window); MPI calls out
+of order by more than the MPI pass's first window (4096 / 64 rows) make it
+start again with the whole window; under mpirun it streams too; --stream
+with another product is a usage
 error (exit 1, like every usage error); bad inputs (truncated file, random bytes, a file
 of another run, a damaged chunk of the MPI table) give the same one error
 line, exit 1 and no output; XSPROF_MERGE_STREAM=1 acts like --stream when
@@ -37,7 +40,8 @@ if "--stream" not in so + se:
 maker = sys.argv[1]
 base = tmpdir()
 R = {}
-for kind in ("golden", "journal", "foreign", "skew", "gpu", "empty", "deep", "icoll", "icoll_late"):
+for kind in ("golden", "journal", "foreign", "skew", "gpu", "empty", "deep", "icoll", "icoll_late", "mpithreads",
+             "mpithreads_far"):
     R[kind] = make_run(maker, kind, os.path.join(base, kind))
 R["ring"] = make_run(maker, "big", os.path.join(base, "ring"), 4, 3000)
 R["ring1"] = make_run(maker, "big", os.path.join(base, "ring1"), 1, 3000)
@@ -115,6 +119,9 @@ CASES = [
     # and the run would hand over to memory); posted after another member
     # completed it, only the logical clock can order it
     ("icoll", (), "stream"), ("icoll_late", (), "memory"),
+    # MPI calls out of begin-time order by 300 rows stream after a second
+    # MPI pass with the whole window (see below); by 5000, beyond it, not
+    ("mpithreads", (), "stream-default"), ("mpithreads_far", (), "memory"),
     ("ring", (), "stream"), ("ring", ("--ranks", "1-2"), "stream"), ("ring", ("--ranks", "0,3"), "stream"),
     ("ring", ("--from", "1ms", "--to", "5ms"), "memory"),
     ("ring1", (), "stream"), ("bigring", (), "stream"),
@@ -293,6 +300,14 @@ for run in ("golden", "ring"):
     for f in outputs(ref[3]):
         d = first_diff(os.path.join(ref[3], f), os.path.join(got[3], f)) if f in outputs(got[3]) else "missing"
         check(d is None, "XSPROF_MERGE_STREAM=1 %s (all products): %s differs at %s" % (run, f, d))
+
+# The MPI pass first orders calls with a window of 4096 / 64 rows; calls
+# further out of order make it start again with the whole window: twice
+# for mpithreads (300 rows), once for a ring (in order)
+for run, tries in (("mpithreads", 2), ("ring", 1)):
+    got = merge(run, "--stream", "-q", env={"XSPROF_MERGE_TIMES": "1"})
+    n = len([l for l in got[2] if "time stream-match" in l])
+    check(got[0] == 0 and n == tries, "%s --stream: %d MPI pass(es), expected %d: %s" % (run, n, tries, got[2]))
 
 # XSPROF_MERGE_TIMES=1 still works and changes no byte
 ref = merge("bigring", "--outputs", "pftrace", "-q")

@@ -17,7 +17,12 @@
  *           of them: further out of order than the streaming merge's
  *           default window), 2000 leaves, messages, instants, counters
  *   icoll   2 ranks: a nonblocking collective (Iallreduce post, Wait and
- *           its COMPLETION) around a message exchange */
+ *           its COMPLETION) around a message exchange
+ *   mpithreads     2 ranks, 2 threads: thread 1's one long send/receive
+ *           spans 300 short messages of thread 0 and is stored after them
+ *           (MPI calls out of begin-time order by 300 rows)
+ *   mpithreads_far the same with 5000 short messages (beyond the
+ *           streaming merge's default window) */
 #include "fixture.h"
 
 #include <stdio.h>
@@ -343,10 +348,50 @@ static int icoll(const char *dir, int late)
     return bad;
 }
 
+static int mpithreads(const char *dir, int n)
+{
+    static const int32_t world[] = {0, 1};
+    int bad = 0;
+    for (int r = 0; r < 2; r++) {
+        xsf *f = xsf_create(dir, r, 2, JOB, START, "node0");
+        if (!f)
+            return 1;
+        xsf_thread(f, 0, "main");
+        xsf_thread(f, 1, "comm");
+        xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
+        xsf_clock(f, XSPROF_CLOCK_INIT, 0, 0, 200);
+        int64_t t = 2000;
+        for (int i = 0; i < n; i++, t += 100) {
+            xsprof_rec_mpi m = M();
+            m.peer = 1 - r; m.tag = 4; m.seq = (uint64_t)i + 1;
+            if (r == 0) {
+                m.kind = XSPROF_MPI_SEND; m.bytes_sent = 64; m.t_begin = t; m.t_end = t + 50;
+                xsf_mpi(f, 0, "MPI_Send", m);
+            } else {
+                m.kind = XSPROF_MPI_RECV; m.bytes_recv = 64; m.t_begin = t - 10; m.t_end = t + 60;
+                xsf_mpi(f, 0, "MPI_Recv", m);
+            }
+        }
+        /* stored when it returns, after every call it spans */
+        xsprof_rec_mpi m = M();
+        m.peer = 1 - r; m.tag = 9; m.seq = 1;
+        if (r == 0) {
+            m.kind = XSPROF_MPI_SEND; m.bytes_sent = 4096; m.t_begin = 1500; m.t_end = t + 500;
+            xsf_mpi(f, 1, "MPI_Ssend", m);
+        } else {
+            m.kind = XSPROF_MPI_RECV; m.bytes_recv = 4096; m.t_begin = 1400; m.t_end = t + 600;
+            xsf_mpi(f, 1, "MPI_Recv", m);
+        }
+        xsf_region(f, 0, "main", 0, 1000, t + 1000);
+        bad |= xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1) != 0;
+    }
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|deep|icoll|icoll_late|big DIR [NRANKS EVENTS]\n");
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|deep|icoll|icoll_late|mpithreads|mpithreads_far|big DIR [NRANKS EVENTS]\n");
         return 2;
     }
     const char *kind = argv[1], *dir = argv[2];
@@ -360,6 +405,8 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "deep")) return deep(dir);
     if (!strcmp(kind, "icoll")) return icoll(dir, 0);
     if (!strcmp(kind, "icoll_late")) return icoll(dir, 1);
+    if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
+    if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);
     if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));
     fprintf(stderr, "merge_make_runs: unknown kind %s\n", kind);
     return 2;

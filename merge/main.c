@@ -231,6 +231,19 @@ static int xsm_mkdir_p(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* Products are written into the staging directory, which is gone when the
+ * error is read: name the file where it was going (OUT/trace.json). */
+static void xsm_err_unstage(char *err, size_t errlen, const char *staging, const char *out)
+{
+    size_t n = strlen(staging);
+    char *at = strstr(err, staging);
+    if (!at || at[n] != '/')
+        return;
+    char tail[8192];
+    snprintf(tail, sizeof tail, "%s", at + n);
+    snprintf(at, errlen - (size_t)(at - err), "%s%s", out, tail);
+}
+
 /* Remove a staging directory and the files in it. */
 static void xsm_rm_staging(const char *dir)
 {
@@ -411,8 +424,10 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
         err[0] = 0;
         return -1;
     }
-    if (rc == 1 && mine == 1 && par->rank == first)
+    if (rc == 1 && mine == 1 && par->rank == first) {
+        xsm_err_unstage(err, errlen, staging, o->out_dir);
         fprintf(stderr, "%s\n", err);
+    }
     xsm_par_barrier(par);
     if (!lead)
         return rc;
@@ -549,8 +564,10 @@ int main(int argc, char **argv)
     }
     int all = xsm_par_agree(&par, rc, 1, &first);
     if (all == 1) {
-        if (rc == 1 && par.rank == first)
+        if (rc == 1 && par.rank == first) {
+            xsm_err_unstage(err, sizeof err, staging, o.out_dir);
             fprintf(stderr, "%s\n", err);
+        }
         xsm_par_barrier(&par);
         if (lead)
             xsm_rm_staging(staging);

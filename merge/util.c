@@ -26,8 +26,115 @@ void xsm_out_init(xsm_out *b, FILE *f)
     b->flush_at = 1u << 20;
 }
 
+/* The writer: one buffer in flight at a time, swapped with the caller's. */
+struct xsm_outw {
+    pthread_t t;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    FILE *f;
+    char *p;      /* the buffer being written, then the spare */
+    size_t len, cap;
+    int busy, quit, failed, err; /* err: errno of the failed write */
+};
+
+static void *xsm_outw_run(void *arg)
+{
+    struct xsm_outw *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->busy && !w->quit)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->busy)
+            break;
+        size_t n = w->len;
+        pthread_mutex_unlock(&w->mu);
+        int bad = fwrite(w->p, 1, n, w->f) != n, e = errno;
+        pthread_mutex_lock(&w->mu);
+        if (bad && !w->failed) {
+            w->failed = 1;
+            w->err = e;
+        }
+        w->busy = 0;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+int xsm_out_start_writer(xsm_out *b)
+{
+    struct xsm_outw *w = calloc(1, sizeof *w);
+    if (!b->f || !w)
+        goto fail;
+    w->f = b->f;
+    if (pthread_mutex_init(&w->mu, NULL) != 0)
+        goto fail;
+    if (pthread_cond_init(&w->cv, NULL) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        goto fail;
+    }
+    if (pthread_create(&w->t, NULL, xsm_outw_run, w) != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        goto fail;
+    }
+    b->w = w;
+    return 0;
+fail:
+    free(w);
+    return -1;
+}
+
+/* Wait until the writer is idle; its error becomes b's. Called with w->mu held. */
+static void xsm_outw_idle(xsm_out *b)
+{
+    struct xsm_outw *w = b->w;
+    while (w->busy)
+        pthread_cond_wait(&w->cv, &w->mu);
+    if (w->failed) {
+        b->failed = 1;
+        errno = w->err; /* for the caller's message */
+    }
+}
+
+/* Hand b's pending bytes to the writer and take its spare buffer. */
+static int xsm_outw_hand(xsm_out *b)
+{
+    struct xsm_outw *w = b->w;
+    pthread_mutex_lock(&w->mu);
+    xsm_outw_idle(b);
+    if (!b->failed && b->len) {
+        char *p = w->p;
+        size_t cap = w->cap;
+        w->p = b->p;
+        w->cap = b->cap;
+        w->len = b->len;
+        w->busy = 1;
+        pthread_cond_broadcast(&w->cv);
+        b->p = p;
+        b->cap = cap;
+        b->written += b->len;
+        b->len = 0;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return b->failed ? -1 : 0;
+}
+
 void xsm_out_free(xsm_out *b)
 {
+    struct xsm_outw *w = b->w;
+    if (w) {
+        pthread_mutex_lock(&w->mu);
+        w->quit = 1;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->t, NULL);
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w->p);
+        free(w);
+        b->w = NULL;
+    }
     free(b->p);
     b->p = NULL;
     b->len = b->cap = 0;
@@ -37,6 +144,14 @@ int xsm_out_flush(xsm_out *b)
 {
     if (!b->f || b->failed)
         return b->failed ? -1 : 0;
+    if (b->w) {
+        if (xsm_outw_hand(b))
+            return -1;
+        pthread_mutex_lock(&b->w->mu);
+        xsm_outw_idle(b);
+        pthread_mutex_unlock(&b->w->mu);
+        return b->failed ? -1 : 0;
+    }
     if (b->len && fwrite(b->p, 1, b->len, b->f) != b->len) {
         b->failed = 1;
         return -1;
@@ -50,7 +165,7 @@ int xsm_out_reserve(xsm_out *b, size_t extra)
 {
     if (b->failed)
         return -1;
-    if (b->f && b->len >= b->flush_at && xsm_out_flush(b))
+    if (b->f && b->len >= b->flush_at && (b->w ? xsm_outw_hand(b) : xsm_out_flush(b)))
         return -1;
     if (b->len + extra <= b->cap)
         return 0;

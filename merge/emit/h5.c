@@ -176,6 +176,32 @@ typedef struct xsm_h5ds {
     hsize_t pos, n;
 } xsm_h5ds;
 
+/* The system's reason for the first failed write ("File too large"), from
+ * the message HDF5's file driver leaves on its error stack ("..., error
+ * message = 'File too large', ..."); HDF5 calls clear that stack, so it is
+ * read at each failure. Empty when none was seen. */
+static _Thread_local char xsm_h5_why[256];
+
+static herr_t xsm_h5_why_walk(unsigned n, const H5E_error2_t *e, void *data)
+{
+    (void)n;
+    (void)data;
+    const char *k = e->desc ? strstr(e->desc, "error message = '") : NULL;
+    if (k && !xsm_h5_why[0]) {
+        k += strlen("error message = '");
+        size_t len = strcspn(k, "'");
+        snprintf(xsm_h5_why, sizeof xsm_h5_why, "%.*s", (int)(len < 200 ? len : 200), k);
+    }
+    return 0;
+}
+
+static int xsm_h5_failed(void)
+{
+    if (!xsm_h5_why[0])
+        H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, xsm_h5_why_walk, NULL);
+    return -1;
+}
+
 static int xsm_h5ds_open(xsm_h5 *h, const char *name, hid_t type, hsize_t n, xsm_h5ds *d)
 {
     d->type = type;
@@ -219,14 +245,14 @@ static int xsm_h5ds_append(xsm_h5ds *d, const void *rows, hsize_t n)
     if (ms >= 0)
         H5Sclose(ms);
     d->pos += n;
-    return bad ? -1 : 0;
+    return bad ? xsm_h5_failed() : 0;
 }
 
 static int xsm_h5ds_close(xsm_h5ds *d)
 {
     int bad = 0;
     if (d->ds >= 0 && H5Dclose(d->ds) < 0)
-        bad = 1;
+        bad = xsm_h5_failed();
     if (d->type >= 0)
         H5Tclose(d->type);
     d->ds = d->type = -1;
@@ -583,6 +609,7 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
         }
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported as one line below */
+    xsm_h5_why[0] = 0;
     H5Pset_obj_track_times(fcpl, 0);
     h.file = H5Fcreate(path, H5F_ACC_EXCL, fcpl, H5P_DEFAULT);
     if (h.file < 0) {
@@ -603,8 +630,9 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
               xsm_h5_table(&h, "threads", T_THREAD, sizeof(xsm_h5_thread), xsm_n_threads, xsm_conv_thread, NULL) ||
               xsm_h5_small(&h, mpi_off);
     xsm_progress_end();
-    if (H5Fclose(h.file) < 0 || bad)
-        rc = xsm_err_set(err, errlen, "xsmerge: %s: HDF5 write failed", path);
+    if ((H5Fclose(h.file) < 0 && xsm_h5_failed()) || bad)
+        rc = xsm_err_set(err, errlen, "xsmerge: %s: HDF5 write failed%s%s", path, xsm_h5_why[0] ? ": " : "",
+                         xsm_h5_why);
     h.file = -1;
 out:
     if (h.dcpl_track >= 0)

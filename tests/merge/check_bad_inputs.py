@@ -115,6 +115,35 @@ check(os.path.exists(os.path.join(base, "partial", "trace.pftrace")), "--partial
 rc, so, se = xsmerge(foreign, "-o", os.path.join(base, "partial2"), "--partial", "-q")
 check(rc == 0, "--partial drops the foreign file")
 
+# an output that cannot be written (the file size limit, as a full disk
+# would): exit 1, one line naming the product and the system's reason, and
+# nothing left behind (no product, no staging directory). Each product, in
+# memory and streaming; the trace.json writer writes from a thread.
+import resource
+import signal
+import subprocess
+from mergetest import XSMERGE
+ring = make_run(maker, "big", os.path.join(base, "ring"), 2, 30000)
+
+
+def small_files():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+
+for outs, extra, name in (("pftrace", (), "trace.pftrace"), ("json", (), "trace"), ("h5", (), "merged.h5"),
+                          ("pftrace", ("--stream",), "trace.pftrace"), ("json", ("--stream",), "trace")):
+    out = os.path.join(base, "full-%s%s" % (outs, "-stream" if extra else ""))
+    p = subprocess.run([XSMERGE, ring, "-o", out, "-q", "--outputs", outs] + list(extra), capture_output=True,
+                       text=True, preexec_fn=small_files)
+    what = "--outputs %s %s over the file size limit" % (outs, " ".join(extra))
+    lines = p.stderr.strip().splitlines()
+    check(p.returncode == 1, "%s: exit 1 (got %d: %s)" % (what, p.returncode, p.stderr[-300:]))
+    check(len(lines) == 1 and name in p.stderr and "too large" in p.stderr.lower(),
+          "%s: one line naming %s and the reason: %r" % (what, name, p.stderr))
+    left = os.listdir(out) if os.path.isdir(out) else []
+    check(left == [], "%s: nothing left behind: %s" % (what, left))
+
 # bad options
 for args in (["--from", "soon"], ["--ranks", "a-b"], ["--bogus"], []):
     rc, so, se = xsmerge(golden, "-o", os.path.join(base, "o"), *args) if args else xsmerge(golden)

@@ -117,22 +117,31 @@ static int golden(const char *dir, int journal_rank, const char *foreign_job)
     return bad;
 }
 
+/* Rank r of a 2-rank run on one node: thread 0 "main" and the world
+ * communicator; one clock sample at `offset` ns unless offset < 0. */
+static xsf *world2(const char *dir, int r, int64_t offset)
+{
+    static const int32_t world[] = {0, 1};
+    xsf *f = xsf_create(dir, r, 2, JOB, START, "node0");
+    if (!f)
+        return NULL;
+    xsf_thread(f, 0, "main");
+    xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
+    if (offset >= 0)
+        xsf_clock(f, XSPROF_CLOCK_INIT, 0, offset, 200);
+    return f;
+}
+
 /* Rank 0 is the reference. Rank 1's true clock: local = ref + 15000 + 20e-6 * ref,
  * but its only sample claims offset 0: after interpolation its events look
  * 15+ us late, so its receives of rank 0's messages seem fine and rank 0's
  * receives of its messages end before they were sent. */
 static int skew(const char *dir)
 {
-    static const int32_t world[] = {0, 1};
     xsf *f[2];
-    for (int r = 0; r < 2; r++) {
-        f[r] = xsf_create(dir, r, 2, JOB, START, "node0");
-        if (!f[r])
+    for (int r = 0; r < 2; r++)
+        if (!(f[r] = world2(dir, r, 0)))
             return 1;
-        xsf_thread(f[r], 0, "main");
-        xsf_comm(f[r], 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
-        xsf_clock(f[r], XSPROF_CLOCK_INIT, 0, 0, 200);
-    }
 #define L1(t) ((int64_t)(t) + 15000 + (int64_t)((t) * 20 / 1000000))
     int64_t t = 10000;
     uint64_t seq01 = 0, seq10 = 0, cs = 0;
@@ -202,14 +211,11 @@ static int gpu(const char *dir)
 
 static int empty(const char *dir)
 {
-    static const int32_t world[] = {0, 1};
     int bad = 0;
     for (int r = 0; r < 2; r++) {
-        xsf *f = xsf_create(dir, r, 2, JOB, START, "node0");
+        xsf *f = world2(dir, r, -1);
         if (!f)
             return 1;
-        xsf_thread(f, 0, "main");
-        xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
         bad |= xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1) != 0;
     }
     return bad;
@@ -253,17 +259,13 @@ static int big(const char *dir, int nranks, long events)
  * region's row follows every row of the regions nested in it. */
 static int deep(const char *dir)
 {
-    static const int32_t world[] = {0, 1};
     enum { DEPTH = 4500, LEAVES = 2000 };
     int bad = 0;
     for (int r = 0; r < 2; r++) {
-        xsf *f = xsf_create(dir, r, 2, JOB, START, "node0");
+        xsf *f = world2(dir, r, r * 300);
         if (!f)
             return 1;
-        xsf_thread(f, 0, "main");
         xsf_thread(f, 1, "worker");
-        xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
-        xsf_clock(f, XSPROF_CLOCK_INIT, 0, r * 300, 200);
         int64_t in0 = 1000 + (int64_t)DEPTH * 10; /* the innermost nest region's begin */
         int64_t t = in0 + 100;
         for (int i = 0; i < LEAVES; i++) {
@@ -303,15 +305,11 @@ static int deep(const char *dir)
  * violation only the logical clock resolves). */
 static int icoll(const char *dir, int late)
 {
-    static const int32_t world[] = {0, 1};
     int bad = 0;
     for (int r = 0; r < 2; r++) {
-        xsf *f = xsf_create(dir, r, 2, JOB, START, "node0");
+        xsf *f = world2(dir, r, 0);
         if (!f)
             return 1;
-        xsf_thread(f, 0, "main");
-        xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
-        xsf_clock(f, XSPROF_CLOCK_INIT, 0, 0, 200);
         int64_t o = r * 150;
         xsprof_rec_mpi m = M();
         m.kind = XSPROF_MPI_ICOLL; m.coll = XSPROF_COLL_NXN; m.coll_seq = 1; m.request = 5;
@@ -350,16 +348,12 @@ static int icoll(const char *dir, int late)
 
 static int mpithreads(const char *dir, int n)
 {
-    static const int32_t world[] = {0, 1};
     int bad = 0;
     for (int r = 0; r < 2; r++) {
-        xsf *f = xsf_create(dir, r, 2, JOB, START, "node0");
+        xsf *f = world2(dir, r, 0);
         if (!f)
             return 1;
-        xsf_thread(f, 0, "main");
         xsf_thread(f, 1, "comm");
-        xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
-        xsf_clock(f, XSPROF_CLOCK_INIT, 0, 0, 200);
         int64_t t = 2000;
         for (int i = 0; i < n; i++, t += 100) {
             xsprof_rec_mpi m = M();

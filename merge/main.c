@@ -53,9 +53,10 @@ static const char xsm_usage[] =
     "  --stream              write trace.pftrace (and trace.json with --outputs\n"
     "                        pftrace,json or json), reading the rank files chunk\n"
     "                        by chunk: memory does not grow with the trace (same\n"
-    "                        files as without --stream; runs whose clocks need\n"
-    "                        the logical clock and --from/--to are merged in\n"
-    "                        memory, with a note; also under mpirun); chosen by\n"
+    "                        files as without --stream, also with --from/--to\n"
+    "                        and under mpirun; runs whose clocks need the\n"
+    "                        logical clock are merged in memory, with a note);\n"
+    "                        chosen by\n"
     "                        itself, with a note, when only those products are\n"
     "                        asked for and the run would not fit in half the\n"
     "                        available memory (XSPROF_MERGE_MEMORY_LIMIT bytes)\n"
@@ -356,8 +357,7 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
 {
     if (o->stream || par->size > 1)
         return 0;
-    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON)) && o->load.from_ns <= 0 && o->load.to_ns <= 0 &&
-                     o->load.min_latency_ns <= 0;
+    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON)) && o->load.min_latency_ns <= 0;
     xsm_candidate *c = NULL;
     size_t n = 0;
     char err[256];
@@ -384,14 +384,9 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
  * why). */
 static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, char *err, size_t errlen)
 {
-    const char *why = NULL;
-    if (o->load.from_ns > 0 || o->load.to_ns > 0)
-        why = "--from/--to";
-    else if (o->load.min_latency_ns > 0)
-        why = "--min-latency needs the logical clock";
-    if (why) {
+    if (o->load.min_latency_ns > 0) {
         if (notes)
-            fprintf(notes, "xsmerge: note: streaming: %s; merging in memory\n", why);
+            fprintf(notes, "xsmerge: note: streaming: --min-latency needs the logical clock; merging in memory\n");
         return -1;
     }
     /* as the in-memory flow: one staging directory named by process 0 */

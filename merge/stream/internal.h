@@ -195,6 +195,12 @@ struct xsm_stream {
      * than that and the merge is tried again with the full window. */
     size_t proc_window;
     int proc_late;
+    /* --from/--to: only rows that overlap [from, to] (reference clock,
+     * t0 added) reach the writers, and only messages with both ends kept,
+     * as merge/read/select.c cuts the in-memory model; everything else
+     * (matching, clock checks, t = 0, the end) still sees every row */
+    int win;
+    int64_t from, to;
     const char *tmpdir;           /* spill files */
     FILE *notes;
     xsm_emit *e;
@@ -202,6 +208,13 @@ struct xsm_stream {
     uint64_t nmsgs, ncolls;   /* for the summary line */
     int proc;                 /* this process in collective mode (spill file names) */
 };
+
+/* 1 when a row of mapped times [b, e] is inside the --from/--to window
+ * (always without one). */
+static inline int xsm_stream_keep(const struct xsm_stream *s, int64_t b, int64_t e)
+{
+    return !s->win || (e >= s->from && b <= s->to);
+}
 
 int xsm_tid_set_add(xsm_srank *sr, uint32_t tid);
 void xsm_srank_span(xsm_srank *sr, int64_t tb, int64_t te);

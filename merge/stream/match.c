@@ -38,6 +38,8 @@ typedef struct xsm_pend_end {
     int64_t t;         /* send: begin; receive: completion */
     int64_t call_end;  /* receive: end of that call */
     uint32_t next;     /* chain, UINT32_MAX = end */
+    uint8_t kept;      /* the row is inside --from/--to (xsm_stream_keep) */
+    uint8_t call_kept; /* receive: its call is */
 } xsm_pend_end;
 
 typedef struct xsm_ptab {
@@ -152,6 +154,7 @@ typedef struct xsm_cinst {
     size_t n, cap;
     size_t waiting; /* members still waiting for their completion */
     int live;
+    int kept;       /* a member's row is inside --from/--to (counted) */
 } xsm_cinst;
 
 /* ---- per rank ----------------------------------------------------------- */
@@ -159,7 +162,7 @@ typedef struct xsm_cinst {
 typedef struct xsm_thr_state {
     uint32_t tid;
     int64_t last_call, sendrecv_open; /* rows, -1 none */
-    int64_t last_end, sendrecv_end;
+    int64_t last_begin, last_end, sendrecv_begin, sendrecv_end;
     uint32_t last_comm, sendrecv_comm;
 } xsm_thr_state;
 
@@ -236,7 +239,7 @@ static xsm_thr_state *xsm_thr_get(xsm_mrank *m, uint32_t tid)
         m->thr = p;
         m->capthr = cap;
     }
-    m->thr[m->nthr] = (xsm_thr_state){tid, -1, -1, 0, 0, 0, 0};
+    m->thr[m->nthr] = (xsm_thr_state){.tid = tid, .last_call = -1, .sendrecv_open = -1};
     return &m->thr[m->nthr++];
 }
 
@@ -365,9 +368,8 @@ static xsm_cinst *xsm_coll_get(xsm_mctx *c, uint32_t comm, uint64_t seq)
     while (c->coll[h].live && !(c->coll[h].comm == comm && c->coll[h].seq == seq))
         h = (h + 1) & (c->capcoll - 1);
     if (!c->coll[h].live) {
-        c->coll[h] = (xsm_cinst){comm, seq, NULL, 0, 0, 0, 1};
+        c->coll[h] = (xsm_cinst){comm, seq, NULL, 0, 0, 0, 1, 0};
         c->ncoll_live++;
-        c->ncolls++;
     }
     return &c->coll[h];
 }
@@ -426,6 +428,11 @@ static int xsm_coll_add(xsm_mctx *c, int32_t r, uint32_t row, const xsprof_io_mp
     /* a nonblocking collective leaves at its request's completion (none
      * without a request: no constraint, as merge/align) */
     ci->m[ci->n++] = (xsm_cmember){r, row, m->t_begin, m->t_end, m->coll, m->root, blocking};
+    /* the summary counts collectives as merge/read/select.c leaves them */
+    if (!ci->kept && xsm_stream_keep(c->s, m->t_begin, m->t_end)) {
+        ci->kept = 1;
+        c->ncolls++;
+    }
     ci->waiting += !blocking && m->request;
     xsm_coll_maybe_close(c, ci);
     return 0;
@@ -477,14 +484,19 @@ static int xsm_spill_put(xsm_mctx *c, int32_t dst, const xsm_spill *x)
 }
 
 /* Send row s of rank src meets the receive q of rank dst at time `now`. */
-static int xsm_meet(xsm_mctx *c, int64_t now, int32_t src, uint32_t send_row, int64_t send_t, int32_t dst,
-                       const xsm_pend_end *q)
+static int xsm_meet(xsm_mctx *c, int64_t now, int32_t src, uint32_t send_row, int64_t send_t, int send_kept,
+                    int32_t dst, const xsm_pend_end *q)
 {
     if (q->t < send_t) /* the logical clock would move times */
         return xsm_err_set(c->err, c->errlen, "clock violations after interpolation need the logical clock") ? 2 : 2;
+    if (!send_kept || !q->kept)
+        return 0; /* an end outside --from/--to: the message is cut, as in memory */
     xsm_sent_set(&c->s->r[src], send_row);
-    if (q->call_row == UINT32_MAX)
-        return 0; /* a completion no call holds: the writers never draw its flow */
+    /* a completion no call holds, or whose call is outside --from/--to (in
+     * memory its flow then ends on the completion row): the writers never
+     * draw it */
+    if (q->call_row == UINT32_MAX || !q->call_kept)
+        return 0;
     if (now > q->call_end) {
         /* the writers read a rank's spill only up to a call's end */
         return xsm_err_set(c->err, c->errlen, "a receive on rank %d was matched after its call ended", (int)dst) ? 2 : 2;
@@ -535,28 +547,33 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     xsm_thr_state *th = xsm_thr_get(m, row->thread);
     if (!th)
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
-    int64_t ca = -1, ca_end = 0;
+    int64_t ca = -1, ca_begin = 0, ca_end = 0;
     uint32_t ca_comm = UINT32_MAX;
     if (row->kind != XSPROF_MPI_COMPLETION) {
         th->last_call = i;
+        th->last_begin = row->t_begin;
         th->last_end = row->t_end;
         th->last_comm = row->comm;
         th->sendrecv_open = row->kind == XSPROF_MPI_SENDRECV ? (int64_t)i : -1;
+        th->sendrecv_begin = row->t_begin;
         th->sendrecv_end = row->t_end;
         th->sendrecv_comm = row->comm;
     } else {
         if (th->last_call >= 0 && th->last_end >= row->t_begin) {
             ca = th->last_call;
+            ca_begin = th->last_begin;
             ca_end = th->last_end;
             ca_comm = th->last_comm;
         }
         if ((row->flags & XSPROF_MPI_F_RECV) && po < 0 && th->sendrecv_open >= 0) {
             ca = th->sendrecv_open; /* the receive half of a Sendrecv */
+            ca_begin = th->sendrecv_begin;
             ca_end = th->sendrecv_end;
             ca_comm = th->sendrecv_comm;
             th->sendrecv_open = -1;
         }
     }
+    int kept = xsm_stream_keep(c->s, row->t_begin, row->t_end);
     if ((row->kind == XSPROF_MPI_COLL || row->kind == XSPROF_MPI_ICOLL) && row->coll_seq) {
         int cr = xsm_coll_add(c, r, i, row);
         if (cr == 2)
@@ -567,11 +584,12 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     if (xsm_is_send(row)) {
         if (!xsm_present(c, row->peer))
             return 0; /* its receiver was not loaded: not an anomaly */
-        xsm_pend_end me = {{row->comm, r, row->peer, row->tag, row->seq}, 0, i, UINT32_MAX, row->t_begin, 0, 0};
+        xsm_pend_end me = {{row->comm, r, row->peer, row->tag, row->seq}, 0, i, UINT32_MAX, row->t_begin, 0, 0,
+                           (uint8_t)kept, 0};
         xsm_pend_end q;
         int dup;
         if (xsm_ptab_take(&c->pend, &me.k, 0, &q, &dup))
-            return xsm_meet(c, now, r, i, row->t_begin, row->peer, &q);
+            return xsm_meet(c, now, r, i, row->t_begin, kept, row->peer, &q);
         if (dup)
             return xsm_err_set(c->err, c->errlen, "rank %d sends two messages with one key", (int)r) ? 2 : 2;
         return xsm_ptab_put(&c->pend, &me) ? xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages") : 0;
@@ -588,19 +606,22 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         comm = ca_comm;
     uint32_t call = i;
     int64_t call_end = row->t_end;
+    int call_kept = kept;
     if (row->kind != XSPROF_MPI_RECV) {
         if (ca >= 0) {
             call = (uint32_t)ca;
             call_end = ca_end;
+            call_kept = xsm_stream_keep(c->s, ca_begin, ca_end);
         } else {
             call = UINT32_MAX; /* shown nowhere: the writers skip completion rows */
         }
     }
-    xsm_pend_end me = {{comm, row->peer, r, row->tag, row->seq}, 1, i, call, row->t_end, call_end, 0};
+    xsm_pend_end me = {{comm, row->peer, r, row->tag, row->seq}, 1, i, call, row->t_end, call_end, 0,
+                       (uint8_t)kept, (uint8_t)call_kept};
     xsm_pend_end q;
     int dup;
     if (xsm_ptab_take(&c->pend, &me.k, 1, &q, &dup))
-        return xsm_meet(c, now, row->peer, q.row, q.t, r, &me);
+        return xsm_meet(c, now, row->peer, q.row, q.t, q.kept, r, &me);
     if (dup)
         return xsm_err_set(c->err, c->errlen, "rank %d receives two messages with one key", (int)r) ? 2 : 2;
     return xsm_ptab_put(&c->pend, &me) ? xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages") : 0;
@@ -625,9 +646,11 @@ static int xsm_advance(xsm_mctx *c, xsm_mrank *m)
         row.t_begin = xsm_align_clock_map(&sr->clk, row.t_begin);
         row.t_end = xsm_align_clock_map(&sr->clk, row.t_end);
         xsm_srank_span(sr, row.t_begin, row.t_end);
-        if (xsm_tid_set_add(sr, row.thread))
+        /* what the writers see: rows inside --from/--to only */
+        int kept = xsm_stream_keep(c->s, row.t_begin, row.t_end);
+        if (kept && xsm_tid_set_add(sr, row.thread))
             return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
-        if (row.kind != XSPROF_MPI_COMPLETION) {
+        if (kept && row.kind != XSPROF_MPI_COMPLETION) {
             sr->nev++;
             xsm_skey k = {row.t_begin, row.t_end, 0, 0, i};
             if (xsm_sheap_late(&m->emit, &k)) {

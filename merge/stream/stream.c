@@ -121,6 +121,44 @@ typedef struct xsm_scan_ctx {
     char (*err)[1024];
 } xsm_scan_ctx;
 
+/* Pass 0 (--from/--to only): each rank's first and last time. The window
+ * is given from t = 0, the job's first event, which is known only once
+ * every row was seen: this pass reads every table once to find it, so that
+ * passes 1 and 2 can cut rows as they go. */
+static int xsm_span_rank(void *ctx, size_t r)
+{
+    xsm_scan_ctx *c = ctx;
+    xsm_srank *sr = &c->s->r[r];
+    if (!sr->present)
+        return 0;
+    const xsprof_rank_data *d = &c->s->run->ranks[r].d;
+    unsigned char row[XSM_ROW_MAX];
+    int rc = 0;
+    for (int kind = 0; kind < XSM_EV_N && !rc; kind++) {
+        xsm_tab tab;
+        memset(&tab, 0, sizeof tab);
+        if (xsm_tab_open(&tab, sr->rf, d, xsm_kind_table[kind])) {
+            xsm_tab_close(&tab);
+            rc = xsm_err_set(c->err[r], 1024, "xsmerge: out of memory");
+            break;
+        }
+        for (uint64_t i = 0; i < tab.n; i++) {
+            const void *src = xsm_tab_row(&tab, i);
+            if (!src) {
+                rc = xsm_err_set(c->err[r], 1024, "%s", tab.err) ? 2 : 2; /* the in-memory reader words it */
+                break;
+            }
+            memcpy(row, src, tab.size);
+            xsm_skey k;
+            xsm_row_key(kind, row, &sr->clk, i, &k);
+            xsm_srank_span(sr, k.t, k.te);
+        }
+        xsm_tab_close(&tab);
+    }
+    c->rc[r] = rc;
+    return rc ? -1 : 0;
+}
+
 typedef struct xsm_gacc { /* growable arrays of the GPU and counter sets */
     xsm_corr *corr;
     size_t ncorr, capcorr;
@@ -241,6 +279,8 @@ static int xsm_scan_rank(void *ctx, size_t r)
                          : kind == XSM_EV_GPU  ? ((xsprof_io_gpu *)row)->t_end
                                                : k.t;
             xsm_srank_span(sr, k.t, te);
+            if (!xsm_stream_keep(s, k.t, te))
+                continue; /* outside --from/--to: neither a track nor an event */
             sr->nev++;
             if (xsm_scan_sets(sr, &g, kind, row, i)) {
                 rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
@@ -341,6 +381,8 @@ static int xsm_sq_fill(xsm_ssrc *x, xsm_sq *q)
         memcpy(row, src, q->tab.size);
         xsm_skey k;
         xsm_row_key(q->kind, row, &x->clk, i, &k);
+        if (!xsm_stream_keep(x->s, k.t, k.te))
+            continue;
         xsm_sheap_push(&q->h, &k, row);
     }
     return 0;
@@ -671,7 +713,27 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     }
     xsm_parallel_threads(threads);
     xsm_scan_ctx sc = {&s, rcs, errs};
-    xsm_parallel_for(n, xsm_scan_rank, &sc);
+    if (o.from_ns > 0 || o.to_ns > 0) {
+        xsm_parallel_for(n, xsm_span_rank, &sc);
+        int64_t t0 = INT64_MAX;
+        for (size_t r = 0; r < n && !rc; r++) {
+            if (rcs[r]) {
+                rc = rcs[r];
+                xsm_err_set(err, errlen, "%s", errs[r]);
+            }
+            t0 = s.r[r].present && s.r[r].span[0] < t0 ? s.r[r].span[0] : t0;
+        }
+        t0 = t0 == INT64_MAX ? 0 : t0; /* as below */
+        /* as merge/read/select.c: [from, to] from t = 0, no end without --to */
+        s.win = 1;
+        if (__builtin_add_overflow(t0, o.from_ns, &s.from))
+            s.from = INT64_MAX;
+        if (o.to_ns <= 0 || __builtin_add_overflow(t0, o.to_ns, &s.to))
+            s.to = INT64_MAX;
+        xsm_progress_mark("stream-span");
+    }
+    if (!rc)
+        xsm_parallel_for(n, xsm_scan_rank, &sc);
     for (size_t r = 0; r < n && !rc; r++)
         if (rcs[r]) {
             rc = rcs[r];

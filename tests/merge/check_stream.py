@@ -8,7 +8,8 @@ except the one "merging in memory" note that says streaming handed over
 to the in-memory merge; that note never appears for runs that stream
 (ring, golden, GPU, empty) and always where streaming cannot give the same
 bytes (clock violations after interpolation, also of a nonblocking collective,
---from/--to, MPI calls further out of order than the window); MPI calls out
+MPI calls further out of order than the window); --from/--to streams too
+(rows and messages cut as in memory, the same summary line); MPI calls out
 of order by more than the MPI pass's first window (4096 / 64 rows) make it
 start again with the whole window; under mpirun it streams too; --stream
 with another product is a usage
@@ -107,7 +108,15 @@ derived("chunk", R["chunkrun"], damaged_mpi_chunk)
 # say it merges in memory, None = either, only the same result counts
 CASES = [
     ("golden", (), "stream"), ("golden", ("--ranks", "0,2"), "stream"), ("golden", ("--ranks", "1"), "stream"),
-    ("golden", ("--partial",), "stream"), ("golden", ("--from", "2.5us", "--to", "6us"), "memory"),
+    ("golden", ("--partial",), "stream"),
+    # --from/--to: rows outside are cut, messages with an end outside too,
+    # a flow whose receive's call is outside ends nowhere (as in memory)
+    ("golden", ("--from", "2.5us", "--to", "6us"), "stream"), ("golden", ("--to", "3us"), "stream"),
+    ("golden", ("--from", "0.1us"), "stream"), ("golden", ("--from", "1ms"), "stream"),
+    ("golden", ("--from", "2.5us", "--to", "6us", "--ranks", "0,2"), "stream"),
+    ("deep", ("--from", "10us", "--to", "400us"), None), ("gpu", ("--from", "1us", "--to", "3us"), "stream-default"),
+    ("icoll", ("--from", "1.2us", "--to", "3.45us"), "stream"),
+    ("mpithreads", ("--from", "10us", "--to", "20us"), "stream-default"),
     ("golden", ("--min-latency", "100ns"), None),
     ("journal", (), None), ("journal", ("--ranks", "0,1"), None),
     ("foreign", (), None), ("foreign", ("--partial",), None),
@@ -123,7 +132,7 @@ CASES = [
     # MPI pass with the whole window (see below); by 5000, beyond it, not
     ("mpithreads", (), "stream-default"), ("mpithreads_far", (), "memory"),
     ("ring", (), "stream"), ("ring", ("--ranks", "1-2"), "stream"), ("ring", ("--ranks", "0,3"), "stream"),
-    ("ring", ("--from", "1ms", "--to", "5ms"), "memory"),
+    ("ring", ("--from", "1ms", "--to", "5ms"), "stream"), ("bigring", ("--from", "3ms", "--to", "4ms"), "stream"),
     ("ring1", (), "stream"), ("bigring", (), "stream"),
     ("missing", (), None), ("missing", ("--partial",), None),
     ("smashed", (), None), ("smashed", ("--partial",), None),
@@ -326,13 +335,15 @@ if mpiexec and os.path.exists(mpiexec):
                OMPI_MCA_rmaps_base_oversubscribe="1")
     for k in ("XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_TIMES"):
         env.pop(k, None)
-    for run, np_, expect in (("ring", 2, "stream"), ("golden", 3, "stream"), ("skew", 2, "memory")):
-        ref = merge(run, "--outputs", "pftrace,json")
-        out = os.path.join(base, "mpirun-out-%s-%d" % (run, np_))
+    for run, np_, expect, extra in (("ring", 2, "stream", ()), ("golden", 3, "stream", ()), ("skew", 2, "memory", ()),
+                                    ("ring", 2, "stream", ("--from", "1ms", "--to", "5ms"))):
+        ref = merge(run, "--outputs", "pftrace,json", *extra)
+        out = os.path.join(base, "mpirun-out-%s-%d%s" % (run, np_, "-window" if extra else ""))
         # not -q: the note is what is checked (-q silences notes)
         p = subprocess.run([mpiexec, "-np", str(np_), "--oversubscribe", XSMERGE, R[run], "-o", out, "--stream",
-                            "--outputs", "pftrace,json"], capture_output=True, text=True, env=env, timeout=120)
-        what = "mpirun -np %d %s --stream" % (np_, run)
+                            "--outputs", "pftrace,json"] + list(extra), capture_output=True, text=True, env=env,
+                           timeout=120)
+        what = "mpirun -np %d %s --stream %s" % (np_, run, " ".join(extra))
         check(p.returncode == 0, "%s: exit 0 (%s)" % (what, p.stderr[-1000:]))
         said = NOTE in p.stderr
         check(said if expect == "memory" else not said, "%s: %s %r: %s" % (what, "says" if expect == "memory" else

@@ -63,6 +63,16 @@ static void *xsm_outw_run(void *arg)
 
 int xsm_out_start_writer(xsm_out *b)
 {
+    if (!b->f)
+        return -1;
+    b->async = 1;
+    return 0;
+}
+
+/* The thread itself, at the first full buffer: a file that never fills
+ * one (thousands of small trace.json parts) costs no thread. */
+static int xsm_outw_start(xsm_out *b)
+{
     struct xsm_outw *w = calloc(1, sizeof *w);
     if (!b->f || !w)
         goto fail;
@@ -165,8 +175,12 @@ int xsm_out_reserve(xsm_out *b, size_t extra)
 {
     if (b->failed)
         return -1;
-    if (b->f && b->len >= b->flush_at && (b->w ? xsm_outw_hand(b) : xsm_out_flush(b)))
-        return -1;
+    if (b->f && b->len >= b->flush_at) {
+        if (b->async && !b->w && xsm_outw_start(b))
+            b->async = 0; /* no thread: inline writes, the same bytes */
+        if (b->w ? xsm_outw_hand(b) : xsm_out_flush(b))
+            return -1;
+    }
     if (b->len + extra <= b->cap)
         return 0;
     size_t cap = b->cap ? b->cap : 4096;

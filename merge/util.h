@@ -25,7 +25,8 @@ typedef struct xsm_out {
     size_t flush_at;
     uint64_t written; /* bytes already handed to f */
     int failed;       /* allocation or write error seen (sticky) */
-    struct xsm_outw *w; /* writer thread (xsm_out_start_writer), else NULL */
+    int async;          /* xsm_out_start_writer was called */
+    struct xsm_outw *w; /* its thread, once started, else NULL */
 } xsm_out;
 
 void xsm_out_init(xsm_out *b, FILE *f);
@@ -34,9 +35,10 @@ void xsm_out_init(xsm_out *b, FILE *f);
 void xsm_out_free(xsm_out *b);
 /* Write full buffers to f on a thread of their own, so that the kernel's
  * copy into the page cache (a quarter of trace.json's time) runs beside
- * the formatting; the bytes are the same. xsm_out_flush then also waits
- * for them, and reports the writer's errors. Returns 0, or -1 when no
- * thread could be started (b then writes inline as before). */
+ * the formatting; the bytes are the same. The thread starts with the first
+ * full buffer (none for a file smaller than flush_at); xsm_out_flush then
+ * also waits for it and reports its errors. Without a thread (none could
+ * be started) b writes inline as before. Returns 0, or -1 without a file. */
 int xsm_out_start_writer(xsm_out *b);
 int xsm_out_reserve(xsm_out *b, size_t extra);
 void xsm_out_put_slow(xsm_out *b, const void *data, size_t n);

@@ -146,7 +146,7 @@ static int xsm_j_open(xsm_json *j, char *err, size_t errlen)
     if (!j->f)
         return 1;
     xsm_out_init(&j->o, j->f);
-    xsm_out_start_writer(&j->o); /* else inline writes: the same bytes */
+    xsm_out_start_writer(&j->o);
     j->first = 1;
     xsm_out_puts(&j->o, "{\"traceEvents\":[");
     xsm_j_meta(j);

@@ -203,162 +203,177 @@ def compare(what, ref, got, expect, check=check):
                   (what, name, d, os.path.getsize(a), os.path.getsize(b)))
 
 
-checked_comparator = False
-for run, opts, expect in CASES:
-    ref = merge(run, "--outputs", "pftrace", *opts)
-    if run in ERRORS:
-        check(ref[0] != 0 or "--partial" in opts, "%s %s: the in-memory merge fails" % (run, opts))
-        if ref[0]:
-            check(ERRORS[run] in "\n".join(ref[2]), "%s: error says %r: %s" % (run, ERRORS[run], ref[2]))
-    elif ref[0] != 0:
-        check(False, "%s %s: the in-memory merge fails: %s" % (run, opts, ref[2]))
-    for w in WINDOWS:
-        env = {"XSPROF_MERGE_STREAM_WINDOW": w} if w else None
-        got = merge(run, "--stream", *opts, env=env)
-        what = "%s %s --stream%s" % (run, " ".join(opts), " window " + w if w else "")
-        compare(what, ref, got, "stream" if expect == "stream-default" and not w else
-                None if expect == "stream-default" else expect)
-        # the comparison must be able to fail: one changed byte, a missing tail
-        if not checked_comparator and got[0] == 0 and os.path.getsize(os.path.join(got[3], "trace.pftrace")) > 100:
-            checked_comparator = True
-            t = os.path.join(got[3], "trace.pftrace")
-            bad = os.path.join(base, "corrupt.pftrace")
-            shutil.copy(t, bad)
-            size = os.path.getsize(bad)
-            with open(bad, "r+b") as f:
-                f.seek(size // 2)
-                c = f.read(1)
-                f.seek(size // 2)
-                f.write(bytes([c[0] ^ 1]))
-            check(first_diff(t, bad) == size // 2, "comparator finds one changed byte at %d" % (size // 2))
-            with open(bad, "r+b") as f:
-                f.seek(size // 2)
-                f.write(c)
-                f.truncate(size - 1)
-            check(first_diff(t, bad) == size - 1, "comparator finds a missing last byte")
-            seen = []
-            compare("self-check", ref, (got[0], got[1], got[2] + ["xsmerge: note: x"], got[3]), expect,
-                    check=lambda cond, msg: cond or seen.append(msg))
-            ok = len(seen) == 1 and seen[0].startswith("self-check: stderr differs")
-            check(ok, "a changed stderr makes the comparison fail")
-check(checked_comparator, "the comparator was checked on a streamed trace")
+def part_cases():
+    """Every kind of run and option set against the in-memory merge."""
+    checked_comparator = False
+    for run, opts, expect in CASES:
+        ref = merge(run, "--outputs", "pftrace", *opts)
+        if run in ERRORS:
+            check(ref[0] != 0 or "--partial" in opts, "%s %s: the in-memory merge fails" % (run, opts))
+            if ref[0]:
+                check(ERRORS[run] in "\n".join(ref[2]), "%s: error says %r: %s" % (run, ERRORS[run], ref[2]))
+        elif ref[0] != 0:
+            check(False, "%s %s: the in-memory merge fails: %s" % (run, opts, ref[2]))
+        for w in WINDOWS:
+            env = {"XSPROF_MERGE_STREAM_WINDOW": w} if w else None
+            got = merge(run, "--stream", *opts, env=env)
+            what = "%s %s --stream%s" % (run, " ".join(opts), " window " + w if w else "")
+            compare(what, ref, got, "stream" if expect == "stream-default" and not w else
+                    None if expect == "stream-default" else expect)
+            # the comparison must be able to fail: one changed byte, a missing tail
+            if not checked_comparator and got[0] == 0 and os.path.getsize(os.path.join(got[3], "trace.pftrace")) > 100:
+                checked_comparator = True
+                t = os.path.join(got[3], "trace.pftrace")
+                bad = os.path.join(base, "corrupt.pftrace")
+                shutil.copy(t, bad)
+                size = os.path.getsize(bad)
+                with open(bad, "r+b") as f:
+                    f.seek(size // 2)
+                    c = f.read(1)
+                    f.seek(size // 2)
+                    f.write(bytes([c[0] ^ 1]))
+                check(first_diff(t, bad) == size // 2, "comparator finds one changed byte at %d" % (size // 2))
+                with open(bad, "r+b") as f:
+                    f.seek(size // 2)
+                    f.write(c)
+                    f.truncate(size - 1)
+                check(first_diff(t, bad) == size - 1, "comparator finds a missing last byte")
+                seen = []
+                compare("self-check", ref, (got[0], got[1], got[2] + ["xsmerge: note: x"], got[3]), expect,
+                        check=lambda cond, msg: cond or seen.append(msg))
+                ok = len(seen) == 1 and seen[0].startswith("self-check: stderr differs")
+                check(ok, "a changed stderr makes the comparison fail")
+    check(checked_comparator, "the comparator was checked on a streamed trace")
 
-# with -q a bad input is exactly the in-memory merge's one error line
-for run in sorted(ERRORS):
-    ref = merge(run, "--outputs", "pftrace", "-q")
-    got = merge(run, "--stream", "-q")
-    check(got[0] == 1 and got[2] == ref[2] and len(got[2]) == 1,
-          "%s --stream -q: exit 1 and the in-memory error line (%d %s vs %s)" % (run, got[0], got[2], ref[2]))
-    check(outputs(got[3]) == [], "%s --stream -q: no output left (%s)" % (run, outputs(got[3])))
 
-# trace.json streams too (a third pass: all ranks' events merged in time
-# order), whole and split into parts, with the default window and window 1
-for run in ("golden", "journal", "gpu", "deep", "icoll", "ring", "bigring", "skew", "chunk"):
-    for outs, env in (("pftrace,json", None), ("json", {"XSPROF_MERGE_JSON_PART_BYTES": "60000"})):
-        ref = merge(run, "--outputs", outs, env=env)
-        for w in ("", "1"):
-            e = dict(env or {}, **({"XSPROF_MERGE_STREAM_WINDOW": w} if w else {}))
-            compare("%s --outputs %s%s --stream%s" % (run, outs, " (parts)" if env else "", " window " + w if w else ""),
-                    ref, merge(run, "--outputs", outs, "--stream", env=e or None),
-                    "memory" if run in ("skew",) else "stream" if run in ("golden", "ring", "bigring", "icoll") else None)
-ref = merge("bigring", "--outputs", "json", env={"XSPROF_MERGE_JSON_PART_BYTES": "60000"})
-check(len([f for f in outputs(ref[3]) if f.startswith("trace-part")]) > 3, "bigring's trace.json is split into parts")
+def part_rest():
+    """trace.json, bad inputs, the memory budget, usage, environment, mpirun."""
+    # with -q a bad input is exactly the in-memory merge's one error line
+    for run in sorted(ERRORS):
+        ref = merge(run, "--outputs", "pftrace", "-q")
+        got = merge(run, "--stream", "-q")
+        check(got[0] == 1 and got[2] == ref[2] and len(got[2]) == 1,
+              "%s --stream -q: exit 1 and the in-memory error line (%d %s vs %s)" % (run, got[0], got[2], ref[2]))
+        check(outputs(got[3]) == [], "%s --stream -q: no output left (%s)" % (run, outputs(got[3])))
 
-# a run whose model would not fit the memory budget streams by itself when
-# it can (same files), and says so when it cannot
-ML = {"XSPROF_MERGE_MEMORY_LIMIT": "1000"}
-for outs in ("pftrace", "pftrace,json"):
-    ref = merge("ring", "--outputs", outs)
-    got = merge("ring", "--outputs", outs, env=ML)
-    check(any("would take about" in l and l.endswith(": streaming") for l in got[2]),
-          "memory limit, --outputs %s: the note says it streams: %s" % (outs, got[2]))
-    compare("memory limit --outputs %s" % outs, ref, (got[0], got[1], [l for l in got[2] if "would take" not in l],
-            got[3]), "stream")
-got = merge("ring", env=ML)
-check(got[0] == 0 and any("would take about" in l and "--stream --outputs pftrace,json would stream" in l
-                          for l in got[2]), "memory limit, all products: merged in memory with a hint: %s" % got[2])
-got = merge("ring", "--outputs", "pftrace")
-check(not [l for l in got[2] if "would take" in l], "no memory note without a limit on a small run: %s" % got[2])
+    # trace.json streams too (a third pass: all ranks' events merged in time
+    # order), whole and split into parts, with the default window and window 1
+    # (parts of a few events make thousands of files for bigring: 8 MB ones, ~12)
+    for run in ("golden", "journal", "gpu", "deep", "icoll", "ring", "bigring", "skew", "chunk"):
+        part = "8000000" if run == "bigring" else "60000"
+        for outs, env in (("pftrace,json", None), ("json", {"XSPROF_MERGE_JSON_PART_BYTES": part})):
+            ref = merge(run, "--outputs", outs, env=env)
+            for w in ("", "1"):
+                e = dict(env or {}, **({"XSPROF_MERGE_STREAM_WINDOW": w} if w else {}))
+                compare("%s --outputs %s%s --stream%s" % (run, outs, " (parts)" if env else "", " window " + w if w else ""),
+                        ref, merge(run, "--outputs", outs, "--stream", env=e or None),
+                        "memory" if run in ("skew",) else "stream" if run in ("golden", "ring", "bigring", "icoll") else None)
+    ref = merge("bigring", "--outputs", "json", env={"XSPROF_MERGE_JSON_PART_BYTES": "8000000"})
+    n = len([f for f in outputs(ref[3]) if f.startswith("trace-part")])
+    check(3 < n < 100, "bigring's trace.json is split into a few parts (%d)" % n)
 
-# --stream writes trace.pftrace and trace.json: any other product is a usage error
-for outs in ("h5", "report", "pftrace,h5,report", "json,h5"):
-    rc, so, se, out = merge("golden", "--stream", "--outputs", outs)
-    # a usage error like any other: exit 1, the reason first, then the --help hint
-    check(rc == 1 and se and "--stream writes trace.pftrace and trace.json only" in se[0],
-          "--stream --outputs %s: exit 1 with the reason (%d %s)" % (outs, rc, se))
-    check(outputs(out) == [], "--stream --outputs %s: no output" % outs)
-rc, so, se, out = merge("golden", "--stream", "--outputs", "pftrace", "-q")
-check(rc == 0 and outputs(out) == ["trace.pftrace"], "--stream --outputs pftrace writes trace.pftrace (%d %s)" %
-      (rc, se))
+    # a run whose model would not fit the memory budget streams by itself when
+    # it can (same files), and says so when it cannot
+    ML = {"XSPROF_MERGE_MEMORY_LIMIT": "1000"}
+    for outs in ("pftrace", "pftrace,json"):
+        ref = merge("ring", "--outputs", outs)
+        got = merge("ring", "--outputs", outs, env=ML)
+        check(any("would take about" in l and l.endswith(": streaming") for l in got[2]),
+              "memory limit, --outputs %s: the note says it streams: %s" % (outs, got[2]))
+        compare("memory limit --outputs %s" % outs, ref, (got[0], got[1], [l for l in got[2] if "would take" not in l],
+                got[3]), "stream")
+    got = merge("ring", env=ML)
+    check(got[0] == 0 and any("would take about" in l and "--stream --outputs pftrace,json would stream" in l
+                              for l in got[2]), "memory limit, all products: merged in memory with a hint: %s" % got[2])
+    got = merge("ring", "--outputs", "pftrace")
+    check(not [l for l in got[2] if "would take" in l], "no memory note without a limit on a small run: %s" % got[2])
 
-# XSPROF_MERGE_STREAM=1: --stream when only trace.pftrace and/or trace.json
-# are asked for (the skew run proves it took the streaming path: it hands
-# over to memory)
-S1 = {"XSPROF_MERGE_STREAM": "1"}
-for run, expect in (("golden", "stream"), ("ring", "stream"), ("skew", "memory"), ("icoll_late", "memory")):
-    ref = merge(run, "--outputs", "pftrace")
-    compare("XSPROF_MERGE_STREAM=1 %s --outputs pftrace" % run, ref, merge(run, "--outputs", "pftrace", env=S1),
-            expect)
-    ref = merge(run, "--outputs", "json")
-    compare("XSPROF_MERGE_STREAM=1 %s --outputs json" % run, ref, merge(run, "--outputs", "json", env=S1), expect)
-# ... and changes nothing when other products are asked for
-for run in ("golden", "ring"):
-    ref = merge(run)
-    got = merge(run, env=S1)
-    compare("XSPROF_MERGE_STREAM=1 %s (all products)" % run, ref, got, "stream")
-    for f in outputs(ref[3]):
-        d = first_diff(os.path.join(ref[3], f), os.path.join(got[3], f)) if f in outputs(got[3]) else "missing"
-        check(d is None, "XSPROF_MERGE_STREAM=1 %s (all products): %s differs at %s" % (run, f, d))
+    # --stream writes trace.pftrace and trace.json: any other product is a usage error
+    for outs in ("h5", "report", "pftrace,h5,report", "json,h5"):
+        rc, so, se, out = merge("golden", "--stream", "--outputs", outs)
+        # a usage error like any other: exit 1, the reason first, then the --help hint
+        check(rc == 1 and se and "--stream writes trace.pftrace and trace.json only" in se[0],
+              "--stream --outputs %s: exit 1 with the reason (%d %s)" % (outs, rc, se))
+        check(outputs(out) == [], "--stream --outputs %s: no output" % outs)
+    rc, so, se, out = merge("golden", "--stream", "--outputs", "pftrace", "-q")
+    check(rc == 0 and outputs(out) == ["trace.pftrace"], "--stream --outputs pftrace writes trace.pftrace (%d %s)" %
+          (rc, se))
 
-# The MPI pass first orders calls with a window of 4096 / 64 rows; calls
-# further out of order make it start again with the whole window: twice
-# for mpithreads (300 rows), once for a ring (in order)
-for run, tries in (("mpithreads", 2), ("ring", 1)):
-    got = merge(run, "--stream", "-q", env={"XSPROF_MERGE_TIMES": "1"})
-    n = len([l for l in got[2] if "time stream-match" in l])
-    check(got[0] == 0 and n == tries, "%s --stream: %d MPI pass(es), expected %d: %s" % (run, n, tries, got[2]))
-
-# XSPROF_MERGE_TIMES=1 still works and changes no byte
-ref = merge("bigring", "--outputs", "pftrace", "-q")
-got = merge("bigring", "--stream", "-q", env={"XSPROF_MERGE_TIMES": "1"})
-check(got[0] == 0 and any("peak" in l for l in got[2]), "XSPROF_MERGE_TIMES=1 --stream prints phases: %s" % got[2])
-check(not [l for l in got[2] if NOTE in l], "bigring with XSPROF_MERGE_TIMES streams")
-check(first_diff(os.path.join(ref[3], "trace.pftrace"), os.path.join(got[3], "trace.pftrace")) is None,
-      "XSPROF_MERGE_TIMES=1 --stream: same trace.pftrace")
-
-# under mpirun, --stream streams too: every process reads every file in
-# pass 1, trace.pftrace is divided among the processes, process 0 writes
-# trace.json; the files are the serial ones
-mpiexec = os.environ.get("MPIEXEC")
-if mpiexec and os.path.exists(mpiexec):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
-    for k in ("XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_TIMES"):
-        env.pop(k, None)
-    for run, np_, expect, extra in (("ring", 2, "stream", ()), ("golden", 3, "stream", ()), ("skew", 2, "memory", ()),
-                                    ("ring", 2, "stream", ("--from", "1ms", "--to", "5ms"))):
-        ref = merge(run, "--outputs", "pftrace,json", *extra)
-        out = os.path.join(base, "mpirun-out-%s-%d%s" % (run, np_, "-window" if extra else ""))
-        # not -q: the note is what is checked (-q silences notes)
-        p = subprocess.run([mpiexec, "-np", str(np_), "--oversubscribe", XSMERGE, R[run], "-o", out, "--stream",
-                            "--outputs", "pftrace,json"] + list(extra), capture_output=True, text=True, env=env,
-                           timeout=120)
-        what = "mpirun -np %d %s --stream %s" % (np_, run, " ".join(extra))
-        check(p.returncode == 0, "%s: exit 0 (%s)" % (what, p.stderr[-1000:]))
-        said = NOTE in p.stderr
-        check(said if expect == "memory" else not said, "%s: %s %r: %s" % (what, "says" if expect == "memory" else
-              "streams, no", NOTE, p.stderr[-1000:]))
-        check(outputs(out) == outputs(ref[3]), "%s: files %s, serial %s" % (what, outputs(out), outputs(ref[3])))
+    # XSPROF_MERGE_STREAM=1: --stream when only trace.pftrace and/or trace.json
+    # are asked for (the skew run proves it took the streaming path: it hands
+    # over to memory)
+    S1 = {"XSPROF_MERGE_STREAM": "1"}
+    for run, expect in (("golden", "stream"), ("ring", "stream"), ("skew", "memory"), ("icoll_late", "memory")):
+        ref = merge(run, "--outputs", "pftrace")
+        compare("XSPROF_MERGE_STREAM=1 %s --outputs pftrace" % run, ref, merge(run, "--outputs", "pftrace", env=S1),
+                expect)
+        ref = merge(run, "--outputs", "json")
+        compare("XSPROF_MERGE_STREAM=1 %s --outputs json" % run, ref, merge(run, "--outputs", "json", env=S1), expect)
+    # ... and changes nothing when other products are asked for
+    for run in ("golden", "ring"):
+        ref = merge(run)
+        got = merge(run, env=S1)
+        compare("XSPROF_MERGE_STREAM=1 %s (all products)" % run, ref, got, "stream")
         for f in outputs(ref[3]):
-            d = first_diff(os.path.join(ref[3], f), os.path.join(out, f)) if f in outputs(out) else "missing"
-            check(d is None, "%s: %s differs from the serial one at %s" % (what, f, d))
-    out = os.path.join(base, "mpirun-bad")
-    p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, R["trunc"], "-o", out, "--stream"],
-                       capture_output=True, text=True, env=env, timeout=120)
-    check(p.returncode != 0 and "rank-00001.h5" in p.stderr and outputs(out) == [],
-          "mpirun --stream on a truncated file: the error, no output (%d %s)" % (p.returncode, p.stderr[-500:]))
-else:
-    print("merge_stream: no MPIEXEC, mpirun case not run")
+            d = first_diff(os.path.join(ref[3], f), os.path.join(got[3], f)) if f in outputs(got[3]) else "missing"
+            check(d is None, "XSPROF_MERGE_STREAM=1 %s (all products): %s differs at %s" % (run, f, d))
 
+    # The MPI pass first orders calls with a window of 4096 / 64 rows; calls
+    # further out of order make it start again with the whole window: twice
+    # for mpithreads (300 rows), once for a ring (in order)
+    for run, tries in (("mpithreads", 2), ("ring", 1)):
+        got = merge(run, "--stream", "-q", env={"XSPROF_MERGE_TIMES": "1"})
+        n = len([l for l in got[2] if "time stream-match" in l])
+        check(got[0] == 0 and n == tries, "%s --stream: %d MPI pass(es), expected %d: %s" % (run, n, tries, got[2]))
+
+    # XSPROF_MERGE_TIMES=1 still works and changes no byte
+    ref = merge("bigring", "--outputs", "pftrace", "-q")
+    got = merge("bigring", "--stream", "-q", env={"XSPROF_MERGE_TIMES": "1"})
+    check(got[0] == 0 and any("peak" in l for l in got[2]), "XSPROF_MERGE_TIMES=1 --stream prints phases: %s" % got[2])
+    check(not [l for l in got[2] if NOTE in l], "bigring with XSPROF_MERGE_TIMES streams")
+    check(first_diff(os.path.join(ref[3], "trace.pftrace"), os.path.join(got[3], "trace.pftrace")) is None,
+          "XSPROF_MERGE_TIMES=1 --stream: same trace.pftrace")
+
+    # under mpirun, --stream streams too: every process reads every file in
+    # pass 1, trace.pftrace is divided among the processes, process 0 writes
+    # trace.json; the files are the serial ones
+    mpiexec = os.environ.get("MPIEXEC")
+    if mpiexec and os.path.exists(mpiexec):
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1")
+        for k in ("XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_TIMES"):
+            env.pop(k, None)
+        for run, np_, expect, extra in (("ring", 2, "stream", ()), ("golden", 3, "stream", ()), ("skew", 2, "memory", ()),
+                                        ("ring", 2, "stream", ("--from", "1ms", "--to", "5ms"))):
+            ref = merge(run, "--outputs", "pftrace,json", *extra)
+            out = os.path.join(base, "mpirun-out-%s-%d%s" % (run, np_, "-window" if extra else ""))
+            # not -q: the note is what is checked (-q silences notes)
+            p = subprocess.run([mpiexec, "-np", str(np_), "--oversubscribe", XSMERGE, R[run], "-o", out, "--stream",
+                                "--outputs", "pftrace,json"] + list(extra), capture_output=True, text=True, env=env,
+                               timeout=120)
+            what = "mpirun -np %d %s --stream %s" % (np_, run, " ".join(extra))
+            check(p.returncode == 0, "%s: exit 0 (%s)" % (what, p.stderr[-1000:]))
+            said = NOTE in p.stderr
+            check(said if expect == "memory" else not said, "%s: %s %r: %s" % (what, "says" if expect == "memory" else
+                  "streams, no", NOTE, p.stderr[-1000:]))
+            check(outputs(out) == outputs(ref[3]), "%s: files %s, serial %s" % (what, outputs(out), outputs(ref[3])))
+            for f in outputs(ref[3]):
+                d = first_diff(os.path.join(ref[3], f), os.path.join(out, f)) if f in outputs(out) else "missing"
+                check(d is None, "%s: %s differs from the serial one at %s" % (what, f, d))
+        out = os.path.join(base, "mpirun-bad")
+        p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, R["trunc"], "-o", out, "--stream"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        check(p.returncode != 0 and "rank-00001.h5" in p.stderr and outputs(out) == [],
+              "mpirun --stream on a truncated file: the error, no output (%d %s)" % (p.returncode, p.stderr[-500:]))
+    else:
+        print("merge_stream: no MPIEXEC, mpirun case not run")
+
+# two CTest tests (merge_stream_cases, merge_stream_rest) run the halves side
+# by side; no argument runs both
+PART = sys.argv[2] if len(sys.argv) > 2 else "all"
+if PART in ("all", "cases"):
+    part_cases()
+if PART in ("all", "rest"):
+    part_rest()
 shutil.rmtree(base, ignore_errors=True)
-finish("merge_stream")
+finish("merge_stream" if PART == "all" else "merge_stream_" + PART)

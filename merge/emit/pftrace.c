@@ -725,7 +725,11 @@ int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t 
             pthread_join(t[k], NULL);
     uint64_t pos = at;
     for (size_t k = 0; k < nt; k++) {
-        if (!rc && b[k].rc)
+        /* a rank's writer knows no directory: the message gets it here */
+        const char *tail = "xsmerge: trace.pftrace: ";
+        if (!rc && b[k].rc && !strncmp(b[k].err, tail, strlen(tail)))
+            rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: %s", dir, b[k].err + strlen(tail));
+        else if (!rc && b[k].rc)
             rc = xsm_err_set(err, errlen, "%s", b[k].err);
         if (!rc && k > 0 && xsm_copy_range(fileno(b[k].f), 0, fd, (int64_t)pos, b[k].bytes))
             rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir, strerror(errno));

@@ -139,8 +139,8 @@ for outs, extra, name in (("pftrace", (), "trace.pftrace"), ("json", (), "trace"
     what = "--outputs %s %s over the file size limit" % (outs, " ".join(extra))
     lines = p.stderr.strip().splitlines()
     check(p.returncode == 1, "%s: exit 1 (got %d: %s)" % (what, p.returncode, p.stderr[-300:]))
-    check(len(lines) == 1 and name in p.stderr and "too large" in p.stderr.lower(),
-          "%s: one line naming %s and the reason: %r" % (what, name, p.stderr))
+    check(len(lines) == 1 and os.path.join(out, name) in p.stderr and "too large" in p.stderr.lower(),
+          "%s: one line naming %s/%s and the reason: %r" % (what, out, name, p.stderr))
     left = os.listdir(out) if os.path.isdir(out) else []
     check(left == [], "%s: nothing left behind: %s" % (what, left))
 

@@ -184,8 +184,10 @@ void xsm_iter_free(xsm_iter *it);
 int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 /* One rank's self-contained packet sequence of trace.pftrace (the file is
- * these segments in rank order), appended to f; *bytes gets its size. */
-int xsm_emit_pftrace_rank(const xsm_emit *e, size_t rank, FILE *f, uint64_t *bytes, char *err, size_t errlen);
+ * these segments in rank order), appended to f; *bytes gets its size;
+ * messages name dir/trace.pftrace. */
+int xsm_emit_pftrace_rank(const xsm_emit *e, size_t rank, FILE *f, const char *dir, uint64_t *bytes, char *err,
+                          size_t errlen);
 /* The segments of ranks [lo, hi) written at offset `at` of fd, by up to
  * e->threads threads (consecutive blocks of ranks; all but the first go
  * through a temporary file in dir). *bytes gets their size. */

@@ -588,7 +588,8 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
     }
 }
 
-int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes, char *err, size_t errlen)
+int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir, uint64_t *bytes, char *err,
+                          size_t errlen)
 {
     xsm_pf pf = {.e = e, .seq_id = (uint32_t)r + 1};
     xsm_out_init(&pf.o, f);
@@ -615,7 +616,7 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes,
         while ((got = ops->next(src, &ev)) > 0) {
             xsm_pf_drain(&pf, ev.t, 0);
             if (xsm_pf_event(&pf, &ev) || pf.o.failed) {
-                rc = xsm_err_set(err, errlen, "xsmerge: trace.pftrace: write failed: %s",
+                rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir,
                                  errno ? strerror(errno) : "out of memory");
                 break;
             }
@@ -632,7 +633,7 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes,
             xsm_pf_drain(&pf, INT64_MAX, 1);
     }
     if (!rc && (xsm_out_flush(&pf.o) || pf.o.failed))
-        rc = xsm_err_set(err, errlen, "xsmerge: trace.pftrace: write failed: %s", strerror(errno));
+        rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir, strerror(errno));
     *bytes = pf.o.written;
     xsm_out_free(&pf.o);
     free(pf.heap);
@@ -646,6 +647,7 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, uint64_t *bytes,
 /* One thread's share of a span: consecutive ranks into one file. */
 typedef struct xsm_pf_block {
     const xsm_emit *e;
+    const char *dir; /* for messages */
     size_t lo, hi;
     FILE *f;
     uint64_t bytes;
@@ -659,11 +661,12 @@ static void *xsm_pf_block_run(void *arg)
     for (size_t r = b->lo; r < b->hi && !b->rc; r++) {
         uint64_t n = 0;
         if (b->e->run->ranks[r].present)
-            b->rc = xsm_emit_pftrace_rank(b->e, r, b->f, &n, b->err, sizeof b->err);
+            b->rc = xsm_emit_pftrace_rank(b->e, r, b->f, b->dir, &n, b->err, sizeof b->err);
         b->bytes += n;
     }
     if (b->f && fflush(b->f) != 0 && !b->rc)
-        b->rc = xsm_err_set(b->err, sizeof b->err, "xsmerge: trace.pftrace: write failed: %s", strerror(errno));
+        b->rc = xsm_err_set(b->err, sizeof b->err, "xsmerge: %s/trace.pftrace: write failed: %s", b->dir,
+                            strerror(errno));
     return NULL;
 }
 
@@ -708,7 +711,7 @@ int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t 
     int rc = 0;
     *bytes = 0;
     for (size_t k = 0; k < nt; k++) {
-        b[k] = (xsm_pf_block){.e = e, .lo = first[k], .hi = first[k + 1]};
+        b[k] = (xsm_pf_block){.e = e, .dir = dir, .lo = first[k], .hi = first[k + 1]};
         tmp[k][0] = 0;
         if (!(b[k].f = xsm_pf_block_file(dir, lo, fd, at, (int)k, tmp[k], sizeof tmp[k])) && !rc)
             rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: %s", dir, strerror(errno));
@@ -725,11 +728,7 @@ int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t 
             pthread_join(t[k], NULL);
     uint64_t pos = at;
     for (size_t k = 0; k < nt; k++) {
-        /* a rank's writer knows no directory: the message gets it here */
-        const char *tail = "xsmerge: trace.pftrace: ";
-        if (!rc && b[k].rc && !strncmp(b[k].err, tail, strlen(tail)))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: %s", dir, b[k].err + strlen(tail));
-        else if (!rc && b[k].rc)
+        if (!rc && b[k].rc)
             rc = xsm_err_set(err, errlen, "%s", b[k].err);
         if (!rc && k > 0 && xsm_copy_range(fileno(b[k].f), 0, fd, (int64_t)pos, b[k].bytes))
             rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir, strerror(errno));

@@ -54,12 +54,11 @@ static const char xsm_usage[] =
     "                        pftrace,json or json), reading the rank files chunk\n"
     "                        by chunk: memory does not grow with the trace (same\n"
     "                        files as without --stream, also with --from/--to\n"
-    "                        and under mpirun; runs whose clocks need the\n"
-    "                        logical clock are merged in memory, with a note);\n"
-    "                        chosen by\n"
-    "                        itself, with a note, when only those products are\n"
-    "                        asked for and the run would not fit in half the\n"
-    "                        available memory (XSPROF_MERGE_MEMORY_LIMIT bytes)\n"
+    "                        and under mpirun, and with the logical clock);\n"
+    "                        chosen by itself, with a note, when only those\n"
+    "                        products are asked for and the run would not fit\n"
+    "                        in half the available memory\n"
+    "                        (XSPROF_MERGE_MEMORY_LIMIT bytes)\n"
     "  -q, --quiet           no progress bar, notes or summary\n"
     "  -h, --help            this text\n"
     "  --version             print the version\n"
@@ -357,7 +356,7 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
 {
     if (o->stream || par->size > 1)
         return 0;
-    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON)) && o->load.min_latency_ns <= 0;
+    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON));
     xsm_candidate *c = NULL;
     size_t n = 0;
     char err[256];
@@ -384,11 +383,6 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
  * why). */
 static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, char *err, size_t errlen)
 {
-    if (o->load.min_latency_ns > 0) {
-        if (notes)
-            fprintf(notes, "xsmerge: note: streaming: --min-latency needs the logical clock; merging in memory\n");
-        return -1;
-    }
     /* as the in-memory flow: one staging directory named by process 0 */
     int lead = par->rank == 0, first = 0, rc = 0;
     char staging[8192];
@@ -435,8 +429,9 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
         return 1;
     }
     if (notes)
-        fprintf(stderr, "xsmerge: %zu ranks, %llu messages, %llu collectives; clock violations 0 -> 0; wrote %s\n",
-                sum.nranks, (unsigned long long)sum.nmsgs, (unsigned long long)sum.ncolls, o->out_dir);
+        fprintf(stderr, "xsmerge: %zu ranks, %llu messages, %llu collectives; clock violations %llu -> %llu; wrote %s\n",
+                sum.nranks, (unsigned long long)sum.nmsgs, (unsigned long long)sum.ncolls,
+                (unsigned long long)sum.violations_before, (unsigned long long)sum.violations_after, o->out_dir);
     return 0;
 }
 

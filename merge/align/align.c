@@ -105,7 +105,7 @@ static double xsm_interp_one(xsm_run *run, size_t r, int64_t *span)
     if (!run->ranks[r].present)
         return 0;
     res = xsm_align_clock_prepare(d);
-    xsm_clk c = {d->clock, d->nclock, 0};
+    xsm_clk c = {d->clock, d->nclock, 0, NULL, 0, 0};
     if (span)
         xsm_rank_map(d, xsm_clk_fn, &c, span);
     else
@@ -532,29 +532,33 @@ typedef struct xsm_lc_map {
     size_t seg;
 } xsm_lc_map;
 
-static int64_t xsm_lc_fn(void *ctx, int64_t t)
+int64_t xsm_align_pl_map(const int64_t *t, const int64_t *C, size_t stride, size_t G, size_t *seg, int64_t x)
 {
-    xsm_lc_map *m = ctx;
-    const xsm_rstate *s = m->s;
-    size_t G = s->G;
-    if (t < s->t[0])
-        return t + (s->C[0] - s->t[0]);
-    if (t >= s->t[G - 1])
-        return t + (s->C[G - 1] - s->t[G - 1]);
-    size_t i = m->seg;
-    if (!(i + 1 < G && s->t[i] <= t && t < s->t[i + 1])) {
+    if (x < t[0])
+        return x + (C[0] - t[0]);
+    if (x >= t[(G - 1) * stride])
+        return x + (C[(G - 1) * stride] - t[(G - 1) * stride]);
+    size_t i = *seg;
+    if (!(i + 1 < G && t[i * stride] <= x && x < t[(i + 1) * stride])) {
         size_t lo = 0, hi = G - 1;
         while (lo + 1 < hi) {
             size_t mid = (lo + hi) / 2;
-            if (s->t[mid] <= t)
+            if (t[mid * stride] <= x)
                 lo = mid;
             else
                 hi = mid;
         }
-        i = m->seg = lo;
+        i = *seg = lo;
     }
-    __int128 num = (__int128)(s->C[i + 1] - s->C[i]) * (t - s->t[i]);
-    return s->C[i] + (int64_t)(num / (s->t[i + 1] - s->t[i]));
+    const int64_t *a = &t[i * stride], *b = &t[(i + 1) * stride], *ca = &C[i * stride], *cb = &C[(i + 1) * stride];
+    __int128 num = (__int128)(*cb - *ca) * (x - *a);
+    return *ca + (int64_t)(num / (*b - *a));
+}
+
+static int64_t xsm_lc_fn(void *ctx, int64_t t)
+{
+    xsm_lc_map *m = ctx;
+    return xsm_align_pl_map(m->s->t, m->s->C, 1, m->s->G, &m->seg, t);
 }
 
 static void xsm_rstates_free(xsm_rstate *st, size_t n)

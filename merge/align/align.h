@@ -22,9 +22,26 @@ typedef struct xsm_clk {
     const xsprof_io_clock *s;
     size_t n;
     size_t seg; /* cached segment: rows of one thread come in time order */
+    /* the logical clock's map after interpolation (streaming mode): knots
+     * (t, C) in pairs, the groups where the correction changes; 0: none */
+    const int64_t *knots;
+    size_t nknots, kseg;
 } xsm_clk;
 
+/* Piecewise-linear map through the points (t[i*stride], C[i*stride]),
+ * i < G (t increasing): exact integer interpolation inside, the first or
+ * last point's shift outside. *seg caches the last segment. */
+int64_t xsm_align_pl_map(const int64_t *t, const int64_t *C, size_t stride, size_t G, size_t *seg, int64_t x);
+
+static inline int64_t xsm_align_interp(xsm_clk *c, int64_t t);
+
 static inline int64_t xsm_align_clock_map(xsm_clk *c, int64_t t)
+{
+    t = xsm_align_interp(c, t);
+    return c->nknots ? xsm_align_pl_map(c->knots, c->knots + 1, 2, c->nknots, &c->kseg, t) : t;
+}
+
+static inline int64_t xsm_align_interp(xsm_clk *c, int64_t t)
 {
     if (c->n == 0)
         return t;

@@ -169,7 +169,52 @@ typedef struct xsm_srank {
     uint64_t nmatched, msg_base;  /* its matched sends, messages of lower ranks */
     char spill_path[4096];
     uint64_t nspill;
+    /* the logical clock (clc.c), when the run needs it */
+    uint64_t *pin;                /* bit per mpi row: its begin is a point another rank depends on */
+    uint64_t *depb, *depe;        /* bit per mpi row: a constraint record for its begin / end */
+    FILE *dep;                    /* those records (xsm_cdep), in the order pass 1 made them */
+    char dep_path[4096];
+    int64_t *knots;               /* (t, C) pairs mapped from knot_path */
+    size_t nknots, knot_bytes;
+    char knot_path[4096];
 } xsm_srank;
+
+/* ---- clc.c: the controlled logical clock of merge/align, streamed -------- */
+
+struct xsm_stream;
+
+/* What a row's boundary takes part in, written by pass 1 in collect mode
+ * to the rank's dep file. RECV and EXIT constrain the row's end, ENTRY
+ * gives its begin to a collective. */
+enum { XSM_CDEP_RECV = 1, XSM_CDEP_EXIT = 2, XSM_CDEP_ENTRY = 3 };
+typedef struct xsm_cdep {
+    uint32_t row;
+    uint32_t kind;   /* XSM_CDEP_* */
+    int32_t src;     /* RECV: the sending rank */
+    uint32_t idx;    /* RECV: the send's row; EXIT, ENTRY: member index */
+    uint64_t coll;   /* EXIT, ENTRY: collective id (order of the coll file) */
+} xsm_cdep;
+
+/* One collective in the coll file: this head, then n members. `need` says
+ * whose entries an exit waits for: XSM_CNEED_ALL, _ROOT, _SCAN. */
+enum { XSM_CNEED_ALL = 0, XSM_CNEED_ROOT = 1, XSM_CNEED_SCAN = 2 };
+typedef struct xsm_ccoll {
+    uint64_t id;
+    uint32_t n, nexits;
+    uint32_t root;   /* member index, UINT32_MAX none */
+    uint32_t need;
+} xsm_ccoll;
+typedef struct xsm_cmem {
+    int32_t rank;
+    uint32_t pad;
+    int64_t pos;     /* position in the communicator (scans), -1 unknown */
+} xsm_cmem;
+
+/* The logical clock over pass 1's records (collect mode): each rank's
+ * knots into its knot file, mapped into sr->clk. Returns 0, 1 (err set) or
+ * 2 (needs the in-memory merge: err says why). */
+int xsm_clc_run(struct xsm_stream *s, char *err, size_t errlen);
+void xsm_clc_free(xsm_srank *sr);
 
 typedef struct xsm_stream xsm_stream;
 
@@ -207,6 +252,16 @@ struct xsm_stream {
     int64_t t0;
     uint64_t nmsgs, ncolls;   /* for the summary line */
     int proc;                 /* this process in collective mode (spill file names) */
+    /* the logical clock: pass 1 runs once in collect mode (constraint
+     * records, no checks, nothing for the writers), clc.c turns them into
+     * knots, and every later pass sees corrected times */
+    int collect, clc;
+    int need_clc;             /* pass 1 found a violation (or --min-latency): try again with the clock */
+    FILE *coll_file;
+    char coll_path[4096];
+    uint64_t coll_ids;
+    uint64_t clc_violations;  /* before, counted in collect mode */
+    int64_t clc_max_correction;
 };
 
 /* 1 when a row of mapped times [b, e] is inside the --from/--to window

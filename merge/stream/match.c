@@ -124,6 +124,7 @@ static int xsm_ptab_put(xsm_ptab *t, const xsm_pend_end *x)
             t->cap = cap;
         }
         i = (uint32_t)t->n++;
+        t->e[i].recv = -1; /* not linked yet: the rehash must skip it */
         if (t->n > t->nb / 2 && xsm_ptab_grow(t)) {
             t->n--;
             return -1;
@@ -145,6 +146,7 @@ typedef struct xsm_cmember {
     int kind;
     int32_t root;
     int has_exit; /* 0: a nonblocking collective whose completion is not seen (yet) */
+    uint32_t exit_row; /* the row whose end is the exit */
 } xsm_cmember;
 
 typedef struct xsm_cinst {
@@ -201,6 +203,7 @@ typedef struct xsm_mctx {
     xsm_cinst *coll;      /* open collectives, linear probing by (comm, seq) */
     size_t ncoll_live, capcoll;
     uint64_t ncolls, incomplete, violations;
+    int collect_failed;   /* collect mode: a record could not be written (err set) */
     uint32_t *comm_ids;   /* communicators the present ranks define */
     uint32_t *comm_present; /* present ranks defining each */
     int32_t *comm_owner;  /* first present rank defining each (its member list) */
@@ -327,9 +330,13 @@ static uint64_t xsm_coll_violations(const xsm_mctx *c, xsm_cinst *ci)
     return v;
 }
 
+static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci);
+
 static void xsm_coll_close(xsm_mctx *c, xsm_cinst *ci)
 {
     c->violations += xsm_coll_violations(c, ci);
+    if (c->s->collect && ci->n && xsm_coll_collect(c, ci))
+        c->collect_failed = 1;
     size_t k = xsm_comm_index(c, ci->comm);
     if (k != SIZE_MAX && c->comm_present[k] > ci->n)
         c->incomplete++;
@@ -427,7 +434,7 @@ static int xsm_coll_add(xsm_mctx *c, int32_t r, uint32_t row, const xsprof_io_mp
     int blocking = m->kind == XSPROF_MPI_COLL;
     /* a nonblocking collective leaves at its request's completion (none
      * without a request: no constraint, as merge/align) */
-    ci->m[ci->n++] = (xsm_cmember){r, row, m->t_begin, m->t_end, m->coll, m->root, blocking};
+    ci->m[ci->n++] = (xsm_cmember){r, row, m->t_begin, m->t_end, m->coll, m->root, blocking, row};
     /* the summary counts collectives as merge/read/select.c leaves them */
     if (!ci->kept && xsm_stream_keep(c->s, m->t_begin, m->t_end)) {
         ci->kept = 1;
@@ -440,7 +447,7 @@ static int xsm_coll_add(xsm_mctx *c, int32_t r, uint32_t row, const xsprof_io_mp
 
 /* A completion of `request` on rank r: the exit of the nonblocking
  * collective posted with it (the first completion at or after the post). */
-static void xsm_coll_exit(xsm_mctx *c, int32_t r, xsm_req_state *q, const xsprof_io_mpi *m)
+static void xsm_coll_exit(xsm_mctx *c, int32_t r, xsm_req_state *q, const xsprof_io_mpi *m, uint32_t row)
 {
     if (!q->icoll || m->t_begin < q->it)
         return;
@@ -450,6 +457,7 @@ static void xsm_coll_exit(xsm_mctx *c, int32_t r, xsm_req_state *q, const xsprof
         if (ci->m[i].rank != r || ci->m[i].has_exit)
             continue;
         ci->m[i].exit = m->t_end;
+        ci->m[i].exit_row = row;
         ci->m[i].has_exit = 1;
         ci->waiting--;
         xsm_coll_maybe_close(c, ci);
@@ -458,6 +466,102 @@ static void xsm_coll_exit(xsm_mctx *c, int32_t r, xsm_req_state *q, const xsprof
 }
 
 /* ---- processing one row -------------------------------------------------- */
+
+static void xsm_bit_set(uint64_t *bits, uint32_t row)
+{
+    bits[row >> 6] |= 1ull << (row & 63);
+}
+
+/* Collect mode: a constraint record for rank r's dep file (and its bit). */
+static int xsm_cdep_put(xsm_mctx *c, int32_t r, const xsm_cdep *x)
+{
+    xsm_srank *sr = &c->s->r[r];
+    if (!sr->dep) {
+        char name[64];
+        snprintf(name, sizeof name, "stream-cdep-%d-%d.bin", c->s->proc, (int)r);
+        xsm_path(sr->dep_path, sizeof sr->dep_path, c->s->tmpdir, name);
+        if (!(sr->dep = fopen(sr->dep_path, "w+b")))
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->dep_path, strerror(errno));
+        setvbuf(sr->dep, NULL, _IOFBF, 1 << 16);
+    }
+    xsm_bit_set(x->kind == XSM_CDEP_ENTRY ? sr->depb : sr->depe, x->row);
+    if (fwrite(x, sizeof *x, 1, sr->dep) != 1)
+        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->dep_path, strerror(errno));
+    return 0;
+}
+
+/* Collect mode: one closed collective's constraints as merge/align's
+ * xsm_deps_build makes them (members sorted by rank): who waits for whose
+ * entries, whose entries are pinned; the instance goes to the coll file. */
+static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
+{
+    xsm_stream *s = c->s;
+    int kind = ci->m[0].kind;
+    uint32_t root = UINT32_MAX;
+    for (size_t i = 0; i < ci->n && ci->m[0].root >= 0; i++)
+        if (ci->m[i].rank == ci->m[0].root) {
+            root = (uint32_t)i;
+            break;
+        }
+    xsm_ccoll h = {s->coll_ids++, (uint32_t)ci->n, 0, root,
+                   kind == XSPROF_COLL_ONE2N ? XSM_CNEED_ROOT : kind == XSPROF_COLL_SCAN ? XSM_CNEED_SCAN : XSM_CNEED_ALL};
+    xsm_cmem *mem = malloc(ci->n * sizeof *mem);
+    unsigned char *waits = calloc(ci->n, 1);
+    if (!mem || !waits) {
+        free(mem);
+        free(waits);
+        return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+    }
+    for (size_t i = 0; i < ci->n; i++)
+        mem[i] = (xsm_cmem){ci->m[i].rank, 0, kind == XSPROF_COLL_SCAN ? xsm_comm_rank_of(c, ci->comm, ci->m[i].rank) : -1};
+    for (size_t i = 0; i < ci->n; i++) {
+        if (!ci->m[i].has_exit)
+            continue;
+        switch (kind) {
+        case XSPROF_COLL_ONE2N:
+            if (root == UINT32_MAX || i == root)
+                break;
+            waits[i] = 1;
+            xsm_bit_set(s->r[ci->m[root].rank].sent, ci->m[root].row);
+            break;
+        case XSPROF_COLL_SCAN:
+            for (size_t j = 0; j < ci->n && mem[i].pos >= 0; j++) {
+                if (j == i || mem[j].pos < 0 || mem[j].pos > mem[i].pos)
+                    continue;
+                waits[i] = 1;
+                xsm_bit_set(s->r[ci->m[j].rank].sent, ci->m[j].row);
+            }
+            break;
+        case XSPROF_COLL_N2ONE:
+            if (i != root)
+                break;
+            __attribute__((fallthrough)); /* the root waits for every entry */
+        default:
+            waits[i] = 1;
+            for (size_t j = 0; j < ci->n; j++)
+                xsm_bit_set(s->r[ci->m[j].rank].sent, ci->m[j].row);
+        }
+        h.nexits += waits[i];
+    }
+    int rc = 0;
+    if (!s->coll_file) {
+        char name[64];
+        snprintf(name, sizeof name, "stream-ccoll-%d.bin", s->proc);
+        xsm_path(s->coll_path, sizeof s->coll_path, s->tmpdir, name);
+        if (!(s->coll_file = fopen(s->coll_path, "w+b")))
+            rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", s->coll_path, strerror(errno));
+    }
+    if (!rc && (fwrite(&h, sizeof h, 1, s->coll_file) != 1 || fwrite(mem, sizeof *mem, ci->n, s->coll_file) != ci->n))
+        rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", s->coll_path, strerror(errno));
+    for (size_t i = 0; i < ci->n && !rc; i++) {
+        xsm_cdep en = {ci->m[i].row, XSM_CDEP_ENTRY, 0, (uint32_t)i, h.id};
+        xsm_cdep ex = {ci->m[i].exit_row, XSM_CDEP_EXIT, 0, (uint32_t)i, h.id};
+        rc = xsm_cdep_put(c, ci->m[i].rank, &en) || (waits[i] && xsm_cdep_put(c, ci->m[i].rank, &ex));
+    }
+    free(mem);
+    free(waits);
+    return rc;
+}
 
 static void xsm_sent_set(xsm_srank *sr, uint32_t row)
 {
@@ -487,8 +591,16 @@ static int xsm_spill_put(xsm_mctx *c, int32_t dst, const xsm_spill *x)
 static int xsm_meet(xsm_mctx *c, int64_t now, int32_t src, uint32_t send_row, int64_t send_t, int send_kept,
                     int32_t dst, const xsm_pend_end *q)
 {
-    if (q->t < send_t) /* the logical clock would move times */
+    if (c->s->collect) { /* the logical clock's constraint, whatever the times */
+        c->violations += q->t < send_t;
+        xsm_bit_set(c->s->r[src].sent, send_row);
+        xsm_cdep x = {q->row, XSM_CDEP_RECV, src, send_row, 0};
+        return xsm_cdep_put(c, dst, &x) ? 1 : 0;
+    }
+    if (q->t < send_t) { /* the logical clock would move times */
+        c->s->need_clc = 1;
         return xsm_err_set(c->err, c->errlen, "clock violations after interpolation need the logical clock") ? 2 : 2;
+    }
     if (!send_kept || !q->kept)
         return 0; /* an end outside --from/--to: the message is cut, as in memory */
     xsm_sent_set(&c->s->r[src], send_row);
@@ -533,7 +645,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         } else {
             xsm_req_state *q = xsm_req_slot(m, row->request, 0);
             if (q && !(row->flags & XSPROF_MPI_F_RECV))
-                xsm_coll_exit(c, r, q, row);
+                xsm_coll_exit(c, r, q, row, i);
             if (q) {
                 po = q->row;
                 po_comm = q->comm;
@@ -629,6 +741,29 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
 
 /* ---- reading a rank's rows ---------------------------------------------- */
 
+/* The writers' view of one mapped MPI row: span, threads, outliers. */
+static int xsm_writer_rows(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint64_t i)
+{
+    xsm_srank *sr = &c->s->r[m->r];
+    xsm_srank_span(sr, row->t_begin, row->t_end);
+    /* what the writers see: rows inside --from/--to only */
+    int kept = xsm_stream_keep(c->s, row->t_begin, row->t_end);
+    if (kept && xsm_tid_set_add(sr, row->thread))
+        return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+    if (kept && row->kind != XSPROF_MPI_COMPLETION) {
+        sr->nev++;
+        xsm_skey k = {row->t_begin, row->t_end, 0, 0, i};
+        if (xsm_sheap_late(&m->emit, &k)) {
+            if (xsm_outl_add(&sr->out[XSM_EV_MPI], &k, row))
+                return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+        } else if (xsm_sheap_push(&m->emit, &k, NULL)) {
+            xsm_skey gone;
+            xsm_sheap_pop(&m->emit, &gone);
+        }
+    }
+    return 0;
+}
+
 /* Read rows until the begin-time heap must release one (or the table
  * ends), then take the released row as the rank's head. Returns 0, 1
  * (error) or 2 (needs the in-memory merge). */
@@ -645,22 +780,13 @@ static int xsm_advance(xsm_mctx *c, xsm_mrank *m)
         xsprof_io_mpi row = *src;
         row.t_begin = xsm_align_clock_map(&sr->clk, row.t_begin);
         row.t_end = xsm_align_clock_map(&sr->clk, row.t_end);
-        xsm_srank_span(sr, row.t_begin, row.t_end);
-        /* what the writers see: rows inside --from/--to only */
-        int kept = xsm_stream_keep(c->s, row.t_begin, row.t_end);
-        if (kept && xsm_tid_set_add(sr, row.thread))
-            return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
-        if (kept && row.kind != XSPROF_MPI_COMPLETION) {
-            sr->nev++;
-            xsm_skey k = {row.t_begin, row.t_end, 0, 0, i};
-            if (xsm_sheap_late(&m->emit, &k)) {
-                if (xsm_outl_add(&sr->out[XSM_EV_MPI], &k, &row))
-                    return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
-            } else if (xsm_sheap_push(&m->emit, &k, NULL)) {
-                xsm_skey gone;
-                xsm_sheap_pop(&m->emit, &gone);
-            }
-        }
+        /* collect mode: the streamed logical clock takes each call's begin
+         * before its end, and the writers' bookkeeping waits for the
+         * corrected times */
+        if (c->s->collect && row.t_end < row.t_begin)
+            return xsm_err_set(c->err, c->errlen, "an MPI call of rank %d ends before it begins", (int)m->r) ? 2 : 2;
+        if (!c->s->collect && xsm_writer_rows(c, m, &row, i))
+            return 1;
         /* calls before completions at the same time, as merge/match walks */
         xsm_skey pk = {row.t_begin, 0, 0, row.kind == XSPROF_MPI_COMPLETION, i};
         if (xsm_sheap_late(&m->proc, &pk)) {
@@ -806,7 +932,9 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         if (xsm_tab_open(&m->tab, sr->rf, &run->ranks[r].d, XSPROF_IO_T_MPI) || xsm_tab_prefetch(&m->tab, pf) ||
             xsm_sheap_init(&m->proc, s->proc_window, sizeof(xsprof_io_mpi)) || xsm_sheap_init(&m->emit, s->window, 0) ||
             !(sr->sent = calloc(m->tab.n / 64 + 2, sizeof *sr->sent)) ||
-            !(sr->sent_before = calloc(m->tab.n / 64 + 2, sizeof *sr->sent_before))) {
+            !(sr->sent_before = calloc(m->tab.n / 64 + 2, sizeof *sr->sent_before)) ||
+            (s->collect && (!(sr->depb = calloc(m->tab.n / 64 + 2, sizeof *sr->depb)) ||
+                            !(sr->depe = calloc(m->tab.n / 64 + 2, sizeof *sr->depe))))) {
             rc = xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages");
             break;
         }
@@ -822,7 +950,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         xsm_mrank *m = &c.m[c.heap[0]];
         xsprof_io_mpi row = m->head;
         uint32_t i = (uint32_t)m->head_key.row;
-        if ((rc = xsm_process(&c, m, &row, i, m->head_key.t)))
+        if ((rc = xsm_process(&c, m, &row, i, m->head_key.t)) || (rc = c.collect_failed))
             break;
         if ((rc = xsm_advance(&c, m)))
             break;
@@ -861,13 +989,31 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         for (size_t i = 0; i < c.capcoll; i++)
             if (c.coll[i].live)
                 xsm_coll_close(&c, &c.coll[i]);
+        rc = c.collect_failed;
         run->ncolls = 0;
         run->clock.violations_before = c.violations;
-        if (c.violations || run->min_latency_ns)
-            rc = xsm_err_set(err, errlen, "%llu clock violations after interpolation need the logical clock",
-                             (unsigned long long)c.violations) ? 2 : 2;
     }
-    if (!rc) {
+    if (!rc && s->collect) {
+        s->clc_violations = c.violations;
+        for (size_t r = 0; r < n && !rc; r++)
+            if (s->r[r].dep && fflush(s->r[r].dep) != 0)
+                rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", s->r[r].dep_path);
+        if (!rc && s->coll_file && fflush(s->coll_file) != 0)
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", s->coll_path);
+    } else if (!rc && s->clc) {
+        /* times corrected by the logical clock: none may be left */
+        run->clock.violations_before = s->clc_violations;
+        run->clock.violations_after = c.violations;
+        run->clock.max_correction_ns = s->clc_max_correction;
+        if (c.violations)
+            rc = xsm_err_set(err, errlen, "%llu clock violations left after the logical clock",
+                             (unsigned long long)c.violations) ? 2 : 2;
+    } else if (!rc && (c.violations || run->min_latency_ns)) {
+        s->need_clc = 1;
+        rc = xsm_err_set(err, errlen, "%llu clock violations after interpolation need the logical clock",
+                         (unsigned long long)c.violations) ? 2 : 2;
+    }
+    if (!rc && !s->collect) {
         run->nmsgs = 0;
         xsm_notes(&c, open_posts);
         s->nmsgs = base;

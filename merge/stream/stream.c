@@ -552,7 +552,8 @@ static void *xsm_ssrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen
     x->sr = &s->r[r];
     x->free_st = UINT32_MAX;
     const xsprof_rank_data *d = &s->run->ranks[r].d;
-    x->clk = (xsm_clk){d->clock, d->nclock, 0};
+    x->clk = x->sr->clk; /* interpolation and the logical clock's knots */
+    x->clk.seg = x->clk.kseg = 0;
     int bad = xsm_tab_open(&x->args, x->sr->rf, d, XSPROF_IO_T_ARGS);
     for (int k = 0; k < XSM_EV_N && !bad; k++) {
         xsm_sq *q = &x->q[k];
@@ -657,6 +658,7 @@ static void xsm_srank_free(xsm_srank *sr)
     free(sr->sent_before);
     if (sr->spill_path[0])
         unlink(sr->spill_path);
+    xsm_clc_free(sr);
 }
 
 /* The largest code of all processes (serial: rc). */
@@ -667,8 +669,8 @@ static int xsm_stream_agree(const xsm_par *par, int rc)
 }
 
 static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
-                          int what, const xsm_par *par, size_t proc_window, int *proc_late, xsm_stream_summary *sum,
-                          char *err, size_t errlen)
+                          int what, const xsm_par *par, size_t proc_window, int clc, int *proc_late, int *need_clc,
+                          xsm_stream_summary *sum, char *err, size_t errlen)
 {
     /* Notes wait until streaming is sure to go ahead: a run merged in
      * memory after all prints its own. */
@@ -691,6 +693,7 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         free(nbuf);
         return 2; /* the in-memory merge words the problem */
     }
+    run.min_latency_ns = o.min_latency_ns > 0 ? o.min_latency_ns : 0; /* as merge/read */
     size_t n = run.nranks;
     s.r = calloc(n + 1, sizeof *s.r);
     int *rcs = calloc(n + 1, sizeof *rcs);
@@ -708,10 +711,28 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         sr->span[1] = INT64_MIN;
         if (sr->present) {
             xsm_align_clock_prepare(&run.ranks[r].d);
-            sr->clk = (xsm_clk){run.ranks[r].d.clock, run.ranks[r].d.nclock, 0};
+            sr->clk = (xsm_clk){run.ranks[r].d.clock, run.ranks[r].d.nclock, 0, NULL, 0, 0};
         }
     }
     xsm_parallel_threads(threads);
+    if (clc) {
+        /* the logical clock first: every pass below sees corrected times */
+        s.collect = 1;
+        rc = xsm_smatch_run(&s, err, errlen);
+        s.collect = 0;
+        for (size_t r = 0; r < n; r++) {
+            xsm_srank *sr = &s.r[r];
+            sr->pin = sr->sent; /* collect mode's sent bits are the pinned begins */
+            sr->sent = NULL;
+            free(sr->sent_before);
+            sr->sent_before = NULL;
+            sr->nmatched = 0;
+        }
+        if (!rc)
+            rc = xsm_clc_run(&s, err, errlen);
+        s.clc = !rc;
+        xsm_progress_mark("stream-clock");
+    }
     xsm_scan_ctx sc = {&s, rcs, errs};
     if (o.from_ns > 0 || o.to_ns > 0) {
         xsm_parallel_for(n, xsm_span_rank, &sc);
@@ -795,6 +816,8 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     sum->nranks = n;
     sum->nmsgs = s.nmsgs;
     sum->ncolls = s.ncolls;
+    sum->violations_before = run.clock.violations_before;
+    sum->violations_after = run.clock.violations_after;
 out:
     if (nf)
         fclose(nf);
@@ -806,8 +829,13 @@ out:
     free(rcs);
     free(errs);
     free(order);
+    if (s.coll_file)
+        fclose(s.coll_file);
+    if (s.coll_path[0])
+        unlink(s.coll_path);
     xsm_run_free(&run);
     *proc_late = s.proc_late;
+    *need_clc = s.need_clc;
     return rc;
 }
 
@@ -815,13 +843,23 @@ int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char 
                      int what, const xsm_par *par, xsm_stream_summary *sum, char *err, size_t errlen)
 {
     size_t w = xsm_stream_window(), pw = w / 64 ? w / 64 : 1;
-    int late = 0;
-    int rc = xsm_stream_try(run_dir, opts, dir, notes, threads, what, par, pw, &late, sum, err, errlen);
-    /* rc is the same everywhere; late too (every process reads every file),
+    int clc = opts->min_latency_ns > 0, rc = 2;
+    /* at most: without the logical clock, with it, with the whole window;
+     * the flags are the same everywhere (every process reads every file),
      * agreed all the same so that no process can be left alone in a collective */
-    if (rc == 2 && pw < w && xsm_stream_agree(par, late)) {
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int late = 0, need = 0;
+        rc = xsm_stream_try(run_dir, opts, dir, notes, threads, what, par, pw, clc, &late, &need, sum, err, errlen);
+        if (rc != 2)
+            break;
+        if (!clc && xsm_stream_agree(par, need)) {
+            clc = 1;
+        } else if (pw < w && xsm_stream_agree(par, late)) {
+            pw = w;
+        } else {
+            break;
+        }
         err[0] = 0;
-        rc = xsm_stream_try(run_dir, opts, dir, notes, threads, what, par, w, &late, sum, err, errlen);
     }
     return rc;
 }

@@ -26,6 +26,7 @@
 typedef struct xsm_stream_summary {
     size_t nranks;
     uint64_t nmsgs, ncolls;
+    uint64_t violations_before, violations_after;
 } xsm_stream_summary;
 
 enum { XSM_STREAM_PFTRACE = 1, XSM_STREAM_JSON = 2 };

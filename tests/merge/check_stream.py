@@ -7,8 +7,10 @@ are kept aside as outliers). Also checked: same exit code, same stderr
 except the one "merging in memory" note that says streaming handed over
 to the in-memory merge; that note never appears for runs that stream
 (ring, golden, GPU, empty) and always where streaming cannot give the same
-bytes (clock violations after interpolation, also of a nonblocking collective,
-MPI calls further out of order than the window); --from/--to streams too
+bytes (MPI calls further out of order than the window); runs that need the
+logical clock (clock violations after interpolation, also of a nonblocking
+collective and of thousands of messages and collectives, --min-latency)
+stream with one clock pass; --from/--to streams too
 (rows and messages cut as in memory, the same summary line); MPI calls out
 of order by more than the MPI pass's first window (4096 / 64 rows) make it
 start again with the whole window; under mpirun it streams too; --stream
@@ -47,6 +49,9 @@ for kind in ("golden", "journal", "foreign", "skew", "gpu", "empty", "deep", "ic
 R["ring"] = make_run(maker, "big", os.path.join(base, "ring"), 4, 3000)
 R["ring1"] = make_run(maker, "big", os.path.join(base, "ring1"), 1, 3000)
 R["bigring"] = make_run(maker, "big", os.path.join(base, "bigring"), 6, 60000)
+# clocks off by errors the samples miss: tens of thousands of violations and
+# collectives for the logical clock
+R["bigskew"] = make_run(maker, "bigskew", os.path.join(base, "bigskew"), 6, 30000)
 
 
 def derived(name, src, edit):
@@ -117,17 +122,23 @@ CASES = [
     ("deep", ("--from", "10us", "--to", "400us"), None), ("gpu", ("--from", "1us", "--to", "3us"), "stream-default"),
     ("icoll", ("--from", "1.2us", "--to", "3.45us"), "stream"),
     ("mpithreads", ("--from", "10us", "--to", "20us"), "stream-default"),
-    ("golden", ("--min-latency", "100ns"), None),
+    # the logical clock streams too (collect pass, knots, corrected passes)
+    ("golden", ("--min-latency", "100ns"), "stream"), ("golden", ("--min-latency", "5us"), "stream"),
+    ("golden", ("--min-latency", "3us", "--from", "2us", "--to", "9us"), "stream"),
     ("journal", (), None), ("journal", ("--ranks", "0,1"), None),
     ("foreign", (), None), ("foreign", ("--partial",), None),
-    ("skew", (), "memory"), ("skew", ("--min-latency", "100ns"), "memory"), ("skew", ("--ranks", "1"), None),
+    ("skew", (), "stream"), ("skew", ("--min-latency", "2us"), "stream"), ("skew", ("--ranks", "1"), "stream"),
+    ("skew", ("--from", "10us", "--to", "60us"), "stream"),
+    ("bigskew", (), "stream"), ("bigskew", ("--min-latency", "700ns"), "stream"),
+    ("bigskew", ("--from", "100us", "--to", "3ms"), "stream"), ("bigskew", ("--ranks", "1-4"), "stream"),
+    ("bigskew", ("--min-latency", "3us", "--ranks", "0,2,4"), "stream"),
     ("gpu", (), "stream-default"), ("empty", (), "stream-default"),
     ("deep", (), None), ("deep", ("--ranks", "1"), None),
     # a nonblocking collective streams (its exit is its request's completion:
     # taken as the post's own end, rank 0 would leave before rank 1 entered
     # and the run would hand over to memory); posted after another member
-    # completed it, only the logical clock can order it
-    ("icoll", (), "stream"), ("icoll_late", (), "memory"),
+    # completed it, only the logical clock can order it (and does, streamed)
+    ("icoll", (), "stream"), ("icoll_late", (), "stream"), ("icoll", ("--min-latency", "1us"), "stream"),
     # MPI calls out of begin-time order by 300 rows stream after a second
     # MPI pass with the whole window (see below); by 5000, beyond it, not
     ("mpithreads", (), "stream-default"), ("mpithreads_far", (), "memory"),
@@ -267,7 +278,7 @@ def part_rest():
                 e = dict(env or {}, **({"XSPROF_MERGE_STREAM_WINDOW": w} if w else {}))
                 compare("%s --outputs %s%s --stream%s" % (run, outs, " (parts)" if env else "", " window " + w if w else ""),
                         ref, merge(run, "--outputs", outs, "--stream", env=e or None),
-                        "memory" if run in ("skew",) else "stream" if run in ("golden", "ring", "bigring", "icoll") else None)
+                        "stream" if run in ("golden", "ring", "bigring", "icoll", "skew") else None)
     ref = merge("bigring", "--outputs", "json", env={"XSPROF_MERGE_JSON_PART_BYTES": "8000000"})
     n = len([f for f in outputs(ref[3]) if f.startswith("trace-part")])
     check(3 < n < 100, "bigring's trace.json is split into a few parts (%d)" % n)
@@ -300,10 +311,10 @@ def part_rest():
           (rc, se))
 
     # XSPROF_MERGE_STREAM=1: --stream when only trace.pftrace and/or trace.json
-    # are asked for (the skew run proves it took the streaming path: it hands
-    # over to memory)
+    # are asked for (mpithreads_far proves it took the streaming path: it
+    # hands over to memory)
     S1 = {"XSPROF_MERGE_STREAM": "1"}
-    for run, expect in (("golden", "stream"), ("ring", "stream"), ("skew", "memory"), ("icoll_late", "memory")):
+    for run, expect in (("golden", "stream"), ("ring", "stream"), ("skew", "stream"), ("mpithreads_far", "memory")):
         ref = merge(run, "--outputs", "pftrace")
         compare("XSPROF_MERGE_STREAM=1 %s --outputs pftrace" % run, ref, merge(run, "--outputs", "pftrace", env=S1),
                 expect)
@@ -321,10 +332,14 @@ def part_rest():
     # The MPI pass first orders calls with a window of 4096 / 64 rows; calls
     # further out of order make it start again with the whole window: twice
     # for mpithreads (300 rows), once for a ring (in order)
-    for run, tries in (("mpithreads", 2), ("ring", 1)):
+    # for mpithreads (300 rows), once for a ring (in order); a violation makes
+    # it start again with the logical clock (one clock pass, then the MPI pass)
+    for run, tries, clock in (("mpithreads", 2, 0), ("ring", 1, 0), ("skew", 2, 1), ("bigskew", 2, 1)):
         got = merge(run, "--stream", "-q", env={"XSPROF_MERGE_TIMES": "1"})
         n = len([l for l in got[2] if "time stream-match" in l])
-        check(got[0] == 0 and n == tries, "%s --stream: %d MPI pass(es), expected %d: %s" % (run, n, tries, got[2]))
+        nc = len([l for l in got[2] if "time stream-clock" in l])
+        check(got[0] == 0 and n == tries and nc == clock, "%s --stream: %d MPI pass(es), %d clock pass(es), expected %d, %d: %s" %
+              (run, n, nc, tries, clock, got[2]))
 
     # XSPROF_MERGE_TIMES=1 still works and changes no byte
     ref = merge("bigring", "--outputs", "pftrace", "-q")
@@ -343,7 +358,9 @@ def part_rest():
                    OMPI_MCA_rmaps_base_oversubscribe="1")
         for k in ("XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_TIMES"):
             env.pop(k, None)
-        for run, np_, expect, extra in (("ring", 2, "stream", ()), ("golden", 3, "stream", ()), ("skew", 2, "memory", ()),
+        for run, np_, expect, extra in (("ring", 2, "stream", ()), ("golden", 3, "stream", ()), ("skew", 2, "stream", ()),
+                                        ("bigskew", 3, "stream", ("--min-latency", "1us")),
+                                        ("mpithreads_far", 2, "memory", ()),
                                         ("ring", 2, "stream", ("--from", "1ms", "--to", "5ms"))):
             ref = merge(run, "--outputs", "pftrace,json", *extra)
             out = os.path.join(base, "mpirun-out-%s-%d%s" % (run, np_, "-window" if extra else ""))

@@ -1,5 +1,6 @@
 """tests/merge/check_stream_memory.py — xsmerge --stream's memory does not
-grow with the trace: the same ring run at 1x and 4x the events, peak RSS of
+grow with the trace: the same ring run at 1x and 4x the events (and the
+same with clocks that need the logical clock: bigskew), peak RSS of
 each merge (ru_maxrss from wait4, deterministic enough: no clock involved).
 The in-memory merge of the same runs must grow (it holds every row), which
 shows the measurement can see growth; --stream may grow only by its bit per
@@ -35,8 +36,10 @@ def peak_mib(args):
 
 
 runs = {}
-for name, per_rank in (("small", 150000), ("large", 600000)):
-    runs[name] = make_run(maker, "big", os.path.join(base, name), 4, per_rank)
+for kind in ("big", "bigskew"):
+    for size, per_rank in (("small", 150000), ("large", 600000)):
+        name = "%s-%s" % (kind, size)
+        runs[name] = make_run(maker, kind, os.path.join(base, name), 4, per_rank)
 
 peak = {}
 for name, run in runs.items():
@@ -51,12 +54,14 @@ for name, run in runs.items():
     check(same, "%s: --stream and in-memory trace.pftrace differ" % name)
 
 print("peak RSS MiB: " + ", ".join("%s %s %.1f" % (k[0], k[1], v) for k, v in sorted(peak.items())))
-grow_mem = peak[("large", "memory")] - peak[("small", "memory")]
-grow_str = peak[("large", "stream")] - peak[("small", "stream")]
-check(grow_mem > 100, "the in-memory merge grows with the run (+%.1f MiB for 4x the events)" % grow_mem)
-check(grow_str < 6, "--stream does not grow with the run (+%.1f MiB for 4x the events)" % grow_str)
-check(peak[("large", "stream")] < peak[("large", "memory")] / 4,
-      "--stream needs a fraction of the in-memory peak (%.1f vs %.1f MiB)" %
-      (peak[("large", "stream")], peak[("large", "memory")]))
+for kind in ("big", "bigskew"):
+    s, l = kind + "-small", kind + "-large"
+    grow_mem = peak[(l, "memory")] - peak[(s, "memory")]
+    grow_str = peak[(l, "stream")] - peak[(s, "stream")]
+    check(grow_mem > 100, "%s: the in-memory merge grows with the run (+%.1f MiB for 4x the events)" % (kind, grow_mem))
+    check(grow_str < 6, "%s: --stream does not grow with the run (+%.1f MiB for 4x the events)" % (kind, grow_str))
+    check(peak[(l, "stream")] < peak[(l, "memory")] / 4,
+          "%s: --stream needs a fraction of the in-memory peak (%.1f vs %.1f MiB)" %
+          (kind, peak[(l, "stream")], peak[(l, "memory")]))
 shutil.rmtree(base, ignore_errors=True)
 finish("merge_stream_memory")

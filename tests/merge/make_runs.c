@@ -12,6 +12,8 @@
  *           and its kernel (correlation 42), a memcpy
  *   empty   2 ranks that recorded definitions but no event
  *   big     NRANKS EVENTS_PER_RANK: ring exchange + regions, for benchmarks
+ *   bigskew NRANKS EVENTS_PER_RANK: the same with clocks off by errors their samples miss and
+ *           an Allreduce every 50 steps (clock violations for the logical clock)
  *   deep    2 ranks, 2 threads: 4500 nested regions closed innermost first
  *           (the outer ones begin before thousands of rows stored ahead
  *           of them: further out of order than the streaming merge's
@@ -223,7 +225,11 @@ static int empty(const char *dir)
 
 /* Ring exchange: each step a region, a send to the right neighbour, a
  * receive from the left one; about 3 events per step. */
-static int big(const char *dir, int nranks, long events)
+/* The ring of `big`; with skew, each rank's clock is off by an error its
+ * sample does not show (odd ranks 2.5 us early, drifting apart by r % 3 ns
+ * a step) and every 50th step ends in an Allreduce: receives end before
+ * their sends began and exits precede entries, for the logical clock. */
+static int big_ring(const char *dir, int nranks, long events, int skew)
 {
     long steps = events / 3;
     for (int r = 0; r < nranks; r++) {
@@ -239,6 +245,8 @@ static int big(const char *dir, int nranks, long events)
         int right = (r + 1) % nranks, left = (r + nranks - 1) % nranks;
         for (long s = 0; s < steps; s++) {
             int64_t t = s * 10000 - r * 100;
+            if (skew)
+                t += -(r % 2) * 2500 + s * (r % 3);
             xsprof_rec_mpi m = M();
             m.kind = XSPROF_MPI_SEND; m.peer = right; m.tag = 1; m.bytes_sent = 4096; m.seq = (uint64_t)s + 1;
             m.t_begin = t + 4000; m.t_end = t + 4500;
@@ -247,6 +255,12 @@ static int big(const char *dir, int nranks, long events)
             m.kind = XSPROF_MPI_RECV; m.peer = left; m.tag = 1; m.bytes_recv = 4096; m.seq = (uint64_t)s + 1;
             m.t_begin = t + 4600; m.t_end = t + 6000;
             xsf_mpi(f, 0, "MPI_Recv", m);
+            if (skew && s % 50 == 49) {
+                m = M();
+                m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN; m.coll_seq = (uint64_t)s / 50 + 1; m.bytes_sent = 8;
+                m.t_begin = t + 6500 + (r % 4) * 300; m.t_end = t + 8000;
+                xsf_mpi(f, 0, "MPI_Allreduce", m);
+            }
             xsf_region(f, 0, "step", 0, t, t + 9000);
         }
         if (xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1))
@@ -254,6 +268,8 @@ static int big(const char *dir, int nranks, long events)
     }
     return 0;
 }
+
+static int big(const char *dir, int nranks, long events) { return big_ring(dir, nranks, events, 0); }
 
 /* Nested regions as a profiler stores them: in completion order, so a
  * region's row follows every row of the regions nested in it. */
@@ -385,7 +401,7 @@ static int mpithreads(const char *dir, int n)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|deep|icoll|icoll_late|mpithreads|mpithreads_far|big DIR [NRANKS EVENTS]\n");
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|deep|icoll|icoll_late|mpithreads|mpithreads_far|big|bigskew DIR [NRANKS EVENTS]\n");
         return 2;
     }
     const char *kind = argv[1], *dir = argv[2];
@@ -402,6 +418,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);
     if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));
+    if (!strcmp(kind, "bigskew") && argc >= 5) return big_ring(dir, atoi(argv[3]), atol(argv[4]), 1);
     fprintf(stderr, "merge_make_runs: unknown kind %s\n", kind);
     return 2;
 }

@@ -20,6 +20,8 @@
  *           default window), 2000 leaves, messages, instants, counters
  *   icoll   2 ranks: a nonblocking collective (Iallreduce post, Wait and
  *           its COMPLETION) around a message exchange
+ *   zerocoll 2 ranks: a receive that ends before its send began and a
+ *           Barrier of zero length on rank 0 (a cycle for the streamed clock)
  *   mpithreads     2 ranks, 2 threads: thread 1's one long send/receive
  *           spans 300 short messages of thread 0 and is stored after them
  *           (MPI calls out of begin-time order by 300 rows)
@@ -317,6 +319,32 @@ static int deep(const char *dir)
     return bad;
 }
 
+/* A receive that ends before its send began (the logical clock is needed)
+ * and a Barrier that rank 0 enters and leaves at one instant (a coarse
+ * timer): its exit waits for its own entry in the same group, a cycle the
+ * streamed clock leaves to the in-memory merge. */
+static int zerocoll(const char *dir)
+{
+    xsf *f[2];
+    for (int r = 0; r < 2; r++)
+        if (!(f[r] = world2(dir, r, 0)))
+            return 1;
+    xsprof_rec_mpi m = M();
+    m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 3; m.bytes_sent = 64; m.seq = 1; m.t_begin = 1000; m.t_end = 1100;
+    xsf_mpi(f[0], 0, "MPI_Send", m);
+    m = M();
+    m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 3; m.bytes_recv = 64; m.seq = 1; m.t_begin = 500; m.t_end = 900;
+    xsf_mpi(f[1], 0, "MPI_Recv", m);
+    for (int r = 0; r < 2; r++) {
+        m = M();
+        m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_BARRIER; m.coll_seq = 1;
+        m.t_begin = r ? 3100 : 3000; m.t_end = r ? 3500 : 3000;
+        xsf_mpi(f[r], 0, "MPI_Barrier", m);
+        xsf_region(f[r], 0, "main", 0, 100, 4000);
+    }
+    return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
+}
+
 /* late: rank 0 posts the Iallreduce after rank 1 completed it (a clock
  * violation only the logical clock resolves). */
 static int icoll(const char *dir, int late)
@@ -401,7 +429,7 @@ static int mpithreads(const char *dir, int n)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|deep|icoll|icoll_late|mpithreads|mpithreads_far|big|bigskew DIR [NRANKS EVENTS]\n");
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|deep|icoll|icoll_late|zerocoll|mpithreads|mpithreads_far|big|bigskew DIR [NRANKS EVENTS]\n");
         return 2;
     }
     const char *kind = argv[1], *dir = argv[2];
@@ -415,6 +443,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "deep")) return deep(dir);
     if (!strcmp(kind, "icoll")) return icoll(dir, 0);
     if (!strcmp(kind, "icoll_late")) return icoll(dir, 1);
+    if (!strcmp(kind, "zerocoll")) return zerocoll(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);
     if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));

@@ -16,8 +16,10 @@
  * --stream row.
  *
  * Memory mode: merge_throughput --memory [--no-memory-baseline] [--keep-run]
- *                  RANKS EVENTS_PER_RANK [WORKDIR]
- * makes a ring run of that size the same way, runs `xsmerge --stream` on it
+ *                  [--skew] RANKS EVENTS_PER_RANK [WORKDIR]
+ * makes a ring run of that size the same way (--skew: merge_make_runs
+ * bigskew, clocks off by errors their samples miss and an Allreduce every
+ * 50 steps, so that the logical clock runs), runs `xsmerge --stream` on it
  * (XSMERGE_REPEAT times) and prints the peak RSS of the process (wait4's
  * ru_maxrss: fastest run's, median and largest of the runs), CPU seconds and
  * events/s (fastest and median), and whether xsmerge said it was "merging in
@@ -231,13 +233,17 @@ static void report(const char *who, const char *what, const runs *r, double even
            (double)r->rss[b] * 1024.0 / events, r->n < reps ? "  [some runs FAILED]" : "");
 }
 
+/* merge_make_runs kind: "big", or "bigskew" (--skew: clocks that need the
+ * logical clock, with an Allreduce every 50 steps) */
+static const char *gen_kind = "big";
+
 static int generate(const char *runp, int ranks, long per_rank, double *secs)
 {
     char rbuf[32], ebuf[32];
     long rss;
     snprintf(rbuf, sizeof rbuf, "%d", ranks);
     snprintf(ebuf, sizeof ebuf, "%ld", per_rank);
-    char *gen[] = {MERGE_MAKE_RUNS, "big", (char *)runp, rbuf, ebuf, NULL};
+    char *gen[] = {MERGE_MAKE_RUNS, (char *)gen_kind, (char *)runp, rbuf, ebuf, NULL};
     *secs = run(gen, &rss);
     return *secs < 0 ? -1 : 0;
 }
@@ -271,11 +277,13 @@ static int memory_mode(int argc, char **argv)
             no_mem = 1;
         else if (!strcmp(argv[i], "--keep-run"))
             keep = 1;
+        else if (!strcmp(argv[i], "--skew"))
+            gen_kind = "bigskew";
         else if (pos < 3)
             arg[pos++] = argv[i];
     }
     if (pos < 2) {
-        fprintf(stderr, "usage: merge_throughput --memory [--no-memory-baseline] [--keep-run] RANKS EVENTS_PER_RANK "
+        fprintf(stderr, "usage: merge_throughput --memory [--no-memory-baseline] [--keep-run] [--skew] RANKS EVENTS_PER_RANK "
                         "[WORKDIR]\n");
         return 2;
     }
@@ -284,7 +292,7 @@ static int memory_mode(int argc, char **argv)
     const char *work = arg[2] ? arg[2] : default_workdir();
     char dir[4096], runp[4200], made[4300], out[4200], outm[4200], errf[4200], tr[4300], trm[4300];
     if (keep)
-        snprintf(dir, sizeof dir, "%s/xsprof-merge-mem-%dx%ld", work, ranks, per_rank);
+        snprintf(dir, sizeof dir, "%s/xsprof-merge-mem-%s-%dx%ld", work, gen_kind, ranks, per_rank);
     else
         snprintf(dir, sizeof dir, "%s/xsprof-merge-mem-%d", work, (int)getpid());
     snprintf(runp, sizeof runp, "%s/run", dir);
@@ -295,7 +303,8 @@ static int memory_mode(int argc, char **argv)
     snprintf(tr, sizeof tr, "%s/trace.pftrace", out);
     snprintf(trm, sizeof trm, "%s/trace.pftrace", outm);
     mkdir(dir, 0777);
-    double events = (double)ranks * (double)(per_rank / 3) * 3.0, tg = 0;
+    long steps = per_rank / 3;
+    double events = (double)ranks * (double)(steps * 3 + (strcmp(gen_kind, "bigskew") ? 0 : steps / 50)), tg = 0;
     struct stat st;
     if (!(keep && stat(made, &st) == 0)) {
         rm_rf(runp);

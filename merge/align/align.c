@@ -539,7 +539,9 @@ int64_t xsm_align_pl_map(const int64_t *t, const int64_t *C, size_t stride, size
     if (x >= t[(G - 1) * stride])
         return x + (C[(G - 1) * stride] - t[(G - 1) * stride]);
     size_t i = *seg;
-    if (!(i + 1 < G && t[i * stride] <= x && x < t[(i + 1) * stride])) {
+    if (i + 2 < G && t[(i + 1) * stride] <= x && x < t[(i + 2) * stride])
+        i = ++*seg; /* times mostly move forward: the next segment */
+    else if (!(i + 1 < G && t[i * stride] <= x && x < t[(i + 1) * stride])) {
         size_t lo = 0, hi = G - 1;
         while (lo + 1 < hi) {
             size_t mid = (lo + hi) / 2;

@@ -279,9 +279,11 @@ static int xsm_crank_fill(xsm_cctx *c, xsm_crank *k)
         xsm_crow cr = {xsm_align_clock_map(&sr->clk, row->t_end),
                        (row->kind == XSPROF_MPI_SEND || row->kind == XSPROF_MPI_SSEND || row->kind == XSPROF_MPI_ISEND ||
                         row->kind == XSPROF_MPI_SENDRECV) && xsm_bit(sr->pin, i)};
-        if (xsm_sheap_late(&k->beg, &key) || key.t < k->floor)
+        if (xsm_sheap_late(&k->beg, &key) || key.t < k->floor) {
+            c->s->proc_late = 1; /* as pass 1: the merge starts again with the whole window */
             return xsm_err_set(c->err, c->errlen, "MPI calls of rank %d are further out of time order than the window",
                                (int)k->r) ? 2 : 2;
+        }
         xsm_sheap_push(&k->beg, &key, &cr);
     }
     return 0;
@@ -748,6 +750,8 @@ int xsm_clc_run(xsm_stream *s, char *err, size_t errlen)
     c.heap = malloc((n + 1) * sizeof *c.heap);
     c.wait_head = malloc((n + 1) * sizeof *c.wait_head);
     int rc = !c.k || !c.heap || !c.wait_head ? xsm_oom(&c) : 0;
+    /* decoding overlaps the walk, as in pass 1 */
+    xsm_prefetch *pf = !rc && xsm_parallel_threads(0) > 1 ? xsm_prefetch_start() : NULL;
     if (!rc && s->coll_file && fseek(s->coll_file, 0, SEEK_SET) != 0)
         rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", s->coll_path, strerror(errno));
     for (size_t r = 0; !rc && r < n; r++) {
@@ -766,7 +770,7 @@ int xsm_clc_run(xsm_stream *s, char *err, size_t errlen)
             break;
         }
         if (xsm_tab_open(&k->tab, sr->rf, &s->run->ranks[r].d, XSPROF_IO_T_MPI) ||
-            xsm_sheap_init(&k->beg, s->window, sizeof(xsm_crow))) {
+            xsm_tab_prefetch(&k->tab, pf) || xsm_sheap_init(&k->beg, s->proc_window, sizeof(xsm_crow))) {
             rc = xsm_oom(&c);
             break;
         }
@@ -783,6 +787,7 @@ int xsm_clc_run(xsm_stream *s, char *err, size_t errlen)
         rc = xsm_knots_map(&c);
     for (size_t r = 0; c.k && r < n; r++) {
         xsm_crank *k = &c.k[r];
+        xsm_tab_unprefetch(&k->tab);
         xsm_tab_close(&k->tab);
         xsm_sheap_free(&k->beg);
         free(k->ends);
@@ -800,6 +805,7 @@ int xsm_clc_run(xsm_stream *s, char *err, size_t errlen)
         free(st->entry);
         free(st->has);
     }
+    xsm_prefetch_stop(pf);
     xsm_umap_free(&c.pub);
     xsm_umap_free(&c.colls);
     free(c.k);

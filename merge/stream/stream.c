@@ -728,6 +728,7 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
             sr->sent_before = NULL;
             sr->nmatched = 0;
         }
+        xsm_progress_mark("stream-collect");
         if (!rc)
             rc = xsm_clc_run(&s, err, errlen);
         s.clc = !rc;

@@ -200,9 +200,10 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
         return xsm_bad_usage("missing -o OUT_DIR", NULL);
     if (o->load.to_ns && o->load.to_ns < o->load.from_ns)
         return xsm_bad_usage("--to is before --from", NULL);
-    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON));
+    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON | XSM_OUT_H5));
     if (o->stream && o->outputs_given && !streamable)
-        return xsm_bad_usage("--stream writes trace.pftrace and trace.json only (use --outputs pftrace,json)", NULL);
+        return xsm_bad_usage("--stream writes trace.pftrace, trace.json and merged.h5 only (use --outputs pftrace,json,h5)",
+                             NULL);
     if (o->stream && !o->outputs_given)
         o->outputs = XSM_OUT_PFTRACE;
     const char *env = getenv("XSPROF_MERGE_STREAM");
@@ -356,7 +357,7 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
 {
     if (o->stream || par->size > 1)
         return 0;
-    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON));
+    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON | XSM_OUT_H5));
     xsm_candidate *c = NULL;
     size_t n = 0;
     char err[256];
@@ -396,7 +397,8 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
         return 1;
     }
     xsm_stream_summary sum = {0};
-    int what = (o->outputs & XSM_OUT_PFTRACE ? XSM_STREAM_PFTRACE : 0) | (o->outputs & XSM_OUT_JSON ? XSM_STREAM_JSON : 0);
+    int what = (o->outputs & XSM_OUT_PFTRACE ? XSM_STREAM_PFTRACE : 0) | (o->outputs & XSM_OUT_JSON ? XSM_STREAM_JSON : 0) |
+               (o->outputs & XSM_OUT_H5 ? XSM_STREAM_H5 : 0);
     int mine = xsm_stream_merge(o->run_dir, &o->load, staging, notes, xsm_cpu_share(par->size), what,
                                 par->share ? par : NULL, &sum, err, errlen);
     rc = xsm_par_agree(par, mine, 1, &first); /* the same everywhere */

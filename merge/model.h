@@ -46,6 +46,9 @@ typedef struct xsm_collective {
     size_t n;             /* members seen */
     int32_t *ranks;       /* world ranks, n entries */
     size_t *rows;         /* mpi row on each rank, n entries */
+    /* Added by merge (additive): streaming mode's members' begin and end
+     * (final times; NULL: read them from the rows) */
+    int64_t *tb, *te;
 } xsm_collective;
 
 typedef struct xsm_clock_stats {

@@ -86,6 +86,21 @@ typedef struct xsm_src_ops {
     int (*close)(void *src, char *err, size_t errlen); /* 0, or 1 with err set when next failed */
 } xsm_src_ops;
 
+/* Where merged.h5 takes the event tables and messages from in streaming
+ * mode (xsm_emit.h5src; NULL: the model). Times are final (aligned, t = 0
+ * at the job's first event). */
+typedef struct xsm_h5_msgrec {
+    xsm_message m;
+    int64_t send_begin, send_end, recv_end;
+} xsm_h5_msgrec;
+typedef struct xsm_h5src_ops {
+    uint64_t (*rows)(void *ctx, int32_t rank, int table); /* rows of an event table (enum xsprof_io_table) */
+    /* rows [i, i + n) of it in file order, io layout; 0, or -1 with err set */
+    int (*read)(void *ctx, int32_t rank, int table, uint64_t i, size_t n, void *buf, char *err, size_t errlen);
+    /* messages [i, i + n) in id order; 0, or -1 with err set */
+    int (*msgs)(void *ctx, uint64_t i, size_t n, xsm_h5_msgrec *out, char *err, size_t errlen);
+} xsm_h5src_ops;
+
 /* open's rank for a source over all ranks (xsm_emit_source_all) */
 #define XSM_ALL_RANKS SIZE_MAX
 
@@ -100,6 +115,9 @@ struct xsm_emit {
     int threads; /* writers may use this many threads (set after init; 0 = 1) */
     const xsm_src_ops *src; /* trace.pftrace's event source; NULL: the model (xsm_iter) */
     void *src_ctx;          /* for src */
+    const xsm_h5src_ops *h5src; /* merged.h5's rows; NULL: the model */
+    void *h5src_ctx;
+    uint64_t h5src_nmsgs;
 };
 
 #define XSM_EMIT_MAX_THREADS 8

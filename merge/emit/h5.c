@@ -33,7 +33,19 @@ typedef struct xsm_h5 {
     hid_t file, dcpl_track;
     int ok;
     void *batch;
+    void *src_rows;  /* streaming: one batch of source rows */
+    char *err;       /* set by a streaming read that failed */
+    size_t errlen;
+    int read_failed;
 } xsm_h5;
+
+/* bytes of the largest io event row (the args') */
+#define XSM_H5_ROW_MAX sizeof(xsprof_io_arg)
+_Static_assert(sizeof(xsprof_io_region) <= XSM_H5_ROW_MAX && sizeof(xsprof_io_mpi) <= XSM_H5_ROW_MAX &&
+                   sizeof(xsprof_io_gpu) <= XSM_H5_ROW_MAX && sizeof(xsprof_io_instant) <= XSM_H5_ROW_MAX &&
+                   sizeof(xsprof_io_counter) <= XSM_H5_ROW_MAX && sizeof(xsprof_io_mem) <= XSM_H5_ROW_MAX,
+               "XSM_H5_ROW_MAX holds every event row");
+_Static_assert(sizeof(xsm_h5_msgrec) <= XSM_H5_ROW_MAX, "a batch of source rows holds a batch of messages");
 
 /* Compound-type builders: every insert feeds `ok`, checked once. */
 #define F(T, m, type) ok &= H5Tinsert(t, #m, HOFFSET(T, m), (type)) >= 0
@@ -282,18 +294,54 @@ static int xsm_h5_attr_num(hid_t obj, const char *name, hid_t type, const void *
     return bad ? -1 : 0;
 }
 
-/* Write one per-rank event table: `conv` converts rows [i, i+n) of rank r
- * into the batch. Global row offsets are implied by rank order. */
-typedef void (*xsm_conv_fn)(const xsm_emit *e, int32_t r, size_t i, size_t n, void *out, const int64_t *aux);
+/* Write one per-rank event table: `conv` converts n rows of rank r (src:
+ * the first, in io layout) into the batch. Global row offsets are implied
+ * by rank order. The rows come from the model, or from the streaming
+ * mode's reader (e->h5src). */
+typedef void (*xsm_conv_fn)(const xsm_emit *e, int32_t r, const void *src, size_t n, void *out, const int64_t *aux);
 
-static int xsm_h5_table(xsm_h5 *h, const char *name, int type, size_t rowsize, size_t (*count)(const xsprof_rank_data *),
-                        xsm_conv_fn conv, const int64_t *aux)
+static uint64_t xsm_h5_rows(const xsm_h5 *h, size_t r, int table)
+{
+    const xsprof_rank_data *d = &h->e->run->ranks[r].d;
+    if (h->e->h5src)
+        return h->e->h5src->rows(h->e->h5src_ctx, (int32_t)r, table);
+    switch (table) {
+    case XSPROF_IO_T_REGIONS: return d->nregions;
+    case XSPROF_IO_T_ARGS: return d->nargs;
+    case XSPROF_IO_T_MPI: return d->nmpi;
+    case XSPROF_IO_T_GPU: return d->ngpu;
+    case XSPROF_IO_T_INSTANTS: return d->ninstants;
+    case XSPROF_IO_T_COUNTERS: return d->ncounters;
+    case XSPROF_IO_T_MEM: return d->nmem;
+    default: return d->nthreads; /* XSM_T_THREADS: never streamed */
+    }
+}
+
+static const void *xsm_h5_model_rows(const xsprof_rank_data *d, int table, size_t i)
+{
+    switch (table) {
+    case XSPROF_IO_T_REGIONS: return &d->regions[i];
+    case XSPROF_IO_T_ARGS: return &d->args[i];
+    case XSPROF_IO_T_MPI: return &d->mpi[i];
+    case XSPROF_IO_T_GPU: return &d->gpu[i];
+    case XSPROF_IO_T_INSTANTS: return &d->instants[i];
+    case XSPROF_IO_T_COUNTERS: return &d->counters[i];
+    case XSPROF_IO_T_MEM: return &d->mem[i];
+    default: return &d->threads[i];
+    }
+}
+
+enum { XSM_T_THREADS = XSPROF_IO_T_COUNT }; /* the threads table: from the model in both modes */
+
+static int xsm_h5_table(xsm_h5 *h, const char *name, int type, size_t rowsize, int table, xsm_conv_fn conv,
+                        const int64_t *aux)
 {
     const xsm_run *run = h->e->run;
+    const xsm_h5src_ops *src = table == XSM_T_THREADS ? NULL : h->e->h5src;
     hsize_t total = 0;
     for (size_t r = 0; r < run->nranks; r++)
         if (run->ranks[r].present)
-            total += count(&run->ranks[r].d);
+            total += table == XSM_T_THREADS ? run->ranks[r].d.nthreads : xsm_h5_rows(h, r, table);
     xsm_h5ds d;
     if (xsm_h5ds_open(h, name, xsm_h5_type(type), total, &d)) {
         xsm_h5ds_close(&d);
@@ -303,11 +351,16 @@ static int xsm_h5_table(xsm_h5 *h, const char *name, int type, size_t rowsize, s
     for (size_t r = 0; r < run->nranks && !bad; r++) {
         if (!run->ranks[r].present)
             continue;
-        size_t n = count(&run->ranks[r].d);
+        size_t n = table == XSM_T_THREADS ? run->ranks[r].d.nthreads : xsm_h5_rows(h, r, table);
         for (size_t i = 0; i < n && !bad; i += XSM_BATCH) {
             size_t k = n - i < XSM_BATCH ? n - i : XSM_BATCH;
+            const void *rows = src ? h->src_rows : xsm_h5_model_rows(&run->ranks[r].d, table, i);
+            if (src && src->read(h->e->h5src_ctx, (int32_t)r, table, i, k, h->src_rows, h->err, h->errlen)) {
+                h->read_failed = bad = 1;
+                break;
+            }
             memset(h->batch, 0, k * rowsize); /* padding bytes too: identical files */
-            conv(h->e, (int32_t)r, i, k, h->batch, aux ? aux + r : NULL);
+            conv(h->e, (int32_t)r, rows, k, h->batch, aux ? aux + r : NULL);
             bad = xsm_h5ds_append(&d, h->batch, k) != 0;
             xsm_progress_step(k);
         }
@@ -315,33 +368,22 @@ static int xsm_h5_table(xsm_h5 *h, const char *name, int type, size_t rowsize, s
     return xsm_h5ds_close(&d) || bad ? -1 : 0;
 }
 
-static size_t xsm_n_regions(const xsprof_rank_data *d) { return d->nregions; }
-static size_t xsm_n_args(const xsprof_rank_data *d) { return d->nargs; }
-static size_t xsm_n_mpi(const xsprof_rank_data *d) { return d->nmpi; }
-static size_t xsm_n_gpu(const xsprof_rank_data *d) { return d->ngpu; }
-static size_t xsm_n_instants(const xsprof_rank_data *d) { return d->ninstants; }
-static size_t xsm_n_counters(const xsprof_rank_data *d) { return d->ncounters; }
-static size_t xsm_n_mem(const xsprof_rank_data *d) { return d->nmem; }
-static size_t xsm_n_threads(const xsprof_rank_data *d) { return d->nthreads; }
-
 /* aux[r] for regions: first /args row of rank r; for args: first /regions row. */
-static void xsm_conv_region(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+static void xsm_conv_region(const xsm_emit *e, int32_t r, const void *src, size_t n, void *out, const int64_t *aux)
 {
-    const xsprof_rank_data *d = &e->run->ranks[r].d;
     xsm_h5_region *o = out;
     for (size_t k = 0; k < n; k++) {
-        const xsprof_io_region *g = &d->regions[i0 + k];
+        const xsprof_io_region *g = (const xsprof_io_region *)src + k;
         o[k] = (xsm_h5_region){g->t_begin, g->t_end, r, g->thread, xsm_emit_gid(e, r, g->name), g->depth,
                                g->category, g->nargs, g->args >= 0 ? *aux + g->args : -1};
     }
 }
 
-static void xsm_conv_arg(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+static void xsm_conv_arg(const xsm_emit *e, int32_t r, const void *src, size_t n, void *out, const int64_t *aux)
 {
-    const xsprof_rank_data *d = &e->run->ranks[r].d;
     xsm_h5_arg *o = out;
     for (size_t k = 0; k < n; k++) {
-        const xsprof_io_arg *a = &d->args[i0 + k];
+        const xsprof_io_arg *a = (const xsprof_io_arg *)src + k;
         o[k].region = a->region >= 0 ? *aux + a->region : -1;
         o[k].rank = r;
         o[k].key = xsm_emit_gid(e, r, a->key);
@@ -354,70 +396,65 @@ static void xsm_conv_arg(const xsm_emit *e, int32_t r, size_t i0, size_t n, void
     }
 }
 
-static void xsm_conv_mpi(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+static void xsm_conv_mpi(const xsm_emit *e, int32_t r, const void *src, size_t n, void *out, const int64_t *aux)
 {
     (void)aux;
-    const xsprof_rank_data *d = &e->run->ranks[r].d;
     xsm_h5_mpi *o = out;
     for (size_t k = 0; k < n; k++) {
-        const xsprof_io_mpi *m = &d->mpi[i0 + k];
+        const xsprof_io_mpi *m = (const xsprof_io_mpi *)src + k;
         o[k] = (xsm_h5_mpi){m->t_begin, m->t_end, r, m->thread, xsm_emit_gid(e, r, m->op), m->comm, m->peer, m->tag,
                             m->root, m->bytes_sent, m->bytes_recv, m->request, m->seq, m->coll_seq, m->kind, m->coll,
                             m->flags, m->count};
     }
 }
 
-static void xsm_conv_gpu(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+static void xsm_conv_gpu(const xsm_emit *e, int32_t r, const void *src, size_t n, void *out, const int64_t *aux)
 {
     (void)aux;
-    const xsprof_rank_data *d = &e->run->ranks[r].d;
     xsm_h5_gpu *o = out;
     for (size_t k = 0; k < n; k++) {
-        const xsprof_io_gpu *g = &d->gpu[i0 + k];
+        const xsprof_io_gpu *g = (const xsprof_io_gpu *)src + k;
         o[k] = (xsm_h5_gpu){g->t_begin, g->t_end, r, xsm_emit_gid(e, r, g->name), g->kind, g->device, g->stream,
                             g->correlation, g->context, g->bytes, {g->grid[0], g->grid[1], g->grid[2]},
                             {g->block[0], g->block[1], g->block[2]}, g->shared_mem, g->registers, g->thread};
     }
 }
 
-static void xsm_conv_instant(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+static void xsm_conv_instant(const xsm_emit *e, int32_t r, const void *src, size_t n, void *out, const int64_t *aux)
 {
     (void)aux;
-    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    const xsprof_io_instant *x = src;
     xsm_h5_instant *o = out;
     for (size_t k = 0; k < n; k++)
-        o[k] = (xsm_h5_instant){d->instants[i0 + k].t, r, xsm_emit_gid(e, r, d->instants[i0 + k].name),
-                                d->instants[i0 + k].thread};
+        o[k] = (xsm_h5_instant){x[k].t, r, xsm_emit_gid(e, r, x[k].name), x[k].thread};
 }
 
-static void xsm_conv_counter(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+static void xsm_conv_counter(const xsm_emit *e, int32_t r, const void *src, size_t n, void *out, const int64_t *aux)
 {
     (void)aux;
-    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    const xsprof_io_counter *x = src;
     xsm_h5_counter *o = out;
     for (size_t k = 0; k < n; k++)
-        o[k] = (xsm_h5_counter){d->counters[i0 + k].t, d->counters[i0 + k].value, r,
-                                xsm_emit_gid(e, r, d->counters[i0 + k].name), d->counters[i0 + k].thread};
+        o[k] = (xsm_h5_counter){x[k].t, x[k].value, r, xsm_emit_gid(e, r, x[k].name), x[k].thread};
 }
 
-static void xsm_conv_mem(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+static void xsm_conv_mem(const xsm_emit *e, int32_t r, const void *src, size_t n, void *out, const int64_t *aux)
 {
     (void)aux;
-    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    (void)e;
     xsm_h5_mem *o = out;
     for (size_t k = 0; k < n; k++) {
-        const xsprof_io_mem *m = &d->mem[i0 + k];
+        const xsprof_io_mem *m = (const xsprof_io_mem *)src + k;
         o[k] = (xsm_h5_mem){m->t, m->ptr, m->size, r, m->thread, m->kind, m->device};
     }
 }
 
-static void xsm_conv_thread(const xsm_emit *e, int32_t r, size_t i0, size_t n, void *out, const int64_t *aux)
+static void xsm_conv_thread(const xsm_emit *e, int32_t r, const void *src, size_t n, void *out, const int64_t *aux)
 {
     (void)aux;
-    const xsprof_rank_data *d = &e->run->ranks[r].d;
     xsm_h5_thread *o = out;
     for (size_t k = 0; k < n; k++) {
-        const xsprof_io_thread *t = &d->threads[i0 + k];
+        const xsprof_io_thread *t = (const xsprof_io_thread *)src + k;
         o[k] = (xsm_h5_thread){r, t->tid, t->os_tid, xsm_emit_gid(e, r, t->name), t->dropped};
     }
 }
@@ -466,21 +503,36 @@ static int xsm_h5_small(xsm_h5 *h, const int64_t *mpi_off)
     free(rk);
     /* messages */
     xsm_h5ds dm;
-    bad |= xsm_h5ds_open(h, "messages", xsm_h5_type(T_MSG), run->nmsgs, &dm);
-    for (size_t i = 0; i < run->nmsgs && !bad; i += XSM_BATCH) {
-        size_t k = run->nmsgs - i < XSM_BATCH ? run->nmsgs - i : XSM_BATCH;
+    /* streaming: the messages and their times from the reader, in batches */
+    const xsm_h5src_ops *src = e->h5src;
+    uint64_t nmsgs = src ? e->h5src_nmsgs : run->nmsgs;
+    bad |= xsm_h5ds_open(h, "messages", xsm_h5_type(T_MSG), nmsgs, &dm);
+    for (size_t i = 0; i < nmsgs && !bad; i += XSM_BATCH) {
+        size_t k = nmsgs - i < XSM_BATCH ? nmsgs - i : XSM_BATCH;
         xsm_h5_msg *o = h->batch;
+        xsm_h5_msgrec *in = h->src_rows;
+        if (src && src->msgs(e->h5src_ctx, i, k, in, h->err, h->errlen)) {
+            h->read_failed = bad = 1;
+            break;
+        }
         memset(o, 0, k * sizeof *o);
         for (size_t q = 0; q < k; q++) {
-            const xsm_message *m = &run->msgs[i + q];
-            const xsprof_io_mpi *s = &run->ranks[m->src].d.mpi[m->send_row];
-            const xsprof_io_mpi *v = &run->ranks[m->dst].d.mpi[m->recv_row];
+            const xsm_message *m = src ? &in[q].m : &run->msgs[i + q];
+            int64_t sb, se, ve;
+            if (src) {
+                sb = in[q].send_begin;
+                se = in[q].send_end;
+                ve = in[q].recv_end;
+            } else {
+                sb = run->ranks[m->src].d.mpi[m->send_row].t_begin;
+                se = run->ranks[m->src].d.mpi[m->send_row].t_end;
+                ve = run->ranks[m->dst].d.mpi[m->recv_row].t_end;
+            }
             int64_t so = mpi_off[m->src], vo = mpi_off[m->dst];
             o[q] = (xsm_h5_msg){m->src, m->dst, m->comm, m->tag, m->bytes, so + (int64_t)m->send_row,
                                 vo + (int64_t)m->recv_row, vo + (int64_t)m->recv_call_row,
                                 m->recv_post_row >= 0 ? vo + m->recv_post_row : -1,
-                                m->send_completion_row >= 0 ? so + m->send_completion_row : -1, s->t_begin, s->t_end,
-                                v->t_end};
+                                m->send_completion_row >= 0 ? so + m->send_completion_row : -1, sb, se, ve};
         }
         bad |= xsm_h5ds_append(&dm, o, k);
     }
@@ -502,13 +554,14 @@ static int xsm_h5_small(xsm_h5 *h, const int64_t *mpi_off)
         co[i] = (xsm_h5_coll){c->comm, c->n ? xsm_emit_gid(e, c->ranks[0], c->op) : 0, c->coll_seq, c->coll_kind,
                               c->root, c->n, q, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN};
         for (size_t j = 0; j < c->n; j++, q++) {
-            const xsprof_io_mpi *m = &run->ranks[c->ranks[j]].d.mpi[c->rows[j]];
-            mb[q] = (xsm_h5_member){(int64_t)i, c->ranks[j], mpi_off[c->ranks[j]] + (int64_t)c->rows[j], m->t_begin,
-                                    m->t_end};
-            if (m->t_begin < co[i].first_enter) co[i].first_enter = m->t_begin;
-            if (m->t_begin > co[i].last_enter) co[i].last_enter = m->t_begin;
-            if (m->t_end < co[i].first_exit) co[i].first_exit = m->t_end;
-            if (m->t_end > co[i].last_exit) co[i].last_exit = m->t_end;
+            /* streaming keeps the members' times beside them (no model rows) */
+            int64_t tb = c->tb ? c->tb[j] : run->ranks[c->ranks[j]].d.mpi[c->rows[j]].t_begin;
+            int64_t te = c->tb ? c->te[j] : run->ranks[c->ranks[j]].d.mpi[c->rows[j]].t_end;
+            mb[q] = (xsm_h5_member){(int64_t)i, c->ranks[j], mpi_off[c->ranks[j]] + (int64_t)c->rows[j], tb, te};
+            if (tb < co[i].first_enter) co[i].first_enter = tb;
+            if (tb > co[i].last_enter) co[i].last_enter = tb;
+            if (te < co[i].first_exit) co[i].first_exit = te;
+            if (te > co[i].last_exit) co[i].last_exit = te;
         }
     }
     bad |= xsm_h5ds_open(h, "collectives", xsm_h5_type(T_COLL), run->ncolls, &d) || xsm_h5ds_append(&d, co, run->ncolls);
@@ -591,9 +644,12 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     int64_t *arg_off = calloc(run->nranks + 1, sizeof *arg_off);
     int64_t *mpi_off = calloc(run->nranks + 1, sizeof *mpi_off);
     h.batch = malloc((size_t)XSM_BATCH * sizeof(xsm_h5_arg));
+    h.src_rows = e->h5src ? malloc((size_t)XSM_BATCH * XSM_H5_ROW_MAX) : NULL;
+    h.err = err;
+    h.errlen = errlen;
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     int rc = 0;
-    if (!reg_off || !arg_off || !mpi_off || !h.batch || fcpl < 0) {
+    if (!reg_off || !arg_off || !mpi_off || !h.batch || (e->h5src && !h.src_rows) || fcpl < 0) {
         rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing merged.h5");
         goto out;
     }
@@ -603,9 +659,9 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
         arg_off[r] = ao;
         mpi_off[r] = mo;
         if (run->ranks[r].present) {
-            ro += (int64_t)run->ranks[r].d.nregions;
-            ao += (int64_t)run->ranks[r].d.nargs;
-            mo += (int64_t)run->ranks[r].d.nmpi;
+            ro += (int64_t)xsm_h5_rows(&h, r, XSPROF_IO_T_REGIONS);
+            ao += (int64_t)xsm_h5_rows(&h, r, XSPROF_IO_T_ARGS);
+            mo += (int64_t)xsm_h5_rows(&h, r, XSPROF_IO_T_MPI);
         }
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported as one line below */
@@ -620,19 +676,20 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     H5Pset_obj_track_times(h.dcpl_track, 0);
     xsm_progress_begin("writing merged.h5", e->nevents);
     int bad = xsm_h5_attrs(&h) || xsm_h5_strings(&h) ||
-              xsm_h5_table(&h, "regions", T_REGION, sizeof(xsm_h5_region), xsm_n_regions, xsm_conv_region, arg_off) ||
-              xsm_h5_table(&h, "args", T_ARG, sizeof(xsm_h5_arg), xsm_n_args, xsm_conv_arg, reg_off) ||
-              xsm_h5_table(&h, "mpi", T_MPI, sizeof(xsm_h5_mpi), xsm_n_mpi, xsm_conv_mpi, NULL) ||
-              xsm_h5_table(&h, "gpu", T_GPU, sizeof(xsm_h5_gpu), xsm_n_gpu, xsm_conv_gpu, NULL) ||
-              xsm_h5_table(&h, "instants", T_INSTANT, sizeof(xsm_h5_instant), xsm_n_instants, xsm_conv_instant, NULL) ||
-              xsm_h5_table(&h, "counters", T_COUNTER, sizeof(xsm_h5_counter), xsm_n_counters, xsm_conv_counter, NULL) ||
-              xsm_h5_table(&h, "memory", T_MEM, sizeof(xsm_h5_mem), xsm_n_mem, xsm_conv_mem, NULL) ||
-              xsm_h5_table(&h, "threads", T_THREAD, sizeof(xsm_h5_thread), xsm_n_threads, xsm_conv_thread, NULL) ||
+              xsm_h5_table(&h, "regions", T_REGION, sizeof(xsm_h5_region), XSPROF_IO_T_REGIONS, xsm_conv_region, arg_off) ||
+              xsm_h5_table(&h, "args", T_ARG, sizeof(xsm_h5_arg), XSPROF_IO_T_ARGS, xsm_conv_arg, reg_off) ||
+              xsm_h5_table(&h, "mpi", T_MPI, sizeof(xsm_h5_mpi), XSPROF_IO_T_MPI, xsm_conv_mpi, NULL) ||
+              xsm_h5_table(&h, "gpu", T_GPU, sizeof(xsm_h5_gpu), XSPROF_IO_T_GPU, xsm_conv_gpu, NULL) ||
+              xsm_h5_table(&h, "instants", T_INSTANT, sizeof(xsm_h5_instant), XSPROF_IO_T_INSTANTS, xsm_conv_instant, NULL) ||
+              xsm_h5_table(&h, "counters", T_COUNTER, sizeof(xsm_h5_counter), XSPROF_IO_T_COUNTERS, xsm_conv_counter, NULL) ||
+              xsm_h5_table(&h, "memory", T_MEM, sizeof(xsm_h5_mem), XSPROF_IO_T_MEM, xsm_conv_mem, NULL) ||
+              xsm_h5_table(&h, "threads", T_THREAD, sizeof(xsm_h5_thread), XSM_T_THREADS, xsm_conv_thread, NULL) ||
               xsm_h5_small(&h, mpi_off);
     xsm_progress_end();
     if ((H5Fclose(h.file) < 0 && xsm_h5_failed()) || bad)
-        rc = xsm_err_set(err, errlen, "xsmerge: %s: HDF5 write failed%s%s", path, xsm_h5_why[0] ? ": " : "",
-                         xsm_h5_why);
+        rc = h.read_failed ? 1 /* the reader said why */
+                           : xsm_err_set(err, errlen, "xsmerge: %s: HDF5 write failed%s%s", path,
+                                         xsm_h5_why[0] ? ": " : "", xsm_h5_why);
     h.file = -1;
 out:
     if (h.dcpl_track >= 0)
@@ -643,5 +700,6 @@ out:
     free(arg_off);
     free(mpi_off);
     free(h.batch);
+    free(h.src_rows);
     return rc;
 }

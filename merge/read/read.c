@@ -455,6 +455,8 @@ void xsm_run_free(xsm_run *run)
     for (size_t i = 0; i < run->ncolls; i++) {
         free(run->colls[i].ranks);
         free(run->colls[i].rows);
+        free(run->colls[i].tb);
+        free(run->colls[i].te);
     }
     free(run->colls);
     free(run->msgs);

@@ -494,12 +494,12 @@ static int xsm_knot_put(xsm_cctx *c, xsm_crank *k, int64_t t, int64_t C)
         snprintf(name, sizeof name, "stream-knots-%d-%d.bin", c->s->proc, (int)k->r);
         xsm_path(sr->knot_path, sizeof sr->knot_path, c->s->tmpdir, name);
         if (!(k->kf = fopen(sr->knot_path, "w+b")))
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->knot_path, strerror(errno));
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->knot_path, strerror(errno));
         setvbuf(k->kf, NULL, _IOFBF, 1 << 16);
     }
     int64_t p[2] = {k->prev_t, k->prev_C}, me[2] = {t, C};
     if ((write_prev && fwrite(p, sizeof p, 1, k->kf) != 1) || (write_me && fwrite(me, sizeof me, 1, k->kf) != 1))
-        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->knot_path, strerror(errno));
+        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->knot_path, strerror(errno));
     k->nknots += (size_t)write_prev + (size_t)write_me;
     k->has_prev = 1;
     k->prev_written = write_me;
@@ -625,7 +625,7 @@ static int xsm_crank_finish(xsm_cctx *c, xsm_crank *k)
     if (k->has_prev && !k->prev_written) {
         int64_t p[2] = {k->prev_t, k->prev_C};
         if (fwrite(p, sizeof p, 1, k->kf) != 1)
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->knot_path, strerror(errno));
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->knot_path, strerror(errno));
         k->nknots++;
     }
     if (k->kf && fflush(k->kf) != 0)
@@ -728,7 +728,7 @@ static int xsm_knots_map(xsm_cctx *c)
         sr->knot_bytes = k->nknots * 2 * sizeof(int64_t);
         void *p = mmap(NULL, sr->knot_bytes, PROT_READ, MAP_PRIVATE, fileno(k->kf), 0);
         if (p == MAP_FAILED)
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->knot_path, strerror(errno));
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->knot_path, strerror(errno));
         sr->knots = p;
         sr->nknots = k->nknots;
         sr->clk.knots = sr->knots;
@@ -753,7 +753,7 @@ int xsm_clc_run(xsm_stream *s, char *err, size_t errlen)
     /* decoding overlaps the walk, as in pass 1 */
     xsm_prefetch *pf = !rc && xsm_parallel_threads(0) > 1 ? xsm_prefetch_start() : NULL;
     if (!rc && s->coll_file && fseek(s->coll_file, 0, SEEK_SET) != 0)
-        rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", s->coll_path, strerror(errno));
+        rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->coll_path, strerror(errno));
     for (size_t r = 0; !rc && r < n; r++) {
         xsm_crank *k = &c.k[r];
         xsm_srank *sr = &s->r[r];
@@ -766,7 +766,7 @@ int xsm_clc_run(xsm_stream *s, char *err, size_t errlen)
             continue;
         }
         if (sr->dep && fseek(sr->dep, 0, SEEK_SET) != 0) {
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", sr->dep_path, strerror(errno));
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->dep_path, strerror(errno));
             break;
         }
         if (xsm_tab_open(&k->tab, sr->rf, &s->run->ranks[r].d, XSPROF_IO_T_MPI) ||

@@ -262,6 +262,19 @@ struct xsm_stream {
     uint64_t coll_ids;
     uint64_t clc_violations;  /* before, counted in collect mode */
     int64_t clc_max_correction;
+    /* merged.h5: pass 1 spills each matched message (xsm_h5_msgrec, in the
+     * order it met) and each Isend completion (rank, send row, row), and
+     * keeps the collectives; h5msgs places the messages by id */
+    int h5;
+    FILE *msg_spill, *scompl;
+    char msg_path[4096], scompl_path[4096], h5msgs_path[4096];
+    int h5msgs_fd;
+    xsm_collective *h5colls;
+    size_t nh5colls, caph5colls;
+    /* merged.h5's row reader (one table of one rank at a time) */
+    xsm_tab h5tab;
+    int h5tab_rank, h5tab_table;
+    xsm_clk h5clk;
 };
 
 /* 1 when a row of mapped times [b, e] is inside the --from/--to window
@@ -272,6 +285,22 @@ static inline int xsm_stream_keep(const struct xsm_stream *s, int64_t b, int64_t
 }
 
 int xsm_tid_set_add(xsm_srank *sr, uint32_t tid);
+/* XSM_EV_* kind of an io event table, -1 for the arguments */
+int xsm_table_kind(int table);
+/* Map a row's times (kind XSM_EV_*) through clk in place; its sort key. */
+void xsm_row_key(int kind, void *row, xsm_clk *clk, uint64_t i, xsm_skey *k);
+/* Shift a mapped row's times by -t0 in place. */
+void xsm_row_shift(int kind, void *row, int64_t t0);
+
+/* ---- h5src.c: merged.h5 from the streaming passes ------------------------ */
+
+/* After pass 1 (ids known): the spilled messages placed by id, the Isend
+ * completions filled in. 0, or 1 with err set. */
+int xsm_h5msgs_place(struct xsm_stream *s, char *err, size_t errlen);
+/* merge/match's order of collectives: (comm, seq) */
+int xsm_h5coll_cmp(const void *a, const void *b);
+extern const xsm_h5src_ops xsm_h5src;
+void xsm_h5_cleanup(struct xsm_stream *s);
 void xsm_srank_span(xsm_srank *sr, int64_t tb, int64_t te);
 
 #endif

@@ -40,6 +40,10 @@ typedef struct xsm_pend_end {
     uint32_t next;     /* chain, UINT32_MAX = end */
     uint8_t kept;      /* the row is inside --from/--to (xsm_stream_keep) */
     uint8_t call_kept; /* receive: its call is */
+    /* for merged.h5: send: its end and bytes; receive: its Irecv row or -1 */
+    int64_t send_end;
+    uint64_t bytes;
+    int64_t post;
 } xsm_pend_end;
 
 typedef struct xsm_ptab {
@@ -147,6 +151,8 @@ typedef struct xsm_cmember {
     int32_t root;
     int has_exit; /* 0: a nonblocking collective whose completion is not seen (yet) */
     uint32_t exit_row; /* the row whose end is the exit */
+    uint32_t op;       /* for merged.h5: the row's name and end */
+    int64_t row_end;
 } xsm_cmember;
 
 typedef struct xsm_cinst {
@@ -173,6 +179,7 @@ typedef struct xsm_req_state {
     uint32_t row, comm;
     int counted, completed;
     int icoll;        /* a nonblocking collective waits for this request's completion */
+    int kind;         /* of the post */
     uint32_t icomm;
     uint64_t iseq;
     int64_t it;       /* its post's begin */
@@ -332,10 +339,50 @@ static uint64_t xsm_coll_violations(const xsm_mctx *c, xsm_cinst *ci)
 
 static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci);
 
+/* merged.h5's collectives: the instance as merge/match makes it (members
+ * by rank, the first member's name, kind and root), kept with its members'
+ * times; sorted by (comm, seq) once pass 1 is done. */
+static int xsm_coll_keep(xsm_mctx *c, xsm_cinst *ci)
+{
+    xsm_stream *s = c->s;
+    if (s->nh5colls == s->caph5colls) {
+        size_t cap = s->caph5colls ? 2 * s->caph5colls : 64;
+        xsm_collective *p = realloc(s->h5colls, cap * sizeof *p);
+        if (!p)
+            return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+        s->h5colls = p;
+        s->caph5colls = cap;
+    }
+    xsm_collective *k = &s->h5colls[s->nh5colls];
+    memset(k, 0, sizeof *k);
+    k->ranks = malloc(ci->n * sizeof *k->ranks);
+    k->rows = malloc(ci->n * sizeof *k->rows);
+    k->tb = malloc(ci->n * sizeof *k->tb);
+    k->te = malloc(ci->n * sizeof *k->te);
+    s->nh5colls++; /* freed with the others, filled or not */
+    if (!k->ranks || !k->rows || !k->tb || !k->te)
+        return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+    k->comm = ci->comm;
+    k->coll_seq = ci->seq;
+    k->op = ci->m[0].op;
+    k->coll_kind = ci->m[0].kind;
+    k->root = ci->m[0].root;
+    k->n = ci->n;
+    for (size_t i = 0; i < ci->n; i++) {
+        k->ranks[i] = ci->m[i].rank;
+        k->rows[i] = ci->m[i].row;
+        k->tb[i] = ci->m[i].entry;
+        k->te[i] = ci->m[i].row_end;
+    }
+    return 0;
+}
+
 static void xsm_coll_close(xsm_mctx *c, xsm_cinst *ci)
 {
     c->violations += xsm_coll_violations(c, ci);
     if (c->s->collect && ci->n && xsm_coll_collect(c, ci))
+        c->collect_failed = 1;
+    if (c->s->h5 && !c->s->collect && ci->n && xsm_coll_keep(c, ci))
         c->collect_failed = 1;
     size_t k = xsm_comm_index(c, ci->comm);
     if (k != SIZE_MAX && c->comm_present[k] > ci->n)
@@ -434,7 +481,7 @@ static int xsm_coll_add(xsm_mctx *c, int32_t r, uint32_t row, const xsprof_io_mp
     int blocking = m->kind == XSPROF_MPI_COLL;
     /* a nonblocking collective leaves at its request's completion (none
      * without a request: no constraint, as merge/align) */
-    ci->m[ci->n++] = (xsm_cmember){r, row, m->t_begin, m->t_end, m->coll, m->root, blocking, row};
+    ci->m[ci->n++] = (xsm_cmember){r, row, m->t_begin, m->t_end, m->coll, m->root, blocking, row, m->op, m->t_end};
     /* the summary counts collectives as merge/read/select.c leaves them */
     if (!ci->kept && xsm_stream_keep(c->s, m->t_begin, m->t_end)) {
         ci->kept = 1;
@@ -481,12 +528,12 @@ static int xsm_cdep_put(xsm_mctx *c, int32_t r, const xsm_cdep *x)
         snprintf(name, sizeof name, "stream-cdep-%d-%d.bin", c->s->proc, (int)r);
         xsm_path(sr->dep_path, sizeof sr->dep_path, c->s->tmpdir, name);
         if (!(sr->dep = fopen(sr->dep_path, "w+b")))
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->dep_path, strerror(errno));
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->dep_path, strerror(errno));
         setvbuf(sr->dep, NULL, _IOFBF, 1 << 16);
     }
     xsm_bit_set(x->kind == XSM_CDEP_ENTRY ? sr->depb : sr->depe, x->row);
     if (fwrite(x, sizeof *x, 1, sr->dep) != 1)
-        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->dep_path, strerror(errno));
+        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->dep_path, strerror(errno));
     return 0;
 }
 
@@ -549,10 +596,10 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
         snprintf(name, sizeof name, "stream-ccoll-%d.bin", s->proc);
         xsm_path(s->coll_path, sizeof s->coll_path, s->tmpdir, name);
         if (!(s->coll_file = fopen(s->coll_path, "w+b")))
-            rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", s->coll_path, strerror(errno));
+            rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->coll_path, strerror(errno));
     }
     if (!rc && (fwrite(&h, sizeof h, 1, s->coll_file) != 1 || fwrite(mem, sizeof *mem, ci->n, s->coll_file) != ci->n))
-        rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", s->coll_path, strerror(errno));
+        rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->coll_path, strerror(errno));
     for (size_t i = 0; i < ci->n && !rc; i++) {
         xsm_cdep en = {ci->m[i].row, XSM_CDEP_ENTRY, 0, (uint32_t)i, h.id};
         xsm_cdep ex = {ci->m[i].exit_row, XSM_CDEP_EXIT, 0, (uint32_t)i, h.id};
@@ -578,19 +625,21 @@ static int xsm_spill_put(xsm_mctx *c, int32_t dst, const xsm_spill *x)
         snprintf(name, sizeof name, "stream-spill-%d-%d.bin", c->s->proc, (int)dst);
         xsm_path(sr->spill_path, sizeof sr->spill_path, c->s->tmpdir, name);
         if (!(m->spill = fopen(sr->spill_path, "w+b")))
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->spill_path, strerror(errno));
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->spill_path, strerror(errno));
         setvbuf(m->spill, NULL, _IOFBF, 1 << 16);
     }
     if (fwrite(x, sizeof *x, 1, m->spill) != 1)
-        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s", sr->spill_path, strerror(errno));
+        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->spill_path, strerror(errno));
     sr->nspill++;
     return 0;
 }
 
-/* Send row s of rank src meets the receive q of rank dst at time `now`. */
-static int xsm_meet(xsm_mctx *c, int64_t now, int32_t src, uint32_t send_row, int64_t send_t, int send_kept,
-                    int32_t dst, const xsm_pend_end *q)
+/* The send snd meets the receive q at time `now`. */
+static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm_pend_end *q)
 {
+    int32_t src = snd->k.src, dst = q->k.dst;
+    uint32_t send_row = snd->row;
+    int64_t send_t = snd->t;
     if (c->s->collect) { /* the logical clock's constraint, whatever the times */
         c->violations += q->t < send_t;
         xsm_bit_set(c->s->r[src].sent, send_row);
@@ -601,9 +650,20 @@ static int xsm_meet(xsm_mctx *c, int64_t now, int32_t src, uint32_t send_row, in
         c->s->need_clc = 1;
         return xsm_err_set(c->err, c->errlen, "clock violations after interpolation need the logical clock") ? 2 : 2;
     }
-    if (!send_kept || !q->kept)
+    if (!snd->kept || !q->kept)
         return 0; /* an end outside --from/--to: the message is cut, as in memory */
     xsm_sent_set(&c->s->r[src], send_row);
+    if (c->s->h5) { /* merged.h5's row, placed by its id once pass 1 is done */
+        xsm_h5_msgrec x;
+        memset(&x, 0, sizeof x);
+        x.m = (xsm_message){src, dst, q->k.comm, q->k.tag, snd->bytes, send_row, q->row, q->post, -1,
+                            q->call_row == UINT32_MAX ? q->row : q->call_row};
+        x.send_begin = send_t;
+        x.send_end = snd->send_end;
+        x.recv_end = q->t;
+        if (fwrite(&x, sizeof x, 1, c->s->msg_spill) != 1)
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", c->s->msg_path, strerror(errno));
+    }
     /* a completion no call holds, or whose call is outside --from/--to (in
      * memory its flow then ends on the completion row): the writers never
      * draw it */
@@ -621,6 +681,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
 {
     int32_t r = m->r;
     int64_t po = -1;
+    int po_irecv = 0;
     uint32_t po_comm = UINT32_MAX;
     if (xsm_is_req(row)) {
         if (row->kind != XSPROF_MPI_COMPLETION) {
@@ -638,6 +699,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
             }
             /* an earlier post of this request never completed stays counted open */
             q->row = i;
+            q->kind = row->kind;
             q->comm = row->comm;
             q->completed = 0;
             q->counted = row->kind == XSPROF_MPI_IRECV && !(row->flags & (XSPROF_MPI_F_CANCELLED | XSPROF_MPI_F_FREED));
@@ -646,8 +708,15 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
             xsm_req_state *q = xsm_req_slot(m, row->request, 0);
             if (q && !(row->flags & XSPROF_MPI_F_RECV))
                 xsm_coll_exit(c, r, q, row, i);
+            if (q && q->kind == XSPROF_MPI_ISEND && c->s->h5 && !c->s->collect) {
+                /* merged.h5's send_completion_row (the last completion wins, as in match/) */
+                uint32_t sc[3] = {(uint32_t)r, q->row, i};
+                if (fwrite(sc, sizeof sc, 1, c->s->scompl) != 1)
+                    return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", c->s->scompl_path, strerror(errno));
+            }
             if (q) {
                 po = q->row;
+                po_irecv = q->kind == XSPROF_MPI_IRECV;
                 po_comm = q->comm;
                 if (!q->completed) {
                     q->completed = 1;
@@ -697,11 +766,11 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         if (!xsm_present(c, row->peer))
             return 0; /* its receiver was not loaded: not an anomaly */
         xsm_pend_end me = {{row->comm, r, row->peer, row->tag, row->seq}, 0, i, UINT32_MAX, row->t_begin, 0, 0,
-                           (uint8_t)kept, 0};
+                           (uint8_t)kept, 0, row->t_end, row->bytes_sent, -1};
         xsm_pend_end q;
         int dup;
         if (xsm_ptab_take(&c->pend, &me.k, 0, &q, &dup))
-            return xsm_meet(c, now, r, i, row->t_begin, kept, row->peer, &q);
+            return xsm_meet(c, now, &me, &q);
         if (dup)
             return xsm_err_set(c->err, c->errlen, "rank %d sends two messages with one key", (int)r) ? 2 : 2;
         return xsm_ptab_put(&c->pend, &me) ? xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages") : 0;
@@ -729,11 +798,11 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         }
     }
     xsm_pend_end me = {{comm, row->peer, r, row->tag, row->seq}, 1, i, call, row->t_end, call_end, 0,
-                       (uint8_t)kept, (uint8_t)call_kept};
+                       (uint8_t)kept, (uint8_t)call_kept, 0, 0, po >= 0 && po_irecv ? po : -1};
     xsm_pend_end q;
     int dup;
     if (xsm_ptab_take(&c->pend, &me.k, 1, &q, &dup))
-        return xsm_meet(c, now, row->peer, q.row, q.t, q.kept, r, &me);
+        return xsm_meet(c, now, &q, &me);
     if (dup)
         return xsm_err_set(c->err, c->errlen, "rank %d receives two messages with one key", (int)r) ? 2 : 2;
     return xsm_ptab_put(&c->pend, &me) ? xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages") : 0;
@@ -921,6 +990,17 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     c.m = calloc(n + 1, sizeof *c.m);
     c.heap = malloc((n + 1) * sizeof *c.heap);
     int rc = !c.m || !c.heap || xsm_comms_index(&c) ? xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages") : 0;
+    if (!rc && s->h5 && !s->collect) {
+        char name[64];
+        snprintf(name, sizeof name, "stream-h5msgs-%d.bin", s->proc);
+        xsm_path(s->msg_path, sizeof s->msg_path, s->tmpdir, name);
+        snprintf(name, sizeof name, "stream-h5compl-%d.bin", s->proc);
+        xsm_path(s->scompl_path, sizeof s->scompl_path, s->tmpdir, name);
+        if (!(s->msg_spill = fopen(s->msg_path, "w+b")))
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->msg_path, strerror(errno));
+        else if (!(s->scompl = fopen(s->scompl_path, "w+b")))
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->scompl_path, strerror(errno));
+    }
     /* decoding overlaps matching: this pass is one thread otherwise */
     xsm_prefetch *pf = xsm_parallel_threads(0) > 1 ? xsm_prefetch_start() : NULL;
     for (size_t r = 0; !rc && r < n; r++) {

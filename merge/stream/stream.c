@@ -54,8 +54,16 @@ void xsm_srank_span(xsm_srank *sr, int64_t tb, int64_t te)
         sr->span[1] = te;
 }
 
+int xsm_table_kind(int table)
+{
+    for (int k = 0; k < XSM_EV_N; k++)
+        if (xsm_kind_table[k] == table)
+            return k;
+    return -1;
+}
+
 /* Map a row's times to the reference clock in place; its sort key. */
-static void xsm_row_key(int kind, void *row, xsm_clk *clk, uint64_t i, xsm_skey *k)
+void xsm_row_key(int kind, void *row, xsm_clk *clk, uint64_t i, xsm_skey *k)
 {
     switch (kind) {
     case XSM_EV_REGION: {
@@ -101,7 +109,7 @@ static void xsm_row_key(int kind, void *row, xsm_clk *clk, uint64_t i, xsm_skey 
 }
 
 /* Shift a (mapped) row's times by -t0 in place. */
-static void xsm_row_shift(int kind, void *row, int64_t t0)
+void xsm_row_shift(int kind, void *row, int64_t t0)
 {
     switch (kind) {
     case XSM_EV_REGION: ((xsprof_io_region *)row)->t_begin -= t0; ((xsprof_io_region *)row)->t_end -= t0; return;
@@ -564,7 +572,7 @@ static void *xsm_ssrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen
     if (!bad && x->sr->nspill) {
         x->spill = fopen(x->sr->spill_path, "rb");
         if (!x->spill) {
-            xsm_err_set(err, errlen, "xsmerge: %s: %s", x->sr->spill_path, strerror(errno));
+            xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", x->sr->spill_path, strerror(errno));
             xsm_ssrc_close(x, NULL, 0);
             return NULL;
         }
@@ -694,6 +702,19 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         return 2; /* the in-memory merge words the problem */
     }
     run.min_latency_ns = o.min_latency_ns > 0 ? o.min_latency_ns : 0; /* as merge/read */
+    s.h5 = (what & XSM_STREAM_H5) != 0;
+    s.h5msgs_fd = -1;
+    s.h5tab_rank = -1;
+    if (s.h5 && (o.from_ns > 0 || o.to_ns > 0)) {
+        /* merge/read/select.c renumbers the rows merged.h5's messages and
+         * collectives point to */
+        xsm_run_free(&run);
+        if (nf)
+            fclose(nf);
+        free(nbuf);
+        xsm_err_set(err, errlen, "merged.h5 with --from/--to");
+        return 2;
+    }
     size_t n = run.nranks;
     s.r = calloc(n + 1, sizeof *s.r);
     int *rcs = calloc(n + 1, sizeof *rcs);
@@ -710,7 +731,9 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         sr->span[0] = INT64_MAX;
         sr->span[1] = INT64_MIN;
         if (sr->present) {
-            xsm_align_clock_prepare(&run.ranks[r].d);
+            double res = xsm_align_clock_prepare(&run.ranks[r].d);
+            if (res > run.clock.max_residual_us) /* as merge/align's interpolation */
+                run.clock.max_residual_us = res;
             sr->clk = (xsm_clk){run.ranks[r].d.clock, run.ranks[r].d.nclock, 0, NULL, 0, 0};
         }
     }
@@ -778,7 +801,9 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     s.t0 = t0 == INT64_MAX ? 0 : t0;
     run.t0_ref_ns = s.t0;
     run.t_end = t0 == INT64_MAX ? 0 : t1 - t0;
-    if (xsm_emit_init(&e, &run, order, err, errlen))
+    if (s.h5 && xsm_h5msgs_place(&s, err, errlen))
+        rc = 1;
+    if (!rc && xsm_emit_init(&e, &run, order, err, errlen))
         rc = 1;
     e.nevents = 0;
     for (size_t r = 0; r < n && !rc; r++) {
@@ -813,6 +838,25 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         rc = xsm_emit_json(&e, dir, err, errlen) ? 1 : 0;
         xsm_progress_mark("trace.json");
     }
+    if (!rc && s.h5 && (!par || par->rank == 0)) {
+        /* the collectives (sorted as merge/match sorts them) become the run's */
+        if (s.nh5colls)
+            qsort(s.h5colls, s.nh5colls, sizeof *s.h5colls, xsm_h5coll_cmp);
+        for (size_t i = 0; i < s.nh5colls; i++)
+            for (size_t j = 0; j < s.h5colls[i].n; j++) {
+                s.h5colls[i].tb[j] -= s.t0;
+                s.h5colls[i].te[j] -= s.t0;
+            }
+        run.colls = s.h5colls;
+        run.ncolls = s.nh5colls;
+        s.h5colls = NULL;
+        s.nh5colls = 0;
+        e.h5src = &xsm_h5src;
+        e.h5src_ctx = &s;
+        e.h5src_nmsgs = s.nmsgs;
+        rc = xsm_emit_h5(&e, dir, err, errlen) ? 1 : 0;
+        xsm_progress_mark("merged.h5");
+    }
     rc = xsm_stream_agree(par, rc);
     sum->nranks = n;
     sum->nmsgs = s.nmsgs;
@@ -834,6 +878,7 @@ out:
         fclose(s.coll_file);
     if (s.coll_path[0])
         unlink(s.coll_path);
+    xsm_h5_cleanup(&s);
     xsm_run_free(&run);
     *proc_late = s.proc_late;
     *need_clc = s.need_clc;

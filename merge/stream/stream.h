@@ -29,7 +29,7 @@ typedef struct xsm_stream_summary {
     uint64_t violations_before, violations_after;
 } xsm_stream_summary;
 
-enum { XSM_STREAM_PFTRACE = 1, XSM_STREAM_JSON = 2 };
+enum { XSM_STREAM_PFTRACE = 1, XSM_STREAM_JSON = 2, XSM_STREAM_H5 = 4 };
 
 /* Write trace.pftrace and/or trace.json (`what`, XSM_STREAM_*) of run_dir
  * into dir with `threads` writer threads.

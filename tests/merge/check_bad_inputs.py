@@ -126,21 +126,29 @@ from mergetest import XSMERGE
 ring = make_run(maker, "big", os.path.join(base, "ring"), 2, 30000)
 
 
-def small_files():
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
-    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+def small_files(mib):
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (mib << 20, mib << 20))
+    return limit
 
 
-for outs, extra, name in (("pftrace", (), "trace.pftrace"), ("json", (), "trace"), ("h5", (), "merged.h5"),
-                          ("pftrace", ("--stream",), "trace.pftrace"), ("json", ("--stream",), "trace")):
-    out = os.path.join(base, "full-%s%s" % (outs, "-stream" if extra else ""))
+# streaming merged.h5 spills its messages first (1.8 MB here): 3 MiB lets the
+# spill through and stops merged.h5 (6 MB); at 1 MiB the spill itself fails,
+# said as a temporary file of the merge
+for outs, extra, name, mib in (("pftrace", (), "trace.pftrace", 1), ("json", (), "trace", 1), ("h5", (), "merged.h5", 1),
+                               ("pftrace", ("--stream",), "trace.pftrace", 1), ("json", ("--stream",), "trace", 1),
+                               ("h5", ("--stream",), "merged.h5", 3),
+                               ("h5", ("--stream",), "a temporary file of the merge", 1)):
+    out = os.path.join(base, "full-%s%s-%d" % (outs, "-stream" if extra else "", mib))
     p = subprocess.run([XSMERGE, ring, "-o", out, "-q", "--outputs", outs] + list(extra), capture_output=True,
-                       text=True, preexec_fn=small_files)
-    what = "--outputs %s %s over the file size limit" % (outs, " ".join(extra))
+                       text=True, preexec_fn=small_files(mib))
+    what = "--outputs %s %s over a file size limit of %d MiB" % (outs, " ".join(extra), mib)
     lines = p.stderr.strip().splitlines()
+    said = os.path.join(out, name) if name[0] != "a" else name
     check(p.returncode == 1, "%s: exit 1 (got %d: %s)" % (what, p.returncode, p.stderr[-300:]))
-    check(len(lines) == 1 and os.path.join(out, name) in p.stderr and "too large" in p.stderr.lower(),
-          "%s: one line naming %s/%s and the reason: %r" % (what, out, name, p.stderr))
+    check(len(lines) == 1 and said in p.stderr and "too large" in p.stderr.lower(),
+          "%s: one line naming %s and the reason: %r" % (what, said, p.stderr))
     left = os.listdir(out) if os.path.isdir(out) else []
     check(left == [], "%s: nothing left behind: %s" % (what, left))
 

@@ -19,7 +19,7 @@ with another product is a usage
 error (exit 1, like every usage error); bad inputs (truncated file, random bytes, a file
 of another run, a damaged chunk of the MPI table) give the same one error
 line, exit 1 and no output; XSPROF_MERGE_STREAM=1 acts like --stream when
-only trace.pftrace and/or trace.json are asked for; trace.json streams too. Exits 77 (skipped) when `xsmerge --help`
+only trace.pftrace and/or trace.json are asked for; trace.json and merged.h5 stream too. Exits 77 (skipped) when `xsmerge --help`
 does not mention --stream."""
 import os
 import shutil
@@ -283,6 +283,24 @@ def part_rest():
                 compare("%s --outputs %s%s --stream%s" % (run, outs, " (parts)" if env else "", " window " + w if w else ""),
                         ref, merge(run, "--outputs", outs, "--stream", env=e or None),
                         "stream" if run in ("golden", "ring", "bigring", "icoll", "skew") else None)
+    # merged.h5 streams too (event tables read again in file order, messages
+    # placed by id, collectives kept by pass 1): the same bytes, alone and
+    # with the other products; with --from/--to (rows renumbered) it hands
+    # over to memory; a damaged chunk gives the in-memory error
+    for run in ("golden", "journal", "gpu", "deep", "icoll", "icoll_late", "mpithreads", "ring", "bigring", "skew",
+                "bigskew", "chunk"):
+        for outs in ("h5", "pftrace,json,h5"):
+            ref = merge(run, "--outputs", outs)
+            for w in ("", "1"):
+                e = {"XSPROF_MERGE_STREAM_WINDOW": w} if w else None
+                compare("%s --outputs %s --stream%s" % (run, outs, " window " + w if w else ""), ref,
+                        merge(run, "--outputs", outs, "--stream", env=e),
+                        None if run == "chunk" or (run == "mpithreads" and w) else "stream")
+    for run, opts, expect in (("ring", ("--ranks", "1-2"), "stream"), ("bigskew", ("--min-latency", "1us"), "stream"),
+                              ("golden", ("--from", "2us"), "memory"), ("ring", ("--from", "1ms", "--to", "5ms"), "memory")):
+        ref = merge(run, "--outputs", "h5", *opts)
+        compare("%s --outputs h5 --stream %s" % (run, " ".join(opts)), ref,
+                merge(run, "--outputs", "h5", "--stream", *opts), expect)
     ref = merge("bigring", "--outputs", "json", env={"XSPROF_MERGE_JSON_PART_BYTES": "8000000"})
     n = len([f for f in outputs(ref[3]) if f.startswith("trace-part")])
     check(3 < n < 100, "bigring's trace.json is split into a few parts (%d)" % n)
@@ -303,11 +321,11 @@ def part_rest():
     got = merge("ring", "--outputs", "pftrace")
     check(not [l for l in got[2] if "would take" in l], "no memory note without a limit on a small run: %s" % got[2])
 
-    # --stream writes trace.pftrace and trace.json: any other product is a usage error
-    for outs in ("h5", "report", "pftrace,h5,report", "json,h5"):
+    # --stream writes trace.pftrace, trace.json and merged.h5: the report is a usage error
+    for outs in ("report", "pftrace,h5,report", "json,report"):
         rc, so, se, out = merge("golden", "--stream", "--outputs", outs)
         # a usage error like any other: exit 1, the reason first, then the --help hint
-        check(rc == 1 and se and "--stream writes trace.pftrace and trace.json only" in se[0],
+        check(rc == 1 and se and "--stream writes trace.pftrace, trace.json and merged.h5 only" in se[0],
               "--stream --outputs %s: exit 1 with the reason (%d %s)" % (outs, rc, se))
         check(outputs(out) == [], "--stream --outputs %s: no output" % outs)
     rc, so, se, out = merge("golden", "--stream", "--outputs", "pftrace", "-q")
@@ -366,11 +384,13 @@ def part_rest():
                                         ("bigskew", 3, "stream", ("--min-latency", "1us")),
                                         ("mpithreads_far", 2, "memory", ()),
                                         ("ring", 2, "stream", ("--from", "1ms", "--to", "5ms"))):
-            ref = merge(run, "--outputs", "pftrace,json", *extra)
+            # merged.h5 too where it streams with the others (process 0 writes it)
+            outs = "pftrace,json,h5" if run in ("bigskew", "golden") else "pftrace,json"
+            ref = merge(run, "--outputs", outs, *extra)
             out = os.path.join(base, "mpirun-out-%s-%d%s" % (run, np_, "-window" if extra else ""))
             # not -q: the note is what is checked (-q silences notes)
             p = subprocess.run([mpiexec, "-np", str(np_), "--oversubscribe", XSMERGE, R[run], "-o", out, "--stream",
-                                "--outputs", "pftrace,json"] + list(extra), capture_output=True, text=True, env=env,
+                                "--outputs", outs] + list(extra), capture_output=True, text=True, env=env,
                                timeout=120)
             what = "mpirun -np %d %s --stream %s" % (np_, run, " ".join(extra))
             check(p.returncode == 0, "%s: exit 0 (%s)" % (what, p.stderr[-1000:]))

@@ -12,8 +12,9 @@
  *           and its kernel (correlation 42), a memcpy
  *   empty   2 ranks that recorded definitions but no event
  *   big     NRANKS EVENTS_PER_RANK: ring exchange + regions, for benchmarks
- *   bigskew NRANKS EVENTS_PER_RANK: the same with clocks off by errors their samples miss and
- *           an Allreduce every 50 steps (clock violations for the logical clock)
+ *   bigskew NRANKS EVENTS_PER_RANK: the same with clocks off by errors their samples miss,
+ *           nonblocking exchanges every 4th step and an Allreduce every 50
+ *           (clock violations for the logical clock)
  *   deep    2 ranks, 2 threads: 4500 nested regions closed innermost first
  *           (the outer ones begin before thousands of rows stored ahead
  *           of them: further out of order than the streaming merge's
@@ -229,8 +230,9 @@ static int empty(const char *dir)
  * receive from the left one; about 3 events per step. */
 /* The ring of `big`; with skew, each rank's clock is off by an error its
  * sample does not show (odd ranks 2.5 us early, drifting apart by r % 3 ns
- * a step) and every 50th step ends in an Allreduce: receives end before
- * their sends began and exits precede entries, for the logical clock. */
+ * a step), every 4th step exchanges through Isend/Irecv/Waitall and every
+ * 50th step ends in an Allreduce: receives end before their sends began
+ * and exits precede entries, for the logical clock. */
 static int big_ring(const char *dir, int nranks, long events, int skew)
 {
     long steps = events / 3;
@@ -250,13 +252,34 @@ static int big_ring(const char *dir, int nranks, long events, int skew)
             if (skew)
                 t += -(r % 2) * 2500 + s * (r % 3);
             xsprof_rec_mpi m = M();
-            m.kind = XSPROF_MPI_SEND; m.peer = right; m.tag = 1; m.bytes_sent = 4096; m.seq = (uint64_t)s + 1;
-            m.t_begin = t + 4000; m.t_end = t + 4500;
-            xsf_mpi(f, 0, "MPI_Send", m);
-            m = M();
-            m.kind = XSPROF_MPI_RECV; m.peer = left; m.tag = 1; m.bytes_recv = 4096; m.seq = (uint64_t)s + 1;
-            m.t_begin = t + 4600; m.t_end = t + 6000;
-            xsf_mpi(f, 0, "MPI_Recv", m);
+            if (skew && s % 4 == 1) {
+                /* Isend + Irecv + Wait(2), the requests reused every time as MPI reuses handles */
+                m.kind = XSPROF_MPI_ISEND; m.peer = right; m.tag = 1; m.bytes_sent = 4096; m.seq = (uint64_t)s + 1;
+                m.request = 100; m.t_begin = t + 4000; m.t_end = t + 4100;
+                xsf_mpi(f, 0, "MPI_Isend", m);
+                m = M();
+                m.kind = XSPROF_MPI_IRECV; m.peer = left; m.tag = 1; m.request = 101; m.t_begin = t + 4150;
+                m.t_end = t + 4200;
+                xsf_mpi(f, 0, "MPI_Irecv", m);
+                m = M();
+                m.kind = XSPROF_MPI_WAIT; m.count = 2; m.comm = UINT32_MAX; m.t_begin = t + 4600; m.t_end = t + 6000;
+                xsf_mpi(f, 0, "MPI_Waitall", m);
+                m = M();
+                m.kind = XSPROF_MPI_COMPLETION; m.request = 100; m.t_begin = m.t_end = t + 4700;
+                xsf_mpi(f, 0, "MPI_Waitall", m);
+                m = M();
+                m.kind = XSPROF_MPI_COMPLETION; m.flags = XSPROF_MPI_F_RECV; m.request = 101; m.peer = left; m.tag = 1;
+                m.seq = (uint64_t)s + 1; m.bytes_recv = 4096; m.t_begin = m.t_end = t + 5900;
+                xsf_mpi(f, 0, "MPI_Waitall", m);
+            } else {
+                m.kind = XSPROF_MPI_SEND; m.peer = right; m.tag = 1; m.bytes_sent = 4096; m.seq = (uint64_t)s + 1;
+                m.t_begin = t + 4000; m.t_end = t + 4500;
+                xsf_mpi(f, 0, "MPI_Send", m);
+                m = M();
+                m.kind = XSPROF_MPI_RECV; m.peer = left; m.tag = 1; m.bytes_recv = 4096; m.seq = (uint64_t)s + 1;
+                m.t_begin = t + 4600; m.t_end = t + 6000;
+                xsf_mpi(f, 0, "MPI_Recv", m);
+            }
             if (skew && s % 50 == 49) {
                 m = M();
                 m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN; m.coll_seq = (uint64_t)s / 50 + 1; m.bytes_sent = 8;

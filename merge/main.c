@@ -50,9 +50,9 @@ static const char xsm_usage[] =
     "  --format callgrind    also write callgrind.out (for KCachegrind)\n"
     "  --outputs LIST        write only these products: any of pftrace, json,\n"
     "                        h5, report (default: all)\n"
-    "  --stream              write trace.pftrace (and trace.json with --outputs\n"
-    "                        pftrace,json or json), reading the rank files chunk\n"
-    "                        by chunk: memory does not grow with the trace (same\n"
+    "  --stream              write trace.pftrace (trace.json, merged.h5 with\n"
+    "                        --outputs pftrace,json,h5), reading the rank files\n"
+    "                        chunk by chunk: memory does not grow with the trace (same\n"
     "                        files as without --stream, also with --from/--to\n"
     "                        and under mpirun, and with the logical clock);\n"
     "                        chosen by itself, with a note, when only those\n"
@@ -78,7 +78,7 @@ typedef struct xsm_opts {
     const char *run_dir, *out_dir;
     int outputs; /* XSM_OUT_* */
     int outputs_given;
-    int stream;  /* --stream: bounded memory, trace.pftrace and/or trace.json */
+    int stream;  /* --stream: bounded memory, trace.pftrace, trace.json and/or merged.h5 */
     xsm_load_opts load;
     xsm_report_opts report;
 } xsm_opts;
@@ -376,7 +376,7 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
     if (notes)
         fprintf(notes, "xsmerge: note: merging in memory would take about %.1f GiB (budget %.1f GiB): %s\n",
                 (double)need / (1u << 30), (double)budget / (1u << 30),
-                streamable ? "streaming" : "trying anyway; --stream --outputs pftrace,json would stream");
+                streamable ? "streaming" : "trying anyway; --stream --outputs pftrace,json,h5 would stream");
     return streamable;
 }
 

@@ -819,13 +819,19 @@ void xsm_clc_free(xsm_srank *sr)
     if (sr->knots)
         munmap(sr->knots, sr->knot_bytes);
     sr->knots = NULL;
+    if (sr->knot_path[0])
+        unlink(sr->knot_path);
+    xsm_clc_records_free(sr);
+}
+
+void xsm_clc_records_free(xsm_srank *sr)
+{
     if (sr->dep)
         fclose(sr->dep);
     sr->dep = NULL;
     if (sr->dep_path[0])
         unlink(sr->dep_path);
-    if (sr->knot_path[0])
-        unlink(sr->knot_path);
+    sr->dep_path[0] = 0;
     free(sr->pin);
     free(sr->depb);
     free(sr->depe);

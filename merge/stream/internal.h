@@ -215,6 +215,8 @@ typedef struct xsm_cmem {
  * 2 (needs the in-memory merge: err says why). */
 int xsm_clc_run(struct xsm_stream *s, char *err, size_t errlen);
 void xsm_clc_free(xsm_srank *sr);
+/* The constraint records and bits only (done once the knots exist). */
+void xsm_clc_records_free(xsm_srank *sr);
 
 typedef struct xsm_stream xsm_stream;
 

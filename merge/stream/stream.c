@@ -755,6 +755,8 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         if (!rc)
             rc = xsm_clc_run(&s, err, errlen);
         s.clc = !rc;
+        for (size_t r = 0; r < n; r++) /* 3 bits per MPI row and the records: done with */
+            xsm_clc_records_free(&s.r[r]);
         xsm_progress_mark("stream-clock");
     }
     xsm_scan_ctx sc = {&s, rcs, errs};

@@ -19,7 +19,7 @@ with another product is a usage
 error (exit 1, like every usage error); bad inputs (truncated file, random bytes, a file
 of another run, a damaged chunk of the MPI table) give the same one error
 line, exit 1 and no output; XSPROF_MERGE_STREAM=1 acts like --stream when
-only trace.pftrace and/or trace.json are asked for; trace.json and merged.h5 stream too. Exits 77 (skipped) when `xsmerge --help`
+only trace.pftrace, trace.json and/or merged.h5 are asked for; trace.json and merged.h5 stream too. Exits 77 (skipped) when `xsmerge --help`
 does not mention --stream."""
 import os
 import shutil
@@ -316,7 +316,7 @@ def part_rest():
         compare("memory limit --outputs %s" % outs, ref, (got[0], got[1], [l for l in got[2] if "would take" not in l],
                 got[3]), "stream")
     got = merge("ring", env=ML)
-    check(got[0] == 0 and any("would take about" in l and "--stream --outputs pftrace,json would stream" in l
+    check(got[0] == 0 and any("would take about" in l and "--stream --outputs pftrace,json,h5 would stream" in l
                               for l in got[2]), "memory limit, all products: merged in memory with a hint: %s" % got[2])
     got = merge("ring", "--outputs", "pftrace")
     check(not [l for l in got[2] if "would take" in l], "no memory note without a limit on a small run: %s" % got[2])

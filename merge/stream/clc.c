@@ -276,9 +276,9 @@ static int xsm_crank_fill(xsm_cctx *c, xsm_crank *k)
         if (!row)
             return xsm_err_set(c->err, c->errlen, "%s", k->tab.err) ? 2 : 2;
         xsm_skey key = {xsm_align_clock_map(&sr->clk, row->t_begin), 0, 0, 0, i};
-        xsm_crow cr = {xsm_align_clock_map(&sr->clk, row->t_end),
-                       (row->kind == XSPROF_MPI_SEND || row->kind == XSPROF_MPI_SSEND || row->kind == XSPROF_MPI_ISEND ||
-                        row->kind == XSPROF_MPI_SENDRECV) && xsm_bit(sr->pin, i)};
+        int send = row->kind == XSPROF_MPI_SEND || row->kind == XSPROF_MPI_SSEND || row->kind == XSPROF_MPI_ISEND ||
+                   row->kind == XSPROF_MPI_SENDRECV;
+        xsm_crow cr = {xsm_align_clock_map(&sr->clk, row->t_end), (uint8_t)(send && xsm_bit(sr->pin, i))};
         if (xsm_sheap_late(&k->beg, &key) || key.t < k->floor) {
             c->s->proc_late = 1; /* as pass 1: the merge starts again with the whole window */
             return xsm_err_set(c->err, c->errlen, "MPI calls of rank %d are further out of time order than the window",
@@ -494,12 +494,14 @@ static int xsm_knot_put(xsm_cctx *c, xsm_crank *k, int64_t t, int64_t C)
         snprintf(name, sizeof name, "stream-knots-%d-%d.bin", c->s->proc, (int)k->r);
         xsm_path(sr->knot_path, sizeof sr->knot_path, c->s->tmpdir, name);
         if (!(k->kf = fopen(sr->knot_path, "w+b")))
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->knot_path, strerror(errno));
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                               sr->knot_path, strerror(errno));
         setvbuf(k->kf, NULL, _IOFBF, 1 << 16);
     }
     int64_t p[2] = {k->prev_t, k->prev_C}, me[2] = {t, C};
     if ((write_prev && fwrite(p, sizeof p, 1, k->kf) != 1) || (write_me && fwrite(me, sizeof me, 1, k->kf) != 1))
-        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->knot_path, strerror(errno));
+        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                           sr->knot_path, strerror(errno));
     k->nknots += (size_t)write_prev + (size_t)write_me;
     k->has_prev = 1;
     k->prev_written = write_me;
@@ -625,7 +627,8 @@ static int xsm_crank_finish(xsm_cctx *c, xsm_crank *k)
     if (k->has_prev && !k->prev_written) {
         int64_t p[2] = {k->prev_t, k->prev_C};
         if (fwrite(p, sizeof p, 1, k->kf) != 1)
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->knot_path, strerror(errno));
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                               sr->knot_path, strerror(errno));
         k->nknots++;
     }
     if (k->kf && fflush(k->kf) != 0)
@@ -728,7 +731,8 @@ static int xsm_knots_map(xsm_cctx *c)
         sr->knot_bytes = k->nknots * 2 * sizeof(int64_t);
         void *p = mmap(NULL, sr->knot_bytes, PROT_READ, MAP_PRIVATE, fileno(k->kf), 0);
         if (p == MAP_FAILED)
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->knot_path, strerror(errno));
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                               sr->knot_path, strerror(errno));
         sr->knots = p;
         sr->nknots = k->nknots;
         sr->clk.knots = sr->knots;
@@ -766,7 +770,8 @@ int xsm_clc_run(xsm_stream *s, char *err, size_t errlen)
             continue;
         }
         if (sr->dep && fseek(sr->dep, 0, SEEK_SET) != 0) {
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->dep_path, strerror(errno));
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                             sr->dep_path, strerror(errno));
             break;
         }
         if (xsm_tab_open(&k->tab, sr->rf, &s->run->ranks[r].d, XSPROF_IO_T_MPI) ||

@@ -60,9 +60,11 @@ int xsm_h5msgs_place(xsm_stream *s, char *err, size_t errlen)
     xsm_path(s->h5msgs_path, sizeof s->h5msgs_path, s->tmpdir, name);
     if (fflush(s->msg_spill) != 0 || fflush(s->scompl) != 0 || fseek(s->msg_spill, 0, SEEK_SET) != 0 ||
         fseek(s->scompl, 0, SEEK_SET) != 0)
-        return xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->msg_path, strerror(errno));
+        return xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                           s->msg_path, strerror(errno));
     if ((s->h5msgs_fd = open(s->h5msgs_path, O_RDWR | O_CREAT | O_TRUNC, 0600)) < 0)
-        return xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->h5msgs_path, strerror(errno));
+        return xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                           s->h5msgs_path, strerror(errno));
     xsm_place_buf *b = calloc(n + 1, sizeof *b);
     xsm_h5_msgrec *in = malloc(1024 * sizeof *in);
     int rc = !b || !in ? xsm_err_set(err, errlen, "xsmerge: out of memory writing merged.h5") : 0;
@@ -78,7 +80,8 @@ int xsm_h5msgs_place(xsm_stream *s, char *err, size_t errlen)
                 break;
             }
             if (p->n && (id != p->first + p->n || p->n == XSM_PLACE_RUN) && xsm_place_flush(s->h5msgs_fd, p))
-                rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->h5msgs_path, strerror(errno));
+                rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                                 s->h5msgs_path, strerror(errno));
             if (!p->n)
                 p->first = id;
             p->rec[p->n++] = *x;
@@ -87,7 +90,8 @@ int xsm_h5msgs_place(xsm_stream *s, char *err, size_t errlen)
     }
     for (size_t r = 0; b && r < n && !rc; r++)
         if (b[r].n && xsm_place_flush(s->h5msgs_fd, &b[r]))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->h5msgs_path, strerror(errno));
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                             s->h5msgs_path, strerror(errno));
     if (!rc && (ferror(s->msg_spill) || seen != s->nmsgs))
         rc = xsm_err_set(err, errlen, "xsmerge: %s: %llu messages spilled, %llu matched", s->msg_path,
                          (unsigned long long)seen, (unsigned long long)s->nmsgs);
@@ -100,7 +104,8 @@ int xsm_h5msgs_place(xsm_stream *s, char *err, size_t errlen)
         off_t at = (off_t)(xsm_stream_msg_index(&s->r[sc[0]], sc[1]) * sizeof(xsm_h5_msgrec) +
                            offsetof(xsm_h5_msgrec, m.send_completion_row));
         if (pwrite(s->h5msgs_fd, &row, sizeof row, at) != (ssize_t)sizeof row)
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->h5msgs_path, strerror(errno));
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                             s->h5msgs_path, strerror(errno));
     }
     for (size_t r = 0; b && r < n; r++)
         free(b[r].rec);
@@ -175,7 +180,8 @@ static int xsm_h5src_msgs(void *ctx, uint64_t i, size_t n, xsm_h5_msgrec *out, c
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
-            return xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->h5msgs_path, got ? strerror(errno) : "short read")
+            return xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                               s->h5msgs_path, got ? strerror(errno) : "short read")
                        ? -1 : -1;
         p += got;
         len -= (size_t)got;

@@ -10,9 +10,12 @@
  * merge/match's (comm, world src, dst, tag, seq), so the pairs are too.
  * The receiving rank's flow ends go to a spill file, the sending rank's to
  * a bit per row; message ids (index in (src, send row) order) come from
- * those bits once every rank is done. Collectives are collected only to
- * count clock violations: any violation means the logical clock would move
- * times, and then the run is merged in memory. */
+ * those bits once every rank is done. Collectives are collected to count
+ * clock violations: a violation (or --min-latency) sends the merge back to
+ * start with the logical clock (clc.c), for which this pass first runs in
+ * collect mode: no checks, nothing for the writers, the constraints
+ * written per rank instead. With merged.h5 asked for, matched messages and
+ * Isend completions are spilled and collectives kept for it (h5src.c). */
 #include "merge/stream/internal.h"
 #include "merge/match/match.h"
 #include "merge/util.h"
@@ -528,12 +531,14 @@ static int xsm_cdep_put(xsm_mctx *c, int32_t r, const xsm_cdep *x)
         snprintf(name, sizeof name, "stream-cdep-%d-%d.bin", c->s->proc, (int)r);
         xsm_path(sr->dep_path, sizeof sr->dep_path, c->s->tmpdir, name);
         if (!(sr->dep = fopen(sr->dep_path, "w+b")))
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->dep_path, strerror(errno));
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                               sr->dep_path, strerror(errno));
         setvbuf(sr->dep, NULL, _IOFBF, 1 << 16);
     }
     xsm_bit_set(x->kind == XSM_CDEP_ENTRY ? sr->depb : sr->depe, x->row);
     if (fwrite(x, sizeof *x, 1, sr->dep) != 1)
-        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->dep_path, strerror(errno));
+        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                           sr->dep_path, strerror(errno));
     return 0;
 }
 
@@ -550,8 +555,8 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
             root = (uint32_t)i;
             break;
         }
-    xsm_ccoll h = {s->coll_ids++, (uint32_t)ci->n, 0, root,
-                   kind == XSPROF_COLL_ONE2N ? XSM_CNEED_ROOT : kind == XSPROF_COLL_SCAN ? XSM_CNEED_SCAN : XSM_CNEED_ALL};
+    uint32_t need = kind == XSPROF_COLL_ONE2N ? XSM_CNEED_ROOT : kind == XSPROF_COLL_SCAN ? XSM_CNEED_SCAN : XSM_CNEED_ALL;
+    xsm_ccoll h = {s->coll_ids++, (uint32_t)ci->n, 0, root, need};
     xsm_cmem *mem = malloc(ci->n * sizeof *mem);
     unsigned char *waits = calloc(ci->n, 1);
     if (!mem || !waits) {
@@ -560,7 +565,8 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
     }
     for (size_t i = 0; i < ci->n; i++)
-        mem[i] = (xsm_cmem){ci->m[i].rank, 0, kind == XSPROF_COLL_SCAN ? xsm_comm_rank_of(c, ci->comm, ci->m[i].rank) : -1};
+        mem[i] = (xsm_cmem){ci->m[i].rank, 0,
+                            kind == XSPROF_COLL_SCAN ? xsm_comm_rank_of(c, ci->comm, ci->m[i].rank) : -1};
     for (size_t i = 0; i < ci->n; i++) {
         if (!ci->m[i].has_exit)
             continue;
@@ -596,10 +602,12 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
         snprintf(name, sizeof name, "stream-ccoll-%d.bin", s->proc);
         xsm_path(s->coll_path, sizeof s->coll_path, s->tmpdir, name);
         if (!(s->coll_file = fopen(s->coll_path, "w+b")))
-            rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->coll_path, strerror(errno));
+            rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                             s->coll_path, strerror(errno));
     }
     if (!rc && (fwrite(&h, sizeof h, 1, s->coll_file) != 1 || fwrite(mem, sizeof *mem, ci->n, s->coll_file) != ci->n))
-        rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->coll_path, strerror(errno));
+        rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                         s->coll_path, strerror(errno));
     for (size_t i = 0; i < ci->n && !rc; i++) {
         xsm_cdep en = {ci->m[i].row, XSM_CDEP_ENTRY, 0, (uint32_t)i, h.id};
         xsm_cdep ex = {ci->m[i].exit_row, XSM_CDEP_EXIT, 0, (uint32_t)i, h.id};
@@ -625,11 +633,13 @@ static int xsm_spill_put(xsm_mctx *c, int32_t dst, const xsm_spill *x)
         snprintf(name, sizeof name, "stream-spill-%d-%d.bin", c->s->proc, (int)dst);
         xsm_path(sr->spill_path, sizeof sr->spill_path, c->s->tmpdir, name);
         if (!(m->spill = fopen(sr->spill_path, "w+b")))
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->spill_path, strerror(errno));
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                               sr->spill_path, strerror(errno));
         setvbuf(m->spill, NULL, _IOFBF, 1 << 16);
     }
     if (fwrite(x, sizeof *x, 1, m->spill) != 1)
-        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->spill_path, strerror(errno));
+        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                           sr->spill_path, strerror(errno));
     sr->nspill++;
     return 0;
 }
@@ -662,7 +672,8 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
         x.send_end = snd->send_end;
         x.recv_end = q->t;
         if (fwrite(&x, sizeof x, 1, c->s->msg_spill) != 1)
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", c->s->msg_path, strerror(errno));
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                               c->s->msg_path, strerror(errno));
     }
     /* a completion no call holds, or whose call is outside --from/--to (in
      * memory its flow then ends on the completion row): the writers never
@@ -671,7 +682,8 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
         return 0;
     if (now > q->call_end) {
         /* the writers read a rank's spill only up to a call's end */
-        return xsm_err_set(c->err, c->errlen, "a receive on rank %d was matched after its call ended", (int)dst) ? 2 : 2;
+        return xsm_err_set(c->err, c->errlen, "a receive on rank %d was matched after its call ended",
+                           (int)dst) ? 2 : 2;
     }
     xsm_spill x = {now, q->t, send_t, q->call_row, send_row, src, 0};
     return xsm_spill_put(c, dst, &x) ? 1 : 0;
@@ -712,7 +724,8 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
                 /* merged.h5's send_completion_row (the last completion wins, as in match/) */
                 uint32_t sc[3] = {(uint32_t)r, q->row, i};
                 if (fwrite(sc, sizeof sc, 1, c->s->scompl) != 1)
-                    return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", c->s->scompl_path, strerror(errno));
+                    return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                                       c->s->scompl_path, strerror(errno));
             }
             if (q) {
                 po = q->row;
@@ -845,7 +858,8 @@ static int xsm_advance(xsm_mctx *c, xsm_mrank *m)
         if (!src) /* damage: the in-memory merge words it (and --partial skips the rank) */
             return xsm_err_set(c->err, c->errlen, "%s", m->tab.err) ? 2 : 2;
         if (i >= UINT32_MAX)
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: too many MPI rows", sr->present ? c->s->run->ranks[m->r].d.path : "");
+            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: too many MPI rows",
+                               sr->present ? c->s->run->ranks[m->r].d.path : "");
         xsprof_io_mpi row = *src;
         row.t_begin = xsm_align_clock_map(&sr->clk, row.t_begin);
         row.t_end = xsm_align_clock_map(&sr->clk, row.t_end);
@@ -997,9 +1011,11 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         snprintf(name, sizeof name, "stream-h5compl-%d.bin", s->proc);
         xsm_path(s->scompl_path, sizeof s->scompl_path, s->tmpdir, name);
         if (!(s->msg_spill = fopen(s->msg_path, "w+b")))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->msg_path, strerror(errno));
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                             s->msg_path, strerror(errno));
         else if (!(s->scompl = fopen(s->scompl_path, "w+b")))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->scompl_path, strerror(errno));
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                             s->scompl_path, strerror(errno));
     }
     /* decoding overlaps matching: this pass is one thread otherwise */
     xsm_prefetch *pf = xsm_parallel_threads(0) > 1 ? xsm_prefetch_start() : NULL;

@@ -572,7 +572,8 @@ static void *xsm_ssrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen
     if (!bad && x->sr->nspill) {
         x->spill = fopen(x->sr->spill_path, "rb");
         if (!x->spill) {
-            xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", x->sr->spill_path, strerror(errno));
+            xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
+                        x->sr->spill_path, strerror(errno));
             xsm_ssrc_close(x, NULL, 0);
             return NULL;
         }
@@ -760,7 +761,7 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         xsm_progress_mark("stream-clock");
     }
     xsm_scan_ctx sc = {&s, rcs, errs};
-    if (o.from_ns > 0 || o.to_ns > 0) {
+    if (!rc && (o.from_ns > 0 || o.to_ns > 0)) {
         xsm_parallel_for(n, xsm_span_rank, &sc);
         int64_t t0 = INT64_MAX;
         for (size_t r = 0; r < n && !rc; r++) {

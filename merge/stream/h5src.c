@@ -122,10 +122,41 @@ int xsm_h5coll_cmp(const void *a, const void *b)
     return x->coll_seq < y->coll_seq ? -1 : x->coll_seq > y->coll_seq;
 }
 
+void xsm_h5colls_final(xsm_stream *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->nh5colls; i++) {
+        xsm_collective c = s->h5colls[i];
+        size_t n = 0;
+        for (size_t j = 0; j < c.n; j++) {
+            const xsm_srank *sr = &s->r[c.ranks[j]];
+            if (sr->kmpi && !xsm_bits_get(sr->kmpi, c.rows[j]))
+                continue; /* outside --from/--to */
+            c.ranks[n] = c.ranks[j];
+            c.rows[n] = sr->kmpi ? xsm_bits_rank(sr->kmpi, sr->kmpi_before, c.rows[j]) : c.rows[j];
+            c.tb[n] = c.tb[j] - s->t0;
+            c.te[n] = c.te[j] - s->t0;
+            n++;
+        }
+        c.n = n;
+        if (!n) {
+            free(c.ranks);
+            free(c.rows);
+            free(c.tb);
+            free(c.te);
+            continue;
+        }
+        s->h5colls[k++] = c;
+    }
+    s->nh5colls = k;
+}
+
 static uint64_t xsm_h5src_rows(void *ctx, int32_t r, int table)
 {
     xsm_stream *s = ctx;
     const xsm_rank *rk = &s->run->ranks[r];
+    if (s->win && table != XSPROF_IO_T_ARGS) /* rows inside --from/--to, as read/select.c leaves them */
+        return s->r[r].kept_rows[table];
     if (rk->rf)
         return xsprof_rankfile_table_rows(rk->rf, table);
     switch (table) { /* a journal's rows are in memory */
@@ -152,20 +183,41 @@ static int xsm_h5src_read(void *ctx, int32_t r, int table, uint64_t i, size_t n,
         s->h5tab_table = table;
         s->h5clk = s->r[r].clk; /* interpolation and knots, its own segment caches */
         s->h5clk.seg = s->h5clk.kseg = 0;
+        s->h5tab_pos = s->h5tab_out = 0;
     }
+    if (i != s->h5tab_out) /* emit/h5.c reads each table once, in order */
+        return xsm_err_set(err, errlen, "xsmerge: merged.h5 rows asked for out of order") ? -1 : -1;
+    const xsm_srank *sr = &s->r[r];
     int kind = xsm_table_kind(table);
     unsigned char *out = buf;
-    for (size_t k = 0; k < n; k++, out += s->h5tab.size) {
-        const void *row = xsm_tab_row(&s->h5tab, i + k);
+    for (size_t k = 0; k < n;) {
+        const void *row = xsm_tab_row(&s->h5tab, s->h5tab_pos);
         if (!row)
             return xsm_err_set(err, errlen, "%s", s->h5tab.err) ? -1 : -1;
+        s->h5tab_pos++;
         memcpy(out, row, s->h5tab.size);
-        if (kind < 0)
-            continue; /* arguments carry no time */
-        xsm_skey key;
-        xsm_row_key(kind, out, &s->h5clk, i + k, &key);
-        xsm_row_shift(kind, out, s->t0);
+        if (kind < 0) {
+            /* arguments carry no time; with --from/--to their region is renumbered */
+            xsprof_io_arg *a = (xsprof_io_arg *)out;
+            if (sr->kreg && a->region >= 0 && (uint64_t)a->region < sr->kreg_rows)
+                a->region = xsm_bits_get(sr->kreg, (uint64_t)a->region)
+                                ? (int64_t)xsm_bits_rank(sr->kreg, sr->kreg_before, (uint64_t)a->region)
+                                : -1;
+        } else {
+            xsm_skey key;
+            xsm_row_key(kind, out, &s->h5clk, s->h5tab_pos - 1, &key);
+            int64_t te = kind == XSM_EV_REGION ? ((xsprof_io_region *)out)->t_end
+                         : kind == XSM_EV_MPI  ? ((xsprof_io_mpi *)out)->t_end
+                         : kind == XSM_EV_GPU  ? ((xsprof_io_gpu *)out)->t_end
+                                               : key.t;
+            if (!xsm_stream_keep(s, key.t, te))
+                continue; /* outside --from/--to */
+            xsm_row_shift(kind, out, s->t0);
+        }
+        k++;
+        out += s->h5tab.size;
     }
+    s->h5tab_out += n;
     return 0;
 }
 
@@ -191,6 +243,24 @@ static int xsm_h5src_msgs(void *ctx, uint64_t i, size_t n, xsm_h5_msgrec *out, c
         out[k].send_begin -= s->t0;
         out[k].send_end -= s->t0;
         out[k].recv_end -= s->t0;
+        if (!s->win)
+            continue;
+        /* --from/--to: rows renumbered as read/select.c does (both ends are kept) */
+        xsm_message *m = &out[k].m;
+        const xsm_srank *ss = &s->r[m->src], *sd = &s->r[m->dst];
+        int call_kept = xsm_bits_get(sd->kmpi, m->recv_call_row);
+        m->send_row = xsm_bits_rank(ss->kmpi, ss->kmpi_before, m->send_row);
+        m->recv_row = xsm_bits_rank(sd->kmpi, sd->kmpi_before, m->recv_row);
+        m->recv_call_row = call_kept ? xsm_bits_rank(sd->kmpi, sd->kmpi_before, m->recv_call_row) : m->recv_row;
+        if (m->recv_post_row >= 0)
+            m->recv_post_row = xsm_bits_get(sd->kmpi, (uint64_t)m->recv_post_row)
+                                   ? (int64_t)xsm_bits_rank(sd->kmpi, sd->kmpi_before, (uint64_t)m->recv_post_row)
+                                   : -1;
+        if (m->send_completion_row >= 0)
+            m->send_completion_row =
+                xsm_bits_get(ss->kmpi, (uint64_t)m->send_completion_row)
+                    ? (int64_t)xsm_bits_rank(ss->kmpi, ss->kmpi_before, (uint64_t)m->send_completion_row)
+                    : -1;
     }
     return 0;
 }

@@ -177,7 +177,31 @@ typedef struct xsm_srank {
     int64_t *knots;               /* (t, C) pairs mapped from knot_path */
     size_t nknots, knot_bytes;
     char knot_path[4096];
+    /* merged.h5 with --from/--to: rows kept per table, and which MPI and
+     * region rows (read/select.c renumbers what points at them) */
+    uint64_t kept_rows[XSPROF_IO_T_COUNT];
+    uint64_t *kmpi, *kmpi_before, *kreg, *kreg_before;
+    uint64_t kreg_rows;
 } xsm_srank;
+
+/* Bit sets over a table's rows with a count per 64 rows before them: the
+ * rank of a set bit is its row's index among the set ones. */
+static inline int xsm_bits_get(const uint64_t *bits, uint64_t row)
+{
+    return (bits[row >> 6] >> (row & 63)) & 1;
+}
+static inline uint64_t xsm_bits_rank(const uint64_t *bits, const uint64_t *before, uint64_t row)
+{
+    return before[row >> 6] + (uint64_t)__builtin_popcountll(bits[row >> 6] & ((1ull << (row & 63)) - 1));
+}
+static inline void xsm_bits_prefix(const uint64_t *bits, uint64_t *before, uint64_t rows)
+{
+    uint64_t acc = 0;
+    for (uint64_t w = 0; w <= rows / 64; w++) {
+        before[w] = acc;
+        acc += (uint64_t)__builtin_popcountll(bits[w]);
+    }
+}
 
 /* ---- clc.c: the controlled logical clock of merge/align, streamed -------- */
 
@@ -277,6 +301,7 @@ struct xsm_stream {
     xsm_tab h5tab;
     int h5tab_rank, h5tab_table;
     xsm_clk h5clk;
+    uint64_t h5tab_pos, h5tab_out; /* with --from/--to: next source row, kept rows given */
 };
 
 /* 1 when a row of mapped times [b, e] is inside the --from/--to window
@@ -301,6 +326,9 @@ void xsm_row_shift(int kind, void *row, int64_t t0);
 int xsm_h5msgs_place(struct xsm_stream *s, char *err, size_t errlen);
 /* merge/match's order of collectives: (comm, seq) */
 int xsm_h5coll_cmp(const void *a, const void *b);
+/* The kept collectives' times from t = 0; with --from/--to only members
+ * whose row is kept, renumbered, and no collective left without one. */
+void xsm_h5colls_final(struct xsm_stream *s);
 extern const xsm_h5src_ops xsm_h5src;
 void xsm_h5_cleanup(struct xsm_stream *s);
 void xsm_srank_span(xsm_srank *sr, int64_t tb, int64_t te);

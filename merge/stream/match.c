@@ -830,6 +830,10 @@ static int xsm_writer_rows(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, 
     xsm_srank_span(sr, row->t_begin, row->t_end);
     /* what the writers see: rows inside --from/--to only */
     int kept = xsm_stream_keep(c->s, row->t_begin, row->t_end);
+    if (kept && sr->kmpi) { /* merged.h5 keeps completions too, as read/select.c */
+        sr->kmpi[i >> 6] |= 1ull << (i & 63);
+        sr->kept_rows[XSPROF_IO_T_MPI]++;
+    }
     if (kept && xsm_tid_set_add(sr, row->thread))
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
     if (kept && row->kind != XSPROF_MPI_COMPLETION) {
@@ -991,8 +995,7 @@ static int xsm_comms_index(xsm_mctx *c)
 
 uint64_t xsm_stream_msg_index(const xsm_srank *sr, uint64_t row)
 {
-    uint64_t w = row >> 6, bits = sr->sent[w] & ((1ull << (row & 63)) - 1);
-    return sr->msg_base + sr->sent_before[w] + (uint64_t)__builtin_popcountll(bits);
+    return sr->msg_base + xsm_bits_rank(sr->sent, sr->sent_before, row);
 }
 
 int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
@@ -1030,7 +1033,9 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
             !(sr->sent = calloc(m->tab.n / 64 + 2, sizeof *sr->sent)) ||
             !(sr->sent_before = calloc(m->tab.n / 64 + 2, sizeof *sr->sent_before)) ||
             (s->collect && (!(sr->depb = calloc(m->tab.n / 64 + 2, sizeof *sr->depb)) ||
-                            !(sr->depe = calloc(m->tab.n / 64 + 2, sizeof *sr->depe))))) {
+                            !(sr->depe = calloc(m->tab.n / 64 + 2, sizeof *sr->depe)))) ||
+            (s->h5 && s->win && !s->collect && (!(sr->kmpi = calloc(m->tab.n / 64 + 2, sizeof *sr->kmpi)) ||
+                                               !(sr->kmpi_before = calloc(m->tab.n / 64 + 2, sizeof *sr->kmpi_before))))) {
             rc = xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages");
             break;
         }
@@ -1072,11 +1077,9 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         if (sr->present && !rc) {
             sr->msg_base = base;
             base += sr->nmatched;
-            uint64_t acc = 0;
-            for (uint64_t w = 0; w <= m->tab.n / 64; w++) {
-                sr->sent_before[w] = acc;
-                acc += (uint64_t)__builtin_popcountll(sr->sent[w]);
-            }
+            xsm_bits_prefix(sr->sent, sr->sent_before, m->tab.n);
+            if (sr->kmpi)
+                xsm_bits_prefix(sr->kmpi, sr->kmpi_before, m->tab.n);
             if (xsm_outl_finish(&sr->out[XSM_EV_MPI]))
                 rc = xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages");
         }

@@ -261,8 +261,14 @@ static int xsm_scan_rank(void *ctx, size_t r)
             rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
             break;
         }
-        if (kind == XSM_EV_REGION)
+        if (kind == XSM_EV_REGION) {
             nregions = tab.n;
+            sr->kreg_rows = tab.n;
+            /* merged.h5 with --from/--to renumbers the regions arguments point at */
+            if (s->h5 && s->win && (!(sr->kreg = calloc(tab.n / 64 + 2, sizeof *sr->kreg)) ||
+                                    !(sr->kreg_before = calloc(tab.n / 64 + 2, sizeof *sr->kreg_before))))
+                rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
+        }
         if (tab.n >= UINT32_MAX)
             rc = xsm_err_set(err, 1024, "%s: more rows than the writers index", d->path) ? 2 : 2;
         unsigned char row[XSM_ROW_MAX];
@@ -290,6 +296,9 @@ static int xsm_scan_rank(void *ctx, size_t r)
             if (!xsm_stream_keep(s, k.t, te))
                 continue; /* outside --from/--to: neither a track nor an event */
             sr->nev++;
+            sr->kept_rows[xsm_kind_table[kind]]++;
+            if (kind == XSM_EV_REGION && sr->kreg)
+                sr->kreg[i >> 6] |= 1ull << (i & 63);
             if (xsm_scan_sets(sr, &g, kind, row, i)) {
                 rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
                 break;
@@ -303,6 +312,8 @@ static int xsm_scan_rank(void *ctx, size_t r)
             }
         }
         sr->rows += tab.n;
+        if (kind == XSM_EV_REGION && sr->kreg)
+            xsm_bits_prefix(sr->kreg, sr->kreg_before, tab.n);
         xsm_sheap_free(&det);
         xsm_tab_close(&tab);
         if (!rc && xsm_outl_finish(&sr->out[kind]))
@@ -665,6 +676,10 @@ static void xsm_srank_free(xsm_srank *sr)
         xsm_outl_free(&sr->out[k]);
     free(sr->sent);
     free(sr->sent_before);
+    free(sr->kmpi);
+    free(sr->kmpi_before);
+    free(sr->kreg);
+    free(sr->kreg_before);
     if (sr->spill_path[0])
         unlink(sr->spill_path);
     xsm_clc_free(sr);
@@ -706,16 +721,6 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     s.h5 = (what & XSM_STREAM_H5) != 0;
     s.h5msgs_fd = -1;
     s.h5tab_rank = -1;
-    if (s.h5 && (o.from_ns > 0 || o.to_ns > 0)) {
-        /* merge/read/select.c renumbers the rows merged.h5's messages and
-         * collectives point to */
-        xsm_run_free(&run);
-        if (nf)
-            fclose(nf);
-        free(nbuf);
-        xsm_err_set(err, errlen, "merged.h5 with --from/--to");
-        return 2;
-    }
     size_t n = run.nranks;
     s.r = calloc(n + 1, sizeof *s.r);
     int *rcs = calloc(n + 1, sizeof *rcs);
@@ -845,11 +850,7 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         /* the collectives (sorted as merge/match sorts them) become the run's */
         if (s.nh5colls)
             qsort(s.h5colls, s.nh5colls, sizeof *s.h5colls, xsm_h5coll_cmp);
-        for (size_t i = 0; i < s.nh5colls; i++)
-            for (size_t j = 0; j < s.h5colls[i].n; j++) {
-                s.h5colls[i].tb[j] -= s.t0;
-                s.h5colls[i].te[j] -= s.t0;
-            }
+        xsm_h5colls_final(&s);
         run.colls = s.h5colls;
         run.ncolls = s.nh5colls;
         s.h5colls = NULL;

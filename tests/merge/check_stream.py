@@ -285,8 +285,8 @@ def part_rest():
                         "stream" if run in ("golden", "ring", "bigring", "icoll", "skew") else None)
     # merged.h5 streams too (event tables read again in file order, messages
     # placed by id, collectives kept by pass 1): the same bytes, alone and
-    # with the other products; with --from/--to (rows renumbered) it hands
-    # over to memory; a damaged chunk gives the in-memory error
+    # with the other products, also with --from/--to (rows cut and renumbered
+    # as read/select.c does); a damaged chunk gives the in-memory error
     for run in ("golden", "journal", "gpu", "deep", "icoll", "icoll_late", "mpithreads", "ring", "bigring", "skew",
                 "bigskew", "chunk"):
         for outs in ("h5", "pftrace,json,h5"):
@@ -297,7 +297,11 @@ def part_rest():
                         merge(run, "--outputs", outs, "--stream", env=e),
                         None if run == "chunk" or (run == "mpithreads" and w) else "stream")
     for run, opts, expect in (("ring", ("--ranks", "1-2"), "stream"), ("bigskew", ("--min-latency", "1us"), "stream"),
-                              ("golden", ("--from", "2us"), "memory"), ("ring", ("--from", "1ms", "--to", "5ms"), "memory")):
+                              ("golden", ("--from", "2us"), "stream"), ("ring", ("--from", "1ms", "--to", "5ms"), "stream"),
+                              ("golden", ("--from", "2.5us", "--to", "6us", "--ranks", "0,2"), "stream"),
+                              ("deep", ("--from", "10us", "--to", "400us"), "stream"),
+                              ("icoll", ("--from", "1.2us", "--to", "3.45us"), "stream"),
+                              ("bigskew", ("--from", "1ms", "--to", "1.2ms", "--min-latency", "1us"), "stream")):
         ref = merge(run, "--outputs", "h5", *opts)
         compare("%s --outputs h5 --stream %s" % (run, " ".join(opts)), ref,
                 merge(run, "--outputs", "h5", "--stream", *opts), expect)

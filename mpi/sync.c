@@ -185,9 +185,17 @@ void xsprof_clock_sync(int phase) {
             if (full) {
                 s = measure(g_node, 0, XSPROF_SYNC_ROUNDS);
                 me.offset = lead[0] + s.offset;
-            } else
+                me.rtt = lead[1] + s.rtt;
+            } else {
+                /* The leader's offset: the true one lies within rtt / 2 of
+                 * the measured one, itself within rtt / 2 of the leader's,
+                 * so the error bound is a whole round trip (recorded as rtt
+                 * 2 x: readers take rtt / 2). With rtt / 2 a clock that
+                 * drifted less than the exchange could tell (an oversubscribed
+                 * run, a slow start) was claimed closer than it was. */
                 me.offset = lead[0];
-            me.rtt = lead[1] + s.rtt;
+                me.rtt = lead[1] + 2 * s.rtt;
+            }
             me.mid = s.mid;
         }
     }

@@ -489,15 +489,9 @@ static int xsm_knot_put(xsm_cctx *c, xsm_crank *k, int64_t t, int64_t C)
         write_prev = !k->prev_written;
         write_me = 1;
     }
-    if (!k->kf) {
-        char name[64];
-        snprintf(name, sizeof name, "stream-knots-%d-%d.bin", c->s->proc, (int)k->r);
-        xsm_path(sr->knot_path, sizeof sr->knot_path, c->s->tmpdir, name);
-        if (!(k->kf = fopen(sr->knot_path, "w+b")))
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
-                               sr->knot_path, strerror(errno));
-        setvbuf(k->kf, NULL, _IOFBF, 1 << 16);
-    }
+    if (!k->kf && !(k->kf = xsm_stream_tmp(c->s, "knots", k->r, sr->knot_path, sizeof sr->knot_path, c->err,
+                                             c->errlen)))
+        return 1;
     int64_t p[2] = {k->prev_t, k->prev_C}, me[2] = {t, C};
     if ((write_prev && fwrite(p, sizeof p, 1, k->kf) != 1) || (write_me && fwrite(me, sizeof me, 1, k->kf) != 1))
         return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",

@@ -312,6 +312,11 @@ static inline int xsm_stream_keep(const struct xsm_stream *s, int64_t b, int64_t
 }
 
 int xsm_tid_set_add(xsm_srank *sr, uint32_t tid);
+/* A temporary file of the merge in the staging directory,
+ * stream-WHAT-PROC[-RANK].bin (rank < 0: without), opened to be written and
+ * read back, 64 KiB buffered; its path into `path`; NULL with err set. */
+FILE *xsm_stream_tmp(const xsm_stream *s, const char *what, int rank, char *path, size_t pathlen, char *err,
+                     size_t errlen);
 /* XSM_EV_* kind of an io event table, -1 for the arguments */
 int xsm_table_kind(int table);
 /* Map a row's times (kind XSM_EV_*) through clk in place; its sort key. */

@@ -526,15 +526,8 @@ static void xsm_bit_set(uint64_t *bits, uint32_t row)
 static int xsm_cdep_put(xsm_mctx *c, int32_t r, const xsm_cdep *x)
 {
     xsm_srank *sr = &c->s->r[r];
-    if (!sr->dep) {
-        char name[64];
-        snprintf(name, sizeof name, "stream-cdep-%d-%d.bin", c->s->proc, (int)r);
-        xsm_path(sr->dep_path, sizeof sr->dep_path, c->s->tmpdir, name);
-        if (!(sr->dep = fopen(sr->dep_path, "w+b")))
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
-                               sr->dep_path, strerror(errno));
-        setvbuf(sr->dep, NULL, _IOFBF, 1 << 16);
-    }
+    if (!sr->dep && !(sr->dep = xsm_stream_tmp(c->s, "cdep", r, sr->dep_path, sizeof sr->dep_path, c->err, c->errlen)))
+        return 1;
     xsm_bit_set(x->kind == XSM_CDEP_ENTRY ? sr->depb : sr->depe, x->row);
     if (fwrite(x, sizeof *x, 1, sr->dep) != 1)
         return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
@@ -597,14 +590,9 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
         h.nexits += waits[i];
     }
     int rc = 0;
-    if (!s->coll_file) {
-        char name[64];
-        snprintf(name, sizeof name, "stream-ccoll-%d.bin", s->proc);
-        xsm_path(s->coll_path, sizeof s->coll_path, s->tmpdir, name);
-        if (!(s->coll_file = fopen(s->coll_path, "w+b")))
-            rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
-                             s->coll_path, strerror(errno));
-    }
+    if (!s->coll_file && !(s->coll_file = xsm_stream_tmp(s, "ccoll", -1, s->coll_path, sizeof s->coll_path, c->err,
+                                                         c->errlen)))
+        rc = 1;
     if (!rc && (fwrite(&h, sizeof h, 1, s->coll_file) != 1 || fwrite(mem, sizeof *mem, ci->n, s->coll_file) != ci->n))
         rc = xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
                          s->coll_path, strerror(errno));
@@ -628,15 +616,9 @@ static int xsm_spill_put(xsm_mctx *c, int32_t dst, const xsm_spill *x)
 {
     xsm_mrank *m = &c->m[dst];
     xsm_srank *sr = &c->s->r[dst];
-    if (!m->spill) {
-        char name[64];
-        snprintf(name, sizeof name, "stream-spill-%d-%d.bin", c->s->proc, (int)dst);
-        xsm_path(sr->spill_path, sizeof sr->spill_path, c->s->tmpdir, name);
-        if (!(m->spill = fopen(sr->spill_path, "w+b")))
-            return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
-                               sr->spill_path, strerror(errno));
-        setvbuf(m->spill, NULL, _IOFBF, 1 << 16);
-    }
+    if (!m->spill &&
+        !(m->spill = xsm_stream_tmp(c->s, "spill", dst, sr->spill_path, sizeof sr->spill_path, c->err, c->errlen)))
+        return 1;
     if (fwrite(x, sizeof *x, 1, m->spill) != 1)
         return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
                            sr->spill_path, strerror(errno));
@@ -1007,19 +989,10 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     c.m = calloc(n + 1, sizeof *c.m);
     c.heap = malloc((n + 1) * sizeof *c.heap);
     int rc = !c.m || !c.heap || xsm_comms_index(&c) ? xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages") : 0;
-    if (!rc && s->h5 && !s->collect) {
-        char name[64];
-        snprintf(name, sizeof name, "stream-h5msgs-%d.bin", s->proc);
-        xsm_path(s->msg_path, sizeof s->msg_path, s->tmpdir, name);
-        snprintf(name, sizeof name, "stream-h5compl-%d.bin", s->proc);
-        xsm_path(s->scompl_path, sizeof s->scompl_path, s->tmpdir, name);
-        if (!(s->msg_spill = fopen(s->msg_path, "w+b")))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
-                             s->msg_path, strerror(errno));
-        else if (!(s->scompl = fopen(s->scompl_path, "w+b")))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
-                             s->scompl_path, strerror(errno));
-    }
+    if (!rc && s->h5 && !s->collect &&
+        (!(s->msg_spill = xsm_stream_tmp(s, "h5msgs", -1, s->msg_path, sizeof s->msg_path, err, errlen)) ||
+         !(s->scompl = xsm_stream_tmp(s, "h5compl", -1, s->scompl_path, sizeof s->scompl_path, err, errlen))))
+        rc = 1;
     /* decoding overlaps matching: this pass is one thread otherwise */
     xsm_prefetch *pf = xsm_parallel_threads(0) > 1 ? xsm_prefetch_start() : NULL;
     for (size_t r = 0; !rc && r < n; r++) {

@@ -46,6 +46,24 @@ int xsm_tid_set_add(xsm_srank *sr, uint32_t tid)
     return 0;
 }
 
+FILE *xsm_stream_tmp(const xsm_stream *s, const char *what, int rank, char *path, size_t pathlen, char *err,
+                     size_t errlen)
+{
+    char name[96];
+    if (rank >= 0)
+        snprintf(name, sizeof name, "stream-%s-%d-%d.bin", what, s->proc, rank);
+    else
+        snprintf(name, sizeof name, "stream-%s-%d.bin", what, s->proc);
+    xsm_path(path, pathlen, s->tmpdir, name);
+    FILE *f = fopen(path, "w+b");
+    if (!f) {
+        xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", path, strerror(errno));
+        return NULL;
+    }
+    setvbuf(f, NULL, _IOFBF, 1 << 16);
+    return f;
+}
+
 void xsm_srank_span(xsm_srank *sr, int64_t tb, int64_t te)
 {
     if (tb < sr->span[0])

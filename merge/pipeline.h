@@ -25,5 +25,7 @@ typedef struct xsm_load_opts {
 /* Returns 0 on success, 1 on bad input (err holds one line naming the file). */
 int xsm_run_load(const char *run_dir, const xsm_load_opts *opts, xsm_run *run, char *err, size_t errlen);
 void xsm_run_free(xsm_run *run);
+/* The member arrays of one collective (not the struct). */
+void xsm_collective_free(xsm_collective *c);
 
 #endif

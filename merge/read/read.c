@@ -445,6 +445,14 @@ int xsm_run_load(const char *run_dir, const xsm_load_opts *opts, xsm_run *run, c
     return xsm_run_load_par(run_dir, opts, NULL, opts && opts->quiet ? NULL : stderr, run, err, errlen);
 }
 
+void xsm_collective_free(xsm_collective *c)
+{
+    free(c->ranks);
+    free(c->rows);
+    free(c->tb);
+    free(c->te);
+}
+
 void xsm_run_free(xsm_run *run)
 {
     for (size_t r = 0; r < run->nranks; r++) {
@@ -452,12 +460,8 @@ void xsm_run_free(xsm_run *run)
         xsprof_rankfile_close(run->ranks[r].rf);
     }
     free(run->ranks);
-    for (size_t i = 0; i < run->ncolls; i++) {
-        free(run->colls[i].ranks);
-        free(run->colls[i].rows);
-        free(run->colls[i].tb);
-        free(run->colls[i].te);
-    }
+    for (size_t i = 0; i < run->ncolls; i++)
+        xsm_collective_free(&run->colls[i]);
     free(run->colls);
     free(run->msgs);
     run->ranks = NULL;

@@ -222,11 +222,6 @@ typedef struct xsm_cctx {
     size_t errlen;
 } xsm_cctx;
 
-static int xsm_bit(const uint64_t *b, uint64_t row)
-{
-    return b && (b[row >> 6] >> (row & 63)) & 1;
-}
-
 static int xsm_oom(xsm_cctx *c)
 {
     return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory in clock alignment");
@@ -278,7 +273,7 @@ static int xsm_crank_fill(xsm_cctx *c, xsm_crank *k)
         xsm_skey key = {xsm_align_clock_map(&sr->clk, row->t_begin), 0, 0, 0, i};
         int send = row->kind == XSPROF_MPI_SEND || row->kind == XSPROF_MPI_SSEND || row->kind == XSPROF_MPI_ISEND ||
                    row->kind == XSPROF_MPI_SENDRECV;
-        xsm_crow cr = {xsm_align_clock_map(&sr->clk, row->t_end), (uint8_t)(send && xsm_bit(sr->pin, i))};
+        xsm_crow cr = {xsm_align_clock_map(&sr->clk, row->t_end), (uint8_t)(send && xsm_bits_get(sr->pin, i))};
         if (xsm_sheap_late(&k->beg, &key) || key.t < k->floor) {
             c->s->proc_late = 1; /* as pass 1: the merge starts again with the whole window */
             return xsm_err_set(c->err, c->errlen, "MPI calls of rank %d are further out of time order than the window",
@@ -291,14 +286,8 @@ static int xsm_crank_fill(xsm_cctx *c, xsm_crank *k)
 
 static int xsm_group_add(xsm_crank *k, uint32_t row, int end, int send)
 {
-    if (k->ngb == k->capgb) {
-        size_t cap = k->capgb ? 2 * k->capgb : 16;
-        xsm_cbound *p = realloc(k->gb, cap * sizeof *p);
-        if (!p)
-            return -1;
-        k->gb = p;
-        k->capgb = cap;
-    }
+    if (xsm_grow((void **)&k->gb, &k->capgb, k->ngb, sizeof *k->gb))
+        return -1;
     k->gb[k->ngb++] = (xsm_cbound){row, (uint8_t)end, (uint8_t)send};
     return 0;
 }
@@ -321,14 +310,8 @@ static int xsm_crank_next(xsm_cctx *c, xsm_crank *k)
         if (k->beg.n && xsm_sheap_top(&k->beg)->t == t) {
             xsm_skey key;
             xsm_crow cr = *(const xsm_crow *)xsm_sheap_pop(&k->beg, &key);
-            if (k->nends == k->capends) {
-                size_t cap = k->capends ? 2 * k->capends : 64;
-                xsm_cend *p = realloc(k->ends, cap * sizeof *p);
-                if (!p)
-                    return xsm_oom(c);
-                k->ends = p;
-                k->capends = cap;
-            }
+            if (xsm_grow((void **)&k->ends, &k->capends, k->nends, sizeof *k->ends))
+                return xsm_oom(c);
             xsm_ends_push(k, (xsm_cend){cr.t_end, (uint32_t)key.row});
             if (xsm_group_add(k, (uint32_t)key.row, 0, cr.send))
                 return xsm_oom(c);
@@ -436,7 +419,7 @@ static int xsm_gather(xsm_cctx *c, xsm_crank *k, int64_t *lower, size_t *blocker
     *lower = INT64_MIN;
     for (size_t b = 0; b < k->ngb; b++) {
         const xsm_cbound *x = &k->gb[b];
-        if (!x->end || !xsm_bit(sr->depe, x->row))
+        if (!x->end || !xsm_bits_get(sr->depe, x->row))
             continue;
         const xsm_cdep *d = xsm_record(c, k, x->row, 1);
         if (!d)
@@ -538,14 +521,8 @@ static int xsm_tent_add(xsm_cctx *c, xsm_crank *k, int64_t t)
         k->first_t = t;
     k->last_t = t;
     if (k->pinned_seen) {
-        if (k->ntent == k->captent) {
-            size_t cap = k->captent ? 2 * k->captent : 256;
-            int64_t *p = realloc(k->tent, cap * sizeof *p);
-            if (!p)
-                return xsm_oom(c);
-            k->tent = p;
-            k->captent = cap;
-        }
+        if (xsm_grow((void **)&k->tent, &k->captent, k->ntent, sizeof *k->tent))
+            return xsm_oom(c);
         k->tent[k->ntent] = t;
     }
     k->ntent++;
@@ -562,7 +539,7 @@ static int xsm_commit(xsm_cctx *c, xsm_crank *k, int64_t lower)
     if (jump)
         C = lower;
     for (size_t b = 0; b < k->ngb && !pinned; b++)
-        pinned = !k->gb[b].end && xsm_bit(sr->pin, k->gb[b].row);
+        pinned = !k->gb[b].end && xsm_bits_get(sr->pin, k->gb[b].row);
     if (pinned) {
         if (xsm_tent_flush(c, k, jump, gt, C) || xsm_knot_put(c, k, gt, C))
             return 1;
@@ -576,7 +553,7 @@ static int xsm_commit(xsm_cctx *c, xsm_crank *k, int64_t lower)
     for (size_t b = 0; b < k->ngb; b++) {
         const xsm_cbound *x = &k->gb[b];
         if (x->end) {
-            if (!xsm_bit(sr->depe, x->row))
+            if (!xsm_bits_get(sr->depe, x->row))
                 continue;
             uint64_t key = (uint64_t)x->row * 2 + 1;
             const xsm_cdep *d = xsm_umap_get(&k->ahead, key);
@@ -596,7 +573,7 @@ static int xsm_commit(xsm_cctx *c, xsm_crank *k, int64_t lower)
                 return xsm_oom(c);
             *v = C;
         }
-        if (xsm_bit(sr->depb, x->row)) {
+        if (xsm_bits_get(sr->depb, x->row)) {
             const xsm_cdep *d = xsm_record(c, k, x->row, 0);
             xsm_cstate *st = d ? xsm_coll_state(c, d->coll) : NULL;
             if (!st)

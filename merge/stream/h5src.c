@@ -11,6 +11,7 @@
  * pass 1 (members' rows and times) and sorted by (comm, seq) as
  * merge/match orders them. */
 #include "merge/stream/internal.h"
+#include "merge/pipeline.h"
 #include "merge/util.h"
 
 #include <errno.h>
@@ -45,11 +46,6 @@ static int xsm_place_flush(int fd, xsm_place_buf *b)
     }
     b->n = 0;
     return 0;
-}
-
-static int xsm_sent_bit(const xsm_srank *sr, uint64_t row)
-{
-    return sr->sent && (sr->sent[row >> 6] >> (row & 63)) & 1;
 }
 
 int xsm_h5msgs_place(xsm_stream *s, char *err, size_t errlen)
@@ -98,7 +94,7 @@ int xsm_h5msgs_place(xsm_stream *s, char *err, size_t errlen)
     /* the Isend completions of matched sends, in pass 1's order: the last one wins */
     uint32_t sc[3];
     while (!rc && fread(sc, sizeof sc, 1, s->scompl) == 1) {
-        if (sc[0] >= n || !xsm_sent_bit(&s->r[sc[0]], sc[1]))
+        if (sc[0] >= n || !s->r[sc[0]].sent || !xsm_bits_get(s->r[sc[0]].sent, sc[1]))
             continue;
         int64_t row = sc[2];
         off_t at = (off_t)(xsm_stream_msg_index(&s->r[sc[0]], sc[1]) * sizeof(xsm_h5_msgrec) +
@@ -140,10 +136,7 @@ void xsm_h5colls_final(xsm_stream *s)
         }
         c.n = n;
         if (!n) {
-            free(c.ranks);
-            free(c.rows);
-            free(c.tb);
-            free(c.te);
+            xsm_collective_free(&c);
             continue;
         }
         s->h5colls[k++] = c;
@@ -206,11 +199,7 @@ static int xsm_h5src_read(void *ctx, int32_t r, int table, uint64_t i, size_t n,
         } else {
             xsm_skey key;
             xsm_row_key(kind, out, &s->h5clk, s->h5tab_pos - 1, &key);
-            int64_t te = kind == XSM_EV_REGION ? ((xsprof_io_region *)out)->t_end
-                         : kind == XSM_EV_MPI  ? ((xsprof_io_mpi *)out)->t_end
-                         : kind == XSM_EV_GPU  ? ((xsprof_io_gpu *)out)->t_end
-                                               : key.t;
-            if (!xsm_stream_keep(s, key.t, te))
+            if (!xsm_stream_keep(s, key.t, key.te)) /* te: the end, or t for a point */
                 continue; /* outside --from/--to */
             xsm_row_shift(kind, out, s->t0);
         }
@@ -284,12 +273,8 @@ void xsm_h5_cleanup(xsm_stream *s)
     if (s->h5msgs_path[0])
         unlink(s->h5msgs_path);
     xsm_tab_close(&s->h5tab);
-    for (size_t i = 0; i < s->nh5colls; i++) {
-        free(s->h5colls[i].ranks);
-        free(s->h5colls[i].rows);
-        free(s->h5colls[i].tb);
-        free(s->h5colls[i].te);
-    }
+    for (size_t i = 0; i < s->nh5colls; i++)
+        xsm_collective_free(&s->h5colls[i]);
     free(s->h5colls);
     s->h5colls = NULL;
     s->nh5colls = 0;

@@ -186,6 +186,10 @@ typedef struct xsm_srank {
 
 /* Bit sets over a table's rows with a count per 64 rows before them: the
  * rank of a set bit is its row's index among the set ones. */
+static inline void xsm_bits_set(uint64_t *bits, uint64_t row)
+{
+    bits[row >> 6] |= 1ull << (row & 63);
+}
 static inline int xsm_bits_get(const uint64_t *bits, uint64_t row)
 {
     return (bits[row >> 6] >> (row & 63)) & 1;
@@ -312,6 +316,8 @@ static inline int xsm_stream_keep(const struct xsm_stream *s, int64_t b, int64_t
 }
 
 int xsm_tid_set_add(xsm_srank *sr, uint32_t tid);
+/* Make room for element n of *p (doubling *cap); 0 or -1 (memory). */
+int xsm_grow(void **p, size_t *cap, size_t n, size_t size);
 /* A temporary file of the merge in the staging directory,
  * stream-WHAT-PROC[-RANK].bin (rank < 0: without), opened to be written and
  * read back, 64 KiB buffered; its path into `path`; NULL with err set. */

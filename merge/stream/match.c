@@ -348,14 +348,8 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci);
 static int xsm_coll_keep(xsm_mctx *c, xsm_cinst *ci)
 {
     xsm_stream *s = c->s;
-    if (s->nh5colls == s->caph5colls) {
-        size_t cap = s->caph5colls ? 2 * s->caph5colls : 64;
-        xsm_collective *p = realloc(s->h5colls, cap * sizeof *p);
-        if (!p)
-            return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
-        s->h5colls = p;
-        s->caph5colls = cap;
-    }
+    if (xsm_grow((void **)&s->h5colls, &s->caph5colls, s->nh5colls, sizeof *s->h5colls))
+        return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
     xsm_collective *k = &s->h5colls[s->nh5colls];
     memset(k, 0, sizeof *k);
     k->ranks = malloc(ci->n * sizeof *k->ranks);
@@ -517,18 +511,13 @@ static void xsm_coll_exit(xsm_mctx *c, int32_t r, xsm_req_state *q, const xsprof
 
 /* ---- processing one row -------------------------------------------------- */
 
-static void xsm_bit_set(uint64_t *bits, uint32_t row)
-{
-    bits[row >> 6] |= 1ull << (row & 63);
-}
-
 /* Collect mode: a constraint record for rank r's dep file (and its bit). */
 static int xsm_cdep_put(xsm_mctx *c, int32_t r, const xsm_cdep *x)
 {
     xsm_srank *sr = &c->s->r[r];
     if (!sr->dep && !(sr->dep = xsm_stream_tmp(c->s, "cdep", r, sr->dep_path, sizeof sr->dep_path, c->err, c->errlen)))
         return 1;
-    xsm_bit_set(x->kind == XSM_CDEP_ENTRY ? sr->depb : sr->depe, x->row);
+    xsm_bits_set(x->kind == XSM_CDEP_ENTRY ? sr->depb : sr->depe, x->row);
     if (fwrite(x, sizeof *x, 1, sr->dep) != 1)
         return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)",
                            sr->dep_path, strerror(errno));
@@ -568,14 +557,14 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
             if (root == UINT32_MAX || i == root)
                 break;
             waits[i] = 1;
-            xsm_bit_set(s->r[ci->m[root].rank].sent, ci->m[root].row);
+            xsm_bits_set(s->r[ci->m[root].rank].sent, ci->m[root].row);
             break;
         case XSPROF_COLL_SCAN:
             for (size_t j = 0; j < ci->n && mem[i].pos >= 0; j++) {
                 if (j == i || mem[j].pos < 0 || mem[j].pos > mem[i].pos)
                     continue;
                 waits[i] = 1;
-                xsm_bit_set(s->r[ci->m[j].rank].sent, ci->m[j].row);
+                xsm_bits_set(s->r[ci->m[j].rank].sent, ci->m[j].row);
             }
             break;
         case XSPROF_COLL_N2ONE:
@@ -585,7 +574,7 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
         default:
             waits[i] = 1;
             for (size_t j = 0; j < ci->n; j++)
-                xsm_bit_set(s->r[ci->m[j].rank].sent, ci->m[j].row);
+                xsm_bits_set(s->r[ci->m[j].rank].sent, ci->m[j].row);
         }
         h.nexits += waits[i];
     }
@@ -608,7 +597,7 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
 
 static void xsm_sent_set(xsm_srank *sr, uint32_t row)
 {
-    sr->sent[row >> 6] |= 1ull << (row & 63);
+    xsm_bits_set(sr->sent, row);
     sr->nmatched++;
 }
 
@@ -634,7 +623,7 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
     int64_t send_t = snd->t;
     if (c->s->collect) { /* the logical clock's constraint, whatever the times */
         c->violations += q->t < send_t;
-        xsm_bit_set(c->s->r[src].sent, send_row);
+        xsm_bits_set(c->s->r[src].sent, send_row);
         xsm_cdep x = {q->row, XSM_CDEP_RECV, src, send_row, 0};
         return xsm_cdep_put(c, dst, &x) ? 1 : 0;
     }
@@ -813,7 +802,7 @@ static int xsm_writer_rows(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, 
     /* what the writers see: rows inside --from/--to only */
     int kept = xsm_stream_keep(c->s, row->t_begin, row->t_end);
     if (kept && sr->kmpi) { /* merged.h5 keeps completions too, as read/select.c */
-        sr->kmpi[i >> 6] |= 1ull << (i & 63);
+        xsm_bits_set(sr->kmpi, i);
         sr->kept_rows[XSPROF_IO_T_MPI]++;
     }
     if (kept && xsm_tid_set_add(sr, row->thread))

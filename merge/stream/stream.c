@@ -191,7 +191,7 @@ typedef struct xsm_gacc { /* growable arrays of the GPU and counter sets */
     size_t capgpu, capcnt, capmem;
 } xsm_gacc;
 
-static int xsm_grow(void **p, size_t *cap, size_t n, size_t size)
+int xsm_grow(void **p, size_t *cap, size_t n, size_t size)
 {
     if (n < *cap)
         return 0;
@@ -307,16 +307,13 @@ static int xsm_scan_rank(void *ctx, size_t r)
             }
             xsm_skey k;
             xsm_row_key(kind, row, &sr->clk, i, &k);
-            int64_t te = kind == XSM_EV_REGION ? ((xsprof_io_region *)row)->t_end
-                         : kind == XSM_EV_GPU  ? ((xsprof_io_gpu *)row)->t_end
-                                               : k.t;
-            xsm_srank_span(sr, k.t, te);
-            if (!xsm_stream_keep(s, k.t, te))
+            xsm_srank_span(sr, k.t, k.te); /* te: the end, or t for a point */
+            if (!xsm_stream_keep(s, k.t, k.te))
                 continue; /* outside --from/--to: neither a track nor an event */
             sr->nev++;
             sr->kept_rows[xsm_kind_table[kind]]++;
             if (kind == XSM_EV_REGION && sr->kreg)
-                sr->kreg[i >> 6] |= 1ull << (i & 63);
+                xsm_bits_set(sr->kreg, i);
             if (xsm_scan_sets(sr, &g, kind, row, i)) {
                 rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
                 break;

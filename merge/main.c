@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,9 @@ static const char xsm_usage[] =
     "\n"
     "environment: the XSPROF_* variables are listed in one table in README.md.\n"
     "xsmerge itself reads XSPROF_MERGE_JSON_PART_MB (trace.json part size,\n"
-    "default 256) and XSPROF_MERGE_TIMES=1 (print the time of each phase).\n"
+    "default 256), XSPROF_MERGE_H5_DEFLATE (merged.h5's deflate level 1-9,\n"
+    "default 1; 0 stores its tables uncompressed) and XSPROF_MERGE_TIMES=1\n"
+    "(print the time of each phase).\n"
     "\n"
     "exit codes: 0 ok, 1 bad input or failure, 3 regression found (--baseline).\n";
 
@@ -437,6 +440,74 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
     return 0;
 }
 
+/* The analysis only reads the run, as the trace writers do, so it runs on
+ * its own thread beside trace.json and merged.h5 (a writer thread and the
+ * kernel's copies leave a core partly idle there). Its one-screen summary is
+ * held until the writers finish so that it never cuts through their
+ * progress bar. */
+typedef struct xsm_an_job {
+    const xsm_run *run;
+    const char *dir;
+    xsm_report_opts opts;
+    char *summary;
+    size_t summary_len;
+    int rc, started;
+    pthread_t t;
+    char err[4096];
+} xsm_an_job;
+
+static void *xsm_an_job_run(void *p)
+{
+    xsm_an_job *j = p;
+    j->rc = xsm_analyze_run(j->run, j->dir, &j->opts, j->err, sizeof j->err);
+    if (j->rc != 0 && j->rc != 3 && !j->err[0])
+        xsm_err_set(j->err, sizeof j->err, "xsmerge: analysis failed");
+    return NULL;
+}
+
+/* Starts the analysis (on a thread when `concurrent` and one can be made,
+ * else now, on this one). */
+static void xsm_an_job_start(xsm_an_job *j, const xsm_run *run, const char *dir, const xsm_report_opts *opts,
+                             int concurrent)
+{
+    memset(j, 0, sizeof *j);
+    j->run = run;
+    j->dir = dir;
+    j->opts = *opts;
+    j->opts.summary = NULL;
+    if (!opts->quiet)
+        j->opts.summary = open_memstream(&j->summary, &j->summary_len);
+    /* a baseline given as a run directory is merged by the analysis, with
+     * the progress bar and the reader's threads of a merge: not beside the
+     * writers */
+    if (opts->baseline_dir || opts->diff_dir)
+        concurrent = 0;
+    if (concurrent && pthread_create(&j->t, NULL, xsm_an_job_run, j) == 0) {
+        j->started = 1;
+        return;
+    }
+    xsm_an_job_run(j);
+}
+
+/* Waits for the analysis, prints its summary (when `print`: not after a
+ * writer failed); returns its code (err set). */
+static int xsm_an_job_end(xsm_an_job *j, int print, char *err, size_t errlen)
+{
+    if (j->started)
+        pthread_join(j->t, NULL);
+    xsm_progress_mark("analysis");
+    if (j->opts.summary) {
+        fclose(j->opts.summary);
+        if (print && j->summary_len)
+            fwrite(j->summary, 1, j->summary_len, stdout);
+        fflush(stdout);
+    }
+    free(j->summary);
+    if (j->rc != 0 && j->rc != 3)
+        snprintf(err, errlen, "%s", j->err);
+    return j->rc;
+}
+
 int main(int argc, char **argv)
 {
     /* Every HDF5 file is closed explicitly before exit. HDF5's own exit
@@ -536,6 +607,14 @@ int main(int argc, char **argv)
         xsm_progress_mark("pftrace");
     }
     static const int task_flag[XSM_TASK_N] = {XSM_OUT_JSON, 0, XSM_OUT_H5};
+    xsm_an_job an;
+    int an_on = !rc && lead && (o.outputs & XSM_OUT_REPORT);
+    if (an_on) {
+        int mine = 0;
+        for (int t = 0; t < XSM_TASK_N; t++)
+            mine |= xsm_task_owner(t, par.size) == par.rank && (o.outputs & task_flag[t]);
+        xsm_an_job_start(&an, &run, staging, &o.report, mine);
+    }
     for (int t = 0; !rc && t < XSM_TASK_N; t++) {
         if (xsm_task_owner(t, par.size) != par.rank || !(o.outputs & task_flag[t]))
             continue;
@@ -547,12 +626,14 @@ int main(int argc, char **argv)
         xsm_progress_mark(task_name[t]);
     }
     xsm_emit_free(&e); /* safe after a failed init too */
-    if (!rc && lead && (o.outputs & XSM_OUT_REPORT)) {
-        o.report.summary = o.report.quiet ? NULL : stdout;
-        rc = xsm_analyze_run(&run, staging, &o.report, err, sizeof err);
-        xsm_progress_mark("analysis");
-        if (rc != 0 && rc != 3 && !err[0])
-            xsm_err_set(err, sizeof err, "xsmerge: analysis failed");
+    if (an_on) {
+        char aerr[4096];
+        int arc = xsm_an_job_end(&an, !rc, aerr, sizeof aerr);
+        if (!rc) { /* a writer's error first: the analysis ran beside it */
+            rc = arc;
+            if (arc != 0 && arc != 3)
+                snprintf(err, sizeof err, "%s", aerr);
+        }
     }
     int all = xsm_par_agree(&par, rc, 1, &first);
     if (all == 1) {

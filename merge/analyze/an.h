@@ -48,6 +48,10 @@ typedef struct xsm_names {
 int32_t xsm_names_intern(xsm_names *t, const char *s); /* -1 on allocation failure */
 int32_t xsm_names_find(const xsm_names *t, const char *s); /* -1 when absent */
 void xsm_names_free(xsm_names *t);
+struct xsm_an;
+/* Name index of rank r's string `id` (interned on first use): -1 on
+ * allocation failure. */
+int32_t xsm_an_sname(struct xsm_an *a, int32_t r, uint32_t id);
 
 /* ---- wait states ------------------------------------------------------------ */
 enum xsm_wait_kind {
@@ -111,6 +115,11 @@ typedef struct xsm_rankstat {
     size_t *calls_sorted;      /* blocking call rows of the main thread by t_begin */
     size_t ncalls_sorted;
     int outlier;               /* 1 when this rank's compute time is > 2 sigma from the others */
+    /* the rank's string id -> name index (-2: not looked up yet); slot
+     * nstrings stands for every id out of range ("?"). Rows name their
+     * region or MPI function by string id: one hash per string, not per row */
+    int32_t *sname;
+    uint32_t nsname;
 } xsm_rankstat;
 
 typedef struct xsm_region {

@@ -12,6 +12,28 @@ const char *xsm_an_name(const xsm_an *a, int32_t idx)
     return a->names.v[idx];
 }
 
+int32_t xsm_an_sname(xsm_an *a, int32_t r, uint32_t id)
+{
+    xsm_rankstat *rs = &a->rs[r];
+    const xsprof_rank_data *d = &a->run->ranks[r].d;
+    if (!rs->sname) {
+        rs->sname = malloc(((size_t)d->nstrings + 1) * sizeof *rs->sname);
+        if (!rs->sname)
+            return -1;
+        for (uint32_t k = 0; k <= d->nstrings; k++)
+            rs->sname[k] = -2;
+        rs->nsname = d->nstrings + 1;
+    }
+    uint32_t k = id < d->nstrings ? id : d->nstrings;
+    if (rs->sname[k] == -2) {
+        int32_t nm = xsm_names_intern(&a->names, xsprof_rank_data_string(d, id));
+        if (nm < 0)
+            return -1;
+        rs->sname[k] = nm;
+    }
+    return rs->sname[k];
+}
+
 int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
 {
     memset(a, 0, sizeof *a);
@@ -51,6 +73,7 @@ void xsm_an_free(xsm_an *a)
             free(a->rs[r].call);
             free(a->rs[r].opname);
             free(a->rs[r].calls_sorted);
+            free(a->rs[r].sname);
         }
     free(a->rs);
     for (size_t i = 0; i < a->nmem; i++)

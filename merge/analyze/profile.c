@@ -286,12 +286,15 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
     rs->calls_sorted = malloc((d->nmpi + 1) * sizeof *rs->calls_sorted);
     size_t *tmp = malloc((d->nmpi + 1) * sizeof *tmp);
     inst *in = malloc((d->nregions + 1) * sizeof *in);
-    if (!iv || !rs->encl || !rs->call || !rs->opname || !rs->calls_sorted || !tmp || !in) {
+    signed char *opcls = malloc((size_t)d->nstrings + 1); /* per string id: -1 unknown, 0 other, 1 init, 2 finalize */
+    if (!iv || !rs->encl || !rs->call || !rs->opname || !rs->calls_sorted || !tmp || !in || !opcls) {
         free(iv);
         free(tmp);
         free(in);
+        free(opcls);
         return -1;
     }
+    memset(opcls, -1, (size_t)d->nstrings + 1);
     size_t nin = 0;
     int rc = -1;
     rs->t_first = INT64_MAX;
@@ -306,7 +309,7 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
             rs->t_last = g->t_end;
         if (g->category == XSPROF_CAT_MPI) /* MPI calls come from the mpi table */
             continue;
-        int32_t nm = xsm_names_intern(&a->names, xsprof_rank_data_string(d, g->name));
+        int32_t nm = xsm_an_sname(a, r, g->name);
         if (nm < 0)
             goto out;
         iv[n++] = (ival){g->t_begin, g->t_end < g->t_begin ? g->t_begin : g->t_end, g->thread, nm, 0, g->depth, 0};
@@ -327,7 +330,7 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
             rs->main_thread = m->thread;
             have_main = 1;
         }
-        int32_t nm = xsm_names_intern(&a->names, xsprof_rank_data_string(d, m->op));
+        int32_t nm = xsm_an_sname(a, r, m->op);
         if (nm < 0)
             goto out;
         rs->opname[i] = nm;
@@ -336,11 +339,16 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
         rs->call[i] = (int64_t)i;
         /* MPI start-up and shutdown bound the measured window (as in mpiP):
          * their cost is the launcher's, not the application's */
-        const char *opn = a->names.v[nm];
-        if (strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0) {
+        int cls = opcls[m->op < d->nstrings ? m->op : d->nstrings];
+        if (cls < 0) {
+            const char *opn = a->names.v[nm];
+            cls = strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0 ? 1 : strcmp(opn, "MPI_Finalize") == 0 ? 2 : 0;
+            opcls[m->op < d->nstrings ? m->op : d->nstrings] = (signed char)cls;
+        }
+        if (cls == 1) {
             if (m->t_end > init_end)
                 init_end = m->t_end;
-        } else if (strcmp(opn, "MPI_Finalize") == 0) {
+        } else if (cls == 2) {
             if (m->t_begin < fin_begin)
                 fin_begin = m->t_begin;
         } else {
@@ -442,6 +450,7 @@ out:
     free(iv);
     free(tmp);
     free(in);
+    free(opcls);
     return rc;
 }
 
@@ -539,9 +548,7 @@ static int build_tables(xsm_an *a, const uint64_t *outl)
         const xsprof_rank_data *d = &a->run->ranks[r].d;
         for (size_t i = 0; i < d->nmpi; i++) {
             const xsprof_io_mpi *m = &d->mpi[i];
-            int32_t nm = xsm_names_find(&a->names, xsprof_rank_data_string(d, m->op));
-            if (nm < 0) /* an op seen only in completion rows */
-                nm = xsm_names_intern(&a->names, xsprof_rank_data_string(d, m->op));
+            int32_t nm = xsm_an_sname(a, (int32_t)r, m->op); /* new when seen only in completion rows */
             if (nm < 0)
                 goto out;
             if ((size_t)nm >= nn) { /* the table grew: widen the index */

@@ -45,8 +45,7 @@ static int32_t op_name(xsm_an *a, int32_t r, size_t row)
 {
     if (a->rs[r].opname[row] >= 0) /* named by the profile */
         return a->rs[r].opname[row];
-    const xsprof_rank_data *d = &a->run->ranks[r].d;
-    return xsm_names_intern(&a->names, xsprof_rank_data_string(d, d->mpi[row].op));
+    return xsm_an_sname(a, r, a->run->ranks[r].d.mpi[row].op);
 }
 
 static int is_sync_kind(int k)

@@ -2,16 +2,25 @@
  * tid = xsprof thread (GPU streams get their own tids), "X" slices for
  * regions, MPI calls and GPU activity, "s"/"f" flows for messages and GPU
  * launches, "C" counters, "i" instants. Events are written in time order
- * straight from the k-way iterator; when a part would pass the size limit
+ * from the k-way iterator; when a part would pass the size limit
  * (XSPROF_MERGE_JSON_PART_MB, default 256) a new part starts, each a
  * complete JSON document (trace-part00.json, ...). A single part is named
- * trace.json. */
+ * trace.json.
+ *
+ * Formatting is most of the work, so it runs on e->threads threads: this
+ * thread takes events from the source in batches (copying what an event
+ * points to, which is valid only until the next one, and the running
+ * memory totals, the only state carried from event to event), the
+ * formatters turn whole batches into text, and this thread appends the
+ * texts in batch order, choosing where parts end event by event exactly as
+ * a single thread would: the bytes do not depend on the thread count. */
 #include "merge/emit/emit.h"
 #include "merge/progress.h"
 #include "core/record.h" /* kinds of mpi, gpu and arg rows */
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,22 +29,18 @@
 
 static const char *const xsm_cat_name[] = {"user", "mpi", "nvtx", "gpu"};
 
-typedef struct xsm_json {
+/* What formats events: the output text and the labels made beforehand
+ * (read-only, so formatter threads share them). */
+typedef struct xsm_jf {
     const xsm_emit *e;
-    const char *dir;
+    const xsm_out *comm_lbl; /* per communicator: its quoted JSON label */
     xsm_out o;
-    FILE *f;
-    int part;
-    int first;       /* no event written yet in this part */
-    uint64_t limit;  /* bytes per part */
-    double *memtot;  /* running memory totals, per rank and memory device */
-    size_t *memoff;
-    xsm_out *comm_lbl; /* per communicator: its JSON label, made once */
-} xsm_json;
+    int first; /* no object written yet in this piece of text */
+} xsm_jf;
 
 /* "comm": "MPI_COMM_WORLD (0)" (or the id of a communicator never
- * defined); the quoted label is formatted once per communicator. */
-static void xsm_j_comm(xsm_json *j, uint32_t comm)
+ * defined); labels are made once, before formatting starts. */
+static void xsm_j_comm(xsm_jf *j, uint32_t comm)
 {
     const xsm_emit *e = j->e;
     size_t k = 0;
@@ -45,16 +50,19 @@ static void xsm_j_comm(xsm_json *j, uint32_t comm)
         xsm_out_u64(&j->o, comm);
         return;
     }
-    xsm_out *l = &j->comm_lbl[k];
-    if (!l->p) {
+    xsm_out_put(&j->o, j->comm_lbl[k].p, j->comm_lbl[k].len);
+}
+
+static int xsm_j_comm_labels(const xsm_emit *e, xsm_out *lbl)
+{
+    for (size_t k = 0; k < e->ncomms; k++) {
         char buf[512];
-        snprintf(buf, sizeof buf, "%s (%u)", e->names.str[e->comm_name[k]], comm);
-        xsm_out_json_str(l, buf);
+        snprintf(buf, sizeof buf, "%s (%u)", e->names.str[e->comm_name[k]], e->comm_ids[k]);
+        xsm_out_json_str(&lbl[k], buf);
+        if (lbl[k].failed)
+            return -1;
     }
-    if (l->failed)
-        j->o.failed = 1;
-    else
-        xsm_out_put(&j->o, l->p, l->len);
+    return 0;
 }
 
 static void xsm_j_num(xsm_out *o, double v)
@@ -73,13 +81,16 @@ static void xsm_j_num(xsm_out *o, double v)
 /* A damaged row may end before it begins; JSON durations are never negative. */
 static int64_t xsm_j_dur(int64_t b, int64_t e) { return e > b ? e - b : 0; }
 
-static void xsm_j_sep(xsm_json *j)
+/* Objects are separated by ",\n"; what comes before a piece's first
+ * object is the part writer's (xsm_jpart_put). */
+static void xsm_j_sep(xsm_jf *j)
 {
-    xsm_out_puts(&j->o, j->first ? "\n" : ",\n");
+    if (!j->first)
+        xsm_out_put(&j->o, ",\n", 2);
     j->first = 0;
 }
 
-static void xsm_j_head(xsm_json *j, const char *ph, const char *name, int32_t pid, int64_t tid, int64_t ts)
+static void xsm_j_head(xsm_jf *j, const char *ph, const char *name, int32_t pid, int64_t tid, int64_t ts)
 {
     xsm_j_sep(j);
     xsm_out_puts(&j->o, "{\"ph\":\"");
@@ -96,7 +107,7 @@ static void xsm_j_head(xsm_json *j, const char *ph, const char *name, int32_t pi
     xsm_out_us(&j->o, ts);
 }
 
-static void xsm_j_meta(xsm_json *j)
+static void xsm_j_meta(xsm_jf *j)
 {
     const xsm_emit *e = j->e;
     const xsm_run *run = e->run;
@@ -138,40 +149,84 @@ static void xsm_j_meta(xsm_json *j)
     }
 }
 
-static int xsm_j_open(xsm_json *j, char *err, size_t errlen)
+/* ---- the parts: files written in order by one thread ---------------------- */
+typedef struct xsm_jpart {
+    const xsm_emit *e;
+    const char *dir;
+    const xsm_out *comm_lbl;
+    xsm_out o;
+    FILE *f;
+    int part;
+    int first;      /* nothing written after the header yet */
+    uint64_t limit; /* bytes per part */
+} xsm_jpart;
+
+/* Appends one piece of text holding one or more objects. */
+static void xsm_jpart_put(xsm_jpart *p, const char *text, size_t n)
+{
+    xsm_out_put(&p->o, p->first ? "\n" : ",\n", p->first ? 1 : 2);
+    xsm_out_put(&p->o, text, n);
+    p->first = 0;
+}
+
+static int xsm_jpart_failed(const xsm_jpart *p, char *err, size_t errlen)
+{
+    return xsm_err_set(err, errlen, "xsmerge: %s/trace-part%02d.json: write failed: %s", p->dir, p->part, strerror(errno));
+}
+
+static int xsm_jpart_open(xsm_jpart *p, char *err, size_t errlen)
 {
     char name[64];
-    snprintf(name, sizeof name, "trace-part%02d.json", j->part);
-    j->f = xsm_emit_create(j->dir, name, err, errlen);
-    if (!j->f)
+    snprintf(name, sizeof name, "trace-part%02d.json", p->part);
+    p->f = xsm_emit_create(p->dir, name, err, errlen);
+    if (!p->f)
         return 1;
-    xsm_out_init(&j->o, j->f);
-    xsm_out_start_writer(&j->o);
-    j->first = 1;
-    xsm_out_puts(&j->o, "{\"traceEvents\":[");
-    xsm_j_meta(j);
+    xsm_out_init(&p->o, p->f);
+    xsm_out_start_writer(&p->o);
+    p->first = 1;
+    xsm_out_puts(&p->o, "{\"traceEvents\":[");
+    xsm_jf m = {p->e, p->comm_lbl, {0}, 1};
+    xsm_j_meta(&m);
+    if (m.o.failed)
+        p->o.failed = 1;
+    else if (m.o.len)
+        xsm_jpart_put(p, m.o.p, m.o.len);
+    xsm_out_free(&m.o);
     return 0;
 }
 
-static int xsm_j_close(xsm_json *j, char *err, size_t errlen)
+static int xsm_jpart_close(xsm_jpart *p, char *err, size_t errlen)
 {
-    const xsm_run *run = j->e->run;
-    xsm_out_printf(&j->o,
-                   "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"xsmerge\",\"part\":%d,\"job_id\":", j->part);
-    xsm_out_json_str(&j->o, run->job_id);
-    xsm_out_printf(&j->o,
+    const xsm_run *run = p->e->run;
+    xsm_out_printf(&p->o,
+                   "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"xsmerge\",\"part\":%d,\"job_id\":", p->part);
+    xsm_out_json_str(&p->o, run->job_id);
+    xsm_out_printf(&p->o,
                    ",\"t0_ref_ns\":%lld,\"clock_violations_before\":%llu,\"clock_violations_after\":%llu,"
                    "\"max_correction_ns\":%lld}}\n",
                    (long long)run->t0_ref_ns, (unsigned long long)run->clock.violations_before,
                    (unsigned long long)run->clock.violations_after, (long long)run->clock.max_correction_ns);
-    int bad = xsm_out_flush(&j->o) != 0 || j->o.failed;
-    xsm_out_free(&j->o);
-    if (fclose(j->f) != 0)
+    int bad = xsm_out_flush(&p->o) != 0 || p->o.failed;
+    xsm_out_free(&p->o);
+    if (fclose(p->f) != 0)
         bad = 1;
-    j->f = NULL;
-    if (bad)
-        return xsm_err_set(err, errlen, "xsmerge: %s/trace-part%02d.json: write failed: %s", j->dir, j->part, strerror(errno));
-    return 0;
+    p->f = NULL;
+    return bad ? xsm_jpart_failed(p, err, errlen) : 0;
+}
+
+/* Appends one event's text; a new part starts first when this one would
+ * pass the limit (with room for the closing lines). */
+static int xsm_jpart_event(xsm_jpart *p, const char *text, size_t n, char *err, size_t errlen)
+{
+    if (!p->first && xsm_out_total(&p->o) + 65536 > p->limit) {
+        if (xsm_jpart_close(p, err, errlen))
+            return 1;
+        p->part++;
+        if (xsm_jpart_open(p, err, errlen))
+            return 1;
+    }
+    xsm_jpart_put(p, text, n);
+    return p->o.failed ? xsm_jpart_failed(p, err, errlen) : 0;
 }
 
 /* ts bound inside the slice [b, e): catapult and Perfetto look for the
@@ -184,7 +239,7 @@ static int64_t xsm_j_inside(int64_t ts, int64_t b, int64_t e)
 }
 
 /* One flow point of rank `pid` at ts. */
-static void xsm_j_flow(xsm_json *j, uint64_t id, int out, int64_t ts, int32_t pid, int64_t tid, const char *cat)
+static void xsm_j_flow(xsm_jf *j, uint64_t id, int out, int64_t ts, int32_t pid, int64_t tid, const char *cat)
 {
     xsm_j_head(j, out ? "s" : "f", cat, pid, tid, ts);
     xsm_out_puts(&j->o, ",\"cat\":");
@@ -194,7 +249,7 @@ static void xsm_j_flow(xsm_json *j, uint64_t id, int out, int64_t ts, int32_t pi
     xsm_out_puts(&j->o, out ? "}" : ",\"bp\":\"e\"}");
 }
 
-static void xsm_j_region(xsm_json *j, int32_t r, const xsprof_io_region *g, const xsprof_io_arg *args)
+static void xsm_j_region(xsm_jf *j, int32_t r, const xsprof_io_region *g, const xsprof_io_arg *args)
 {
     const xsm_emit *e = j->e;
     xsm_j_head(j, "X", xsm_emit_str(e, r, g->name), r, g->thread, g->t_begin);
@@ -232,7 +287,7 @@ static void xsm_j_region(xsm_json *j, int32_t r, const xsprof_io_region *g, cons
     xsm_out_puts(&j->o, "}");
 }
 
-static void xsm_j_mpi(xsm_json *j, int32_t r, const xsprof_io_mpi *m, const xsm_evflow *f, size_t nf)
+static void xsm_j_mpi(xsm_jf *j, int32_t r, const xsprof_io_mpi *m, const xsm_evflow *f, size_t nf)
 {
     const xsm_emit *e = j->e;
     xsm_j_head(j, "X", xsm_emit_str(e, r, m->op), r, m->thread, m->t_begin);
@@ -268,7 +323,7 @@ static void xsm_j_mpi(xsm_json *j, int32_t r, const xsprof_io_mpi *m, const xsm_
     }
 }
 
-static void xsm_j_gpu(xsm_json *j, int32_t r, const xsprof_io_gpu *g, size_t row)
+static void xsm_j_gpu(xsm_jf *j, int32_t r, const xsprof_io_gpu *g, size_t row)
 {
     const xsm_emit *e = j->e;
     const xsm_erank *er = &e->ranks[r];
@@ -291,7 +346,9 @@ static void xsm_j_gpu(xsm_json *j, int32_t r, const xsprof_io_gpu *g, size_t row
         xsm_j_flow(j, f[k].id, (int)f[k].out, xsm_j_inside(g->t_begin, g->t_begin, g->t_end), r, tid, "launch");
 }
 
-static void xsm_j_event(xsm_json *j, const xsm_ev *ev)
+/* `memtot`: for a memory event, the running total of its rank and device
+ * after it. */
+static void xsm_j_event(xsm_jf *j, const xsm_ev *ev, double memtot)
 {
     const xsm_emit *e = j->e;
     switch (ev->kind) {
@@ -314,8 +371,6 @@ static void xsm_j_event(xsm_json *j, const xsm_ev *ev)
     }
     default: {
         const xsprof_io_mem *m = ev->rec;
-        size_t k = j->memoff[ev->rank] + xsm_emit_memdev_index(&e->ranks[ev->rank], m->device);
-        j->memtot[k] += m->kind == XSPROF_MEM_FREE ? -(double)m->size : (double)m->size;
         char name[64];
         if (m->device < 0)
             snprintf(name, sizeof name, "memory (host)");
@@ -323,7 +378,7 @@ static void xsm_j_event(xsm_json *j, const xsm_ev *ev)
             snprintf(name, sizeof name, "memory (GPU %d)", (int)m->device);
         xsm_j_head(j, "C", name, ev->rank, -1, m->t);
         xsm_out_puts(&j->o, ",\"args\":{\"bytes\":");
-        xsm_j_num(&j->o, j->memtot[k]);
+        xsm_j_num(&j->o, memtot);
         xsm_out_puts(&j->o, "}}");
     }
     }
@@ -342,66 +397,306 @@ static uint64_t xsm_j_limit(void)
     return (mb ? mb : 256ull) << 20;
 }
 
+/* ---- batches: events copied out of the source, formatted on threads ------- */
+#define XSM_JB_EVENTS 4096
+
+typedef union xsm_jrec {
+    xsprof_io_region region;
+    xsprof_io_mpi mpi;
+    xsprof_io_gpu gpu;
+    xsprof_io_instant instant;
+    xsprof_io_counter counter;
+    xsprof_io_mem mem;
+} xsm_jrec;
+
+typedef struct xsm_jev {
+    xsm_ev ev;      /* rec, args and mflows point into the batch once it is full */
+    xsm_jrec rec;
+    double memtot;  /* memory events: running total after this one */
+    size_t aux;     /* first of its args / flows in the batch's arrays */
+} xsm_jev;
+
+enum { XSM_JB_FREE = 0, XSM_JB_FILLED, XSM_JB_BUSY, XSM_JB_DONE };
+
+typedef struct xsm_jbatch {
+    xsm_jev *ev;
+    size_t n;
+    xsprof_io_arg *args; size_t nargs, capargs;
+    xsm_evflow *flows; size_t nflows, capflows;
+    xsm_out text;   /* the events' objects, ",\n" between events */
+    size_t *ends;   /* end of each event's text */
+    int state;
+    uint64_t seq;
+} xsm_jbatch;
+
+typedef struct xsm_jpipe {
+    const xsm_emit *e;
+    const xsm_out *comm_lbl;
+    xsm_jbatch *b;
+    size_t nb;
+    uint64_t filled, formatting; /* batches handed over / taken by a formatter */
+    int eof;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_filled, cv_done;
+} xsm_jpipe;
+
+static void xsm_jbatch_format(const xsm_jpipe *p, xsm_jbatch *b)
+{
+    xsm_jf j = {p->e, p->comm_lbl, b->text, 1};
+    j.o.len = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        xsm_jev *x = &b->ev[i];
+        x->ev.rec = &x->rec;
+        if (x->ev.kind == XSM_EV_REGION)
+            x->ev.args = x->ev.args ? b->args + x->aux : NULL;
+        else if (x->ev.kind == XSM_EV_MPI)
+            x->ev.mflows = x->ev.nmflows ? b->flows + x->aux : NULL;
+        if (i)
+            xsm_out_put(&j.o, ",\n", 2);
+        j.first = 1;
+        xsm_j_event(&j, &x->ev, x->memtot);
+        b->ends[i] = j.o.len;
+    }
+    b->text = j.o;
+}
+
+static void *xsm_jpipe_worker(void *arg)
+{
+    xsm_jpipe *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->formatting == p->filled && !p->eof)
+            pthread_cond_wait(&p->cv_filled, &p->mu);
+        if (p->formatting == p->filled)
+            break;
+        xsm_jbatch *b = &p->b[p->formatting++ % p->nb];
+        b->state = XSM_JB_BUSY;
+        pthread_mutex_unlock(&p->mu);
+        xsm_jbatch_format(p, b);
+        pthread_mutex_lock(&p->mu);
+        b->state = XSM_JB_DONE;
+        pthread_cond_broadcast(&p->cv_done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Copies ev (and what it points to) into b; -1 when memory ran out. */
+static int xsm_jbatch_add(xsm_jbatch *b, const xsm_ev *ev, double memtot)
+{
+    xsm_jev *x = &b->ev[b->n];
+    x->ev = *ev;
+    x->memtot = memtot;
+    x->aux = 0;
+    static const size_t recsize[XSM_EV_N] = {sizeof(xsprof_io_region), sizeof(xsprof_io_mpi), sizeof(xsprof_io_gpu),
+                                             sizeof(xsprof_io_instant), sizeof(xsprof_io_counter), sizeof(xsprof_io_mem)};
+    memcpy(&x->rec, ev->rec, recsize[ev->kind < XSM_EV_N ? ev->kind : XSM_EV_MEM]);
+    if (ev->kind == XSM_EV_REGION && ev->args) {
+        size_t k = x->rec.region.nargs;
+        if (b->nargs + k > b->capargs) {
+            size_t nc = b->capargs ? b->capargs : 256;
+            while (nc < b->nargs + k)
+                nc *= 2;
+            xsprof_io_arg *v = realloc(b->args, nc * sizeof *v);
+            if (!v)
+                return -1;
+            b->args = v;
+            b->capargs = nc;
+        }
+        memcpy(b->args + b->nargs, ev->args, k * sizeof *ev->args);
+        x->aux = b->nargs;
+        b->nargs += k;
+    } else if (ev->kind == XSM_EV_MPI) {
+        size_t k = ev->nmflows;
+        if (b->nflows + k > b->capflows) {
+            size_t nc = b->capflows ? b->capflows : 256;
+            while (nc < b->nflows + k)
+                nc *= 2;
+            xsm_evflow *v = realloc(b->flows, nc * sizeof *v);
+            if (!v)
+                return -1;
+            b->flows = v;
+            b->capflows = nc;
+        }
+        memcpy(b->flows + b->nflows, ev->mflows, k * sizeof *ev->mflows);
+        x->aux = b->nflows;
+        b->nflows += k;
+    }
+    b->n++;
+    return 0;
+}
+
+/* Appends batch b's events to the parts. */
+static int xsm_jbatch_commit(xsm_jpart *part, const xsm_jbatch *b, char *err, size_t errlen)
+{
+    if (b->text.failed)
+        return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json");
+    if (!b->n)
+        return 0;
+    /* no part can end inside the batch: one piece (the same bytes) */
+    if (!part->first && xsm_out_total(&part->o) + 2 + b->text.len + 65536 <= part->limit) {
+        xsm_jpart_put(part, b->text.p, b->text.len);
+        return part->o.failed ? xsm_jpart_failed(part, err, errlen) : 0;
+    }
+    for (size_t i = 0, at = 0; i < b->n; i++) {
+        if (xsm_jpart_event(part, b->text.p + at, b->ends[i] - at, err, errlen))
+            return 1;
+        at = b->ends[i] + 2;
+    }
+    return 0;
+}
+
+/* Waits for the batch of sequence `seq` to be formatted, appends it and
+ * frees its slot; when `wait` is 0 returns 1 instead of waiting. */
+static int xsm_jpipe_commit(xsm_jpipe *p, xsm_jpart *part, uint64_t seq, int wait, int *rc, char *err, size_t errlen)
+{
+    xsm_jbatch *b = &p->b[seq % p->nb];
+    pthread_mutex_lock(&p->mu);
+    while (b->state != XSM_JB_DONE) {
+        if (!wait) {
+            pthread_mutex_unlock(&p->mu);
+            return 1;
+        }
+        pthread_cond_wait(&p->cv_done, &p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (!*rc)
+        *rc = xsm_jbatch_commit(part, b, err, errlen);
+    b->n = b->nargs = b->nflows = 0;
+    b->state = XSM_JB_FREE;
+    return 0;
+}
+
+static void xsm_jpipe_free(xsm_jpipe *p)
+{
+    for (size_t i = 0; p->b && i < p->nb; i++) {
+        free(p->b[i].ev);
+        free(p->b[i].args);
+        free(p->b[i].flows);
+        free(p->b[i].ends);
+        xsm_out_free(&p->b[i].text);
+    }
+    free(p->b);
+}
+
 int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
 {
-    xsm_json j = {.e = e, .dir = dir, .limit = xsm_j_limit()};
     const xsm_run *run = e->run;
-    size_t nmem = 0;
-    j.memoff = malloc((run->nranks + 1) * sizeof *j.memoff);
-    for (size_t r = 0; j.memoff && r < run->nranks; r++) {
-        j.memoff[r] = nmem;
+    size_t nmem = 0, nt = e->threads > 1 ? (size_t)e->threads : 1;
+    if (nt > XSM_EMIT_MAX_THREADS)
+        nt = XSM_EMIT_MAX_THREADS;
+    size_t *memoff = malloc((run->nranks + 1) * sizeof *memoff);
+    for (size_t r = 0; memoff && r < run->nranks; r++) {
+        memoff[r] = nmem;
         nmem += e->ranks[r].nmemdev;
     }
-    j.memtot = calloc(nmem + 1, sizeof *j.memtot);
-        j.comm_lbl = calloc(e->ncomms + 1, sizeof *j.comm_lbl);
+    double *memtot = calloc(nmem + 1, sizeof *memtot); /* per rank and memory device */
+    xsm_out *comm_lbl = calloc(e->ncomms + 1, sizeof *comm_lbl);
+    xsm_jpipe p = {.e = e, .comm_lbl = comm_lbl, .nb = 2 * nt + 2};
+    p.b = calloc(p.nb, sizeof *p.b);
+    int ok = memoff && memtot && comm_lbl && p.b && xsm_j_comm_labels(e, comm_lbl) == 0;
+    for (size_t i = 0; ok && i < p.nb; i++) {
+        p.b[i].ev = malloc(XSM_JB_EVENTS * sizeof *p.b[i].ev);
+        p.b[i].ends = malloc(XSM_JB_EVENTS * sizeof *p.b[i].ends);
+        ok = p.b[i].ev && p.b[i].ends;
+    }
     const xsm_src_ops *ops = xsm_emit_source_all(e);
     void *src = NULL;
-    if (!j.memoff || !j.memtot || !j.comm_lbl || !(src = ops->open(e, XSM_ALL_RANKS, err, errlen))) {
-        free(j.memoff);
-        free(j.memtot);
-        free(j.comm_lbl);
-        return src || err[0] ? 1 : xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json");
+    if (!ok || !(src = ops->open(e, XSM_ALL_RANKS, err, errlen))) {
+        free(memoff);
+        free(memtot);
+        for (size_t k = 0; comm_lbl && k < e->ncomms; k++)
+            xsm_out_free(&comm_lbl[k]);
+        free(comm_lbl);
+        xsm_jpipe_free(&p);
+        return !ok ? xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json") : 1;
     }
-    int rc = xsm_j_open(&j, err, errlen);
+    xsm_jpart part = {.e = e, .dir = dir, .comm_lbl = comm_lbl, .limit = xsm_j_limit()};
+    int rc = xsm_jpart_open(&part, err, errlen);
     /* every part repeats the metadata: keep room for events beside it */
-    if (!rc && j.limit < 2 * xsm_out_total(&j.o) + 65536)
-        j.limit = 2 * xsm_out_total(&j.o) + 65536;
-    xsm_ev ev;
+    if (!rc && part.limit < 2 * xsm_out_total(&part.o) + 65536)
+        part.limit = 2 * xsm_out_total(&part.o) + 65536;
+
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv_filled, NULL);
+    pthread_cond_init(&p.cv_done, NULL);
+    pthread_t t[XSM_EMIT_MAX_THREADS];
+    size_t nstarted = 0;
+    while (nstarted < nt && pthread_create(&t[nstarted], NULL, xsm_jpipe_worker, &p) == 0)
+        nstarted++;
+
     xsm_progress_begin("writing trace.json", e->nevents);
-    uint64_t n = 0;
+    uint64_t n = 0, committed = 0;
     int got = 0;
-    while (!rc && (got = ops->next(src, &ev)) > 0) {
-        /* room for the closing lines: start the next part before passing the limit */
-        if (!j.first && xsm_out_total(&j.o) + 65536 > j.limit) {
-            if ((rc = xsm_j_close(&j, err, errlen)) != 0)
+    xsm_ev ev;
+    while (!rc) {
+        uint64_t seq = p.filled;
+        if (seq >= committed + p.nb && xsm_jpipe_commit(&p, &part, committed++, 1, &rc, err, errlen) == 0)
+            continue; /* its slot is free now */
+        xsm_jbatch *b = &p.b[seq % p.nb];
+        while (b->n < XSM_JB_EVENTS && (got = ops->next(src, &ev)) > 0) {
+            double tot = 0;
+            if (ev.kind == XSM_EV_MEM) {
+                const xsprof_io_mem *m = ev.rec;
+                size_t k = memoff[ev.rank] + xsm_emit_memdev_index(&e->ranks[ev.rank], m->device);
+                tot = memtot[k] += m->kind == XSPROF_MEM_FREE ? -(double)m->size : (double)m->size;
+            }
+            if (xsm_jbatch_add(b, &ev, tot) != 0) {
+                got = -1;
                 break;
-            j.part++;
-            if ((rc = xsm_j_open(&j, err, errlen)) != 0)
-                break;
+            }
+            if (++n % 65536 == 0)
+                xsm_progress_step(65536);
         }
-        xsm_j_event(&j, &ev);
-        if (j.o.failed)
-            rc = xsm_err_set(err, errlen, "xsmerge: %s/trace-part%02d.json: write failed: %s", dir, j.part, strerror(errno));
-        if (++n % 65536 == 0)
-            xsm_progress_step(65536);
+        if (b->n) {
+            if (nstarted) {
+                pthread_mutex_lock(&p.mu);
+                b->state = XSM_JB_FILLED;
+                p.filled++;
+                pthread_cond_signal(&p.cv_filled);
+                pthread_mutex_unlock(&p.mu);
+            } else { /* no thread could be started: format here */
+                xsm_jbatch_format(&p, b);
+                b->state = XSM_JB_DONE;
+                p.filled++;
+            }
+        }
+        /* append what is ready, without waiting */
+        while (committed < p.filled && xsm_jpipe_commit(&p, &part, committed, 0, &rc, err, errlen) == 0)
+            committed++;
+        if (got <= 0)
+            break;
     }
+    pthread_mutex_lock(&p.mu);
+    p.eof = 1;
+    pthread_cond_broadcast(&p.cv_filled);
+    pthread_mutex_unlock(&p.mu);
+    while (committed < p.filled)
+        xsm_jpipe_commit(&p, &part, committed++, 1, &rc, err, errlen);
+    for (size_t k = 0; k < nstarted; k++)
+        pthread_join(t[k], NULL);
+    pthread_mutex_destroy(&p.mu);
+    pthread_cond_destroy(&p.cv_filled);
+    pthread_cond_destroy(&p.cv_done);
     xsm_progress_end();
+
     if (got < 0 && !rc)
         rc = ops->close(src, err, errlen) ? 1 : xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json");
     else if (ops->close(src, err, errlen) && !rc)
         rc = 1;
     if (!rc)
-        rc = xsm_j_close(&j, err, errlen);
-    else if (j.f) {
-        xsm_out_free(&j.o);
-        fclose(j.f);
+        rc = xsm_jpart_close(&part, err, errlen);
+    else if (part.f) {
+        xsm_out_free(&part.o);
+        fclose(part.f);
     }
-    free(j.memoff);
-    free(j.memtot);
+    free(memoff);
+    free(memtot);
     for (size_t k = 0; k < e->ncomms; k++)
-        xsm_out_free(&j.comm_lbl[k]);
-    free(j.comm_lbl);
-    if (!rc && j.part == 0) {
+        xsm_out_free(&comm_lbl[k]);
+    free(comm_lbl);
+    xsm_jpipe_free(&p);
+    if (!rc && part.part == 0) {
         char a[8192], b[8192];
         snprintf(a, sizeof a, "%s/trace-part00.json", dir);
         snprintf(b, sizeof b, "%s/trace.json", dir);

@@ -7,12 +7,28 @@
  * same run always gives the same bytes (serial and collective mode). */
 #include "merge/emit/emit.h"
 #include "merge/progress.h"
+#include "io/chunk_pool.h"
 
 #include <hdf5.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define XSM_BATCH 65536
+/* Rows per chunk of every table: compressed (shuffle, deflate, fletcher32,
+ * as in the rank files) the event tables shrink about 25x; 8192 rows keep
+ * a reader's slice cheap to decompress and the encoding threads' buffers
+ * small (merged.h5 also streams). */
+#define XSM_H5_CHUNK 8192
+
+/* XSPROF_MERGE_H5_DEFLATE: 1 (default; higher levels cost more time than
+ * they save bytes here) to 9, 0 for no filters at all. */
+static int xsm_h5_deflate_level(void)
+{
+    const char *v = getenv("XSPROF_MERGE_H5_DEFLATE");
+    if (v && *v >= '0' && *v <= '9' && !v[1])
+        return *v - '0';
+    return 1;
+}
 
 typedef struct { int64_t t_begin, t_end; int32_t rank; uint32_t thread, name; uint16_t depth, category; uint32_t nargs; int64_t args; } xsm_h5_region;
 typedef struct { int64_t region; int32_t rank; uint32_t key, kind; uint32_t s; int64_t i; double d; uint32_t ndims; int64_t dims[8]; } xsm_h5_arg;
@@ -185,7 +201,19 @@ static hid_t xsm_h5_type(int which)
 
 typedef struct xsm_h5ds {
     hid_t ds, type;
-    hsize_t pos, n;
+    hsize_t pos, n;   /* rows appended, rows in all */
+    /* Rows gather into whole chunks, encoded on threads (io/chunk_pool.h)
+     * and stored with H5Dwrite_chunk, or by HDF5's filters (one thread)
+     * when no thread could start: either way the same bytes. */
+    hsize_t chunk;    /* rows per chunk; 0: no filters (variable-length strings), written as given */
+    size_t rowsize;
+    unsigned char *buf;
+    size_t nbuf;      /* rows gathered in buf */
+    hsize_t flushed;  /* rows handed on (pool or HDF5) */
+    hsize_t stored;   /* rows the pool stored */
+    xsprof_chunk_codec codec;
+    int have_codec;
+    xsprof_chunk_pool *pool;
 } xsm_h5ds;
 
 /* The system's reason for the first failed write ("File too large"), from
@@ -214,26 +242,57 @@ static int xsm_h5_failed(void)
     return -1;
 }
 
+/* The pool's writer: one encoded chunk, on the appending thread, in order. */
+static xsprof_status xsm_h5ds_store(void *user, int table, size_t n, const void *bytes, size_t len)
+{
+    (void)table;
+    xsm_h5ds *d = user;
+    hsize_t off[1] = {d->stored};
+    /* filter mask 0: every filter of the pipeline was applied */
+    if (H5Dwrite_chunk(d->ds, H5P_DEFAULT, 0, off, len, bytes) < 0) {
+        xsm_h5_failed();
+        return XSPROF_ERR_IO;
+    }
+    d->stored += n;
+    return XSPROF_OK;
+}
+
 static int xsm_h5ds_open(xsm_h5 *h, const char *name, hid_t type, hsize_t n, xsm_h5ds *d)
 {
+    memset(d, 0, sizeof *d);
     d->type = type;
-    d->pos = 0;
     d->n = n;
     d->ds = -1;
     if (type < 0)
         return -1;
+    int vlen = H5Tdetect_class(type, H5T_VLEN) > 0 || (H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) > 0);
     hsize_t dims[1] = {n};
     hid_t space = H5Screate_simple(1, dims, NULL);
     hid_t dcpl = H5Pcopy(h->dcpl_track);
-    hsize_t chunk[1] = {n ? (n < XSM_BATCH ? n : XSM_BATCH) : 1};
-    if (n)
-        H5Pset_chunk(dcpl, 1, chunk);
+    hsize_t chunk[1] = {n ? (n < XSM_H5_CHUNK ? n : XSM_H5_CHUNK) : 1};
+    int ok = space >= 0 && dcpl >= 0;
+    if (n && ok)
+        ok = H5Pset_chunk(dcpl, 1, chunk) >= 0;
+    int level = xsm_h5_deflate_level();
+    if (n && ok && !vlen) {
+        if (level)
+            ok = H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, (unsigned)level) >= 0 && H5Pset_fletcher32(dcpl) >= 0;
+        d->chunk = chunk[0];
+        d->rowsize = H5Tget_size(type);
+        d->buf = malloc(d->chunk * d->rowsize);
+        ok = ok && d->buf;
+    }
     /* The file type is packed: no padding bytes (whose contents are not
      * defined in memory) reach the file, and files are smaller. */
     hid_t ftype = H5Tcopy(type);
     if (ftype >= 0 && H5Tget_class(ftype) == H5T_COMPOUND)
         H5Tpack(ftype);
-    d->ds = space >= 0 && dcpl >= 0 && ftype >= 0 ? H5Dcreate2(h->file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+    d->ds = ok && ftype >= 0 ? H5Dcreate2(h->file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+    if (d->ds >= 0 && d->chunk && level) {
+        d->have_codec = xsprof_chunk_codec_init(&d->codec, type, ftype, d->chunk, level) == XSPROF_OK;
+        if (d->have_codec && n > d->chunk) /* one chunk gains nothing from threads */
+            d->pool = xsprof_chunk_pool_create(h->e->threads > 1 ? (unsigned)h->e->threads : 1, xsm_h5ds_store, d);
+    }
     if (ftype >= 0)
         H5Tclose(ftype);
     if (space >= 0)
@@ -243,11 +302,10 @@ static int xsm_h5ds_open(xsm_h5 *h, const char *name, hid_t type, hsize_t n, xsm
     return d->ds < 0 ? -1 : 0;
 }
 
-static int xsm_h5ds_append(xsm_h5ds *d, const void *rows, hsize_t n)
+/* Rows [flushed, flushed + n) through HDF5 (its filters, if any). */
+static int xsm_h5ds_write(xsm_h5ds *d, const void *rows, hsize_t n)
 {
-    if (!n)
-        return 0;
-    hsize_t start[1] = {d->pos}, count[1] = {n};
+    hsize_t start[1] = {d->flushed}, count[1] = {n};
     hid_t fs = H5Dget_space(d->ds);
     hid_t ms = H5Screate_simple(1, count, NULL);
     int bad = fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
@@ -256,17 +314,58 @@ static int xsm_h5ds_append(xsm_h5ds *d, const void *rows, hsize_t n)
         H5Sclose(fs);
     if (ms >= 0)
         H5Sclose(ms);
-    d->pos += n;
+    d->flushed += n;
     return bad ? xsm_h5_failed() : 0;
+}
+
+/* Hands the gathered rows on as one chunk. */
+static int xsm_h5ds_flush(xsm_h5ds *d)
+{
+    size_t n = d->nbuf;
+    d->nbuf = 0;
+    if (!n)
+        return 0;
+    if (!d->pool)
+        return xsm_h5ds_write(d, d->buf, n);
+    int failed_table;
+    d->flushed += n;
+    return xsprof_chunk_pool_submit(d->pool, 0, &d->codec, d->buf, n, &failed_table) == XSPROF_OK ? 0 : -1;
+}
+
+static int xsm_h5ds_append(xsm_h5ds *d, const void *rows, hsize_t n)
+{
+    if (!n)
+        return 0;
+    d->pos += n;
+    if (!d->chunk)
+        return xsm_h5ds_write(d, rows, n);
+    const unsigned char *p = rows;
+    while (n) {
+        size_t k = d->chunk - d->nbuf < n ? (size_t)(d->chunk - d->nbuf) : (size_t)n;
+        memcpy(d->buf + d->nbuf * d->rowsize, p, k * d->rowsize);
+        d->nbuf += k;
+        p += k * d->rowsize;
+        n -= k;
+        if (d->nbuf == d->chunk && xsm_h5ds_flush(d) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 static int xsm_h5ds_close(xsm_h5ds *d)
 {
-    int bad = 0;
+    int bad = 0, failed_table;
+    if (d->ds >= 0 && d->chunk)
+        bad = xsm_h5ds_flush(d) != 0 || (d->pool && xsprof_chunk_pool_finish(d->pool, &failed_table) != XSPROF_OK);
+    xsprof_chunk_pool_destroy(d->pool);
+    if (d->have_codec)
+        xsprof_chunk_codec_free(&d->codec);
+    free(d->buf);
     if (d->ds >= 0 && H5Dclose(d->ds) < 0)
         bad = xsm_h5_failed();
     if (d->type >= 0)
         H5Tclose(d->type);
+    memset(d, 0, sizeof *d);
     d->ds = d->type = -1;
     return bad ? -1 : 0;
 }

@@ -126,24 +126,32 @@ from mergetest import XSMERGE
 ring = make_run(maker, "big", os.path.join(base, "ring"), 2, 30000)
 
 
-def small_files(mib):
+def small_files(kib):
     def limit():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
-        resource.setrlimit(resource.RLIMIT_FSIZE, (mib << 20, mib << 20))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (kib << 10, kib << 10))
     return limit
 
 
-# streaming merged.h5 spills its messages first (1.8 MB here): 3 MiB lets the
-# spill through and stops merged.h5 (6 MB); at 1 MiB the spill itself fails,
-# said as a temporary file of the merge
-for outs, extra, name, mib in (("pftrace", (), "trace.pftrace", 1), ("json", (), "trace", 1), ("h5", (), "merged.h5", 1),
-                               ("pftrace", ("--stream",), "trace.pftrace", 1), ("json", ("--stream",), "trace", 1),
-                               ("h5", ("--stream",), "merged.h5", 3),
-                               ("h5", ("--stream",), "a temporary file of the merge", 1)):
-    out = os.path.join(base, "full-%s%s-%d" % (outs, "-stream" if extra else "", mib))
+# merged.h5's tables are compressed (160 KB here): 64 KiB stops it while
+# its chunks are stored (encoding threads, H5Dwrite_chunk). Uncompressed
+# (XSPROF_MERGE_H5_DEFLATE=0, 6 MB) it is written through HDF5's own
+# writes: 1 MiB stops that path. Streaming merged.h5 spills its messages
+# first (1.8 MB here): 3 MiB lets the spill through and stops the
+# uncompressed merged.h5; at 1 MiB the spill itself fails, said as a
+# temporary file of the merge.
+raw = {"XSPROF_MERGE_H5_DEFLATE": "0"}
+for outs, extra, name, kib, env in (("pftrace", (), "trace.pftrace", 1024, {}), ("json", (), "trace", 1024, {}),
+                                    ("h5", (), "merged.h5", 64, {}), ("h5", (), "merged.h5", 1024, raw),
+                                    ("pftrace", ("--stream",), "trace.pftrace", 1024, {}),
+                                    ("json", ("--stream",), "trace", 1024, {}),
+                                    ("h5", ("--stream",), "merged.h5", 3072, raw),
+                                    ("h5", ("--stream",), "a temporary file of the merge", 1024, {})):
+    out = os.path.join(base, "full-%s%s-%d%s" % (outs, "-stream" if extra else "", kib, "-raw" if env else ""))
     p = subprocess.run([XSMERGE, ring, "-o", out, "-q", "--outputs", outs] + list(extra), capture_output=True,
-                       text=True, preexec_fn=small_files(mib))
-    what = "--outputs %s %s over a file size limit of %d MiB" % (outs, " ".join(extra), mib)
+                       text=True, preexec_fn=small_files(kib), env=dict(os.environ, **env))
+    what = "--outputs %s %s over a file size limit of %d KiB%s" % (outs, " ".join(extra), kib,
+                                                                  " (uncompressed)" if env else "")
     lines = p.stderr.strip().splitlines()
     said = os.path.join(out, name) if name[0] != "a" else name
     check(p.returncode == 1, "%s: exit 1 (got %d: %s)" % (what, p.returncode, p.stderr[-300:]))

@@ -440,6 +440,9 @@ typedef struct xsm_jpipe {
     pthread_cond_t cv_filled, cv_done;
 } xsm_jpipe;
 
+/* a region with an (empty) argument list still shows "args":{} */
+static const xsprof_io_arg xsm_jnoargs;
+
 static void xsm_jbatch_format(const xsm_jpipe *p, xsm_jbatch *b)
 {
     xsm_jf j = {p->e, p->comm_lbl, b->text, 1};
@@ -448,7 +451,7 @@ static void xsm_jbatch_format(const xsm_jpipe *p, xsm_jbatch *b)
         xsm_jev *x = &b->ev[i];
         x->ev.rec = &x->rec;
         if (x->ev.kind == XSM_EV_REGION)
-            x->ev.args = x->ev.args ? b->args + x->aux : NULL;
+            x->ev.args = !x->ev.args ? NULL : x->rec.region.nargs ? b->args + x->aux : &xsm_jnoargs;
         else if (x->ev.kind == XSM_EV_MPI)
             x->ev.mflows = x->ev.nmflows ? b->flows + x->aux : NULL;
         if (i)
@@ -491,7 +494,7 @@ static int xsm_jbatch_add(xsm_jbatch *b, const xsm_ev *ev, double memtot)
     static const size_t recsize[XSM_EV_N] = {sizeof(xsprof_io_region), sizeof(xsprof_io_mpi), sizeof(xsprof_io_gpu),
                                              sizeof(xsprof_io_instant), sizeof(xsprof_io_counter), sizeof(xsprof_io_mem)};
     memcpy(&x->rec, ev->rec, recsize[ev->kind < XSM_EV_N ? ev->kind : XSM_EV_MEM]);
-    if (ev->kind == XSM_EV_REGION && ev->args) {
+    if (ev->kind == XSM_EV_REGION && ev->args && x->rec.region.nargs) {
         size_t k = x->rec.region.nargs;
         if (b->nargs + k > b->capargs) {
             size_t nc = b->capargs ? b->capargs : 256;
@@ -506,7 +509,7 @@ static int xsm_jbatch_add(xsm_jbatch *b, const xsm_ev *ev, double memtot)
         memcpy(b->args + b->nargs, ev->args, k * sizeof *ev->args);
         x->aux = b->nargs;
         b->nargs += k;
-    } else if (ev->kind == XSM_EV_MPI) {
+    } else if (ev->kind == XSM_EV_MPI && ev->nmflows) {
         size_t k = ev->nmflows;
         if (b->nflows + k > b->capflows) {
             size_t nc = b->capflows ? b->capflows : 256;

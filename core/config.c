@@ -16,7 +16,8 @@ static const char *const known[] = {
     "XSPROF_TEST_CLOCK_SKEW_NS", "XSPROF_TEST_CLOCK_DRIFT_PPM", "XSPROF_TEST_RANKS_PER_NODE", "XSPROF_WRITER_THREADS",
     /* read by xsmerge (its help lists them); known here so a profiled
      * process that inherits them does not warn */
-    "XSPROF_MERGE_JSON_PART_MB", "XSPROF_MERGE_JSON_PART_BYTES", "XSPROF_MERGE_READERS", "XSPROF_MERGE_TIMES", NULL};
+    "XSPROF_MERGE_JSON_PART_MB", "XSPROF_MERGE_JSON_PART_BYTES", "XSPROF_MERGE_READERS", "XSPROF_MERGE_TIMES",
+    "XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_MEMORY_LIMIT", "XSPROF_MERGE_H5_DEFLATE", NULL};
 
 const char *xsprof_config_get(const char *name) {
     const char *v = getenv(name);

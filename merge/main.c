@@ -453,6 +453,7 @@ typedef struct xsm_an_job {
     size_t summary_len;
     int rc, started;
     pthread_t t;
+    struct xsm_an *an; /* kept for merged.h5's analysis tables */
     char err[4096];
 } xsm_an_job;
 
@@ -466,14 +467,15 @@ static void *xsm_an_job_run(void *p)
 }
 
 /* Starts the analysis (on a thread when `concurrent` and one can be made,
- * else now, on this one). */
+ * else now, on this one); `keep`: hold its results for merged.h5. */
 static void xsm_an_job_start(xsm_an_job *j, const xsm_run *run, const char *dir, const xsm_report_opts *opts,
-                             int concurrent)
+                             int concurrent, int keep)
 {
     memset(j, 0, sizeof *j);
     j->run = run;
     j->dir = dir;
     j->opts = *opts;
+    j->opts.keep = keep ? &j->an : NULL;
     j->opts.summary = NULL;
     if (!opts->quiet)
         j->opts.summary = open_memstream(&j->summary, &j->summary_len);
@@ -613,7 +615,7 @@ int main(int argc, char **argv)
         int mine = 0;
         for (int t = 0; t < XSM_TASK_N; t++)
             mine |= xsm_task_owner(t, par.size) == par.rank && (o.outputs & task_flag[t]);
-        xsm_an_job_start(&an, &run, staging, &o.report, mine);
+        xsm_an_job_start(&an, &run, staging, &o.report, mine, (o.outputs & XSM_OUT_H5) != 0);
     }
     for (int t = 0; !rc && t < XSM_TASK_N; t++) {
         if (xsm_task_owner(t, par.size) != par.rank || !(o.outputs & task_flag[t]))
@@ -636,6 +638,18 @@ int main(int argc, char **argv)
         }
     }
     int all = xsm_par_agree(&par, rc, 1, &first);
+    /* merged.h5 is complete on every process now: the process that ran the
+     * analysis adds its tables (all agree on the outcome again) */
+    if (all != 1 && (o.outputs & XSM_OUT_REPORT) && (o.outputs & XSM_OUT_H5)) {
+        char path[8300];
+        snprintf(path, sizeof path, "%s/merged.h5", staging);
+        int hrc = an_on && an.an ? xsm_analyze_h5(an.an, path, err, sizeof err) : 0;
+        if (xsm_par_agree(&par, hrc, 1, &first) == 1)
+            all = rc = 1;
+        xsm_progress_mark("analysis tables");
+    }
+    if (an_on)
+        xsm_analyze_free(an.an);
     if (all == 1) {
         if (rc == 1 && par.rank == first) {
             xsm_err_unstage(err, sizeof err, staging, o.out_dir);

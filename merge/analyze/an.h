@@ -156,6 +156,12 @@ typedef struct xsm_rootcause {
     double seconds;
 } xsm_rootcause;
 
+/* One piece of the critical path: [t0, t1) on `rank`. */
+typedef struct xsm_cpseg {
+    int32_t rank;
+    int64_t t0, t1;
+} xsm_cpseg;
+
 typedef struct xsm_pathpart {
     int32_t name; /* region or MPI op */
     double seconds;
@@ -220,6 +226,7 @@ typedef struct xsm_an {
     int32_t cp_end_rank;
     size_t cp_segments;
     xsm_pathpart *cp; size_t ncp;
+    xsm_cpseg *cps; size_t ncps, cpscap; /* the path's pieces, from its end backwards */
     double *cp_rank_s;       /* per rank */
     /* communication */
     uint64_t *cm_bytes, *cm_msgs; /* nranks x nranks, row = sender */

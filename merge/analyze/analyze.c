@@ -99,6 +99,7 @@ void xsm_an_free(xsm_an *a)
     free(a->rc);
     free(a->out);
     free(a->cp);
+    free(a->cps);
     free(a->cp_rank_s);
     free(a->cm_bytes);
     free(a->cm_msgs);
@@ -195,6 +196,16 @@ out:
     xsm_buf_free(&html);
     xsm_buf_free(&reg);
     xsm_buf_free(&tmp);
-    xsm_an_free(&a);
+    if ((rc == 0 || rc == 3) && opts && opts->keep && (*opts->keep = malloc(sizeof a)) != NULL)
+        **opts->keep = a; /* the caller frees it (xsm_analyze_free) */
+    else
+        xsm_an_free(&a);
     return rc;
+}
+
+void xsm_analyze_free(struct xsm_an *a)
+{
+    if (a)
+        xsm_an_free(a);
+    free(a);
 }

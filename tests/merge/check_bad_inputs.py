@@ -160,6 +160,19 @@ for outs, extra, name, kib, env in (("pftrace", (), "trace.pftrace", 1024, {}), 
     left = os.listdir(out) if os.path.isdir(out) else []
     check(left == [], "%s: nothing left behind: %s" % (what, left))
 
+# the analysis tables are added to the finished merged.h5: a disk that
+# fills up then is said as such, and nothing is left either
+probe = os.path.join(base, "probe-h5")
+p = subprocess.run([XSMERGE, ring, "-o", probe, "-q", "--outputs", "h5"], capture_output=True, text=True)
+kib = os.path.getsize(os.path.join(probe, "merged.h5")) // 1024 + 2
+out = os.path.join(base, "full-analysis")
+p = subprocess.run([XSMERGE, ring, "-o", out, "-q", "--outputs", "h5,report"], capture_output=True, text=True,
+                   preexec_fn=small_files(kib))
+check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and
+      os.path.join(out, "merged.h5") + ": cannot write the analysis tables" in p.stderr and "too large" in p.stderr.lower(),
+      "analysis tables over a file size limit of %d KiB: one line, exit 1 (%d %r)" % (kib, p.returncode, p.stderr))
+check(not os.path.isdir(out) or os.listdir(out) == [], "analysis tables: nothing left behind")
+
 # bad options
 for args in (["--from", "soon"], ["--ranks", "a-b"], ["--bogus"], []):
     rc, so, se = xsmerge(golden, "-o", os.path.join(base, "o"), *args) if args else xsmerge(golden)

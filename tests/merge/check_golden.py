@@ -64,6 +64,34 @@ with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
     check([r["host"].decode() for r in ranks] == ["node0", "node1", "node0"], "hosts")
     comms = h["comms"][:]
     check(sorted(strings[int(c["name"])] for c in comms) == ["MPI_COMM_WORLD", "split(0)"], "communicator names")
+    # the analysis tables: every wait state of the hand-made run, known exactly
+    an = h["analysis"]
+    kinds = [k.decode() if isinstance(k, bytes) else k for k in an["waits"].attrs["kind_names"]]
+    none = 0xFFFFFFFF
+    waits = sorted((kinds[int(w["kind"])], int(w["waiter"]), int(w["causer"]), strings[int(w["op"])],
+                    strings[int(w["region"])] if int(w["region"]) != none else None, int(w["t_begin"]),
+                    int(w["t_end"]), int(w["t_cause"])) for w in an["waits"][:])
+    want = sorted([("Late Sender", 0, 2, "MPI_Recv", "main", 2000, 3000, 3000),       # Isend began at 3 us
+                   ("Late Receiver", 0, 2, "MPI_Send", "main", 10000, 10100, 10100),  # split comm, posted late
+                   ("Wait at NxN", 0, 1, "MPI_Allreduce", "main", 6000, 7000, 7000),  # rank 1 enters last
+                   ("Wait at NxN", 2, 1, "MPI_Allreduce", "main", 5500, 7000, 7000),
+                   ("Late Broadcast", 2, 0, "MPI_Bcast", "main", 8500, 9000, 9000)])  # root enters at 9 us
+    check(waits == want, "analysis/waits %s == %s" % (waits, want))
+    for w in an["waits"][:]:  # each names the waiting call, a row of /mpi
+        row = mpi[int(w["mpi_row"])]
+        check(int(row["rank"]) == int(w["waiter"]) and strings[int(row["op"])] == strings[int(w["op"])] and
+              int(row["t_begin"]) <= int(w["t_begin"]) and int(w["t_end"]) <= int(row["t_end"]),
+              "wait %s lies in its MPI row %s" % (w, row))
+    cp = [(int(c["rank"]), int(c["t_begin"]), int(c["t_end"])) for c in an["critical_path"][:]]
+    check(cp == [(0, 10100, 19000), (2, 9000, 10100), (0, 7000, 9000), (1, 500, 7000)],
+          "critical path from its end back: %s" % cp)
+    cm = sorted((int(c["src"]), int(c["dst"]), int(c["messages"]), int(c["bytes"])) for c in an["comm_matrix"][:])
+    check(cm == [(0, 1, 1, 100), (0, 2, 1, 64), (2, 0, 1, 200)], "analysis/comm_matrix %s" % cm)
+    ar = an["ranks"][:]
+    check([int(r["wait_ns"]) for r in ar] == [2100, 0, 2000], "wait time per rank %s" % ar)
+    ops0 = {strings[int(o["op"])]: int(o["calls"]) for o in an["mpi"][:] if int(o["rank"]) == 0}
+    check(ops0.get("MPI_Allreduce") == 1 and ops0.get("MPI_Send") == 2, "MPI calls of rank 0 %s" % ops0)
+    check([strings[int(g["name"])] for g in an["regions"][:]] == ["main"] * 3, "one region row per rank")
 
 doc = json.load(open(os.path.join(out, "trace.json")))
 ev = doc["traceEvents"]
@@ -118,6 +146,15 @@ check(rc == 1 and "rank 1 missing" in se and len(se.strip().splitlines()) == 1, 
 check(not os.path.exists(os.path.join(out5, "trace.json")), "no output after an error")
 rc, so, se = xsmerge(run, "-o", out5, "--partial")
 check(rc == 0 and "missing ranks 1" in se, "--partial merges the others: %s" % se)
+with h5py.File(os.path.join(out5, "merged.h5"), "r") as h:
+    ar = h["analysis"]["ranks"][:]
+    check(list(ar["present"]) == [1, 0, 1] and not [w for w in h["analysis"]["waits"][:] if 1 in (w["waiter"], w["causer"])],
+          "--partial: the missing rank is absent from the analysis tables")
+# only merged.h5 asked for: no analysis, so no analysis tables
+out7 = os.path.join(base, "out7")
+rc, so, se = xsmerge(run, "-o", out7, "-q", "--partial", "--outputs", "h5")
+with h5py.File(os.path.join(out7, "merged.h5"), "r") as h:
+    check(rc == 0 and "analysis" not in h, "--outputs h5: no /analysis")
 # ranks that recorded nothing still merge into valid, empty products
 run6 = make_run(maker, "empty", os.path.join(base, "run6"))
 out6 = os.path.join(base, "out6")

@@ -116,7 +116,30 @@ def planted(mode, np, ms):
     ws = {w["kind"]: w for w in rep["wait_states"]}[kind]
     if not ws["sites"] or ws["seconds"] < top["seconds_lost"] - 1e-9:
         fail(f"wait_states row for {kind} does not hold the finding")
+    check_h5_waits(out, rep)
     print(f"ok: {mode} error {100.0 * (top['seconds_lost'] - want) / want:+.1f}%")
+
+
+def check_h5_waits(out, rep):
+    """merged.h5's /analysis/waits holds every instance the report sums up,
+    each inside the MPI call (a row of /mpi) it names."""
+    import h5py
+    with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
+        an = h["analysis"]
+        kinds = [k.decode() if isinstance(k, bytes) else k for k in an["waits"].attrs["kind_names"]]
+        waits, mpi = an["waits"][:], h["mpi"][:]
+        for w in rep["wait_states"]:
+            mine = [x for x in waits if kinds[int(x["kind"])] == w["kind"]]
+            secs = sum(int(x["t_end"]) - int(x["t_begin"]) for x in mine) * 1e-9
+            if len(mine) != w["instances"] or abs(secs - w["seconds"]) > 1e-9 + 1e-7 * w["seconds"]:
+                fail(f"merged.h5 {w['kind']}: {len(mine)} waits, {secs} s; report: {w['instances']}, {w['seconds']} s")
+        for x in waits:
+            row = mpi[int(x["mpi_row"])]
+            if int(row["rank"]) != int(x["waiter"]) or not row["t_begin"] <= x["t_begin"] <= x["t_end"] <= row["t_end"]:
+                fail(f"wait {x} is not inside its MPI row {row}")
+        path = sum(int(c["t_end"]) - int(c["t_begin"]) for c in an["critical_path"][:]) * 1e-9
+        if abs(path - rep["critical_path"]["length_s"]) > 1e-9 + 1e-7 * path:
+            fail(f"critical path: merged.h5 {path} s, report {rep['critical_path']['length_s']} s")
 
 
 def render(base, page, needles):

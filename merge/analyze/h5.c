@@ -1,0 +1,269 @@
+/* merge/analyze/h5.c — the analysis tables of merged.h5 (group /analysis),
+ * added to the finished file by the process that ran the analysis, so that
+ * Python users find the wait states, the critical path and the per-rank
+ * profile beside the events they refer to. Names are ids into /strings (the
+ * file's one string table), MPI rows are rows of /mpi. Tables are chunked
+ * and compressed (shuffle, deflate 1) like the event tables; object time
+ * stamps stay off so the same run gives the same bytes. Owner: merge
+ * analysis. */
+#include <errno.h>
+#include <hdf5.h>
+#include <stdlib.h>
+#include <string.h>
+#include "analyze.h"
+#include "an.h"
+
+typedef struct { int32_t rank, present, outlier; int64_t t_first, t_last, mpi_ns, wait_ns, gpu_ns; double critical_path_s; } xsm_ah_rank;
+typedef struct { uint32_t name; int32_t rank; uint64_t calls; double incl_s, excl_s; } xsm_ah_region;
+typedef struct { uint32_t op; int32_t rank; uint64_t calls; double seconds; uint64_t bytes; } xsm_ah_op;
+typedef struct { int32_t kind, waiter, causer; uint32_t op, region, root_region; int64_t mpi_row, t_begin, t_end, t_cause; } xsm_ah_wait;
+typedef struct { int32_t rank; int64_t t_begin, t_end; } xsm_ah_seg;
+typedef struct { int32_t src, dst; uint64_t messages, bytes; } xsm_ah_pair;
+
+enum { AH_RANK, AH_REGION, AH_OP, AH_WAIT, AH_SEG, AH_PAIR };
+
+#define F(T, m, type) ok &= H5Tinsert(t, #m, HOFFSET(T, m), (type)) >= 0
+
+static hid_t xsm_ah_type(int which)
+{
+    static const size_t size[] = {sizeof(xsm_ah_rank), sizeof(xsm_ah_region), sizeof(xsm_ah_op),
+                                  sizeof(xsm_ah_wait), sizeof(xsm_ah_seg), sizeof(xsm_ah_pair)};
+    hid_t t = H5Tcreate(H5T_COMPOUND, size[which]);
+    if (t < 0)
+        return -1;
+    int ok = 1;
+    switch (which) {
+    case AH_RANK:
+        F(xsm_ah_rank, rank, H5T_NATIVE_INT32); F(xsm_ah_rank, present, H5T_NATIVE_INT32);
+        F(xsm_ah_rank, outlier, H5T_NATIVE_INT32); F(xsm_ah_rank, t_first, H5T_NATIVE_INT64);
+        F(xsm_ah_rank, t_last, H5T_NATIVE_INT64); F(xsm_ah_rank, mpi_ns, H5T_NATIVE_INT64);
+        F(xsm_ah_rank, wait_ns, H5T_NATIVE_INT64); F(xsm_ah_rank, gpu_ns, H5T_NATIVE_INT64);
+        F(xsm_ah_rank, critical_path_s, H5T_NATIVE_DOUBLE);
+        break;
+    case AH_REGION:
+        F(xsm_ah_region, name, H5T_NATIVE_UINT32); F(xsm_ah_region, rank, H5T_NATIVE_INT32);
+        F(xsm_ah_region, calls, H5T_NATIVE_UINT64); F(xsm_ah_region, incl_s, H5T_NATIVE_DOUBLE);
+        F(xsm_ah_region, excl_s, H5T_NATIVE_DOUBLE);
+        break;
+    case AH_OP:
+        F(xsm_ah_op, op, H5T_NATIVE_UINT32); F(xsm_ah_op, rank, H5T_NATIVE_INT32);
+        F(xsm_ah_op, calls, H5T_NATIVE_UINT64); F(xsm_ah_op, seconds, H5T_NATIVE_DOUBLE);
+        F(xsm_ah_op, bytes, H5T_NATIVE_UINT64);
+        break;
+    case AH_WAIT:
+        F(xsm_ah_wait, kind, H5T_NATIVE_INT32); F(xsm_ah_wait, waiter, H5T_NATIVE_INT32);
+        F(xsm_ah_wait, causer, H5T_NATIVE_INT32); F(xsm_ah_wait, op, H5T_NATIVE_UINT32);
+        F(xsm_ah_wait, region, H5T_NATIVE_UINT32); F(xsm_ah_wait, root_region, H5T_NATIVE_UINT32);
+        F(xsm_ah_wait, mpi_row, H5T_NATIVE_INT64); F(xsm_ah_wait, t_begin, H5T_NATIVE_INT64);
+        F(xsm_ah_wait, t_end, H5T_NATIVE_INT64); F(xsm_ah_wait, t_cause, H5T_NATIVE_INT64);
+        break;
+    case AH_SEG:
+        F(xsm_ah_seg, rank, H5T_NATIVE_INT32); F(xsm_ah_seg, t_begin, H5T_NATIVE_INT64);
+        F(xsm_ah_seg, t_end, H5T_NATIVE_INT64);
+        break;
+    default:
+        F(xsm_ah_pair, src, H5T_NATIVE_INT32); F(xsm_ah_pair, dst, H5T_NATIVE_INT32);
+        F(xsm_ah_pair, messages, H5T_NATIVE_UINT64); F(xsm_ah_pair, bytes, H5T_NATIVE_UINT64);
+    }
+    if (!ok) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
+}
+#undef F
+
+/* One table of n rows under `g`: packed on disk, compressed when not empty. */
+static int xsm_ah_table(hid_t g, const char *name, int which, const void *rows, size_t n)
+{
+    hid_t t = xsm_ah_type(which), ft = t >= 0 ? H5Tcopy(t) : -1;
+    hsize_t dims[1] = {n}, chunk[1] = {n < 8192 ? n : 8192};
+    hid_t space = H5Screate_simple(1, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE), ds = -1;
+    int ok = t >= 0 && ft >= 0 && H5Tpack(ft) >= 0 && space >= 0 && dcpl >= 0 && H5Pset_obj_track_times(dcpl, 0) >= 0;
+    if (ok && n)
+        ok = H5Pset_chunk(dcpl, 1, chunk) >= 0 && H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, 1) >= 0;
+    if (ok)
+        ok = (ds = H5Dcreate2(g, name, ft, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) >= 0;
+    if (ok && n)
+        ok = H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0;
+    if (ds >= 0 && H5Dclose(ds) < 0)
+        ok = 0;
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (space >= 0)
+        H5Sclose(space);
+    if (ft >= 0)
+        H5Tclose(ft);
+    if (t >= 0)
+        H5Tclose(t);
+    return ok ? 0 : -1;
+}
+
+/* The file's /strings as a name -> id map (every region and MPI function
+ * the analysis names is there: both come from the same rank files). */
+static int xsm_ah_strings(hid_t file, xsm_names *ids, uint32_t **of, size_t *n)
+{
+    hid_t ds = H5Dopen2(file, "strings", H5P_DEFAULT);
+    hid_t sp = ds >= 0 ? H5Dget_space(ds) : -1;
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    hssize_t cnt = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+    char **v = cnt >= 0 ? calloc((size_t)cnt + 1, sizeof *v) : NULL;
+    int rc = -1;
+    if (v && (cnt == 0 || H5Dread(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0)) {
+        rc = 0;
+        *n = (size_t)cnt;
+        *of = malloc(((size_t)cnt + 1) * sizeof **of);
+        if (!*of)
+            rc = -1;
+        /* xsm_names gives ids in first-seen order: keep each its /strings id */
+        for (size_t i = 0; !rc && i < (size_t)cnt; i++) {
+            size_t before = ids->n;
+            int32_t k = xsm_names_intern(ids, v[i] ? v[i] : "");
+            if (k < 0)
+                rc = -1;
+            else if (ids->n > before)
+                (*of)[k] = (uint32_t)i;
+        }
+        if (cnt)
+            H5Dvlen_reclaim(t, sp, H5P_DEFAULT, v);
+    }
+    free(v);
+    H5Tclose(t);
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (ds >= 0)
+        H5Dclose(ds);
+    return rc;
+}
+
+/* /strings id of analysis name `nm` (UINT32_MAX: none). */
+static uint32_t xsm_ah_sid(const xsm_an *a, const xsm_names *ids, const uint32_t *of, int32_t nm)
+{
+    if (nm < 0 || (size_t)nm >= a->names.n)
+        return UINT32_MAX;
+    int32_t k = xsm_names_find(ids, a->names.v[nm]);
+    return k < 0 ? UINT32_MAX : of[k];
+}
+
+static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const uint32_t *of)
+{
+    const xsm_run *run = a->run;
+    size_t R = a->nranks;
+    int bad = 0;
+    /* ranks */
+    xsm_ah_rank *rk = calloc(R + 1, sizeof *rk);
+    if (!rk)
+        return -1;
+    for (size_t r = 0; r < R; r++) {
+        const xsm_rankstat *s = &a->rs[r];
+        rk[r] = (xsm_ah_rank){(int32_t)r, s->present, s->outlier, s->t_first, s->t_last, s->mpi_ns, s->wait_ns,
+                              s->gpu_ns, a->cp_rank_s ? a->cp_rank_s[r] : 0};
+    }
+    bad |= xsm_ah_table(g, "ranks", AH_RANK, rk, R);
+    free(rk);
+    /* regions and MPI functions, one row per (name, rank) that ran it */
+    size_t n = 0;
+    xsm_ah_region *rg = malloc((a->nreg * R + 1) * sizeof *rg);
+    for (size_t i = 0; rg && i < a->nreg; i++)
+        for (size_t r = 0; r < R; r++)
+            if (a->rs[r].present && a->reg[i].rcalls[r])
+                rg[n++] = (xsm_ah_region){xsm_ah_sid(a, ids, of, a->reg[i].name), (int32_t)r, a->reg[i].rcalls[r],
+                                          a->reg[i].incl[r], a->reg[i].excl[r]};
+    bad |= !rg || xsm_ah_table(g, "regions", AH_REGION, rg, n);
+    free(rg);
+    n = 0;
+    xsm_ah_op *op = malloc((a->nops * R + 1) * sizeof *op);
+    for (size_t i = 0; op && i < a->nops; i++)
+        for (size_t r = 0; r < R; r++)
+            if (a->rs[r].present && (a->ops[i].rcalls[r] || a->ops[i].rbytes[r]))
+                op[n++] = (xsm_ah_op){xsm_ah_sid(a, ids, of, a->ops[i].name), (int32_t)r, a->ops[i].rcalls[r],
+                                      a->ops[i].rseconds[r], a->ops[i].rbytes[r]};
+    bad |= !op || xsm_ah_table(g, "mpi", AH_OP, op, n);
+    free(op);
+    /* wait states: every instance, its call as a row of /mpi */
+    int64_t *off = calloc(R + 1, sizeof *off);
+    xsm_ah_wait *w = malloc((a->nw + 1) * sizeof *w);
+    for (size_t r = 0; off && r < R; r++)
+        off[r + 1] = off[r] + (int64_t)(run->ranks[r].present ? run->ranks[r].d.nmpi : 0);
+    for (size_t i = 0; w && off && i < a->nw; i++) {
+        const xsm_wait *x = &a->w[i];
+        w[i] = (xsm_ah_wait){x->kind, x->waiter, x->causer, xsm_ah_sid(a, ids, of, x->op),
+                             xsm_ah_sid(a, ids, of, x->region), xsm_ah_sid(a, ids, of, x->root_region),
+                             off[x->waiter] + (int64_t)x->row, x->t_begin, x->t_end, x->t_cause};
+    }
+    bad |= !w || !off || xsm_ah_table(g, "waits", AH_WAIT, w, a->nw);
+    free(w);
+    free(off);
+    /* the critical path, from its end backwards */
+    xsm_ah_seg *sg = malloc((a->ncps + 1) * sizeof *sg);
+    for (size_t i = 0; sg && i < a->ncps; i++)
+        sg[i] = (xsm_ah_seg){a->cps[i].rank, a->cps[i].t0, a->cps[i].t1};
+    bad |= !sg || xsm_ah_table(g, "critical_path", AH_SEG, sg, a->ncps);
+    free(sg);
+    /* communication matrix, the pairs that exchanged messages */
+    n = 0;
+    xsm_ah_pair *pr = malloc((R * R + 1) * sizeof *pr);
+    for (size_t s = 0; pr && a->cm_msgs && s < R; s++)
+        for (size_t d = 0; d < R; d++)
+            if (a->cm_msgs[s * R + d])
+                pr[n++] = (xsm_ah_pair){(int32_t)s, (int32_t)d, a->cm_msgs[s * R + d], a->cm_bytes[s * R + d]};
+    bad |= !pr || xsm_ah_table(g, "comm_matrix", AH_PAIR, pr, n);
+    free(pr);
+    return bad ? -1 : 0;
+}
+
+/* The wait kinds' names, in kind order, as an attribute of /analysis/waits. */
+static int xsm_ah_kinds(hid_t g)
+{
+    const char *v[XSM_WAIT_NKINDS];
+    for (int k = 0; k < XSM_WAIT_NKINDS; k++)
+        v[k] = xsm_wait_kind_name(k);
+    hsize_t n = XSM_WAIT_NKINDS;
+    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate_simple(1, &n, NULL), ds = H5Dopen2(g, "waits", H5P_DEFAULT), at = -1;
+    int ok = t >= 0 && sp >= 0 && ds >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0 &&
+             (at = H5Acreate2(ds, "kind_names", t, sp, H5P_DEFAULT, H5P_DEFAULT)) >= 0 && H5Awrite(at, t, v) >= 0;
+    if (at >= 0 && H5Aclose(at) < 0)
+        ok = 0;
+    if (ds >= 0)
+        H5Dclose(ds);
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (t >= 0)
+        H5Tclose(t);
+    return ok ? 0 : -1;
+}
+
+int xsm_analyze_h5(const struct xsm_an *a, const char *path, char *err, size_t errlen)
+{
+    xsm_names ids = {0};
+    uint32_t *of = NULL;
+    size_t nstr = 0;
+    int bad = 1;
+    hid_t file = -1, gcpl = -1, g = -1;
+    errno = 0;
+    H5E_BEGIN_TRY
+    {
+        file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+        gcpl = H5Pcreate(H5P_GROUP_CREATE);
+        if (file >= 0 && gcpl >= 0 && H5Pset_obj_track_times(gcpl, 0) >= 0 &&
+            xsm_ah_strings(file, &ids, &of, &nstr) == 0 &&
+            (g = H5Gcreate2(file, "analysis", H5P_DEFAULT, gcpl, H5P_DEFAULT)) >= 0)
+            bad = xsm_ah_write(a, g, &ids, of) != 0 || xsm_ah_kinds(g) != 0;
+        if (g >= 0 && H5Gclose(g) < 0)
+            bad = 1;
+        if (gcpl >= 0)
+            H5Pclose(gcpl);
+        if (file >= 0 && H5Fclose(file) < 0)
+            bad = 1;
+    }
+    H5E_END_TRY;
+    xsm_names_free(&ids);
+    free(of);
+    if (bad && errno) /* the system's reason, when a write failed (a full disk) */
+        snprintf(err, errlen, "xsmerge: %s: cannot write the analysis tables: %s", path, strerror(errno));
+    else if (bad)
+        snprintf(err, errlen, "xsmerge: %s: cannot write the analysis tables", path);
+    return bad ? 1 : 0;
+}

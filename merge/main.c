@@ -313,10 +313,12 @@ static int xsm_publish(const char *staging, const char *out, char *err, size_t e
 enum { XSM_TASK_JSON, XSM_TASK_PFTRACE, XSM_TASK_H5, XSM_TASK_N };
 
 /* Which process writes which product: the analysis (and the summary on
- * stdout) and trace.json stay on process 0, merged.h5 goes to the last. */
+ * stdout) stays on process 0 with merged.h5, so the analysis tables are
+ * added where the file was written (no process opens a file another one
+ * wrote, whatever the file system); trace.json goes to the last. */
 static int xsm_task_owner(int task, int size)
 {
-    return task == XSM_TASK_H5 ? size - 1 : 0;
+    return task == XSM_TASK_JSON ? size - 1 : 0;
 }
 
 /* on: keep freed memory for reuse. Loading, matching and trace preparation

@@ -19,6 +19,21 @@ int xsm_err_set(char *err, size_t errlen, const char *fmt, ...)
     return 1;
 }
 
+int xsm_reserve(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? 2 * *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
 void xsm_out_init(xsm_out *b, FILE *f)
 {
     memset(b, 0, sizeof *b);

@@ -15,6 +15,12 @@
  * callers can write `return xsm_err_set(...)` for the "bad input" code. */
 int xsm_err_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Growable arrays: make room for `need` elements of `size` bytes in *p
+ * (doubling *cap, from 16); 0, or -1 when memory ran out (*p unchanged). */
+int xsm_reserve(void **p, size_t *cap, size_t need, size_t size);
+/* Room for element n (one more than n elements). */
+static inline int xsm_grow(void **p, size_t *cap, size_t n, size_t size) { return xsm_reserve(p, cap, n + 1, size); }
+
 /* Growable byte buffer. When `f` is set, the buffer is written out each time
  * it passes `flush_at` bytes, so memory stays bounded while streaming. */
 struct xsm_outw;

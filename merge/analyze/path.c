@@ -110,14 +110,8 @@ int xsm_an_path(xsm_an *a)
         if (from > t)
             from = t;
         seg_account(a, r, from, t, per_name, nn);
-        if (a->ncps == a->cpscap) {
-            size_t nc = a->cpscap ? 2 * a->cpscap : 64;
-            xsm_cpseg *v = realloc(a->cps, nc * sizeof *v);
-            if (!v)
-                goto out;
-            a->cps = v;
-            a->cpscap = nc;
-        }
+        if (xsm_grow((void **)&a->cps, &a->cpscap, a->ncps, sizeof *a->cps))
+            goto out;
         a->cps[a->ncps++] = (xsm_cpseg){r, from, t};
         a->cp_rank_s[r] += (double)(t - from) * 1e-9;
         a->cp_length_s += (double)(t - from) * 1e-9;

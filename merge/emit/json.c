@@ -426,7 +426,6 @@ typedef struct xsm_jbatch {
     xsm_out text;   /* the events' objects, ",\n" between events */
     size_t *ends;   /* end of each event's text */
     int state;
-    uint64_t seq;
 } xsm_jbatch;
 
 typedef struct xsm_jpipe {
@@ -496,31 +495,15 @@ static int xsm_jbatch_add(xsm_jbatch *b, const xsm_ev *ev, double memtot)
     memcpy(&x->rec, ev->rec, recsize[ev->kind < XSM_EV_N ? ev->kind : XSM_EV_MEM]);
     if (ev->kind == XSM_EV_REGION && ev->args && x->rec.region.nargs) {
         size_t k = x->rec.region.nargs;
-        if (b->nargs + k > b->capargs) {
-            size_t nc = b->capargs ? b->capargs : 256;
-            while (nc < b->nargs + k)
-                nc *= 2;
-            xsprof_io_arg *v = realloc(b->args, nc * sizeof *v);
-            if (!v)
-                return -1;
-            b->args = v;
-            b->capargs = nc;
-        }
+        if (xsm_reserve((void **)&b->args, &b->capargs, b->nargs + k, sizeof *b->args))
+            return -1;
         memcpy(b->args + b->nargs, ev->args, k * sizeof *ev->args);
         x->aux = b->nargs;
         b->nargs += k;
     } else if (ev->kind == XSM_EV_MPI && ev->nmflows) {
         size_t k = ev->nmflows;
-        if (b->nflows + k > b->capflows) {
-            size_t nc = b->capflows ? b->capflows : 256;
-            while (nc < b->nflows + k)
-                nc *= 2;
-            xsm_evflow *v = realloc(b->flows, nc * sizeof *v);
-            if (!v)
-                return -1;
-            b->flows = v;
-            b->capflows = nc;
-        }
+        if (xsm_reserve((void **)&b->flows, &b->capflows, b->nflows + k, sizeof *b->flows))
+            return -1;
         memcpy(b->flows + b->nflows, ev->mflows, k * sizeof *ev->mflows);
         x->aux = b->nflows;
         b->nflows += k;

@@ -316,8 +316,6 @@ static inline int xsm_stream_keep(const struct xsm_stream *s, int64_t b, int64_t
 }
 
 int xsm_tid_set_add(xsm_srank *sr, uint32_t tid);
-/* Make room for element n of *p (doubling *cap); 0 or -1 (memory). */
-int xsm_grow(void **p, size_t *cap, size_t n, size_t size);
 /* A temporary file of the merge in the staging directory,
  * stream-WHAT-PROC[-RANK].bin (rank < 0: without), opened to be written and
  * read back, 64 KiB buffered; its path into `path`; NULL with err set. */

@@ -191,19 +191,6 @@ typedef struct xsm_gacc { /* growable arrays of the GPU and counter sets */
     size_t capgpu, capcnt, capmem;
 } xsm_gacc;
 
-int xsm_grow(void **p, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    size_t c = *cap ? 2 * *cap : 16;
-    void *q = realloc(*p, c * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 /* Add v to a small unsorted set (linear: few distinct values). */
 #define XSM_SET_ADD(arr, n, cap, v, eq)                                                                             \
     do {                                                                                                        \

@@ -15,7 +15,7 @@
 
 #define XSM_BATCH 65536
 /* Rows per chunk of every table: compressed (shuffle, deflate, fletcher32,
- * as in the rank files) the event tables shrink about 25x; 8192 rows keep
+ * as in the rank files) the benchmark ring's tables shrink 53x; 8192 rows keep
  * a reader's slice cheap to decompress and the encoding threads' buffers
  * small (merged.h5 also streams). */
 #define XSM_H5_CHUNK 8192

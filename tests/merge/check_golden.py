@@ -93,6 +93,18 @@ with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
     check(ops0.get("MPI_Allreduce") == 1 and ops0.get("MPI_Send") == 2, "MPI calls of rank 0 %s" % ops0)
     check([strings[int(g["name"])] for g in an["regions"][:]] == ["main"] * 3, "one region row per rank")
 
+# the example that reads merged.h5 from Python says what the tables hold
+import subprocess
+example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "merged_h5.py")
+p = subprocess.run([sys.executable, example, out], capture_output=True, text=True)
+check(p.returncode == 0 and "longest wait states (of 5)" in p.stdout and
+      "1 us  Late Sender: rank 0 in MPI_Recv (region main) at 2 us, waiting for rank 2" in p.stdout and
+      "peer 2 tag 9 bytes 200" in p.stdout and "critical path: 18.5 us in 4 pieces" in p.stdout and
+      "rank 1: 6.5 us (35 %)" in p.stdout, "examples/merged_h5.py on the golden run: %s %s" % (p.stdout, p.stderr))
+p = subprocess.run([sys.executable, example, os.path.join(base, "nowhere")], capture_output=True, text=True)
+check(p.returncode == 1 and "merged.h5" in p.stderr and len(p.stderr.strip().splitlines()) == 1,
+      "examples/merged_h5.py without a merged.h5: one line (%r)" % p.stderr[-300:])
+
 doc = json.load(open(os.path.join(out, "trace.json")))
 ev = doc["traceEvents"]
 names = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}

@@ -196,10 +196,15 @@ out:
     xsm_buf_free(&html);
     xsm_buf_free(&reg);
     xsm_buf_free(&tmp);
-    if ((rc == 0 || rc == 3) && opts && opts->keep && (*opts->keep = malloc(sizeof a)) != NULL)
-        **opts->keep = a; /* the caller frees it (xsm_analyze_free) */
-    else
-        xsm_an_free(&a);
+    if ((rc == 0 || rc == 3) && opts && opts->keep) {
+        if ((*opts->keep = malloc(sizeof a)) != NULL) {
+            **opts->keep = a; /* the caller frees it (xsm_analyze_free) */
+            return rc;
+        }
+        snprintf(err, errlen, "analysis of %s: out of memory", run->run_dir);
+        rc = 1; /* merged.h5 would lack its analysis tables */
+    }
+    xsm_an_free(&a);
     return rc;
 }
 

@@ -119,7 +119,6 @@ typedef struct xsm_rankstat {
      * nstrings stands for every id out of range ("?"). Rows name their
      * region or MPI function by string id: one hash per string, not per row */
     int32_t *sname;
-    uint32_t nsname;
 } xsm_rankstat;
 
 typedef struct xsm_region {

@@ -22,7 +22,6 @@ int32_t xsm_an_sname(xsm_an *a, int32_t r, uint32_t id)
             return -1;
         for (uint32_t k = 0; k <= d->nstrings; k++)
             rs->sname[k] = -2;
-        rs->nsname = d->nstrings + 1;
     }
     uint32_t k = id < d->nstrings ? id : d->nstrings;
     if (rs->sname[k] == -2) {

@@ -339,16 +339,15 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
         rs->call[i] = (int64_t)i;
         /* MPI start-up and shutdown bound the measured window (as in mpiP):
          * their cost is the launcher's, not the application's */
-        int cls = opcls[m->op < d->nstrings ? m->op : d->nstrings];
-        if (cls < 0) {
+        signed char *cls = &opcls[m->op < d->nstrings ? m->op : d->nstrings];
+        if (*cls < 0) {
             const char *opn = a->names.v[nm];
-            cls = strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0 ? 1 : strcmp(opn, "MPI_Finalize") == 0 ? 2 : 0;
-            opcls[m->op < d->nstrings ? m->op : d->nstrings] = (signed char)cls;
+            *cls = strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0 ? 1 : strcmp(opn, "MPI_Finalize") == 0 ? 2 : 0;
         }
-        if (cls == 1) {
+        if (*cls == 1) {
             if (m->t_end > init_end)
                 init_end = m->t_end;
-        } else if (cls == 2) {
+        } else if (*cls == 2) {
             if (m->t_begin < fin_begin)
                 fin_begin = m->t_begin;
         } else {

@@ -416,8 +416,6 @@ typedef struct xsm_jev {
     size_t aux;     /* first of its args / flows in the batch's arrays */
 } xsm_jev;
 
-enum { XSM_JB_FREE = 0, XSM_JB_FILLED, XSM_JB_BUSY, XSM_JB_DONE };
-
 typedef struct xsm_jbatch {
     xsm_jev *ev;
     size_t n;
@@ -425,7 +423,7 @@ typedef struct xsm_jbatch {
     xsm_evflow *flows; size_t nflows, capflows;
     xsm_out text;   /* the events' objects, ",\n" between events */
     size_t *ends;   /* end of each event's text */
-    int state;
+    int done;       /* formatted, not yet appended (which batch to format next is counted) */
 } xsm_jbatch;
 
 typedef struct xsm_jpipe {
@@ -472,11 +470,10 @@ static void *xsm_jpipe_worker(void *arg)
         if (p->formatting == p->filled)
             break;
         xsm_jbatch *b = &p->b[p->formatting++ % p->nb];
-        b->state = XSM_JB_BUSY;
         pthread_mutex_unlock(&p->mu);
         xsm_jbatch_format(p, b);
         pthread_mutex_lock(&p->mu);
-        b->state = XSM_JB_DONE;
+        b->done = 1;
         pthread_cond_broadcast(&p->cv_done);
     }
     pthread_mutex_unlock(&p->mu);
@@ -538,7 +535,7 @@ static int xsm_jpipe_commit(xsm_jpipe *p, xsm_jpart *part, uint64_t seq, int wai
 {
     xsm_jbatch *b = &p->b[seq % p->nb];
     pthread_mutex_lock(&p->mu);
-    while (b->state != XSM_JB_DONE) {
+    while (!b->done) {
         if (!wait) {
             pthread_mutex_unlock(&p->mu);
             return 1;
@@ -549,7 +546,7 @@ static int xsm_jpipe_commit(xsm_jpipe *p, xsm_jpart *part, uint64_t seq, int wai
     if (!*rc)
         *rc = xsm_jbatch_commit(part, b, err, errlen);
     b->n = b->nargs = b->nflows = 0;
-    b->state = XSM_JB_FREE;
+    b->done = 0;
     return 0;
 }
 
@@ -637,13 +634,12 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
         if (b->n) {
             if (nstarted) {
                 pthread_mutex_lock(&p.mu);
-                b->state = XSM_JB_FILLED;
                 p.filled++;
                 pthread_cond_signal(&p.cv_filled);
                 pthread_mutex_unlock(&p.mu);
             } else { /* no thread could be started: format here */
                 xsm_jbatch_format(&p, b);
-                b->state = XSM_JB_DONE;
+                b->done = 1;
                 p.filled++;
             }
         }

@@ -354,10 +354,13 @@ static uint64_t xsm_memory_budget(void)
 }
 
 /* When only streamable products are asked for and the model of the run
- * would not fit the memory budget, stream instead (with a note): the rank
- * files hold about 3.3 bytes per event and the model about 115 (measured
- * on a ring of sends and receives; merge/README "Memory bound"), so 40x
- * the files' size is the estimate. */
+ * would not fit the memory budget, stream instead (with a note). The model
+ * holds every row as io/format.h lays it out plus, per event, about 45
+ * bytes of matching and trace preparation (order, messages, flows) and 100
+ * with the report's analysis (measured on a ring of sends and receives,
+ * 5 M events: 113 and 178 bytes per event; merge/README "Memory bound").
+ * Rank files compress 1-4 bytes per event, so their size only tells when a
+ * run surely fits; beyond that the tables' lengths are read from the files. */
 static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
 {
     if (o->stream || par->size > 1)
@@ -368,19 +371,25 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
     char err[256];
     if (xsm_read_scan(o->run_dir, &c, &n, err, sizeof err))
         return 0; /* the merge reports it */
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, budget = xsm_memory_budget();
     for (size_t i = 0; i < n; i++) {
         struct stat st;
         if (c[i].h5[0] && stat(c[i].h5, &st) == 0)
             bytes += (uint64_t)st.st_size;
     }
+    if (!budget || bytes * 400 <= budget) {
+        free(c);
+        return 0;
+    }
+    uint64_t rows, need;
+    xsm_read_count(c, n, &rows, &need);
     free(c);
-    uint64_t need = bytes * 40, budget = xsm_memory_budget();
-    if (!budget || need <= budget)
+    need += rows * ((o->outputs & XSM_OUT_REPORT) ? 100 : 45);
+    if (need <= budget)
         return 0;
     if (notes)
-        fprintf(notes, "xsmerge: note: merging in memory would take about %.1f GiB (budget %.1f GiB): %s\n",
-                (double)need / (1u << 30), (double)budget / (1u << 30),
+        fprintf(notes, "xsmerge: note: merging %.0f events in memory would take about %.1f GiB (budget %.1f GiB): %s\n",
+                (double)rows, (double)need / (1u << 30), (double)budget / (1u << 30),
                 streamable ? "streaming" : "trying anyway; --stream --outputs pftrace,json,h5 would stream");
     return streamable;
 }

@@ -126,6 +126,32 @@ static int xsm_stream_load;
     (1u << XSPROF_IO_T_REGIONS | 1u << XSPROF_IO_T_ARGS | 1u << XSPROF_IO_T_INSTANTS | 1u << XSPROF_IO_T_COUNTERS | \
      1u << XSPROF_IO_T_MPI | 1u << XSPROF_IO_T_GPU | 1u << XSPROF_IO_T_MEM)
 
+void xsm_read_count(const xsm_candidate *c, size_t n, uint64_t *rows, uint64_t *bytes)
+{
+    *rows = *bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (!c[i].h5[0]) {
+            if (c[i].xsj[0] && stat(c[i].xsj, &st) == 0)
+                *bytes += (uint64_t)st.st_size;
+            continue;
+        }
+        xsprof_rank_data d;
+        xsprof_rankfile *rf = NULL;
+        char e[256];
+        memset(&d, 0, sizeof d);
+        if (xsprof_rankfile_open(c[i].h5, XSM_STREAM_TABLES, &d, &rf, e, sizeof e) == XSPROF_OK) {
+            for (int t = 0; t < XSPROF_IO_T_COUNT; t++) {
+                uint64_t k = xsprof_rankfile_table_rows(rf, (enum xsprof_io_table)t);
+                *rows += k;
+                *bytes += k * xsprof_io_table_row_size((enum xsprof_io_table)t);
+            }
+            xsprof_rankfile_close(rf);
+        }
+        xsprof_rank_data_free(&d);
+    }
+}
+
 static void xsm_load_one(const xsm_candidate *c, xsm_loaded *l)
 {
     char e1[1024] = "", e2[1024] = "";

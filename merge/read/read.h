@@ -67,6 +67,12 @@ int xsm_chunks_rows(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t
  * Returns 0, or 1 with err naming the path. */
 int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, size_t errlen);
 
+/* Rows of the event tables of the rank files among c[0..n) (opened, not
+ * read: HDF5 knows each table's length) and their bytes as rows of
+ * io/format.h; files that cannot be opened count nothing (the merge words
+ * their error). Journals without a rank file count their size as bytes. */
+void xsm_read_count(const xsm_candidate *c, size_t n, uint64_t *rows, uint64_t *bytes);
+
 /* Like xsm_run_load, with collective loading when par is not NULL, and notes
  * (recovered ranks, unmatched operations) printed to `notes` when set. */
 int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_par *par, FILE *notes,

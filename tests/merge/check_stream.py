@@ -319,6 +319,22 @@ def part_rest():
               "memory limit, --outputs %s: the note says it streams: %s" % (outs, got[2]))
         compare("memory limit --outputs %s" % outs, ref, (got[0], got[1], [l for l in got[2] if "would take" not in l],
                 got[3]), "stream")
+    # the estimate counts the rows of the rank files' event tables (their
+    # compressed size says little: bigring's files hold ~1 byte per event):
+    # the note names them, and a budget of the rows' own bytes streams,
+    # where 40x the files' size (the estimate before) would have fitted it
+    rows = rowbytes = fbytes = 0
+    for f in sorted(os.listdir(R["bigring"])):
+        if f.endswith(".h5"):
+            fbytes += os.path.getsize(os.path.join(R["bigring"], f))
+            with h5py.File(os.path.join(R["bigring"], f), "r") as h:
+                for t in h["events"].values():
+                    rows += t.shape[0]
+                    rowbytes += t.shape[0] * t.dtype.itemsize
+    check(fbytes * 40 < rowbytes, "bigring's files (%d bytes) x 40 below its rows' %d bytes" % (fbytes, rowbytes))
+    got = merge("bigring", "--outputs", "pftrace", env={"XSPROF_MERGE_MEMORY_LIMIT": str(rowbytes)})
+    check(rows > 0 and any(("merging %d events in memory" % rows) in l and l.endswith(": streaming") for l in got[2]),
+          "memory limit of bigring's row bytes: the note counts its %d rows and it streams: %s" % (rows, got[2]))
     got = merge("ring", env=ML)
     check(got[0] == 0 and any("would take about" in l and "--stream --outputs pftrace,json,h5 would stream" in l
                               for l in got[2]), "memory limit, all products: merged in memory with a hint: %s" % got[2])

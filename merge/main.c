@@ -556,6 +556,8 @@ int main(int argc, char **argv)
     }
     xsm_run run;
     rc = xsm_run_load_par(o.run_dir, &o.load, par.share ? &par : NULL, notes, &run, err, sizeof err);
+    /* threads start from here on: a baseline run loaded later is read here */
+    xsm_read_allow_fork(0);
     /* every process validated the same data, so they agree; only the lead speaks */
     if (rc) {
         if (lead)

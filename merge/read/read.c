@@ -198,14 +198,31 @@ void xsm_read_allow_fork(int allow) { xsm_fork_ok = allow; }
 /* Processes that decode rank files in a serial merge: XSPROF_MERGE_READERS,
  * else 1: the chunk decoding threads (below) use the CPUs without the
  * copies back from helper processes, which cost more than they share. */
-static int xsm_read_procs(void)
+/* Helper processes for loading (1: none). XSPROF_MERGE_READERS decides
+ * when set. Else they run only for many small rank files: opening one costs
+ * about 3 ms of HDF5 metadata work (one lock for all threads) whatever its
+ * size, while the copy back from a helper costs per event. Measured on the
+ * ring: 1024 files of 20 KB read in 2.3 s instead of 4.0, 128 of 56 KB in
+ * 0.65 s instead of 0.83, but 32 of 220 KB and 8 of 860 KB slower. */
+static int xsm_read_procs(const xsm_candidate *c, const xsm_loaded *l, size_t n)
 {
     const char *v = getenv("XSPROF_MERGE_READERS");
     if (v && *v) {
         long k = strtol(v, NULL, 10);
         return k < 1 ? 1 : k > 64 ? 64 : (int)k;
     }
-    return 1;
+    uint64_t files = 0, bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (l[i].status == -1 || !c[i].h5[0] || stat(c[i].h5, &st) != 0)
+            continue;
+        files++;
+        bytes += (uint64_t)st.st_size;
+    }
+    if (files < 32 || bytes / files > (64u << 10))
+        return 1;
+    int k = xsm_cpu_share(1);
+    return k < 1 ? 1 : k > 4 ? 4 : k;
 }
 
 static void xsm_note(FILE *notes, const char *fmt, const char *a, const char *b)
@@ -404,10 +421,13 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     xsm_stream_load = opts && opts->stream;
     xsm_chunks_set_threads(xsm_cpu_share(par ? par->size : 1));
     xsm_parallel_threads(xsm_cpu_share(par ? par->size : 1)); /* align, match and emit work per rank */
-    /* Helper processes decode a share of the files only when
-     * XSPROF_MERGE_READERS asks (collective mode divides the files among
-     * its processes anyway). */
-    if (par || !xsm_fork_ok || xsm_stream_load || xsm_read_forked(c, l, n, xsm_read_procs(), xsm_load_one, xsm_step_one) != 0) {
+    /* Helper processes decode a share of the files when there are many
+     * small ones or XSPROF_MERGE_READERS asks (collective mode divides the
+     * files among its processes anyway). */
+    int procs = par || !xsm_fork_ok || xsm_stream_load ? 1 : xsm_read_procs(c, l, n);
+    if (procs > 1 && xsm_read_forked(c, l, n, procs, xsm_load_one, xsm_step_one) == 0) {
+        xsm_progress_mark("decode (helper processes)");
+    } else {
         for (size_t i = 0; i < n; i++) {
             if (l[i].status == -1)
                 continue;

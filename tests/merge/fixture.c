@@ -137,17 +137,32 @@ void xsf_thread(xsf *f, uint32_t tid, const char *name)
 
 void xsf_comm(xsf *f, uint32_t id, const char *name, uint32_t parent, uint32_t n, const int32_t *members)
 {
-    unsigned char buf[4096] = {0};
+    /* as core/buffer.c writes it: the members that fit the COMM record, the
+     * rest in COMM_MORE records right after */
+    unsigned char buf[XSPROF_REC_MAX] = {0};
+    uint32_t k = n < XSPROF_COMM_HEAD_MAX ? n : (uint32_t)XSPROF_COMM_HEAD_MAX;
     xsprof_rec_comm r = {0};
     r.h.type = XSPROF_REC_COMM;
-    r.h.size = xsprof_rec_size((uint32_t)(sizeof r + n * sizeof(int32_t)));
+    r.h.size = xsprof_rec_size((uint32_t)(sizeof r + k * sizeof(int32_t)));
     r.id = id;
     r.size = n;
     r.name = xsf_str(f, name);
     r.parent = parent;
     memcpy(buf, &r, sizeof r);
-    memcpy(buf + sizeof r, members, n * sizeof(int32_t));
+    memcpy(buf + sizeof r, members, k * sizeof(int32_t));
     xsf_append(f, 0, buf, r.h.size);
+    for (uint32_t first = k; first < n; first += (uint32_t)XSPROF_COMM_MORE_MAX) {
+        uint32_t cnt = n - first < XSPROF_COMM_MORE_MAX ? n - first : (uint32_t)XSPROF_COMM_MORE_MAX;
+        xsprof_rec_comm_more m = {0};
+        memset(buf, 0, sizeof buf);
+        m.h.type = XSPROF_REC_COMM_MORE;
+        m.h.size = xsprof_rec_size((uint32_t)(sizeof m + cnt * sizeof(int32_t)));
+        m.id = id;
+        m.first = first;
+        memcpy(buf, &m, sizeof m);
+        memcpy(buf + sizeof m, members + first, cnt * sizeof(int32_t));
+        xsf_append(f, 0, buf, m.h.size);
+    }
 }
 
 void xsf_meta(xsf *f, const char *key, const char *value)

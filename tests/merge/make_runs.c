@@ -240,11 +240,14 @@ static int big_ring(const char *dir, int nranks, long events, int skew)
         xsf *f = xsf_create(dir, r, nranks, JOB, START, "node0");
         if (!f)
             return 1;
-        int32_t world[1024];
-        for (int i = 0; i < nranks && i < 1024; i++)
+        int32_t *world = malloc((size_t)nranks * sizeof *world);
+        if (!world)
+            return 1;
+        for (int i = 0; i < nranks; i++)
             world[i] = i;
         xsf_thread(f, 0, "main");
         xsf_comm(f, 0, "MPI_COMM_WORLD", UINT32_MAX, (uint32_t)nranks, world);
+        free(world);
         xsf_clock(f, XSPROF_CLOCK_INIT, 0, r * 100, 200);
         int right = (r + 1) % nranks, left = (r + nranks - 1) % nranks;
         for (long s = 0; s < steps; s++) {

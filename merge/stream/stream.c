@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define XSM_ROW_MAX 128 /* bytes of the largest event row */
@@ -694,6 +695,34 @@ static int xsm_stream_agree(const xsm_par *par, int rc)
     return par ? xsm_par_agree(par, rc, 1, &first) : rc;
 }
 
+/* Streaming keeps every rank file open (HDF5 holds a descriptor for
+ * each): raise the soft limit on descriptors to the hard one, and 0 when
+ * the run's files fit under it with room for the spill and output files,
+ * else -1 with err saying so (the in-memory merge opens one file at a
+ * time). */
+static int xsm_stream_fds(const char *run_dir, char *err, size_t errlen)
+{
+    xsm_candidate *c = NULL;
+    size_t n = 0;
+    char e[256];
+    if (xsm_read_scan(run_dir, &c, &n, e, sizeof e))
+        return 0; /* the load words it */
+    free(c);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < rl.rlim_max) {
+        struct rlimit up = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+            rl = up;
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || (uint64_t)n + 64 <= (uint64_t)rl.rlim_cur)
+        return 0;
+    xsm_err_set(err, errlen, "it keeps every rank file open: %zu files, %llu open files allowed (ulimit -n)", n,
+                (unsigned long long)rl.rlim_cur);
+    return -1;
+}
+
 static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
                           int what, const xsm_par *par, size_t proc_window, int clc, int *proc_late, int *need_clc,
                           xsm_stream_summary *sum, char *err, size_t errlen)
@@ -712,7 +741,9 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     memset(&e, 0, sizeof e);
     int rc = 0;
     /* each process reads every file (pass 1 is the same everywhere) */
-    if (xsm_stream_agree(par, xsm_run_load_par(run_dir, &o, NULL, nf, &run, err, errlen) ? 2 : 0)) {
+    memset(&run, 0, sizeof run);
+    int lrc = xsm_stream_fds(run_dir, err, errlen) || xsm_run_load_par(run_dir, &o, NULL, nf, &run, err, errlen) ? 2 : 0;
+    if (xsm_stream_agree(par, lrc)) {
         xsm_run_free(&run);
         if (nf)
             fclose(nf);

@@ -21,7 +21,9 @@ of another run, a damaged chunk of the MPI table) give the same one error
 line, exit 1 and no output; XSPROF_MERGE_STREAM=1 acts like --stream when
 only trace.pftrace, trace.json and/or merged.h5 are asked for; trace.json and merged.h5 stream too. Exits 77 (skipped) when `xsmerge --help`
 does not mention --stream."""
+import filecmp
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -191,6 +193,15 @@ def merge(run, *args, env=None):
     return rc, so, lines(se, out), out
 
 
+def merge_at(run, nofile, *args):
+    """merge() of a run directory, with RLIMIT_NOFILE (soft, hard) set first."""
+    n_out[0] += 1
+    out = os.path.join(base, "out%03d" % n_out[0])
+    pre = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile)) if nofile else None
+    p = subprocess.run([XSMERGE, run, "-o", out] + list(args), capture_output=True, text=True, preexec_fn=pre)
+    return p.returncode, p.stdout, lines(p.stderr, out), out
+
+
 def compare(what, ref, got, expect, check=check):
     """ref, got: (rc, stdout, stderr lines, out). expect as in CASES."""
     rc0, so0, se0, out0 = ref
@@ -335,6 +346,20 @@ def part_rest():
     got = merge("bigring", "--outputs", "pftrace", env={"XSPROF_MERGE_MEMORY_LIMIT": str(rowbytes)})
     check(rows > 0 and any(("merging %d events in memory" % rows) in l and l.endswith(": streaming") for l in got[2]),
           "memory limit of bigring's row bytes: the note counts its %d rows and it streams: %s" % (rows, got[2]))
+    # streaming keeps every rank file open: with a soft limit on open files
+    # below the run's needs it raises it to the hard limit and streams; with
+    # a hard limit too low it says so and merges in memory (same files)
+    many = make_run(maker, "big", os.path.join(base, "many"), 40, 300)
+    ref = merge_at(many, None, "--outputs", "pftrace")
+    for soft, hard, streams in ((80, 4096, True), (80, 80, False)):
+        got = merge_at(many, (soft, hard), "--stream", "--outputs", "pftrace")
+        note = [l for l in got[2] if "open files allowed" in l or "merging in memory" in l]
+        check(got[0] == 0 and bool(note) != streams and (streams or "40 files, 80 open files allowed (ulimit -n); "
+                                                         "merging in memory" in note[0]),
+              "40 rank files, ulimit -n %d (hard %d): %s: %s" % (soft, hard, "streams" if streams else
+                                                                "merges in memory with a note", got[2]))
+        check(filecmp.cmp(os.path.join(ref[3], "trace.pftrace"), os.path.join(got[3], "trace.pftrace"), shallow=False),
+              "40 rank files, ulimit -n %d (hard %d): the same trace.pftrace as in memory" % (soft, hard))
     got = merge("ring", env=ML)
     check(got[0] == 0 and any("would take about" in l and "--stream --outputs pftrace,json,h5 would stream" in l
                               for l in got[2]), "memory limit, all products: merged in memory with a hint: %s" % got[2])

@@ -195,9 +195,6 @@ static int xsm_fork_ok = 1;
 
 void xsm_read_allow_fork(int allow) { xsm_fork_ok = allow; }
 
-/* Processes that decode rank files in a serial merge: XSPROF_MERGE_READERS,
- * else 1: the chunk decoding threads (below) use the CPUs without the
- * copies back from helper processes, which cost more than they share. */
 /* Helper processes for loading (1: none). XSPROF_MERGE_READERS decides
  * when set. Else they run only for many small rank files: opening one costs
  * about 3 ms of HDF5 metadata work (one lock for all threads) whatever its

@@ -4,7 +4,10 @@
  * the number of events. Only definitions (strings, threads, comms...) are
  * held until the end. With more than one CPU the event chunks are encoded
  * on threads (io/chunk_pool.h) and stored with H5Dwrite_chunk: deflate is
- * most of the conversion's time and HDF5 runs its filters serially. */
+ * most of the conversion's time and HDF5 runs its filters serially.
+ * A table shorter than its default chunk gets a chunk of its own length
+ * (so each table is created once that is known): readers decode whole
+ * chunks, and a small rank file was otherwise mostly padding to inflate. */
 #include "io/writer.h"
 
 #include <errno.h>
@@ -61,11 +64,31 @@ static xsprof_status wr_fail(wr_ctx *w, xsprof_status s, const char *fmt, ...)
     return s;
 }
 
+/* Default chunk, in rows: that of every table but a shorter one. */
 static hsize_t wr_chunk_rows(enum xsprof_h5_ds ds)
 {
     if (ds < XSPROF_H5_THREADS)
         return xsprof_io_table_block_rows((enum xsprof_io_table)ds);
     return ds == XSPROF_H5_COMM_MEMBERS ? 4096 : 256;
+}
+
+/* Chunk of a table known to hold `rows` rows in all: no longer than the
+ * table (1 row when empty: no chunk is stored then). */
+static hsize_t wr_chunk_fit(hsize_t chunk, hsize_t rows)
+{
+    return rows < chunk ? (rows ? rows : 1) : chunk;
+}
+
+/* Row type on disk: `mtype` without the padding of the C struct. Negative
+ * on failure. */
+static hid_t wr_file_type(hid_t mtype)
+{
+    hid_t ftype = H5Tcopy(mtype);
+    if (ftype >= 0 && H5Tget_class(ftype) == H5T_COMPOUND && H5Tpack(ftype) < 0) {
+        H5Tclose(ftype);
+        return -1;
+    }
+    return ftype;
 }
 
 /* Create table `ds` with row type `mtype` (owned by w from now on). */
@@ -75,14 +98,8 @@ static xsprof_status wr_create_ds(wr_ctx *w, enum xsprof_h5_ds ds, hid_t mtype, 
     hid_t space = -1, dcpl = -1, ftype = -1;
     xsprof_status s = XSPROF_OK;
     w->mtype[ds] = mtype;
-    if (w->mtype[ds] < 0)
+    if (w->mtype[ds] < 0 || (ftype = wr_file_type(w->mtype[ds])) < 0)
         return wr_fail(w, XSPROF_ERR_IO, "cannot build the type of %s", xsprof_h5_ds_path(ds));
-    /* On disk without the padding of the C struct. */
-    ftype = H5Tcopy(w->mtype[ds]);
-    if (ftype < 0 || (H5Tget_class(ftype) == H5T_COMPOUND && H5Tpack(ftype) < 0)) {
-        s = wr_fail(w, XSPROF_ERR_IO, "cannot build the type of %s", xsprof_h5_ds_path(ds));
-        goto out;
-    }
     space = H5Screate_simple(1, &zero, &unlimited);
     dcpl = H5Pcreate(H5P_DATASET_CREATE);
     /* fletcher32 last: a damaged chunk fails its checksum instead of
@@ -153,19 +170,41 @@ static xsprof_status wr_pool_fail(wr_ctx *w, xsprof_status s, int table)
     return wr_fail(w, s, "cannot write");
 }
 
+/* Create event table t if it does not exist yet, for a first block of n
+ * rows. The parser delivers whole chunks but a table's last block, so a
+ * short first block is the whole table: the chunk is that long. n == 0 (a
+ * table that got no row): the default chunk, never stored. */
+static xsprof_status wr_event_ds(wr_ctx *w, enum xsprof_io_table t, size_t n)
+{
+    if (w->ds[t] >= 0)
+        return XSPROF_OK;
+    enum xsprof_h5_ds ds = (enum xsprof_h5_ds)t;
+    hsize_t chunk = wr_chunk_rows(ds);
+    if (n && n < chunk)
+        chunk = n;
+    /* Nothing of the codec but its chunk length depends on the chunk, and
+     * no chunk of t was queued yet. */
+    if (w->pool)
+        w->codec[t].chunk_rows = (size_t)chunk;
+    return wr_create_ds(w, ds, xsprof_h5_ds_mem_type(ds), chunk);
+}
+
 static xsprof_status wr_rows(void *user, enum xsprof_io_table t, const void *rows, size_t n)
 {
     wr_ctx *w = user;
-    if (!w->pool)
-        return wr_append(w, (enum xsprof_h5_ds)t, rows, n);
     if (!n)
         return XSPROF_OK;
+    xsprof_status s = wr_event_ds(w, t, n);
+    if (s != XSPROF_OK)
+        return s;
+    if (!w->pool)
+        return wr_append(w, (enum xsprof_h5_ds)t, rows, n);
     /* Chunks are stored whole: only a table's last block may be short. */
     if (w->queued[t] % w->codec[t].chunk_rows)
         return wr_fail(w, XSPROF_ERR_STATE, "rows of %s not in whole chunks",
                        xsprof_h5_ds_path((enum xsprof_h5_ds)t));
     int table = -1;
-    xsprof_status s = xsprof_chunk_pool_submit(w->pool, (int)t, &w->codec[t], rows, n, &table);
+    s = xsprof_chunk_pool_submit(w->pool, (int)t, &w->codec[t], rows, n, &table);
     if (s != XSPROF_OK)
         return wr_pool_fail(w, s, table);
     w->queued[t] += n;
@@ -173,7 +212,9 @@ static xsprof_status wr_rows(void *user, enum xsprof_io_table t, const void *row
 }
 
 /* Encode on threads when there are CPUs for them and every event table
- * has a type the pool reproduces byte for byte; else stay on HDF5's path. */
+ * has a type the pool reproduces byte for byte; else stay on HDF5's path.
+ * The tables do not exist yet: their types are built as wr_create_ds
+ * builds them. */
 static void wr_pool_start(wr_ctx *w)
 {
     unsigned n = xsprof_chunk_pool_threads();
@@ -181,11 +222,13 @@ static void wr_pool_start(wr_ctx *w)
         return;
     int ok = 1;
     for (int t = 0; t < XSPROF_IO_T_COUNT && ok; t++) {
-        hid_t ft = H5Dget_type(w->ds[t]);
-        hsize_t chunk = wr_chunk_rows((enum xsprof_h5_ds)t);
-        ok = ft >= 0 && xsprof_chunk_codec_init(&w->codec[t], w->mtype[t], ft, chunk, WR_DEFLATE) == XSPROF_OK;
+        enum xsprof_h5_ds ds = (enum xsprof_h5_ds)t;
+        hid_t mt = xsprof_h5_ds_mem_type(ds), ft = mt >= 0 ? wr_file_type(mt) : -1;
+        ok = ft >= 0 && xsprof_chunk_codec_init(&w->codec[t], mt, ft, wr_chunk_rows(ds), WR_DEFLATE) == XSPROF_OK;
         if (ft >= 0)
             H5Tclose(ft);
+        if (mt >= 0)
+            H5Tclose(mt);
     }
     if (ok)
         w->pool = xsprof_chunk_pool_create(n, wr_chunk_write, w);
@@ -256,14 +299,30 @@ static xsprof_status wr_attributes(wr_ctx *w, const xsprof_rank_data *d)
     return XSPROF_OK;
 }
 
+/* Event tables that got no row: every table exists in every file. */
+static xsprof_status wr_events_empty(wr_ctx *w)
+{
+    xsprof_status s = XSPROF_OK;
+    for (int t = 0; t < XSPROF_IO_T_COUNT && s == XSPROF_OK; t++)
+        s = wr_event_ds(w, (enum xsprof_io_table)t, 0);
+    return s;
+}
+
+/* A definitions table, complete by now: created with a chunk that fits it. */
+static xsprof_status wr_def_table(wr_ctx *w, enum xsprof_h5_ds ds, const void *rows, size_t n)
+{
+    xsprof_status s = wr_create_ds(w, ds, xsprof_h5_ds_mem_type(ds), wr_chunk_fit(wr_chunk_rows(ds), n));
+    return s != XSPROF_OK ? s : wr_append(w, ds, rows, n);
+}
+
 static xsprof_status wr_definitions(wr_ctx *w, const xsprof_rank_data *d)
 {
     xsprof_status s;
-    if ((s = wr_append(w, XSPROF_H5_THREADS, d->threads, d->nthreads)) ||
-        (s = wr_append(w, XSPROF_H5_COMMS, d->comms, d->ncomms)) ||
-        (s = wr_append(w, XSPROF_H5_COMM_MEMBERS, d->comm_members, d->ncomm_members)) ||
-        (s = wr_append(w, XSPROF_H5_TOPOLOGY, d->topo, d->ntopo)) ||
-        (s = wr_append(w, XSPROF_H5_META, d->meta, d->nmeta)))
+    if ((s = wr_def_table(w, XSPROF_H5_THREADS, d->threads, d->nthreads)) ||
+        (s = wr_def_table(w, XSPROF_H5_COMMS, d->comms, d->ncomms)) ||
+        (s = wr_def_table(w, XSPROF_H5_COMM_MEMBERS, d->comm_members, d->ncomm_members)) ||
+        (s = wr_def_table(w, XSPROF_H5_TOPOLOGY, d->topo, d->ntopo)) ||
+        (s = wr_def_table(w, XSPROF_H5_META, d->meta, d->nmeta)))
         return s;
     /* Fixed width = the longest string + NUL; deflate absorbs the padding. */
     size_t width = 1;
@@ -272,7 +331,7 @@ static xsprof_status wr_definitions(wr_ctx *w, const xsprof_rank_data *d)
         if (n > width)
             width = n;
     }
-    hsize_t chunk = (256u << 10) / width ? (256u << 10) / width : 1;
+    hsize_t chunk = wr_chunk_fit((256u << 10) / width ? (256u << 10) / width : 1, d->nstrings);
     if ((s = wr_create_ds(w, XSPROF_H5_STRINGS, xsprof_h5_string_type(width), chunk)))
         return s;
     char *block = malloc((size_t)chunk * width);
@@ -321,6 +380,7 @@ static xsprof_status wr_create_file(wr_ctx *w, struct stat *made, int *created)
     return XSPROF_OK;
 }
 
+/* The groups; tables are created as their lengths become known. */
 static xsprof_status wr_layout(wr_ctx *w)
 {
     static const char *groups[] = {"/events", "/clock", "/definitions"};
@@ -329,15 +389,6 @@ static xsprof_status wr_layout(wr_ctx *w)
         if (g < 0)
             return wr_fail(w, XSPROF_ERR_IO, "cannot create group %s", groups[i]);
         H5Gclose(g);
-    }
-    /* The strings table waits for its width (wr_definitions). */
-    for (int ds = 0; ds < XSPROF_H5_COUNT; ds++) {
-        if (ds == XSPROF_H5_STRINGS)
-            continue;
-        xsprof_status s = wr_create_ds(w, (enum xsprof_h5_ds)ds, xsprof_h5_ds_mem_type((enum xsprof_h5_ds)ds),
-                                       wr_chunk_rows((enum xsprof_h5_ds)ds));
-        if (s != XSPROF_OK)
-            return s;
     }
     return XSPROF_OK;
 }
@@ -403,6 +454,8 @@ xsprof_status xsprof_journal_convert(const char *journal_path, const char *h5_pa
         s = xsprof_journal_parse(journal_path, &d, &st, wr_rows, &w, err, errlen);
         s = wr_pool_end(&w, s);
     }
+    if (s == XSPROF_OK)
+        s = wr_events_empty(&w);
     if (s == XSPROF_OK) {
         if (end_state && !st.meta_end_state[0])
             snprintf(d.end_state, sizeof d.end_state, "%s", end_state);

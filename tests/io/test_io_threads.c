@@ -3,8 +3,9 @@
  * XSPROF_WRITER_THREADS=1 (HDF5's path) and with the default thread count
  * must give the same datasets, types, filters, attributes, rows and raw
  * chunk bytes. Also: the encoder alone against HDF5's chunks, the pool's
- * order and failure handling, and a disk filling up under the threaded
- * path. usage: test_io_threads DIR */
+ * order and failure handling, a disk filling up under the threaded path,
+ * and tables shorter than one chunk stored as one chunk of their length.
+ * usage: test_io_threads DIR */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -314,7 +315,7 @@ static void check_merge_reader(const char *path, const xsprof_rank_data *d)
         size_t row = xsprof_h5_ds_row_size(tables[k]);
         unsigned char *buf = calloc(rows[k] + 1, row);
         int rc = xsm_chunks_read(ds, mt, row, rows[k], buf);
-        CHECK(rc == 0 && !memcmp(buf, want[k], rows[k] * row), "%s: merge's chunk reader: rc %d",
+        CHECK(rc == 0 && (!rows[k] || !memcmp(buf, want[k], rows[k] * row)), "%s: merge's chunk reader: rc %d",
               xsprof_h5_ds_path(tables[k]), rc);
         free(buf);
         H5Tclose(mt);
@@ -322,6 +323,96 @@ static void check_merge_reader(const char *path, const xsprof_rank_data *d)
     }
     if (f >= 0)
         H5Fclose(f);
+}
+
+/* ---- chunks of short tables --------------------------------------------- */
+
+/* Rows and chunk rows of dataset ds (0 chunk when it cannot be read). */
+static hsize_t chunk_of(hid_t f, enum xsprof_h5_ds ds, hsize_t *rows)
+{
+    hid_t d = H5Dopen2(f, xsprof_h5_ds_path(ds), H5P_DEFAULT);
+    hid_t pl = d >= 0 ? H5Dget_create_plist(d) : -1, sp = d >= 0 ? H5Dget_space(d) : -1;
+    hsize_t chunk = 0;
+    *rows = 0;
+    if (pl < 0 || sp < 0 || H5Pget_chunk(pl, 1, &chunk) != 1 || H5Sget_simple_extent_dims(sp, rows, NULL) != 1)
+        chunk = 0;
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (pl >= 0)
+        H5Pclose(pl);
+    if (d >= 0)
+        H5Dclose(d);
+    return chunk;
+}
+
+/* A table shorter than its default chunk is one chunk of its length (an
+ * empty definitions table: 1 row); an empty or longer event table keeps
+ * the parser's block as its chunk. */
+static void check_chunk_sizes(const char *path)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    CHECK(f >= 0, "cannot open %s", path);
+    for (int ds = 0; ds < XSPROF_H5_COUNT && f >= 0; ds++) {
+        hsize_t rows = 0, chunk = chunk_of(f, (enum xsprof_h5_ds)ds, &rows), want;
+        if (ds < XSPROF_IO_T_COUNT) {
+            want = xsprof_io_table_block_rows((enum xsprof_io_table)ds);
+            want = rows && rows < want ? rows : want;
+        } else {
+            want = rows ? rows : 1; /* definitions here are all shorter than a default chunk */
+        }
+        CHECK(chunk == want, "%s: %s: %llu rows in chunks of %llu, not %llu", path,
+              xsprof_h5_ds_path((enum xsprof_h5_ds)ds), (unsigned long long)rows, (unsigned long long)chunk,
+              (unsigned long long)want);
+    }
+    if (f >= 0)
+        H5Fclose(f);
+}
+
+/* 3 strings, 5 regions, 2 MPI calls and 1 instant (a 1-row chunk, which
+ * HDF5 does not shuffle): chunks of 5, 2 and 3 rows, the same through both
+ * paths, read back by load and by merge's chunk reader. */
+static void check_small_tables(void)
+{
+    const char *jp = path_in("small.xsj"), *serial = path_in("small-serial.h5");
+    const char *threaded = path_in("small-threaded.h5");
+    jfx *j = jfx_create(4096);
+    uint32_t s[3] = {jfx_string(j, "step"), jfx_string(j, "MPI_Send"), jfx_string(j, "tick")};
+    for (int i = 0; i < 5; i++)
+        jfx_region(j, 0, 0, s[0], 0, 1000 + 100 * i, 1050 + 100 * i);
+    for (int i = 0; i < 2; i++) {
+        xsprof_rec_mpi r = {.h.type = XSPROF_REC_MPI, .op = s[1], .t_begin = 2000 + i, .t_end = 2500, .comm = 0,
+                            .peer = 1, .tag = i, .root = -1, .bytes_sent = 64, .kind = XSPROF_MPI_SEND, .count = 1};
+        jfx_record(j, 0, &r, sizeof r);
+    }
+    xsprof_rec_instant in = {.h.type = XSPROF_REC_INSTANT, .name = s[2], .t = 3000};
+    jfx_record(j, 0, &in, sizeof in);
+    unlink(jp);
+    CHECK(jfx_write(j, jp, 0) == 0, "write %s", jp);
+    jfx_free(j);
+
+    char err[1024];
+    CHECK(convert_with("1", jp, serial, err, sizeof err) == XSPROF_OK, "small, serial: %s", err);
+    CHECK(convert_with(NULL, jp, threaded, err, sizeof err) == XSPROF_OK, "small, threaded: %s", err);
+    CHECK(same_files(serial, threaded) == 5, "small files: one chunk each of regions, mpi, instants, threads, strings");
+    for (int k = 0; k < 2; k++) {
+        const char *p = k ? threaded : serial;
+        check_chunk_sizes(p);
+        hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
+        hsize_t rows[3], c[3] = {chunk_of(f, XSPROF_H5_REGIONS, &rows[0]), chunk_of(f, XSPROF_H5_MPI, &rows[1]),
+                                 chunk_of(f, XSPROF_H5_STRINGS, &rows[2])};
+        CHECK(c[0] == 5 && c[1] == 2 && c[2] == 3, "%s: chunks of regions/mpi/strings: %llu/%llu/%llu", p,
+              (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2]);
+        if (f >= 0)
+            H5Fclose(f);
+    }
+    xsprof_rank_data d;
+    CHECK(xsprof_rankfile_load(threaded, &d, err, sizeof err) == XSPROF_OK, "load small: %s", err);
+    CHECK(d.nregions == 5 && d.nmpi == 2 && d.ninstants == 1 && d.nstrings == 3 && d.mpi[1].tag == 1 &&
+              d.regions[4].t_begin == 1400,
+          "small rows: %zu regions, %zu mpi, %zu instants, %u strings", d.nregions, d.nmpi, d.ninstants,
+          d.nstrings);
+    check_merge_reader(threaded, &d);
+    xsprof_rank_data_free(&d);
 }
 
 /* ---- a disk filling up under the threaded path -------------------------- */
@@ -399,6 +490,9 @@ int main(int argc, char **argv)
     size_t nchunks = same_files(serial, threaded);
     CHECK(nchunks > 40, "only %zu chunks compared", nchunks);
     printf("test_io_threads: %u threads, %zu chunks compared\n", cpus, nchunks);
+    check_chunk_sizes(serial); /* event tables beyond one chunk: the default chunk */
+    check_chunk_sizes(threaded);
+    check_small_tables();
 
     xsprof_rank_data a, b;
     CHECK(xsprof_rankfile_load(serial, &a, err, sizeof err) == XSPROF_OK, "load serial: %s", err);

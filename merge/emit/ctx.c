@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -647,16 +648,15 @@ static const void *xsm_row_addr(const xsprof_rank_data *d, int kind, size_t row)
     }
 }
 
+/* Every event row starts with its (begin) time. */
+_Static_assert(offsetof(xsprof_io_region, t_begin) == 0 && offsetof(xsprof_io_mpi, t_begin) == 0 &&
+                   offsetof(xsprof_io_gpu, t_begin) == 0 && offsetof(xsprof_io_instant, t) == 0 &&
+                   offsetof(xsprof_io_counter, t) == 0 && offsetof(xsprof_io_mem, t) == 0,
+               "event rows begin with their time");
+
 static int64_t xsm_row_time(const xsprof_rank_data *d, int kind, size_t row)
 {
-    switch (kind) {
-    case XSM_EV_REGION: return d->regions[row].t_begin;
-    case XSM_EV_MPI: return d->mpi[row].t_begin;
-    case XSM_EV_GPU: return d->gpu[row].t_begin;
-    case XSM_EV_INSTANT: return d->instants[row].t;
-    case XSM_EV_COUNTER: return d->counters[row].t;
-    default: return d->mem[row].t;
-    }
+    return *(const int64_t *)xsm_row_addr(d, kind, row);
 }
 
 static void xsm_sift_down(xsm_iter *it, size_t i)

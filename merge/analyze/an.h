@@ -161,6 +161,12 @@ typedef struct xsm_cpseg {
     int64_t t0, t1;
 } xsm_cpseg;
 
+/* Point-to-point traffic from one rank to another. */
+typedef struct xsm_cpair {
+    int32_t src, dst;
+    uint64_t msgs, bytes;
+} xsm_cpair;
+
 typedef struct xsm_pathpart {
     int32_t name; /* region or MPI op */
     double seconds;
@@ -228,7 +234,9 @@ typedef struct xsm_an {
     xsm_cpseg *cps; size_t ncps, cpscap; /* the path's pieces, from its end backwards */
     double *cp_rank_s;       /* per rank */
     /* communication */
-    uint64_t *cm_bytes, *cm_msgs; /* nranks x nranks, row = sender */
+    /* the pairs that exchanged messages, by (src, dst): sparse, as a run of
+     * N ranks has far fewer than N x N of them */
+    xsm_cpair *cm; size_t ncm;
     /* gpu */
     xsm_gpudev *gpu; size_t ngpu;
     /* memory */

@@ -100,8 +100,7 @@ void xsm_an_free(xsm_an *a)
     free(a->cp);
     free(a->cps);
     free(a->cp_rank_s);
-    free(a->cm_bytes);
-    free(a->cm_msgs);
+    free(a->cm);
     free(a->gpu);
     xsm_names_free(&a->names);
     memset(a, 0, sizeof *a);

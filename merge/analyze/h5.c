@@ -203,13 +203,10 @@ static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const ui
     bad |= !sg || xsm_ah_table(g, "critical_path", AH_SEG, sg, a->ncps);
     free(sg);
     /* communication matrix, the pairs that exchanged messages */
-    n = 0;
-    xsm_ah_pair *pr = malloc((R * R + 1) * sizeof *pr);
-    for (size_t s = 0; pr && a->cm_msgs && s < R; s++)
-        for (size_t d = 0; d < R; d++)
-            if (a->cm_msgs[s * R + d])
-                pr[n++] = (xsm_ah_pair){(int32_t)s, (int32_t)d, a->cm_msgs[s * R + d], a->cm_bytes[s * R + d]};
-    bad |= !pr || xsm_ah_table(g, "comm_matrix", AH_PAIR, pr, n);
+    xsm_ah_pair *pr = malloc((a->ncm + 1) * sizeof *pr);
+    for (size_t i = 0; pr && i < a->ncm; i++)
+        pr[i] = (xsm_ah_pair){a->cm[i].src, a->cm[i].dst, a->cm[i].msgs, a->cm[i].bytes};
+    bad |= !pr || xsm_ah_table(g, "comm_matrix", AH_PAIR, pr, a->ncm);
     free(pr);
     return bad ? -1 : 0;
 }

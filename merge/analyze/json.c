@@ -442,32 +442,35 @@ static void comm_matrix(const xsm_an *a, xsm_buf *b)
             xsm_buf_puts(b, "null");
             continue;
         }
-        const uint64_t *m = which ? a->cm_msgs : a->cm_bytes;
+        /* the pairs come by (src, dst): row by row, zero between them */
         xsm_buf_puts(b, "[");
+        size_t k = 0;
         for (size_t s = 0; s < R; s++) {
             xsm_buf_puts(b, s ? ",[" : "[");
-            for (size_t d = 0; d < R; d++)
-                xsm_buf_printf(b, d ? ",%llu" : "%llu", (unsigned long long)m[s * R + d]);
+            for (size_t d = 0; d < R; d++) {
+                uint64_t v = 0;
+                if (k < a->ncm && (size_t)a->cm[k].src == s && (size_t)a->cm[k].dst == d) {
+                    v = which ? a->cm[k].msgs : a->cm[k].bytes;
+                    k++;
+                }
+                xsm_buf_printf(b, d ? ",%llu" : "%llu", (unsigned long long)v);
+            }
             xsm_buf_puts(b, "]");
         }
         xsm_buf_puts(b, "]");
     }
     pair top[XSM_PAIRS_MAX + 1];
     size_t nt = 0;
-    for (size_t s = 0; s < R; s++)
-        for (size_t d = 0; d < R; d++) {
-            uint64_t by = a->cm_bytes[s * R + d], ms = a->cm_msgs[s * R + d];
-            if (!ms)
-                continue;
-            pair p = {(int32_t)s, (int32_t)d, by, ms};
-            if (nt < XSM_PAIRS_MAX)
-                top[nt++] = p;
-            else if (pair_cmp(&p, &top[nt - 1]) < 0)
-                top[nt - 1] = p;
-            else
-                continue;
-            qsort(top, nt, sizeof *top, pair_cmp);
-        }
+    for (size_t i = 0; i < a->ncm; i++) {
+        pair p = {a->cm[i].src, a->cm[i].dst, a->cm[i].bytes, a->cm[i].msgs};
+        if (nt < XSM_PAIRS_MAX)
+            top[nt++] = p;
+        else if (pair_cmp(&p, &top[nt - 1]) < 0)
+            top[nt - 1] = p;
+        else
+            continue;
+        qsort(top, nt, sizeof *top, pair_cmp);
+    }
     key(b, "heaviest_pairs", 0);
     xsm_buf_puts(b, "[");
     for (size_t i = 0; i < nt; i++)

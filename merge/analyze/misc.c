@@ -5,20 +5,66 @@
 #include "an.h"
 #include "core/record.h"
 
+static int cpair_cmp(const void *pa, const void *pb)
+{
+    const xsm_cpair *a = pa, *b = pb;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
+    return a->dst < b->dst ? -1 : a->dst > b->dst;
+}
+
+/* Slot of pair (src, dst) in an open-addressing table of nslot (a power of
+ * two) entries, index + 1 into cm or 0 when empty: its slot, or the empty
+ * one where it belongs. */
+static size_t cm_find(const uint32_t *slot, size_t nslot, const xsm_cpair *cm, int32_t src, int32_t dst)
+{
+    uint64_t h = ((uint64_t)(uint32_t)src << 32 | (uint32_t)dst) * 0x9e3779b97f4a7c15ull;
+    size_t k = (size_t)(h >> 32) & (nslot - 1);
+    while (slot[k] && (cm[slot[k] - 1].src != src || cm[slot[k] - 1].dst != dst))
+        k = (k + 1) & (nslot - 1);
+    return k;
+}
+
+/* The pairs that exchanged messages: a dense N x N matrix would take 4 GB
+ * at 16 384 ranks, and most pairs never talk. */
 static int comm_matrix(xsm_an *a)
 {
-    size_t R = a->nranks;
-    a->cm_bytes = calloc(R * R + 1, sizeof(uint64_t));
-    a->cm_msgs = calloc(R * R + 1, sizeof(uint64_t));
-    if (!a->cm_bytes || !a->cm_msgs)
+    size_t R = a->nranks, nslot = 64, cap = 0;
+    uint32_t *slot = calloc(nslot, sizeof *slot);
+    if (!slot)
         return -1;
     for (size_t i = 0; i < a->run->nmsgs; i++) {
         const xsm_message *m = &a->run->msgs[i];
         if (m->src < 0 || m->dst < 0 || (size_t)m->src >= R || (size_t)m->dst >= R)
             continue;
-        a->cm_bytes[(size_t)m->src * R + (size_t)m->dst] += m->bytes;
-        a->cm_msgs[(size_t)m->src * R + (size_t)m->dst]++;
+        size_t k = cm_find(slot, nslot, a->cm, m->src, m->dst);
+        if (!slot[k]) {
+            if (2 * (a->ncm + 1) > nslot) { /* at half load: twice the slots */
+                uint32_t *big = calloc(2 * nslot, sizeof *big);
+                if (!big) {
+                    free(slot);
+                    return -1;
+                }
+                free(slot);
+                slot = big;
+                nslot *= 2;
+                for (size_t j = 0; j < a->ncm; j++)
+                    slot[cm_find(slot, nslot, a->cm, a->cm[j].src, a->cm[j].dst)] = (uint32_t)(j + 1);
+                k = cm_find(slot, nslot, a->cm, m->src, m->dst);
+            }
+            if (a->ncm >= UINT32_MAX - 1 || xsm_reserve((void **)&a->cm, &cap, a->ncm + 1, sizeof *a->cm)) {
+                free(slot);
+                return -1;
+            }
+            a->cm[a->ncm] = (xsm_cpair){m->src, m->dst, 0, 0};
+            slot[k] = (uint32_t)++a->ncm;
+        }
+        a->cm[slot[k] - 1].msgs++;
+        a->cm[slot[k] - 1].bytes += m->bytes;
     }
+    free(slot);
+    if (a->ncm > 1)
+        qsort(a->cm, a->ncm, sizeof *a->cm, cpair_cmp);
     return 0;
 }
 

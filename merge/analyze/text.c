@@ -218,14 +218,11 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
     }
 
     xsm_buf_puts(b, "\n==== Communication (heaviest pairs) ====\n");
-    size_t R = a->nranks, np = 0;
-    size_t cap = R * R < a->run->nmsgs ? R * R : a->run->nmsgs; /* pairs that can exist */
-    pair *pv = malloc((cap + 1) * sizeof *pv);
+    size_t np = a->ncm;
+    pair *pv = malloc((np + 1) * sizeof *pv);
     if (pv) {
-        for (size_t s = 0; s < R; s++)
-            for (size_t dd = 0; dd < R; dd++)
-                if (a->cm_msgs[s * R + dd])
-                    pv[np++] = (pair){s, dd, a->cm_bytes[s * R + dd], a->cm_msgs[s * R + dd]};
+        for (size_t i = 0; i < np; i++)
+            pv[i] = (pair){(size_t)a->cm[i].src, (size_t)a->cm[i].dst, a->cm[i].bytes, a->cm[i].msgs};
         qsort(pv, np, sizeof *pv, pair_cmp);
         for (size_t i = 0; i < np && i < 10; i++)
             xsm_buf_printf(b, "  %zu -> %zu  %llu bytes in %llu messages\n", pv[i].s, pv[i].d, (unsigned long long)pv[i].bytes,

@@ -70,8 +70,9 @@ int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, si
 /* Rows of the event tables of the rank files among c[0..n) (opened, not
  * read: HDF5 knows each table's length) and their bytes as rows of
  * io/format.h; files that cannot be opened count nothing (the merge words
- * their error). A journal without a rank file counts its size as bytes
- * and a record per 40 bytes. */
+ * their error). Of more than 64 rank files, 64 spread over the run are
+ * opened and the rest estimated from file sizes. A journal without a rank
+ * file counts its size as bytes and a record per 40 bytes. */
 void xsm_read_count(const xsm_candidate *c, size_t n, uint64_t *rows, uint64_t *bytes);
 
 /* Like xsm_run_load, with collective loading when par is not NULL, and notes

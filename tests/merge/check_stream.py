@@ -193,12 +193,14 @@ def merge(run, *args, env=None):
     return rc, so, lines(se, out), out
 
 
-def merge_at(run, nofile, *args):
+def merge_at(run, nofile, *args, env=None):
     """merge() of a run directory, with RLIMIT_NOFILE (soft, hard) set first."""
     n_out[0] += 1
     out = os.path.join(base, "out%03d" % n_out[0])
     pre = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile)) if nofile else None
-    p = subprocess.run([XSMERGE, run, "-o", out] + list(args), capture_output=True, text=True, preexec_fn=pre)
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run([XSMERGE, run, "-o", out] + list(args), capture_output=True, text=True, preexec_fn=pre, env=e)
     return p.returncode, p.stdout, lines(p.stderr, out), out
 
 
@@ -324,8 +326,8 @@ def part_rest():
     # it can (same files), and says so when it cannot
     ML = {"XSPROF_MERGE_MEMORY_LIMIT": "1000"}
     for outs in ("pftrace", "pftrace,json"):
-        ref = merge("ring", "--outputs", outs)
-        got = merge("ring", "--outputs", outs, env=ML)
+        ref = merge("bigring", "--outputs", outs)
+        got = merge("bigring", "--outputs", outs, env=ML)
         check(any("would take about" in l and l.endswith(": streaming") for l in got[2]),
               "memory limit, --outputs %s: the note says it streams: %s" % (outs, got[2]))
         compare("memory limit --outputs %s" % outs, ref, (got[0], got[1], [l for l in got[2] if "would take" not in l],
@@ -350,6 +352,11 @@ def part_rest():
     # below the run's needs it raises it to the hard limit and streams; with
     # a hard limit too low it says so and merges in memory (same files)
     many = make_run(maker, "big", os.path.join(base, "many"), 40, 300)
+    # ... which costs ~1.5 MB per rank file: 40 ranks of 300 events over the
+    # budget stay in memory, where they take less
+    got = merge_at(many, None, "--outputs", "pftrace", env=ML)
+    check(got[0] == 0 and any(l.endswith("trying anyway; streaming its rank files would take more") for l in got[2]),
+          "40 small ranks over the budget: merged in memory, with the reason: %s" % got[2])
     ref = merge_at(many, None, "--outputs", "pftrace")
     for soft, hard, streams in ((80, 4096, True), (80, 80, False)):
         got = merge_at(many, (soft, hard), "--stream", "--outputs", "pftrace")

@@ -400,6 +400,23 @@ out:
 }
 
 /* Read a whole 1-D table into a fresh array (*rows, *n). */
+/* Transfer properties for reading `rows` rows of `row` bytes: HDF5
+ * converts a compound type through two buffers of 1 MiB by default, which
+ * it allocates and zeroes on every H5Dread; a small table needs its own
+ * size. H5P_DEFAULT when the list cannot be made. */
+static hid_t rd_dxpl(hsize_t rows, size_t row)
+{
+    size_t bytes = rows < ((size_t)1 << 20) / (row ? row : 1) ? (size_t)rows * row : (size_t)1 << 20;
+    hid_t p = H5Pcreate(H5P_DATASET_XFER);
+    if (p >= 0 && H5Pset_buffer(p, bytes < 4096 ? 4096 : bytes, NULL, NULL) < 0) {
+        H5Pclose(p);
+        p = -1;
+    }
+    if (p < 0)
+        H5Eclear2(H5E_DEFAULT);
+    return p < 0 ? H5P_DEFAULT : p;
+}
+
 static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, size_t *n)
 {
     const char *name = xsprof_h5_ds_path(which);
@@ -422,13 +439,18 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
         s = rd_fail(r, XSPROF_ERR_NOMEM, "cannot allocate %llu rows for %s", (unsigned long long)t.dim, name);
         goto out;
     }
-    if ((!rd_table_reader || rd_table_reader(t.ds, t.mem, t.row, t.dim, buf) != 0) &&
-        H5Dread(t.ds, t.mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-        char h5[256];
-        xsprof_h5_last_error(h5, sizeof h5);
-        free(buf);
-        s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read dataset %s (HDF5: %s)", name, h5[0] ? h5 : "error");
-        goto out;
+    if (!rd_table_reader || rd_table_reader(t.ds, t.mem, t.row, t.dim, buf) != 0) {
+        hid_t dxpl = rd_dxpl(t.dim, t.row);
+        herr_t e = H5Dread(t.ds, t.mem, H5S_ALL, H5S_ALL, dxpl, buf);
+        if (dxpl != H5P_DEFAULT)
+            H5Pclose(dxpl);
+        if (e < 0) {
+            char h5[256];
+            xsprof_h5_last_error(h5, sizeof h5);
+            free(buf);
+            s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read dataset %s (HDF5: %s)", name, h5[0] ? h5 : "error");
+            goto out;
+        }
     }
     *rows = buf;
     *n = (size_t)t.dim;

@@ -174,7 +174,39 @@ static void test_late_sender(void)
     CHECK(f && strcmp(f->kind, "Late Sender") == 0 && near(f->seconds_lost, 0.190) && ranks_are(f, want, 2) &&
               f->region >= 0 && strcmp(xsm_an_name(&a, f->region), "produce") == 0,
           "top finding: %s", f ? f->message : "none");
-    CHECK(a.cm_bytes[0 * 2 + 1] == 1024 && a.cm_msgs[1] == 1, "comm matrix");
+    CHECK(a.ncm == 1 && a.cm[0].src == 0 && a.cm[0].dst == 1 && a.cm[0].bytes == 1024 && a.cm[0].msgs == 1,
+          "comm matrix");
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
+/* The communication matrix is the pairs that talked, summed and sorted by
+ * (src, dst), whatever the order of the messages: 40 ranks, each sending
+ * three messages to r + 1 and one to r - 1 (mod 40), met out of rank order
+ * (80 pairs: the pair table grows twice). */
+static void test_comm_pairs(void)
+{
+    enum { R = 40 };
+    xsm_run run;
+    fx_init(&run, R);
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < R; i++) {
+            int r = (i * 13 + k) % R; /* not in rank order */
+            int to = k < 3 ? (r + 1) % R : (r + R - 1) % R;
+            size_t s = mpi(&run, r, S_SEND, XSPROF_MPI_SEND, 0, MS * (10 * k + 1), MS * (10 * k + 2), to, 100);
+            size_t v = mpi(&run, to, S_RECV, XSPROF_MPI_RECV, 0, MS * (10 * k + 1), MS * (10 * k + 3), r, 100);
+            msg(&run, r, to, s, v, -1, -1, (uint64_t)(100 + r));
+        }
+    xsm_an a;
+    analyse(&run, &a);
+    int ok = a.ncm == 2 * R;
+    for (size_t i = 0; ok && i < a.ncm; i++) {
+        const xsm_cpair *p = &a.cm[i];
+        int fwd = p->dst == (p->src + 1) % R, back = p->dst == (p->src + R - 1) % R;
+        ok = (fwd || back) && p->msgs == (fwd ? 3u : 1u) && p->bytes == p->msgs * (uint64_t)(100 + p->src) &&
+             (i == 0 || p[-1].src < p->src || (p[-1].src == p->src && p[-1].dst < p->dst));
+    }
+    CHECK(ok, "comm pairs: %zu pairs, summed and sorted", a.ncm);
     xsm_an_free(&a);
     fx_free(&run);
 }
@@ -583,6 +615,7 @@ static void test_reports_and_baseline(const char *dir)
 int main(int argc, char **argv)
 {
     test_late_sender();
+    test_comm_pairs();
     test_late_sender_irecv_wait();
     test_wrong_order();
     test_late_receiver();

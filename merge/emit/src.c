@@ -11,7 +11,8 @@
 typedef struct xsm_msrc {
     const xsm_emit *e;
     xsm_iter it;
-    size_t mcur; /* mflows position after the last lookup */
+    size_t *mcur; /* per rank: mflows position after its last lookup (events
+                     of all ranks interleave in trace.json) */
     xsm_evflow *fl;
     size_t capfl;
 } xsm_msrc;
@@ -19,7 +20,13 @@ typedef struct xsm_msrc {
 static void *xsm_msrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
 {
     xsm_msrc *s = calloc(1, sizeof *s);
+    if (s && !(s->mcur = calloc(e->run->nranks + 1, sizeof *s->mcur))) {
+        free(s);
+        s = NULL;
+    }
     if (!s || xsm_iter_init(&s->it, e, r == XSM_ALL_RANKS ? -1 : (int64_t)r)) {
+        if (s)
+            free(s->mcur);
         free(s);
         xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
         return NULL;
@@ -48,7 +55,7 @@ static int xsm_msrc_next(void *src, xsm_ev *ev)
     case XSM_EV_MPI: {
         ev->rec = &d->mpi[ev->row];
         size_t nf;
-        const xsm_flow *f = xsm_emit_flows_at(er->mflows, er->nmflows, ev->row, &s->mcur, &nf);
+        const xsm_flow *f = xsm_emit_flows_at(er->mflows, er->nmflows, ev->row, &s->mcur[ev->rank], &nf);
         if (nf > s->capfl) {
             xsm_evflow *p = realloc(s->fl, nf * sizeof *p);
             if (!p)
@@ -81,6 +88,7 @@ static int xsm_msrc_close(void *src, char *err, size_t errlen)
     if (!s)
         return 0;
     xsm_iter_free(&s->it);
+    free(s->mcur);
     free(s->fl);
     free(s);
     return 0;

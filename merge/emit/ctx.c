@@ -676,18 +676,28 @@ static void xsm_sift_down(xsm_iter *it, size_t i)
 
 int xsm_iter_init(xsm_iter *it, const xsm_emit *e, int64_t rank)
 {
+    static const size_t size[XSM_EV_N] = {sizeof(xsprof_io_region), sizeof(xsprof_io_mpi),     sizeof(xsprof_io_gpu),
+                                          sizeof(xsprof_io_instant), sizeof(xsprof_io_counter), sizeof(xsprof_io_mem)};
     it->e = e;
     it->n = 0;
     it->heap = malloc((e->run->nranks * XSM_EV_N + 1) * sizeof *it->heap);
-    if (!it->heap)
+    it->st = malloc((e->run->nranks * XSM_EV_N + 1) * sizeof *it->st);
+    if (!it->heap || !it->st) {
+        xsm_iter_free(it);
         return -1;
+    }
     for (size_t r = 0; r < e->run->nranks; r++) {
         if (!e->run->ranks[r].present || (rank >= 0 && (size_t)rank != r))
             continue;
-        for (int k = 0; k < XSM_EV_N; k++)
-            if (e->ranks[r].norder[k])
-                it->heap[it->n++] = (xsm_node){xsm_row_time(&e->run->ranks[r].d, k, e->ranks[r].order[k][0]),
-                                               (int32_t)r, k, 0};
+        const xsprof_rank_data *d = &e->run->ranks[r].d;
+        const xsm_erank *er = &e->ranks[r];
+        for (int k = 0; k < XSM_EV_N; k++) {
+            if (!er->norder[k])
+                continue;
+            struct xsm_iter_stream *s = &it->st[it->n];
+            *s = (struct xsm_iter_stream){er->order[k], er->order[k] + er->norder[k], xsm_row_addr(d, k, 0), size[k]};
+            it->heap[it->n++] = (xsm_node){*(const int64_t *)(s->rows + *s->cur * s->size), (int32_t)r, k, s};
+        }
     }
     for (size_t i = it->n / 2 + 1; i-- > 0;)
         xsm_sift_down(it, i);
@@ -699,21 +709,20 @@ int xsm_iter_next(xsm_iter *it, xsm_ev *ev)
     if (!it->n)
         return 0;
     xsm_node *top = &it->heap[0];
-    const xsm_erank *er = &it->e->ranks[top->rank];
+    struct xsm_iter_stream *s = top->s;
     ev->t = top->t;
     ev->rank = top->rank;
     ev->kind = top->kind;
-    ev->row = er->order[top->kind][top->pos];
-    if (++top->pos < er->norder[top->kind]) {
-        const xsprof_rank_data *d = &it->e->run->ranks[top->rank].d;
-        const uint32_t *o = er->order[top->kind];
-        top->t = xsm_row_time(d, top->kind, o[top->pos]);
+    ev->row = *s->cur++;
+    if (s->cur < s->end) {
+        top->t = *(const int64_t *)(s->rows + (size_t)*s->cur * s->size); /* rows begin with their time */
         /* the rows are 40-90 bytes and the streams many: ask for a row
-         * a few places ahead so its time is in cache when it is compared */
-        if (top->pos + 4 < er->norder[top->kind])
-            __builtin_prefetch(xsm_row_addr(d, top->kind, o[top->pos + 4]));
-    } else
+         * a few places ahead so its time is in cache when it is needed */
+        if (s->end - s->cur > 4)
+            __builtin_prefetch(s->rows + (size_t)s->cur[4] * s->size);
+    } else {
         it->heap[0] = it->heap[--it->n];
+    }
     xsm_sift_down(it, 0);
     return 1;
 }
@@ -721,7 +730,9 @@ int xsm_iter_next(xsm_iter *it, xsm_ev *ev)
 void xsm_iter_free(xsm_iter *it)
 {
     free(it->heap);
+    free(it->st);
     it->heap = NULL;
+    it->st = NULL;
     it->n = 0;
 }
 

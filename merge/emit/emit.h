@@ -189,7 +189,15 @@ static inline uint32_t xsm_emit_gid(const xsm_emit *e, int32_t rank, uint32_t lo
 /* k-way merge of all (rank, table) streams by (time, rank, table). */
 typedef struct xsm_iter {
     const xsm_emit *e;
-    struct xsm_iter_node { int64_t t; int32_t rank; int kind; size_t pos; } *heap;
+    /* one stream per (rank, table): where its order is, and its rows, so
+     * that taking an event touches the heap and this record only (the rank
+     * structs are cold lines once ranks are many) */
+    struct xsm_iter_stream {
+        const uint32_t *cur, *end; /* the rest of the table's order */
+        const unsigned char *rows;
+        size_t size;               /* bytes per row */
+    } *st;
+    struct xsm_iter_node { int64_t t; int32_t rank; int kind; struct xsm_iter_stream *s; } *heap;
     size_t n;
 } xsm_iter;
 

@@ -746,7 +746,7 @@ int xsm_clc_run(xsm_stream *s, char *err, size_t errlen)
             break;
         }
         if (xsm_tab_open(&k->tab, sr->rf, &s->run->ranks[r].d, XSPROF_IO_T_MPI) ||
-            xsm_tab_prefetch(&k->tab, pf) || xsm_sheap_init(&k->beg, s->proc_window, sizeof(xsm_crow))) {
+            xsm_tab_prefetch(&k->tab, pf) || xsm_sheap_init(&k->beg, xsm_window_for(s->proc_window, k->tab.n), sizeof(xsm_crow))) {
             rc = xsm_oom(&c);
             break;
         }

@@ -102,6 +102,14 @@ typedef struct xsm_sheap {
 } xsm_sheap;
 
 int xsm_sheap_init(xsm_sheap *h, size_t window, size_t size);
+/* The window for a table of `rows` rows: no more than it has. A heap that
+ * holds a whole table releases nothing before its end, as any larger one,
+ * so the order and the outliers are the same; and a run of many ranks with
+ * short tables does not pay a full window per table and rank. */
+static inline size_t xsm_window_for(size_t window, uint64_t rows)
+{
+    return rows < window ? (rows ? (size_t)rows : 1) : window;
+}
 void xsm_sheap_free(xsm_sheap *h);
 /* 1 when a row with key k arrives too late for the heap (an outlier). */
 static inline int xsm_sheap_late(const xsm_sheap *h, const xsm_skey *k)

@@ -991,7 +991,8 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         if (!sr->present)
             continue;
         if (xsm_tab_open(&m->tab, sr->rf, &run->ranks[r].d, XSPROF_IO_T_MPI) || xsm_tab_prefetch(&m->tab, pf) ||
-            xsm_sheap_init(&m->proc, s->proc_window, sizeof(xsprof_io_mpi)) || xsm_sheap_init(&m->emit, s->window, 0) ||
+            xsm_sheap_init(&m->proc, xsm_window_for(s->proc_window, m->tab.n), sizeof(xsprof_io_mpi)) ||
+            xsm_sheap_init(&m->emit, xsm_window_for(s->window, m->tab.n), 0) ||
             !(sr->sent = calloc(m->tab.n / 64 + 2, sizeof *sr->sent)) ||
             !(sr->sent_before = calloc(m->tab.n / 64 + 2, sizeof *sr->sent_before)) ||
             (s->collect && (!(sr->depb = calloc(m->tab.n / 64 + 2, sizeof *sr->depb)) ||

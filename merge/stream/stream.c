@@ -262,7 +262,7 @@ static int xsm_scan_rank(void *ctx, size_t r)
             continue; /* pass 1 over all ranks (match.c) */
         memset(&tab, 0, sizeof tab);
         sr->out[kind].size = xsprof_io_table_row_size((enum xsprof_io_table)xsm_kind_table[kind]);
-        if (xsm_tab_open(&tab, sr->rf, d, xsm_kind_table[kind]) || xsm_sheap_init(&det, s->window, 0)) {
+        if (xsm_tab_open(&tab, sr->rf, d, xsm_kind_table[kind]) || xsm_sheap_init(&det, xsm_window_for(s->window, tab.n), 0)) {
             xsm_tab_close(&tab);
             rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
             break;
@@ -581,7 +581,7 @@ static void *xsm_ssrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen
         xsm_sq *q = &x->q[k];
         q->kind = k;
         q->out = &x->sr->out[k];
-        bad = xsm_tab_open(&q->tab, x->sr->rf, d, xsm_kind_table[k]) || xsm_sheap_init(&q->h, s->window, q->tab.size);
+        bad = xsm_tab_open(&q->tab, x->sr->rf, d, xsm_kind_table[k]) || xsm_sheap_init(&q->h, xsm_window_for(s->window, q->tab.n), q->tab.size);
     }
     if (!bad && x->sr->nspill) {
         x->spill = fopen(x->sr->spill_path, "rb");

@@ -696,10 +696,11 @@ static int xsm_stream_agree(const xsm_par *par, int rc)
 }
 
 /* Streaming keeps every rank file open (HDF5 holds a descriptor for
- * each): raise the soft limit on descriptors to the hard one, and 0 when
- * the run's files fit under it with room for the spill and output files,
- * else -1 with err saying so (the in-memory merge opens one file at a
- * time). */
+ * each) and, per rank, a spill file and the logical clock's records or
+ * knots: raise the soft limit on descriptors to the hard one, and 0 when
+ * three per rank file fit under it with room for the output files (40
+ * ranks needed 125, 80 ranks 241-260), else -1 with err saying so (the
+ * in-memory merge opens one file at a time). */
 static int xsm_stream_fds(const char *run_dir, char *err, size_t errlen)
 {
     xsm_candidate *c = NULL;
@@ -716,9 +717,10 @@ static int xsm_stream_fds(const char *run_dir, char *err, size_t errlen)
         if (setrlimit(RLIMIT_NOFILE, &up) == 0)
             rl = up;
     }
-    if (rl.rlim_cur == RLIM_INFINITY || (uint64_t)n + 64 <= (uint64_t)rl.rlim_cur)
+    if (rl.rlim_cur == RLIM_INFINITY || 3 * (uint64_t)n + 64 <= (uint64_t)rl.rlim_cur)
         return 0;
-    xsm_err_set(err, errlen, "it keeps every rank file open: %zu files, %llu open files allowed (ulimit -n)", n,
+    xsm_err_set(err, errlen,
+                "it keeps three files open per rank file: %zu rank files, %llu open files allowed (ulimit -n)", n,
                 (unsigned long long)rl.rlim_cur);
     return -1;
 }

@@ -348,9 +348,16 @@ def part_rest():
     got = merge("bigring", "--outputs", "pftrace", env={"XSPROF_MERGE_MEMORY_LIMIT": str(rowbytes)})
     check(rows > 0 and any(("merging %d events in memory" % rows) in l and l.endswith(": streaming") for l in got[2]),
           "memory limit of bigring's row bytes: the note counts its %d rows and it streams: %s" % (rows, got[2]))
-    # streaming keeps every rank file open: with a soft limit on open files
-    # below the run's needs it raises it to the hard limit and streams; with
-    # a hard limit too low it says so and merges in memory (same files)
+    # streaming keeps every rank file open, and a spill file and the logical
+    # clock's per rank: with a soft limit on open files below the run's needs
+    # it raises it to the hard limit and streams; with a hard limit too low
+    # it says so and merges in memory (same files), also for a run that needs
+    # the logical clock, whose third file per rank came late before
+    sk = make_run(maker, "bigskew", os.path.join(base, "sk40"), 40, 600)
+    for lim in (110, 140):
+        got = merge_at(sk, (lim, lim), "--stream", "--outputs", "pftrace")
+        check(got[0] == 0 and any("open files allowed (ulimit -n); merging in memory" in l for l in got[2]),
+              "bigskew, 40 rank files, ulimit -n %d: merged in memory with the note: %s" % (lim, got[2]))
     many = make_run(maker, "big", os.path.join(base, "many"), 40, 300)
     # ... which costs ~1.5 MB per rank file: 40 ranks of 300 events over the
     # budget stay in memory, where they take less
@@ -361,7 +368,7 @@ def part_rest():
     for soft, hard, streams in ((80, 4096, True), (80, 80, False)):
         got = merge_at(many, (soft, hard), "--stream", "--outputs", "pftrace")
         note = [l for l in got[2] if "open files allowed" in l or "merging in memory" in l]
-        check(got[0] == 0 and bool(note) != streams and (streams or "40 files, 80 open files allowed (ulimit -n); "
+        check(got[0] == 0 and bool(note) != streams and (streams or "40 rank files, 80 open files allowed (ulimit -n); "
                                                          "merging in memory" in note[0]),
               "40 rank files, ulimit -n %d (hard %d): %s: %s" % (soft, hard, "streams" if streams else
                                                                 "merges in memory with a note", got[2]))

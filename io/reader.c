@@ -545,7 +545,78 @@ struct xsprof_rankfile {
     unsigned stream;
     rd_tab tab[XSPROF_IO_T_COUNT];
     size_t chunk[XSPROF_IO_T_COUNT];
+    int detached;                        /* file closed: raw[] says where chunks are */
+    xsprof_raw_table raw[XSPROF_IO_T_COUNT];
 };
+
+static xsprof_raw_prepare_fn rd_raw_prepare;
+static xsprof_raw_read_fn rd_raw_read;
+static void (*rd_raw_free)(void *);
+
+void xsprof_rankfile_set_raw_reader(xsprof_raw_prepare_fn prepare, xsprof_raw_read_fn read, void (*free_plan)(void *))
+{
+    rd_raw_prepare = prepare;
+    rd_raw_read = read;
+    rd_raw_free = free_plan;
+}
+
+int xsprof_rankfile_detached(const xsprof_rankfile *rf) { return rf && rf->detached; }
+
+static void rd_raw_clear(xsprof_rankfile *f)
+{
+    for (int t = 0; t < XSPROF_IO_T_COUNT; t++) {
+        if (f->raw[t].plan && rd_raw_free)
+            rd_raw_free(f->raw[t].plan);
+        free((void *)f->raw[t].addr);
+        free((void *)f->raw[t].size);
+        memset(&f->raw[t], 0, sizeof f->raw[t]);
+    }
+}
+
+/* Where every stored chunk of f's streamed tables is, each with a plan to
+ * decode it; then the datasets and the file are closed. Any table that
+ * cannot be read so (its pipeline, a chunk not stored or filtered
+ * otherwise) leaves the file open, as before. */
+static void rd_detach(xsprof_rankfile *f)
+{
+    if (!rd_raw_prepare || !rd_raw_read)
+        return;
+    int ok = 1;
+    for (int t = 0; t < XSPROF_IO_T_COUNT && ok; t++) {
+        if (!(f->stream >> t & 1u) || f->tab[t].ds < 0 || !f->tab[t].dim)
+            continue; /* nothing to read */
+        xsprof_raw_table *r = &f->raw[t];
+        r->path = f->path;
+        r->rows = (uint64_t)f->tab[t].dim;
+        r->chunk_rows = f->chunk[t] ? f->chunk[t] : 1;
+        uint64_t n = (r->rows + r->chunk_rows - 1) / r->chunk_rows;
+        r->addr = malloc((n + 1) * sizeof *r->addr);
+        r->size = malloc((n + 1) * sizeof *r->size);
+        ok = r->addr && r->size && (r->plan = rd_raw_prepare(f->tab[t].ds, f->tab[t].mem, f->tab[t].row)) != NULL;
+        for (uint64_t k = 0; ok && k < n; k++) {
+            hsize_t off = k * r->chunk_rows, size = 0;
+            haddr_t addr = HADDR_UNDEF;
+            unsigned mask = 1;
+            ok = H5Dget_chunk_info_by_coord(f->tab[t].ds, &off, &mask, &addr, &size) >= 0 && mask == 0 &&
+                 addr != HADDR_UNDEF && size > 0 && size <= UINT32_MAX;
+            if (ok) {
+                ((uint64_t *)r->addr)[k] = (uint64_t)addr;
+                ((uint32_t *)r->size)[k] = (uint32_t)size;
+            }
+        }
+    }
+    if (!ok) {
+        rd_raw_clear(f);
+        H5Eclear2(H5E_DEFAULT);
+        return;
+    }
+    for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
+        if (f->stream >> t & 1u)
+            rd_tab_close(&f->tab[t]); /* dim stays */
+    H5Fclose(f->file);
+    f->file = -1;
+    f->detached = 1;
+}
 
 static xsprof_rows_read_fn rd_rows_reader;
 
@@ -572,6 +643,7 @@ static void rd_rankfile_free(xsprof_rankfile *f)
         rd_tab_close(&f->tab[t]);
     if (f->file >= 0)
         H5Fclose(f->file);
+    rd_raw_clear(f);
     free(f->path);
     free(f);
 }
@@ -626,6 +698,7 @@ static xsprof_status rd_open(const char *path, unsigned stream, xsprof_rank_data
                     f->chunk[t] = tabs[t].ds >= 0 ? rd_chunk_rows(tabs[t].ds, (enum xsprof_io_table)t) : 1;
                 }
                 r.file = -1;
+                rd_detach(f);
             }
             for (int t = 0; t < XSPROF_IO_T_COUNT && r.file >= 0; t++)
                 rd_tab_close(&tabs[t]);
@@ -702,6 +775,11 @@ xsprof_status xsprof_rankfile_read(xsprof_rankfile *rf, enum xsprof_io_table t, 
         return XSPROF_OK;
     if (!buf)
         return rd_fail(&r, XSPROF_ERR_INVALID, "no buffer given for dataset %s", name);
+    if (rf->detached) /* no HDF5 call: safe beside other threads' reads */
+        return rd_raw_read(&rf->raw[t], first, n, buf) == 0
+                   ? XSPROF_OK
+                   : rd_fail(&r, XSPROF_ERR_FORMAT, "cannot read %zu rows from row %llu of dataset %s: damaged chunk", n,
+                             (unsigned long long)first, name);
     rd_quiet q = rd_quiet_begin();
     xsprof_status s = XSPROF_OK;
     if (!rd_rows_reader || rd_rows_reader(tab->ds, tab->mem, tab->row, first, n, buf) != 0) {

@@ -109,4 +109,26 @@ typedef int (*xsprof_rows_read_fn)(int64_t dataset, int64_t mem_type, size_t row
                                    void *buf);
 void xsprof_rankfile_set_rows_reader(xsprof_rows_read_fn fn);
 
+/* Streamed tables read without HDF5. An open HDF5 file costs ~800 KB (its
+ * metadata cache is a fixed hash table) and a descriptor, and xsmerge's
+ * streaming mode holds every rank file at once. With these set,
+ * xsprof_rankfile_open asks `prepare` whether a streamed table's chunks can
+ * be decoded outside HDF5 (a plan, or NULL), and when every streamed table
+ * can, notes where each stored chunk lies and closes the file; reads then
+ * go to `read`, which returns 0 when buf holds exactly the rows H5Dread
+ * would give, -1 when a chunk does not decode (damage). Files that cannot
+ * be detached stay open and read as before. */
+typedef struct xsprof_raw_table {
+    const char *path;
+    uint64_t rows, chunk_rows;  /* chunk k holds rows [k * chunk_rows, ...) */
+    const uint64_t *addr;       /* per chunk: byte offset in the file */
+    const uint32_t *size;       /* per chunk: stored bytes */
+    void *plan;                 /* prepare's */
+} xsprof_raw_table;
+typedef void *(*xsprof_raw_prepare_fn)(int64_t dataset, int64_t mem_type, size_t row_size);
+typedef int (*xsprof_raw_read_fn)(const xsprof_raw_table *t, uint64_t first, uint64_t n, void *buf);
+void xsprof_rankfile_set_raw_reader(xsprof_raw_prepare_fn prepare, xsprof_raw_read_fn read, void (*free_plan)(void *));
+/* 1 when rf's file is closed and its tables are read without HDF5. */
+int xsprof_rankfile_detached(const xsprof_rankfile *rf);
+
 #endif

@@ -387,9 +387,10 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
     need += rows * ((o->outputs & XSM_OUT_REPORT) ? 100 : 45);
     if (need <= budget)
         return 0;
-    /* streaming holds about 1-1.5 MB per rank file (merge/README "Memory
-     * bound"): for many ranks of few events that is more than the model */
-    uint64_t sneed = (uint64_t)n * (3u << 19);
+    /* streaming holds up to ~0.5 MB per rank file (chunks and windows of
+     * every rank at once; merge/README "Memory bound"): for many ranks of
+     * few events that is more than the model */
+    uint64_t sneed = (uint64_t)n * (1u << 19);
     int better = streamable && sneed < need;
     if (notes)
         fprintf(notes, "xsmerge: note: merging %.0f events in memory would take about %.1f GiB (budget %.1f GiB): %s\n",

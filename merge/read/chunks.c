@@ -16,11 +16,14 @@
 #include "merge/read/read.h"
 #include "io/h5filter.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef XSPROF_HAVE_LIBDEFLATE
 #include <libdeflate.h>
 #else
@@ -436,5 +439,61 @@ int xsm_chunks_rows(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t
         out += (size_t)(to - from) * p.row;
     }
     H5Eclear2(H5E_DEFAULT);
+    return rc;
+}
+
+/* ---- streamed tables of a closed file (io/reader.h raw reader) ----------- */
+
+static int xsm_pread_all(int fd, unsigned char *p, size_t n, off_t at)
+{
+    while (n) {
+        ssize_t k = pread(fd, p, n, at);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        p += k;
+        at += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+void *xsm_chunks_raw_plan(int64_t dataset, int64_t mem_type, size_t row_size)
+{
+    xsm_ck_plan p, *copy = NULL;
+    if (xsm_ck_plan_init((hid_t)dataset, (hid_t)mem_type, row_size, &p) == 0 && (copy = malloc(sizeof *copy)))
+        *copy = p; /* only the pipeline and shapes: no buffers yet */
+    H5Eclear2(H5E_DEFAULT);
+    return copy;
+}
+
+void xsm_chunks_raw_free(void *plan) { free(plan); }
+
+/* Rows [first, first + n): each chunk read by offset from the file, decoded
+ * as xsm_chunks_rows does, without HDF5 (so from any thread). */
+int xsm_chunks_raw_rows(const xsprof_raw_table *t, uint64_t first, uint64_t n, void *buf)
+{
+    const xsm_ck_plan *p = t->plan;
+    xsm_ck_scratch *s = xsm_ck_scratch_get();
+    if (!p || !n || first > t->rows || n > t->rows - first || p->chunk != t->chunk_rows || !s ||
+        xsm_ck_grow(&s->tmp, &s->tmp_cap, (size_t)p->chunk * p->row))
+        return -1;
+    int fd = open(t->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    unsigned char *out = buf;
+    uint64_t end = first + n;
+    int rc = 0;
+    for (uint64_t k = first / p->chunk; rc == 0 && k * p->chunk < end; k++) {
+        uint64_t off = k * p->chunk, from = first > off ? first - off : 0, to = end - off < p->chunk ? end - off : p->chunk;
+        size_t size = t->size[k];
+        rc = xsm_ck_grow(&s->raw, &s->raw_cap, size) || xsm_pread_all(fd, s->raw, size, (off_t)t->addr[k]) ||
+                     xsm_ck_decode_rows(p, s->raw, size, &s->z, s->tmp, (size_t)from, (size_t)to, out)
+                 ? -1
+                 : 0;
+        out += (size_t)(to - from) * p->row;
+    }
+    close(fd);
     return rc;
 }

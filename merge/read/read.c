@@ -443,6 +443,7 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     xsm_progress_begin("reading rank files", todo);
     xsprof_rankfile_set_table_reader(xsm_chunks_read);
     xsprof_rankfile_set_rows_reader(xsm_chunks_rows);
+    xsprof_rankfile_set_raw_reader(xsm_chunks_raw_plan, xsm_chunks_raw_rows, xsm_chunks_raw_free);
     xsm_stream_load = opts && opts->stream;
     xsm_chunks_set_threads(xsm_cpu_share(par ? par->size : 1));
     xsm_parallel_threads(xsm_cpu_share(par ? par->size : 1)); /* align, match and emit work per rank */

@@ -63,6 +63,13 @@ void xsm_chunks_set_threads(int n);
  * H5Dread should read the rows instead. */
 int xsm_chunks_rows(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t first, uint64_t n, void *buf);
 
+/* io/reader.h's raw reader for streamed tables of closed rank files: the
+ * plan of a table this file decodes (NULL otherwise), its release, and rows
+ * [first, first + n) read by file offset and decoded without HDF5. */
+void *xsm_chunks_raw_plan(int64_t dataset, int64_t mem_type, size_t row_size);
+void xsm_chunks_raw_free(void *plan);
+int xsm_chunks_raw_rows(const xsprof_raw_table *t, uint64_t first, uint64_t n, void *buf);
+
 /* List the rank files of dir (or the single file `dir`), sorted by rank.
  * Returns 0, or 1 with err naming the path. */
 int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, size_t errlen);

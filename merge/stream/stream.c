@@ -695,13 +695,14 @@ static int xsm_stream_agree(const xsm_par *par, int rc)
     return par ? xsm_par_agree(par, rc, 1, &first) : rc;
 }
 
-/* Streaming keeps every rank file open (HDF5 holds a descriptor for
- * each) and, per rank, a spill file and the logical clock's records or
- * knots: raise the soft limit on descriptors to the hard one, and 0 when
- * three per rank file fit under it with room for the output files (40
- * ranks needed 125, 80 ranks 241-260), else -1 with err saying so (the
- * in-memory merge opens one file at a time). */
-static int xsm_stream_fds(const char *run_dir, char *err, size_t errlen)
+/* Streaming keeps, per rank, a spill file and the logical clock's records
+ * or knots open, and the rank file itself when it could not be read
+ * without HDF5 (io/reader.h: `attached` of them; 40 ranks with their files
+ * open needed 125 descriptors, 80 ranks 241-260): raise the soft limit on
+ * descriptors to the hard one, and 0 when they fit under it with room for
+ * the output files, else -1 with err saying so (the in-memory merge opens
+ * one file at a time). */
+static int xsm_stream_fds(const char *run_dir, long attached, char *err, size_t errlen)
 {
     xsm_candidate *c = NULL;
     size_t n = 0;
@@ -709,6 +710,7 @@ static int xsm_stream_fds(const char *run_dir, char *err, size_t errlen)
     if (xsm_read_scan(run_dir, &c, &n, e, sizeof e))
         return 0; /* the load words it */
     free(c);
+    uint64_t need = 2 * (uint64_t)n + (uint64_t)attached + 64;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return 0;
@@ -717,11 +719,10 @@ static int xsm_stream_fds(const char *run_dir, char *err, size_t errlen)
         if (setrlimit(RLIMIT_NOFILE, &up) == 0)
             rl = up;
     }
-    if (rl.rlim_cur == RLIM_INFINITY || 3 * (uint64_t)n + 64 <= (uint64_t)rl.rlim_cur)
+    if (rl.rlim_cur == RLIM_INFINITY || need <= (uint64_t)rl.rlim_cur)
         return 0;
-    xsm_err_set(err, errlen,
-                "it keeps three files open per rank file: %zu rank files, %llu open files allowed (ulimit -n)", n,
-                (unsigned long long)rl.rlim_cur);
+    xsm_err_set(err, errlen, "it keeps %llu files open: %zu rank files, %llu open files allowed (ulimit -n)",
+                (unsigned long long)need - 64, n, (unsigned long long)rl.rlim_cur);
     return -1;
 }
 
@@ -744,7 +745,16 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     int rc = 0;
     /* each process reads every file (pass 1 is the same everywhere) */
     memset(&run, 0, sizeof run);
-    int lrc = xsm_stream_fds(run_dir, err, errlen) || xsm_run_load_par(run_dir, &o, NULL, nf, &run, err, errlen) ? 2 : 0;
+    /* before loading: two files per rank (the rank files themselves are
+     * closed once loaded when they can be read without HDF5); after: the
+     * rank files that stay open too */
+    int lrc = xsm_stream_fds(run_dir, 0, err, errlen) || xsm_run_load_par(run_dir, &o, NULL, nf, &run, err, errlen) ? 2 : 0;
+    if (!lrc) {
+        long attached = 0;
+        for (size_t r = 0; r < run.nranks; r++)
+            attached += run.ranks[r].rf && !xsprof_rankfile_detached(run.ranks[r].rf);
+        lrc = xsm_stream_fds(run_dir, attached, err, errlen) ? 2 : 0;
+    }
     if (xsm_stream_agree(par, lrc)) {
         xsm_run_free(&run);
         if (nf)

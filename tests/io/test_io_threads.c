@@ -325,6 +325,60 @@ static void check_merge_reader(const char *path, const xsprof_rank_data *d)
         H5Fclose(f);
 }
 
+/* The same reader on a closed file (io/reader.h raw reader, xsmerge's
+ * streaming mode): the file detaches, row ranges across chunk boundaries
+ * read as H5Dread gives them, from two threads' worth of scratch; a file
+ * damaged after it was opened fails with one error naming the dataset. */
+static void check_detached(const char *path, const xsprof_rank_data *d)
+{
+    const unsigned stream = 1u << XSPROF_IO_T_REGIONS | 1u << XSPROF_IO_T_MPI | 1u << XSPROF_IO_T_INSTANTS;
+    char copy[2200], err[1024];
+    snprintf(copy, sizeof copy, "%s.detached", path);
+    FILE *in = fopen(path, "rb"), *out = fopen(copy, "wb");
+    char blk[65536];
+    size_t k;
+    while (in && out && (k = fread(blk, 1, sizeof blk, in)) > 0)
+        fwrite(blk, 1, k, out);
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+    xsprof_rankfile_set_raw_reader(xsm_chunks_raw_plan, xsm_chunks_raw_rows, xsm_chunks_raw_free);
+    xsprof_rank_data s;
+    xsprof_rankfile *rf = NULL;
+    CHECK(xsprof_rankfile_open(copy, stream, &s, &rf, err, sizeof err) == XSPROF_OK, "open %s: %s", copy, err);
+    CHECK(xsprof_rankfile_detached(rf), "%s: read without HDF5 (detached)", copy);
+    uint64_t nreg = xsprof_rankfile_table_rows(rf, XSPROF_IO_T_REGIONS);
+    CHECK(nreg == d->nregions && nreg > 20000, "detached: %llu region rows", (unsigned long long)nreg);
+    xsprof_io_region *buf = calloc(20000, sizeof *buf);
+    for (uint64_t first = 0; buf && first + 20000 <= nreg; first += 37000) { /* crosses chunk boundaries */
+        CHECK(xsprof_rankfile_read(rf, XSPROF_IO_T_REGIONS, first, 20000, buf, err, sizeof err) == XSPROF_OK &&
+                  !memcmp(buf, d->regions + first, 20000 * sizeof *buf),
+              "detached: regions [%llu, +20000): %s", (unsigned long long)first, err);
+    }
+    /* damage after opening: the second half of the file overwritten */
+    struct stat sb;
+    FILE *f = stat(copy, &sb) == 0 ? fopen(copy, "r+b") : NULL;
+    if (f) {
+        memset(blk, 0xff, sizeof blk);
+        fseek(f, sb.st_size / 2, SEEK_SET);
+        for (off_t at = sb.st_size / 2; at < sb.st_size; at += (off_t)sizeof blk)
+            fwrite(blk, 1, sizeof blk, f);
+        fclose(f);
+    }
+    xsprof_status st = XSPROF_OK;
+    for (uint64_t first = 0; buf && st == XSPROF_OK && first + 20000 <= nreg; first += 20000)
+        st = xsprof_rankfile_read(rf, XSPROF_IO_T_REGIONS, first, 20000, buf, err, sizeof err);
+    CHECK(st == XSPROF_ERR_FORMAT && strstr(err, "/events/regions") && strstr(err, "damaged chunk") &&
+              !strchr(err, '\n'),
+          "detached, damaged: %d %s", (int)st, err);
+    free(buf);
+    xsprof_rankfile_close(rf);
+    xsprof_rank_data_free(&s);
+    xsprof_rankfile_set_raw_reader(NULL, NULL, NULL);
+    unlink(copy);
+}
+
 /* ---- chunks of short tables --------------------------------------------- */
 
 /* Rows and chunk rows of dataset ds (0 chunk when it cannot be read). */
@@ -502,6 +556,7 @@ int main(int argc, char **argv)
           "row counts");
     check_encoder(serial, &a);
     check_merge_reader(threaded, &a);
+    check_detached(threaded, &a);
     xsprof_rank_data_free(&a);
     xsprof_rank_data_free(&b);
 

@@ -358,6 +358,13 @@ def part_rest():
         got = merge_at(sk, (lim, lim), "--stream", "--outputs", "pftrace")
         check(got[0] == 0 and any("open files allowed (ulimit -n); merging in memory" in l for l in got[2]),
               "bigskew, 40 rank files, ulimit -n %d: merged in memory with the note: %s" % (lim, got[2]))
+    # the rank files themselves are closed once loaded (read without HDF5):
+    # two descriptors per rank are enough
+    ref = merge_at(sk, None, "--outputs", "pftrace")
+    got = merge_at(sk, (150, 150), "--stream", "--outputs", "pftrace")
+    check(got[0] == 0 and not [l for l in got[2] if "merging in memory" in l] and
+          filecmp.cmp(os.path.join(ref[3], "trace.pftrace"), os.path.join(got[3], "trace.pftrace"), shallow=False),
+          "bigskew, 40 rank files, ulimit -n 150: streams, the same trace.pftrace: %s" % got[2])
     many = make_run(maker, "big", os.path.join(base, "many"), 40, 300)
     # ... which costs ~1.5 MB per rank file: 40 ranks of 300 events over the
     # budget stay in memory, where they take less

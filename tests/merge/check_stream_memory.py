@@ -63,5 +63,18 @@ for kind in ("big", "bigskew"):
     check(peak[(l, "stream")] < peak[(l, "memory")] / 4,
           "%s: --stream needs a fraction of the in-memory peak (%.1f vs %.1f MiB)" %
           (kind, peak[(l, "stream")], peak[(l, "memory")]))
+# per rank: streaming holds every rank at once, but no open HDF5 file per
+# rank (~800 KB each before the rank files were read without HDF5): 256
+# ranks against 16 of the same length, the growth per added rank
+wide = {}
+for nr in (16, 256):
+    run = make_run(maker, "big", os.path.join(base, "wide%d" % nr), nr, 300)
+    rc, wide[nr] = peak_mib([run, "-o", os.path.join(base, "out-wide%d" % nr), "-q", "--stream"])
+    check(rc == 0, "wide%d --stream: exit %d" % (nr, rc))
+per_rank_kib = (wide[256] - wide[16]) * 1024 / 240
+print("peak RSS MiB, --stream: 16 ranks %.1f, 256 ranks %.1f (%.0f KiB per added rank)" % (wide[16], wide[256],
+                                                                                         per_rank_kib))
+check(per_rank_kib < 256, "--stream holds %.0f KiB per rank (16 ranks %.1f MiB, 256 ranks %.1f MiB)" %
+      (per_rank_kib, wide[16], wide[256]))
 shutil.rmtree(base, ignore_errors=True)
 finish("merge_stream_memory")

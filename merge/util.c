@@ -441,6 +441,22 @@ int xsm_copy_range(int fd_in, int64_t in_off, int fd_out, int64_t out_off, uint6
     return 0;
 }
 
+int xsm_pread_full(int fd, void *buf, size_t n, off_t at)
+{
+    unsigned char *p = buf;
+    while (n) {
+        ssize_t k = pread(fd, p, n, at);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return k < 0 ? -1 : 1;
+        p += k;
+        at += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
 int xsm_cpu_share(int procs)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);

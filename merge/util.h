@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 
 /* snprintf into err (never NULL-terminated garbage); returns 1 so that
  * callers can write `return xsm_err_set(...)` for the "bad input" code. */
@@ -20,6 +21,10 @@ int xsm_err_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((f
 int xsm_reserve(void **p, size_t *cap, size_t need, size_t size);
 /* Room for element n (one more than n elements). */
 static inline int xsm_grow(void **p, size_t *cap, size_t n, size_t size) { return xsm_reserve(p, cap, n + 1, size); }
+
+/* Read exactly n bytes at offset `at` (retrying short reads and EINTR):
+ * 0, -1 on an error (errno says which), 1 when the file ends first. */
+int xsm_pread_full(int fd, void *buf, size_t n, off_t at);
 
 /* Growable byte buffer. When `f` is set, the buffer is written out each time
  * it passes `flush_at` bytes, so memory stays bounded while streaming. */

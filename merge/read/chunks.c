@@ -14,9 +14,9 @@
  * chunk, the output size known) does it about twice as fast as zlib, which
  * is the fallback when the build did not find it. */
 #include "merge/read/read.h"
+#include "merge/util.h"
 #include "io/h5filter.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
 #include <pthread.h>
@@ -444,20 +444,6 @@ int xsm_chunks_rows(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t
 
 /* ---- streamed tables of a closed file (io/reader.h raw reader) ----------- */
 
-static int xsm_pread_all(int fd, unsigned char *p, size_t n, off_t at)
-{
-    while (n) {
-        ssize_t k = pread(fd, p, n, at);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        at += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
 
 void *xsm_chunks_raw_plan(int64_t dataset, int64_t mem_type, size_t row_size)
 {
@@ -488,7 +474,7 @@ int xsm_chunks_raw_rows(const xsprof_raw_table *t, uint64_t first, uint64_t n, v
     for (uint64_t k = first / p->chunk; rc == 0 && k * p->chunk < end; k++) {
         uint64_t off = k * p->chunk, from = first > off ? first - off : 0, to = end - off < p->chunk ? end - off : p->chunk;
         size_t size = t->size[k];
-        rc = xsm_ck_grow(&s->raw, &s->raw_cap, size) || xsm_pread_all(fd, s->raw, size, (off_t)t->addr[k]) ||
+        rc = xsm_ck_grow(&s->raw, &s->raw_cap, size) || xsm_pread_full(fd, s->raw, size, (off_t)t->addr[k]) ||
                      xsm_ck_decode_rows(p, s->raw, size, &s->z, s->tmp, (size_t)from, (size_t)to, out)
                  ? -1
                  : 0;

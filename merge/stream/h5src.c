@@ -213,21 +213,11 @@ static int xsm_h5src_read(void *ctx, int32_t r, int table, uint64_t i, size_t n,
 static int xsm_h5src_msgs(void *ctx, uint64_t i, size_t n, xsm_h5_msgrec *out, char *err, size_t errlen)
 {
     xsm_stream *s = ctx;
-    size_t len = n * sizeof *out;
-    off_t at = (off_t)(i * sizeof *out);
-    char *p = (char *)out;
-    while (len) {
-        ssize_t got = pread(s->h5msgs_fd, p, len, at);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
-                               s->h5msgs_path, got ? strerror(errno) : "short read")
-                       ? -1 : -1;
-        p += got;
-        len -= (size_t)got;
-        at += got;
-    }
+    int got = xsm_pread_full(s->h5msgs_fd, out, n * sizeof *out, (off_t)(i * sizeof *out));
+    if (got)
+        return xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->h5msgs_path,
+                           got < 0 ? strerror(errno) : "short read")
+                   ? -1 : -1;
     for (size_t k = 0; k < n; k++) {
         out[k].send_begin -= s->t0;
         out[k].send_end -= s->t0;

@@ -399,7 +399,6 @@ out:
     return s;
 }
 
-/* Read a whole 1-D table into a fresh array (*rows, *n). */
 /* Transfer properties for reading `rows` rows of `row` bytes: HDF5
  * converts a compound type through two buffers of 1 MiB by default, which
  * it allocates and zeroes on every H5Dread; a small table needs its own
@@ -417,6 +416,7 @@ static hid_t rd_dxpl(hsize_t rows, size_t row)
     return p < 0 ? H5P_DEFAULT : p;
 }
 
+/* Read a whole 1-D table into a fresh array (*rows, *n). */
 static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, size_t *n)
 {
     const char *name = xsprof_h5_ds_path(which);

@@ -408,8 +408,43 @@ static int xsm_ck_grow(unsigned char **buf, size_t *cap, size_t want)
     return 0;
 }
 
-/* Rows [first, first + n) of a table chunk by chunk on this thread: each
- * raw chunk is fetched (HDF5 call), then decoded outside HDF5. */
+/* Rows [first, first + n) of a table chunk by chunk on this thread:
+ * `fetch` puts chunk k's stored bytes into s->raw (growing it) and their
+ * length into *size, 0 or -1; each is then decoded outside HDF5. */
+static int xsm_ck_rows(const xsm_ck_plan *p, xsm_ck_scratch *s, uint64_t first, uint64_t n, unsigned char *out,
+                       int (*fetch)(void *ctx, uint64_t k, xsm_ck_scratch *s, size_t *size), void *ctx)
+{
+    uint64_t end = first + n;
+    for (uint64_t k = first / p->chunk; k * p->chunk < end; k++) {
+        uint64_t off = k * p->chunk, from = first > off ? first - off : 0, to = end - off < p->chunk ? end - off : p->chunk;
+        size_t size = 0;
+        if (fetch(ctx, k, s, &size) ||
+            xsm_ck_decode_rows(p, s->raw, size, &s->z, s->tmp, (size_t)from, (size_t)to, out))
+            return -1;
+        out += (size_t)(to - from) * p->row;
+    }
+    return 0;
+}
+
+typedef struct xsm_ck_h5 {
+    hid_t ds;
+    uint64_t chunk;
+} xsm_ck_h5;
+
+/* Chunk k through HDF5 (this thread holds its lock meanwhile). */
+static int xsm_ck_fetch_h5(void *ctx, uint64_t k, xsm_ck_scratch *s, size_t *size)
+{
+    const xsm_ck_h5 *h = ctx;
+    hsize_t off = k * h->chunk, stored = 0;
+    uint32_t mask = 1;
+    if (H5Dget_chunk_storage_size(h->ds, &off, &stored) < 0 || stored == 0 || stored > ((size_t)1 << 31) ||
+        xsm_ck_grow(&s->raw, &s->raw_cap, (size_t)stored) || H5Dread_chunk(h->ds, H5P_DEFAULT, &off, &mask, s->raw) < 0 ||
+        mask != 0)
+        return -1;
+    *size = (size_t)stored;
+    return 0;
+}
+
 int xsm_chunks_rows(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t first, uint64_t n, void *buf)
 {
     hid_t ds = (hid_t)dataset, sp = H5Dget_space(ds);
@@ -424,20 +459,8 @@ int xsm_chunks_rows(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t
         H5Eclear2(H5E_DEFAULT);
         return -1;
     }
-    unsigned char *out = buf;
-    uint64_t end = first + n;
-    int rc = 0;
-    for (uint64_t k = first / p.chunk; rc == 0 && k * p.chunk < end; k++) {
-        hsize_t off = k * p.chunk, size = 0;
-        uint32_t mask = 1;
-        uint64_t from = first > off ? first - off : 0, to = end - off < p.chunk ? end - off : p.chunk;
-        if (H5Dget_chunk_storage_size(ds, &off, &size) < 0 || size == 0 || size > ((size_t)1 << 31) ||
-            xsm_ck_grow(&s->raw, &s->raw_cap, (size_t)size) ||
-            H5Dread_chunk(ds, H5P_DEFAULT, &off, &mask, s->raw) < 0 || mask != 0 ||
-            xsm_ck_decode_rows(&p, s->raw, (size_t)size, &s->z, s->tmp, (size_t)from, (size_t)to, out))
-            rc = -1;
-        out += (size_t)(to - from) * p.row;
-    }
+    xsm_ck_h5 h = {ds, p.chunk};
+    int rc = xsm_ck_rows(&p, s, first, n, buf, xsm_ck_fetch_h5, &h);
     H5Eclear2(H5E_DEFAULT);
     return rc;
 }
@@ -456,6 +479,19 @@ void *xsm_chunks_raw_plan(int64_t dataset, int64_t mem_type, size_t row_size)
 
 void xsm_chunks_raw_free(void *plan) { free(plan); }
 
+typedef struct xsm_ck_raw {
+    const xsprof_raw_table *t;
+    int fd;
+} xsm_ck_raw;
+
+/* Chunk k by its offset in the file. */
+static int xsm_ck_fetch_raw(void *ctx, uint64_t k, xsm_ck_scratch *s, size_t *size)
+{
+    const xsm_ck_raw *r = ctx;
+    *size = r->t->size[k];
+    return xsm_ck_grow(&s->raw, &s->raw_cap, *size) || xsm_pread_full(r->fd, s->raw, *size, (off_t)r->t->addr[k]) ? -1 : 0;
+}
+
 /* Rows [first, first + n): each chunk read by offset from the file, decoded
  * as xsm_chunks_rows does, without HDF5 (so from any thread). */
 int xsm_chunks_raw_rows(const xsprof_raw_table *t, uint64_t first, uint64_t n, void *buf)
@@ -465,21 +501,10 @@ int xsm_chunks_raw_rows(const xsprof_raw_table *t, uint64_t first, uint64_t n, v
     if (!p || !n || first > t->rows || n > t->rows - first || p->chunk != t->chunk_rows || !s ||
         xsm_ck_grow(&s->tmp, &s->tmp_cap, (size_t)p->chunk * p->row))
         return -1;
-    int fd = open(t->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    xsm_ck_raw r = {t, open(t->path, O_RDONLY | O_CLOEXEC)};
+    if (r.fd < 0)
         return -1;
-    unsigned char *out = buf;
-    uint64_t end = first + n;
-    int rc = 0;
-    for (uint64_t k = first / p->chunk; rc == 0 && k * p->chunk < end; k++) {
-        uint64_t off = k * p->chunk, from = first > off ? first - off : 0, to = end - off < p->chunk ? end - off : p->chunk;
-        size_t size = t->size[k];
-        rc = xsm_ck_grow(&s->raw, &s->raw_cap, size) || xsm_pread_full(fd, s->raw, size, (off_t)t->addr[k]) ||
-                     xsm_ck_decode_rows(p, s->raw, size, &s->z, s->tmp, (size_t)from, (size_t)to, out)
-                 ? -1
-                 : 0;
-        out += (size_t)(to - from) * p->row;
-    }
-    close(fd);
+    int rc = xsm_ck_rows(p, s, first, n, buf, xsm_ck_fetch_raw, &r);
+    close(r.fd);
     return rc;
 }

@@ -51,14 +51,16 @@ static const char xsm_usage[] =
     "  --format callgrind    also write callgrind.out (for KCachegrind)\n"
     "  --outputs LIST        write only these products: any of pftrace, json,\n"
     "                        h5, report (default: all)\n"
-    "  --stream              write trace.pftrace (trace.json, merged.h5 with\n"
-    "                        --outputs pftrace,json,h5), reading the rank files\n"
-    "                        chunk by chunk: memory does not grow with the trace (same\n"
+    "  --stream              write trace.pftrace (the products of --outputs\n"
+    "                        with it), reading the rank files chunk by chunk:\n"
+    "                        memory does not grow with the trace (the same trace\n"
     "                        files as without --stream, also with --from/--to\n"
-    "                        and under mpirun, and with the logical clock);\n"
-    "                        chosen by itself, with a note, when only those\n"
-    "                        products are asked for and the run would not fit\n"
-    "                        in half the available memory\n"
+    "                        and under mpirun, and with the logical clock; the\n"
+    "                        reports leave out what needs the whole timeline:\n"
+    "                        critical path, root causes, Late Receiver, Wrong\n"
+    "                        Order and collective waits, memory, GPU); chosen by\n"
+    "                        itself, with a note, when the run would not fit in\n"
+    "                        half the available memory\n"
     "                        (XSPROF_MERGE_MEMORY_LIMIT bytes)\n"
     "  -q, --quiet           no progress bar, notes or summary\n"
     "  -h, --help            this text\n"
@@ -203,10 +205,9 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
         return xsm_bad_usage("missing -o OUT_DIR", NULL);
     if (o->load.to_ns && o->load.to_ns < o->load.from_ns)
         return xsm_bad_usage("--to is before --from", NULL);
+    /* the reports stream only when asked to: a streamed analysis leaves out
+     * what needs the whole timeline */
     int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON | XSM_OUT_H5));
-    if (o->stream && o->outputs_given && !streamable)
-        return xsm_bad_usage("--stream writes trace.pftrace, trace.json and merged.h5 only (use --outputs pftrace,json,h5)",
-                             NULL);
     if (o->stream && !o->outputs_given)
         o->outputs = XSM_OUT_PFTRACE;
     const char *env = getenv("XSPROF_MERGE_STREAM");
@@ -365,7 +366,6 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
 {
     if (o->stream || par->size > 1)
         return 0;
-    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON | XSM_OUT_H5));
     xsm_candidate *c = NULL;
     size_t n = 0;
     char err[256];
@@ -391,13 +391,13 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
      * every rank at once; merge/README "Memory bound"): for many ranks of
      * few events that is more than the model */
     uint64_t sneed = (uint64_t)n * (1u << 19);
-    int better = streamable && sneed < need;
+    int better = sneed < need;
     if (notes)
         fprintf(notes, "xsmerge: note: merging %.0f events in memory would take about %.1f GiB (budget %.1f GiB): %s\n",
                 (double)rows, (double)need / (1u << 30), (double)budget / (1u << 30),
-                better       ? "streaming"
-                : streamable ? "trying anyway; streaming its rank files would take more"
-                             : "trying anyway; --stream --outputs pftrace,json,h5 would stream");
+                !better                             ? "trying anyway; streaming its rank files would take more"
+                : (o->outputs & XSM_OUT_REPORT) ? "streaming (the reports without what needs the whole timeline)"
+                                                    : "streaming");
     return better;
 }
 
@@ -419,9 +419,12 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
     }
     xsm_stream_summary sum = {0};
     int what = (o->outputs & XSM_OUT_PFTRACE ? XSM_STREAM_PFTRACE : 0) | (o->outputs & XSM_OUT_JSON ? XSM_STREAM_JSON : 0) |
-               (o->outputs & XSM_OUT_H5 ? XSM_STREAM_H5 : 0);
+               (o->outputs & XSM_OUT_H5 ? XSM_STREAM_H5 : 0) | (o->outputs & XSM_OUT_REPORT ? XSM_STREAM_REPORT : 0);
+    xsm_report_opts ro = o->report;
+    ro.summary = o->report.quiet ? NULL : stdout;
+    ro.keep = NULL;
     int mine = xsm_stream_merge(o->run_dir, &o->load, staging, notes, xsm_cpu_share(par->size), what,
-                                par->share ? par : NULL, &sum, err, errlen);
+                                par->share ? par : NULL, &ro, &sum, err, errlen);
     rc = xsm_par_agree(par, mine, 1, &first); /* the same everywhere */
     if (rc == 2) {
         xsm_par_barrier(par);
@@ -455,7 +458,7 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
         fprintf(stderr, "xsmerge: %zu ranks, %llu messages, %llu collectives; clock violations %llu -> %llu; wrote %s\n",
                 sum.nranks, (unsigned long long)sum.nmsgs, (unsigned long long)sum.ncolls,
                 (unsigned long long)sum.violations_before, (unsigned long long)sum.violations_after, o->out_dir);
-    return 0;
+    return sum.report_rc;
 }
 
 /* The analysis only reads the run, as the trace writers do, so it runs on

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include "merge/model.h"
 #include "merge/util.h"
+#include "merge/analyze/analyze.h"
 
 /* ---- growable text buffer (reports are built in memory, then written atomically) */
 /* The report writers build text in memory: merge's output buffer without a
@@ -53,18 +54,7 @@ struct xsm_an;
  * allocation failure. */
 int32_t xsm_an_sname(struct xsm_an *a, int32_t r, uint32_t id);
 
-/* ---- wait states ------------------------------------------------------------ */
-enum xsm_wait_kind {
-    XSM_WAIT_LATE_SENDER = 0,
-    XSM_WAIT_WRONG_ORDER,
-    XSM_WAIT_LATE_RECEIVER,
-    XSM_WAIT_BARRIER,
-    XSM_WAIT_NXN,
-    XSM_WAIT_NXN_COMPLETION,
-    XSM_WAIT_LATE_BCAST,
-    XSM_WAIT_EARLY_REDUCE,
-    XSM_WAIT_NKINDS
-};
+/* ---- wait states (kinds: analyze.h) ------------------------------------------ */
 const char *xsm_wait_kind_name(int kind); /* the report.json spelling */
 
 typedef struct xsm_wait {
@@ -78,6 +68,7 @@ typedef struct xsm_wait {
     int64_t cause_prev;     /* start of the causer's synchronisation interval */
     int64_t wait_prev;      /* start of the waiter's synchronisation interval */
     int32_t root_region;    /* delay analysis: region on the causer that explains it, -1 none */
+    uint64_t count;         /* instances: 1, or a site's in a streamed analysis (t_end - t_begin their sum) */
 } xsm_wait;
 
 /* ---- call tree, per rank ------------------------------------------------------ */
@@ -161,12 +152,6 @@ typedef struct xsm_cpseg {
     int64_t t0, t1;
 } xsm_cpseg;
 
-/* Point-to-point traffic from one rank to another. */
-typedef struct xsm_cpair {
-    int32_t src, dst;
-    uint64_t msgs, bytes;
-} xsm_cpair;
-
 typedef struct xsm_pathpart {
     int32_t name; /* region or MPI op */
     double seconds;
@@ -247,7 +232,95 @@ typedef struct xsm_an {
     size_t truncated, recovered, missing;
     xsm_finding *f; size_t nf, fcap;
     double total_rank_s;     /* sum of ranks' wall time: the denominator of severities */
+    int streamed;            /* from xsmerge --stream: what needs the whole timeline is not computed (analyze.h) */
 } xsm_an;
+
+/* ---- streamed analysis (sprofile.c): one accumulator per rank --------------- */
+/* Names are the rank's string ids until xsm_an_compute_streamed folds them. */
+typedef struct xsm_scnode {
+    int32_t parent; /* local node, -1 top */
+    uint32_t sid;
+    int is_mpi;
+    xsm_cstat cs;
+} xsm_scnode;
+
+typedef struct xsm_sop {
+    uint32_t sid;
+    uint64_t calls, bytes_sent, bytes_recv;
+    int64_t ns;
+} xsm_sop;
+
+/* The longest instances of a region name on a rank: the outlier test of
+ * profile.c, run on them once the name's moments are complete. */
+#define XSM_STREAM_TOP 16
+typedef struct xsm_sinst {
+    int64_t t0;
+    double s;
+} xsm_sinst;
+
+typedef struct xsm_sname {
+    uint32_t sid;
+    double n, sum, sumsq;
+    xsm_sinst top[XSM_STREAM_TOP]; /* shortest first */
+    size_t ntop;
+} xsm_sname;
+
+/* Waits of one site (kind, causer, MPI function, enclosing region, root
+ * cause): the streamed analysis keeps sites, not instances. */
+typedef struct xsm_swait {
+    int kind;
+    int32_t causer;
+    uint32_t op;
+    int64_t encl; /* string id, -1 none */
+    int32_t root; /* the delay analysis's region (xsm_sanalysis_name), -1 none */
+    uint64_t n;
+    int64_t ns;
+} xsm_swait;
+
+/* A synchronisation interval: exclusive time of its XSM_VMAX largest
+ * regions (global names of the streamed analysis). */
+#define XSM_VMAX 8
+typedef struct xsm_vent {
+    int32_t g;
+    int64_t ns;
+} xsm_vent;
+typedef struct xsm_vec {
+    uint32_t n;
+    xsm_vent e[XSM_VMAX];
+} xsm_vec;
+
+/* Root causes of the streamed delay analysis: (kind, causing rank, region). */
+typedef struct xsm_srcause {
+    int kind;
+    int32_t rank;
+    int32_t region; /* xsm_sanalysis_name, -1 none */
+    double seconds;
+} xsm_srcause;
+
+typedef struct xsm_anrank_out {
+    const xsm_scnode *cn; size_t ncn;      /* parents before children */
+    const xsm_sop *ops; size_t nops;
+    const xsm_sname *names; size_t nnames;
+    const xsm_swait *w; size_t nw;
+    uint32_t main_thread;
+    int64_t t_first, t_last, init_end, fin_begin, mpi_ns;
+} xsm_anrank_out;
+
+/* Rank r's accumulator (all zero for an absent rank). */
+void xsm_sanalysis_view(const xsm_sanalysis *sa, int32_t r, xsm_anrank_out *o);
+/* The streamed analysis's names of root-cause regions; NULL for -1. */
+const char *xsm_sanalysis_name(const xsm_sanalysis *sa, int32_t g);
+const xsm_srcause *xsm_sanalysis_rootcauses(const xsm_sanalysis *sa, size_t *n);
+/* Profile stage of the streamed analysis (profile.c): call trees, regions,
+ * MPI operations and outliers from the accumulators. */
+int xsm_an_profile_streamed(xsm_an *a, const xsm_sanalysis *sa);
+/* What a streamed analysis leaves out, as a phrase for the reports. */
+extern const char xsm_an_not_computed[];
+/* Wait states of the streamed analysis (waits.c): a site per xsm_wait. */
+int xsm_an_waits_streamed(xsm_an *a, const xsm_sanalysis *sa);
+/* Health counts and wall-time denominators (misc.c), without the GPU part
+ * when `gpu` is 0. */
+int xsm_an_health(xsm_an *a, int gpu);
 
 /* 0 ok, -1 on allocation failure (err set). */
 int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen);

@@ -5,6 +5,9 @@
 #include "analyze.h"
 #include "an.h"
 
+const char xsm_an_not_computed[] = "the critical path, root causes of waits, Late Receiver waits, waits in "
+                                   "nonblocking collectives, memory and GPU activity (Wrong Order counts as Late Sender)";
+
 const char *xsm_an_name(const xsm_an *a, int32_t idx)
 {
     if (idx < 0 || (size_t)idx >= a->names.n)
@@ -121,13 +124,68 @@ static int write_buf(const char *dir, const char *name, xsm_buf *b, char *err, s
     return xsm_file_write_atomic(dir, name, b->p ? b->p : "", b->len, err, errlen);
 }
 
+/* The streamed analysis: the model from the accumulators, then the same
+ * later stages as xsm_an_compute where they do not need the rows. */
+static int xsm_an_compute_streamed(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, xsm_cpair *cm, size_t ncm,
+                                   char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    a->run = run;
+    a->nranks = run->nranks;
+    a->t0 = INT64_MAX;
+    a->t1 = INT64_MIN;
+    a->cp_end_rank = -1;
+    a->streamed = 1;
+    a->cm = cm;
+    a->ncm = ncm;
+    a->rs = calloc(run->nranks + 1, sizeof *a->rs);
+    if (!a->rs)
+        goto nomem;
+    for (size_t r = 0; r < run->nranks; r++)
+        a->rs[r].present = run->ranks[r].present;
+    if (xsm_an_profile_streamed(a, sa) != 0)
+        goto nomem;
+    if (a->t0 > a->t1)
+        a->t0 = a->t1 = 0;
+    if (run->t_end > a->t1)
+        a->t1 = run->t_end;
+    if (xsm_an_waits_streamed(a, sa) != 0 || xsm_an_health(a, 0) != 0 || xsm_an_findings(a) != 0)
+        goto nomem;
+    return 0;
+nomem:
+    snprintf(err, errlen, "analysis of %s: out of memory", run->run_dir);
+    xsm_an_free(a);
+    return -1;
+}
+
+static int xsm_analyze_write(xsm_an *a, const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen);
+
 int xsm_analyze_run(const xsm_run *run, const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen)
 {
     xsm_an a;
-    xsm_buf json = {0}, html_json = {0}, txt = {0}, folded = {0}, svg = {0}, html = {0}, reg = {0}, tmp = {0};
-    int rc = 1, regression = 0;
     if (xsm_an_compute(&a, run, err, errlen) != 0)
         return 1;
+    return xsm_analyze_write(&a, out_dir, opts, err, errlen);
+}
+
+int xsm_analyze_streamed(const xsm_run *run, const xsm_sanalysis *sa, xsm_cpair *cm, size_t ncm, const char *out_dir,
+                         const xsm_report_opts *opts, char *err, size_t errlen)
+{
+    xsm_an a;
+    if (xsm_an_compute_streamed(&a, run, sa, cm, ncm, err, errlen) != 0)
+        return 1;
+    xsm_report_opts o = opts ? *opts : (xsm_report_opts){0};
+    o.keep = NULL; /* merged.h5 is written before: no analysis tables there */
+    return xsm_analyze_write(&a, out_dir, &o, err, errlen);
+}
+
+/* Every report from the analysis `a` (freed here, or handed to opts->keep). */
+static int xsm_analyze_write(xsm_an *ap, const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen)
+{
+    xsm_an a = *ap;
+    const xsm_run *run = a.run;
+    xsm_buf json = {0}, html_json = {0}, txt = {0}, folded = {0}, svg = {0}, html = {0}, reg = {0}, tmp = {0};
+    int rc = 1, regression = 0;
     if (opts && opts->baseline_dir) {
         int b = xsm_baseline_compare(&a, opts->baseline_dir, opts->threshold_pct > 0 ? opts->threshold_pct : 5.0, &reg, err,
                                      errlen);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "merge/model.h"
+#include "io/format.h"
 
 typedef struct xsm_report_opts {
     const char *baseline_dir; /* --baseline: previous run (run dir or xsmerge output dir) */
@@ -28,5 +29,68 @@ struct xsm_an;
  * `path`. 0 ok, 1 failure (err set). */
 int xsm_analyze_h5(const struct xsm_an *a, const char *path, char *err, size_t errlen);
 void xsm_analyze_free(struct xsm_an *a);
+
+/* Kinds of wait states (report.json spells them as xsm_wait_kind_name). */
+enum xsm_wait_kind {
+    XSM_WAIT_LATE_SENDER = 0,
+    XSM_WAIT_WRONG_ORDER,
+    XSM_WAIT_LATE_RECEIVER,
+    XSM_WAIT_BARRIER,
+    XSM_WAIT_NXN,
+    XSM_WAIT_NXN_COMPLETION,
+    XSM_WAIT_LATE_BCAST,
+    XSM_WAIT_EARLY_REDUCE,
+    XSM_WAIT_NKINDS
+};
+/* Point-to-point traffic from one rank to another. */
+typedef struct xsm_cpair {
+    int32_t src, dst;
+    uint64_t msgs, bytes;
+} xsm_cpair;
+
+/* The pairs of ranks that exchanged messages, counted as they come: a dense
+ * N x N matrix would take 4 GB at 16 384 ranks, and most pairs never talk. */
+typedef struct xsm_cpairs {
+    xsm_cpair *v;
+    size_t n, cap;
+    uint32_t *slot; /* open addressing: index + 1, 0 empty */
+    size_t nslot;
+} xsm_cpairs;
+
+/* 0 ok, -1 out of memory. */
+int xsm_cpairs_add(xsm_cpairs *t, int32_t src, int32_t dst, uint64_t bytes);
+/* Sort by (src, dst) and hand the pairs over (the table is empty after). */
+void xsm_cpairs_take(xsm_cpairs *t, xsm_cpair **v, size_t *n);
+void xsm_cpairs_free(xsm_cpairs *t);
+
+/* ---- streamed analysis: xsmerge --stream feeds the rows of all ranks, in
+ * time order (begin times) with final times, to one xsm_sanalysis, then
+ * writes the reports from it. Memory grows with call paths, names, wait
+ * sites and the waits in flight, not with the trace. What needs the whole
+ * timeline (the critical path, Late Receiver and Wrong Order waits, waits
+ * in nonblocking collectives, memory and GPU activity) is not computed; the
+ * reports say so. */
+typedef struct xsm_sanalysis xsm_sanalysis;
+struct xsm_evflow;
+xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run); /* NULL: out of memory */
+void xsm_sanalysis_free(xsm_sanalysis *sa);
+/* Rows of rank r; 0 ok, -1 out of memory (the analysis stays failed). */
+int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g);
+/* fl: the message ends on this row (merge/emit/emit.h), a receive's with
+ * its sender's rank, send row and send time. */
+int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint64_t row, const struct xsm_evflow *fl,
+                      size_t nfl);
+/* A wait (enum xsm_wait_kind) in rank r's blocking call at `row` named
+ * `op`, caused by call causer_row of `causer` (-1: no single rank), found
+ * elsewhere (a collective's, by the MPI pass) once its call has begun. */
+int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, int kind, int32_t causer,
+                       uint64_t causer_row, int64_t ns);
+/* After the last row: closes what is still open. */
+int xsm_sanalysis_finish(xsm_sanalysis *sa);
+
+/* The reports from the streamed analysis and the matched messages' pairs
+ * (cm sorted, taken over). As xsm_analyze_run. */
+int xsm_analyze_streamed(const xsm_run *run, const xsm_sanalysis *sa, xsm_cpair *cm, size_t ncm, const char *out_dir,
+                         const xsm_report_opts *opts, char *err, size_t errlen);
 
 #endif

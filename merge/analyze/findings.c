@@ -214,15 +214,18 @@ static int wait_findings(xsm_an *a)
             }
         }
         const char *kn = xsm_wait_kind_name(w0->kind);
+        char delayed[320] = ""; /* none without a delay analysis (a streamed one) */
+        if (w0->root_region >= 0)
+            snprintf(delayed, sizeof delayed, ", delayed in `%s`", rname);
         if (causer < 0)
             snprintf(f.message, sizeof f.message, "%s %s after the first rank already left (%s)", who, where, kn);
         else if (cause[0])
             snprintf(f.message, sizeof f.message, "%s%s %s for it (%s)", cause, who, where, kn);
         else if (w0->kind == XSM_WAIT_EARLY_REDUCE)
-            snprintf(f.message, sizeof f.message, "root %s %s for the last contributor, rank %d, delayed in `%s` (%s)", who, where,
-                     causer, rname, kn);
+            snprintf(f.message, sizeof f.message, "root %s %s for the last contributor, rank %d%s (%s)", who, where, causer,
+                     delayed, kn);
         else
-            snprintf(f.message, sizeof f.message, "%s %s for rank %d, delayed in `%s` (%s)", who, where, causer, rname, kn);
+            snprintf(f.message, sizeof f.message, "%s %s for rank %d%s (%s)", who, where, causer, delayed, kn);
         if (w0->kind == XSM_WAIT_WRONG_ORDER) {
             size_t used = strlen(f.message);
             snprintf(f.message + used, sizeof f.message - used, "; a message sent earlier was already there to be received");

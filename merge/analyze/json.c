@@ -67,6 +67,16 @@ static void job(const xsm_an *a, xsm_buf *b, int h)
     str(b, run->job_id, h);
     key(b, "run_dir", 0);
     str(b, run->run_dir, h);
+    /* what this analysis covers: a streamed one (xsmerge --stream) leaves
+     * out what needs the whole timeline */
+    key(b, "analysis", 0);
+    str(b, a->streamed ? "streamed" : "in-memory", h);
+    key(b, "not_computed", 0);
+    if (a->streamed)
+        xsm_buf_puts(b, "[\"critical_path\",\"root_causes\",\"Late Sender / Wrong Order\",\"Late Receiver\","
+                        "\"nonblocking collective waits\",\"memory\",\"gpu\"]");
+    else
+        xsm_buf_puts(b, "[]");
     xsm_buf_puts(b, "}");
 }
 
@@ -302,7 +312,7 @@ static void wait_states(const xsm_an *a, xsm_buf *b, int h)
         for (size_t i = 0; i < a->nw; i++) {
             const xsm_wait *w = &a->w[i];
             if (w->kind == k)
-                s[ns++] = (site){w->region, w->waiter, w->causer, w->op, (double)(w->t_end - w->t_begin) * 1e-9, 1};
+                s[ns++] = (site){w->region, w->waiter, w->causer, w->op, (double)(w->t_end - w->t_begin) * 1e-9, w->count};
         }
         /* merge instances of the same site */
         qsort(s, ns, sizeof *s, site_key_cmp);

@@ -13,58 +13,75 @@ static int cpair_cmp(const void *pa, const void *pb)
     return a->dst < b->dst ? -1 : a->dst > b->dst;
 }
 
-/* Slot of pair (src, dst) in an open-addressing table of nslot (a power of
- * two) entries, index + 1 into cm or 0 when empty: its slot, or the empty
- * one where it belongs. */
-static size_t cm_find(const uint32_t *slot, size_t nslot, const xsm_cpair *cm, int32_t src, int32_t dst)
+/* Slot of pair (src, dst) in t's open-addressing table: its slot, or the
+ * empty one where it belongs. */
+static size_t cm_find(const xsm_cpairs *t, int32_t src, int32_t dst)
 {
     uint64_t h = ((uint64_t)(uint32_t)src << 32 | (uint32_t)dst) * 0x9e3779b97f4a7c15ull;
-    size_t k = (size_t)(h >> 32) & (nslot - 1);
-    while (slot[k] && (cm[slot[k] - 1].src != src || cm[slot[k] - 1].dst != dst))
-        k = (k + 1) & (nslot - 1);
+    size_t k = (size_t)(h >> 32) & (t->nslot - 1);
+    while (t->slot[k] && (t->v[t->slot[k] - 1].src != src || t->v[t->slot[k] - 1].dst != dst))
+        k = (k + 1) & (t->nslot - 1);
     return k;
 }
 
-/* The pairs that exchanged messages: a dense N x N matrix would take 4 GB
- * at 16 384 ranks, and most pairs never talk. */
+int xsm_cpairs_add(xsm_cpairs *t, int32_t src, int32_t dst, uint64_t bytes)
+{
+    size_t k = t->nslot ? cm_find(t, src, dst) : 0;
+    if (!t->nslot || !t->slot[k]) {
+        if (2 * (t->n + 1) > t->nslot) { /* at half load: twice the slots */
+            size_t ns = t->nslot ? 2 * t->nslot : 64;
+            uint32_t *big = calloc(ns, sizeof *big);
+            if (!big)
+                return -1;
+            free(t->slot);
+            t->slot = big;
+            t->nslot = ns;
+            for (size_t j = 0; j < t->n; j++)
+                t->slot[cm_find(t, t->v[j].src, t->v[j].dst)] = (uint32_t)(j + 1);
+            k = cm_find(t, src, dst);
+        }
+        if (t->n >= UINT32_MAX - 1 || xsm_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v))
+            return -1;
+        t->v[t->n] = (xsm_cpair){src, dst, 0, 0};
+        t->slot[k] = (uint32_t)++t->n;
+    }
+    t->v[t->slot[k] - 1].msgs++;
+    t->v[t->slot[k] - 1].bytes += bytes;
+    return 0;
+}
+
+void xsm_cpairs_take(xsm_cpairs *t, xsm_cpair **v, size_t *n)
+{
+    if (t->n > 1)
+        qsort(t->v, t->n, sizeof *t->v, cpair_cmp);
+    *v = t->v;
+    *n = t->n;
+    t->v = NULL;
+    t->n = t->cap = 0;
+    xsm_cpairs_free(t);
+}
+
+void xsm_cpairs_free(xsm_cpairs *t)
+{
+    free(t->v);
+    free(t->slot);
+    memset(t, 0, sizeof *t);
+}
+
 static int comm_matrix(xsm_an *a)
 {
-    size_t R = a->nranks, nslot = 64, cap = 0;
-    uint32_t *slot = calloc(nslot, sizeof *slot);
-    if (!slot)
-        return -1;
+    size_t R = a->nranks;
+    xsm_cpairs t = {0};
     for (size_t i = 0; i < a->run->nmsgs; i++) {
         const xsm_message *m = &a->run->msgs[i];
         if (m->src < 0 || m->dst < 0 || (size_t)m->src >= R || (size_t)m->dst >= R)
             continue;
-        size_t k = cm_find(slot, nslot, a->cm, m->src, m->dst);
-        if (!slot[k]) {
-            if (2 * (a->ncm + 1) > nslot) { /* at half load: twice the slots */
-                uint32_t *big = calloc(2 * nslot, sizeof *big);
-                if (!big) {
-                    free(slot);
-                    return -1;
-                }
-                free(slot);
-                slot = big;
-                nslot *= 2;
-                for (size_t j = 0; j < a->ncm; j++)
-                    slot[cm_find(slot, nslot, a->cm, a->cm[j].src, a->cm[j].dst)] = (uint32_t)(j + 1);
-                k = cm_find(slot, nslot, a->cm, m->src, m->dst);
-            }
-            if (a->ncm >= UINT32_MAX - 1 || xsm_reserve((void **)&a->cm, &cap, a->ncm + 1, sizeof *a->cm)) {
-                free(slot);
-                return -1;
-            }
-            a->cm[a->ncm] = (xsm_cpair){m->src, m->dst, 0, 0};
-            slot[k] = (uint32_t)++a->ncm;
+        if (xsm_cpairs_add(&t, m->src, m->dst, m->bytes)) {
+            xsm_cpairs_free(&t);
+            return -1;
         }
-        a->cm[slot[k] - 1].msgs++;
-        a->cm[slot[k] - 1].bytes += m->bytes;
     }
-    free(slot);
-    if (a->ncm > 1)
-        qsort(a->cm, a->ncm, sizeof *a->cm, cpair_cmp);
+    xsm_cpairs_take(&t, &a->cm, &a->ncm);
     return 0;
 }
 
@@ -197,10 +214,8 @@ out:
     return rc;
 }
 
-int xsm_an_misc(xsm_an *a)
+int xsm_an_health(xsm_an *a, int gpu)
 {
-    if (comm_matrix(a) != 0)
-        return -1;
     size_t cap = 0;
     for (size_t r = 0; r < a->nranks; r++) {
         const xsm_rank *k = &a->run->ranks[r];
@@ -212,8 +227,13 @@ int xsm_an_misc(xsm_an *a)
         a->truncated += k->d.truncated != 0;
         a->recovered += k->d.recovered != 0;
         a->total_rank_s += (double)(a->rs[r].t_last - a->rs[r].t_first) * 1e-9;
-        if (k->d.ngpu && gpu_rank(a, (int32_t)r, &cap) != 0)
+        if (gpu && k->d.ngpu && gpu_rank(a, (int32_t)r, &cap) != 0)
             return -1;
     }
     return 0;
+}
+
+int xsm_an_misc(xsm_an *a)
+{
+    return comm_matrix(a) != 0 ? -1 : xsm_an_health(a, 1);
 }

@@ -488,16 +488,15 @@ static void stats3(const double *v, const xsm_an *a, double *mn, double *mean, d
 static int build_tables(xsm_an *a, const uint64_t *outl)
 {
     size_t nn = a->names.n, R = a->nranks;
-    int32_t *reg_of = malloc((nn + 1) * sizeof *reg_of), *op_of = malloc((nn + 1) * sizeof *op_of);
+    int32_t *reg_of = malloc((nn + 1) * sizeof *reg_of);
     int *rec = malloc((a->ncn + 1) * sizeof *rec);
-    if (!reg_of || !op_of || !rec) {
+    if (!reg_of || !rec) {
         free(reg_of);
-        free(op_of);
         free(rec);
         return -1;
     }
     for (size_t i = 0; i < nn; i++)
-        reg_of[i] = op_of[i] = -1;
+        reg_of[i] = -1;
     for (size_t c = 0; c < a->ncn; c++)
         rec[c] = cn_recursive(a, (int32_t)c);
     int rc = -1;
@@ -540,65 +539,117 @@ static int build_tables(xsm_an *a, const uint64_t *outl)
         g->saving_s = g->excl_max - g->excl_mean;
         g->outliers = outl[g->name];
     }
-    /* MPI operations straight from the rows (bytes of a receive are known at its completion) */
-    for (size_t r = 0; r < R; r++) {
+    rc = 0;
+out:
+    free(reg_of);
+    free(rec);
+    return rc;
+}
+
+/* Name -> index into a->ops, widened as the name table grows. */
+typedef struct opindex {
+    int32_t *of;
+    size_t n;
+} opindex;
+
+/* The MPI operation named nm, made on first use; NULL when memory ran out. */
+static xsm_mpiop *op_get(xsm_an *a, opindex *ix, int32_t nm)
+{
+    if ((size_t)nm >= ix->n) {
+        size_t nn = a->names.n;
+        int32_t *g2 = realloc(ix->of, (nn + 1) * sizeof *g2);
+        if (!g2)
+            return NULL;
+        ix->of = g2;
+        for (size_t k = ix->n; k < nn; k++)
+            g2[k] = -1;
+        ix->n = nn;
+        xsm_mpiop *o2 = realloc(a->ops, (nn + 1) * sizeof *a->ops);
+        if (!o2)
+            return NULL;
+        a->ops = o2;
+    }
+    if (ix->of[nm] < 0) {
+        size_t R = a->nranks;
+        xsm_mpiop *o = &a->ops[a->nops];
+        memset(o, 0, sizeof *o);
+        o->name = nm;
+        o->rcalls = calloc(R, sizeof(uint64_t));
+        o->rseconds = calloc(R, sizeof(double));
+        o->rbytes = calloc(R, sizeof(uint64_t));
+        if (!o->rcalls || !o->rseconds || !o->rbytes) {
+            free(o->rcalls);
+            free(o->rseconds);
+            free(o->rbytes);
+            return NULL;
+        }
+        ix->of[nm] = (int32_t)a->nops++;
+    }
+    return &a->ops[ix->of[nm]];
+}
+
+static void op_add(xsm_mpiop *o, size_t r, uint64_t calls, double s, uint64_t bs, uint64_t br)
+{
+    o->calls += calls;
+    o->rcalls[r] += calls;
+    o->seconds += s;
+    o->rseconds[r] += s;
+    o->bytes_sent += bs;
+    o->bytes_recv += br;
+    o->rbytes[r] += bs + br;
+}
+
+/* The MPI operations by name: the same order however they were met (rows,
+ * or the streamed analysis's time order). -1 when memory ran out. */
+typedef struct named_op {
+    const char *name;
+    xsm_mpiop op;
+} named_op;
+
+static int named_op_cmp(const void *pa, const void *pb)
+{
+    return strcmp(((const named_op *)pa)->name, ((const named_op *)pb)->name);
+}
+
+static int ops_sort(xsm_an *a)
+{
+    named_op *v = malloc((a->nops + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < a->nops; i++)
+        v[i] = (named_op){xsm_an_name(a, a->ops[i].name), a->ops[i]};
+    qsort(v, a->nops, sizeof *v, named_op_cmp);
+    for (size_t i = 0; i < a->nops; i++)
+        a->ops[i] = v[i].op;
+    free(v);
+    return 0;
+}
+
+/* MPI operations straight from the rows (bytes of a receive are known at its completion) */
+static int ops_from_rows(xsm_an *a)
+{
+    opindex ix = {0};
+    int rc = -1;
+    for (size_t r = 0; r < a->nranks; r++) {
         if (!a->rs[r].present)
             continue;
         const xsprof_rank_data *d = &a->run->ranks[r].d;
         for (size_t i = 0; i < d->nmpi; i++) {
             const xsprof_io_mpi *m = &d->mpi[i];
             int32_t nm = xsm_an_sname(a, (int32_t)r, m->op); /* new when seen only in completion rows */
-            if (nm < 0)
+            xsm_mpiop *o = nm < 0 ? NULL : op_get(a, &ix, nm);
+            if (!o)
                 goto out;
-            if ((size_t)nm >= nn) { /* the table grew: widen the index */
-                int32_t *g2 = realloc(op_of, (a->names.n + 1) * sizeof *op_of);
-                if (!g2)
-                    goto out;
-                op_of = g2;
-                for (size_t k = nn; k < a->names.n; k++)
-                    op_of[k] = -1;
-                nn = a->names.n;
-                xsm_mpiop *o2 = realloc(a->ops, (nn + 1) * sizeof *a->ops);
-                if (!o2)
-                    goto out;
-                a->ops = o2;
-            }
-            if (op_of[nm] < 0) {
-                xsm_mpiop *o = &a->ops[a->nops];
-                memset(o, 0, sizeof *o);
-                o->name = nm;
-                o->rcalls = calloc(R, sizeof(uint64_t));
-                o->rseconds = calloc(R, sizeof(double));
-                o->rbytes = calloc(R, sizeof(uint64_t));
-                if (!o->rcalls || !o->rseconds || !o->rbytes)
-                    goto out;
-                op_of[nm] = (int32_t)a->nops++;
-            }
-            xsm_mpiop *o = &a->ops[op_of[nm]];
-            uint64_t bs = 0, br = 0;
-            if (m->kind == XSPROF_MPI_COMPLETION) {
-                if (m->flags & XSPROF_MPI_F_RECV)
-                    br = m->bytes_recv;
-            } else {
-                double s = (double)(m->t_end - m->t_begin) * 1e-9;
-                o->calls++;
-                o->rcalls[r]++;
-                o->seconds += s;
-                o->rseconds[r] += s;
-                bs = m->bytes_sent;
-                if (m->kind != XSPROF_MPI_IRECV) /* a post only knows the buffer size */
-                    br = m->bytes_recv;
-            }
-            o->bytes_sent += bs;
-            o->bytes_recv += br;
-            o->rbytes[r] += bs + br;
+            if (m->kind == XSPROF_MPI_COMPLETION)
+                op_add(o, r, 0, 0, 0, (m->flags & XSPROF_MPI_F_RECV) ? m->bytes_recv : 0);
+            else /* a post only knows the buffer size */
+                op_add(o, r, 1, (double)(m->t_end - m->t_begin) * 1e-9, m->bytes_sent,
+                       m->kind != XSPROF_MPI_IRECV ? m->bytes_recv : 0);
         }
     }
     rc = 0;
 out:
-    free(reg_of);
-    free(op_of);
-    free(rec);
+    free(ix.of);
     return rc;
 }
 
@@ -665,7 +716,7 @@ int xsm_an_profile(xsm_an *a)
     }
     if (!outl && !(outl = calloc(a->names.n + 1, sizeof *outl)))
         goto out;
-    if (build_tables(a, outl) != 0)
+    if (build_tables(a, outl) != 0 || ops_from_rows(a) != 0 || ops_sort(a) != 0)
         goto out;
     rank_outliers(a);
     rc = 0;
@@ -700,4 +751,131 @@ void xsm_an_window_excl(const xsm_an *a, int32_t r, int64_t t0, int64_t t1, doub
         if (e > b)
             acc[a->cn[s->cnode].name] += (double)(e - b) * 1e-9;
     }
+}
+
+/* MPI operations from the streamed accumulators. */
+static int ops_from_acc(xsm_an *a, const xsm_sanalysis *sa)
+{
+    opindex ix = {0};
+    int rc = -1;
+    for (size_t r = 0; r < a->nranks; r++) {
+        if (!a->rs[r].present)
+            continue;
+        xsm_anrank_out v;
+        xsm_sanalysis_view(sa, (int32_t)r, &v);
+        for (size_t i = 0; i < v.nops; i++) {
+            const xsm_sop *s = &v.ops[i];
+            int32_t nm = xsm_an_sname(a, (int32_t)r, s->sid);
+            xsm_mpiop *o = nm < 0 ? NULL : op_get(a, &ix, nm);
+            if (!o)
+                goto out;
+            op_add(o, r, s->calls, (double)s->ns * 1e-9, s->bytes_sent, s->bytes_recv);
+        }
+    }
+    rc = 0;
+out:
+    free(ix.of);
+    return rc;
+}
+
+/* At least n zeroed counts in *v. */
+static int counts_fit(uint64_t **v, size_t *cap, size_t n)
+{
+    size_t old = *cap;
+    if (n <= old)
+        return 0;
+    if (xsm_reserve((void **)v, cap, n, sizeof **v))
+        return -1;
+    memset(*v + old, 0, (*cap - old) * sizeof **v);
+    return 0;
+}
+
+/* One rank's accumulator into the model: window, call tree (local nodes
+ * come parents first, so a parent is mapped before its children), and the
+ * outlier test on its longest instances with the moments of all of them. */
+static int rank_fold(xsm_an *a, cn_map *map, int32_t r, const xsm_anrank_out *v, uint64_t **outl, size_t *noutl)
+{
+    xsm_rankstat *rs = &a->rs[r];
+    rs->t_first = v->t_first;
+    rs->t_last = v->t_last;
+    if (rs->t_first > rs->t_last)
+        rs->t_first = rs->t_last = 0;
+    rs->span_first = rs->t_first;
+    rs->span_last = rs->t_last;
+    if (v->init_end > rs->t_first && v->init_end <= rs->t_last)
+        rs->t_first = v->init_end;
+    if (v->fin_begin < rs->t_last && v->fin_begin >= rs->t_first)
+        rs->t_last = v->fin_begin;
+    rs->mpi_ns = v->mpi_ns;
+    rs->main_thread = v->main_thread;
+    int32_t *cmap = malloc((v->ncn + 1) * sizeof *cmap);
+    inst *in = malloc((v->nnames * XSM_STREAM_TOP + 1) * sizeof *in);
+    moments *mo = NULL;
+    int rc = -1;
+    if (!cmap || !in)
+        goto out;
+    for (size_t c = 0; c < v->ncn; c++) {
+        const xsm_scnode *sc = &v->cn[c];
+        int32_t nm = xsm_an_sname(a, r, sc->sid);
+        int32_t g = nm < 0 ? -1 : cn_get(a, map, sc->parent >= 0 ? cmap[sc->parent] : -1, nm, sc->is_mpi);
+        if (g < 0 || cs_fit(rs, a->ncn) != 0)
+            goto out;
+        rs->cs[g].calls += sc->cs.calls;
+        rs->cs[g].incl += sc->cs.incl;
+        rs->cs[g].excl += sc->cs.excl;
+        cmap[c] = g;
+    }
+    size_t need = a->names.n + v->nnames + 1, nin = 0; /* names grow by this rank's at most */
+    mo = calloc(need, sizeof *mo);
+    if (!mo || counts_fit(outl, noutl, need))
+        goto out;
+    for (size_t i = 0; i < v->nnames; i++) {
+        const xsm_sname *sn = &v->names[i];
+        int32_t nm = xsm_an_sname(a, r, sn->sid);
+        if (nm < 0)
+            goto out;
+        mo[nm] = (moments){sn->n, sn->sum, sn->sumsq};
+        for (size_t k = 0; k < sn->ntop; k++)
+            in[nin++] = (inst){nm, sn->top[k].t0, sn->top[k].s};
+    }
+    outliers_collect(a, r, in, nin, mo, *outl);
+    rc = 0;
+out:
+    free(cmap);
+    free(in);
+    free(mo);
+    return rc;
+}
+
+int xsm_an_profile_streamed(xsm_an *a, const xsm_sanalysis *sa)
+{
+    cn_map map = {0};
+    uint64_t *outl = NULL;
+    size_t noutl = 0;
+    int rc = -1;
+    a->out = calloc(XSM_OUTLIERS_KEPT, sizeof *a->out);
+    if (!a->out)
+        return -1;
+    for (size_t r = 0; r < a->nranks; r++) {
+        if (!a->rs[r].present)
+            continue;
+        xsm_anrank_out v;
+        xsm_sanalysis_view(sa, (int32_t)r, &v);
+        if (rank_fold(a, &map, (int32_t)r, &v, &outl, &noutl) != 0)
+            goto out;
+        if (a->rs[r].span_first < a->t0)
+            a->t0 = a->rs[r].span_first;
+        if (a->rs[r].span_last > a->t1)
+            a->t1 = a->rs[r].span_last;
+    }
+    if (counts_fit(&outl, &noutl, a->names.n + 1))
+        goto out;
+    if (build_tables(a, outl) != 0 || ops_from_acc(a, sa) != 0 || ops_sort(a) != 0)
+        goto out;
+    rank_outliers(a);
+    rc = 0;
+out:
+    free(map.slot);
+    free(outl);
+    return rc;
 }

@@ -100,6 +100,9 @@ void xsm_report_summary(const xsm_an *a, xsm_buf *b)
         xsm_buf_printf(b, ", command: %.200s", a->run->command);
     xsm_buf_puts(b, "\n\n");
     health(a, b);
+    if (a->streamed)
+        xsm_buf_printf(b, "Streamed analysis (xsmerge --stream): %s are not computed; merge in memory for them.\n\n",
+                       xsm_an_not_computed);
     findings(a, b, 5);
     xsm_buf_puts(b, "\n");
     rank_table(a, b, 8);
@@ -197,7 +200,11 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
     xsm_buf_puts(b, "\n==== Wait states ====\n");
     for (int k = 0; k < XSM_WAIT_NKINDS; k++) {
         xsm_fmt_dur(d1, sizeof d1, a->wait_s[k]);
-        xsm_buf_printf(b, "%-28s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->wait_n[k]);
+        if (a->streamed && (k == XSM_WAIT_WRONG_ORDER || k == XSM_WAIT_LATE_RECEIVER))
+            xsm_buf_printf(b, "%-28s %10s\n", xsm_wait_kind_name(k),
+                           k == XSM_WAIT_WRONG_ORDER ? "(counted as Late Sender: streamed)" : "(not computed: streamed)");
+        else
+            xsm_buf_printf(b, "%-28s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->wait_n[k]);
     }
     if (a->nrc) {
         xsm_buf_puts(b, "\nRoot causes (delay analysis: region on the causing rank whose extra time explains the waits):\n");
@@ -210,7 +217,10 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
 
     xsm_buf_puts(b, "\n==== Critical path ====\n");
     xsm_fmt_dur(d1, sizeof d1, a->cp_length_s);
-    xsm_buf_printf(b, "length %s in %zu segments, ends on rank %d\n", d1, a->cp_segments, a->cp_end_rank);
+    if (a->streamed)
+        xsm_buf_puts(b, "not computed (a streamed analysis: it needs the whole timeline)\n");
+    else
+        xsm_buf_printf(b, "length %s in %zu segments, ends on rank %d\n", d1, a->cp_segments, a->cp_end_rank);
     for (size_t i = 0; i < a->ncp && i < 15; i++) {
         xsm_fmt_dur(d1, sizeof d1, a->cp[i].seconds);
         xsm_buf_printf(b, "  %-30.30s %10s %5.1f%%\n", xsm_an_name(a, a->cp[i].name), d1,

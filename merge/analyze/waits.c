@@ -240,7 +240,7 @@ static int p2p_waits(xsm_an *a)
         if (until <= cr->t_begin)
             continue;
         xsm_wait w = {wrong[i] ? XSM_WAIT_WRONG_ORDER : XSM_WAIT_LATE_SENDER, m->dst, m->src, (size_t)rcall, -1, -1,
-                      cr->t_begin, until, snd->t_begin, 0, 0, -1};
+                      cr->t_begin, until, snd->t_begin, 0, 0, -1, 1};
         if (cand_push(&c, &nc, &cap, &w, i) != 0)
             goto out;
     }
@@ -276,7 +276,7 @@ static int p2p_waits(xsm_an *a)
         int64_t until = e_post < cs->t_end ? e_post : cs->t_end;
         if (until <= cs->t_begin)
             continue;
-        xsm_wait w = {XSM_WAIT_LATE_RECEIVER, m->src, m->dst, (size_t)scall, -1, -1, cs->t_begin, until, e_post, 0, 0, -1};
+        xsm_wait w = {XSM_WAIT_LATE_RECEIVER, m->src, m->dst, (size_t)scall, -1, -1, cs->t_begin, until, e_post, 0, 0, -1, 1};
         if (cand_push(&c, &nc, &cap, &w, i) != 0)
             goto out;
     }
@@ -460,14 +460,14 @@ static int coll_waits(xsm_an *a)
             }
             int64_t until = cause_t < x->x ? cause_t : x->x;
             if (wk >= 0 && until > x->e) {
-                xsm_wait w = {wk, r, causer, (size_t)x->call, op, reg, x->e, until, cause_t, 0, 0, -1};
+                xsm_wait w = {wk, r, causer, (size_t)x->call, op, reg, x->e, until, cause_t, 0, 0, -1, 1};
                 if (wait_push(a, &w) != 0)
                     goto out;
             }
             if (kind == XSPROF_COLL_NXN && minX != INT64_MAX && x->x > minX) {
                 int64_t from = minX > x->e ? minX : x->e;
                 if (from < x->x) {
-                    xsm_wait w = {XSM_WAIT_NXN_COMPLETION, r, -1, (size_t)x->call, op, reg, from, x->x, minX, 0, 0, -1};
+                    xsm_wait w = {XSM_WAIT_NXN_COMPLETION, r, -1, (size_t)x->call, op, reg, from, x->x, minX, 0, 0, -1, 1};
                     if (wait_push(a, &w) != 0)
                         goto out;
                 }
@@ -645,8 +645,44 @@ int xsm_an_waits(xsm_an *a)
         const xsm_wait *w = &a->w[i];
         double s = (double)(w->t_end - w->t_begin) * 1e-9;
         a->wait_s[w->kind] += s;
-        a->wait_n[w->kind]++;
+        a->wait_n[w->kind] += w->count;
         a->rs[w->waiter].wait_ns += w->t_end - w->t_begin;
     }
     return delay_analysis(a);
+}
+
+/* Waits of the streamed analysis: one per site and rank, with its count;
+ * its root causes. */
+int xsm_an_waits_streamed(xsm_an *a, const xsm_sanalysis *sa)
+{
+    for (size_t r = 0; r < a->nranks; r++) {
+        if (!a->rs[r].present)
+            continue;
+        xsm_anrank_out v;
+        xsm_sanalysis_view(sa, (int32_t)r, &v);
+        for (size_t i = 0; i < v.nw; i++) {
+            const xsm_swait *s = &v.w[i];
+            int32_t op = xsm_an_sname(a, (int32_t)r, s->op);
+            int32_t reg = s->encl >= 0 ? xsm_an_sname(a, (int32_t)r, (uint32_t)s->encl) : -1;
+            int32_t root = s->root >= 0 ? xsm_names_intern(&a->names, xsm_sanalysis_name(sa, s->root)) : -1;
+            if (op < 0 || (s->encl >= 0 && reg < 0) || (s->root >= 0 && root < 0))
+                return -1;
+            xsm_wait w = {s->kind, (int32_t)r, s->causer, 0, op, reg, 0, s->ns, 0, 0, 0, root, s->n};
+            if (wait_push(a, &w) != 0)
+                return -1;
+            a->wait_s[w.kind] += (double)s->ns * 1e-9;
+            a->wait_n[w.kind] += s->n;
+            a->rs[r].wait_ns += s->ns;
+        }
+    }
+    size_t n, cap = 0;
+    const xsm_srcause *rc = xsm_sanalysis_rootcauses(sa, &n);
+    for (size_t i = 0; i < n; i++) {
+        int32_t g = rc[i].region >= 0 ? xsm_names_intern(&a->names, xsm_sanalysis_name(sa, rc[i].region)) : -1;
+        if ((rc[i].region >= 0 && g < 0) || rootcause_add(a, rc[i].kind, rc[i].rank, g, rc[i].seconds, &cap) != 0)
+            return -1;
+    }
+    if (a->nrc > 1)
+        qsort(a->rc, a->nrc, sizeof *a->rc, rc_cmp);
+    return 0;
 }

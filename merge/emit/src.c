@@ -66,7 +66,8 @@ static int xsm_msrc_next(void *src, xsm_ev *ev)
         for (size_t k = 0; k < nf; k++) {
             const xsm_message *msg = &s->e->run->msgs[f[k].id - 1];
             s->fl[k] = (xsm_evflow){f[k].id, xsm_emit_flow_time(s->e, ev->rank, 0, &f[k]), (int)f[k].out,
-                                    s->e->run->ranks[msg->src].d.mpi[msg->send_row].t_begin};
+                                    s->e->run->ranks[msg->src].d.mpi[msg->send_row].t_begin, f[k].out ? msg->dst : msg->src,
+                                    f[k].out ? msg->recv_row : msg->send_row};
         }
         ev->mflows = s->fl;
         ev->nmflows = nf;

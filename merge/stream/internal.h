@@ -10,6 +10,7 @@
 #include "io/reader.h"
 #include "merge/align/align.h"
 #include "merge/emit/emit.h"
+#include "merge/analyze/analyze.h"
 
 /* ---- tab.c: rows of one table, a chunk at a time ----------------------- */
 
@@ -156,6 +157,21 @@ typedef struct xsm_spill {
     uint32_t pad;
 } xsm_spill;
 
+/* A wait in a blocking collective of this rank (merge/analyze/waits.c's
+ * rules), found by pass 1 at time p when the collective closed: the
+ * report pass reads it at the first call that ends at or after p, as the
+ * flow ends above. */
+typedef struct xsm_cwait_rec {
+    int64_t p;
+    int64_t ns;     /* how long the call waited */
+    uint32_t row;   /* the call */
+    uint32_t op;    /* its name (string id) */
+    int32_t kind;   /* XSM_WAIT_* */
+    int32_t causer; /* -1: no single rank */
+    uint32_t causer_row;
+    uint32_t pad;
+} xsm_cwait_rec;
+
 /* What pass 1 learns of one rank. */
 typedef struct xsm_srank {
     int present;
@@ -177,6 +193,10 @@ typedef struct xsm_srank {
     uint64_t nmatched, msg_base;  /* its matched sends, messages of lower ranks */
     char spill_path[4096];
     uint64_t nspill;
+    /* the reports: this rank's collective waits (xsm_cwait_rec), in the
+     * order pass 1 found them */
+    char cwait_path[4096];
+    uint64_t ncwait;
     /* the logical clock (clc.c), when the run needs it */
     uint64_t *pin;                /* bit per mpi row: its begin is a point another rank depends on */
     uint64_t *depb, *depe;        /* bit per mpi row: a constraint record for its begin / end */
@@ -314,7 +334,24 @@ struct xsm_stream {
     int h5tab_rank, h5tab_table;
     xsm_clk h5clk;
     uint64_t h5tab_pos, h5tab_out; /* with --from/--to: next source row, kept rows given */
+    /* the reports: pass 1 counts the matched messages of each pair of
+     * ranks; report.c reads every rank again into the analysis */
+    int report;
+    xsm_cpairs cm;
+    int analysis;             /* the source gives what the analysis reads (report.c) */
 };
+
+/* The event source of the writers (stream.c): a rank's rows in time order,
+ * times final, with their message flow ends. */
+extern const xsm_src_ops xsm_ssrc_ops;
+
+/* ---- report.c: report.txt/json/html, flame graphs --------------------------- */
+
+/* The streamed analysis (merge/analyze/analyze.h) of every present rank,
+ * read again through xsm_ssrc_ops, all ranks merged in time order, and its
+ * reports into dir. Returns 0, 1 with err set, 3 when the baseline found a
+ * regression. */
+int xsm_stream_report(xsm_stream *s, const xsm_report_opts *ro, const char *dir, char *err, size_t errlen);
 
 /* 1 when a row of mapped times [b, e] is inside the --from/--to window
  * (always without one). */

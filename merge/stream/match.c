@@ -203,6 +203,7 @@ typedef struct xsm_mrank {
     size_t nreq, capreq;
     uint64_t open_posts;
     FILE *spill;
+    FILE *cwait;          /* the reports' collective waits (xsm_cwait_rec) */
 } xsm_mrank;
 
 typedef struct xsm_mctx {
@@ -214,6 +215,8 @@ typedef struct xsm_mctx {
     size_t ncoll_live, capcoll;
     uint64_t ncolls, incomplete, violations;
     int collect_failed;   /* collect mode: a record could not be written (err set) */
+    int64_t now;          /* the time of the row being processed */
+    int done;             /* all rows processed: the collectives still open are closed */
     uint32_t *comm_ids;   /* communicators the present ranks define */
     uint32_t *comm_present; /* present ranks defining each */
     int32_t *comm_owner;  /* first present rank defining each (its member list) */
@@ -374,9 +377,90 @@ static int xsm_coll_keep(xsm_mctx *c, xsm_cinst *ci)
     return 0;
 }
 
+static int xsm_cwait_put(xsm_mctx *c, const xsm_cmember *x, int kind, const xsm_cmember *cause, int64_t ns)
+{
+    xsm_mrank *m = &c->m[x->rank];
+    xsm_srank *sr = &c->s->r[x->rank];
+    if (!m->cwait &&
+        !(m->cwait = xsm_stream_tmp(c->s, "cwait", x->rank, sr->cwait_path, sizeof sr->cwait_path, c->err, c->errlen)))
+        return 1;
+    xsm_cwait_rec w = {c->now, ns, x->row, x->op, kind, cause ? cause->rank : -1, cause ? cause->row : 0, 0};
+    if (fwrite(&w, sizeof w, 1, m->cwait) != 1)
+        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->cwait_path,
+                           strerror(errno));
+    sr->ncwait++;
+    return 0;
+}
+
+/* The waits of one closed collective for the reports, by the rules of
+ * merge/analyze/waits.c (coll_waits) over its members inside --from/--to
+ * (members sorted by rank). A blocking member's call is its own row; a
+ * nonblocking member counts by its entry and its completion's end, and its
+ * own wait (in the Wait call) is not counted. Collectives left open at the
+ * end (a member missing) are not. */
+static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
+{
+    int kind = ci->m[0].kind;
+    int32_t root_rank = ci->m[0].root;
+    if ((kind != XSPROF_COLL_BARRIER && kind != XSPROF_COLL_NXN && kind != XSPROF_COLL_ONE2N &&
+         kind != XSPROF_COLL_N2ONE) || c->done)
+        return 0;
+    int64_t minX = INT64_MAX;
+    const xsm_cmember *maxm = NULL, *lastm = NULL, *rootm = NULL; /* the last to enter, of the others, the root */
+    size_t nm = 0;
+    for (size_t k = 0; k < ci->n; k++) {
+        const xsm_cmember *x = &ci->m[k];
+        if (!xsm_stream_keep(c->s, x->entry, x->row_end))
+            continue;
+        nm++;
+        if (!maxm || x->entry > maxm->entry)
+            maxm = x;
+        if (x->has_exit && x->exit < minX)
+            minX = x->exit;
+        if (x->rank == root_rank && !rootm)
+            rootm = x;
+        else if (x->rank != root_rank && (!lastm || x->entry > lastm->entry))
+            lastm = x;
+    }
+    if (nm < 2 || ((kind == XSPROF_COLL_ONE2N || kind == XSPROF_COLL_N2ONE) && !rootm))
+        return 0;
+    for (size_t k = 0; k < ci->n; k++) {
+        const xsm_cmember *x = &ci->m[k];
+        if (x->exit_row != x->row || !x->has_exit || !xsm_stream_keep(c->s, x->entry, x->row_end))
+            continue; /* nonblocking, or cut */
+        int wk = -1;
+        const xsm_cmember *cause = NULL;
+        if (kind == XSPROF_COLL_N2ONE) { /* the root waits for the last contributor */
+            if (x->rank == root_rank && lastm) {
+                wk = XSM_WAIT_EARLY_REDUCE;
+                cause = lastm;
+            }
+        } else if (kind == XSPROF_COLL_ONE2N) { /* the others wait for the root */
+            if (x->rank != root_rank) {
+                wk = XSM_WAIT_LATE_BCAST;
+                cause = rootm;
+            }
+        } else if (maxm->rank != x->rank) {
+            wk = kind == XSPROF_COLL_BARRIER ? XSM_WAIT_BARRIER : XSM_WAIT_NXN;
+            cause = maxm;
+        }
+        int64_t until = cause && cause->entry < x->exit ? cause->entry : x->exit;
+        if (cause && until > x->entry && xsm_cwait_put(c, x, wk, cause, until - x->entry))
+            return 1;
+        if (kind == XSPROF_COLL_NXN && minX != INT64_MAX && x->exit > minX) {
+            int64_t from = minX > x->entry ? minX : x->entry;
+            if (from < x->exit && xsm_cwait_put(c, x, XSM_WAIT_NXN_COMPLETION, NULL, x->exit - from))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 static void xsm_coll_close(xsm_mctx *c, xsm_cinst *ci)
 {
     c->violations += xsm_coll_violations(c, ci);
+    if (c->s->report && !c->s->collect && ci->n && xsm_coll_waits(c, ci))
+        c->collect_failed = 1;
     if (c->s->collect && ci->n && xsm_coll_collect(c, ci))
         c->collect_failed = 1;
     if (c->s->h5 && !c->s->collect && ci->n && xsm_coll_keep(c, ci))
@@ -634,6 +718,8 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
     if (!snd->kept || !q->kept)
         return 0; /* an end outside --from/--to: the message is cut, as in memory */
     xsm_sent_set(&c->s->r[src], send_row);
+    if (c->s->report && xsm_cpairs_add(&c->s->cm, src, dst, snd->bytes))
+        return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory");
     if (c->s->h5) { /* merged.h5's row, placed by its id once pass 1 is done */
         xsm_h5_msgrec x;
         memset(&x, 0, sizeof x);
@@ -663,6 +749,7 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
 static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint32_t i, int64_t now)
 {
     int32_t r = m->r;
+    c->now = now;
     int64_t po = -1;
     int po_irecv = 0;
     uint32_t po_comm = UINT32_MAX;
@@ -1031,6 +1118,10 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
             rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", sr->spill_path);
         if (m->spill)
             fclose(m->spill);
+        if (m->cwait && !rc && (fflush(m->cwait) != 0 || ferror(m->cwait)))
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", sr->cwait_path);
+        if (m->cwait)
+            fclose(m->cwait);
         xsm_tab_unprefetch(&m->tab);
         xsm_tab_close(&m->tab);
         xsm_sheap_free(&m->proc);
@@ -1047,6 +1138,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
                 rc = xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages");
         }
     }
+    c.done = 1;
     if (!rc) {
         for (size_t i = 0; i < c.capcoll; i++)
             if (c.coll[i].live)

@@ -383,6 +383,8 @@ typedef struct xsm_ssrc {
     size_t nbucket;
     xsm_evflow *fl;
     size_t capfl;
+    xsprof_io_mpi *compl; /* analysis: completion rows read, times mapped, still to give */
+    size_t ncompl, icompl, capcompl;
     char err[1024];
 } xsm_ssrc;
 
@@ -397,14 +399,25 @@ static int xsm_sq_fill(xsm_ssrc *x, xsm_sq *q)
         const void *src = xsm_tab_row(&q->tab, i);
         if (!src)
             return xsm_err_set(x->err, sizeof x->err, "%s", q->tab.err);
-        if (q->kind == XSM_EV_MPI && ((const xsprof_io_mpi *)src)->kind == XSPROF_MPI_COMPLETION)
-            continue; /* completion records are points inside their Wait/Test call */
+        /* completion records are points inside their Wait/Test call: the
+         * writers draw their calls; the analysis counts the bytes received,
+         * in any order, so they are handed out aside from the heap */
+        int compl = q->kind == XSM_EV_MPI && ((const xsprof_io_mpi *)src)->kind == XSPROF_MPI_COMPLETION;
+        if (compl && !x->s->analysis)
+            continue;
         unsigned char row[XSM_ROW_MAX];
         memcpy(row, src, q->tab.size);
         xsm_skey k;
         xsm_row_key(q->kind, row, &x->clk, i, &k);
         if (!xsm_stream_keep(x->s, k.t, k.te))
             continue;
+        if (compl) {
+            if (xsm_grow((void **)&x->compl, &x->capcompl, x->ncompl, sizeof *x->compl))
+                return xsm_err_set(x->err, sizeof x->err, "xsmerge: out of memory");
+            memcpy(&x->compl[x->ncompl], row, sizeof *x->compl);
+            x->ncompl++;
+            continue;
+        }
         xsm_sheap_push(&q->h, &k, row);
     }
     return 0;
@@ -494,7 +507,7 @@ static int xsm_mpi_flows(xsm_ssrc *x, uint64_t row, int64_t te, xsm_ev *ev)
         if (xsm_flow_room(x, n))
             return -1;
         int64_t tb = ((const xsprof_io_mpi *)x->cur)->t_begin; /* the row, times final */
-        x->fl[n++] = (xsm_evflow){xsm_stream_msg_index(x->sr, row) + 1, tb, 1, tb};
+        x->fl[n++] = (xsm_evflow){xsm_stream_msg_index(x->sr, row) + 1, tb, 1, tb, -1, UINT64_MAX}; /* the receiver is not kept */
     }
     /* every end drawn at this call was spilled before pass 1 passed its end */
     while (x->has_sp && x->sp.p <= te) {
@@ -520,7 +533,7 @@ static int xsm_mpi_flows(xsm_ssrc *x, uint64_t row, int64_t te, xsm_ev *ev)
             if (xsm_flow_room(x, n))
                 return -1;
             uint64_t id = xsm_stream_msg_index(&x->s->r[e->sp.src], e->sp.send_row) + 1;
-            x->fl[n++] = (xsm_evflow){id, e->sp.t - x->s->t0, 0, e->sp.sent - x->s->t0};
+            x->fl[n++] = (xsm_evflow){id, e->sp.t - x->s->t0, 0, e->sp.sent - x->s->t0, e->sp.src, e->sp.send_row};
             uint32_t i = *p;
             *p = e->next;
             e->sp.src = -1;
@@ -557,6 +570,7 @@ static int xsm_ssrc_close(void *src, char *err, size_t errlen)
     free(x->st);
     free(x->bucket);
     free(x->fl);
+    free(x->compl);
     free(x);
     return rc;
 }
@@ -612,10 +626,22 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
     int best = -1;
     for (int k = 0; k < XSM_EV_N; k++) {
         xsm_sq *q = &x->q[k];
+        if (x->s->analysis && k != XSM_EV_REGION && k != XSM_EV_MPI)
+            continue;
         if (xsm_sq_peek(x, q))
             return -1;
         if (q->has && (best < 0 || q->cand.t < x->q[best].cand.t))
             best = k; /* equal times: the lower kind, as xsm_iter */
+    }
+    /* a completion read ahead waits for its time: the analysis merges the
+     * ranks by time and needs each rank's events in order */
+    if (x->icompl < x->ncompl && (best < 0 || x->compl[x->icompl].t_begin <= x->q[best].cand.t)) {
+        memcpy(x->cur, &x->compl[x->icompl++], sizeof *x->compl);
+        if (x->icompl == x->ncompl)
+            x->icompl = x->ncompl = 0;
+        xsm_row_shift(XSM_EV_MPI, x->cur, x->s->t0);
+        *ev = (xsm_ev){((const xsprof_io_mpi *)x->cur)->t_begin, x->r, XSM_EV_MPI, 0, x->cur, NULL, NULL, 0};
+        return 1;
     }
     if (best < 0)
         return 0;
@@ -634,7 +660,7 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
     ev->nmflows = 0;
     if (best == XSM_EV_REGION) {
         const xsprof_io_region *g = (const xsprof_io_region *)x->cur;
-        if (g->nargs && g->args >= 0 && (uint64_t)g->args + g->nargs <= x->args.n) {
+        if (!x->s->analysis && g->nargs && g->args >= 0 && (uint64_t)g->args + g->nargs <= x->args.n) {
             if (x->capargs < g->nargs) {
                 xsprof_io_arg *p = realloc(x->argbuf, g->nargs * sizeof *p);
                 if (!p)
@@ -657,7 +683,7 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
     return 1;
 }
 
-static const xsm_src_ops xsm_ssrc_ops = {xsm_ssrc_open, xsm_ssrc_next, xsm_ssrc_close};
+const xsm_src_ops xsm_ssrc_ops = {xsm_ssrc_open, xsm_ssrc_next, xsm_ssrc_close};
 
 /* ---- driver ----------------------------------------------------------------- */
 
@@ -685,6 +711,8 @@ static void xsm_srank_free(xsm_srank *sr)
     free(sr->kreg_before);
     if (sr->spill_path[0])
         unlink(sr->spill_path);
+    if (sr->cwait_path[0])
+        unlink(sr->cwait_path);
     xsm_clc_free(sr);
 }
 
@@ -727,8 +755,8 @@ static int xsm_stream_fds(const char *run_dir, long attached, char *err, size_t 
 }
 
 static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
-                          int what, const xsm_par *par, size_t proc_window, int clc, int *proc_late, int *need_clc,
-                          xsm_stream_summary *sum, char *err, size_t errlen)
+                          int what, const xsm_par *par, const xsm_report_opts *ro, size_t proc_window, int clc,
+                          int *proc_late, int *need_clc, xsm_stream_summary *sum, char *err, size_t errlen)
 {
     /* Notes wait until streaming is sure to go ahead: a run merged in
      * memory after all prints its own. */
@@ -764,6 +792,7 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     }
     run.min_latency_ns = o.min_latency_ns > 0 ? o.min_latency_ns : 0; /* as merge/read */
     s.h5 = (what & XSM_STREAM_H5) != 0;
+    s.report = (what & XSM_STREAM_REPORT) != 0;
     s.h5msgs_fd = -1;
     s.h5tab_rank = -1;
     size_t n = run.nranks;
@@ -906,6 +935,14 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         rc = xsm_emit_h5(&e, dir, err, errlen) ? 1 : 0;
         xsm_progress_mark("merged.h5");
     }
+    sum->report_rc = 0;
+    if (!rc && s.report && (!par || par->rank == 0)) {
+        rc = xsm_stream_report(&s, ro, dir, err, errlen);
+        if (rc == 3) {
+            sum->report_rc = 3;
+            rc = 0;
+        }
+    }
     rc = xsm_stream_agree(par, rc);
     sum->nranks = n;
     sum->nmsgs = s.nmsgs;
@@ -928,6 +965,7 @@ out:
     if (s.coll_path[0])
         unlink(s.coll_path);
     xsm_h5_cleanup(&s);
+    xsm_cpairs_free(&s.cm);
     xsm_run_free(&run);
     *proc_late = s.proc_late;
     *need_clc = s.need_clc;
@@ -935,7 +973,8 @@ out:
 }
 
 int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
-                     int what, const xsm_par *par, xsm_stream_summary *sum, char *err, size_t errlen)
+                     int what, const xsm_par *par, const xsm_report_opts *ro, xsm_stream_summary *sum, char *err,
+                     size_t errlen)
 {
     size_t w = xsm_stream_window(), pw = w / 64 ? w / 64 : 1;
     int clc = opts->min_latency_ns > 0, rc = 2;
@@ -944,7 +983,7 @@ int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char 
      * agreed all the same so that no process can be left alone in a collective */
     for (int attempt = 0; attempt < 3; attempt++) {
         int late = 0, need = 0;
-        rc = xsm_stream_try(run_dir, opts, dir, notes, threads, what, par, pw, clc, &late, &need, sum, err, errlen);
+        rc = xsm_stream_try(run_dir, opts, dir, notes, threads, what, par, ro, pw, clc, &late, &need, sum, err, errlen);
         if (rc != 2)
             break;
         if (!clc && xsm_stream_agree(par, need)) {

@@ -27,21 +27,25 @@ typedef struct xsm_stream_summary {
     size_t nranks;
     uint64_t nmsgs, ncolls;
     uint64_t violations_before, violations_after;
+    int report_rc; /* the reports: 0, or 3 when the baseline found a regression */
 } xsm_stream_summary;
 
-enum { XSM_STREAM_PFTRACE = 1, XSM_STREAM_JSON = 2, XSM_STREAM_H5 = 4 };
+enum { XSM_STREAM_PFTRACE = 1, XSM_STREAM_JSON = 2, XSM_STREAM_H5 = 4, XSM_STREAM_REPORT = 8 };
 
-/* Write trace.pftrace and/or trace.json (`what`, XSM_STREAM_*) of run_dir
- * into dir with `threads` writer threads.
+/* Write trace.pftrace, trace.json, merged.h5 and/or the reports (`what`,
+ * XSM_STREAM_*; the reports with `ro`, a streamed analysis: analyze.h) of
+ * run_dir into dir with `threads` writer threads.
  * Returns 0 (notes printed to `notes`), 1 with err set on bad input or
  * failure, 2 when the run needs the in-memory merge (err says why; nothing
  * was printed or written). */
 struct xsm_par;
+struct xsm_report_opts;
 /* par (NULL: serial): in collective mode every process reads every file
  * in pass 1 (the same results everywhere), trace.pftrace is divided among
  * the processes as in the in-memory collective mode and process 0 writes
  * trace.json. The return code is the same on every process. */
 int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
-                     int what, const struct xsm_par *par, xsm_stream_summary *sum, char *err, size_t errlen);
+                     int what, const struct xsm_par *par, const struct xsm_report_opts *ro, xsm_stream_summary *sum,
+                     char *err, size_t errlen);
 
 #endif

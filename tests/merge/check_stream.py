@@ -382,18 +382,20 @@ def part_rest():
         check(filecmp.cmp(os.path.join(ref[3], "trace.pftrace"), os.path.join(got[3], "trace.pftrace"), shallow=False),
               "40 rank files, ulimit -n %d (hard %d): the same trace.pftrace as in memory" % (soft, hard))
     got = merge("ring", env=ML)
-    check(got[0] == 0 and any("would take about" in l and "--stream --outputs pftrace,json,h5 would stream" in l
-                              for l in got[2]), "memory limit, all products: merged in memory with a hint: %s" % got[2])
+    check(got[0] == 0 and any("would take about" in l and "streaming its rank files would take more" in l
+                              for l in got[2]), "memory limit, all products, 4 tiny ranks: merged in memory with a hint: %s"
+          % got[2])
     got = merge("ring", "--outputs", "pftrace")
     check(not [l for l in got[2] if "would take" in l], "no memory note without a limit on a small run: %s" % got[2])
 
-    # --stream writes trace.pftrace, trace.json and merged.h5: the report is a usage error
+    # --stream writes the reports too when asked (part_report checks them)
     for outs in ("report", "pftrace,h5,report", "json,report"):
-        rc, so, se, out = merge("golden", "--stream", "--outputs", outs)
-        # a usage error like any other: exit 1, the reason first, then the --help hint
-        check(rc == 1 and se and "--stream writes trace.pftrace, trace.json and merged.h5 only" in se[0],
-              "--stream --outputs %s: exit 1 with the reason (%d %s)" % (outs, rc, se))
-        check(outputs(out) == [], "--stream --outputs %s: no output" % outs)
+        rc, so, se, out = merge("golden", "--stream", "--outputs", outs, "-q")
+        want = sorted(set(["flame.folded", "flame.svg", "report.html", "report.json", "report.txt"] +
+                          (["trace.pftrace"] if "pftrace" in outs else []) + (["merged.h5"] if "h5" in outs else []) +
+                          (["trace.json"] if "json" in outs else [])))
+        check(rc == 0 and outputs(out) == want, "--stream --outputs %s: exit 0 and %s (%d %s %s)" % (outs, want, rc,
+                                                                                                   outputs(out), se))
     rc, so, se, out = merge("golden", "--stream", "--outputs", "pftrace", "-q")
     check(rc == 0 and outputs(out) == ["trace.pftrace"], "--stream --outputs pftrace writes trace.pftrace (%d %s)" %
           (rc, se))
@@ -475,12 +477,132 @@ def part_rest():
     else:
         print("merge_stream: no MPIEXEC, mpirun case not run")
 
-# two CTest tests (merge_stream_cases, merge_stream_rest) run the halves side
-# by side; no argument runs both
+def report_of(out):
+    import json
+    with open(os.path.join(out, "report.json")) as f:
+        return json.load(f)
+
+
+# waits the streamed analysis computes as the in-memory one does (blocking
+# collectives), and those it does not (Late Receiver; Wrong Order comes as
+# Late Sender)
+SAME_WAITS = ("Wait at Barrier", "Wait at NxN", "NxN Completion", "Late Broadcast", "Early Reduce")
+
+
+def part_report():
+    """The reports of --stream (a streamed analysis) against the in-memory ones."""
+    # the golden run's planted waits, exactly (what the in-memory report says)
+    rc, so, se, out = merge("golden", "--stream", "--outputs", "report", "-q")
+    rep = report_of(out)
+    ws = {w["kind"]: w for w in rep["wait_states"]}
+    check(rc == 0 and rep["job"]["analysis"] == "streamed" and "critical_path" in rep["job"]["not_computed"],
+          "golden --stream: a streamed analysis that says what it leaves out (%s)" % rep["job"])
+    sites = lambda k: sorted((x["waiting_rank"], x["causing_rank"], x["op"], x["region"], round(x["seconds"] * 1e9))
+                             for x in ws[k]["sites"])
+    check(sites("Wait at NxN") == [(0, 1, "MPI_Allreduce", "main", 1000), (2, 1, "MPI_Allreduce", "main", 1500)],
+          "golden --stream: Wait at NxN 1.0 + 1.5 us on ranks 0, 2 for rank 1 (%s)" % sites("Wait at NxN"))
+    check(sites("Late Sender") == [(0, 2, "MPI_Recv", "main", 1000)], "golden --stream: Late Sender 1 us (%s)" %
+          sites("Late Sender"))
+    check(sites("Late Broadcast") == [(2, 0, "MPI_Bcast", "main", 500)], "golden --stream: Late Broadcast 0.5 us (%s)" %
+          sites("Late Broadcast"))
+    rcs = {(w["kind"], r["rank"], r["region"]) for w in rep["wait_states"] for r in w["root_causes"]}
+    check(rcs == {("Late Sender", 2, "main"), ("Wait at NxN", 1, "main"), ("Late Broadcast", 0, "main")},
+          "golden --stream: root causes %s" % rcs)
+    with open(os.path.join(out, "report.txt")) as f:
+        txt = f.read()
+    check("Streamed analysis (xsmerge --stream)" in txt and "not computed (a streamed analysis" in txt,
+          "golden --stream: report.txt says it is a streamed analysis")
+
+    # every kind of run and option set: the regions, MPI operations,
+    # communication, clock and call trees are the in-memory ones; so are the
+    # blocking collectives' waits and their root causes; Late Sender holds at
+    # least the in-memory Late Sender and Wrong Order waits
+    cases = [("golden", ()), ("golden", ("--ranks", "0,2")), ("golden", ("--from", "2.5us", "--to", "6us")),
+             ("golden", ("--min-latency", "5us")), ("ring", ()), ("ring", ("--from", "1ms", "--to", "5ms")),
+             ("skew", ()), ("bigskew", ()), ("bigskew", ("--ranks", "1-4")), ("gpu", ()), ("deep", ()),
+             ("icoll", ()), ("mpithreads", ()), ("journal", ()), ("empty", ()), ("bigring", ())]
+    nstreamed = 0
+    for run, opts in cases:
+        what = "%s %s --stream --outputs report" % (run, " ".join(opts))
+        ref = merge(run, "--outputs", "report", "-q", *opts)
+        got = merge(run, "--stream", "--outputs", "report", "-q", *opts)
+        check(got[0] == ref[0] == 0, "%s: exit %d, in memory %d (%s)" % (what, got[0], ref[0], got[2][-3:]))
+        if got[0] or ref[0]:
+            continue
+        a, b = report_of(ref[3]), report_of(got[3])
+        streamed = b["job"]["analysis"] == "streamed"
+        check(streamed or run in ("deep", "mpithreads", "journal"), "%s: streamed (%s)" % (what, b["job"]["analysis"]))
+        for k in ("regions", "mpi", "comm_matrix", "clock", "drops") + (() if streamed else ("gpu",)):
+            check(a[k] == b[k], "%s: %s differs from the in-memory report:\n%s\n%s" % (what, k, a[k], b[k]))
+        for ra, rb in zip(a["ranks"], b["ranks"]):
+            for k in ("wall_s", "mpi_s", "compute_s"):
+                check(ra[k] == rb[k], "%s: rank %s %s %s, in memory %s" % (what, ra["rank"], k, rb[k], ra[k]))
+        with open(os.path.join(ref[3], "flame.folded")) as fa, open(os.path.join(got[3], "flame.folded")) as fb:
+            check(fa.read() == fb.read(), "%s: flame.folded differs from the in-memory one" % what)
+        if not streamed:
+            continue
+        nstreamed += 1
+        wa = {w["kind"]: w for w in a["wait_states"]}
+        wb = {w["kind"]: w for w in b["wait_states"]}
+        for k in SAME_WAITS:
+            if run == "icoll":  # waits in nonblocking collectives are not computed
+                check(wb[k]["instances"] <= wa[k]["instances"], "%s: %s instances %d > %d" % (what, k, wb[k]["instances"],
+                                                                                               wa[k]["instances"]))
+                continue
+            check((wa[k]["instances"], wa[k]["seconds"]) == (wb[k]["instances"], wb[k]["seconds"]),
+                  "%s: %s %s, in memory %s" % (what, k, (wb[k]["instances"], wb[k]["seconds"]),
+                                               (wa[k]["instances"], wa[k]["seconds"])))
+            rca = sorted((r["rank"], r["region"], round(r["seconds"], 9)) for r in wa[k]["root_causes"])
+            rcb = sorted((r["rank"], r["region"], round(r["seconds"], 9)) for r in wb[k]["root_causes"])
+            check(rca == rcb, "%s: %s root causes %s, in memory %s" % (what, k, rcb, rca))
+        ls_mem = wa["Late Sender"]["instances"] + wa["Late Sender / Wrong Order"]["instances"]
+        check(wb["Late Sender"]["instances"] >= ls_mem and wb["Late Sender / Wrong Order"]["instances"] == 0 and
+              wb["Late Receiver"]["instances"] == 0,
+              "%s: Late Sender %d (in memory %d + Wrong Order)" % (what, wb["Late Sender"]["instances"], ls_mem))
+        if wa["Late Receiver"]["instances"] == 0:  # nothing taken by a Late Receiver of the same call
+            check(abs(wb["Late Sender"]["seconds"] - wa["Late Sender"]["seconds"] -
+                      wa["Late Sender / Wrong Order"]["seconds"]) < 1e-12 + 1e-9 * wb["Late Sender"]["seconds"],
+                  "%s: Late Sender %g s, in memory %g + %g" % (what, wb["Late Sender"]["seconds"],
+                                                               wa["Late Sender"]["seconds"],
+                                                               wa["Late Sender / Wrong Order"]["seconds"]))
+
+    print("merge_stream_report: %d of %d run and option sets streamed and compared" % (nstreamed, len(cases)))
+    check(nstreamed >= len(cases) - 3, "at most deep, mpithreads and journal merge in memory (%d of %d streamed)" %
+          (nstreamed, len(cases)))
+
+    # under mpirun, process 0 writes the reports: the serial streamed ones
+    mpiexec = os.environ.get("MPIEXEC")
+    if mpiexec and os.path.exists(mpiexec):
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1")
+        for k in ("XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_TIMES"):
+            env.pop(k, None)
+        for run, np_ in (("skew", 2), ("golden", 3)):
+            ref = merge(run, "--stream", "--outputs", "pftrace,report", "-q")
+            out = os.path.join(base, "mpirun-report-%s-%d" % (run, np_))
+            p = subprocess.run([mpiexec, "-np", str(np_), "--oversubscribe", XSMERGE, R[run], "-o", out, "--stream",
+                                "--outputs", "pftrace,report", "-q"], capture_output=True, text=True, env=env, timeout=120)
+            what = "mpirun -np %d %s --stream --outputs pftrace,report" % (np_, run)
+            check(p.returncode == 0 and outputs(out) == outputs(ref[3]), "%s: exit 0, files %s (%s)" %
+                  (what, outputs(out), p.stderr[-500:]))
+            for f in ("report.json", "report.txt", "flame.folded", "trace.pftrace"):
+                a, b = os.path.join(ref[3], f), os.path.join(out, f)
+                d = first_diff(a, b) if os.path.exists(b) else "missing"
+                if f == "report.json" and d is not None:  # the run_dir is the same, the rest must be
+                    d = None if report_of(ref[3]) == report_of(out) else d
+                check(d is None, "%s: %s differs from the serial one at %s" % (what, f, d))
+    else:
+        print("merge_stream: no MPIEXEC, mpirun report case not run")
+
+
+# three CTest tests (merge_stream_cases, merge_stream_rest,
+# merge_stream_report) run the parts side by side; no argument runs all
 PART = sys.argv[2] if len(sys.argv) > 2 else "all"
 if PART in ("all", "cases"):
     part_cases()
 if PART in ("all", "rest"):
     part_rest()
+if PART in ("all", "report"):
+    part_report()
 shutil.rmtree(base, ignore_errors=True)
 finish("merge_stream" if PART == "all" else "merge_stream_" + PART)

@@ -1,0 +1,748 @@
+/* merge/analyze/sprofile.c — the streamed analysis (analyze.h): the rows of
+ * all ranks in time order (as xsmerge --stream reads them) become each
+ * rank's call tree, MPI operation totals, region instance moments and wait
+ * sites, in memory that grows with the number of distinct call paths, names
+ * and wait sites and with the waits in flight, not with the trace.
+ *
+ * Delay analysis as waits.c does it, without the timeline: each rank keeps
+ * the exclusive time per region of its main thread since its last
+ * synchronising call ended (its synchronisation interval). A wait found at
+ * the waiting call (a Late Sender from the message's flow end, a
+ * collective's from pass 1) copies the waiter's interval and waits at the
+ * causing rank for the causing call, which comes later in time; there the
+ * two intervals are compared. xsm_an_profile_streamed (profile.c) and
+ * xsm_an_waits_streamed (waits.c) fold it into the analysis model. */
+#include <stdlib.h>
+#include <string.h>
+#include "an.h"
+#include "core/record.h"
+#include "merge/emit/emit.h"
+
+/* ---- exact-key map: (k1, k2) -> index ------------------------------------- */
+typedef struct kmap {
+    uint64_t *k;   /* 2 per slot */
+    uint32_t *v;   /* index + 1, 0 empty */
+    size_t nslot, n;
+} kmap;
+
+static size_t kmap_hash(uint64_t k1, uint64_t k2, size_t mask)
+{
+    uint64_t h = (k1 * 0x9e3779b97f4a7c15ull) ^ (k2 + 0x632be59bd9b4e019ull) * 0xff51afd7ed558ccdull;
+    return (size_t)(h ^ h >> 29) & mask;
+}
+
+/* Index of (k1, k2), or -1 when absent. */
+static int64_t kmap_get(const kmap *m, uint64_t k1, uint64_t k2)
+{
+    if (!m->nslot)
+        return -1;
+    for (size_t i = kmap_hash(k1, k2, m->nslot - 1);; i = (i + 1) & (m->nslot - 1)) {
+        if (!m->v[i])
+            return -1;
+        if (m->k[2 * i] == k1 && m->k[2 * i + 1] == k2)
+            return (int64_t)m->v[i] - 1;
+    }
+}
+
+/* Store (k1, k2) -> idx (the key is absent). 0 ok, -1 out of memory. */
+static int kmap_put(kmap *m, uint64_t k1, uint64_t k2, uint32_t idx)
+{
+    if (2 * (m->n + 1) > m->nslot) {
+        size_t ns = m->nslot ? 2 * m->nslot : 64;
+        kmap b = {calloc(2 * ns, sizeof *b.k), calloc(ns, sizeof *b.v), ns, 0};
+        if (!b.k || !b.v) {
+            free(b.k);
+            free(b.v);
+            return -1;
+        }
+        for (size_t i = 0; i < m->nslot; i++)
+            if (m->v[i])
+                kmap_put(&b, m->k[2 * i], m->k[2 * i + 1], m->v[i] - 1);
+        free(m->k);
+        free(m->v);
+        *m = b;
+    }
+    size_t i = kmap_hash(k1, k2, m->nslot - 1);
+    while (m->v[i])
+        i = (i + 1) & (m->nslot - 1);
+    m->k[2 * i] = k1;
+    m->k[2 * i + 1] = k2;
+    m->v[i] = idx + 1;
+    m->n++;
+    return 0;
+}
+
+static void kmap_free(kmap *m)
+{
+    free(m->k);
+    free(m->v);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- the accumulator ------------------------------------------------------- */
+typedef struct sframe {
+    int64_t t0, end, child;
+    int32_t cn;        /* local call-tree node */
+    int64_t encl;      /* string id of the enclosing region, -1 none */
+    uint32_t name;     /* string id */
+    int is_mpi, sync;
+    xsm_vec v;         /* MPI calls on the main thread: the synchronisation interval before it */
+} sframe;
+
+typedef struct sthread {
+    uint32_t tid;
+    sframe *st;
+    size_t sp, cap;
+} sthread;
+
+/* A recent call on the main thread, for waits that arrive after it. */
+typedef struct xsm_recent {
+    uint32_t row;
+    int64_t encl;
+    xsm_vec v;
+} xsm_recent;
+
+/* A collective wait that came before its call. */
+typedef struct xsm_pwait {
+    uint32_t row, op;
+    int kind;
+    int32_t causer;
+    uint64_t causer_row;
+    int64_t ns;
+} xsm_pwait;
+
+/* A wait for a call of this (the causing) rank still to come. */
+typedef struct xsm_req {
+    uint64_t row;
+    int kind;
+    int32_t waiter;
+    uint32_t op;       /* the waiter's string ids */
+    int64_t encl;
+    int64_t ns;
+    xsm_vec v;         /* the waiter's interval */
+} xsm_req;
+
+#define XSM_RECENT 16
+
+typedef struct xsm_anrank xsm_anrank;
+struct xsm_anrank {
+    xsm_sanalysis *sa;
+    int32_t rank;
+    const xsprof_rank_data *d;
+    sthread *th; size_t nth, thcap;
+    size_t last_th;
+    xsm_scnode *cn; size_t ncn, cncap;
+    kmap cnmap;
+    xsm_sop *ops; size_t nops, opcap;
+    kmap opmap;
+    xsm_sname *nm; size_t nnm, nmcap;
+    kmap nmmap;
+    xsm_swait *w; size_t nw, wcap;
+    kmap wmap;
+    int32_t *gid;       /* per string id: its name in sa->names, -2 not looked up */
+    signed char *opcls; /* per string id: -1 unknown, 0 other, 1 init, 2 finalize */
+    int have_main, have_first;
+    uint32_t main_thread, first_thread;
+    /* the main thread's synchronisation interval so far: exclusive region
+     * time by name (sa->names) since the last synchronising call ended */
+    int64_t cursor;
+    int32_t *vg;
+    int64_t *vns;
+    size_t nv, capv;
+    xsm_recent recent[XSM_RECENT];
+    size_t nrecent, irecent;
+    xsm_pwait *pend; size_t npend, cappend;
+    xsm_req *req; size_t nreq, capreq;
+    int64_t t_first, t_last, init_end, fin_begin, mpi_ns;
+    int failed;
+};
+
+struct xsm_sanalysis {
+    const xsm_run *run;
+    xsm_anrank **acc;
+    xsm_names names;     /* region names of every rank, for comparing intervals */
+    xsm_srcause *rc; size_t nrc, rccap;
+    kmap rcmap;
+};
+
+static xsm_anrank *anrank_new(xsm_sanalysis *sa, int32_t r)
+{
+    const xsprof_rank_data *d = &sa->run->ranks[r].d;
+    xsm_anrank *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->sa = sa;
+    x->rank = r;
+    x->d = d;
+    x->opcls = malloc((size_t)d->nstrings + 1);
+    x->gid = malloc(((size_t)d->nstrings + 1) * sizeof *x->gid);
+    if (!x->opcls || !x->gid) {
+        free(x->opcls);
+        free(x->gid);
+        free(x);
+        return NULL;
+    }
+    memset(x->opcls, -1, (size_t)d->nstrings + 1);
+    for (size_t k = 0; k <= d->nstrings; k++)
+        x->gid[k] = -2;
+    x->t_first = INT64_MAX;
+    x->t_last = INT64_MIN;
+    x->init_end = INT64_MIN;
+    x->fin_begin = INT64_MAX;
+    return x;
+}
+
+static void anrank_free(xsm_anrank *x)
+{
+    if (!x)
+        return;
+    for (size_t i = 0; i < x->nth; i++)
+        free(x->th[i].st);
+    free(x->th);
+    free(x->cn);
+    free(x->ops);
+    free(x->nm);
+    free(x->w);
+    free(x->gid);
+    free(x->opcls);
+    free(x->vg);
+    free(x->vns);
+    free(x->pend);
+    free(x->req);
+    kmap_free(&x->cnmap);
+    kmap_free(&x->opmap);
+    kmap_free(&x->nmmap);
+    kmap_free(&x->wmap);
+    free(x);
+}
+
+xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run)
+{
+    xsm_sanalysis *sa = calloc(1, sizeof *sa);
+    if (!sa || !(sa->acc = calloc(run->nranks + 1, sizeof *sa->acc))) {
+        free(sa);
+        return NULL;
+    }
+    sa->run = run;
+    for (size_t r = 0; r < run->nranks; r++)
+        if (run->ranks[r].present && !(sa->acc[r] = anrank_new(sa, (int32_t)r))) {
+            xsm_sanalysis_free(sa);
+            return NULL;
+        }
+    return sa;
+}
+
+void xsm_sanalysis_free(xsm_sanalysis *sa)
+{
+    if (!sa)
+        return;
+    for (size_t r = 0; sa->acc && r < sa->run->nranks; r++)
+        anrank_free(sa->acc[r]);
+    free(sa->acc);
+    xsm_names_free(&sa->names);
+    free(sa->rc);
+    kmap_free(&sa->rcmap);
+    free(sa);
+}
+
+/* Global name of the rank's string `sid`, -1 on allocation failure. */
+static int32_t gname(xsm_anrank *x, uint32_t sid)
+{
+    uint32_t k = sid < x->d->nstrings ? sid : x->d->nstrings;
+    if (x->gid[k] == -2)
+        x->gid[k] = xsm_names_intern(&x->sa->names, xsprof_rank_data_string(x->d, sid));
+    return x->gid[k];
+}
+
+static sthread *thread_of(xsm_anrank *x, uint32_t tid)
+{
+    if (x->last_th < x->nth && x->th[x->last_th].tid == tid)
+        return &x->th[x->last_th];
+    for (size_t i = 0; i < x->nth; i++) /* a rank has a few threads */
+        if (x->th[i].tid == tid) {
+            x->last_th = i;
+            return &x->th[i];
+        }
+    if (xsm_grow((void **)&x->th, &x->thcap, x->nth, sizeof *x->th))
+        return NULL;
+    x->th[x->nth] = (sthread){tid, NULL, 0, 0};
+    x->last_th = x->nth;
+    return &x->th[x->nth++];
+}
+
+static xsm_sname *name_of(xsm_anrank *x, uint32_t sid)
+{
+    int64_t i = kmap_get(&x->nmmap, sid, 0);
+    if (i >= 0)
+        return &x->nm[i];
+    if (xsm_grow((void **)&x->nm, &x->nmcap, x->nnm, sizeof *x->nm) || kmap_put(&x->nmmap, sid, 0, (uint32_t)x->nnm))
+        return NULL;
+    memset(&x->nm[x->nnm], 0, sizeof x->nm[x->nnm]);
+    x->nm[x->nnm].sid = sid;
+    return &x->nm[x->nnm++];
+}
+
+/* A region instance of `s` seconds: its name's moments, and its longest
+ * instances (the only ones the outlier test can pass, kept shortest first). */
+static int instance_add(xsm_anrank *x, uint32_t sid, int64_t t0, double s)
+{
+    xsm_sname *n = name_of(x, sid);
+    if (!n)
+        return -1;
+    n->n += 1;
+    n->sum += s;
+    n->sumsq += s * s;
+    xsm_sinst in = {t0, s};
+    if (n->ntop < XSM_STREAM_TOP) {
+        size_t k = n->ntop++;
+        while (k > 0 && n->top[k - 1].s > s) {
+            n->top[k] = n->top[k - 1];
+            k--;
+        }
+        n->top[k] = in;
+        return 0;
+    }
+    if (s <= n->top[0].s)
+        return 0;
+    size_t j = 1; /* the shortest drops out */
+    while (j < XSM_STREAM_TOP && n->top[j].s < s) {
+        n->top[j - 1] = n->top[j];
+        j++;
+    }
+    n->top[j - 1] = in;
+    return 0;
+}
+
+static int wait_add(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_t encl, int32_t root, int64_t ns)
+{
+    uint64_t k1 = (uint64_t)kind | (uint64_t)(uint32_t)(causer + 1) << 8 | (uint64_t)(uint32_t)(root + 1) << 32;
+    uint64_t k2 = (uint64_t)op | (uint64_t)(encl + 1) << 32;
+    int64_t i = kmap_get(&x->wmap, k1, k2);
+    if (i < 0) {
+        if (xsm_grow((void **)&x->w, &x->wcap, x->nw, sizeof *x->w) || kmap_put(&x->wmap, k1, k2, (uint32_t)x->nw))
+            return -1;
+        x->w[x->nw] = (xsm_swait){kind, causer, op, encl, root, 0, 0};
+        i = (int64_t)x->nw++;
+    }
+    x->w[i].n++;
+    x->w[i].ns += ns;
+    return 0;
+}
+
+/* ---- synchronisation intervals ---------------------------------------------- */
+
+static int v_add(xsm_anrank *x, int32_t g, int64_t ns)
+{
+    for (size_t i = 0; i < x->nv; i++)
+        if (x->vg[i] == g) {
+            x->vns[i] += ns;
+            return 0;
+        }
+    size_t c = x->capv;
+    if (xsm_grow((void **)&x->vg, &c, x->nv, sizeof *x->vg) || xsm_grow((void **)&x->vns, &x->capv, x->nv, sizeof *x->vns))
+        return -1;
+    x->vg[x->nv] = g;
+    x->vns[x->nv++] = ns;
+    return 0;
+}
+
+/* The main thread's piece [cursor, t) belongs to its innermost open frame:
+ * a region's counts in the interval. */
+static int v_advance(xsm_anrank *x, const sthread *t, int64_t to)
+{
+    if (to <= x->cursor)
+        return 0;
+    int64_t from = x->cursor;
+    x->cursor = to;
+    if (!t->sp || t->st[t->sp - 1].is_mpi)
+        return 0;
+    int32_t g = gname(x, t->st[t->sp - 1].name);
+    return g < 0 ? -1 : v_add(x, g, to - from);
+}
+
+/* The interval so far, its XSM_VMAX largest names. */
+static void v_snap(const xsm_anrank *x, xsm_vec *v)
+{
+    v->n = 0;
+    for (size_t i = 0; i < x->nv; i++) {
+        xsm_vent e = {x->vg[i], x->vns[i]};
+        if (v->n == XSM_VMAX && e.ns <= v->e[XSM_VMAX - 1].ns)
+            continue;
+        size_t k = v->n < XSM_VMAX ? v->n++ : XSM_VMAX - 1;
+        while (k > 0 && v->e[k - 1].ns < e.ns) {
+            v->e[k] = v->e[k - 1];
+            k--;
+        }
+        v->e[k] = e;
+    }
+}
+
+static int64_t v_get(const xsm_vec *v, int32_t g)
+{
+    for (uint32_t i = 0; i < v->n; i++)
+        if (v->e[i].g == g)
+            return v->e[i].ns;
+    return 0;
+}
+
+static int rc_add(xsm_sanalysis *sa, int kind, int32_t causer, int32_t g, double s)
+{
+    uint64_t k1 = (uint64_t)kind | (uint64_t)(uint32_t)(causer + 1) << 8, k2 = (uint64_t)(uint32_t)(g + 1);
+    int64_t i = kmap_get(&sa->rcmap, k1, k2);
+    if (i < 0) {
+        if (xsm_grow((void **)&sa->rc, &sa->rccap, sa->nrc, sizeof *sa->rc) || kmap_put(&sa->rcmap, k1, k2, (uint32_t)sa->nrc))
+            return -1;
+        sa->rc[sa->nrc] = (xsm_srcause){kind, causer, g, 0};
+        i = (int64_t)sa->nrc++;
+    }
+    sa->rc[i].seconds += s;
+    return 0;
+}
+
+/* Delay analysis of one wait (waits.c delay_analysis): the regions where the
+ * causing rank spent more of its interval than the waiter did explain the
+ * wait, each by its share of those excesses; none: the causer's innermost
+ * region at its call. The site goes to the waiter. */
+static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl)
+{
+    xsm_anrank *w = c->sa->acc[q->waiter];
+    double total = 0, best = 0, s = (double)q->ns * 1e-9;
+    int32_t root = -1;
+    for (uint32_t i = 0; i < vc->n; i++) {
+        double dl = (double)(vc->e[i].ns - v_get(&q->v, vc->e[i].g));
+        if (dl > 0) {
+            total += dl;
+            if (dl > best) {
+                best = dl;
+                root = vc->e[i].g;
+            }
+        }
+    }
+    if (root >= 0) {
+        for (uint32_t i = 0; i < vc->n; i++) {
+            double dl = (double)(vc->e[i].ns - v_get(&q->v, vc->e[i].g));
+            if (dl > 0 && rc_add(c->sa, q->kind, c->rank, vc->e[i].g, s * dl / total))
+                return -1;
+        }
+    } else {
+        root = cencl >= 0 ? gname(c, (uint32_t)cencl) : -1;
+        if ((cencl >= 0 && root < 0) || rc_add(c->sa, q->kind, c->rank, root, s))
+            return -1;
+    }
+    return wait_add(w, q->kind, c->rank, q->op, q->encl, root, q->ns);
+}
+
+/* A wait of the waiter's call (its interval v) caused by call `crow` of rank
+ * `causer`: settled there, now when that call has passed (recently), else
+ * when it comes. */
+static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, uint32_t op, int64_t encl, const xsm_vec *v,
+                      int64_t ns)
+{
+    xsm_sanalysis *sa = w->sa;
+    xsm_anrank *c = causer >= 0 && (size_t)causer < sa->run->nranks ? sa->acc[causer] : NULL;
+    if (!c) /* no single causing rank, or one not merged */
+        return wait_add(w, kind, causer, op, encl, -1, ns);
+    xsm_req q = {crow, kind, w->rank, op, encl, ns, *v};
+    for (size_t k = 0; k < c->nrecent; k++) {
+        const xsm_recent *p = &c->recent[(c->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
+        if (p->row == crow)
+            return settle(c, &q, &p->v, p->encl);
+    }
+    if (xsm_grow((void **)&c->req, &c->capreq, c->nreq, sizeof *c->req))
+        return -1;
+    c->req[c->nreq++] = q;
+    return 0;
+}
+
+/* Close the frames of thread t that end at or before `t0` (all: INT64_MAX). */
+static int close_until(xsm_anrank *x, sthread *t, int64_t t0)
+{
+    int main = x->have_first && t->tid == (x->have_main ? x->main_thread : x->first_thread);
+    while (t->sp > 0 && t0 >= t->st[t->sp - 1].end) {
+        sframe *f = &t->st[t->sp - 1];
+        if (main && v_advance(x, t, f->end))
+            return -1;
+        t->sp--;
+        int64_t dur = f->end - f->t0;
+        xsm_scnode *c = &x->cn[f->cn];
+        c->cs.calls++;
+        c->cs.incl += dur;
+        c->cs.excl += dur - f->child;
+        if (t->sp > 0)
+            t->st[t->sp - 1].child += dur;
+        if (!f->is_mpi && instance_add(x, f->name, f->t0, (double)dur * 1e-9))
+            return -1;
+        if (main && f->is_mpi && f->sync) /* the next interval starts at its end */
+            x->nv = 0;
+    }
+    return 0;
+}
+
+/* Open an interval on its thread's stack: its call-tree node under the
+ * innermost open one. */
+static sframe *open_frame(xsm_anrank *x, uint32_t tid, int64_t t0, int64_t t1, uint32_t sid, int is_mpi)
+{
+    if (!x->have_first) {
+        x->have_first = 1;
+        x->first_thread = tid;
+        x->cursor = t0;
+    }
+    sthread *t = thread_of(x, tid);
+    if (!t || close_until(x, t, t0))
+        return NULL;
+    if (tid == (x->have_main ? x->main_thread : x->first_thread) && v_advance(x, t, t0))
+        return NULL;
+    int32_t parent = t->sp ? t->st[t->sp - 1].cn : -1;
+    int64_t end = t1 < t0 ? t0 : t1;
+    if (t->sp && end > t->st[t->sp - 1].end) /* clip partial overlaps to the parent */
+        end = t->st[t->sp - 1].end;
+    uint64_t k1 = (uint64_t)(uint32_t)(parent + 1), k2 = (uint64_t)sid << 1 | (uint64_t)(is_mpi != 0);
+    int64_t c = kmap_get(&x->cnmap, k1, k2);
+    if (c < 0) {
+        if (xsm_grow((void **)&x->cn, &x->cncap, x->ncn, sizeof *x->cn) || kmap_put(&x->cnmap, k1, k2, (uint32_t)x->ncn))
+            return NULL;
+        x->cn[x->ncn] = (xsm_scnode){parent, sid, is_mpi != 0, {0, 0, 0}};
+        c = (int64_t)x->ncn++;
+    }
+    int64_t encl = -1;
+    for (size_t k = t->sp; k-- > 0;)
+        if (!t->st[k].is_mpi) {
+            encl = t->st[k].name;
+            break;
+        }
+    if (xsm_grow((void **)&t->st, &t->cap, t->sp, sizeof *t->st))
+        return NULL;
+    sframe *f = &t->st[t->sp++];
+    memset(f, 0, sizeof *f);
+    f->t0 = t0;
+    f->end = end;
+    f->cn = (int32_t)c;
+    f->encl = encl;
+    f->name = sid;
+    f->is_mpi = is_mpi != 0;
+    return f;
+}
+
+int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g)
+{
+    xsm_anrank *x = sa->acc[r];
+    if (!x || x->failed)
+        return -1;
+    if (g->t_begin < x->t_first)
+        x->t_first = g->t_begin;
+    if (g->t_end > x->t_last)
+        x->t_last = g->t_end;
+    if (g->category == XSPROF_CAT_MPI) /* MPI calls come from the mpi table */
+        return 0;
+    if (!open_frame(x, g->thread, g->t_begin, g->t_end, g->name, 0))
+        return x->failed = -1;
+    return 0;
+}
+
+static xsm_sop *op_of(xsm_anrank *x, uint32_t sid)
+{
+    int64_t i = kmap_get(&x->opmap, sid, 0);
+    if (i >= 0)
+        return &x->ops[i];
+    if (xsm_grow((void **)&x->ops, &x->opcap, x->nops, sizeof *x->ops) || kmap_put(&x->opmap, sid, 0, (uint32_t)x->nops))
+        return NULL;
+    memset(&x->ops[x->nops], 0, sizeof x->ops[x->nops]);
+    x->ops[x->nops].sid = sid;
+    return &x->ops[x->nops++];
+}
+
+static int is_sync_kind(int k) /* as waits.c */
+{
+    return k == XSPROF_MPI_SEND || k == XSPROF_MPI_SSEND || k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV ||
+           k == XSPROF_MPI_WAIT || k == XSPROF_MPI_COLL;
+}
+
+/* Call `row` on the main thread (frame f): remember it for waits that come
+ * later, settle the ones waiting for it, and those that came before it. */
+static int call_passed(xsm_anrank *x, uint64_t row, const sframe *f)
+{
+    xsm_recent *p = &x->recent[x->irecent];
+    *p = (xsm_recent){(uint32_t)row, f->encl, f->v};
+    x->irecent = (x->irecent + 1) % XSM_RECENT;
+    if (x->nrecent < XSM_RECENT)
+        x->nrecent++;
+    for (size_t i = 0; i < x->nreq;) { /* waits this call caused */
+        if (x->req[i].row != row) {
+            i++;
+            continue;
+        }
+        xsm_req q = x->req[i];
+        x->req[i] = x->req[--x->nreq];
+        if (settle(x, &q, &f->v, f->encl))
+            return -1;
+    }
+    for (size_t i = 0; i < x->npend;) { /* collective waits of this call that came first */
+        if (x->pend[i].row != (uint32_t)row) {
+            i++;
+            continue;
+        }
+        xsm_pwait q = x->pend[i];
+        x->pend[i] = x->pend[--x->npend];
+        if (wait_found(x, q.kind, q.causer, q.causer_row, q.op, f->encl, &f->v, q.ns))
+            return -1;
+    }
+    return 0;
+}
+
+int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint64_t row, const struct xsm_evflow *fl,
+                      size_t nfl)
+{
+    xsm_anrank *x = sa->acc[r];
+    if (!x || x->failed)
+        return -1;
+    if (m->t_begin < x->t_first)
+        x->t_first = m->t_begin;
+    if (m->t_end > x->t_last)
+        x->t_last = m->t_end;
+    xsm_sop *o = op_of(x, m->op);
+    if (!o)
+        return x->failed = -1;
+    if (m->kind == XSPROF_MPI_COMPLETION) { /* bytes of a receive are known at its completion */
+        if (m->flags & XSPROF_MPI_F_RECV)
+            o->bytes_recv += m->bytes_recv;
+        return 0;
+    }
+    o->calls++;
+    o->ns += m->t_end - m->t_begin;
+    o->bytes_sent += m->bytes_sent;
+    if (m->kind != XSPROF_MPI_IRECV) /* a post only knows the buffer size */
+        o->bytes_recv += m->bytes_recv;
+    if (!x->have_main) {
+        x->have_main = 1;
+        x->main_thread = m->thread;
+        if (x->have_first && m->thread != x->first_thread) { /* the interval so far was another thread's */
+            x->nv = 0;
+            x->cursor = m->t_begin;
+        }
+    }
+    /* MPI start-up and shutdown bound the measured window (profile.c) */
+    signed char *cls = &x->opcls[m->op < x->d->nstrings ? m->op : x->d->nstrings];
+    if (*cls < 0) {
+        const char *opn = xsprof_rank_data_string(x->d, m->op);
+        *cls = strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0 ? 1 : strcmp(opn, "MPI_Finalize") == 0 ? 2 : 0;
+    }
+    if (*cls == 1) {
+        if (m->t_end > x->init_end)
+            x->init_end = m->t_end;
+    } else if (*cls == 2) {
+        if (m->t_begin < x->fin_begin)
+            x->fin_begin = m->t_begin;
+    } else {
+        x->mpi_ns += m->t_end - m->t_begin;
+    }
+    sframe *f = open_frame(x, m->thread, m->t_begin, m->t_end, m->op, 1);
+    if (!f)
+        return x->failed = -1;
+    f->sync = is_sync_kind(m->kind);
+    if (m->thread == x->main_thread) {
+        v_snap(x, &f->v);
+        if (call_passed(x, row, f))
+            return x->failed = -1;
+    }
+    /* Late Sender: the receive completed in this blocking call, which began
+     * before the matched send did (waits.c); one wait per call, the longest.
+     * The send comes later in time: its interval is settled there. */
+    if (m->kind != XSPROF_MPI_RECV && m->kind != XSPROF_MPI_SENDRECV && m->kind != XSPROF_MPI_WAIT)
+        return 0;
+    const struct xsm_evflow *best = NULL;
+    int64_t wait = 0;
+    for (size_t i = 0; i < nfl; i++) {
+        if (fl[i].out || fl[i].peer < 0)
+            continue;
+        int64_t until = fl[i].sent < m->t_end ? fl[i].sent : m->t_end;
+        if (until - m->t_begin > wait) {
+            wait = until - m->t_begin;
+            best = &fl[i];
+        }
+    }
+    if (best && wait_found(x, XSM_WAIT_LATE_SENDER, best->peer, best->peer_row, m->op, f->encl, &f->v, wait))
+        return x->failed = -1;
+    return 0;
+}
+
+int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, int kind, int32_t causer,
+                       uint64_t causer_row, int64_t ns)
+{
+    xsm_anrank *x = sa->acc[r];
+    if (!x || x->failed)
+        return -1;
+    for (size_t k = 0; k < x->nrecent; k++) { /* newest first */
+        const xsm_recent *p = &x->recent[(x->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
+        if (p->row == row)
+            return wait_found(x, kind, causer, causer_row, op, p->encl, &p->v, ns) ? (x->failed = -1) : 0;
+    }
+    if (xsm_grow((void **)&x->pend, &x->cappend, x->npend, sizeof *x->pend))
+        return x->failed = -1;
+    x->pend[x->npend++] = (xsm_pwait){(uint32_t)row, op, kind, causer, causer_row, ns};
+    return 0;
+}
+
+int xsm_sanalysis_finish(xsm_sanalysis *sa)
+{
+    xsm_vec none = {0};
+    for (size_t r = 0; r < sa->run->nranks; r++) {
+        xsm_anrank *x = sa->acc[r];
+        for (size_t i = 0; x && i < x->nth && !x->failed; i++)
+            if (close_until(x, &x->th[i], INT64_MAX))
+                x->failed = -1;
+        if (x && x->failed)
+            return -1;
+    }
+    for (size_t r = 0; r < sa->run->nranks; r++) {
+        xsm_anrank *x = sa->acc[r];
+        if (!x)
+            continue;
+        for (size_t i = 0; i < x->npend; i++) /* their call never came: no region, no interval */
+            if (wait_found(x, x->pend[i].kind, x->pend[i].causer, x->pend[i].causer_row, x->pend[i].op, -1, &none,
+                           x->pend[i].ns))
+                return -1;
+        x->npend = 0;
+    }
+    for (size_t r = 0; r < sa->run->nranks; r++) {
+        xsm_anrank *x = sa->acc[r];
+        for (size_t i = 0; x && i < x->nreq; i++) /* their causing call never came: no cause known */
+            if (wait_add(sa->acc[x->req[i].waiter], x->req[i].kind, x->rank, x->req[i].op, x->req[i].encl, -1, x->req[i].ns))
+                return -1;
+        if (x)
+            x->nreq = 0;
+    }
+    return 0;
+}
+
+void xsm_sanalysis_view(const xsm_sanalysis *sa, int32_t r, xsm_anrank_out *o)
+{
+    const xsm_anrank *x = sa->acc[r];
+    memset(o, 0, sizeof *o);
+    if (!x)
+        return;
+    o->cn = x->cn;
+    o->ncn = x->ncn;
+    o->ops = x->ops;
+    o->nops = x->nops;
+    o->names = x->nm;
+    o->nnames = x->nnm;
+    o->w = x->w;
+    o->nw = x->nw;
+    o->main_thread = x->have_main ? x->main_thread : x->first_thread;
+    o->t_first = x->t_first;
+    o->t_last = x->t_last;
+    o->init_end = x->init_end;
+    o->fin_begin = x->fin_begin;
+    o->mpi_ns = x->mpi_ns;
+}
+
+const char *xsm_sanalysis_name(const xsm_sanalysis *sa, int32_t g)
+{
+    return g >= 0 && (size_t)g < sa->names.n ? sa->names.v[g] : NULL;
+}
+
+const xsm_srcause *xsm_sanalysis_rootcauses(const xsm_sanalysis *sa, size_t *n)
+{
+    *n = sa->nrc;
+    return sa->rc;
+}

@@ -1,0 +1,187 @@
+/* merge/stream/report.c — the reports of xsmerge --stream: every present
+ * rank's regions and MPI calls read once more through the writers' event
+ * source (times final, messages matched, each receive's end with its
+ * sender), all ranks merged in time order into the streamed analysis
+ * (merge/analyze/sprofile.c) with the collective waits the MPI pass found;
+ * then the analysis and its reports. Owner: merge. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "merge/stream/internal.h"
+#include "merge/progress.h"
+#include "core/record.h"
+
+/* The rank's collective waits file, read one record ahead. */
+typedef struct xsm_cw_reader {
+    FILE *f;
+    uint64_t left;
+    xsm_cwait_rec w;
+    int has;
+    int failed; /* not opened, or a short read */
+} xsm_cw_reader;
+
+/* The next record into rd->w (rd->has 0 at the end); -1 when it failed. */
+static int xsm_cw_next(xsm_cw_reader *rd)
+{
+    rd->has = 0;
+    if (!rd->left)
+        return 0;
+    if (!rd->f || fread(&rd->w, sizeof rd->w, 1, rd->f) != 1) {
+        rd->failed = 1;
+        return -1;
+    }
+    rd->left--;
+    rd->has = 1;
+    return 0;
+}
+
+/* One rank's source in the merge: its next event, its waits file. */
+typedef struct xsm_rep_rank {
+    void *src;
+    xsm_ev ev;
+    xsm_cw_reader rd;
+} xsm_rep_rank;
+
+/* Heap order: time, then rank (the same order every time). */
+static int xsm_rep_less(const xsm_rep_rank *v, size_t a, size_t b)
+{
+    if (v[a].ev.t != v[b].ev.t)
+        return v[a].ev.t < v[b].ev.t;
+    return a < b;
+}
+
+static void xsm_rep_sift(const xsm_rep_rank *v, size_t *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && xsm_rep_less(v, h[l], h[m]))
+            m = l;
+        if (l + 1 < n && xsm_rep_less(v, h[l + 1], h[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        size_t t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* One event of rank r into the analysis, with the collective waits pass 1
+ * found that are due by the end of an MPI call (times here are from t0). */
+static int xsm_rep_event(xsm_stream *s, xsm_sanalysis *sa, int32_t r, xsm_rep_rank *k)
+{
+    const xsm_ev *ev = &k->ev;
+    if (ev->kind == XSM_EV_REGION)
+        return xsm_sanalysis_region(sa, r, ev->rec);
+    if (ev->kind != XSM_EV_MPI)
+        return 0;
+    const xsprof_io_mpi *m = ev->rec;
+    if (xsm_sanalysis_mpi(sa, r, m, ev->row, ev->mflows, ev->nmflows))
+        return -1;
+    while (k->rd.has && m->kind != XSPROF_MPI_COMPLETION && k->rd.w.p - s->t0 <= m->t_end) {
+        const xsm_cwait_rec *w = &k->rd.w;
+        if (xsm_sanalysis_wait(sa, r, w->row, w->op, w->kind, w->causer, w->causer_row, w->ns) || xsm_cw_next(&k->rd))
+            return -1;
+    }
+    return 0;
+}
+
+int xsm_stream_report(xsm_stream *s, const xsm_report_opts *ro, const char *dir, char *err, size_t errlen)
+{
+    size_t n = s->run->nranks, nh = 0;
+    xsm_rep_rank *v = calloc(n + 1, sizeof *v);
+    size_t *heap = calloc(n + 1, sizeof *heap);
+    xsm_sanalysis *sa = xsm_sanalysis_new(s->run);
+    int rc = 1;
+    if (!v || !heap || !sa) {
+        xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+        goto out;
+    }
+    /* every rank's regions and MPI rows (completions too) at once, in time
+     * order: a wait's causing call is met after the wait */
+    s->analysis = 1;
+    for (size_t r = 0; r < n; r++) {
+        xsm_srank *sr = &s->r[r];
+        if (!sr->present)
+            continue;
+        xsm_rep_rank *k = &v[r];
+        if (!(k->src = xsm_ssrc_ops.open(s->e, r, err, errlen)))
+            goto out;
+        k->rd = (xsm_cw_reader){sr->ncwait ? fopen(sr->cwait_path, "rb") : NULL, sr->ncwait, {0}, 0, 0};
+        if (xsm_cw_next(&k->rd))
+            goto cw_failed;
+        int got = xsm_ssrc_ops.next(k->src, &k->ev);
+        if (got < 0)
+            goto src_failed;
+        if (got)
+            heap[nh++] = r;
+    }
+    for (size_t i = nh / 2; i-- > 0;)
+        xsm_rep_sift(v, heap, nh, i);
+    while (nh) {
+        size_t r = heap[0];
+        xsm_rep_rank *k = &v[r];
+        if (xsm_rep_event(s, sa, (int32_t)r, k)) {
+            if (k->rd.failed)
+                goto cw_failed;
+            xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+            goto out;
+        }
+        int got = xsm_ssrc_ops.next(k->src, &k->ev);
+        if (got < 0)
+            goto src_failed;
+        if (!got)
+            heap[0] = heap[--nh];
+        xsm_rep_sift(v, heap, nh, 0);
+    }
+    for (size_t r = 0; r < n; r++) { /* waits found after a rank's last call ended */
+        xsm_cw_reader *rd = &v[r].rd;
+        while (rd->has) {
+            const xsm_cwait_rec *w = &rd->w;
+            if (xsm_sanalysis_wait(sa, (int32_t)r, w->row, w->op, w->kind, w->causer, w->causer_row, w->ns) ||
+                xsm_cw_next(rd)) {
+                if (rd->failed)
+                    goto cw_failed;
+                xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+                goto out;
+            }
+        }
+    }
+    if (xsm_sanalysis_finish(sa)) {
+        xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+        goto out;
+    }
+    xsm_progress_mark("stream-analysis");
+    xsm_cpair *cm;
+    size_t ncm;
+    xsm_cpairs_take(&s->cm, &cm, &ncm);
+    rc = xsm_analyze_streamed(s->run, sa, cm, ncm, dir, ro, err, errlen);
+    xsm_progress_mark("reports");
+    goto out;
+cw_failed:
+    for (size_t r = 0; r < n; r++)
+        if (v[r].rd.failed) {
+            xsm_err_set(err, errlen, "xsmerge: %s: cannot read (a temporary file of the merge)", s->r[r].cwait_path);
+            break;
+        }
+    goto out;
+src_failed:
+    for (size_t r = 0; r < n; r++) /* the source that failed says why */
+        if (v[r].src && xsm_ssrc_ops.close(v[r].src, err, errlen)) {
+            v[r].src = NULL;
+            break;
+        }
+out:
+    s->analysis = 0;
+    for (size_t r = 0; v && r < n; r++) {
+        if (v[r].src)
+            xsm_ssrc_ops.close(v[r].src, NULL, 0);
+        if (v[r].rd.f)
+            fclose(v[r].rd.f);
+    }
+    free(v);
+    free(heap);
+    xsm_sanalysis_free(sa);
+    return rc;
+}

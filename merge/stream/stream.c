@@ -637,8 +637,13 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
      * ranks by time and needs each rank's events in order */
     if (x->icompl < x->ncompl && (best < 0 || x->compl[x->icompl].t_begin <= x->q[best].cand.t)) {
         memcpy(x->cur, &x->compl[x->icompl++], sizeof *x->compl);
-        if (x->icompl == x->ncompl)
+        if (x->icompl == x->ncompl) {
             x->icompl = x->ncompl = 0;
+        } else if (x->icompl >= x->ncompl / 2) { /* never empty: keep only what is still to give */
+            memmove(x->compl, x->compl + x->icompl, (x->ncompl - x->icompl) * sizeof *x->compl);
+            x->ncompl -= x->icompl;
+            x->icompl = 0;
+        }
         xsm_row_shift(XSM_EV_MPI, x->cur, x->s->t0);
         *ev = (xsm_ev){((const xsprof_io_mpi *)x->cur)->t_begin, x->r, XSM_EV_MPI, 0, x->cur, NULL, NULL, 0};
         return 1;

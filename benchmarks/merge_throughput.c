@@ -416,13 +416,15 @@ int main(int argc, char **argv)
     struct {
         const char *what;
         int np;
-        const char *outputs; /* NULL: --stream */
+        int stream; /* --stream */
+        const char *outputs;
     } cases[] = {
-        {"serial, rank files -> trace.pftrace", 1, "pftrace"},
-        {"serial --stream, rank files -> trace.pftrace", 1, NULL},
-        {"np 2,   rank files -> trace.pftrace", 2, "pftrace"},
-        {"serial, all products", 1, "pftrace,json,h5,report"},
-        {"np 2,   all products", 2, "pftrace,json,h5,report"},
+        {"serial, rank files -> trace.pftrace", 1, 0, "pftrace"},
+        {"serial --stream, rank files -> trace.pftrace", 1, 1, "pftrace"},
+        {"np 2,   rank files -> trace.pftrace", 2, 0, "pftrace"},
+        {"serial, all products", 1, 0, "pftrace,json,h5,report"},
+        {"serial --stream, all products", 1, 1, "pftrace,json,h5,report"},
+        {"np 2,   all products", 2, 0, "pftrace,json,h5,report"},
     };
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
@@ -437,7 +439,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         runs r[2];
         memset(r, 0, sizeof r);
-        int stream = cases[i].outputs == NULL;
+        int stream = cases[i].stream;
         for (int k = 0; k < reps; k++) {
             for (int b = 0; b < nb; b++) {
                 if (stream && !stream_ok[b])
@@ -446,7 +448,7 @@ int main(int argc, char **argv)
                 long rss;
                 rm_rf(out);
                 char *serial[] = {bin, runp, "-o", out, "-q", "--outputs", (char *)cases[i].outputs, NULL};
-                char *streamv[] = {bin, runp, "-o", out, "-q", "--stream", NULL};
+                char *streamv[] = {bin, runp, "-o", out, "-q", "--stream", "--outputs", (char *)cases[i].outputs, NULL};
                 char *par[] = {MPIEXEC, "-np", "2", "--oversubscribe", bin, runp, "-o", out, "-q", "--outputs",
                                (char *)cases[i].outputs, NULL};
                 double w = run_to(stream ? streamv : cases[i].np == 1 ? serial : par, &rss, errf);

@@ -338,20 +338,28 @@ struct xsm_stream {
      * ranks; report.c reads every rank again into the analysis */
     int report;
     xsm_cpairs cm;
-    int analysis;             /* the source gives what the analysis reads (report.c) */
 };
 
 /* The event source of the writers (stream.c): a rank's rows in time order,
  * times final, with their message flow ends. */
 extern const xsm_src_ops xsm_ssrc_ops;
+/* The same for the analysis (report.c): regions and MPI rows only, the
+ * completions too (in time order with the calls), no arguments. */
+extern const xsm_src_ops xsm_ssrc_an_ops;
 
 /* ---- report.c: report.txt/json/html, flame graphs --------------------------- */
 
 /* The streamed analysis (merge/analyze/analyze.h) of every present rank,
- * read again through xsm_ssrc_ops, all ranks merged in time order, and its
- * reports into dir. Returns 0, 1 with err set, 3 when the baseline found a
- * regression. */
-int xsm_stream_report(xsm_stream *s, const xsm_report_opts *ro, const char *dir, char *err, size_t errlen);
+ * read again through xsm_ssrc_an_ops, all ranks merged in time order: on a
+ * thread of its own beside trace.json's and merged.h5's passes when
+ * `concurrent` (it reads only the sources it opens), else now. 0, or 1 with
+ * err set. */
+typedef struct xsm_stream_an xsm_stream_an;
+int xsm_stream_report_start(xsm_stream *s, int concurrent, xsm_stream_an **j, char *err, size_t errlen);
+/* Waits for it and, when `write`, writes its reports into dir (frees j).
+ * Returns 0, 1 with err set, 3 when the baseline found a regression. */
+int xsm_stream_report_finish(xsm_stream_an *j, const xsm_report_opts *ro, const char *dir, int write, char *err,
+                             size_t errlen);
 
 /* 1 when a row of mapped times [b, e] is inside the --from/--to window
  * (always without one). */

@@ -5,6 +5,7 @@
  * (merge/analyze/sprofile.c) with the collective waits the MPI pass found;
  * then the analysis and its reports. Owner: merge. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "merge/stream/internal.h"
@@ -87,7 +88,10 @@ static int xsm_rep_event(xsm_stream *s, xsm_sanalysis *sa, int32_t r, xsm_rep_ra
     return 0;
 }
 
-int xsm_stream_report(xsm_stream *s, const xsm_report_opts *ro, const char *dir, char *err, size_t errlen)
+/* Every rank's rows into a new streamed analysis (*out). 0, or 1 with err
+ * set. Touches no state of the merge but the sources it opens: it may run
+ * beside trace.json's and merged.h5's passes. */
+static int xsm_rep_read(xsm_stream *s, xsm_sanalysis **out, char *err, size_t errlen)
 {
     size_t n = s->run->nranks, nh = 0;
     xsm_rep_rank *v = calloc(n + 1, sizeof *v);
@@ -100,18 +104,17 @@ int xsm_stream_report(xsm_stream *s, const xsm_report_opts *ro, const char *dir,
     }
     /* every rank's regions and MPI rows (completions too) at once, in time
      * order: a wait's causing call is met after the wait */
-    s->analysis = 1;
     for (size_t r = 0; r < n; r++) {
         xsm_srank *sr = &s->r[r];
         if (!sr->present)
             continue;
         xsm_rep_rank *k = &v[r];
-        if (!(k->src = xsm_ssrc_ops.open(s->e, r, err, errlen)))
+        if (!(k->src = xsm_ssrc_an_ops.open(s->e, r, err, errlen)))
             goto out;
         k->rd = (xsm_cw_reader){sr->ncwait ? fopen(sr->cwait_path, "rb") : NULL, sr->ncwait, {0}, 0, 0};
         if (xsm_cw_next(&k->rd))
             goto cw_failed;
-        int got = xsm_ssrc_ops.next(k->src, &k->ev);
+        int got = xsm_ssrc_an_ops.next(k->src, &k->ev);
         if (got < 0)
             goto src_failed;
         if (got)
@@ -128,7 +131,7 @@ int xsm_stream_report(xsm_stream *s, const xsm_report_opts *ro, const char *dir,
             xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
             goto out;
         }
-        int got = xsm_ssrc_ops.next(k->src, &k->ev);
+        int got = xsm_ssrc_an_ops.next(k->src, &k->ev);
         if (got < 0)
             goto src_failed;
         if (!got)
@@ -152,12 +155,9 @@ int xsm_stream_report(xsm_stream *s, const xsm_report_opts *ro, const char *dir,
         xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
         goto out;
     }
-    xsm_progress_mark("stream-analysis");
-    xsm_cpair *cm;
-    size_t ncm;
-    xsm_cpairs_take(&s->cm, &cm, &ncm);
-    rc = xsm_analyze_streamed(s->run, sa, cm, ncm, dir, ro, err, errlen);
-    xsm_progress_mark("reports");
+    *out = sa;
+    sa = NULL;
+    rc = 0;
     goto out;
 cw_failed:
     for (size_t r = 0; r < n; r++)
@@ -168,20 +168,69 @@ cw_failed:
     goto out;
 src_failed:
     for (size_t r = 0; r < n; r++) /* the source that failed says why */
-        if (v[r].src && xsm_ssrc_ops.close(v[r].src, err, errlen)) {
+        if (v[r].src && xsm_ssrc_an_ops.close(v[r].src, err, errlen)) {
             v[r].src = NULL;
             break;
         }
 out:
-    s->analysis = 0;
     for (size_t r = 0; v && r < n; r++) {
         if (v[r].src)
-            xsm_ssrc_ops.close(v[r].src, NULL, 0);
+            xsm_ssrc_an_ops.close(v[r].src, NULL, 0);
         if (v[r].rd.f)
             fclose(v[r].rd.f);
     }
     free(v);
     free(heap);
     xsm_sanalysis_free(sa);
+    return rc;
+}
+
+struct xsm_stream_an {
+    xsm_stream *s;
+    xsm_sanalysis *sa;
+    pthread_t t;
+    int started, rc;
+    char err[4096];
+};
+
+static void *xsm_rep_thread(void *p)
+{
+    xsm_stream_an *j = p;
+    j->rc = xsm_rep_read(j->s, &j->sa, j->err, sizeof j->err);
+    return NULL;
+}
+
+int xsm_stream_report_start(xsm_stream *s, int concurrent, xsm_stream_an **out, char *err, size_t errlen)
+{
+    xsm_stream_an *j = calloc(1, sizeof *j);
+    if (!j)
+        return xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+    j->s = s;
+    if (concurrent && pthread_create(&j->t, NULL, xsm_rep_thread, j) == 0)
+        j->started = 1;
+    else
+        xsm_rep_thread(j);
+    *out = j;
+    return 0;
+}
+
+int xsm_stream_report_finish(xsm_stream_an *j, const xsm_report_opts *ro, const char *dir, int write, char *err,
+                             size_t errlen)
+{
+    if (j->started)
+        pthread_join(j->t, NULL);
+    int rc = j->rc;
+    if (rc)
+        xsm_err_set(err, errlen, "%s", j->err);
+    xsm_progress_mark("stream-analysis");
+    if (!rc && write) {
+        xsm_cpair *cm;
+        size_t ncm;
+        xsm_cpairs_take(&j->s->cm, &cm, &ncm);
+        rc = xsm_analyze_streamed(j->s->run, j->sa, cm, ncm, dir, ro, err, errlen);
+        xsm_progress_mark("reports");
+    }
+    xsm_sanalysis_free(j->sa);
+    free(j);
     return rc;
 }

@@ -383,6 +383,7 @@ typedef struct xsm_ssrc {
     size_t nbucket;
     xsm_evflow *fl;
     size_t capfl;
+    int analysis;         /* xsm_ssrc_an_ops: regions and MPI rows only, completions too */
     xsprof_io_mpi *compl; /* analysis: completion rows read, times mapped, still to give */
     size_t ncompl, icompl, capcompl;
     char err[1024];
@@ -403,7 +404,7 @@ static int xsm_sq_fill(xsm_ssrc *x, xsm_sq *q)
          * writers draw their calls; the analysis counts the bytes received,
          * in any order, so they are handed out aside from the heap */
         int compl = q->kind == XSM_EV_MPI && ((const xsprof_io_mpi *)src)->kind == XSPROF_MPI_COMPLETION;
-        if (compl && !x->s->analysis)
+        if (compl && !x->analysis)
             continue;
         unsigned char row[XSM_ROW_MAX];
         memcpy(row, src, q->tab.size);
@@ -626,7 +627,7 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
     int best = -1;
     for (int k = 0; k < XSM_EV_N; k++) {
         xsm_sq *q = &x->q[k];
-        if (x->s->analysis && k != XSM_EV_REGION && k != XSM_EV_MPI)
+        if (x->analysis && k != XSM_EV_REGION && k != XSM_EV_MPI)
             continue;
         if (xsm_sq_peek(x, q))
             return -1;
@@ -665,7 +666,7 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
     ev->nmflows = 0;
     if (best == XSM_EV_REGION) {
         const xsprof_io_region *g = (const xsprof_io_region *)x->cur;
-        if (!x->s->analysis && g->nargs && g->args >= 0 && (uint64_t)g->args + g->nargs <= x->args.n) {
+        if (!x->analysis && g->nargs && g->args >= 0 && (uint64_t)g->args + g->nargs <= x->args.n) {
             if (x->capargs < g->nargs) {
                 xsprof_io_arg *p = realloc(x->argbuf, g->nargs * sizeof *p);
                 if (!p)
@@ -689,6 +690,16 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
 }
 
 const xsm_src_ops xsm_ssrc_ops = {xsm_ssrc_open, xsm_ssrc_next, xsm_ssrc_close};
+
+static void *xsm_ssrc_an_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
+{
+    xsm_ssrc *x = xsm_ssrc_open(e, r, err, errlen);
+    if (x)
+        x->analysis = 1;
+    return x;
+}
+
+const xsm_src_ops xsm_ssrc_an_ops = {xsm_ssrc_an_open, xsm_ssrc_next, xsm_ssrc_close};
 
 /* ---- driver ----------------------------------------------------------------- */
 
@@ -921,6 +932,11 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         rc = (par ? xsm_par_pftrace(par, &e, dir, err, errlen) : xsm_emit_pftrace(&e, dir, err, errlen)) ? 1 : 0;
         xsm_progress_mark("pftrace");
     }
+    /* the reports' reading pass beside trace.json and merged.h5 (the
+     * in-memory merge runs its analysis beside them too) */
+    xsm_stream_an *an = NULL;
+    if (!rc && s.report && (!par || par->rank == 0))
+        rc = xsm_stream_report_start(&s, (what & (XSM_STREAM_JSON | XSM_STREAM_H5)) != 0, &an, err, errlen);
     if (!rc && (what & XSM_STREAM_JSON) && (!par || par->rank == 0)) {
         rc = xsm_emit_json(&e, dir, err, errlen) ? 1 : 0;
         xsm_progress_mark("trace.json");
@@ -941,12 +957,13 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         xsm_progress_mark("merged.h5");
     }
     sum->report_rc = 0;
-    if (!rc && s.report && (!par || par->rank == 0)) {
-        rc = xsm_stream_report(&s, ro, dir, err, errlen);
-        if (rc == 3) {
+    if (an) { /* a writer's error first: the analysis ran beside it */
+        char aerr[4096];
+        int arc = xsm_stream_report_finish(an, ro, dir, !rc, aerr, sizeof aerr);
+        if (arc == 3)
             sum->report_rc = 3;
-            rc = 0;
-        }
+        else if (arc && !rc)
+            rc = xsm_err_set(err, errlen, "%s", aerr);
     }
     rc = xsm_stream_agree(par, rc);
     sum->nranks = n;

@@ -5,8 +5,8 @@
 #include "analyze.h"
 #include "an.h"
 
-const char xsm_an_not_computed[] = "the critical path, Late Receiver waits, waits in nonblocking collectives, "
-                                   "memory and GPU activity (Wrong Order counts as Late Sender)";
+const char xsm_an_not_computed[] = "the critical path, waits in nonblocking collectives, memory and GPU activity "
+                                   "(Wrong Order counts as Late Sender)";
 
 const char *xsm_an_name(const xsm_an *a, int32_t idx)
 {

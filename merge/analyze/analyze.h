@@ -67,7 +67,7 @@ void xsm_cpairs_free(xsm_cpairs *t);
  * time order (begin times) with final times, to one xsm_sanalysis, then
  * writes the reports from it. Memory grows with call paths, names, wait
  * sites and the waits in flight, not with the trace. What needs the whole
- * timeline (the critical path, Late Receiver and Wrong Order waits, waits
+ * timeline (the critical path, Wrong Order waits, waits
  * in nonblocking collectives, memory and GPU activity) is not computed; the
  * reports say so. */
 typedef struct xsm_sanalysis xsm_sanalysis;

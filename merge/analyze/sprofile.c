@@ -95,11 +95,18 @@ typedef struct sthread {
     size_t sp, cap;
 } sthread;
 
-/* A recent call on the main thread, for waits that arrive after it. */
+/* A recent call on the main thread, for waits that arrive after it. The
+ * latest call's point-to-point waits (a Late Sender of a Sendrecv or Wait,
+ * Late Receivers of its sends) wait here until the next call: one counts
+ * per call, the longest, as in waits.c. */
 typedef struct xsm_recent {
-    uint32_t row;
+    uint32_t row, op;
     int64_t encl;
     xsm_vec v;
+    int has_def, def_kind;
+    int32_t def_causer;
+    uint64_t def_crow;
+    int64_t def_ns;
 } xsm_recent;
 
 /* A collective wait that came before its call. */
@@ -557,12 +564,46 @@ static int is_sync_kind(int k) /* as waits.c */
            k == XSPROF_MPI_WAIT || k == XSPROF_MPI_COLL;
 }
 
-/* Call `row` on the main thread (frame f): remember it for waits that come
- * later, settle the ones waiting for it, and those that came before it. */
-static int call_passed(xsm_anrank *x, uint64_t row, const sframe *f)
+/* A wait of a recent call p: the latest call's point-to-point ones wait
+ * for the others of the call (the longest counts). */
+static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, uint64_t crow, int64_t ns)
 {
+    int latest = x->nrecent && p == &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT];
+    if (latest && (kind == XSM_WAIT_LATE_SENDER || kind == XSM_WAIT_LATE_RECEIVER)) {
+        if (!p->has_def || ns > p->def_ns) {
+            p->has_def = 1;
+            p->def_kind = kind;
+            p->def_causer = causer;
+            p->def_crow = crow;
+            p->def_ns = ns;
+        }
+        return 0;
+    }
+    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, ns);
+}
+
+/* The point-to-point wait a call kept. */
+static int recent_flush(xsm_anrank *x, xsm_recent *p)
+{
+    if (!p->has_def)
+        return 0;
+    p->has_def = 0;
+    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v, p->def_ns);
+}
+
+/* Call `row` on the main thread (frame f, with a Late Sender to hold when
+ * ls): remember it for waits that come later, settle the ones waiting for
+ * it, and those that came before it. */
+static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, const sframe *f, const struct xsm_evflow *ls, int64_t ls_ns)
+{
+    /* the previous call's Late Receivers, when pass 1 found them by its end,
+     * came with it: its wait is settled now, while the call that caused it
+     * is still among its rank's recent calls */
+    if (x->nrecent && recent_flush(x, &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT]))
+        return -1;
     xsm_recent *p = &x->recent[x->irecent];
-    *p = (xsm_recent){(uint32_t)row, f->encl, f->v};
+    *p = (xsm_recent){(uint32_t)row, op, f->encl, f->v, ls != NULL, XSM_WAIT_LATE_SENDER, ls ? ls->peer : -1,
+                      ls ? ls->peer_row : 0, ls_ns};
     x->irecent = (x->irecent + 1) % XSM_RECENT;
     if (x->nrecent < XSM_RECENT)
         x->nrecent++;
@@ -583,7 +624,7 @@ static int call_passed(xsm_anrank *x, uint64_t row, const sframe *f)
         }
         xsm_pwait q = x->pend[i];
         x->pend[i] = x->pend[--x->npend];
-        if (wait_found(x, q.kind, q.causer, q.causer_row, q.op, f->encl, &f->v, q.ns))
+        if (recent_wait(x, p, q.kind, q.causer, q.causer_row, q.ns))
             return -1;
     }
     return 0;
@@ -639,19 +680,13 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     if (!f)
         return x->failed = -1;
     f->sync = is_sync_kind(m->kind);
-    if (m->thread == x->main_thread) {
-        v_snap(x, &f->v);
-        if (call_passed(x, row, f))
-            return x->failed = -1;
-    }
     /* Late Sender: the receive completed in this blocking call, which began
      * before the matched send did (waits.c); one wait per call, the longest.
      * The send comes later in time: its interval is settled there. */
-    if (m->kind != XSPROF_MPI_RECV && m->kind != XSPROF_MPI_SENDRECV && m->kind != XSPROF_MPI_WAIT)
-        return 0;
     const struct xsm_evflow *best = NULL;
     int64_t wait = 0;
-    for (size_t i = 0; i < nfl; i++) {
+    for (size_t i = 0; (m->kind == XSPROF_MPI_RECV || m->kind == XSPROF_MPI_SENDRECV || m->kind == XSPROF_MPI_WAIT) && i < nfl;
+         i++) {
         if (fl[i].out || fl[i].peer < 0)
             continue;
         int64_t until = fl[i].sent < m->t_end ? fl[i].sent : m->t_end;
@@ -660,7 +695,15 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
             best = &fl[i];
         }
     }
-    if (best && wait_found(x, XSM_WAIT_LATE_SENDER, best->peer, best->peer_row, m->op, f->encl, &f->v, wait))
+    /* a Sendrecv's, or a Wait's that also completed an Isend, may meet a
+     * Late Receiver of the same call (recent_wait) */
+    int defer = best && (m->kind == XSPROF_MPI_SENDRECV || m->kind == XSPROF_MPI_WAIT) && m->thread == x->main_thread;
+    if (m->thread == x->main_thread) {
+        v_snap(x, &f->v);
+        if (call_passed(x, row, m->op, f, defer ? best : NULL, wait))
+            return x->failed = -1;
+    }
+    if (best && !defer && wait_found(x, XSM_WAIT_LATE_SENDER, best->peer, best->peer_row, m->op, f->encl, &f->v, wait))
         return x->failed = -1;
     return 0;
 }
@@ -672,9 +715,9 @@ int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, 
     if (!x || x->failed)
         return -1;
     for (size_t k = 0; k < x->nrecent; k++) { /* newest first */
-        const xsm_recent *p = &x->recent[(x->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
+        xsm_recent *p = &x->recent[(x->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
         if (p->row == row)
-            return wait_found(x, kind, causer, causer_row, op, p->encl, &p->v, ns) ? (x->failed = -1) : 0;
+            return recent_wait(x, p, kind, causer, causer_row, ns) ? (x->failed = -1) : 0;
     }
     if (xsm_grow((void **)&x->pend, &x->cappend, x->npend, sizeof *x->pend))
         return x->failed = -1;
@@ -685,6 +728,12 @@ int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, 
 int xsm_sanalysis_finish(xsm_sanalysis *sa)
 {
     xsm_vec none = {0};
+    for (size_t r = 0; r < sa->run->nranks; r++) { /* Late Senders no Late Receiver came for */
+        xsm_anrank *x = sa->acc[r];
+        for (size_t k = 0; x && k < x->nrecent; k++)
+            if (recent_flush(x, &x->recent[k]))
+                return -1;
+    }
     for (size_t r = 0; r < sa->run->nranks; r++) {
         xsm_anrank *x = sa->acc[r];
         for (size_t i = 0; x && i < x->nth && !x->failed; i++)

@@ -200,9 +200,8 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
     xsm_buf_puts(b, "\n==== Wait states ====\n");
     for (int k = 0; k < XSM_WAIT_NKINDS; k++) {
         xsm_fmt_dur(d1, sizeof d1, a->wait_s[k]);
-        if (a->streamed && (k == XSM_WAIT_WRONG_ORDER || k == XSM_WAIT_LATE_RECEIVER))
-            xsm_buf_printf(b, "%-28s %10s\n", xsm_wait_kind_name(k),
-                           k == XSM_WAIT_WRONG_ORDER ? "(counted as Late Sender: streamed)" : "(not computed: streamed)");
+        if (a->streamed && k == XSM_WAIT_WRONG_ORDER)
+            xsm_buf_printf(b, "%-28s %10s\n", xsm_wait_kind_name(k), "(counted as Late Sender: streamed)");
         else
             xsm_buf_printf(b, "%-28s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->wait_n[k]);
     }

@@ -157,10 +157,10 @@ typedef struct xsm_spill {
     uint32_t pad;
 } xsm_spill;
 
-/* A wait in a blocking collective of this rank (merge/analyze/waits.c's
- * rules), found by pass 1 at time p when the collective closed: the
- * report pass reads it at the first call that ends at or after p, as the
- * flow ends above. */
+/* A wait in a blocking collective or a blocking send of this rank
+ * (merge/analyze/waits.c's rules), found by pass 1 at time p when the
+ * collective closed or the message matched: the report pass reads it at the
+ * first call that ends at or after p, as the flow ends above. */
 typedef struct xsm_cwait_rec {
     int64_t p;
     int64_t ns;     /* how long the call waited */

@@ -47,6 +47,12 @@ typedef struct xsm_pend_end {
     int64_t send_end;
     uint64_t bytes;
     int64_t post;
+    /* for the reports' Late Receiver: send: its kind and name; receive:
+     * when it was posted (its Irecv's, call's or own begin) and that row */
+    uint8_t skind;
+    uint32_t op;
+    int64_t post_t;
+    uint32_t post_row;
 } xsm_pend_end;
 
 typedef struct xsm_ptab {
@@ -175,6 +181,7 @@ typedef struct xsm_thr_state {
     int64_t last_call, sendrecv_open; /* rows, -1 none */
     int64_t last_begin, last_end, sendrecv_begin, sendrecv_end;
     uint32_t last_comm, sendrecv_comm;
+    uint32_t last_op;
 } xsm_thr_state;
 
 typedef struct xsm_req_state {
@@ -206,6 +213,15 @@ typedef struct xsm_mrank {
     FILE *cwait;          /* the reports' collective waits (xsm_cwait_rec) */
 } xsm_mrank;
 
+/* One Isend's half of a Late Receiver, keyed by (rank, send row). */
+typedef struct xsm_isl {
+    uint64_t key;      /* 0: free */
+    int has_post, has_call;
+    int32_t dst;
+    uint32_t post_row, call_row, call_op;
+    int64_t post_t, cb, ce;
+} xsm_isl;
+
 typedef struct xsm_mctx {
     xsm_stream *s;
     xsm_mrank *m;         /* per rank (present ones used) */
@@ -216,6 +232,10 @@ typedef struct xsm_mctx {
     uint64_t ncolls, incomplete, violations;
     int collect_failed;   /* collect mode: a record could not be written (err set) */
     int64_t now;          /* the time of the row being processed */
+    /* the reports' Late Receiver of an Isend: the receive's post (from the
+     * match) meets the call that completed the Isend, in either order */
+    xsm_isl *isl;
+    size_t nisl, capisl;
     int done;             /* all rows processed: the collectives still open are closed */
     uint32_t *comm_ids;   /* communicators the present ranks define */
     uint32_t *comm_present; /* present ranks defining each */
@@ -377,14 +397,17 @@ static int xsm_coll_keep(xsm_mctx *c, xsm_cinst *ci)
     return 0;
 }
 
-static int xsm_cwait_put(xsm_mctx *c, const xsm_cmember *x, int kind, const xsm_cmember *cause, int64_t ns)
+/* A wait of `kind` in call `row` (named op) of `rank`, caused by call
+ * causer_row of `causer` (-1: none), to that rank's waits file. */
+static int xsm_wait_put(xsm_mctx *c, int32_t rank, uint32_t row, uint32_t op, int kind, int32_t causer,
+                        uint32_t causer_row, int64_t ns)
 {
-    xsm_mrank *m = &c->m[x->rank];
-    xsm_srank *sr = &c->s->r[x->rank];
+    xsm_mrank *m = &c->m[rank];
+    xsm_srank *sr = &c->s->r[rank];
     if (!m->cwait &&
-        !(m->cwait = xsm_stream_tmp(c->s, "cwait", x->rank, sr->cwait_path, sizeof sr->cwait_path, c->err, c->errlen)))
+        !(m->cwait = xsm_stream_tmp(c->s, "cwait", rank, sr->cwait_path, sizeof sr->cwait_path, c->err, c->errlen)))
         return 1;
-    xsm_cwait_rec w = {c->now, ns, x->row, x->op, kind, cause ? cause->rank : -1, cause ? cause->row : 0, 0};
+    xsm_cwait_rec w = {c->now, ns, row, op, kind, causer, causer_row, 0};
     if (fwrite(&w, sizeof w, 1, m->cwait) != 1)
         return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->cwait_path,
                            strerror(errno));
@@ -445,11 +468,12 @@ static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
             cause = maxm;
         }
         int64_t until = cause && cause->entry < x->exit ? cause->entry : x->exit;
-        if (cause && until > x->entry && xsm_cwait_put(c, x, wk, cause, until - x->entry))
+        if (cause && until > x->entry &&
+            xsm_wait_put(c, x->rank, x->row, x->op, wk, cause->rank, cause->row, until - x->entry))
             return 1;
         if (kind == XSPROF_COLL_NXN && minX != INT64_MAX && x->exit > minX) {
             int64_t from = minX > x->entry ? minX : x->entry;
-            if (from < x->exit && xsm_cwait_put(c, x, XSM_WAIT_NXN_COMPLETION, NULL, x->exit - from))
+            if (from < x->exit && xsm_wait_put(c, x->rank, x->row, x->op, XSM_WAIT_NXN_COMPLETION, -1, 0, x->exit - from))
                 return 1;
         }
     }
@@ -699,6 +723,66 @@ static int xsm_spill_put(xsm_mctx *c, int32_t dst, const xsm_spill *x)
     return 0;
 }
 
+/* The entry of (rank, send row), made when absent; NULL out of memory. */
+static xsm_isl *xsm_isl_get(xsm_mctx *c, int32_t r, uint32_t row)
+{
+    uint64_t key = (uint64_t)(uint32_t)(r + 1) << 32 | row;
+    if ((c->nisl + 1) * 2 > c->capisl) {
+        size_t cap = c->capisl ? 2 * c->capisl : 256;
+        xsm_isl *v = calloc(cap, sizeof *v);
+        if (!v)
+            return NULL;
+        for (size_t i = 0; i < c->capisl; i++) {
+            if (!c->isl[i].key)
+                continue;
+            size_t h = (c->isl[i].key * 0x9e3779b97f4a7c15ull >> 24) & (cap - 1);
+            while (v[h].key)
+                h = (h + 1) & (cap - 1);
+            v[h] = c->isl[i];
+        }
+        free(c->isl);
+        c->isl = v;
+        c->capisl = cap;
+    }
+    size_t h = (key * 0x9e3779b97f4a7c15ull >> 24) & (c->capisl - 1);
+    while (c->isl[h].key && c->isl[h].key != key)
+        h = (h + 1) & (c->capisl - 1);
+    if (!c->isl[h].key) {
+        c->isl[h] = (xsm_isl){.key = key};
+        c->nisl++;
+    }
+    return &c->isl[h];
+}
+
+/* Removing from linear probing: re-insert the rest of the cluster. */
+static void xsm_isl_del(xsm_mctx *c, xsm_isl *e)
+{
+    size_t h = (size_t)(e - c->isl);
+    e->key = 0;
+    c->nisl--;
+    for (size_t j = (h + 1) & (c->capisl - 1); c->isl[j].key; j = (j + 1) & (c->capisl - 1)) {
+        xsm_isl x = c->isl[j];
+        c->isl[j].key = 0;
+        size_t k = (x.key * 0x9e3779b97f4a7c15ull >> 24) & (c->capisl - 1);
+        while (c->isl[k].key)
+            k = (k + 1) & (c->capisl - 1);
+        c->isl[k] = x;
+    }
+}
+
+/* Both halves known: the call that completed the Isend waited for the
+ * receive's post when it was still blocked then (waits.c). */
+static int xsm_isl_done(xsm_mctx *c, xsm_isl *e)
+{
+    int32_t src = (int32_t)(e->key >> 32) - 1;
+    int64_t until = e->post_t < e->ce ? e->post_t : e->ce;
+    int rc = 0;
+    if (e->ce >= e->post_t && until > e->cb)
+        rc = xsm_wait_put(c, src, e->call_row, e->call_op, XSM_WAIT_LATE_RECEIVER, e->dst, e->post_row, until - e->cb);
+    xsm_isl_del(c, e);
+    return rc;
+}
+
 /* The send snd meets the receive q at time `now`. */
 static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm_pend_end *q)
 {
@@ -720,6 +804,27 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
     xsm_sent_set(&c->s->r[src], send_row);
     if (c->s->report && xsm_cpairs_add(&c->s->cm, src, dst, snd->bytes))
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory");
+    /* Late Receiver (waits.c) of a blocking send: it waited until the
+     * receive was posted; a buffered send that returned before did not */
+    if (c->s->report && (snd->skind == XSPROF_MPI_SEND || snd->skind == XSPROF_MPI_SSEND ||
+                         snd->skind == XSPROF_MPI_SENDRECV) &&
+        (snd->skind == XSPROF_MPI_SSEND || snd->send_end >= q->post_t)) {
+        int64_t until = q->post_t < snd->send_end ? q->post_t : snd->send_end;
+        if (until > send_t &&
+            xsm_wait_put(c, src, send_row, snd->op, XSM_WAIT_LATE_RECEIVER, dst, q->post_row, until - send_t))
+            return 1;
+    }
+    if (c->s->report && snd->skind == XSPROF_MPI_ISEND) {
+        xsm_isl *e = xsm_isl_get(c, src, send_row);
+        if (!e)
+            return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+        e->has_post = 1;
+        e->dst = dst;
+        e->post_t = q->post_t;
+        e->post_row = q->post_row;
+        if (e->has_call && xsm_isl_done(c, e))
+            return 1;
+    }
     if (c->s->h5) { /* merged.h5's row, placed by its id once pass 1 is done */
         xsm_h5_msgrec x;
         memset(&x, 0, sizeof x);
@@ -750,8 +855,8 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
 {
     int32_t r = m->r;
     c->now = now;
-    int64_t po = -1;
-    int po_irecv = 0;
+    int64_t po = -1, po_t = 0;
+    int po_irecv = 0, po_isend = 0;
     uint32_t po_comm = UINT32_MAX;
     if (xsm_is_req(row)) {
         if (row->kind != XSPROF_MPI_COMPLETION) {
@@ -765,8 +870,8 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
                 q->icoll = 1;
                 q->icomm = row->comm;
                 q->iseq = row->coll_seq;
-                q->it = row->t_begin;
             }
+            q->it = row->t_begin;
             /* an earlier post of this request never completed stays counted open */
             q->row = i;
             q->kind = row->kind;
@@ -787,6 +892,8 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
             }
             if (q) {
                 po = q->row;
+                po_t = q->it;
+                po_isend = q->kind == XSPROF_MPI_ISEND;
                 po_irecv = q->kind == XSPROF_MPI_IRECV;
                 po_comm = q->comm;
                 if (!q->completed) {
@@ -806,6 +913,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         th->last_begin = row->t_begin;
         th->last_end = row->t_end;
         th->last_comm = row->comm;
+        th->last_op = row->op;
         th->sendrecv_open = row->kind == XSPROF_MPI_SENDRECV ? (int64_t)i : -1;
         th->sendrecv_begin = row->t_begin;
         th->sendrecv_end = row->t_end;
@@ -816,6 +924,18 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
             ca_begin = th->last_begin;
             ca_end = th->last_end;
             ca_comm = th->last_comm;
+        }
+        if (c->s->report && !c->s->collect && po >= 0 && po_isend && ca >= 0) { /* an Isend completed in call ca */
+            xsm_isl *e = xsm_isl_get(c, r, (uint32_t)po);
+            if (!e)
+                return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+            e->has_call = 1;
+            e->call_row = (uint32_t)ca;
+            e->call_op = th->last_op;
+            e->cb = ca_begin;
+            e->ce = ca_end;
+            if (e->has_post && xsm_isl_done(c, e))
+                return 1;
         }
         if ((row->flags & XSPROF_MPI_F_RECV) && po < 0 && th->sendrecv_open >= 0) {
             ca = th->sendrecv_open; /* the receive half of a Sendrecv */
@@ -837,7 +957,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         if (!xsm_present(c, row->peer))
             return 0; /* its receiver was not loaded: not an anomaly */
         xsm_pend_end me = {{row->comm, r, row->peer, row->tag, row->seq}, 0, i, UINT32_MAX, row->t_begin, 0, 0,
-                           (uint8_t)kept, 0, row->t_end, row->bytes_sent, -1};
+                           (uint8_t)kept, 0, row->t_end, row->bytes_sent, -1, row->kind, row->op, 0, 0};
         xsm_pend_end q;
         int dup;
         if (xsm_ptab_take(&c->pend, &me.k, 0, &q, &dup))
@@ -868,8 +988,11 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
             call = UINT32_MAX; /* shown nowhere: the writers skip completion rows */
         }
     }
+    /* posted: its Irecv, else the call it completed in, else itself (waits.c's e_post) */
+    int64_t post_t = po >= 0 && po_irecv ? po_t : row->kind != XSPROF_MPI_RECV && ca >= 0 ? ca_begin : row->t_begin;
+    uint32_t post_row = po >= 0 && po_irecv ? (uint32_t)po : row->kind != XSPROF_MPI_RECV && ca >= 0 ? (uint32_t)ca : i;
     xsm_pend_end me = {{comm, row->peer, r, row->tag, row->seq}, 1, i, call, row->t_end, call_end, 0,
-                       (uint8_t)kept, (uint8_t)call_kept, 0, 0, po >= 0 && po_irecv ? po : -1};
+                       (uint8_t)kept, (uint8_t)call_kept, 0, 0, po >= 0 && po_irecv ? po : -1, 0, 0, post_t, post_row};
     xsm_pend_end q;
     int dup;
     if (xsm_ptab_take(&c->pend, &me.k, 1, &q, &dup))
@@ -1177,6 +1300,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     for (size_t i = 0; i < c.capcoll; i++)
         free(c.coll[i].m);
     free(c.coll);
+    free(c.isl);
     free(c.pend.e);
     free(c.pend.head);
     free(c.m);

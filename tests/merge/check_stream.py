@@ -484,8 +484,7 @@ def report_of(out):
 
 
 # waits the streamed analysis computes as the in-memory one does (blocking
-# collectives), and those it does not (Late Receiver; Wrong Order comes as
-# Late Sender)
+# collectives; point-to-point ones below: Wrong Order comes as Late Sender)
 SAME_WAITS = ("Wait at Barrier", "Wait at NxN", "NxN Completion", "Late Broadcast", "Early Reduce")
 
 
@@ -506,8 +505,10 @@ def part_report():
     check(sites("Late Broadcast") == [(2, 0, "MPI_Bcast", "main", 500)], "golden --stream: Late Broadcast 0.5 us (%s)" %
           sites("Late Broadcast"))
     rcs = {(w["kind"], r["rank"], r["region"]) for w in rep["wait_states"] for r in w["root_causes"]}
-    check(rcs == {("Late Sender", 2, "main"), ("Wait at NxN", 1, "main"), ("Late Broadcast", 0, "main")},
-          "golden --stream: root causes %s" % rcs)
+    check(sites("Late Receiver") == [(0, 2, "MPI_Send", "main", 100)], "golden --stream: Late Receiver 0.1 us (%s)" %
+          sites("Late Receiver"))
+    check(rcs == {("Late Sender", 2, "main"), ("Wait at NxN", 1, "main"), ("Late Broadcast", 0, "main"),
+                  ("Late Receiver", 2, "main")}, "golden --stream: root causes %s" % rcs)
     with open(os.path.join(out, "report.txt")) as f:
         txt = f.read()
     check("Streamed analysis (xsmerge --stream)" in txt and "not computed (a streamed analysis" in txt,
@@ -555,17 +556,19 @@ def part_report():
             rca = sorted((r["rank"], r["region"], round(r["seconds"], 9)) for r in wa[k]["root_causes"])
             rcb = sorted((r["rank"], r["region"], round(r["seconds"], 9)) for r in wb[k]["root_causes"])
             check(rca == rcb, "%s: %s root causes %s, in memory %s" % (what, k, rcb, rca))
-        ls_mem = wa["Late Sender"]["instances"] + wa["Late Sender / Wrong Order"]["instances"]
-        check(wb["Late Sender"]["instances"] >= ls_mem and wb["Late Sender / Wrong Order"]["instances"] == 0 and
-              wb["Late Receiver"]["instances"] == 0,
-              "%s: Late Sender %d (in memory %d + Wrong Order)" % (what, wb["Late Sender"]["instances"], ls_mem))
-        if wa["Late Receiver"]["instances"] == 0:  # nothing taken by a Late Receiver of the same call
-            check(abs(wb["Late Sender"]["seconds"] - wa["Late Sender"]["seconds"] -
-                      wa["Late Sender / Wrong Order"]["seconds"]) < 1e-12 + 1e-9 * wb["Late Sender"]["seconds"],
-                  "%s: Late Sender %g s, in memory %g + %g" % (what, wb["Late Sender"]["seconds"],
-                                                               wa["Late Sender"]["seconds"],
-                                                               wa["Late Sender / Wrong Order"]["seconds"]))
-
+        # point to point: Wrong Order counts as Late Sender; a wait found
+        # after its call's next call counts on its own (merge/README), so
+        # never less than in memory, and a few percent more at most
+        p2p = ("Late Sender", "Late Sender / Wrong Order", "Late Receiver")
+        na, nb = (sum(w[k]["instances"] for k in p2p) for w in (wa, wb))
+        sa, sb = (sum(w[k]["seconds"] for k in p2p) for w in (wa, wb))
+        check(wb["Late Sender / Wrong Order"]["instances"] == 0 and nb >= na and sa * (1 - 1e-9) <= sb <= sa * 1.1 + 1e-12,
+              "%s: point-to-point waits %d, %g s; in memory %d, %g s" % (what, nb, sb, na, sa))
+        if wa["Late Sender / Wrong Order"]["instances"] == 0 and run not in ("skew", "bigskew"):
+            for k in ("Late Sender", "Late Receiver"):
+                check((wa[k]["instances"], wa[k]["seconds"]) == (wb[k]["instances"], wb[k]["seconds"]),
+                      "%s: %s %s, in memory %s" % (what, k, (wb[k]["instances"], wb[k]["seconds"]),
+                                                   (wa[k]["instances"], wa[k]["seconds"])))
     print("merge_stream_report: %d of %d run and option sets streamed and compared" % (nstreamed, len(cases)))
     check(nstreamed >= len(cases) - 3, "at most deep, mpithreads and journal merge in memory (%d of %d streamed)" %
           (nstreamed, len(cases)))

@@ -58,7 +58,7 @@ static const char xsm_usage[] =
     "                        and under mpirun, and with the logical clock; the\n"
     "                        reports leave out what needs the whole timeline:\n"
     "                        critical path, Wrong Order and nonblocking\n"
-    "                        collective waits, memory, GPU); chosen by\n"
+    "                        collective waits); chosen by\n"
     "                        itself, with a note, when the run would not fit in\n"
     "                        half the available memory\n"
     "                        (XSPROF_MERGE_MEMORY_LIMIT bytes)\n"

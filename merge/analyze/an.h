@@ -297,8 +297,39 @@ typedef struct xsm_srcause {
     double seconds;
 } xsm_srcause;
 
+/* GPU activity of one device of a rank (misc.c's gpu_rank, streamed). */
+typedef struct xsm_sgpu {
+    uint32_t device;
+    uint64_t kernels, overlap_kernels;
+    int64_t kernel_ns, busy_ns, overlap_ns;
+    int64_t cb, ce; /* the union of kernel spans so far: its last piece */
+    uint64_t htod, dtoh, dtod, other_bytes;
+} xsm_sgpu;
+
+/* Memory events of a rank (memory.c's rank_memory, streamed): the leaks'
+ * regions are the rank's string ids (-1 none). */
+typedef struct xsm_sleak {
+    uint64_t ptr, bytes;
+    int64_t t;
+    int64_t region;
+    int16_t device;
+} xsm_sleak;
+
+typedef struct xsm_smem {
+    int present; /* the rank had memory events */
+    uint64_t allocs, frees, unknown_frees, peak_bytes;
+    int64_t peak_t;
+    uint64_t leaked_bytes, leaked_allocs, mpi_held_bytes, mpi_held_allocs;
+    xsm_sleak leaks[10]; /* the largest (bytes, then time, then address) */
+    size_t nleaks;
+} xsm_smem;
+
 typedef struct xsm_anrank_out {
     const xsm_scnode *cn; size_t ncn;      /* parents before children */
+    const xsm_sgpu *gpu; size_t ngpu;      /* devices in order of their first row */
+    uint64_t gpu_rows;
+    int64_t gpu_ns;
+    const xsm_smem *mem;
     const xsm_sop *ops; size_t nops;
     const xsm_sname *names; size_t nnames;
     const xsm_swait *w; size_t nw;
@@ -318,6 +349,10 @@ int xsm_an_profile_streamed(xsm_an *a, const xsm_sanalysis *sa);
 extern const char xsm_an_not_computed[];
 /* Wait states of the streamed analysis (waits.c): a site per xsm_wait. */
 int xsm_an_waits_streamed(xsm_an *a, const xsm_sanalysis *sa);
+/* Memory section of the streamed analysis (memory.c). */
+int xsm_an_memory_streamed(xsm_an *a, const xsm_sanalysis *sa);
+/* GPU section of the streamed analysis (misc.c). */
+int xsm_an_gpu_streamed(xsm_an *a, const xsm_sanalysis *sa);
 /* Health counts and wall-time denominators (misc.c), without the GPU part
  * when `gpu` is 0. */
 int xsm_an_health(xsm_an *a, int gpu);

@@ -5,7 +5,7 @@
 #include "analyze.h"
 #include "an.h"
 
-const char xsm_an_not_computed[] = "the critical path, waits in nonblocking collectives, memory and GPU activity "
+const char xsm_an_not_computed[] = "the critical path and waits in nonblocking collectives "
                                    "(Wrong Order counts as Late Sender)";
 
 const char *xsm_an_name(const xsm_an *a, int32_t idx)
@@ -149,7 +149,8 @@ static int xsm_an_compute_streamed(xsm_an *a, const xsm_run *run, const xsm_sana
         a->t0 = a->t1 = 0;
     if (run->t_end > a->t1)
         a->t1 = run->t_end;
-    if (xsm_an_waits_streamed(a, sa) != 0 || xsm_an_health(a, 0) != 0 || xsm_an_findings(a) != 0)
+    if (xsm_an_waits_streamed(a, sa) != 0 || xsm_an_gpu_streamed(a, sa) != 0 || xsm_an_health(a, 0) != 0 ||
+        xsm_an_memory_streamed(a, sa) != 0 || xsm_an_findings(a) != 0)
         goto nomem;
     return 0;
 nomem:

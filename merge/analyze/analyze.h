@@ -68,14 +68,17 @@ void xsm_cpairs_free(xsm_cpairs *t);
  * writes the reports from it. Memory grows with call paths, names, wait
  * sites and the waits in flight, not with the trace. What needs the whole
  * timeline (the critical path, Wrong Order waits, waits
- * in nonblocking collectives, memory and GPU activity) is not computed; the
- * reports say so. */
+ * in nonblocking collectives) is not computed; the reports say so. */
 typedef struct xsm_sanalysis xsm_sanalysis;
 struct xsm_evflow;
-xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run); /* NULL: out of memory */
+/* has_gpu[r]: rank r has GPU rows (its waits are kept a while for the
+ * kernels that overlap them); NULL: none has. NULL: out of memory. */
+xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run, const unsigned char *has_gpu);
 void xsm_sanalysis_free(xsm_sanalysis *sa);
 /* Rows of rank r; 0 ok, -1 out of memory (the analysis stays failed). */
 int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g);
+int xsm_sanalysis_gpu(xsm_sanalysis *sa, int32_t r, const xsprof_io_gpu *g);
+int xsm_sanalysis_mem(xsm_sanalysis *sa, int32_t r, const xsprof_io_mem *e);
 /* fl: the message ends on this row (merge/emit/emit.h), a receive's with
  * its sender's rank, send row and send time. */
 int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint64_t row, const struct xsm_evflow *fl,

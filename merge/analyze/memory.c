@@ -27,10 +27,16 @@ static int by_time(const void *x, const void *y)
     return *(const size_t *)x < *(const size_t *)y ? -1 : 1;
 }
 
+/* The largest first; equal sizes by time, then address (the same order
+ * however the live table was laid out: streamed or not). */
 static int by_bytes_desc(const void *x, const void *y)
 {
     const xsm_leak *a = x, *b = y;
-    return (a->bytes < b->bytes) - (a->bytes > b->bytes);
+    if (a->bytes != b->bytes)
+        return a->bytes < b->bytes ? 1 : -1;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return (a->ptr > b->ptr) - (a->ptr < b->ptr);
 }
 
 static inline size_t slot_of(uint64_t ptr, int16_t dev, size_t mask)
@@ -175,6 +181,44 @@ int xsm_an_memory(xsm_an *a)
         m->rank = (int32_t)r;
         if (rank_memory(a, r, m) != 0)
             return -1;
+    }
+    return 0;
+}
+
+/* The memory section of a streamed analysis: its accumulators' counts. */
+int xsm_an_memory_streamed(xsm_an *a, const xsm_sanalysis *sa)
+{
+    size_t with = 0;
+    for (size_t r = 0; r < a->nranks; r++) {
+        xsm_anrank_out v;
+        xsm_sanalysis_view(sa, (int32_t)r, &v);
+        with += a->rs[r].present && v.mem && v.mem->present;
+    }
+    if (!with)
+        return 0;
+    if (!(a->mem = calloc(with, sizeof *a->mem)))
+        return -1;
+    for (size_t r = 0; r < a->nranks; r++) {
+        xsm_anrank_out v;
+        xsm_sanalysis_view(sa, (int32_t)r, &v);
+        if (!a->rs[r].present || !v.mem || !v.mem->present)
+            continue;
+        const xsm_smem *s = v.mem;
+        xsm_memrank *m = &a->mem[a->nmem++];
+        *m = (xsm_memrank){(int32_t)r, s->allocs, s->frees, s->unknown_frees, s->peak_bytes, s->peak_t, s->leaked_bytes,
+                           s->leaked_allocs, s->mpi_held_bytes, s->mpi_held_allocs, NULL, 0};
+        if (!s->nleaks)
+            continue;
+        if (!(m->leaks = malloc(s->nleaks * sizeof *m->leaks)))
+            return -1;
+        for (size_t i = 0; i < s->nleaks; i++) {
+            const xsm_sleak *l = &s->leaks[i];
+            int32_t reg = l->region >= 0 ? xsm_an_sname(a, (int32_t)r, (uint32_t)l->region) : -1;
+            if (l->region >= 0 && reg < 0)
+                return -1;
+            m->leaks[i] = (xsm_leak){l->ptr, l->bytes, l->t, reg, l->device};
+        }
+        m->nleaks = s->nleaks;
     }
     return 0;
 }

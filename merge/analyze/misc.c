@@ -214,6 +214,41 @@ out:
     return rc;
 }
 
+/* The GPU section of a streamed analysis: its accumulators' devices. */
+int xsm_an_gpu_streamed(xsm_an *a, const xsm_sanalysis *sa)
+{
+    size_t cap = 0;
+    for (size_t r = 0; r < a->nranks; r++) {
+        if (!a->rs[r].present)
+            continue;
+        xsm_anrank_out v;
+        xsm_sanalysis_view(sa, (int32_t)r, &v);
+        a->gpu_rows += v.gpu_rows;
+        a->rs[r].gpu_ns = v.gpu_ns;
+        double wall = (double)(a->rs[r].t_last - a->rs[r].t_first) * 1e-9;
+        for (size_t i = 0; i < v.ngpu; i++) {
+            const xsm_sgpu *g = &v.gpu[i];
+            int di = gpudev_find(a, (int32_t)r, g->device, &cap);
+            if (di < 0)
+                return -1;
+            xsm_gpudev *gd = &a->gpu[di];
+            gd->kernels = g->kernels;
+            gd->kernel_s = (double)g->kernel_ns * 1e-9;
+            gd->busy_s = (double)g->busy_ns * 1e-9;
+            gd->idle_share = wall > 0 ? 1.0 - gd->busy_s / wall : 0;
+            if (gd->idle_share < 0)
+                gd->idle_share = 0;
+            gd->htod = g->htod;
+            gd->dtoh = g->dtoh;
+            gd->dtod = g->dtod;
+            gd->other_bytes = g->other_bytes;
+            gd->overlap_kernels = g->overlap_kernels;
+            gd->overlap_s = (double)g->overlap_ns * 1e-9;
+        }
+    }
+    return 0;
+}
+
 int xsm_an_health(xsm_an *a, int gpu)
 {
     size_t cap = 0;

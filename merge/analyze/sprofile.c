@@ -101,6 +101,7 @@ typedef struct sthread {
  * per call, the longest, as in waits.c. */
 typedef struct xsm_recent {
     uint32_t row, op;
+    int64_t tb, te;    /* the call's begin and end */
     int64_t encl;
     xsm_vec v;
     int has_def, def_kind;
@@ -130,6 +131,30 @@ typedef struct xsm_req {
 } xsm_req;
 
 #define XSM_RECENT 16
+/* GPU ranks: kernels and waits kept to find their overlaps, whichever
+ * comes first (a wait can be found after the kernels that overlap it) */
+#define XSM_GPU_KEEP 512
+
+typedef struct xsm_kspan {
+    int64_t b, e;
+    uint32_t dev;      /* index into the rank's devices */
+    int overlapped;    /* counted in overlap_kernels */
+} xsm_kspan;
+
+typedef struct xsm_wspan {
+    int64_t b, e;
+} xsm_wspan;
+
+/* A live allocation, with where it was made: the innermost region of its
+ * thread then (string id) and whether that was inside an MPI call. */
+typedef struct xsm_live {
+    uint64_t ptr, bytes; /* used == 0: empty slot */
+    int64_t t;
+    int64_t region;
+    uint32_t thread;
+    int16_t device;
+    uint8_t used, deleted, in_mpi;
+} xsm_live;
 
 typedef struct xsm_anrank xsm_anrank;
 struct xsm_anrank {
@@ -161,6 +186,20 @@ struct xsm_anrank {
     xsm_pwait *pend; size_t npend, cappend;
     xsm_req *req; size_t nreq, capreq;
     int64_t t_first, t_last, init_end, fin_begin, mpi_ns;
+    /* GPU activity (has_gpu ranks): devices, rows, the last kernels and waits */
+    int has_gpu;
+    xsm_sgpu *gpu; size_t ngpu, capgpu;
+    uint64_t gpu_rows;
+    int64_t gpu_ns;
+    xsm_kspan *ks;      /* XSM_GPU_KEEP, a ring */
+    size_t nks, iks;
+    xsm_wspan *ws;
+    size_t nws, iws;
+    /* memory events: the live allocations (open addressing, tombstones) */
+    xsm_smem mem;
+    uint64_t mem_cur;
+    xsm_live *live;
+    size_t nlive, nused, caplive; /* live entries, slots used (live or deleted) */
     int failed;
 };
 
@@ -172,7 +211,9 @@ struct xsm_sanalysis {
     kmap rcmap;
 };
 
-static xsm_anrank *anrank_new(xsm_sanalysis *sa, int32_t r)
+static void anrank_free(xsm_anrank *x);
+
+static xsm_anrank *anrank_new(xsm_sanalysis *sa, int32_t r, int has_gpu)
 {
     const xsprof_rank_data *d = &sa->run->ranks[r].d;
     xsm_anrank *x = calloc(1, sizeof *x);
@@ -196,6 +237,11 @@ static xsm_anrank *anrank_new(xsm_sanalysis *sa, int32_t r)
     x->t_last = INT64_MIN;
     x->init_end = INT64_MIN;
     x->fin_begin = INT64_MAX;
+    x->has_gpu = has_gpu;
+    if (has_gpu && (!(x->ks = malloc(XSM_GPU_KEEP * sizeof *x->ks)) || !(x->ws = malloc(XSM_GPU_KEEP * sizeof *x->ws)))) {
+        anrank_free(x);
+        return NULL;
+    }
     return x;
 }
 
@@ -216,6 +262,10 @@ static void anrank_free(xsm_anrank *x)
     free(x->vns);
     free(x->pend);
     free(x->req);
+    free(x->gpu);
+    free(x->ks);
+    free(x->ws);
+    free(x->live);
     kmap_free(&x->cnmap);
     kmap_free(&x->opmap);
     kmap_free(&x->nmmap);
@@ -223,7 +273,7 @@ static void anrank_free(xsm_anrank *x)
     free(x);
 }
 
-xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run)
+xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run, const unsigned char *has_gpu)
 {
     xsm_sanalysis *sa = calloc(1, sizeof *sa);
     if (!sa || !(sa->acc = calloc(run->nranks + 1, sizeof *sa->acc))) {
@@ -232,7 +282,7 @@ xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run)
     }
     sa->run = run;
     for (size_t r = 0; r < run->nranks; r++)
-        if (run->ranks[r].present && !(sa->acc[r] = anrank_new(sa, (int32_t)r))) {
+        if (run->ranks[r].present && !(sa->acc[r] = anrank_new(sa, (int32_t)r, has_gpu && has_gpu[r]))) {
             xsm_sanalysis_free(sa);
             return NULL;
         }
@@ -439,12 +489,256 @@ static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t ce
     return wait_add(w, q->kind, c->rank, q->op, q->encl, root, q->ns);
 }
 
+/* ---- GPU activity ------------------------------------------------------------- */
+
+static int64_t overlap(int64_t b1, int64_t e1, int64_t b2, int64_t e2)
+{
+    int64_t b = b1 > b2 ? b1 : b2, e = e1 < e2 ? e1 : e2;
+    return e > b ? e - b : 0;
+}
+
+static void kernel_overlaps(xsm_anrank *x, xsm_kspan *k, int64_t ov)
+{
+    if (ov <= 0)
+        return;
+    xsm_sgpu *g = &x->gpu[k->dev];
+    g->overlap_ns += ov;
+    if (!k->overlapped) {
+        k->overlapped = 1;
+        g->overlap_kernels++;
+    }
+}
+
+/* A wait [b, e) of this rank: the kernels kept that ran meanwhile kept the
+ * GPU working while the CPU waited (misc.c). */
+static void gpu_wait(xsm_anrank *x, int64_t b, int64_t e)
+{
+    if (!x->has_gpu || e <= b)
+        return;
+    for (size_t i = 0; i < x->nks; i++)
+        kernel_overlaps(x, &x->ks[i], overlap(x->ks[i].b, x->ks[i].e, b, e));
+    x->ws[x->iws] = (xsm_wspan){b, e};
+    x->iws = (x->iws + 1) % XSM_GPU_KEEP;
+    if (x->nws < XSM_GPU_KEEP)
+        x->nws++;
+}
+
+int xsm_sanalysis_gpu(xsm_sanalysis *sa, int32_t r, const xsprof_io_gpu *g)
+{
+    xsm_anrank *x = sa->acc[r];
+    if (!x || x->failed)
+        return -1;
+    if (g->kind == XSPROF_GPU_API)
+        return 0;
+    x->gpu_rows++;
+    size_t d = 0;
+    while (d < x->ngpu && x->gpu[d].device != g->device)
+        d++;
+    if (d == x->ngpu) {
+        if (xsm_grow((void **)&x->gpu, &x->capgpu, x->ngpu, sizeof *x->gpu))
+            return x->failed = -1;
+        memset(&x->gpu[d], 0, sizeof x->gpu[d]);
+        x->gpu[d].device = g->device;
+        x->gpu[d].cb = x->gpu[d].ce = INT64_MIN;
+        x->ngpu++;
+    }
+    xsm_sgpu *gd = &x->gpu[d];
+    switch (g->kind) {
+    case XSPROF_GPU_KERNEL: {
+        int64_t b = g->t_begin, e = g->t_end;
+        gd->kernels++;
+        gd->kernel_ns += e - b;
+        x->gpu_ns += e - b;
+        /* busy time: the union of kernel spans, met in begin order */
+        if (b > gd->ce) {
+            if (gd->ce > gd->cb)
+                gd->busy_ns += gd->ce - gd->cb;
+            gd->cb = b;
+            gd->ce = e;
+        } else if (e > gd->ce) {
+            gd->ce = e;
+        }
+        if (!x->has_gpu)
+            break;
+        xsm_kspan *k = &x->ks[x->iks];
+        *k = (xsm_kspan){b, e, (uint32_t)d, 0};
+        for (size_t i = 0; i < x->nws; i++)
+            kernel_overlaps(x, k, overlap(b, e, x->ws[i].b, x->ws[i].e));
+        x->iks = (x->iks + 1) % XSM_GPU_KEEP;
+        if (x->nks < XSM_GPU_KEEP)
+            x->nks++;
+        break;
+    }
+    case XSPROF_GPU_MEMCPY_HTOD: gd->htod += g->bytes; break;
+    case XSPROF_GPU_MEMCPY_DTOH: gd->dtoh += g->bytes; break;
+    case XSPROF_GPU_MEMCPY_DTOD: gd->dtod += g->bytes; break;
+    default: gd->other_bytes += g->bytes; break;
+    }
+    return 0;
+}
+
+/* ---- memory events -------------------------------------------------------------- */
+
+static size_t live_slot(uint64_t ptr, int16_t dev, size_t mask) /* as memory.c */
+{
+    uint64_t h = (ptr ^ ((uint64_t)(uint16_t)dev << 48)) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 17) & mask;
+}
+
+/* A fresh table (tombstones dropped) when live and deleted slots would
+ * fill half of it. */
+static int live_grow(xsm_anrank *x)
+{
+    if (2 * (x->nused + 1) <= x->caplive)
+        return 0;
+    size_t cap = 64;
+    while (cap < 4 * (x->nlive + 1))
+        cap *= 2;
+    xsm_live *t = calloc(cap, sizeof *t);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < x->caplive; i++) {
+        if (!x->live[i].used || x->live[i].deleted)
+            continue;
+        size_t s = live_slot(x->live[i].ptr, x->live[i].device, cap - 1);
+        while (t[s].used)
+            s = (s + 1) & (cap - 1);
+        t[s] = x->live[i];
+    }
+    free(x->live);
+    x->live = t;
+    x->caplive = cap;
+    x->nused = x->nlive;
+    return 0;
+}
+
+/* The innermost region open at t on thread tid, and whether t is inside an
+ * MPI call there (frames that ended before t may not be closed yet). */
+static int64_t region_at(xsm_anrank *x, uint32_t tid, int64_t t, uint8_t *in_mpi)
+{
+    *in_mpi = 0;
+    sthread *th = thread_of(x, tid);
+    for (size_t k = th ? th->sp : 0; k-- > 0;) {
+        const sframe *f = &th->st[k];
+        if (f->t0 > t || f->end < t)
+            continue;
+        if (f->is_mpi) {
+            *in_mpi = 1;
+            continue;
+        }
+        return f->name;
+    }
+    return -1;
+}
+
+int xsm_sanalysis_mem(xsm_sanalysis *sa, int32_t r, const xsprof_io_mem *e)
+{
+    xsm_anrank *x = sa->acc[r];
+    if (!x || x->failed)
+        return -1;
+    xsm_smem *m = &x->mem;
+    m->present = 1;
+    if (e->kind == XSPROF_MEM_ALLOC) {
+        m->allocs++;
+        if (live_grow(x))
+            return x->failed = -1;
+        /* a live entry for the same address means its free was lost: replace */
+        size_t s = live_slot(e->ptr, e->device, x->caplive - 1), ins = SIZE_MAX;
+        xsm_live *l = NULL;
+        for (;; s = (s + 1) & (x->caplive - 1)) {
+            xsm_live *c = &x->live[s];
+            if (!c->used || c->deleted) {
+                if (ins == SIZE_MAX)
+                    ins = s;
+                if (!c->used)
+                    break;
+                continue;
+            }
+            if (c->ptr == e->ptr && c->device == e->device) {
+                x->mem_cur -= c->bytes;
+                l = c;
+                break;
+            }
+        }
+        if (!l) {
+            l = &x->live[ins];
+            x->nused += !l->used;
+            x->nlive++;
+        }
+        *l = (xsm_live){e->ptr, e->size, e->t, -1, e->thread, e->device, 1, 0, 0};
+        l->region = region_at(x, e->thread, e->t, &l->in_mpi);
+        x->mem_cur += e->size;
+        if (x->mem_cur > m->peak_bytes) {
+            m->peak_bytes = x->mem_cur;
+            m->peak_t = e->t;
+        }
+    } else if (e->kind == XSPROF_MEM_FREE) {
+        m->frees++;
+        for (size_t s = x->caplive ? live_slot(e->ptr, e->device, x->caplive - 1) : 0;; s = (s + 1) & (x->caplive - 1)) {
+            if (!x->caplive || !x->live[s].used) {
+                m->unknown_frees++;
+                break;
+            }
+            xsm_live *l = &x->live[s];
+            if (!l->deleted && l->ptr == e->ptr && l->device == e->device) {
+                x->mem_cur -= l->bytes;
+                l->deleted = 1;
+                x->nlive--;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The allocations still live at the end: MPI's own (made inside an MPI
+ * call on the main thread), or leak candidates, the 10 largest kept in
+ * memory.c's order (bytes, then time, then address). */
+static void mem_finish(xsm_anrank *x)
+{
+    xsm_smem *m = &x->mem;
+    uint32_t main = x->have_main ? x->main_thread : x->first_thread;
+    for (size_t s = 0; s < x->caplive; s++) {
+        const xsm_live *l = &x->live[s];
+        if (!l->used || l->deleted)
+            continue;
+        int mine = l->thread == main;
+        if (mine && l->in_mpi) { /* memory MPI keeps for itself is not the program's leak */
+            m->mpi_held_allocs++;
+            m->mpi_held_bytes += l->bytes;
+            continue;
+        }
+        m->leaked_allocs++;
+        m->leaked_bytes += l->bytes;
+        xsm_sleak n = {l->ptr, l->bytes, l->t, mine ? l->region : -1, l->device};
+        size_t k = m->nleaks;
+        if (k == 10) { /* full: this one replaces the last when it sorts before it */
+            const xsm_sleak *z = &m->leaks[9];
+            if (!(n.bytes > z->bytes || (n.bytes == z->bytes && (n.t < z->t || (n.t == z->t && n.ptr < z->ptr)))))
+                continue;
+            k = 9;
+        } else {
+            m->nleaks++;
+        }
+        for (; k > 0; k--) { /* insertion: bytes desc, t asc, ptr asc */
+            const xsm_sleak *a = &m->leaks[k - 1];
+            if (a->bytes > n.bytes || (a->bytes == n.bytes && (a->t < n.t || (a->t == n.t && a->ptr <= n.ptr))))
+                break;
+            m->leaks[k] = m->leaks[k - 1];
+        }
+        m->leaks[k] = n;
+    }
+}
+
 /* A wait of the waiter's call (its interval v) caused by call `crow` of rank
  * `causer`: settled there, now when that call has passed (recently), else
  * when it comes. */
 static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, uint32_t op, int64_t encl, const xsm_vec *v,
-                      int64_t ns)
+                      int64_t ns, int64_t tb, int64_t te)
 {
+    /* the wait's span in its call [tb, te]: from the entry, NxN Completion's up to the exit */
+    if (tb < te)
+        gpu_wait(w, kind == XSM_WAIT_NXN_COMPLETION ? te - ns : tb, kind == XSM_WAIT_NXN_COMPLETION ? te : tb + ns);
     xsm_sanalysis *sa = w->sa;
     xsm_anrank *c = causer >= 0 && (size_t)causer < sa->run->nranks ? sa->acc[causer] : NULL;
     if (!c) /* no single causing rank, or one not merged */
@@ -579,7 +873,7 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
         }
         return 0;
     }
-    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, ns);
+    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, ns, p->tb, p->te);
 }
 
 /* The point-to-point wait a call kept. */
@@ -588,13 +882,14 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
     if (!p->has_def)
         return 0;
     p->has_def = 0;
-    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v, p->def_ns);
+    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v, p->def_ns, p->tb, p->te);
 }
 
 /* Call `row` on the main thread (frame f, with a Late Sender to hold when
  * ls): remember it for waits that come later, settle the ones waiting for
  * it, and those that came before it. */
-static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, const sframe *f, const struct xsm_evflow *ls, int64_t ls_ns)
+static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, const sframe *f, const struct xsm_evflow *ls,
+                       int64_t ls_ns)
 {
     /* the previous call's Late Receivers, when pass 1 found them by its end,
      * came with it: its wait is settled now, while the call that caused it
@@ -602,8 +897,8 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, const sframe *f
     if (x->nrecent && recent_flush(x, &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT]))
         return -1;
     xsm_recent *p = &x->recent[x->irecent];
-    *p = (xsm_recent){(uint32_t)row, op, f->encl, f->v, ls != NULL, XSM_WAIT_LATE_SENDER, ls ? ls->peer : -1,
-                      ls ? ls->peer_row : 0, ls_ns};
+    *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, ls != NULL, XSM_WAIT_LATE_SENDER,
+                      ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns};
     x->irecent = (x->irecent + 1) % XSM_RECENT;
     if (x->nrecent < XSM_RECENT)
         x->nrecent++;
@@ -700,10 +995,11 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     int defer = best && (m->kind == XSPROF_MPI_SENDRECV || m->kind == XSPROF_MPI_WAIT) && m->thread == x->main_thread;
     if (m->thread == x->main_thread) {
         v_snap(x, &f->v);
-        if (call_passed(x, row, m->op, f, defer ? best : NULL, wait))
+        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, wait))
             return x->failed = -1;
     }
-    if (best && !defer && wait_found(x, XSM_WAIT_LATE_SENDER, best->peer, best->peer_row, m->op, f->encl, &f->v, wait))
+    if (best && !defer &&
+        wait_found(x, XSM_WAIT_LATE_SENDER, best->peer, best->peer_row, m->op, f->encl, &f->v, wait, m->t_begin, m->t_end))
         return x->failed = -1;
     return 0;
 }
@@ -728,6 +1024,17 @@ int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, 
 int xsm_sanalysis_finish(xsm_sanalysis *sa)
 {
     xsm_vec none = {0};
+    for (size_t r = 0; r < sa->run->nranks; r++) { /* the last piece of each device's busy time; the live memory */
+        xsm_anrank *x = sa->acc[r];
+        for (size_t d = 0; x && d < x->ngpu; d++) {
+            xsm_sgpu *g = &x->gpu[d];
+            if (g->ce > g->cb)
+                g->busy_ns += g->ce - g->cb;
+            g->cb = g->ce = INT64_MIN;
+        }
+        if (x)
+            mem_finish(x);
+    }
     for (size_t r = 0; r < sa->run->nranks; r++) { /* Late Senders no Late Receiver came for */
         xsm_anrank *x = sa->acc[r];
         for (size_t k = 0; x && k < x->nrecent; k++)
@@ -748,7 +1055,7 @@ int xsm_sanalysis_finish(xsm_sanalysis *sa)
             continue;
         for (size_t i = 0; i < x->npend; i++) /* their call never came: no region, no interval */
             if (wait_found(x, x->pend[i].kind, x->pend[i].causer, x->pend[i].causer_row, x->pend[i].op, -1, &none,
-                           x->pend[i].ns))
+                           x->pend[i].ns, 0, 0))
                 return -1;
         x->npend = 0;
     }
@@ -771,6 +1078,11 @@ void xsm_sanalysis_view(const xsm_sanalysis *sa, int32_t r, xsm_anrank_out *o)
         return;
     o->cn = x->cn;
     o->ncn = x->ncn;
+    o->gpu = x->gpu;
+    o->ngpu = x->ngpu;
+    o->gpu_rows = x->gpu_rows;
+    o->gpu_ns = x->gpu_ns;
+    o->mem = &x->mem;
     o->ops = x->ops;
     o->nops = x->nops;
     o->names = x->nm;

@@ -75,6 +75,10 @@ static int xsm_rep_event(xsm_stream *s, xsm_sanalysis *sa, int32_t r, xsm_rep_ra
     const xsm_ev *ev = &k->ev;
     if (ev->kind == XSM_EV_REGION)
         return xsm_sanalysis_region(sa, r, ev->rec);
+    if (ev->kind == XSM_EV_GPU)
+        return xsm_sanalysis_gpu(sa, r, ev->rec);
+    if (ev->kind == XSM_EV_MEM)
+        return xsm_sanalysis_mem(sa, r, ev->rec);
     if (ev->kind != XSM_EV_MPI)
         return 0;
     const xsprof_io_mpi *m = ev->rec;
@@ -96,7 +100,13 @@ static int xsm_rep_read(xsm_stream *s, xsm_sanalysis **out, char *err, size_t er
     size_t n = s->run->nranks, nh = 0;
     xsm_rep_rank *v = calloc(n + 1, sizeof *v);
     size_t *heap = calloc(n + 1, sizeof *heap);
-    xsm_sanalysis *sa = xsm_sanalysis_new(s->run);
+    unsigned char *has_gpu = calloc(n + 1, 1);
+    for (size_t r = 0; has_gpu && r < n; r++) { /* a journal's rows are in memory */
+        const xsm_rank *k = &s->run->ranks[r];
+        has_gpu[r] = k->present && (k->rf ? xsprof_rankfile_table_rows(k->rf, XSPROF_IO_T_GPU) > 0 : k->d.ngpu > 0);
+    }
+    xsm_sanalysis *sa = has_gpu ? xsm_sanalysis_new(s->run, has_gpu) : NULL;
+    free(has_gpu);
     int rc = 1;
     if (!v || !heap || !sa) {
         xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");

@@ -627,7 +627,7 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
     int best = -1;
     for (int k = 0; k < XSM_EV_N; k++) {
         xsm_sq *q = &x->q[k];
-        if (x->analysis && k != XSM_EV_REGION && k != XSM_EV_MPI)
+        if (x->analysis && k != XSM_EV_REGION && k != XSM_EV_MPI && k != XSM_EV_GPU && k != XSM_EV_MEM)
             continue;
         if (xsm_sq_peek(x, q))
             return -1;

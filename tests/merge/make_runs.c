@@ -9,6 +9,8 @@
  *   skew    2 ranks, 40 messages and 10 barriers; rank 1's clock runs
  *           15 us late and drifts 20 ppm beyond what its samples say
  *   gpu     1 rank: region args, counters, instants, memory, a CUDA launch
+ *   gpumpi  2 ranks: GPU kernels on two devices overlapping MPI waits;
+ *           memory events (leaks, MPI's own, lost and unknown frees)
  *           and its kernel (correlation 42), a memcpy
  *   empty   2 ranks that recorded definitions but no event
  *   big     NRANKS EVENTS_PER_RANK: ring exchange + regions, for benchmarks
@@ -212,6 +214,72 @@ static int gpu(const char *dir)
     xsf_region(f, 0, "solve", 1, 1250, 2850);
     xsf_region(f, 0, "main", 0, 1000, 3000);
     return xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1) != 0;
+}
+
+/* Two GPU ranks whose kernels run while the CPU waits in MPI: rank 0's
+ * Recv waits for rank 1's late Send (a kernel on device 0 spans it, one on
+ * device 1 covers part of it), then both meet in an Allreduce that rank 1
+ * reaches late (rank 0 waits; a kernel overlaps that too); copies both ways. */
+static int gpumpi(const char *dir)
+{
+    static const int32_t world[] = {0, 1};
+    xsf *f[2];
+    for (int r = 0; r < 2; r++) {
+        f[r] = xsf_create(dir, r, 2, JOB, START, "gpunode");
+        if (!f[r])
+            return 1;
+        xsf_thread(f[r], 0, "main");
+        xsf_comm(f[r], 0, "MPI_COMM_WORLD", UINT32_MAX, 2, world);
+        xsf_clock(f[r], XSPROF_CLOCK_INIT, 500, 0, 100);
+    }
+    xsprof_rec_gpu g;
+    xsprof_rec_mpi m;
+    /* rank 0: Recv 2000-6000 (the send begins at 4500: waits 2500), Allreduce 7000-12000 (rank 1 enters at 10000) */
+    m = M(); m.t_begin = 2000; m.t_end = 6000; m.kind = XSPROF_MPI_RECV; m.peer = 1; m.tag = 1; m.bytes_recv = 4096; m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Recv", m);
+    m = M(); m.t_begin = 7000; m.t_end = 12000; m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN; m.coll_seq = 1;
+    m.bytes_sent = m.bytes_recv = 8;
+    xsf_mpi(f[0], 0, "MPI_Allreduce", m);
+    const int64_t k0[][3] = {{1500, 5000, 0}, {3000, 3500, 1}, {4000, 4200, 1}, {8000, 9000, 0}, {12500, 13000, 0}};
+    for (size_t i = 0; i < sizeof k0 / sizeof k0[0]; i++) {
+        memset(&g, 0, sizeof g);
+        g.kind = XSPROF_GPU_KERNEL; g.t_begin = k0[i][0]; g.t_end = k0[i][1]; g.device = (uint32_t)k0[i][2]; g.stream = 7;
+        xsf_gpu(f[0], 0, i % 2 ? "stencil" : "saxpy", g);
+    }
+    memset(&g, 0, sizeof g);
+    g.kind = XSPROF_GPU_MEMCPY_HTOD; g.t_begin = 1000; g.t_end = 1400; g.device = 0; g.stream = 7; g.bytes = 1 << 16;
+    xsf_gpu(f[0], 0, "memcpy HtoD", g);
+    memset(&g, 0, sizeof g);
+    g.kind = XSPROF_GPU_MEMCPY_DTOH; g.t_begin = 13100; g.t_end = 13300; g.device = 1; g.stream = 7; g.bytes = 1 << 12;
+    xsf_gpu(f[0], 0, "memcpy DtoH", g);
+    /* memory: 12 leaks of one size (the 10 kept: by time), one made inside
+     * the Allreduce (MPI's own), one whose free was lost (its address
+     * allocated again), a free of an address never allocated, device memory */
+    for (int i = 0; i < 12; i++)
+        xsf_mem(f[0], 0, XSPROF_MEM_ALLOC, -1, 900 + (i % 6) * 100 + (i >= 6 ? 1 : 0), 0x10000 + 0x1000 * (uint64_t)(11 - i), 256);
+    xsf_mem(f[0], 0, XSPROF_MEM_ALLOC, -1, 7500, 0x90000, 8192);
+    xsf_mem(f[0], 0, XSPROF_MEM_ALLOC, -1, 1500, 0xa0000, 512);
+    xsf_mem(f[0], 0, XSPROF_MEM_ALLOC, -1, 6500, 0xa0000, 1024);
+    xsf_mem(f[0], 0, XSPROF_MEM_FREE, -1, 6600, 0xa0000, 1024);
+    xsf_mem(f[0], 0, XSPROF_MEM_FREE, -1, 6700, 0xb0000, 64);
+    xsf_mem(f[0], 0, XSPROF_MEM_ALLOC, 0, 6800, 0xc0000, 1 << 20);
+    xsf_region(f[0], 0, "setup", 1, 850, 1600);
+    xsf_region(f[0], 0, "main", 0, 500, 14000);
+    /* rank 1: Send 4500-4700, Allreduce 10000-12000; a kernel through its compute */
+    m = M(); m.t_begin = 4500; m.t_end = 4700; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 4096; m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Send", m);
+    m = M(); m.t_begin = 10000; m.t_end = 12000; m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN; m.coll_seq = 1;
+    m.bytes_sent = m.bytes_recv = 8;
+    xsf_mpi(f[1], 0, "MPI_Allreduce", m);
+    memset(&g, 0, sizeof g);
+    g.kind = XSPROF_GPU_KERNEL; g.t_begin = 5000; g.t_end = 9500; g.device = 0; g.stream = 3;
+    xsf_gpu(f[1], 0, "saxpy", g);
+    xsf_mem(f[1], 0, XSPROF_MEM_ALLOC, -1, 5000, 0x10000, 4096);
+    xsf_mem(f[1], 0, XSPROF_MEM_ALLOC, -1, 6000, 0x20000, 2048);
+    xsf_mem(f[1], 0, XSPROF_MEM_FREE, -1, 9000, 0x10000, 4096);
+    xsf_region(f[1], 0, "compute", 1, 4800, 9900);
+    xsf_region(f[1], 0, "main", 0, 600, 14000);
+    return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
 }
 
 static int empty(const char *dir)
@@ -455,7 +523,7 @@ static int mpithreads(const char *dir, int n)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|empty|deep|icoll|icoll_late|zerocoll|mpithreads|mpithreads_far|big|bigskew DIR [NRANKS EVENTS]\n");
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|gpumpi|empty|deep|icoll|icoll_late|zerocoll|mpithreads|mpithreads_far|big|bigskew DIR [NRANKS EVENTS]\n");
         return 2;
     }
     const char *kind = argv[1], *dir = argv[2];
@@ -465,6 +533,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "foreign")) return golden(dir, -1, "job-other");
     if (!strcmp(kind, "skew")) return skew(dir);
     if (!strcmp(kind, "gpu")) return gpu(dir);
+    if (!strcmp(kind, "gpumpi")) return gpumpi(dir);
     if (!strcmp(kind, "empty")) return empty(dir);
     if (!strcmp(kind, "deep")) return deep(dir);
     if (!strcmp(kind, "icoll")) return icoll(dir, 0);

@@ -25,6 +25,7 @@ import filecmp
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -572,6 +573,27 @@ def part_report():
                                                    (wa[k]["instances"], wa[k]["seconds"])))
     print("merge_stream_report: %d of %d run and option sets streamed and compared" % (nstreamed, len(cases)))
     check(nstreamed == len(cases), "every case streams (%d of %d)" % (nstreamed, len(cases)))
+
+    # bad inputs: the in-memory merge's one error line, exit 1, no output
+    for run in sorted(ERRORS):
+        ref = merge(run, "--outputs", "report", "-q")
+        got = merge(run, "--stream", "--outputs", "pftrace,report", "-q")
+        check(got[0] == 1 and got[2] == ref[2] and len(got[2]) == 1 and outputs(got[3]) == [],
+              "%s --stream --outputs pftrace,report -q: exit 1, the in-memory error line, no output (%d %s vs %s, %s)" %
+              (run, got[0], got[2], ref[2], outputs(got[3])))
+    # a report that cannot be written (file size limit): one line, exit 1, no output
+    def small(kib):
+        def f():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (kib << 10, kib << 10))
+        return f
+    out = os.path.join(base, "report-too-large")
+    p = subprocess.run([XSMERGE, R["bigskew"], "-o", out, "-q", "--stream", "--outputs", "report"], capture_output=True,
+                       text=True, preexec_fn=small(24))
+    lines = p.stderr.strip().splitlines()
+    check(p.returncode == 1 and len(lines) == 1 and "too large" in p.stderr.lower() and outputs(out) == [],
+          "--stream --outputs report over a 24 KiB file size limit: one line, exit 1, no output (%d %r %s)" %
+          (p.returncode, p.stderr, outputs(out)))
 
     # under mpirun, process 0 writes the reports: the serial streamed ones
     mpiexec = os.environ.get("MPIEXEC")

@@ -36,7 +36,11 @@ int32_t xsm_an_sname(xsm_an *a, int32_t r, uint32_t id)
     return rs->sname[k];
 }
 
-int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
+/* The analysis of run from its rows, or (sa given) from a streamed
+ * analysis, whose stages leave out what needs the rows; cm: the streamed
+ * communication pairs (taken over). */
+static int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, xsm_cpair *cm, size_t ncm, char *err,
+                        size_t errlen)
 {
     memset(a, 0, sizeof *a);
     a->run = run;
@@ -44,25 +48,35 @@ int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
     a->t0 = INT64_MAX;
     a->t1 = INT64_MIN;
     a->cp_end_rank = -1;
+    a->streamed = sa != NULL;
+    a->cm = cm;
+    a->ncm = ncm;
     a->rs = calloc(run->nranks + 1, sizeof *a->rs);
     if (!a->rs)
         goto nomem;
     for (size_t r = 0; r < run->nranks; r++)
         a->rs[r].present = run->ranks[r].present;
-    if (xsm_an_profile(a) != 0)
+    if ((sa ? xsm_an_profile_streamed(a, sa) : xsm_an_profile(a)) != 0)
         goto nomem;
     if (a->t0 > a->t1)
         a->t0 = a->t1 = 0;
     if (run->t_end > a->t1)
         a->t1 = run->t_end;
-    if (xsm_an_waits(a) != 0 || xsm_an_path(a) != 0 || xsm_an_misc(a) != 0 || xsm_an_memory(a) != 0 ||
-        xsm_an_findings(a) != 0)
+    int bad = sa ? xsm_an_waits_streamed(a, sa) != 0 || xsm_an_gpu_streamed(a, sa) != 0 || xsm_an_health(a, 0) != 0 ||
+                       xsm_an_memory_streamed(a, sa) != 0
+                 : xsm_an_waits(a) != 0 || xsm_an_path(a) != 0 || xsm_an_misc(a) != 0 || xsm_an_memory(a) != 0;
+    if (bad || xsm_an_findings(a) != 0)
         goto nomem;
     return 0;
 nomem:
     snprintf(err, errlen, "analysis of %s: out of memory", run->run_dir);
     xsm_an_free(a);
     return -1;
+}
+
+int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
+{
+    return xsm_an_build(a, run, NULL, NULL, 0, err, errlen);
 }
 
 void xsm_an_free(xsm_an *a)
@@ -124,41 +138,6 @@ static int write_buf(const char *dir, const char *name, xsm_buf *b, char *err, s
     return xsm_file_write_atomic(dir, name, b->p ? b->p : "", b->len, err, errlen);
 }
 
-/* The streamed analysis: the model from the accumulators, then the same
- * later stages as xsm_an_compute where they do not need the rows. */
-static int xsm_an_compute_streamed(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, xsm_cpair *cm, size_t ncm,
-                                   char *err, size_t errlen)
-{
-    memset(a, 0, sizeof *a);
-    a->run = run;
-    a->nranks = run->nranks;
-    a->t0 = INT64_MAX;
-    a->t1 = INT64_MIN;
-    a->cp_end_rank = -1;
-    a->streamed = 1;
-    a->cm = cm;
-    a->ncm = ncm;
-    a->rs = calloc(run->nranks + 1, sizeof *a->rs);
-    if (!a->rs)
-        goto nomem;
-    for (size_t r = 0; r < run->nranks; r++)
-        a->rs[r].present = run->ranks[r].present;
-    if (xsm_an_profile_streamed(a, sa) != 0)
-        goto nomem;
-    if (a->t0 > a->t1)
-        a->t0 = a->t1 = 0;
-    if (run->t_end > a->t1)
-        a->t1 = run->t_end;
-    if (xsm_an_waits_streamed(a, sa) != 0 || xsm_an_gpu_streamed(a, sa) != 0 || xsm_an_health(a, 0) != 0 ||
-        xsm_an_memory_streamed(a, sa) != 0 || xsm_an_findings(a) != 0)
-        goto nomem;
-    return 0;
-nomem:
-    snprintf(err, errlen, "analysis of %s: out of memory", run->run_dir);
-    xsm_an_free(a);
-    return -1;
-}
-
 static int xsm_analyze_write(xsm_an *a, const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen);
 
 int xsm_analyze_run(const xsm_run *run, const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen)
@@ -173,7 +152,7 @@ int xsm_analyze_streamed(const xsm_run *run, const xsm_sanalysis *sa, xsm_cpair 
                          const xsm_report_opts *opts, char *err, size_t errlen)
 {
     xsm_an a;
-    if (xsm_an_compute_streamed(&a, run, sa, cm, ncm, err, errlen) != 0)
+    if (xsm_an_build(&a, run, sa, cm, ncm, err, errlen) != 0)
         return 1;
     xsm_report_opts o = opts ? *opts : (xsm_report_opts){0};
     o.keep = NULL; /* merged.h5 is written before: no analysis tables there */

@@ -679,6 +679,15 @@ static void rank_outliers(xsm_an *a)
     }
 }
 
+/* The job's first and last event so far, with rank r's. */
+static void job_span(xsm_an *a, size_t r)
+{
+    if (a->rs[r].span_first < a->t0)
+        a->t0 = a->rs[r].span_first;
+    if (a->rs[r].span_last > a->t1)
+        a->t1 = a->rs[r].span_last;
+}
+
 int xsm_an_profile(xsm_an *a)
 {
     cn_map map = {0};
@@ -709,10 +718,7 @@ int xsm_an_profile(xsm_an *a)
             outl[k] = 0;
         if (rank_profile(a, &map, (int32_t)r, mo, outl) != 0)
             goto out;
-        if (a->rs[r].span_first < a->t0)
-            a->t0 = a->rs[r].span_first;
-        if (a->rs[r].span_last > a->t1)
-            a->t1 = a->rs[r].span_last;
+        job_span(a, r);
     }
     if (!outl && !(outl = calloc(a->names.n + 1, sizeof *outl)))
         goto out;
@@ -863,10 +869,7 @@ int xsm_an_profile_streamed(xsm_an *a, const xsm_sanalysis *sa)
         xsm_sanalysis_view(sa, (int32_t)r, &v);
         if (rank_fold(a, &map, (int32_t)r, &v, &outl, &noutl) != 0)
             goto out;
-        if (a->rs[r].span_first < a->t0)
-            a->t0 = a->rs[r].span_first;
-        if (a->rs[r].span_last > a->t1)
-            a->t1 = a->rs[r].span_last;
+        job_span(a, r);
     }
     if (counts_fit(&outl, &noutl, a->names.n + 1))
         goto out;

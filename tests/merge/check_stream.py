@@ -161,6 +161,18 @@ ERRORS = {"foreign": "another run", "trunc": "rank-00001.h5", "random": "rank-00
           "missing": "rank 1 missing", "smashed": "rank-00002.h5", "chunk": "rank-00001.h5"}
 
 
+def mpirun_env():
+    """(mpiexec, environment for it as root) or (None, None) without MPIEXEC."""
+    mpiexec = os.environ.get("MPIEXEC")
+    if not mpiexec or not os.path.exists(mpiexec):
+        return None, None
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    for k in ("XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_TIMES"):
+        env.pop(k, None)
+    return mpiexec, env
+
+
 def first_diff(a, b):
     """Offset of the first differing byte of files a and b, None if equal."""
     off = 0
@@ -443,12 +455,8 @@ def part_rest():
     # under mpirun, --stream streams too: every process reads every file in
     # pass 1, trace.pftrace is divided among the processes, process 0 writes
     # trace.json; the files are the serial ones
-    mpiexec = os.environ.get("MPIEXEC")
-    if mpiexec and os.path.exists(mpiexec):
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   OMPI_MCA_rmaps_base_oversubscribe="1")
-        for k in ("XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_TIMES"):
-            env.pop(k, None)
+    mpiexec, env = mpirun_env()
+    if mpiexec:
         for run, np_, expect, extra in (("ring", 2, "stream", ()), ("golden", 3, "stream", ()), ("skew", 2, "stream", ()),
                                         ("bigskew", 3, "stream", ("--min-latency", "1us")),
                                         ("mpithreads_far", 2, "memory", ()),
@@ -596,12 +604,8 @@ def part_report():
           (p.returncode, p.stderr, outputs(out)))
 
     # under mpirun, process 0 writes the reports: the serial streamed ones
-    mpiexec = os.environ.get("MPIEXEC")
-    if mpiexec and os.path.exists(mpiexec):
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   OMPI_MCA_rmaps_base_oversubscribe="1")
-        for k in ("XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_TIMES"):
-            env.pop(k, None)
+    mpiexec, env = mpirun_env()
+    if mpiexec:
         for run, np_ in (("skew", 2), ("golden", 3)):
             ref = merge(run, "--stream", "--outputs", "pftrace,report", "-q")
             out = os.path.join(base, "mpirun-report-%s-%d" % (run, np_))

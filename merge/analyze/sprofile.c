@@ -195,6 +195,7 @@ struct xsm_anrank {
     size_t nks, iks;
     xsm_wspan *ws;
     size_t nws, iws;
+    int64_t klen_max, wlen_max; /* the longest kernel and wait so far */
     /* memory events: the live allocations (open addressing, tombstones) */
     xsm_smem mem;
     uint64_t mem_cur;
@@ -509,18 +510,37 @@ static void kernel_overlaps(xsm_anrank *x, xsm_kspan *k, int64_t ov)
     }
 }
 
+/* The i-th newest of a ring of XSM_GPU_KEEP whose next slot is `next`. */
+static size_t ring_at(size_t next, size_t i) { return (next + XSM_GPU_KEEP - 1 - i) % XSM_GPU_KEEP; }
+
 /* A wait [b, e) of this rank: the kernels kept that ran meanwhile kept the
- * GPU working while the CPU waited (misc.c). */
+ * GPU working while the CPU waited (misc.c). Both rings are in begin order
+ * (kernels come so; a wait found late is moved back to its place), so a
+ * scan from the newest stops where nothing older can reach the span. */
 static void gpu_wait(xsm_anrank *x, int64_t b, int64_t e)
 {
     if (!x->has_gpu || e <= b)
         return;
-    for (size_t i = 0; i < x->nks; i++)
-        kernel_overlaps(x, &x->ks[i], overlap(x->ks[i].b, x->ks[i].e, b, e));
-    x->ws[x->iws] = (xsm_wspan){b, e};
+    for (size_t i = 0; i < x->nks; i++) {
+        xsm_kspan *k = &x->ks[ring_at(x->iks, i)];
+        if (k->b + x->klen_max <= b)
+            break;
+        kernel_overlaps(x, k, overlap(k->b, k->e, b, e));
+    }
+    if (e - b > x->wlen_max)
+        x->wlen_max = e - b;
+    size_t i = x->iws;
     x->iws = (x->iws + 1) % XSM_GPU_KEEP;
     if (x->nws < XSM_GPU_KEEP)
         x->nws++;
+    for (size_t k = 1; k < x->nws; k++) { /* insertion from the newest end */
+        size_t j = ring_at(x->iws, k);
+        if (x->ws[j].b <= b)
+            break;
+        x->ws[i] = x->ws[j];
+        i = j;
+    }
+    x->ws[i] = (xsm_wspan){b, e};
 }
 
 int xsm_sanalysis_gpu(xsm_sanalysis *sa, int32_t r, const xsprof_io_gpu *g)
@@ -562,8 +582,14 @@ int xsm_sanalysis_gpu(xsm_sanalysis *sa, int32_t r, const xsprof_io_gpu *g)
             break;
         xsm_kspan *k = &x->ks[x->iks];
         *k = (xsm_kspan){b, e, (uint32_t)d, 0};
-        for (size_t i = 0; i < x->nws; i++)
-            kernel_overlaps(x, k, overlap(b, e, x->ws[i].b, x->ws[i].e));
+        for (size_t i = 0; i < x->nws; i++) {
+            const xsm_wspan *w = &x->ws[ring_at(x->iws, i)];
+            if (w->b + x->wlen_max <= b)
+                break;
+            kernel_overlaps(x, k, overlap(b, e, w->b, w->e));
+        }
+        if (e - b > x->klen_max)
+            x->klen_max = e - b;
         x->iks = (x->iks + 1) % XSM_GPU_KEEP;
         if (x->nks < XSM_GPU_KEEP)
             x->nks++;

@@ -5,8 +5,7 @@
 #include "analyze.h"
 #include "an.h"
 
-const char xsm_an_not_computed[] = "the critical path and waits in nonblocking collectives "
-                                   "(Wrong Order counts as Late Sender)";
+const char xsm_an_not_computed[] = "the critical path (and Wrong Order, counted as Late Sender)";
 
 const char *xsm_an_name(const xsm_an *a, int32_t idx)
 {

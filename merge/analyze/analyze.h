@@ -67,8 +67,8 @@ void xsm_cpairs_free(xsm_cpairs *t);
  * time order (begin times) with final times, to one xsm_sanalysis, then
  * writes the reports from it. Memory grows with call paths, names, wait
  * sites and the waits in flight, not with the trace. What needs the whole
- * timeline (the critical path, Wrong Order waits, waits
- * in nonblocking collectives) is not computed; the reports say so. */
+ * timeline (the critical path, Wrong Order waits) is not computed; the
+ * reports say so. */
 typedef struct xsm_sanalysis xsm_sanalysis;
 struct xsm_evflow;
 /* has_gpu[r]: rank r has GPU rows (its waits are kept a while for the

@@ -162,6 +162,10 @@ typedef struct xsm_cmember {
     uint32_t exit_row; /* the row whose end is the exit */
     uint32_t op;       /* for merged.h5: the row's name and end */
     int64_t row_end;
+    /* the reports: the call that completed a nonblocking member (its Wait) */
+    int has_call;
+    uint32_t call_row, call_op;
+    int64_t call_b, call_e;
 } xsm_cmember;
 
 typedef struct xsm_cinst {
@@ -417,10 +421,10 @@ static int xsm_wait_put(xsm_mctx *c, int32_t rank, uint32_t row, uint32_t op, in
 
 /* The waits of one closed collective for the reports, by the rules of
  * merge/analyze/waits.c (coll_waits) over its members inside --from/--to
- * (members sorted by rank). A blocking member's call is its own row; a
- * nonblocking member counts by its entry and its completion's end, and its
- * own wait (in the Wait call) is not counted. Collectives left open at the
- * end (a member missing) are not. */
+ * (members sorted by rank): a member arrives when it enters (posts); it
+ * waits in its call, the collective's own row or, for a nonblocking one,
+ * the call that completed its request. Collectives left open at the end (a
+ * member missing) are not counted. */
 static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
 {
     int kind = ci->m[0].kind;
@@ -438,8 +442,8 @@ static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
         nm++;
         if (!maxm || x->entry > maxm->entry)
             maxm = x;
-        if (x->has_exit && x->exit < minX)
-            minX = x->exit;
+        if (x->has_call && x->call_e < minX)
+            minX = x->call_e;
         if (x->rank == root_rank && !rootm)
             rootm = x;
         else if (x->rank != root_rank && (!lastm || x->entry > lastm->entry))
@@ -449,8 +453,8 @@ static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
         return 0;
     for (size_t k = 0; k < ci->n; k++) {
         const xsm_cmember *x = &ci->m[k];
-        if (x->exit_row != x->row || !x->has_exit || !xsm_stream_keep(c->s, x->entry, x->row_end))
-            continue; /* nonblocking, or cut */
+        if (!x->has_call || !xsm_stream_keep(c->s, x->entry, x->row_end))
+            continue; /* no call holds its completion, or cut */
         int wk = -1;
         const xsm_cmember *cause = NULL;
         if (kind == XSPROF_COLL_N2ONE) { /* the root waits for the last contributor */
@@ -467,13 +471,14 @@ static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
             wk = kind == XSPROF_COLL_BARRIER ? XSM_WAIT_BARRIER : XSM_WAIT_NXN;
             cause = maxm;
         }
-        int64_t until = cause && cause->entry < x->exit ? cause->entry : x->exit;
-        if (cause && until > x->entry &&
-            xsm_wait_put(c, x->rank, x->row, x->op, wk, cause->rank, cause->row, until - x->entry))
+        int64_t until = cause && cause->entry < x->call_e ? cause->entry : x->call_e;
+        if (cause && until > x->call_b &&
+            xsm_wait_put(c, x->rank, x->call_row, x->call_op, wk, cause->rank, cause->row, until - x->call_b))
             return 1;
-        if (kind == XSPROF_COLL_NXN && minX != INT64_MAX && x->exit > minX) {
-            int64_t from = minX > x->entry ? minX : x->entry;
-            if (from < x->exit && xsm_wait_put(c, x->rank, x->row, x->op, XSM_WAIT_NXN_COMPLETION, -1, 0, x->exit - from))
+        if (kind == XSPROF_COLL_NXN && minX != INT64_MAX && x->call_e > minX) {
+            int64_t from = minX > x->call_b ? minX : x->call_b;
+            if (from < x->call_e &&
+                xsm_wait_put(c, x->rank, x->call_row, x->call_op, XSM_WAIT_NXN_COMPLETION, -1, 0, x->call_e - from))
                 return 1;
         }
     }
@@ -586,7 +591,8 @@ static int xsm_coll_add(xsm_mctx *c, int32_t r, uint32_t row, const xsprof_io_mp
     int blocking = m->kind == XSPROF_MPI_COLL;
     /* a nonblocking collective leaves at its request's completion (none
      * without a request: no constraint, as merge/align) */
-    ci->m[ci->n++] = (xsm_cmember){r, row, m->t_begin, m->t_end, m->coll, m->root, blocking, row, m->op, m->t_end};
+    ci->m[ci->n++] = (xsm_cmember){r,         row,       m->t_begin, m->t_end, m->coll, m->root, blocking, row, m->op,
+                                   m->t_end,  blocking,  row,        m->op,    m->t_begin, m->t_end};
     /* the summary counts collectives as merge/read/select.c leaves them */
     if (!ci->kept && xsm_stream_keep(c->s, m->t_begin, m->t_end)) {
         ci->kept = 1;
@@ -598,8 +604,10 @@ static int xsm_coll_add(xsm_mctx *c, int32_t r, uint32_t row, const xsprof_io_mp
 }
 
 /* A completion of `request` on rank r: the exit of the nonblocking
- * collective posted with it (the first completion at or after the post). */
-static void xsm_coll_exit(xsm_mctx *c, int32_t r, xsm_req_state *q, const xsprof_io_mpi *m, uint32_t row)
+ * collective posted with it (the first completion at or after the post),
+ * made inside the call `th` last began when it holds the completion. */
+static void xsm_coll_exit(xsm_mctx *c, int32_t r, xsm_req_state *q, const xsprof_io_mpi *m, uint32_t row,
+                          const xsm_thr_state *th)
 {
     if (!q->icoll || m->t_begin < q->it)
         return;
@@ -611,6 +619,13 @@ static void xsm_coll_exit(xsm_mctx *c, int32_t r, xsm_req_state *q, const xsprof
         ci->m[i].exit = m->t_end;
         ci->m[i].exit_row = row;
         ci->m[i].has_exit = 1;
+        if (th && th->last_call >= 0 && th->last_end >= m->t_begin) {
+            ci->m[i].has_call = 1;
+            ci->m[i].call_row = (uint32_t)th->last_call;
+            ci->m[i].call_op = th->last_op;
+            ci->m[i].call_b = th->last_begin;
+            ci->m[i].call_e = th->last_end;
+        }
         ci->waiting--;
         xsm_coll_maybe_close(c, ci);
         return;
@@ -882,7 +897,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         } else {
             xsm_req_state *q = xsm_req_slot(m, row->request, 0);
             if (q && !(row->flags & XSPROF_MPI_F_RECV))
-                xsm_coll_exit(c, r, q, row, i);
+                xsm_coll_exit(c, r, q, row, i, xsm_thr_get(m, row->thread));
             if (q && q->kind == XSPROF_MPI_ISEND && c->s->h5 && !c->s->collect) {
                 /* merged.h5's send_completion_row (the last completion wins, as in match/) */
                 uint32_t sc[3] = {(uint32_t)r, q->row, i};

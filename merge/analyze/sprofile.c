@@ -373,8 +373,9 @@ static int instance_add(xsm_anrank *x, uint32_t sid, int64_t t0, double s)
 
 static int wait_add(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_t encl, int32_t root, int64_t ns)
 {
-    uint64_t k1 = (uint64_t)kind | (uint64_t)(uint32_t)(causer + 1) << 8 | (uint64_t)(uint32_t)(root + 1) << 32;
-    uint64_t k2 = (uint64_t)op | (uint64_t)(encl + 1) << 32;
+    /* (causer, root, kind) and (encl, op): a rank and a string id take 32 bits, a kind 4 */
+    uint64_t k1 = (uint64_t)(uint32_t)(causer + 1) << 32 | (uint64_t)(uint32_t)(root + 1) << 4 | (uint64_t)kind;
+    uint64_t k2 = (uint64_t)(uint32_t)(encl + 1) << 32 | op;
     int64_t i = kmap_get(&x->wmap, k1, k2);
     if (i < 0) {
         if (xsm_grow((void **)&x->w, &x->wcap, x->nw, sizeof *x->w) || kmap_put(&x->wmap, k1, k2, (uint32_t)x->nw))
@@ -445,7 +446,7 @@ static int64_t v_get(const xsm_vec *v, int32_t g)
 
 static int rc_add(xsm_sanalysis *sa, int kind, int32_t causer, int32_t g, double s)
 {
-    uint64_t k1 = (uint64_t)kind | (uint64_t)(uint32_t)(causer + 1) << 8, k2 = (uint64_t)(uint32_t)(g + 1);
+    uint64_t k1 = (uint64_t)(uint32_t)(causer + 1) << 32 | (uint64_t)kind, k2 = (uint64_t)(uint32_t)(g + 1);
     int64_t i = kmap_get(&sa->rcmap, k1, k2);
     if (i < 0) {
         if (xsm_grow((void **)&sa->rc, &sa->rccap, sa->nrc, sizeof *sa->rc) || kmap_put(&sa->rcmap, k1, k2, (uint32_t)sa->nrc))

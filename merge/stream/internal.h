@@ -343,8 +343,8 @@ struct xsm_stream {
 /* The event source of the writers (stream.c): a rank's rows in time order,
  * times final, with their message flow ends. */
 extern const xsm_src_ops xsm_ssrc_ops;
-/* The same for the analysis (report.c): regions and MPI rows only, the
- * completions too (in time order with the calls), no arguments. */
+/* The same for the analysis (report.c): region, MPI, GPU and memory rows,
+ * the completions too (in time order with the calls), no arguments. */
 extern const xsm_src_ops xsm_ssrc_an_ops;
 
 /* ---- report.c: report.txt/json/html, flame graphs --------------------------- */

@@ -383,7 +383,7 @@ typedef struct xsm_ssrc {
     size_t nbucket;
     xsm_evflow *fl;
     size_t capfl;
-    int analysis;         /* xsm_ssrc_an_ops: regions and MPI rows only, completions too */
+    int analysis;         /* xsm_ssrc_an_ops: region, MPI, GPU and memory rows, completions too */
     xsprof_io_mpi *compl; /* analysis: completion rows read, times mapped, still to give */
     size_t ncompl, icompl, capcompl;
     char err[1024];
@@ -746,7 +746,7 @@ static int xsm_stream_agree(const xsm_par *par, int rc)
  * descriptors to the hard one, and 0 when they fit under it with room for
  * the output files, else -1 with err saying so (the in-memory merge opens
  * one file at a time). */
-static int xsm_stream_fds(const char *run_dir, long attached, char *err, size_t errlen)
+static int xsm_stream_fds(const char *run_dir, long attached, int per_rank, char *err, size_t errlen)
 {
     xsm_candidate *c = NULL;
     size_t n = 0;
@@ -754,7 +754,7 @@ static int xsm_stream_fds(const char *run_dir, long attached, char *err, size_t 
     if (xsm_read_scan(run_dir, &c, &n, e, sizeof e))
         return 0; /* the load words it */
     free(c);
-    uint64_t need = 2 * (uint64_t)n + (uint64_t)attached + 64;
+    uint64_t need = (uint64_t)per_rank * n + (uint64_t)attached + 64;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return 0;
@@ -792,12 +792,18 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     /* before loading: two files per rank (the rank files themselves are
      * closed once loaded when they can be read without HDF5); after: the
      * rank files that stay open too */
-    int lrc = xsm_stream_fds(run_dir, 0, err, errlen) || xsm_run_load_par(run_dir, &o, NULL, nf, &run, err, errlen) ? 2 : 0;
+    /* per rank: its spill file and the logical clock's records, or with the
+     * reports, its spill file read by trace.json's pass and by the reports'
+     * beside it, and its collective waits */
+    int per_rank = what & XSM_STREAM_REPORT ? 3 : 2;
+    int lrc = xsm_stream_fds(run_dir, 0, per_rank, err, errlen) || xsm_run_load_par(run_dir, &o, NULL, nf, &run, err, errlen)
+                  ? 2
+                  : 0;
     if (!lrc) {
         long attached = 0;
         for (size_t r = 0; r < run.nranks; r++)
             attached += run.ranks[r].rf && !xsprof_rankfile_detached(run.ranks[r].rf);
-        lrc = xsm_stream_fds(run_dir, attached, err, errlen) ? 2 : 0;
+        lrc = xsm_stream_fds(run_dir, attached, per_rank, err, errlen) ? 2 : 0;
     }
     if (xsm_stream_agree(par, lrc)) {
         xsm_run_free(&run);

@@ -217,7 +217,10 @@ typedef struct xsm_mrank {
     FILE *cwait;          /* the reports' collective waits (xsm_cwait_rec) */
 } xsm_mrank;
 
-/* One Isend's half of a Late Receiver, keyed by (rank, send row). */
+/* One Isend's half of a Late Receiver, keyed by (rank, send row): what the
+ * match said (has_post 1; -1: the message is cut by --from/--to) and the
+ * call that completed the Isend, whichever comes first; gone once both
+ * came (an Isend never matched keeps its entry). */
 typedef struct xsm_isl {
     uint64_t key;      /* 0: free */
     int has_post, has_call;
@@ -814,6 +817,20 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
         c->s->need_clc = 1;
         return xsm_err_set(c->err, c->errlen, "clock violations after interpolation need the logical clock") ? 2 : 2;
     }
+    if (c->s->report && snd->skind == XSPROF_MPI_ISEND) { /* its Late Receiver's half (xsm_isl_done) */
+        xsm_isl *e = xsm_isl_get(c, src, send_row);
+        if (!e)
+            return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+        int cut = !snd->kept || !q->kept;
+        e->has_post = cut ? -1 : 1; /* a cut message: the entry goes when its completion comes */
+        e->dst = dst;
+        e->post_t = q->post_t;
+        e->post_row = q->post_row;
+        if (e->has_call && cut)
+            xsm_isl_del(c, e);
+        else if (e->has_call && xsm_isl_done(c, e))
+            return 1;
+    }
     if (!snd->kept || !q->kept)
         return 0; /* an end outside --from/--to: the message is cut, as in memory */
     xsm_sent_set(&c->s->r[src], send_row);
@@ -829,17 +846,7 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
             xsm_wait_put(c, src, send_row, snd->op, XSM_WAIT_LATE_RECEIVER, dst, q->post_row, until - send_t))
             return 1;
     }
-    if (c->s->report && snd->skind == XSPROF_MPI_ISEND) {
-        xsm_isl *e = xsm_isl_get(c, src, send_row);
-        if (!e)
-            return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
-        e->has_post = 1;
-        e->dst = dst;
-        e->post_t = q->post_t;
-        e->post_row = q->post_row;
-        if (e->has_call && xsm_isl_done(c, e))
-            return 1;
-    }
+
     if (c->s->h5) { /* merged.h5's row, placed by its id once pass 1 is done */
         xsm_h5_msgrec x;
         memset(&x, 0, sizeof x);
@@ -949,7 +956,9 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
             e->call_op = th->last_op;
             e->cb = ca_begin;
             e->ce = ca_end;
-            if (e->has_post && xsm_isl_done(c, e))
+            if (e->has_post < 0)
+                xsm_isl_del(c, e);
+            else if (e->has_post && xsm_isl_done(c, e))
                 return 1;
         }
         if ((row->flags & XSPROF_MPI_F_RECV) && po < 0 && th->sendrecv_open >= 0) {

@@ -351,9 +351,8 @@ extern const xsm_src_ops xsm_ssrc_an_ops;
 
 /* The streamed analysis (merge/analyze/analyze.h) of every present rank,
  * read again through xsm_ssrc_an_ops, all ranks merged in time order: on a
- * thread of its own beside trace.json's and merged.h5's passes when
- * `concurrent` (it reads only the sources it opens), else now. 0, or 1 with
- * err set. */
+ * thread of its own beside the writers' passes when `concurrent` (it reads
+ * only the sources it opens), else now. 0, or 1 with err set. */
 typedef struct xsm_stream_an xsm_stream_an;
 int xsm_stream_report_start(xsm_stream *s, int concurrent, xsm_stream_an **j, char *err, size_t errlen);
 /* Waits for it and, when `write`, writes its reports into dir (frees j).

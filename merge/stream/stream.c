@@ -934,15 +934,18 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     e.src = &xsm_ssrc_ops;
     e.src_ctx = &s;
     s.e = &e;
-    if (what & XSM_STREAM_PFTRACE) {
+    /* the reports' reading pass on a thread of its own beside the writers
+     * (the in-memory merge runs its analysis beside them too) */
+    xsm_stream_an *an = NULL;
+    char rerr[256];
+    int rstart = s.report && (!par || par->rank == 0) &&
+                 xsm_stream_report_start(&s, (what & ~XSM_STREAM_REPORT) != 0, &an, rerr, sizeof rerr);
+    if (what & XSM_STREAM_PFTRACE) { /* collective under mpirun: every process, whatever failed */
         rc = (par ? xsm_par_pftrace(par, &e, dir, err, errlen) : xsm_emit_pftrace(&e, dir, err, errlen)) ? 1 : 0;
         xsm_progress_mark("pftrace");
     }
-    /* the reports' reading pass beside trace.json and merged.h5 (the
-     * in-memory merge runs its analysis beside them too) */
-    xsm_stream_an *an = NULL;
-    if (!rc && s.report && (!par || par->rank == 0))
-        rc = xsm_stream_report_start(&s, (what & (XSM_STREAM_JSON | XSM_STREAM_H5)) != 0, &an, err, errlen);
+    if (!rc && rstart)
+        rc = xsm_err_set(err, errlen, "%s", rerr);
     if (!rc && (what & XSM_STREAM_JSON) && (!par || par->rank == 0)) {
         rc = xsm_emit_json(&e, dir, err, errlen) ? 1 : 0;
         xsm_progress_mark("trace.json");

@@ -395,7 +395,7 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
         fprintf(notes, "xsmerge: note: merging %.0f events in memory would take about %.1f GiB (budget %.1f GiB): %s\n",
                 (double)rows, (double)need / (1u << 30), (double)budget / (1u << 30),
                 !better                             ? "trying anyway; streaming its rank files would take more"
-                : (o->outputs & XSM_OUT_REPORT) ? "streaming (the reports without what needs the whole timeline)"
+                : (o->outputs & XSM_OUT_REPORT) ? "streaming (the reports without the critical path)"
                                                     : "streaming");
     return better;
 }

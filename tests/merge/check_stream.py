@@ -579,6 +579,15 @@ def part_report():
     print("merge_stream_report: %d of %d run and option sets streamed and compared" % (nstreamed, len(cases)))
     check(nstreamed == len(cases), "every case streams (%d of %d)" % (nstreamed, len(cases)))
 
+    # a run that does not fit the memory budget streams every product, the
+    # reports as a streamed analysis, with one note that says so
+    rc, so, se, out = merge("bigring", env={"XSPROF_MERGE_MEMORY_LIMIT": "1000"})
+    note = [l for l in se if "would take about" in l]
+    check(rc == 0 and len(note) == 1 and "streaming (the reports without the critical path)" in note[0] and
+          report_of(out)["job"]["analysis"] == "streamed" and
+          all(f in outputs(out) for f in ("trace.pftrace", "merged.h5", "report.json", "report.html", "flame.svg")),
+          "bigring over the memory budget: every product streamed (%d %s %s)" % (rc, note, outputs(out)))
+
     # bad inputs: the in-memory merge's one error line, exit 1, no output
     for run in sorted(ERRORS):
         ref = merge(run, "--outputs", "report", "-q")

@@ -1,8 +1,8 @@
 /* merge/stream/report.c — the reports of xsmerge --stream: every present
- * rank's regions and MPI calls read once more through the writers' event
- * source (times final, messages matched, each receive's end with its
- * sender), all ranks merged in time order into the streamed analysis
- * (merge/analyze/sprofile.c) with the collective waits the MPI pass found;
+ * rank's region, MPI, GPU and memory rows read once more through the
+ * writers' event source (times final, messages matched, each receive's end
+ * with its sender), all ranks merged in time order into the streamed
+ * analysis (merge/analyze/sprofile.c) with the waits the MPI pass found;
  * then the analysis and its reports. Owner: merge. */
 #include <errno.h>
 #include <pthread.h>
@@ -12,7 +12,7 @@
 #include "merge/progress.h"
 #include "core/record.h"
 
-/* The rank's collective waits file, read one record ahead. */
+/* The rank's waits file (xsm_cwait_rec), read one record ahead. */
 typedef struct xsm_cw_reader {
     FILE *f;
     uint64_t left;
@@ -68,8 +68,8 @@ static void xsm_rep_sift(const xsm_rep_rank *v, size_t *h, size_t n, size_t i)
     }
 }
 
-/* One event of rank r into the analysis, with the collective waits pass 1
- * found that are due by the end of an MPI call (times here are from t0). */
+/* One event of rank r into the analysis, with the waits pass 1 found that
+ * are due by the end of an MPI call (times here are from t0). */
 static int xsm_rep_event(xsm_stream *s, xsm_sanalysis *sa, int32_t r, xsm_rep_rank *k)
 {
     const xsm_ev *ev = &k->ev;
@@ -94,7 +94,7 @@ static int xsm_rep_event(xsm_stream *s, xsm_sanalysis *sa, int32_t r, xsm_rep_ra
 
 /* Every rank's rows into a new streamed analysis (*out). 0, or 1 with err
  * set. Touches no state of the merge but the sources it opens: it may run
- * beside trace.json's and merged.h5's passes. */
+ * beside the writers' passes. */
 static int xsm_rep_read(xsm_stream *s, xsm_sanalysis **out, char *err, size_t errlen)
 {
     size_t n = s->run->nranks, nh = 0;

@@ -72,6 +72,20 @@ static int kmap_put(kmap *m, uint64_t k1, uint64_t k2, uint32_t idx)
     return 0;
 }
 
+/* Index of the element keyed (k1, k2) in the vector *v (n elements of
+ * `size`, cap allocated): the one m maps it to, else a zeroed one appended
+ * and mapped. -1 when memory ran out. */
+static int64_t kvec_index(kmap *m, void **v, size_t *n, size_t *cap, size_t size, uint64_t k1, uint64_t k2)
+{
+    int64_t i = kmap_get(m, k1, k2);
+    if (i >= 0)
+        return i;
+    if (xsm_grow(v, cap, *n, size) || kmap_put(m, k1, k2, (uint32_t)*n))
+        return -1;
+    memset((char *)*v + *n * size, 0, size);
+    return (int64_t)(*n)++;
+}
+
 static void kmap_free(kmap *m)
 {
     free(m->k);
@@ -330,14 +344,11 @@ static sthread *thread_of(xsm_anrank *x, uint32_t tid)
 
 static xsm_sname *name_of(xsm_anrank *x, uint32_t sid)
 {
-    int64_t i = kmap_get(&x->nmmap, sid, 0);
-    if (i >= 0)
-        return &x->nm[i];
-    if (xsm_grow((void **)&x->nm, &x->nmcap, x->nnm, sizeof *x->nm) || kmap_put(&x->nmmap, sid, 0, (uint32_t)x->nnm))
+    int64_t i = kvec_index(&x->nmmap, (void **)&x->nm, &x->nnm, &x->nmcap, sizeof *x->nm, sid, 0);
+    if (i < 0)
         return NULL;
-    memset(&x->nm[x->nnm], 0, sizeof x->nm[x->nnm]);
-    x->nm[x->nnm].sid = sid;
-    return &x->nm[x->nnm++];
+    x->nm[i].sid = sid;
+    return &x->nm[i];
 }
 
 /* A region instance of `s` seconds: its name's moments, and its longest
@@ -376,15 +387,10 @@ static int wait_add(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_
     /* (causer, root, kind) and (encl, op): a rank and a string id take 32 bits, a kind 4 */
     uint64_t k1 = (uint64_t)(uint32_t)(causer + 1) << 32 | (uint64_t)(uint32_t)(root + 1) << 4 | (uint64_t)kind;
     uint64_t k2 = (uint64_t)(uint32_t)(encl + 1) << 32 | op;
-    int64_t i = kmap_get(&x->wmap, k1, k2);
-    if (i < 0) {
-        if (xsm_grow((void **)&x->w, &x->wcap, x->nw, sizeof *x->w) || kmap_put(&x->wmap, k1, k2, (uint32_t)x->nw))
-            return -1;
-        x->w[x->nw] = (xsm_swait){kind, causer, op, encl, root, 0, 0};
-        i = (int64_t)x->nw++;
-    }
-    x->w[i].n++;
-    x->w[i].ns += ns;
+    int64_t i = kvec_index(&x->wmap, (void **)&x->w, &x->nw, &x->wcap, sizeof *x->w, k1, k2);
+    if (i < 0)
+        return -1;
+    x->w[i] = (xsm_swait){kind, causer, op, encl, root, x->w[i].n + 1, x->w[i].ns + ns};
     return 0;
 }
 
@@ -447,14 +453,10 @@ static int64_t v_get(const xsm_vec *v, int32_t g)
 static int rc_add(xsm_sanalysis *sa, int kind, int32_t causer, int32_t g, double s)
 {
     uint64_t k1 = (uint64_t)(uint32_t)(causer + 1) << 32 | (uint64_t)kind, k2 = (uint64_t)(uint32_t)(g + 1);
-    int64_t i = kmap_get(&sa->rcmap, k1, k2);
-    if (i < 0) {
-        if (xsm_grow((void **)&sa->rc, &sa->rccap, sa->nrc, sizeof *sa->rc) || kmap_put(&sa->rcmap, k1, k2, (uint32_t)sa->nrc))
-            return -1;
-        sa->rc[sa->nrc] = (xsm_srcause){kind, causer, g, 0};
-        i = (int64_t)sa->nrc++;
-    }
-    sa->rc[i].seconds += s;
+    int64_t i = kvec_index(&sa->rcmap, (void **)&sa->rc, &sa->nrc, &sa->rccap, sizeof *sa->rc, k1, k2);
+    if (i < 0)
+        return -1;
+    sa->rc[i] = (xsm_srcause){kind, causer, g, sa->rc[i].seconds + s};
     return 0;
 }
 
@@ -825,13 +827,10 @@ static sframe *open_frame(xsm_anrank *x, uint32_t tid, int64_t t0, int64_t t1, u
     if (t->sp && end > t->st[t->sp - 1].end) /* clip partial overlaps to the parent */
         end = t->st[t->sp - 1].end;
     uint64_t k1 = (uint64_t)(uint32_t)(parent + 1), k2 = (uint64_t)sid << 1 | (uint64_t)(is_mpi != 0);
-    int64_t c = kmap_get(&x->cnmap, k1, k2);
-    if (c < 0) {
-        if (xsm_grow((void **)&x->cn, &x->cncap, x->ncn, sizeof *x->cn) || kmap_put(&x->cnmap, k1, k2, (uint32_t)x->ncn))
-            return NULL;
-        x->cn[x->ncn] = (xsm_scnode){parent, sid, is_mpi != 0, {0, 0, 0}};
-        c = (int64_t)x->ncn++;
-    }
+    int64_t c = kvec_index(&x->cnmap, (void **)&x->cn, &x->ncn, &x->cncap, sizeof *x->cn, k1, k2);
+    if (c < 0)
+        return NULL;
+    x->cn[c] = (xsm_scnode){parent, sid, is_mpi != 0, x->cn[c].cs};
     int64_t encl = -1;
     for (size_t k = t->sp; k-- > 0;)
         if (!t->st[k].is_mpi) {
@@ -869,14 +868,11 @@ int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g
 
 static xsm_sop *op_of(xsm_anrank *x, uint32_t sid)
 {
-    int64_t i = kmap_get(&x->opmap, sid, 0);
-    if (i >= 0)
-        return &x->ops[i];
-    if (xsm_grow((void **)&x->ops, &x->opcap, x->nops, sizeof *x->ops) || kmap_put(&x->opmap, sid, 0, (uint32_t)x->nops))
+    int64_t i = kvec_index(&x->opmap, (void **)&x->ops, &x->nops, &x->opcap, sizeof *x->ops, sid, 0);
+    if (i < 0)
         return NULL;
-    memset(&x->ops[x->nops], 0, sizeof x->ops[x->nops]);
-    x->ops[x->nops].sid = sid;
-    return &x->ops[x->nops++];
+    x->ops[i].sid = sid;
+    return &x->ops[i];
 }
 
 static int is_sync_kind(int k) /* as waits.c */

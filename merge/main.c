@@ -56,8 +56,8 @@ static const char xsm_usage[] =
     "                        memory does not grow with the trace (the same trace\n"
     "                        files as without --stream, also with --from/--to\n"
     "                        and under mpirun, and with the logical clock; the\n"
-    "                        reports leave out what needs the whole timeline:\n"
-    "                        critical path and Wrong Order waits); chosen by\n"
+    "                        reports leave out Wrong Order waits, which need\n"
+    "                        the whole timeline); chosen by\n"
     "                        itself, with a note, when the run would not fit in\n"
     "                        half the available memory\n"
     "                        (XSPROF_MERGE_MEMORY_LIMIT bytes)\n"
@@ -395,7 +395,7 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
         fprintf(notes, "xsmerge: note: merging %.0f events in memory would take about %.1f GiB (budget %.1f GiB): %s\n",
                 (double)rows, (double)need / (1u << 30), (double)budget / (1u << 30),
                 !better                             ? "trying anyway; streaming its rank files would take more"
-                : (o->outputs & XSM_OUT_REPORT) ? "streaming (the reports without the critical path)"
+                : (o->outputs & XSM_OUT_REPORT) ? "streaming (the reports without Wrong Order)"
                                                     : "streaming");
     return better;
 }

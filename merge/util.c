@@ -457,6 +457,22 @@ int xsm_pread_full(int fd, void *buf, size_t n, off_t at)
     return 0;
 }
 
+int xsm_pwrite_full(int fd, const void *buf, size_t n, off_t at)
+{
+    const unsigned char *p = buf;
+    while (n) {
+        ssize_t k = pwrite(fd, p, n, at);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        p += k;
+        at += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
 int xsm_cpu_share(int procs)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);

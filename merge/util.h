@@ -25,6 +25,8 @@ static inline int xsm_grow(void **p, size_t *cap, size_t n, size_t size) { retur
 /* Read exactly n bytes at offset `at` (retrying short reads and EINTR):
  * 0, -1 on an error (errno says which), 1 when the file ends first. */
 int xsm_pread_full(int fd, void *buf, size_t n, off_t at);
+/* Write exactly n bytes at offset `at`: 0, or -1 (errno says why). */
+int xsm_pwrite_full(int fd, const void *buf, size_t n, off_t at);
 
 /* Growable byte buffer. When `f` is set, the buffer is written out each time
  * it passes `flush_at` bytes, so memory stays bounded while streaming. */

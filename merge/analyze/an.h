@@ -233,6 +233,7 @@ typedef struct xsm_an {
     xsm_finding *f; size_t nf, fcap;
     double total_rank_s;     /* sum of ranks' wall time: the denominator of severities */
     int streamed;            /* from xsmerge --stream: what needs the whole timeline is not computed (analyze.h) */
+    int cp_streamed;         /* streamed, and its critical path computed (spath.c) */
 } xsm_an;
 
 /* ---- streamed analysis (sprofile.c): one accumulator per rank --------------- */
@@ -345,8 +346,17 @@ const xsm_srcause *xsm_sanalysis_rootcauses(const xsm_sanalysis *sa, size_t *n);
 /* Profile stage of the streamed analysis (profile.c): call trees, regions,
  * MPI operations and outliers from the accumulators. */
 int xsm_an_profile_streamed(xsm_an *a, const xsm_sanalysis *sa);
+/* A rank's measured window (between MPI start-up and shutdown when it has
+ * them) from its accumulator. */
+void xsm_an_window(const xsm_anrank_out *v, int64_t *t_first, int64_t *t_last);
 /* What a streamed analysis leaves out, as a phrase for the reports. */
-extern const char xsm_an_not_computed[];
+const char *xsm_an_not_computed(const struct xsm_an *a);
+/* xsm_spath_walk with each rank's window and main thread given. */
+int xsm_spath_walk_at(xsm_spath *p, const int64_t *first, const int64_t *last, const uint32_t *main_thread);
+/* The critical path of a streamed analysis (spath.c) into a. */
+int xsm_an_path_streamed(struct xsm_an *a, const xsm_spath *p);
+/* The path's time by name (per_name[nn]: outside every region) into a->cp (path.c). */
+int xsm_an_path_parts(struct xsm_an *a, const double *per_name, size_t nn);
 /* Wait states of the streamed analysis (waits.c): a site per xsm_wait. */
 int xsm_an_waits_streamed(xsm_an *a, const xsm_sanalysis *sa);
 /* Memory section of the streamed analysis (memory.c). */

@@ -5,7 +5,11 @@
 #include "analyze.h"
 #include "an.h"
 
-const char xsm_an_not_computed[] = "the critical path (and Wrong Order, counted as Late Sender)";
+const char *xsm_an_not_computed(const xsm_an *a)
+{
+    return a->cp_streamed ? "Wrong Order is not computed (counted as Late Sender)"
+                          : "the critical path and Wrong Order (counted as Late Sender) are not computed";
+}
 
 const char *xsm_an_name(const xsm_an *a, int32_t idx)
 {
@@ -38,8 +42,8 @@ int32_t xsm_an_sname(xsm_an *a, int32_t r, uint32_t id)
 /* The analysis of run from its rows, or (sa given) from a streamed
  * analysis, whose stages leave out what needs the rows; cm: the streamed
  * communication pairs (taken over). */
-static int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, xsm_cpair *cm, size_t ncm, char *err,
-                        size_t errlen)
+static int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const xsm_spath *path, xsm_cpair *cm,
+                        size_t ncm, char *err, size_t errlen)
 {
     memset(a, 0, sizeof *a);
     a->run = run;
@@ -61,8 +65,9 @@ static int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, 
         a->t0 = a->t1 = 0;
     if (run->t_end > a->t1)
         a->t1 = run->t_end;
-    int bad = sa ? xsm_an_waits_streamed(a, sa) != 0 || xsm_an_gpu_streamed(a, sa) != 0 || xsm_an_health(a, 0) != 0 ||
-                       xsm_an_memory_streamed(a, sa) != 0
+    a->cp_streamed = path != NULL;
+    int bad = sa ? xsm_an_waits_streamed(a, sa) != 0 || (path && xsm_an_path_streamed(a, path) != 0) ||
+                       xsm_an_gpu_streamed(a, sa) != 0 || xsm_an_health(a, 0) != 0 || xsm_an_memory_streamed(a, sa) != 0
                  : xsm_an_waits(a) != 0 || xsm_an_path(a) != 0 || xsm_an_misc(a) != 0 || xsm_an_memory(a) != 0;
     if (bad || xsm_an_findings(a) != 0)
         goto nomem;
@@ -75,7 +80,7 @@ nomem:
 
 int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
 {
-    return xsm_an_build(a, run, NULL, NULL, 0, err, errlen);
+    return xsm_an_build(a, run, NULL, NULL, NULL, 0, err, errlen);
 }
 
 void xsm_an_free(xsm_an *a)
@@ -147,11 +152,11 @@ int xsm_analyze_run(const xsm_run *run, const char *out_dir, const xsm_report_op
     return xsm_analyze_write(&a, out_dir, opts, err, errlen);
 }
 
-int xsm_analyze_streamed(const xsm_run *run, const xsm_sanalysis *sa, xsm_cpair *cm, size_t ncm, const char *out_dir,
-                         const xsm_report_opts *opts, char *err, size_t errlen)
+int xsm_analyze_streamed(const xsm_run *run, const xsm_sanalysis *sa, const xsm_spath *path, xsm_cpair *cm, size_t ncm,
+                         const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen)
 {
     xsm_an a;
-    if (xsm_an_build(&a, run, sa, cm, ncm, err, errlen) != 0)
+    if (xsm_an_build(&a, run, sa, path, cm, ncm, err, errlen) != 0)
         return 1;
     xsm_report_opts o = opts ? *opts : (xsm_report_opts){0};
     o.keep = NULL; /* merged.h5 is written before: no analysis tables there */

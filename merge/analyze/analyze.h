@@ -66,9 +66,8 @@ void xsm_cpairs_free(xsm_cpairs *t);
 /* ---- streamed analysis: xsmerge --stream feeds the rows of all ranks, in
  * time order (begin times) with final times, to one xsm_sanalysis, then
  * writes the reports from it. Memory grows with call paths, names, wait
- * sites and the waits in flight, not with the trace. What needs the whole
- * timeline (the critical path, Wrong Order waits) is not computed; the
- * reports say so. */
+ * sites and the waits in flight, not with the trace. Wrong Order waits
+ * (they need the whole timeline) are not computed; the reports say so. */
 typedef struct xsm_sanalysis xsm_sanalysis;
 struct xsm_evflow;
 /* has_gpu[r]: rank r has GPU rows (its waits are kept a while for the
@@ -91,9 +90,32 @@ int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, 
 /* After the last row: closes what is still open. */
 int xsm_sanalysis_finish(xsm_sanalysis *sa);
 
-/* The reports from the streamed analysis and the matched messages' pairs
- * (cm sorted, taken over). As xsm_analyze_run. */
-int xsm_analyze_streamed(const xsm_run *run, const xsm_sanalysis *sa, xsm_cpair *cm, size_t ncm, const char *out_dir,
-                         const xsm_report_opts *opts, char *err, size_t errlen);
+/* ---- the critical path of a streamed analysis (spath.c): the waits the
+ * analysis finds are spilled to `fd` (an empty temporary file, read and
+ * written with pread/pwrite; the caller closes it after xsm_spath_free);
+ * after xsm_sanalysis_finish the walk finds the path's pieces; then each
+ * rank xsm_spath_rank_begin says 1 for has its regions and MPI rows fed
+ * again in begin order, and the path's time is split over their names. */
+typedef struct xsm_spath xsm_spath;
+xsm_spath *xsm_spath_new(const xsm_run *run, int fd); /* NULL: out of memory */
+void xsm_spath_free(xsm_spath *p);
+/* The analysis hands every wait with a causing rank to p from now on. */
+void xsm_sanalysis_set_path(xsm_sanalysis *sa, xsm_spath *p);
+/* A wait of `waiter` that ended at t_end, caused by `causer`. */
+int xsm_spath_wait(xsm_spath *p, int32_t waiter, int64_t t_end, int32_t causer);
+/* 0 ok, -1 out of memory or a spill file error (p stays failed). */
+int xsm_spath_walk(xsm_spath *p, const xsm_sanalysis *sa);
+/* 1: feed rank r's rows now, then xsm_spath_rank_end; 0: r is not on the
+ * path; -1 failure. */
+int xsm_spath_rank_begin(xsm_spath *p, int32_t r);
+int xsm_spath_region(xsm_spath *p, int32_t r, const xsprof_io_region *g);
+int xsm_spath_mpi(xsm_spath *p, int32_t r, const xsprof_io_mpi *m);
+int xsm_spath_rank_end(xsm_spath *p, int32_t r);
+
+/* The reports from the streamed analysis, its critical path (NULL: not
+ * computed) and the matched messages' pairs (cm sorted, taken over). As
+ * xsm_analyze_run. */
+int xsm_analyze_streamed(const xsm_run *run, const xsm_sanalysis *sa, const xsm_spath *path, xsm_cpair *cm, size_t ncm,
+                         const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen);
 
 #endif

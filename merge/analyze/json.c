@@ -73,7 +73,7 @@ static void job(const xsm_an *a, xsm_buf *b, int h)
     str(b, a->streamed ? "streamed" : "in-memory", h);
     key(b, "not_computed", 0);
     if (a->streamed)
-        xsm_buf_puts(b, "[\"critical_path\",\"Late Sender / Wrong Order\"]");
+        xsm_buf_puts(b, a->cp_streamed ? "[\"Late Sender / Wrong Order\"]" : "[\"critical_path\",\"Late Sender / Wrong Order\"]");
     else
         xsm_buf_puts(b, "[]");
     xsm_buf_puts(b, "}");

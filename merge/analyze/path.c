@@ -49,6 +49,22 @@ static int part_cmp(const void *pa, const void *pb)
     return a->seconds > b->seconds ? -1 : a->seconds < b->seconds ? 1 : 0;
 }
 
+int xsm_an_path_parts(xsm_an *a, const double *per_name, size_t nn)
+{
+    size_t np = 0;
+    for (size_t i = 0; i <= nn; i++)
+        if (per_name[i] > 0)
+            np++;
+    a->cp = calloc(np + 1, sizeof *a->cp);
+    if (!a->cp)
+        return -1;
+    for (size_t i = 0; i <= nn; i++)
+        if (per_name[i] > 0)
+            a->cp[a->ncp++] = (xsm_pathpart){i == nn ? -1 : (int32_t)i, per_name[i]};
+    qsort(a->cp, a->ncp, sizeof *a->cp, part_cmp);
+    return 0;
+}
+
 int xsm_an_path(xsm_an *a)
 {
     size_t R = a->nranks, nn = a->names.n;
@@ -121,18 +137,7 @@ int xsm_an_path(xsm_an *a)
         t = w->t_cause < from ? w->t_cause : from;
         r = w->causer;
     }
-    size_t np = 0;
-    for (size_t i = 0; i <= nn; i++)
-        if (per_name[i] > 0)
-            np++;
-    a->cp = calloc(np + 1, sizeof *a->cp);
-    if (!a->cp)
-        goto out;
-    for (size_t i = 0; i <= nn; i++)
-        if (per_name[i] > 0)
-            a->cp[a->ncp++] = (xsm_pathpart){i == nn ? -1 : (int32_t)i, per_name[i]};
-    qsort(a->cp, a->ncp, sizeof *a->cp, part_cmp);
-    rc = 0;
+    rc = xsm_an_path_parts(a, per_name, nn);
 out:
     free(per_name);
     free(start);

@@ -796,22 +796,30 @@ static int counts_fit(uint64_t **v, size_t *cap, size_t n)
     return 0;
 }
 
+void xsm_an_window(const xsm_anrank_out *v, int64_t *t_first, int64_t *t_last)
+{
+    int64_t f = v->t_first, l = v->t_last;
+    if (f > l)
+        f = l = 0;
+    if (v->init_end > f && v->init_end <= l)
+        f = v->init_end;
+    if (v->fin_begin < l && v->fin_begin >= f)
+        l = v->fin_begin;
+    *t_first = f;
+    *t_last = l;
+}
+
 /* One rank's accumulator into the model: window, call tree (local nodes
  * come parents first, so a parent is mapped before its children), and the
  * outlier test on its longest instances with the moments of all of them. */
 static int rank_fold(xsm_an *a, cn_map *map, int32_t r, const xsm_anrank_out *v, uint64_t **outl, size_t *noutl)
 {
     xsm_rankstat *rs = &a->rs[r];
-    rs->t_first = v->t_first;
-    rs->t_last = v->t_last;
-    if (rs->t_first > rs->t_last)
-        rs->t_first = rs->t_last = 0;
-    rs->span_first = rs->t_first;
-    rs->span_last = rs->t_last;
-    if (v->init_end > rs->t_first && v->init_end <= rs->t_last)
-        rs->t_first = v->init_end;
-    if (v->fin_begin < rs->t_last && v->fin_begin >= rs->t_first)
-        rs->t_last = v->fin_begin;
+    rs->span_first = v->t_first;
+    rs->span_last = v->t_last;
+    if (rs->span_first > rs->span_last)
+        rs->span_first = rs->span_last = 0;
+    xsm_an_window(v, &rs->t_first, &rs->t_last);
     rs->mpi_ns = v->mpi_ns;
     rs->main_thread = v->main_thread;
     int32_t *cmap = malloc((v->ncn + 1) * sizeof *cmap);

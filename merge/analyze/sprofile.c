@@ -224,6 +224,7 @@ struct xsm_sanalysis {
     xsm_names names;     /* region names of every rank, for comparing intervals */
     xsm_srcause *rc; size_t nrc, rccap;
     kmap rcmap;
+    xsm_spath *path;     /* not NULL: the critical path's waits go there */
 };
 
 static void anrank_free(xsm_anrank *x);
@@ -772,6 +773,10 @@ static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, ui
     xsm_anrank *c = causer >= 0 && (size_t)causer < sa->run->nranks ? sa->acc[causer] : NULL;
     if (!c) /* no single causing rank, or one not merged */
         return wait_add(w, kind, causer, op, encl, -1, ns);
+    /* the path crosses to the causer where the wait ends (path.c); a wait
+     * whose call never came (tb == te) has no place on it */
+    if (sa->path && te > tb && xsm_spath_wait(sa->path, w->rank, tb + ns, causer))
+        return -1;
     xsm_req q = {crow, kind, w->rank, op, encl, ns, *v};
     for (size_t k = 0; k < c->nrecent; k++) {
         const xsm_recent *p = &c->recent[(c->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
@@ -1118,6 +1123,11 @@ void xsm_sanalysis_view(const xsm_sanalysis *sa, int32_t r, xsm_anrank_out *o)
     o->init_end = x->init_end;
     o->fin_begin = x->fin_begin;
     o->mpi_ns = x->mpi_ns;
+}
+
+void xsm_sanalysis_set_path(xsm_sanalysis *sa, xsm_spath *p)
+{
+    sa->path = p;
 }
 
 const char *xsm_sanalysis_name(const xsm_sanalysis *sa, int32_t g)

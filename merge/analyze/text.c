@@ -101,8 +101,8 @@ void xsm_report_summary(const xsm_an *a, xsm_buf *b)
     xsm_buf_puts(b, "\n\n");
     health(a, b);
     if (a->streamed)
-        xsm_buf_printf(b, "Streamed analysis (xsmerge --stream): %s are not computed; merge in memory for them.\n\n",
-                       xsm_an_not_computed);
+        xsm_buf_printf(b, "Streamed analysis (xsmerge --stream): %s; merge in memory for %s.\n\n",
+                       xsm_an_not_computed(a), a->cp_streamed ? "it" : "them");
     findings(a, b, 5);
     xsm_buf_puts(b, "\n");
     rank_table(a, b, 8);
@@ -216,7 +216,7 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
 
     xsm_buf_puts(b, "\n==== Critical path ====\n");
     xsm_fmt_dur(d1, sizeof d1, a->cp_length_s);
-    if (a->streamed)
+    if (a->streamed && !a->cp_streamed)
         xsm_buf_puts(b, "not computed (a streamed analysis: it needs the whole timeline)\n");
     else
         xsm_buf_printf(b, "length %s in %zu segments, ends on rank %d\n", d1, a->cp_segments, a->cp_end_rank);

@@ -326,6 +326,7 @@ struct xsm_stream {
     int h5;
     FILE *msg_spill, *scompl;
     char msg_path[4096], scompl_path[4096], h5msgs_path[4096];
+    char path_path[4096]; /* the reports' critical path spill (unlinked once open) */
     int h5msgs_fd;
     xsm_collective *h5colls;
     size_t nh5colls, caph5colls;

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "merge/stream/internal.h"
 #include "merge/progress.h"
 #include "core/record.h"
@@ -92,10 +93,47 @@ static int xsm_rep_event(xsm_stream *s, xsm_sanalysis *sa, int32_t r, xsm_rep_ra
     return 0;
 }
 
-/* Every rank's rows into a new streamed analysis (*out). 0, or 1 with err
- * set. Touches no state of the merge but the sources it opens: it may run
- * beside the writers' passes. */
-static int xsm_rep_read(xsm_stream *s, xsm_sanalysis **out, char *err, size_t errlen)
+/* The critical path's pieces by name: the main thread of every rank on
+ * the path read once more (spath.c). 0, or 1 with err set. */
+static int xsm_rep_path(xsm_stream *s, xsm_spath *p, char *err, size_t errlen)
+{
+    for (size_t r = 0; r < s->run->nranks; r++) {
+        int on = xsm_spath_rank_begin(p, (int32_t)r);
+        if (on < 0)
+            return xsm_err_set(err, errlen, "xsmerge: %s: the critical path failed (out of memory or its temporary file)",
+                               s->path_path);
+        if (!on)
+            continue;
+        void *src = xsm_ssrc_an_ops.open(s->e, r, err, errlen);
+        if (!src)
+            return 1;
+        xsm_ev ev;
+        int got;
+        while ((got = xsm_ssrc_an_ops.next(src, &ev)) > 0) {
+            int bad = ev.kind == XSM_EV_REGION ? xsm_spath_region(p, (int32_t)r, ev.rec)
+                      : ev.kind == XSM_EV_MPI  ? xsm_spath_mpi(p, (int32_t)r, ev.rec)
+                                               : 0;
+            if (bad) {
+                xsm_ssrc_an_ops.close(src, NULL, 0);
+                return xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+            }
+        }
+        if (got < 0) {
+            xsm_ssrc_an_ops.close(src, err, errlen);
+            return 1;
+        }
+        if (xsm_ssrc_an_ops.close(src, err, errlen))
+            return 1;
+        if (xsm_spath_rank_end(p, (int32_t)r))
+            return xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+    }
+    return 0;
+}
+
+/* Every rank's rows into a new streamed analysis (*out) and its critical
+ * path (p). 0, or 1 with err set. Touches no state of the merge but the
+ * sources it opens: it may run beside the writers' passes. */
+static int xsm_rep_read(xsm_stream *s, xsm_spath *p, xsm_sanalysis **out, char *err, size_t errlen)
 {
     size_t n = s->run->nranks, nh = 0;
     xsm_rep_rank *v = calloc(n + 1, sizeof *v);
@@ -112,6 +150,7 @@ static int xsm_rep_read(xsm_stream *s, xsm_sanalysis **out, char *err, size_t er
         xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
         goto out;
     }
+    xsm_sanalysis_set_path(sa, p);
     /* every rank's regions and MPI rows (completions too) at once, in time
      * order: a wait's causing call is met after the wait */
     for (size_t r = 0; r < n; r++) {
@@ -165,6 +204,23 @@ static int xsm_rep_read(xsm_stream *s, xsm_sanalysis **out, char *err, size_t er
         xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
         goto out;
     }
+    for (size_t r = 0; r < n; r++) { /* the path reads one rank at a time: the others' buffers go first */
+        if (v[r].src && xsm_ssrc_an_ops.close(v[r].src, err, errlen)) {
+            v[r].src = NULL;
+            goto out;
+        }
+        v[r].src = NULL;
+        if (v[r].rd.f)
+            fclose(v[r].rd.f);
+        v[r].rd.f = NULL;
+    }
+    if (xsm_spath_walk(p, sa)) {
+        xsm_err_set(err, errlen, "xsmerge: %s: the critical path failed (out of memory or its temporary file)",
+                    s->path_path);
+        goto out;
+    }
+    if (xsm_rep_path(s, p, err, errlen))
+        goto out;
     *out = sa;
     sa = NULL;
     rc = 0;
@@ -198,6 +254,8 @@ out:
 struct xsm_stream_an {
     xsm_stream *s;
     xsm_sanalysis *sa;
+    xsm_spath *path;
+    FILE *path_f;      /* its spill file (unlinked) */
     pthread_t t;
     int started, rc;
     char err[4096];
@@ -206,7 +264,7 @@ struct xsm_stream_an {
 static void *xsm_rep_thread(void *p)
 {
     xsm_stream_an *j = p;
-    j->rc = xsm_rep_read(j->s, &j->sa, j->err, sizeof j->err);
+    j->rc = xsm_rep_read(j->s, j->path, &j->sa, j->err, sizeof j->err);
     return NULL;
 }
 
@@ -216,6 +274,16 @@ int xsm_stream_report_start(xsm_stream *s, int concurrent, xsm_stream_an **out, 
     if (!j)
         return xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
     j->s = s;
+    if (!(j->path_f = xsm_stream_tmp(s, "path", -1, s->path_path, sizeof s->path_path, err, errlen))) {
+        free(j);
+        return 1;
+    }
+    unlink(s->path_path); /* gone with the merge, however it ends */
+    if (!(j->path = xsm_spath_new(s->run, fileno(j->path_f)))) {
+        fclose(j->path_f);
+        free(j);
+        return xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+    }
     if (concurrent && pthread_create(&j->t, NULL, xsm_rep_thread, j) == 0)
         j->started = 1;
     else
@@ -237,10 +305,12 @@ int xsm_stream_report_finish(xsm_stream_an *j, const xsm_report_opts *ro, const 
         xsm_cpair *cm;
         size_t ncm;
         xsm_cpairs_take(&j->s->cm, &cm, &ncm);
-        rc = xsm_analyze_streamed(j->s->run, j->sa, cm, ncm, dir, ro, err, errlen);
+        rc = xsm_analyze_streamed(j->s->run, j->sa, j->path, cm, ncm, dir, ro, err, errlen);
         xsm_progress_mark("reports");
     }
     xsm_sanalysis_free(j->sa);
+    xsm_spath_free(j->path);
+    fclose(j->path_f);
     free(j);
     return rc;
 }

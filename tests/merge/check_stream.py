@@ -498,13 +498,20 @@ def report_of(out):
 SAME_WAITS = ("Wait at Barrier", "Wait at NxN", "NxN Completion", "Late Broadcast", "Early Reduce")
 
 
+def same_path(a, b):
+    """Two report.json critical paths alike (seconds to the nanosecond)."""
+    sec = lambda v: sorted((x.get("name", x.get("rank")), round(x["seconds"] * 1e9)) for x in v)
+    return (a["end_rank"], a["segments"], round(a["length_s"] * 1e9)) == (b["end_rank"], b["segments"], round(b["length_s"] * 1e9)) \
+        and sec(a["regions"]) == sec(b["regions"]) and sec(a["ranks"]) == sec(b["ranks"])
+
+
 def part_report():
     """The reports of --stream (a streamed analysis) against the in-memory ones."""
     # the golden run's planted waits, exactly (what the in-memory report says)
     rc, so, se, out = merge("golden", "--stream", "--outputs", "report", "-q")
     rep = report_of(out)
     ws = {w["kind"]: w for w in rep["wait_states"]}
-    check(rc == 0 and rep["job"]["analysis"] == "streamed" and "critical_path" in rep["job"]["not_computed"],
+    check(rc == 0 and rep["job"]["analysis"] == "streamed" and rep["job"]["not_computed"] == ["Late Sender / Wrong Order"],
           "golden --stream: a streamed analysis that says what it leaves out (%s)" % rep["job"])
     sites = lambda k: sorted((x["waiting_rank"], x["causing_rank"], x["op"], x["region"], round(x["seconds"] * 1e9))
                              for x in ws[k]["sites"])
@@ -521,8 +528,9 @@ def part_report():
                   ("Late Receiver", 2, "main")}, "golden --stream: root causes %s" % rcs)
     with open(os.path.join(out, "report.txt")) as f:
         txt = f.read()
-    check("Streamed analysis (xsmerge --stream)" in txt and "not computed (a streamed analysis" in txt,
-          "golden --stream: report.txt says it is a streamed analysis")
+    check("Streamed analysis (xsmerge --stream): Wrong Order is not computed" in txt and
+          "==== Critical path ====\nlength 18.5 us in 4 segments, ends on rank 0\n" in txt,
+          "golden --stream: report.txt says it is a streamed analysis, with the golden run's critical path")
 
     # every kind of run and option set: the regions, MPI operations,
     # communication, clock, GPU activity (kernels overlapping waits too:
@@ -533,7 +541,7 @@ def part_report():
              ("golden", ("--min-latency", "5us")), ("ring", ()), ("ring", ("--from", "1ms", "--to", "5ms")),
              ("skew", ()), ("bigskew", ()), ("bigskew", ("--ranks", "1-4")), ("gpu", ()), ("gpumpi", ()), ("deep", ()),
              ("icoll", ()), ("icoll_late", ()), ("mpithreads", ()), ("journal", ()), ("empty", ()), ("bigring", ())]
-    nstreamed = 0
+    nstreamed = nsegs = 0
     for run, opts in cases:
         what = "%s %s --stream --outputs report" % (run, " ".join(opts))
         ref = merge(run, "--outputs", "report", "-q", *opts)
@@ -571,19 +579,27 @@ def part_report():
         sa, sb = (sum(w[k]["seconds"] for k in p2p) for w in (wa, wb))
         check(wb["Late Sender / Wrong Order"]["instances"] == 0 and nb >= na and sa * (1 - 1e-9) <= sb <= sa * 1.1 + 1e-12,
               "%s: point-to-point waits %d, %g s; in memory %d, %g s" % (what, nb, sb, na, sa))
+        ca, cb = a["critical_path"], b["critical_path"]
         if wa["Late Sender / Wrong Order"]["instances"] == 0 and run not in ("skew", "bigskew"):
             for k in ("Late Sender", "Late Receiver"):
                 check((wa[k]["instances"], wa[k]["seconds"]) == (wb[k]["instances"], wb[k]["seconds"]),
                       "%s: %s %s, in memory %s" % (what, k, (wb[k]["instances"], wb[k]["seconds"]),
                                                    (wa[k]["instances"], wa[k]["seconds"])))
-    print("merge_stream_report: %d of %d run and option sets streamed and compared" % (nstreamed, len(cases)))
+            # the same waits: the same critical path, piece by piece
+            check(same_path(ca, cb), "%s: critical path %s, in memory %s" % (what, cb, ca))
+            nsegs += ca["segments"]
+        else:  # more point-to-point waits may cross elsewhere, over the same time
+            check(cb["end_rank"] == ca["end_rank"] and abs(cb["length_s"] - ca["length_s"]) <= 1e-9 + 0.01 * ca["length_s"],
+                  "%s: critical path %s, in memory %s" % (what, cb, ca))
+    print("merge_stream_report: %d of %d run and option sets streamed and compared (%d critical path pieces alike)" %
+          (nstreamed, len(cases), nsegs))
     check(nstreamed == len(cases), "every case streams (%d of %d)" % (nstreamed, len(cases)))
 
     # a run that does not fit the memory budget streams every product, the
     # reports as a streamed analysis, with one note that says so
     rc, so, se, out = merge("bigring", env={"XSPROF_MERGE_MEMORY_LIMIT": "1000"})
     note = [l for l in se if "would take about" in l]
-    check(rc == 0 and len(note) == 1 and "streaming (the reports without the critical path)" in note[0] and
+    check(rc == 0 and len(note) == 1 and "streaming (the reports without Wrong Order)" in note[0] and
           report_of(out)["job"]["analysis"] == "streamed" and
           all(f in outputs(out) for f in ("trace.pftrace", "merged.h5", "report.json", "report.html", "flame.svg")),
           "bigring over the memory budget: every product streamed (%d %s %s)" % (rc, note, outputs(out)))

@@ -116,6 +116,16 @@ def planted(mode, np, ms, stream=False):
                 fail(f"--stream report.json {k} differs from the in-memory one:\n{rep[k]}\n{ref[k]}")
         if open(os.path.join(out, "flame.folded")).read() != open(os.path.join(mem, "flame.folded")).read():
             fail("--stream flame.folded differs from the in-memory one")
+        # the critical path crosses the same waits (Wrong Order's are Late
+        # Sender's here, with the same sender) into the same pieces
+        sec = lambda v: sorted((x.get("name", x.get("rank")), round(x["seconds"] * 1e9)) for x in v)
+        cp, cr = rep["critical_path"], ref["critical_path"]
+        if ((cp["end_rank"], cp["segments"], round(cp["length_s"] * 1e9), sec(cp["regions"]), sec(cp["ranks"])) !=
+                (cr["end_rank"], cr["segments"], round(cr["length_s"] * 1e9), sec(cr["regions"]), sec(cr["ranks"]))):
+            fail(f"--stream critical path differs from the in-memory one:\n{cp}\n{cr}")
+        if cp["segments"] < 2:
+            fail(f"the critical path has {cp['segments']} segment: the planted wait should move it to another rank")
+        print(f"critical path: {cp['segments']} segments, {cp['length_s']:.4f} s, as in memory")
     if not rep["findings"]:
         fail("no findings")
     for f in rep["findings"][:3]:

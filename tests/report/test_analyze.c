@@ -612,6 +612,137 @@ static void test_reports_and_baseline(const char *dir)
     fx_free(&run);
 }
 
+/* The streamed critical path (spath.c) against path.c on the same random
+ * waits and timelines: 40 000 waits on 5 ranks handed over out of order
+ * (locally shuffled, some very late: many sorted runs per rank), each
+ * rank's main thread a row of regions with gaps. Same length, segments,
+ * end rank, time per rank and per name. */
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static const xsm_wait *sort_w;
+static int by_end(const void *x, const void *y)
+{
+    int64_t a = sort_w[*(const size_t *)x].t_end, b = sort_w[*(const size_t *)y].t_end;
+    return a < b ? -1 : a > b;
+}
+
+static void test_streamed_path(void)
+{
+    enum { R = 5, NW = 40000, NF = 3000 };
+    const uint32_t fname[3] = {S_MAIN, S_SOLVE, S_PRODUCE};
+    xsm_run run;
+    fx_init(&run, R);
+    xsm_an a;
+    memset(&a, 0, sizeof a);
+    a.run = &run;
+    a.nranks = R;
+    a.cp_end_rank = -1;
+    a.rs = calloc(R, sizeof *a.rs);
+    int32_t gname[3];
+    for (int k = 0; k < 3; k++)
+        gname[k] = xsm_names_intern(&a.names, strs[fname[k]]);
+    a.cn = calloc(3, sizeof *a.cn);
+    a.ncn = a.cncap = 3;
+    for (int k = 0; k < 3; k++)
+        a.cn[k] = (xsm_cnode){-1, gname[k], 0};
+    int64_t first[R], last[R];
+    uint32_t mains[R];
+    for (int r = 0; r < R; r++) { /* regions [t, t + d) with gaps: flat frames, the segments of path.c */
+        xsm_rankstat *rs = &a.rs[r];
+        rs->present = 1;
+        rs->seg = calloc(NF, sizeof *rs->seg);
+        int64_t t = (int64_t)(rng() % 1000);
+        first[r] = rs->t_first = t;
+        for (int i = 0; i < NF; i++) {
+            t += (int64_t)(rng() % 50);
+            int64_t d = 1 + (int64_t)(rng() % 2000);
+            int k = (int)(rng() % 3);
+            rs->seg[rs->nseg++] = (xsm_seg){t, t + d, k};
+            region(&run, r, fname[k], t, t + d, 0);
+            t += d;
+        }
+        last[r] = rs->t_last = t + (int64_t)(rng() % 100);
+        mains[r] = 0;
+    }
+    a.w = calloc(NW, sizeof *a.w);
+    for (int32_t w = 0; w < R; w++) { /* distinct ends per rank: path.c and spath.c break ties differently */
+        int64_t te = first[w], step = 2 * (last[w] - first[w]) / (NW / R);
+        for (int i = 0; i < NW / R; i++) {
+            te += 1 + (int64_t)(rng() % (uint64_t)step);
+            if (te >= last[w])
+                break;
+            int32_t c = (int32_t)((w + 1 + rng() % (R - 1)) % R);
+            a.w[a.nw++] = (xsm_wait){XSM_WAIT_LATE_SENDER, w, c, 0, -1, -1, te - 1, te, te + 5, 0, 0, -1, 1};
+        }
+    }
+    CHECK(xsm_an_path(&a) == 0, "path.c failed");
+
+    /* the same waits to spath.c: in order of end, shuffled within windows of
+     * 300, and every 97th one handed over last */
+    size_t n = a.nw, *ord = malloc(n * sizeof *ord);
+    for (size_t i = 0; i < n; i++)
+        ord[i] = i;
+    sort_w = a.w;
+    qsort(ord, n, sizeof *ord, by_end);
+    for (size_t i = 0; i + 1 < n; i++) {
+        size_t j = i + rng() % (n - i < 300 ? n - i : 300), x = ord[i];
+        ord[i] = ord[j];
+        ord[j] = x;
+    }
+    FILE *f = tmpfile();
+    xsm_spath *p = f ? xsm_spath_new(&run, fileno(f)) : NULL;
+    CHECK(p != NULL, "xsm_spath_new failed");
+    if (!p)
+        return;
+    for (int late = 0; late < 2; late++)
+        for (size_t i = 0; i < n; i++)
+            if ((i % 97 == 0) == late)
+                CHECK(xsm_spath_wait(p, a.w[ord[i]].waiter, a.w[ord[i]].t_end, a.w[ord[i]].causer) == 0, "spill");
+    CHECK(xsm_spath_walk_at(p, first, last, mains) == 0, "walk failed");
+    for (int r = 0; r < R; r++) {
+        int on = xsm_spath_rank_begin(p, r);
+        CHECK(on >= 0, "rank_begin %d", r);
+        const xsprof_rank_data *d = &run.ranks[r].d;
+        for (size_t i = 0; on == 1 && i < d->nregions; i++)
+            CHECK(xsm_spath_region(p, r, &d->regions[i]) == 0, "region");
+        if (on == 1)
+            CHECK(xsm_spath_rank_end(p, r) == 0, "rank_end");
+    }
+    xsm_an b;
+    memset(&b, 0, sizeof b);
+    b.run = &run;
+    b.nranks = R;
+    b.cp_end_rank = -1;
+    CHECK(xsm_an_path_streamed(&b, p) == 0, "xsm_an_path_streamed failed");
+    CHECK(a.cp_segments > 1000, "a long path (%zu segments)", a.cp_segments);
+    printf("streamed path: %zu segments, %zu names, %.6f s\n", b.cp_segments, b.ncp, b.cp_length_s);
+    CHECK(b.cp_segments == a.cp_segments && b.cp_end_rank == a.cp_end_rank && near(b.cp_length_s, a.cp_length_s),
+          "streamed path: %zu segments, %.9f s, ends on %d; path.c %zu, %.9f s, %d", b.cp_segments, b.cp_length_s,
+          b.cp_end_rank, a.cp_segments, a.cp_length_s, a.cp_end_rank);
+    for (int r = 0; r < R; r++)
+        CHECK(near(a.cp_rank_s[r], b.cp_rank_s[r]), "rank %d on the path %.9f s, path.c %.9f s", r, b.cp_rank_s[r],
+              a.cp_rank_s[r]);
+    CHECK(a.ncp == b.ncp, "%zu names on the path, path.c %zu", b.ncp, a.ncp);
+    for (size_t i = 0; i < a.ncp && i < b.ncp; i++)
+        CHECK(strcmp(xsm_an_name(&a, a.cp[i].name), xsm_an_name(&b, b.cp[i].name)) == 0 &&
+                  near(a.cp[i].seconds, b.cp[i].seconds),
+              "path part %zu: %s %.9f s, path.c %s %.9f s", i, xsm_an_name(&b, b.cp[i].name), b.cp[i].seconds,
+              xsm_an_name(&a, a.cp[i].name), a.cp[i].seconds);
+    xsm_spath_free(p);
+    fclose(f);
+    free(ord);
+    xsm_an_free(&a);
+    xsm_an_free(&b);
+    fx_free(&run);
+}
+
 int main(int argc, char **argv)
 {
     test_late_sender();
@@ -625,6 +756,7 @@ int main(int argc, char **argv)
     test_nonblocking_nxn();
     test_early_reduce();
     test_outlier_and_gpu();
+    test_streamed_path();
     test_gpu_report(argc > 1 ? argv[1] : "report-unit-out");
     test_health(argc > 1 ? argv[1] : "report-unit-out");
     test_reports_and_baseline(argc > 1 ? argv[1] : "report-unit-out");

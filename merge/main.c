@@ -55,9 +55,8 @@ static const char xsm_usage[] =
     "                        with it), reading the rank files chunk by chunk:\n"
     "                        memory does not grow with the trace (the same trace\n"
     "                        files as without --stream, also with --from/--to\n"
-    "                        and under mpirun, and with the logical clock; the\n"
-    "                        reports leave out Wrong Order waits, which need\n"
-    "                        the whole timeline); chosen by\n"
+    "                        and under mpirun, and with the logical clock;\n"
+    "                        the reports from a streamed analysis); chosen by\n"
     "                        itself, with a note, when the run would not fit in\n"
     "                        half the available memory\n"
     "                        (XSPROF_MERGE_MEMORY_LIMIT bytes)\n"
@@ -394,9 +393,7 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
     if (notes)
         fprintf(notes, "xsmerge: note: merging %.0f events in memory would take about %.1f GiB (budget %.1f GiB): %s\n",
                 (double)rows, (double)need / (1u << 30), (double)budget / (1u << 30),
-                !better                             ? "trying anyway; streaming its rank files would take more"
-                : (o->outputs & XSM_OUT_REPORT) ? "streaming (the reports without Wrong Order)"
-                                                    : "streaming");
+                !better ? "trying anyway; streaming its rank files would take more" : "streaming");
     return better;
 }
 

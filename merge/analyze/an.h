@@ -349,8 +349,6 @@ int xsm_an_profile_streamed(xsm_an *a, const xsm_sanalysis *sa);
 /* A rank's measured window (between MPI start-up and shutdown when it has
  * them) from its accumulator. */
 void xsm_an_window(const xsm_anrank_out *v, int64_t *t_first, int64_t *t_last);
-/* What a streamed analysis leaves out, as a phrase for the reports. */
-const char *xsm_an_not_computed(const struct xsm_an *a);
 /* xsm_spath_walk with each rank's window and main thread given. */
 int xsm_spath_walk_at(xsm_spath *p, const int64_t *first, const int64_t *last, const uint32_t *main_thread);
 /* The critical path of a streamed analysis (spath.c) into a. */

@@ -5,12 +5,6 @@
 #include "analyze.h"
 #include "an.h"
 
-const char *xsm_an_not_computed(const xsm_an *a)
-{
-    return a->cp_streamed ? "Wrong Order is not computed (counted as Late Sender)"
-                          : "the critical path and Wrong Order (counted as Late Sender) are not computed";
-}
-
 const char *xsm_an_name(const xsm_an *a, int32_t idx)
 {
     if (idx < 0 || (size_t)idx >= a->names.n)

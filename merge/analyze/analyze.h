@@ -84,7 +84,10 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
                       size_t nfl);
 /* A wait (enum xsm_wait_kind) in rank r's blocking call at `row` named
  * `op`, caused by call causer_row of `causer` (-1: no single rank), found
- * elsewhere (a collective's, by the MPI pass) once its call has begun. */
+ * elsewhere (a collective's, by the MPI pass) once its call has begun.
+ * XSM_WAIT_WRONG_ORDER is a verdict instead, given before its call: the
+ * message from send row causer_row of `causer` received in call `row` is
+ * Wrong Order (its Late Sender wait, if it has one, is one). */
 int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, int kind, int32_t causer,
                        uint64_t causer_row, int64_t ns);
 /* After the last row: closes what is still open. */

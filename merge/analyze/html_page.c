@@ -130,7 +130,7 @@ const char xsm_html_tail[] =
     "  if (dr.missing_ranks > 0) warn.push(dr.missing_ranks + ' rank(s) are missing');\n"
     "  if (D.clock.violations_after > 0) warn.push(D.clock.violations_after + ' clock ordering violations remain');\n"
     "  if (dr.unmatched_sends + dr.unmatched_recvs > 0) warn.push((dr.unmatched_sends + dr.unmatched_recvs) + ' messages unmatched');\n"
-    "  if (j.analysis === 'streamed')\n"
+    "  if (j.not_computed.length)\n"
     "    warn.push('streamed analysis (xsmerge --stream): not computed: ' + j.not_computed.join(', '));\n"
     "  if (warn.length) {\n"
     "    var w = el('div', { 'class': 'health' });\n"

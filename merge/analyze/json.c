@@ -68,14 +68,11 @@ static void job(const xsm_an *a, xsm_buf *b, int h)
     key(b, "run_dir", 0);
     str(b, run->run_dir, h);
     /* what this analysis covers: a streamed one (xsmerge --stream) leaves
-     * out what needs the whole timeline */
+     * out the critical path when it was not given one */
     key(b, "analysis", 0);
     str(b, a->streamed ? "streamed" : "in-memory", h);
     key(b, "not_computed", 0);
-    if (a->streamed)
-        xsm_buf_puts(b, a->cp_streamed ? "[\"Late Sender / Wrong Order\"]" : "[\"critical_path\",\"Late Sender / Wrong Order\"]");
-    else
-        xsm_buf_puts(b, "[]");
+    xsm_buf_puts(b, a->streamed && !a->cp_streamed ? "[\"critical_path\"]" : "[]");
     xsm_buf_puts(b, "}");
 }
 

@@ -300,7 +300,11 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
     rs->t_first = INT64_MAX;
     rs->t_last = INT64_MIN;
     int64_t init_end = INT64_MIN, fin_begin = INT64_MAX;
-    int have_main = 0;
+    /* the main thread: the one that began the first MPI call, else the
+     * first region (as a streamed analysis, which sees them in time order) */
+    int have_main = 0, have_reg = 0;
+    int64_t main_t = 0, reg_t = 0;
+    uint32_t reg_thread = 0;
     for (size_t i = 0; i < d->nregions; i++) {
         const xsprof_io_region *g = &d->regions[i];
         if (g->t_begin < rs->t_first)
@@ -309,6 +313,11 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
             rs->t_last = g->t_end;
         if (g->category == XSPROF_CAT_MPI) /* MPI calls come from the mpi table */
             continue;
+        if (!have_reg || g->t_begin < reg_t) {
+            have_reg = 1;
+            reg_t = g->t_begin;
+            reg_thread = g->thread;
+        }
         int32_t nm = xsm_an_sname(a, r, g->name);
         if (nm < 0)
             goto out;
@@ -326,8 +335,9 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
             rs->t_last = m->t_end;
         if (m->kind == XSPROF_MPI_COMPLETION)
             continue;
-        if (!have_main) {
+        if (!have_main || m->t_begin < main_t) {
             rs->main_thread = m->thread;
+            main_t = m->t_begin;
             have_main = 1;
         }
         int32_t nm = xsm_an_sname(a, r, m->op);
@@ -354,8 +364,8 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
             rs->mpi_ns += m->t_end - m->t_begin;
         }
     }
-    if (!have_main && d->nregions)
-        rs->main_thread = d->regions[0].thread;
+    if (!have_main && have_reg)
+        rs->main_thread = reg_thread;
     if (rs->t_first > rs->t_last)
         rs->t_first = rs->t_last = 0;
     rs->span_first = rs->t_first;

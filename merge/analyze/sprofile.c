@@ -198,6 +198,9 @@ struct xsm_anrank {
     xsm_recent recent[XSM_RECENT];
     size_t nrecent, irecent;
     xsm_pwait *pend; size_t npend, cappend;
+    /* Wrong Order verdicts of pass 1 for calls still to come: (call row, sender, send row) */
+    struct xsm_wov { uint32_t row; int32_t src; uint64_t send_row; } *wo;
+    size_t nwo, capwo;
     xsm_req *req; size_t nreq, capreq;
     int64_t t_first, t_last, init_end, fin_begin, mpi_ns;
     /* GPU activity (has_gpu ranks): devices, rows, the last kernels and waits */
@@ -277,6 +280,7 @@ static void anrank_free(xsm_anrank *x)
     free(x->vg);
     free(x->vns);
     free(x->pend);
+    free(x->wo);
     free(x->req);
     free(x->gpu);
     free(x->ks);
@@ -917,7 +921,7 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
  * ls): remember it for waits that come later, settle the ones waiting for
  * it, and those that came before it. */
 static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, const sframe *f, const struct xsm_evflow *ls,
-                       int64_t ls_ns)
+                       int ls_kind, int64_t ls_ns)
 {
     /* the previous call's Late Receivers, when pass 1 found them by its end,
      * came with it: its wait is settled now, while the call that caused it
@@ -925,7 +929,7 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
     if (x->nrecent && recent_flush(x, &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT]))
         return -1;
     xsm_recent *p = &x->recent[x->irecent];
-    *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, ls != NULL, XSM_WAIT_LATE_SENDER,
+    *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, ls != NULL, ls_kind,
                       ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns};
     x->irecent = (x->irecent + 1) % XSM_RECENT;
     if (x->nrecent < XSM_RECENT)
@@ -1018,16 +1022,26 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
             best = &fl[i];
         }
     }
+    /* Wrong Order when pass 1 said so for the message waited for */
+    int kind = XSM_WAIT_LATE_SENDER;
+    for (size_t i = 0; i < x->nwo;) {
+        if (x->wo[i].row != (uint32_t)row) {
+            i++;
+            continue;
+        }
+        if (best && x->wo[i].src == best->peer && x->wo[i].send_row == best->peer_row)
+            kind = XSM_WAIT_WRONG_ORDER;
+        x->wo[i] = x->wo[--x->nwo];
+    }
     /* a Sendrecv's, or a Wait's that also completed an Isend, may meet a
      * Late Receiver of the same call (recent_wait) */
     int defer = best && (m->kind == XSPROF_MPI_SENDRECV || m->kind == XSPROF_MPI_WAIT) && m->thread == x->main_thread;
     if (m->thread == x->main_thread) {
         v_snap(x, &f->v);
-        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, wait))
+        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait))
             return x->failed = -1;
     }
-    if (best && !defer &&
-        wait_found(x, XSM_WAIT_LATE_SENDER, best->peer, best->peer_row, m->op, f->encl, &f->v, wait, m->t_begin, m->t_end))
+    if (best && !defer && wait_found(x, kind, best->peer, best->peer_row, m->op, f->encl, &f->v, wait, m->t_begin, m->t_end))
         return x->failed = -1;
     return 0;
 }
@@ -1038,6 +1052,12 @@ int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, 
     xsm_anrank *x = sa->acc[r];
     if (!x || x->failed)
         return -1;
+    if (kind == XSM_WAIT_WRONG_ORDER) { /* a verdict for the Late Sender of a call to come */
+        if (xsm_grow((void **)&x->wo, &x->capwo, x->nwo, sizeof *x->wo))
+            return x->failed = -1;
+        x->wo[x->nwo++] = (struct xsm_wov){(uint32_t)row, causer, causer_row};
+        return 0;
+    }
     for (size_t k = 0; k < x->nrecent; k++) { /* newest first */
         xsm_recent *p = &x->recent[(x->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
         if (p->row == row)

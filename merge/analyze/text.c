@@ -100,9 +100,10 @@ void xsm_report_summary(const xsm_an *a, xsm_buf *b)
         xsm_buf_printf(b, ", command: %.200s", a->run->command);
     xsm_buf_puts(b, "\n\n");
     health(a, b);
-    if (a->streamed)
-        xsm_buf_printf(b, "Streamed analysis (xsmerge --stream): %s; merge in memory for %s.\n\n",
-                       xsm_an_not_computed(a), a->cp_streamed ? "it" : "them");
+    if (a->streamed && !a->cp_streamed)
+        xsm_buf_puts(b, "Streamed analysis (xsmerge --stream): the critical path is not computed; merge in memory for it.\n\n");
+    else if (a->streamed)
+        xsm_buf_puts(b, "Streamed analysis (xsmerge --stream).\n\n");
     findings(a, b, 5);
     xsm_buf_puts(b, "\n");
     rank_table(a, b, 8);
@@ -200,10 +201,7 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
     xsm_buf_puts(b, "\n==== Wait states ====\n");
     for (int k = 0; k < XSM_WAIT_NKINDS; k++) {
         xsm_fmt_dur(d1, sizeof d1, a->wait_s[k]);
-        if (a->streamed && k == XSM_WAIT_WRONG_ORDER)
-            xsm_buf_printf(b, "%-28s %10s\n", xsm_wait_kind_name(k), "(counted as Late Sender: streamed)");
-        else
-            xsm_buf_printf(b, "%-28s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->wait_n[k]);
+        xsm_buf_printf(b, "%-28s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->wait_n[k]);
     }
     if (a->nrc) {
         xsm_buf_puts(b, "\nRoot causes (delay analysis: region on the causing rank whose extra time explains the waits):\n");

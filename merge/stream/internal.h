@@ -172,6 +172,24 @@ typedef struct xsm_cwait_rec {
     uint32_t pad;
 } xsm_cwait_rec;
 
+/* ---- worder.c: Wrong Order for the reports, found by pass 1 ------------ */
+typedef struct xsm_wo xsm_wo;
+xsm_wo *xsm_wo_new(size_t nranks); /* NULL: out of memory */
+void xsm_wo_free(xsm_wo *w);
+/* A send to dst inside --from/--to, in order of begin (e_send). 0, -1 out of memory. */
+int xsm_wo_send(xsm_wo *w, int32_t dst, int64_t e_send, int32_t src, uint32_t row);
+/* That send is no message (cut by --from/--to). */
+void xsm_wo_cut(xsm_wo *w, int32_t dst, int32_t src, uint32_t row);
+/* It matched a receive on dst completing at t_recv in the call call_row
+ * (UINT32_MAX: none) that began at e_recv. */
+int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t e_send, int64_t t_recv, int64_t e_recv,
+                uint32_t call_row);
+/* The message (src, send_row) received on dst at t in call_row is Wrong Order. */
+typedef int (*xsm_wo_verdict_fn)(void *ctx, int32_t dst, int64_t t, uint32_t call_row, int32_t src, uint32_t send_row);
+/* Everything due before `now` (pass 1's time; INT64_MAX at the end): the
+ * verdicts, in time order, to fn; its non-zero return is returned. */
+int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx);
+
 /* What pass 1 learns of one rank. */
 typedef struct xsm_srank {
     int present;

@@ -53,6 +53,7 @@ typedef struct xsm_pend_end {
     uint32_t op;
     int64_t post_t;
     uint32_t post_row;
+    int64_t call_begin; /* receive: begin of its call (Wrong Order) */
 } xsm_pend_end;
 
 typedef struct xsm_ptab {
@@ -243,6 +244,7 @@ typedef struct xsm_mctx {
      * match) meets the call that completed the Isend, in either order */
     xsm_isl *isl;
     size_t nisl, capisl;
+    xsm_wo *wo;           /* the reports' Wrong Order (worder.c) */
     int done;             /* all rows processed: the collectives still open are closed */
     uint32_t *comm_ids;   /* communicators the present ranks define */
     uint32_t *comm_present; /* present ranks defining each */
@@ -406,20 +408,34 @@ static int xsm_coll_keep(xsm_mctx *c, xsm_cinst *ci)
 
 /* A wait of `kind` in call `row` (named op) of `rank`, caused by call
  * causer_row of `causer` (-1: none), to that rank's waits file. */
-static int xsm_wait_put(xsm_mctx *c, int32_t rank, uint32_t row, uint32_t op, int kind, int32_t causer,
-                        uint32_t causer_row, int64_t ns)
+static int xsm_wait_put_at(xsm_mctx *c, int64_t p, int32_t rank, uint32_t row, uint32_t op, int kind, int32_t causer,
+                           uint32_t causer_row, int64_t ns)
 {
     xsm_mrank *m = &c->m[rank];
     xsm_srank *sr = &c->s->r[rank];
     if (!m->cwait &&
         !(m->cwait = xsm_stream_tmp(c->s, "cwait", rank, sr->cwait_path, sizeof sr->cwait_path, c->err, c->errlen)))
         return 1;
-    xsm_cwait_rec w = {c->now, ns, row, op, kind, causer, causer_row, 0};
+    xsm_cwait_rec w = {p, ns, row, op, kind, causer, causer_row, 0};
     if (fwrite(&w, sizeof w, 1, m->cwait) != 1)
         return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->cwait_path,
                            strerror(errno));
     sr->ncwait++;
     return 0;
+}
+
+static int xsm_wait_put(xsm_mctx *c, int32_t rank, uint32_t row, uint32_t op, int kind, int32_t causer,
+                        uint32_t causer_row, int64_t ns)
+{
+    return xsm_wait_put_at(c, c->now, rank, row, op, kind, causer, causer_row, ns);
+}
+
+/* A Wrong Order verdict (worder.c) for the reports: at the receive's
+ * completion, which is before pass 1's time now, and after every record
+ * written so far (they were written at rows that began by then). */
+static int xsm_wo_verdict(void *ctx, int32_t dst, int64_t t, uint32_t call_row, int32_t src, uint32_t send_row)
+{
+    return xsm_wait_put_at(ctx, t, dst, call_row, 0, XSM_WAIT_WRONG_ORDER, src, send_row, 0);
 }
 
 /* The waits of one closed collective for the reports, by the rules of
@@ -831,6 +847,14 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
         else if (e->has_call && xsm_isl_done(c, e))
             return 1;
     }
+    if (c->wo && (!snd->kept || !q->kept)) {
+        if (snd->kept)
+            xsm_wo_cut(c->wo, dst, src, send_row);
+    } else if (c->wo && xsm_wo_recv(c->wo, dst, src, send_row, send_t, q->t,
+                                    q->call_row != UINT32_MAX && q->call_kept ? q->call_begin : q->t,
+                                    q->call_kept ? q->call_row : UINT32_MAX)) {
+        return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+    }
     if (!snd->kept || !q->kept)
         return 0; /* an end outside --from/--to: the message is cut, as in memory */
     xsm_sent_set(&c->s->r[src], send_row);
@@ -877,6 +901,8 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
 {
     int32_t r = m->r;
     c->now = now;
+    if (c->wo && xsm_wo_due(c->wo, now, xsm_wo_verdict, c))
+        return 1;
     int64_t po = -1, po_t = 0;
     int po_irecv = 0, po_isend = 0;
     uint32_t po_comm = UINT32_MAX;
@@ -980,8 +1006,10 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     if (xsm_is_send(row)) {
         if (!xsm_present(c, row->peer))
             return 0; /* its receiver was not loaded: not an anomaly */
+        if (c->wo && kept && xsm_wo_send(c->wo, row->peer, row->t_begin, r, i))
+            return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
         xsm_pend_end me = {{row->comm, r, row->peer, row->tag, row->seq}, 0, i, UINT32_MAX, row->t_begin, 0, 0,
-                           (uint8_t)kept, 0, row->t_end, row->bytes_sent, -1, row->kind, row->op, 0, 0};
+                           (uint8_t)kept, 0, row->t_end, row->bytes_sent, -1, row->kind, row->op, 0, 0, 0};
         xsm_pend_end q;
         int dup;
         if (xsm_ptab_take(&c->pend, &me.k, 0, &q, &dup))
@@ -1015,8 +1043,10 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     /* posted: its Irecv, else the call it completed in, else itself (waits.c's e_post) */
     int64_t post_t = po >= 0 && po_irecv ? po_t : row->kind != XSPROF_MPI_RECV && ca >= 0 ? ca_begin : row->t_begin;
     uint32_t post_row = po >= 0 && po_irecv ? (uint32_t)po : row->kind != XSPROF_MPI_RECV && ca >= 0 ? (uint32_t)ca : i;
+    int64_t call_begin = row->kind == XSPROF_MPI_RECV ? row->t_begin : ca_begin;
     xsm_pend_end me = {{comm, row->peer, r, row->tag, row->seq}, 1, i, call, row->t_end, call_end, 0,
-                       (uint8_t)kept, (uint8_t)call_kept, 0, 0, po >= 0 && po_irecv ? po : -1, 0, 0, post_t, post_row};
+                       (uint8_t)kept, (uint8_t)call_kept, 0, 0, po >= 0 && po_irecv ? po : -1, 0, 0, post_t, post_row,
+                       call_begin};
     xsm_pend_end q;
     int dup;
     if (xsm_ptab_take(&c->pend, &me.k, 1, &q, &dup))
@@ -1211,7 +1241,9 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     c.pend.free_list = UINT32_MAX;
     c.m = calloc(n + 1, sizeof *c.m);
     c.heap = malloc((n + 1) * sizeof *c.heap);
-    int rc = !c.m || !c.heap || xsm_comms_index(&c) ? xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages") : 0;
+    int rc = !c.m || !c.heap || xsm_comms_index(&c) || (s->report && !s->collect && !(c.wo = xsm_wo_new(n)))
+                 ? xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages")
+                 : 0;
     if (!rc && s->h5 && !s->collect &&
         (!(s->msg_spill = xsm_stream_tmp(s, "h5msgs", -1, s->msg_path, sizeof s->msg_path, err, errlen)) ||
          !(s->scompl = xsm_stream_tmp(s, "h5compl", -1, s->scompl_path, sizeof s->scompl_path, err, errlen))))
@@ -1256,6 +1288,8 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
             c.heap[0] = c.heap[--c.nheap];
         xsm_rank_sift(&c, 0);
     }
+    if (!rc && c.wo) /* the verdicts still due, before the waits files close */
+        rc = xsm_wo_due(c.wo, INT64_MAX, xsm_wo_verdict, &c);
     uint64_t open_posts = 0, base = 0;
     for (size_t r = 0; r < n; r++) {
         xsm_mrank *m = &c.m[r];
@@ -1325,6 +1359,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         free(c.coll[i].m);
     free(c.coll);
     free(c.isl);
+    xsm_wo_free(c.wo);
     free(c.pend.e);
     free(c.pend.head);
     free(c.m);

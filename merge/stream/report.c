@@ -69,8 +69,10 @@ static void xsm_rep_sift(const xsm_rep_rank *v, size_t *h, size_t n, size_t i)
     }
 }
 
-/* One event of rank r into the analysis, with the waits pass 1 found that
- * are due by the end of an MPI call (times here are from t0). */
+/* One event of rank r into the analysis. An MPI call comes after the waits
+ * pass 1 found that are due by its end (times here are from t0): its own
+ * Wrong Order verdicts are among them (the analysis keeps a wait that
+ * comes before its call until the call). */
 static int xsm_rep_event(xsm_stream *s, xsm_sanalysis *sa, int32_t r, xsm_rep_rank *k)
 {
     const xsm_ev *ev = &k->ev;
@@ -83,14 +85,12 @@ static int xsm_rep_event(xsm_stream *s, xsm_sanalysis *sa, int32_t r, xsm_rep_ra
     if (ev->kind != XSM_EV_MPI)
         return 0;
     const xsprof_io_mpi *m = ev->rec;
-    if (xsm_sanalysis_mpi(sa, r, m, ev->row, ev->mflows, ev->nmflows))
-        return -1;
     while (k->rd.has && m->kind != XSPROF_MPI_COMPLETION && k->rd.w.p - s->t0 <= m->t_end) {
         const xsm_cwait_rec *w = &k->rd.w;
         if (xsm_sanalysis_wait(sa, r, w->row, w->op, w->kind, w->causer, w->causer_row, w->ns) || xsm_cw_next(&k->rd))
             return -1;
     }
-    return 0;
+    return xsm_sanalysis_mpi(sa, r, m, ev->row, ev->mflows, ev->nmflows);
 }
 
 /* The critical path's pieces by name: the main thread of every rank on

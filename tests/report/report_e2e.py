@@ -96,8 +96,6 @@ EXPECT = {
 
 def planted(mode, np, ms, stream=False):
     kind, region, ranks_ok, waiters = EXPECT[mode]
-    if stream and kind == "Late Sender / Wrong Order":
-        kind = "Late Sender"  # a streamed analysis does not tell them apart
     rundir = profile("planted-" + mode + ("-stream" if stream else ""), mode, np, ms)
     out = os.path.join(os.path.dirname(rundir), "out")
     r = merge(rundir, out, *(("--stream", "--outputs", "pftrace,report") if stream else ()))
@@ -111,7 +109,7 @@ def planted(mode, np, ms, stream=False):
         if merge(rundir, mem, "--outputs", "report").returncode != 0:
             fail("in-memory xsmerge failed")
         ref = load_report(mem)
-        for k in ("regions", "mpi", "comm_matrix", "clock"):
+        for k in ("regions", "mpi", "comm_matrix", "clock", "wait_states"):
             if rep[k] != ref[k]:
                 fail(f"--stream report.json {k} differs from the in-memory one:\n{rep[k]}\n{ref[k]}")
         if open(os.path.join(out, "flame.folded")).read() != open(os.path.join(mem, "flame.folded")).read():
@@ -123,8 +121,6 @@ def planted(mode, np, ms, stream=False):
         if ((cp["end_rank"], cp["segments"], round(cp["length_s"] * 1e9), sec(cp["regions"]), sec(cp["ranks"])) !=
                 (cr["end_rank"], cr["segments"], round(cr["length_s"] * 1e9), sec(cr["regions"]), sec(cr["ranks"]))):
             fail(f"--stream critical path differs from the in-memory one:\n{cp}\n{cr}")
-        if cp["segments"] < 2:
-            fail(f"the critical path has {cp['segments']} segment: the planted wait should move it to another rank")
         print(f"critical path: {cp['segments']} segments, {cp['length_s']:.4f} s, as in memory")
     if not rep["findings"]:
         fail("no findings")

@@ -1,0 +1,246 @@
+/* merge/stream/worder.c — Wrong Order for the reports of xsmerge --stream,
+ * found by pass 1 (see internal.h).
+ *
+ * waits.c (wrong_order_flags) calls message m Wrong Order when another
+ * message to the same rank that was sent before m's receiving call began is
+ * received after m. Read forward in time: when m's receive completes (t_recv),
+ * some message to that rank sent before m's call began is still in flight.
+ * Pass 1 sees every send at its begin, in time order, so each receiving
+ * rank keeps the sends to it in flight in order of their begin (the oldest
+ * first: the minimum is at the front; removed ones are dropped when they
+ * reach it). A matched message leaves at its t_recv, and a Late Sender
+ * candidate (its send began after the call did) is checked then: both are
+ * events kept in a heap until pass 1's time passes them. A send never
+ * received counts as in flight (in memory it is no message): only an
+ * incomplete run has those. */
+#include <stdlib.h>
+#include <string.h>
+#include "merge/stream/internal.h"
+
+typedef struct xsm_wo_ent {
+    int64_t e_send;
+    uint64_t id; /* (src + 1) << 32 | send row */
+} xsm_wo_ent;
+
+/* One rank's sends in flight, in order of their begin: v[head..n). */
+typedef struct xsm_wo_q {
+    xsm_wo_ent *v;
+    size_t head, n, cap;
+    size_t live;
+} xsm_wo_q;
+
+/* A message's receive completing at t: it leaves (check 0), then a check. */
+typedef struct xsm_wo_ev {
+    int64_t t;
+    int check;
+    int32_t dst;
+    uint64_t id;
+    int64_t e_recv;
+    uint32_t call_row;
+} xsm_wo_ev;
+
+struct xsm_wo {
+    size_t nranks;
+    xsm_wo_q *q;
+    uint64_t *set; /* ids in flight, linear probing, 0 free */
+    size_t nset, capset;
+    xsm_wo_ev *h;
+    size_t nh, caph;
+};
+
+static uint64_t wo_id(int32_t src, uint32_t row) { return (uint64_t)(uint32_t)(src + 1) << 32 | row; }
+static size_t wo_slot(uint64_t id, size_t cap) { return (size_t)(id * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1); }
+
+xsm_wo *xsm_wo_new(size_t nranks)
+{
+    xsm_wo *w = calloc(1, sizeof *w);
+    if (!w || !(w->q = calloc(nranks + 1, sizeof *w->q))) {
+        free(w);
+        return NULL;
+    }
+    w->nranks = nranks;
+    return w;
+}
+
+void xsm_wo_free(xsm_wo *w)
+{
+    if (!w)
+        return;
+    for (size_t r = 0; r < w->nranks; r++)
+        free(w->q[r].v);
+    free(w->q);
+    free(w->set);
+    free(w->h);
+    free(w);
+}
+
+static int set_has(const xsm_wo *w, uint64_t id)
+{
+    if (!w->capset)
+        return 0;
+    for (size_t h = wo_slot(id, w->capset); w->set[h]; h = (h + 1) & (w->capset - 1))
+        if (w->set[h] == id)
+            return 1;
+    return 0;
+}
+
+static int set_add(xsm_wo *w, uint64_t id)
+{
+    if ((w->nset + 1) * 2 > w->capset) {
+        size_t cap = w->capset ? 2 * w->capset : 1024;
+        uint64_t *v = calloc(cap, sizeof *v);
+        if (!v)
+            return -1;
+        for (size_t i = 0; i < w->capset; i++)
+            if (w->set[i]) {
+                size_t h = wo_slot(w->set[i], cap);
+                while (v[h])
+                    h = (h + 1) & (cap - 1);
+                v[h] = w->set[i];
+            }
+        free(w->set);
+        w->set = v;
+        w->capset = cap;
+    }
+    size_t h = wo_slot(id, w->capset);
+    while (w->set[h] && w->set[h] != id)
+        h = (h + 1) & (w->capset - 1);
+    if (!w->set[h]) {
+        w->set[h] = id;
+        w->nset++;
+    }
+    return 0;
+}
+
+/* 1 when id was in flight (now gone). Linear probing: the rest of the
+ * cluster is put back. */
+static int set_del(xsm_wo *w, uint64_t id)
+{
+    if (!w->capset)
+        return 0;
+    size_t h = wo_slot(id, w->capset);
+    while (w->set[h] && w->set[h] != id)
+        h = (h + 1) & (w->capset - 1);
+    if (!w->set[h])
+        return 0;
+    w->set[h] = 0;
+    w->nset--;
+    for (size_t j = (h + 1) & (w->capset - 1); w->set[j]; j = (j + 1) & (w->capset - 1)) {
+        uint64_t x = w->set[j];
+        w->set[j] = 0;
+        size_t k = wo_slot(x, w->capset);
+        while (w->set[k])
+            k = (k + 1) & (w->capset - 1);
+        w->set[k] = x;
+    }
+    return 1;
+}
+
+int xsm_wo_send(xsm_wo *w, int32_t dst, int64_t e_send, int32_t src, uint32_t row)
+{
+    if (dst < 0 || (size_t)dst >= w->nranks)
+        return 0;
+    xsm_wo_q *q = &w->q[dst];
+    /* full: slide over the front that is gone; drop the removed ones behind
+     * it too when they are most (a send never received holds the front) */
+    int compact = q->n - q->head > 2 * q->live + 64;
+    if (q->n == q->cap && (q->head > 0 || compact)) {
+        size_t k = 0;
+        for (size_t i = q->head; i < q->n; i++)
+            if (!compact || set_has(w, q->v[i].id))
+                q->v[k++] = q->v[i];
+        q->n = k;
+        q->head = 0;
+    }
+    if (xsm_grow((void **)&q->v, &q->cap, q->n, sizeof *q->v))
+        return -1;
+    uint64_t id = wo_id(src, row);
+    q->v[q->n++] = (xsm_wo_ent){e_send, id};
+    q->live++;
+    return set_add(w, id);
+}
+
+static void wo_gone(xsm_wo *w, int32_t dst, uint64_t id)
+{
+    if (set_del(w, id) && dst >= 0 && (size_t)dst < w->nranks)
+        w->q[dst].live--;
+}
+
+void xsm_wo_cut(xsm_wo *w, int32_t dst, int32_t src, uint32_t row)
+{
+    wo_gone(w, dst, wo_id(src, row));
+}
+
+static int ev_less(const xsm_wo_ev *a, const xsm_wo_ev *b)
+{
+    return a->t != b->t ? a->t < b->t : a->check < b->check;
+}
+
+static int ev_push(xsm_wo *w, const xsm_wo_ev *e)
+{
+    if (xsm_grow((void **)&w->h, &w->caph, w->nh, sizeof *w->h))
+        return -1;
+    size_t i = w->nh++;
+    w->h[i] = *e;
+    while (i > 0 && ev_less(&w->h[i], &w->h[(i - 1) / 2])) {
+        xsm_wo_ev t = w->h[i];
+        w->h[i] = w->h[(i - 1) / 2];
+        w->h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+    return 0;
+}
+
+static xsm_wo_ev ev_pop(xsm_wo *w)
+{
+    xsm_wo_ev top = w->h[0];
+    w->h[0] = w->h[--w->nh];
+    for (size_t i = 0;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < w->nh && ev_less(&w->h[l], &w->h[m]))
+            m = l;
+        if (l + 1 < w->nh && ev_less(&w->h[l + 1], &w->h[m]))
+            m = l + 1;
+        if (m == i)
+            break;
+        xsm_wo_ev t = w->h[i];
+        w->h[i] = w->h[m];
+        w->h[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t e_send, int64_t t_recv, int64_t e_recv,
+                uint32_t call_row)
+{
+    uint64_t id = wo_id(src, send_row);
+    xsm_wo_ev gone = {t_recv, 0, dst, id, 0, 0};
+    if (ev_push(w, &gone))
+        return -1;
+    /* only a Late Sender (its send began after the call) can be Wrong Order */
+    if (call_row == UINT32_MAX || e_send <= e_recv)
+        return 0;
+    xsm_wo_ev check = {t_recv, 1, dst, id, e_recv, call_row};
+    return ev_push(w, &check);
+}
+
+int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx)
+{
+    while (w->nh && w->h[0].t < now) {
+        xsm_wo_ev e = ev_pop(w);
+        if (!e.check) {
+            wo_gone(w, e.dst, e.id);
+            continue;
+        }
+        xsm_wo_q *q = &w->q[e.dst];
+        while (q->head < q->n && !set_has(w, q->v[q->head].id))
+            q->head++;
+        if (q->head < q->n && q->v[q->head].e_send < e.e_recv) {
+            int rc = fn(ctx, e.dst, e.t, e.call_row, (int32_t)(e.id >> 32) - 1, (uint32_t)e.id);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}

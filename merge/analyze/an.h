@@ -234,6 +234,12 @@ typedef struct xsm_an {
     double total_rank_s;     /* sum of ranks' wall time: the denominator of severities */
     int streamed;            /* from xsmerge --stream: what needs the whole timeline is not computed (analyze.h) */
     int cp_streamed;         /* streamed, and its critical path computed (spath.c) */
+    /* streamed, for merged.h5: every wait instance (xsm_swinst) and the
+     * path's pieces (xsm_cpseg) in temporary files, and the streamed
+     * analysis's names as names here */
+    FILE *sw_file, *scp_file;
+    uint64_t sw_n, scp_n;
+    int32_t *sgmap;
 } xsm_an;
 
 /* ---- streamed analysis (sprofile.c): one accumulator per rank --------------- */
@@ -346,6 +352,18 @@ const xsm_srcause *xsm_sanalysis_rootcauses(const xsm_sanalysis *sa, size_t *n);
 /* Profile stage of the streamed analysis (profile.c): call trees, regions,
  * MPI operations and outliers from the accumulators. */
 int xsm_an_profile_streamed(xsm_an *a, const xsm_sanalysis *sa);
+/* A wait instance of a streamed analysis (sprofile.c), spilled for
+ * merged.h5: string ids are the waiter's; root a name of the analysis. */
+typedef struct xsm_swinst {
+    int32_t kind, waiter, causer, root;
+    uint32_t op, encl; /* encl UINT32_MAX: none */
+    uint64_t row;
+    int64_t t_begin, t_end, t_cause;
+} xsm_swinst;
+FILE *xsm_sanalysis_instances(const xsm_sanalysis *sa, uint64_t *n);
+/* The file of the path's pieces and how many (spath.c); NULL: none kept. */
+FILE *xsm_spath_pieces(const xsm_spath *p, uint64_t *n);
+
 /* A rank's measured window (between MPI start-up and shutdown when it has
  * them) from its accumulator. */
 void xsm_an_window(const xsm_anrank_out *v, int64_t *t_first, int64_t *t_last);

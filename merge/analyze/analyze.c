@@ -60,6 +60,19 @@ static int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, 
     if (run->t_end > a->t1)
         a->t1 = run->t_end;
     a->cp_streamed = path != NULL;
+    if (sa) { /* what merged.h5's tables read back (xsm_analyze_h5) */
+        a->sw_file = xsm_sanalysis_instances(sa, &a->sw_n);
+        if (path)
+            a->scp_file = xsm_spath_pieces(path, &a->scp_n);
+        size_t ng = 0;
+        while (xsm_sanalysis_name(sa, (int32_t)ng))
+            ng++;
+        if (!(a->sgmap = malloc((ng + 1) * sizeof *a->sgmap)))
+            goto nomem;
+        for (size_t g = 0; g < ng; g++)
+            if ((a->sgmap[g] = xsm_names_intern(&a->names, xsm_sanalysis_name(sa, (int32_t)g))) < 0)
+                goto nomem;
+    }
     int bad = sa ? xsm_an_waits_streamed(a, sa) != 0 || (path && xsm_an_path_streamed(a, path) != 0) ||
                        xsm_an_gpu_streamed(a, sa) != 0 || xsm_an_health(a, 0) != 0 || xsm_an_memory_streamed(a, sa) != 0
                  : xsm_an_waits(a) != 0 || xsm_an_path(a) != 0 || xsm_an_misc(a) != 0 || xsm_an_memory(a) != 0;
@@ -115,6 +128,7 @@ void xsm_an_free(xsm_an *a)
     free(a->cp);
     free(a->cps);
     free(a->cp_rank_s);
+    free(a->sgmap);
     free(a->cm);
     free(a->gpu);
     xsm_names_free(&a->names);
@@ -152,9 +166,7 @@ int xsm_analyze_streamed(const xsm_run *run, const xsm_sanalysis *sa, const xsm_
     xsm_an a;
     if (xsm_an_build(&a, run, sa, path, cm, ncm, err, errlen) != 0)
         return 1;
-    xsm_report_opts o = opts ? *opts : (xsm_report_opts){0};
-    o.keep = NULL; /* merged.h5 is written before: no analysis tables there */
-    return xsm_analyze_write(&a, out_dir, &o, err, errlen);
+    return xsm_analyze_write(&a, out_dir, opts, err, errlen);
 }
 
 /* Every report from the analysis `a` (freed here, or handed to opts->keep). */

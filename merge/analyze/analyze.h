@@ -28,6 +28,11 @@ struct xsm_an;
  * critical_path, comm_matrix; merge/README.md) to the finished merged.h5 at
  * `path`. 0 ok, 1 failure (err set). */
 int xsm_analyze_h5(const struct xsm_an *a, const char *path, char *err, size_t errlen);
+/* The same for an analysis without the run's rows in memory (a streamed
+ * one): rowfn gives merged.h5's /mpi row of a rank's MPI row (-1 none). */
+typedef int64_t (*xsm_h5_rowfn)(void *ctx, int32_t rank, uint64_t row);
+int xsm_analyze_h5_rows(const struct xsm_an *a, const char *path, xsm_h5_rowfn rowfn, void *rowctx, char *err,
+                        size_t errlen);
 void xsm_analyze_free(struct xsm_an *a);
 
 /* Kinds of wait states (report.json spells them as xsm_wait_kind_name). */
@@ -104,6 +109,12 @@ xsm_spath *xsm_spath_new(const xsm_run *run, int fd); /* NULL: out of memory */
 void xsm_spath_free(xsm_spath *p);
 /* The analysis hands every wait with a causing rank to p from now on. */
 void xsm_sanalysis_set_path(xsm_sanalysis *sa, xsm_spath *p);
+/* Every wait instance is written to f (a temporary file) from now on,
+ * for merged.h5's /analysis/waits. */
+void xsm_sanalysis_set_instances(xsm_sanalysis *sa, FILE *f);
+/* The path's pieces are written to f (xsm_cpseg, from the path's end), for
+ * merged.h5's /analysis/critical_path. */
+void xsm_spath_set_pieces(xsm_spath *p, FILE *f);
 /* A wait of `waiter` that ended at t_end, caused by `causer`. */
 int xsm_spath_wait(xsm_spath *p, int32_t waiter, int64_t t_end, int32_t causer);
 /* 0 ok, -1 out of memory or a spill file error (p stays failed). */

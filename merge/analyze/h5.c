@@ -73,19 +73,35 @@ static hid_t xsm_ah_type(int which)
 }
 #undef F
 
-/* One table of n rows under `g`: packed on disk, compressed when not empty. */
-static int xsm_ah_table(hid_t g, const char *name, int which, const void *rows, size_t n)
+/* Rows [i0, i0 + n) of a table into `rows`: 0, or -1. */
+typedef int (*xsm_ah_fill)(void *ctx, void *rows, size_t i0, size_t n);
+
+enum { XSM_AH_BATCH = 8192 }; /* rows per chunk and per write */
+
+/* One table of n rows under `g`, filled a batch at a time: packed on disk,
+ * compressed when not empty. */
+static int xsm_ah_table_fill(hid_t g, const char *name, int which, size_t n, xsm_ah_fill fill, void *ctx)
 {
     hid_t t = xsm_ah_type(which), ft = t >= 0 ? H5Tcopy(t) : -1;
-    hsize_t dims[1] = {n}, chunk[1] = {n < 8192 ? n : 8192};
+    hsize_t dims[1] = {n}, chunk[1] = {n < XSM_AH_BATCH ? n : XSM_AH_BATCH};
     hid_t space = H5Screate_simple(1, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE), ds = -1;
     int ok = t >= 0 && ft >= 0 && H5Tpack(ft) >= 0 && space >= 0 && dcpl >= 0 && H5Pset_obj_track_times(dcpl, 0) >= 0;
     if (ok && n)
         ok = H5Pset_chunk(dcpl, 1, chunk) >= 0 && H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, 1) >= 0;
     if (ok)
         ok = (ds = H5Dcreate2(g, name, ft, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) >= 0;
-    if (ok && n)
-        ok = H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0;
+    void *buf = ok && n ? malloc((n < XSM_AH_BATCH ? n : XSM_AH_BATCH) * H5Tget_size(t)) : NULL;
+    ok &= !n || buf != NULL;
+    for (size_t i0 = 0; ok && i0 < n; i0 += XSM_AH_BATCH) {
+        hsize_t start[1] = {i0}, cnt[1] = {n - i0 < XSM_AH_BATCH ? n - i0 : XSM_AH_BATCH};
+        hid_t ms = H5Screate_simple(1, cnt, NULL);
+        ok = ms >= 0 && fill(ctx, buf, i0, (size_t)cnt[0]) == 0 &&
+             H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, cnt, NULL) >= 0 &&
+             H5Dwrite(ds, t, ms, space, H5P_DEFAULT, buf) >= 0;
+        if (ms >= 0)
+            H5Sclose(ms);
+    }
+    free(buf);
     if (ds >= 0 && H5Dclose(ds) < 0)
         ok = 0;
     if (dcpl >= 0)
@@ -97,6 +113,25 @@ static int xsm_ah_table(hid_t g, const char *name, int which, const void *rows, 
     if (t >= 0)
         H5Tclose(t);
     return ok ? 0 : -1;
+}
+
+typedef struct xsm_ah_arr {
+    const void *rows;
+    size_t size;
+} xsm_ah_arr;
+
+static int xsm_ah_fill_arr(void *ctx, void *rows, size_t i0, size_t n)
+{
+    const xsm_ah_arr *x = ctx;
+    memcpy(rows, (const char *)x->rows + i0 * x->size, n * x->size);
+    return 0;
+}
+
+/* One table of the n rows in memory at `rows`. */
+static int xsm_ah_table(hid_t g, const char *name, int which, const void *rows, size_t n, size_t size)
+{
+    xsm_ah_arr x = {rows, size};
+    return xsm_ah_table_fill(g, name, which, n, xsm_ah_fill_arr, &x);
 }
 
 /* The file's /strings as a name -> id map (every region and MPI function
@@ -147,7 +182,61 @@ static uint32_t xsm_ah_sid(const xsm_an *a, const xsm_names *ids, const uint32_t
     return k < 0 ? UINT32_MAX : of[k];
 }
 
-static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const uint32_t *of)
+/* /strings id of a string (UINT32_MAX: none). */
+static uint32_t xsm_ah_str(const xsm_names *ids, const uint32_t *of, const char *s)
+{
+    int32_t k = s ? xsm_names_find(ids, s) : -1;
+    return k < 0 ? UINT32_MAX : of[k];
+}
+
+/* A streamed analysis's wait instances, read back from its file. */
+typedef struct xsm_ah_swaits {
+    const xsm_an *a;
+    const xsm_names *ids;
+    const uint32_t *of;
+    xsm_h5_rowfn rowfn;
+    void *rowctx;
+    xsm_swinst *buf;
+} xsm_ah_swaits;
+
+static int xsm_ah_fill_swaits(void *ctx, void *rows, size_t i0, size_t n)
+{
+    xsm_ah_swaits *x = ctx;
+    const xsm_an *a = x->a;
+    if ((i0 == 0 && (fflush(a->sw_file) != 0 || fseek(a->sw_file, 0, SEEK_SET) != 0)) ||
+        fread(x->buf, sizeof *x->buf, n, a->sw_file) != n)
+        return -1;
+    xsm_ah_wait *w = rows;
+    for (size_t i = 0; i < n; i++) {
+        const xsm_swinst *s = &x->buf[i];
+        const xsprof_rank_data *d = &a->run->ranks[s->waiter].d;
+        const char *root = s->root >= 0 ? a->names.v[a->sgmap[s->root]] : NULL;
+        w[i] = (xsm_ah_wait){s->kind, s->waiter, s->causer, xsm_ah_str(x->ids, x->of, xsprof_rank_data_string(d, s->op)),
+                             s->encl == UINT32_MAX ? UINT32_MAX : xsm_ah_str(x->ids, x->of, xsprof_rank_data_string(d, s->encl)),
+                             xsm_ah_str(x->ids, x->of, root), x->rowfn(x->rowctx, s->waiter, s->row), s->t_begin, s->t_end,
+                             s->t_cause};
+    }
+    return 0;
+}
+
+/* A streamed analysis's critical path, read back from its file. */
+static int xsm_ah_fill_scp(void *ctx, void *rows, size_t i0, size_t n)
+{
+    const xsm_an *a = ctx;
+    xsm_ah_seg *sg = rows;
+    if (i0 == 0 && (fflush(a->scp_file) != 0 || fseek(a->scp_file, 0, SEEK_SET) != 0))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        xsm_cpseg c;
+        if (fread(&c, sizeof c, 1, a->scp_file) != 1)
+            return -1;
+        sg[i] = (xsm_ah_seg){c.rank, c.t0, c.t1};
+    }
+    return 0;
+}
+
+static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const uint32_t *of, xsm_h5_rowfn rowfn,
+                        void *rowctx)
 {
     const xsm_run *run = a->run;
     size_t R = a->nranks;
@@ -161,7 +250,7 @@ static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const ui
         rk[r] = (xsm_ah_rank){(int32_t)r, s->present, s->outlier, s->t_first, s->t_last, s->mpi_ns, s->wait_ns,
                               s->gpu_ns, a->cp_rank_s ? a->cp_rank_s[r] : 0};
     }
-    bad |= xsm_ah_table(g, "ranks", AH_RANK, rk, R);
+    bad |= xsm_ah_table(g, "ranks", AH_RANK, rk, R, sizeof *rk);
     free(rk);
     /* regions and MPI functions, one row per (name, rank) that ran it */
     size_t n = 0;
@@ -171,7 +260,7 @@ static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const ui
             if (a->rs[r].present && a->reg[i].rcalls[r])
                 rg[n++] = (xsm_ah_region){xsm_ah_sid(a, ids, of, a->reg[i].name), (int32_t)r, a->reg[i].rcalls[r],
                                           a->reg[i].incl[r], a->reg[i].excl[r]};
-    bad |= !rg || xsm_ah_table(g, "regions", AH_REGION, rg, n);
+    bad |= !rg || xsm_ah_table(g, "regions", AH_REGION, rg, n, sizeof *rg);
     free(rg);
     n = 0;
     xsm_ah_op *op = malloc((a->nops * R + 1) * sizeof *op);
@@ -180,9 +269,17 @@ static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const ui
             if (a->rs[r].present && (a->ops[i].rcalls[r] || a->ops[i].rbytes[r]))
                 op[n++] = (xsm_ah_op){xsm_ah_sid(a, ids, of, a->ops[i].name), (int32_t)r, a->ops[i].rcalls[r],
                                       a->ops[i].rseconds[r], a->ops[i].rbytes[r]};
-    bad |= !op || xsm_ah_table(g, "mpi", AH_OP, op, n);
+    bad |= !op || xsm_ah_table(g, "mpi", AH_OP, op, n, sizeof *op);
     free(op);
     /* wait states: every instance, its call as a row of /mpi */
+    if (a->streamed) {
+        xsm_ah_swaits x = {a, ids, of, rowfn, rowctx, malloc(XSM_AH_BATCH * sizeof(xsm_swinst))};
+        bad |= !x.buf || !rowfn || (a->sw_n && !a->sw_file) ||
+               xsm_ah_table_fill(g, "waits", AH_WAIT, a->sw_file ? a->sw_n : 0, xsm_ah_fill_swaits, &x);
+        free(x.buf);
+        bad |= (a->scp_n && !a->scp_file) ||
+               xsm_ah_table_fill(g, "critical_path", AH_SEG, a->scp_file ? a->scp_n : 0, xsm_ah_fill_scp, (void *)a);
+    }
     int64_t *off = calloc(R + 1, sizeof *off);
     xsm_ah_wait *w = malloc((a->nw + 1) * sizeof *w);
     for (size_t r = 0; off && r < R; r++)
@@ -193,20 +290,20 @@ static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const ui
                              xsm_ah_sid(a, ids, of, x->region), xsm_ah_sid(a, ids, of, x->root_region),
                              off[x->waiter] + (int64_t)x->row, x->t_begin, x->t_end, x->t_cause};
     }
-    bad |= !w || !off || xsm_ah_table(g, "waits", AH_WAIT, w, a->nw);
+    bad |= !w || !off || (!a->streamed && xsm_ah_table(g, "waits", AH_WAIT, w, a->nw, sizeof *w));
     free(w);
     free(off);
     /* the critical path, from its end backwards */
     xsm_ah_seg *sg = malloc((a->ncps + 1) * sizeof *sg);
     for (size_t i = 0; sg && i < a->ncps; i++)
         sg[i] = (xsm_ah_seg){a->cps[i].rank, a->cps[i].t0, a->cps[i].t1};
-    bad |= !sg || xsm_ah_table(g, "critical_path", AH_SEG, sg, a->ncps);
+    bad |= !sg || (!a->streamed && xsm_ah_table(g, "critical_path", AH_SEG, sg, a->ncps, sizeof *sg));
     free(sg);
     /* communication matrix, the pairs that exchanged messages */
     xsm_ah_pair *pr = malloc((a->ncm + 1) * sizeof *pr);
     for (size_t i = 0; pr && i < a->ncm; i++)
         pr[i] = (xsm_ah_pair){a->cm[i].src, a->cm[i].dst, a->cm[i].msgs, a->cm[i].bytes};
-    bad |= !pr || xsm_ah_table(g, "comm_matrix", AH_PAIR, pr, a->ncm);
+    bad |= !pr || xsm_ah_table(g, "comm_matrix", AH_PAIR, pr, a->ncm, sizeof *pr);
     free(pr);
     return bad ? -1 : 0;
 }
@@ -234,6 +331,12 @@ static int xsm_ah_kinds(hid_t g)
 
 int xsm_analyze_h5(const struct xsm_an *a, const char *path, char *err, size_t errlen)
 {
+    return xsm_analyze_h5_rows(a, path, NULL, NULL, err, errlen);
+}
+
+int xsm_analyze_h5_rows(const struct xsm_an *a, const char *path, xsm_h5_rowfn rowfn, void *rowctx, char *err,
+                        size_t errlen)
+{
     xsm_names ids = {0};
     uint32_t *of = NULL;
     size_t nstr = 0;
@@ -247,7 +350,7 @@ int xsm_analyze_h5(const struct xsm_an *a, const char *path, char *err, size_t e
         if (file >= 0 && gcpl >= 0 && H5Pset_obj_track_times(gcpl, 0) >= 0 &&
             xsm_ah_strings(file, &ids, &of, &nstr) == 0 &&
             (g = H5Gcreate2(file, "analysis", H5P_DEFAULT, gcpl, H5P_DEFAULT)) >= 0)
-            bad = xsm_ah_write(a, g, &ids, of) != 0 || xsm_ah_kinds(g) != 0;
+            bad = xsm_ah_write(a, g, &ids, of, rowfn, rowctx) != 0 || xsm_ah_kinds(g) != 0;
         if (g >= 0 && H5Gclose(g) < 0)
             bad = 1;
         if (gcpl >= 0)

@@ -87,6 +87,7 @@ struct xsm_spath {
     int64_t covered_ns; /* path time inside some frame */
     uint32_t *main_of;  /* per rank: its main thread (set by the walk) */
     xsm_names names;
+    FILE *pieces;       /* not NULL: every piece (xsm_cpseg), from the path's end */
 };
 
 static int rec_less(const sp_rec *a, const sp_rec *b) { return a->k != b->k ? a->k < b->k : a->v < b->v; }
@@ -373,7 +374,8 @@ int xsm_spath_walk_at(xsm_spath *p, const int64_t *first, const int64_t *last, c
         if (from > t)
             from = t;
         sp_rec piece = {t, from};
-        if (list_put(p, &p->p[r], &piece))
+        xsm_cpseg seg = {r, from, t};
+        if (list_put(p, &p->p[r], &piece) || (p->pieces && fwrite(&seg, sizeof seg, 1, p->pieces) != 1))
             goto fail;
         p->rank_ns[r] += t - from;
         p->length_ns += t - from;
@@ -514,6 +516,17 @@ int xsm_spath_rank_end(xsm_spath *p, int32_t r)
         return p->failed = -1;
     p->cur = -1;
     return 0;
+}
+
+void xsm_spath_set_pieces(xsm_spath *p, FILE *f)
+{
+    p->pieces = f;
+}
+
+FILE *xsm_spath_pieces(const xsm_spath *p, uint64_t *n)
+{
+    *n = p->pieces && p->walked ? p->segments : 0;
+    return p->pieces;
 }
 
 /* ---- into the analysis ------------------------------------------------------- */

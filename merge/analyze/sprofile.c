@@ -142,6 +142,8 @@ typedef struct xsm_req {
     int64_t encl;
     int64_t ns;
     xsm_vec v;         /* the waiter's interval */
+    uint64_t wrow;     /* the waiting call */
+    int64_t wb;        /* when the wait began */
 } xsm_req;
 
 #define XSM_RECENT 16
@@ -228,6 +230,8 @@ struct xsm_sanalysis {
     xsm_srcause *rc; size_t nrc, rccap;
     kmap rcmap;
     xsm_spath *path;     /* not NULL: the critical path's waits go there */
+    FILE *inst;          /* not NULL: every wait instance (xsm_swinst) goes there */
+    uint64_t ninst;
 };
 
 static void anrank_free(xsm_anrank *x);
@@ -387,6 +391,21 @@ static int instance_add(xsm_anrank *x, uint32_t sid, int64_t t0, double s)
     return 0;
 }
 
+/* A wait instance for merged.h5 (when asked for): the waiting call `row`
+ * waited [tb, tb + ns) for `causer`, whose call began at tc. */
+static int inst_put(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_t encl, int32_t root, uint64_t row,
+                    int64_t tb, int64_t ns, int64_t tc)
+{
+    xsm_sanalysis *sa = x->sa;
+    if (!sa->inst)
+        return 0;
+    xsm_swinst w = {kind, x->rank, causer, root, op, encl >= 0 ? (uint32_t)encl : UINT32_MAX, row, tb, tb + ns, tc};
+    if (fwrite(&w, sizeof w, 1, sa->inst) != 1)
+        return -1;
+    sa->ninst++;
+    return 0;
+}
+
 static int wait_add(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_t encl, int32_t root, int64_t ns)
 {
     /* (causer, root, kind) and (encl, op): a rank and a string id take 32 bits, a kind 4 */
@@ -469,7 +488,7 @@ static int rc_add(xsm_sanalysis *sa, int kind, int32_t causer, int32_t g, double
  * causing rank spent more of its interval than the waiter did explain the
  * wait, each by its share of those excesses; none: the causer's innermost
  * region at its call. The site goes to the waiter. */
-static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl)
+static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl, int64_t ctb)
 {
     xsm_anrank *w = c->sa->acc[q->waiter];
     double total = 0, best = 0, s = (double)q->ns * 1e-9;
@@ -495,6 +514,8 @@ static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t ce
         if ((cencl >= 0 && root < 0) || rc_add(c->sa, q->kind, c->rank, root, s))
             return -1;
     }
+    if (q->wb != INT64_MIN && inst_put(w, q->kind, c->rank, q->op, q->encl, root, q->wrow, q->wb, q->ns, ctb))
+        return -1; /* (INT64_MIN: its call never came, no place in time) */
     return wait_add(w, q->kind, c->rank, q->op, q->encl, root, q->ns);
 }
 
@@ -768,24 +789,28 @@ static void mem_finish(xsm_anrank *x)
  * `causer`: settled there, now when that call has passed (recently), else
  * when it comes. */
 static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, uint32_t op, int64_t encl, const xsm_vec *v,
-                      int64_t ns, int64_t tb, int64_t te)
+                      int64_t ns, uint64_t row, int64_t tb, int64_t te)
 {
     /* the wait's span in its call [tb, te]: from the entry, NxN Completion's up to the exit */
     if (tb < te)
         gpu_wait(w, kind == XSM_WAIT_NXN_COMPLETION ? te - ns : tb, kind == XSM_WAIT_NXN_COMPLETION ? te : tb + ns);
     xsm_sanalysis *sa = w->sa;
     xsm_anrank *c = causer >= 0 && (size_t)causer < sa->run->nranks ? sa->acc[causer] : NULL;
-    if (!c) /* no single causing rank, or one not merged */
+    if (!c) { /* no single causing rank, or one not merged; NxN Completion's wait ends with its call */
+        int64_t b = kind == XSM_WAIT_NXN_COMPLETION ? te - ns : tb;
+        if (te > tb && inst_put(w, kind, causer, op, encl, -1, row, b, ns, b))
+            return -1;
         return wait_add(w, kind, causer, op, encl, -1, ns);
+    }
     /* the path crosses to the causer where the wait ends (path.c); a wait
      * whose call never came (tb == te) has no place on it */
     if (sa->path && te > tb && xsm_spath_wait(sa->path, w->rank, tb + ns, causer))
         return -1;
-    xsm_req q = {crow, kind, w->rank, op, encl, ns, *v};
+    xsm_req q = {crow, kind, w->rank, op, encl, ns, *v, row, te > tb ? tb : INT64_MIN};
     for (size_t k = 0; k < c->nrecent; k++) {
         const xsm_recent *p = &c->recent[(c->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
         if (p->row == crow)
-            return settle(c, &q, &p->v, p->encl);
+            return settle(c, &q, &p->v, p->encl, p->tb);
     }
     if (xsm_grow((void **)&c->req, &c->capreq, c->nreq, sizeof *c->req))
         return -1;
@@ -905,7 +930,7 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
         }
         return 0;
     }
-    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, ns, p->tb, p->te);
+    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, ns, p->row, p->tb, p->te);
 }
 
 /* The point-to-point wait a call kept. */
@@ -914,7 +939,7 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
     if (!p->has_def)
         return 0;
     p->has_def = 0;
-    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v, p->def_ns, p->tb, p->te);
+    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v, p->def_ns, p->row, p->tb, p->te);
 }
 
 /* Call `row` on the main thread (frame f, with a Late Sender to hold when
@@ -941,7 +966,7 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
         }
         xsm_req q = x->req[i];
         x->req[i] = x->req[--x->nreq];
-        if (settle(x, &q, &f->v, f->encl))
+        if (settle(x, &q, &f->v, f->encl, f->t0))
             return -1;
     }
     for (size_t i = 0; i < x->npend;) { /* collective waits of this call that came first */
@@ -1041,7 +1066,8 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait))
             return x->failed = -1;
     }
-    if (best && !defer && wait_found(x, kind, best->peer, best->peer_row, m->op, f->encl, &f->v, wait, m->t_begin, m->t_end))
+    if (best && !defer &&
+        wait_found(x, kind, best->peer, best->peer_row, m->op, f->encl, &f->v, wait, row, m->t_begin, m->t_end))
         return x->failed = -1;
     return 0;
 }
@@ -1103,15 +1129,19 @@ int xsm_sanalysis_finish(xsm_sanalysis *sa)
             continue;
         for (size_t i = 0; i < x->npend; i++) /* their call never came: no region, no interval */
             if (wait_found(x, x->pend[i].kind, x->pend[i].causer, x->pend[i].causer_row, x->pend[i].op, -1, &none,
-                           x->pend[i].ns, 0, 0))
+                           x->pend[i].ns, x->pend[i].row, 0, 0))
                 return -1;
         x->npend = 0;
     }
     for (size_t r = 0; r < sa->run->nranks; r++) {
         xsm_anrank *x = sa->acc[r];
-        for (size_t i = 0; x && i < x->nreq; i++) /* their causing call never came: no cause known */
-            if (wait_add(sa->acc[x->req[i].waiter], x->req[i].kind, x->rank, x->req[i].op, x->req[i].encl, -1, x->req[i].ns))
+        for (size_t i = 0; x && i < x->nreq; i++) { /* their causing call never came: no cause known */
+            const xsm_req *q = &x->req[i];
+            xsm_anrank *w = sa->acc[q->waiter];
+            if ((q->wb != INT64_MIN && inst_put(w, q->kind, x->rank, q->op, q->encl, -1, q->wrow, q->wb, q->ns, q->wb + q->ns)) ||
+                wait_add(w, q->kind, x->rank, q->op, q->encl, -1, q->ns))
                 return -1;
+        }
         if (x)
             x->nreq = 0;
     }
@@ -1148,6 +1178,17 @@ void xsm_sanalysis_view(const xsm_sanalysis *sa, int32_t r, xsm_anrank_out *o)
 void xsm_sanalysis_set_path(xsm_sanalysis *sa, xsm_spath *p)
 {
     sa->path = p;
+}
+
+void xsm_sanalysis_set_instances(xsm_sanalysis *sa, FILE *f)
+{
+    sa->inst = f;
+}
+
+FILE *xsm_sanalysis_instances(const xsm_sanalysis *sa, uint64_t *n)
+{
+    *n = sa->ninst;
+    return sa->inst;
 }
 
 const char *xsm_sanalysis_name(const xsm_sanalysis *sa, int32_t g)

@@ -144,7 +144,7 @@ void xsm_h5colls_final(xsm_stream *s)
     s->nh5colls = k;
 }
 
-static uint64_t xsm_h5src_rows(void *ctx, int32_t r, int table)
+uint64_t xsm_h5src_rows(void *ctx, int32_t r, int table)
 {
     xsm_stream *s = ctx;
     const xsm_rank *rk = &s->run->ranks[r];

@@ -172,6 +172,9 @@ typedef struct xsm_cwait_rec {
     uint32_t pad;
 } xsm_cwait_rec;
 
+/* merged.h5's rows of table t of rank r (h5src.c): those inside --from/--to. */
+uint64_t xsm_h5src_rows(void *ctx, int32_t r, int table);
+
 /* ---- worder.c: Wrong Order for the reports, found by pass 1 ------------ */
 typedef struct xsm_wo xsm_wo;
 xsm_wo *xsm_wo_new(size_t nranks); /* NULL: out of memory */

@@ -133,7 +133,7 @@ static int xsm_rep_path(xsm_stream *s, xsm_spath *p, char *err, size_t errlen)
 /* Every rank's rows into a new streamed analysis (*out) and its critical
  * path (p). 0, or 1 with err set. Touches no state of the merge but the
  * sources it opens: it may run beside the writers' passes. */
-static int xsm_rep_read(xsm_stream *s, xsm_spath *p, xsm_sanalysis **out, char *err, size_t errlen)
+static int xsm_rep_read(xsm_stream *s, xsm_spath *p, FILE *inst, xsm_sanalysis **out, char *err, size_t errlen)
 {
     size_t n = s->run->nranks, nh = 0;
     xsm_rep_rank *v = calloc(n + 1, sizeof *v);
@@ -151,6 +151,7 @@ static int xsm_rep_read(xsm_stream *s, xsm_spath *p, xsm_sanalysis **out, char *
         goto out;
     }
     xsm_sanalysis_set_path(sa, p);
+    xsm_sanalysis_set_instances(sa, inst);
     /* every rank's regions and MPI rows (completions too) at once, in time
      * order: a wait's causing call is met after the wait */
     for (size_t r = 0; r < n; r++) {
@@ -251,11 +252,31 @@ out:
     return rc;
 }
 
+/* merged.h5's /mpi row of rank r's MPI row: after the rows of the ranks
+ * before it, renumbered inside --from/--to as the writer does (-1 cut). */
+typedef struct xsm_rep_rows {
+    xsm_stream *s;
+    int64_t *off;
+} xsm_rep_rows;
+
+static int64_t xsm_rep_h5row(void *ctx, int32_t r, uint64_t row)
+{
+    const xsm_rep_rows *x = ctx;
+    const xsm_srank *sr = &x->s->r[r];
+    if (sr->kmpi) {
+        if (!xsm_bits_get(sr->kmpi, row))
+            return -1;
+        row = xsm_bits_rank(sr->kmpi, sr->kmpi_before, row);
+    }
+    return x->off[r] + (int64_t)row;
+}
+
 struct xsm_stream_an {
     xsm_stream *s;
     xsm_sanalysis *sa;
     xsm_spath *path;
     FILE *path_f;      /* its spill file (unlinked) */
+    FILE *inst_f, *pieces_f; /* with merged.h5: every wait instance, the path's pieces (unlinked) */
     pthread_t t;
     int started, rc;
     char err[4096];
@@ -264,7 +285,7 @@ struct xsm_stream_an {
 static void *xsm_rep_thread(void *p)
 {
     xsm_stream_an *j = p;
-    j->rc = xsm_rep_read(j->s, j->path, &j->sa, j->err, sizeof j->err);
+    j->rc = xsm_rep_read(j->s, j->path, j->inst_f, &j->sa, j->err, sizeof j->err);
     return NULL;
 }
 
@@ -279,11 +300,24 @@ int xsm_stream_report_start(xsm_stream *s, int concurrent, xsm_stream_an **out, 
         return 1;
     }
     unlink(s->path_path); /* gone with the merge, however it ends */
-    if (!(j->path = xsm_spath_new(s->run, fileno(j->path_f)))) {
+    if (s->h5) { /* merged.h5's /analysis/waits and critical_path, read back at the end */
+        char p1[4096], p2[4096];
+        j->inst_f = xsm_stream_tmp(s, "waits", -1, p1, sizeof p1, err, errlen);
+        j->pieces_f = j->inst_f ? xsm_stream_tmp(s, "cpath", -1, p2, sizeof p2, err, errlen) : NULL;
+        if (j->inst_f)
+            unlink(p1);
+        if (j->pieces_f)
+            unlink(p2);
+    }
+    int tmp_failed = s->h5 && !j->pieces_f; /* err says which file */
+    if (tmp_failed || !(j->path = xsm_spath_new(s->run, fileno(j->path_f)))) {
+        if (j->inst_f)
+            fclose(j->inst_f);
         fclose(j->path_f);
         free(j);
-        return xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+        return tmp_failed ? 1 : xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
     }
+    xsm_spath_set_pieces(j->path, j->pieces_f);
     if (concurrent && pthread_create(&j->t, NULL, xsm_rep_thread, j) == 0)
         j->started = 1;
     else
@@ -305,12 +339,33 @@ int xsm_stream_report_finish(xsm_stream_an *j, const xsm_report_opts *ro, const 
         xsm_cpair *cm;
         size_t ncm;
         xsm_cpairs_take(&j->s->cm, &cm, &ncm);
-        rc = xsm_analyze_streamed(j->s->run, j->sa, j->path, cm, ncm, dir, ro, err, errlen);
+        struct xsm_an *kept = NULL;
+        xsm_report_opts o = ro ? *ro : (xsm_report_opts){0};
+        o.keep = j->inst_f ? &kept : NULL;
+        rc = xsm_analyze_streamed(j->s->run, j->sa, j->path, cm, ncm, dir, &o, err, errlen);
         xsm_progress_mark("reports");
+        if ((rc == 0 || rc == 3) && kept) { /* merged.h5 is complete: its analysis tables */
+            char path[8300];
+            snprintf(path, sizeof path, "%s/merged.h5", dir);
+            xsm_rep_rows x = {j->s, calloc(j->s->run->nranks + 1, sizeof *x.off)};
+            for (size_t r = 0; x.off && r < j->s->run->nranks; r++)
+                x.off[r + 1] = x.off[r] + (j->s->r[r].present ? (int64_t)xsm_h5src_rows(j->s, (int32_t)r, XSPROF_IO_T_MPI) : 0);
+            if (!x.off)
+                rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing the analysis tables");
+            else if (xsm_analyze_h5_rows(kept, path, xsm_rep_h5row, &x, err, errlen))
+                rc = 1;
+            free(x.off);
+            xsm_progress_mark("analysis tables");
+        }
+        xsm_analyze_free(kept);
     }
     xsm_sanalysis_free(j->sa);
     xsm_spath_free(j->path);
     fclose(j->path_f);
+    if (j->inst_f)
+        fclose(j->inst_f);
+    if (j->pieces_f)
+        fclose(j->pieces_f);
     free(j);
     return rc;
 }

@@ -505,6 +505,23 @@ def same_path(a, b):
         and sec(a["regions"]) == sec(b["regions"]) and sec(a["ranks"]) == sec(b["ranks"])
 
 
+def analysis_tables(out, exact_p2p):
+    """merged.h5's /analysis tables, rows sorted (the critical path in its
+    order), seconds to the picosecond; without the point-to-point waits
+    unless exact_p2p; NxN Completion's t_cause (the first exit) left out."""
+    with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
+        if "analysis" not in h:
+            return None
+        t = {}
+        for k in h["analysis"]:
+            rows = [tuple(round(v, 12) if isinstance(v, float) else v for v in r) for r in h["analysis"][k][()].tolist()]
+            if k == "waits":
+                rows = [r[:9] + ((0,) if r[0] == 5 else r[9:]) for r in rows if exact_p2p or r[0] >= 3]
+            t[k] = rows if k == "critical_path" else sorted(rows)
+        t["kinds"] = list(h["analysis/waits"].attrs["kind_names"])
+        return t
+
+
 def part_report():
     """The reports of --stream (a streamed analysis) against the in-memory ones."""
     # the golden run's planted waits, exactly (what the in-memory report says)
@@ -541,11 +558,11 @@ def part_report():
              ("golden", ("--min-latency", "5us")), ("ring", ()), ("ring", ("--from", "1ms", "--to", "5ms")),
              ("skew", ()), ("bigskew", ()), ("bigskew", ("--ranks", "1-4")), ("gpu", ()), ("gpumpi", ()), ("deep", ()),
              ("icoll", ()), ("icoll_late", ()), ("mpithreads", ()), ("journal", ()), ("empty", ()), ("bigring", ())]
-    nstreamed = nsegs = nwo = 0
+    nstreamed = nsegs = nwo = nwaits = 0
     for run, opts in cases:
-        what = "%s %s --stream --outputs report" % (run, " ".join(opts))
-        ref = merge(run, "--outputs", "report", "-q", *opts)
-        got = merge(run, "--stream", "--outputs", "report", "-q", *opts)
+        what = "%s %s --stream --outputs h5,report" % (run, " ".join(opts))
+        ref = merge(run, "--outputs", "h5,report", "-q", *opts)
+        got = merge(run, "--stream", "--outputs", "h5,report", "-q", *opts)
         check(got[0] == ref[0] == 0, "%s: exit %d, in memory %d (%s)" % (what, got[0], ref[0], got[2][-3:]))
         if got[0] or ref[0]:
             continue
@@ -581,6 +598,14 @@ def part_report():
               "%s: point-to-point waits %d, %g s; in memory %d, %g s" % (what, nb, sb, na, sa))
         nwo += wb["Late Sender / Wrong Order"]["instances"]
         ca, cb = a["critical_path"], b["critical_path"]
+        # merged.h5's analysis tables: the same rows (waits: every instance)
+        ta, tb = (analysis_tables(x[3], run not in ("skew", "bigskew")) for x in (ref, got))
+        check(ta is not None and tb is not None, "%s: merged.h5 has /analysis (%s, %s)" % (what, ta is not None, tb is not None))
+        for k in sorted(ta or {}):
+            if k != "critical_path" or run not in ("skew", "bigskew"):
+                check(ta[k] == (tb or {}).get(k), "%s: merged.h5 /analysis/%s differs from the in-memory one:\n%s\n%s" %
+                      (what, k, (tb or {}).get(k, [])[:8], ta[k][:8]))
+        nwaits += len((tb or {}).get("waits", []))
         if run not in ("skew", "bigskew"):
             for k in p2p:
                 check((wa[k]["instances"], wa[k]["seconds"]) == (wb[k]["instances"], wb[k]["seconds"]),
@@ -593,7 +618,7 @@ def part_report():
             check(cb["end_rank"] == ca["end_rank"] and abs(cb["length_s"] - ca["length_s"]) <= 1e-9 + 0.01 * ca["length_s"],
                   "%s: critical path %s, in memory %s" % (what, cb, ca))
     print("merge_stream_report: %d of %d run and option sets streamed and compared (%d critical path pieces alike, "
-          "%d Wrong Order waits)" % (nstreamed, len(cases), nsegs, nwo))
+          "%d Wrong Order waits, %d wait rows in merged.h5)" % (nstreamed, len(cases), nsegs, nwo, nwaits))
     check(nstreamed == len(cases), "every case streams (%d of %d)" % (nstreamed, len(cases)))
 
     # a run that does not fit the memory budget streams every product, the

@@ -316,7 +316,7 @@ static void wait_states(const xsm_an *a, xsm_buf *b, int h)
         for (size_t i = 0; i < ns; i++) {
             if (m && site_key_cmp(&s[m - 1], &s[i]) == 0) {
                 s[m - 1].s += s[i].s;
-                s[m - 1].n++;
+                s[m - 1].n += s[i].n; /* a streamed analysis's sites come with their counts */
             } else {
                 s[m++] = s[i];
             }

@@ -449,21 +449,36 @@ static int v_advance(xsm_anrank *x, const sthread *t, int64_t to)
     return g < 0 ? -1 : v_add(x, g, to - from);
 }
 
-/* The interval so far, its XSM_VMAX largest names. */
+/* The interval so far, its XSM_VMAX largest names, in the order they
+ * first came (waits.c's order: the first of equal excesses is the root). */
 static void v_snap(const xsm_anrank *x, xsm_vec *v)
 {
-    v->n = 0;
+    if (x->nv <= XSM_VMAX) {
+        v->n = (uint32_t)x->nv;
+        for (size_t i = 0; i < x->nv; i++)
+            v->e[i] = (xsm_vent){x->vg[i], x->vns[i]};
+        return;
+    }
+    size_t top[XSM_VMAX], n = 0; /* indices, by time spent, largest first */
     for (size_t i = 0; i < x->nv; i++) {
-        xsm_vent e = {x->vg[i], x->vns[i]};
-        if (v->n == XSM_VMAX && e.ns <= v->e[XSM_VMAX - 1].ns)
+        if (n == XSM_VMAX && x->vns[i] <= x->vns[top[XSM_VMAX - 1]])
             continue;
-        size_t k = v->n < XSM_VMAX ? v->n++ : XSM_VMAX - 1;
-        while (k > 0 && v->e[k - 1].ns < e.ns) {
-            v->e[k] = v->e[k - 1];
+        size_t k = n < XSM_VMAX ? n++ : XSM_VMAX - 1;
+        while (k > 0 && x->vns[top[k - 1]] < x->vns[i]) {
+            top[k] = top[k - 1];
             k--;
         }
-        v->e[k] = e;
+        top[k] = i;
     }
+    for (size_t i = 1; i < n; i++) /* back into first-come order */
+        for (size_t k = i; k > 0 && top[k - 1] > top[k]; k--) {
+            size_t t = top[k];
+            top[k] = top[k - 1];
+            top[k - 1] = t;
+        }
+    v->n = (uint32_t)n;
+    for (size_t i = 0; i < n; i++)
+        v->e[i] = (xsm_vent){x->vg[top[i]], x->vns[top[i]]};
 }
 
 static int64_t v_get(const xsm_vec *v, int32_t g)

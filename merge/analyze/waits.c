@@ -504,7 +504,7 @@ static void window_touch(const xsm_an *a, delay_ctx *x, int32_t r, int64_t t0, i
         if (e <= b)
             continue;
         int32_t nm = a->cn[s->cnode].name;
-        acc[nm] += (double)(e - b) * 1e-9;
+        acc[nm] += (double)(e - b); /* ns, exact: equal excesses tie exactly, the first touched wins */
         if (!x->mark[nm]) {
             x->mark[nm] = 1;
             x->touched[x->ntouched++] = nm;

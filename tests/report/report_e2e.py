@@ -10,6 +10,10 @@ and check what the report says against what was planted.
                                              communication match the in-memory report
   report_e2e.py html [PAGE...]               report.html (and PAGEs) render in headless chromium without script errors
   report_e2e.py regression                   a 20 % slowdown exits 3, an identical run does not
+  report_e2e.py streampath NP ITER           ITER Allreduce steps on NP ranks (a critical path of
+                                             thousands of pieces): xsmerge --stream gives the
+                                             in-memory wait states, critical path and merged.h5
+                                             analysis tables
 
 Environment (set by xsprof_add_test): XSMERGE, XSPROF_MPI_LIB, MPIEXEC, and
 PLANTED (path of the planted program). Outputs stay in the current directory
@@ -94,6 +98,29 @@ EXPECT = {
 }
 
 
+def alike(a, b):
+    """report.json values alike: numbers up to the last of the 9 digits it
+    prints (a streamed analysis sums nanoseconds, the in-memory one seconds)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(alike(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(alike(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(b, (int, float)) and abs(a - b) <= 2e-9 + 2e-8 * abs(b)
+    return a == b
+
+
+def same_path(a, b):
+    """Two report.json critical paths alike: the same pieces, so the same
+    seconds up to the last of the 9 digits report.json prints (one sums
+    nanoseconds, the other seconds)."""
+    near = lambda x, y: abs(x - y) <= 2e-9 + 2e-8 * abs(y)
+    parts = lambda v: sorted((x.get("name", x.get("rank")), x["seconds"]) for x in v)
+    same = lambda p, q: len(p) == len(q) and all(i[0] == j[0] and near(i[1], j[1]) for i, j in zip(p, q))
+    return (a["end_rank"], a["segments"]) == (b["end_rank"], b["segments"]) and near(a["length_s"], b["length_s"]) and \
+        same(parts(a["regions"]), parts(b["regions"])) and same(parts(a["ranks"]), parts(b["ranks"]))
+
+
 def planted(mode, np, ms, stream=False):
     kind, region, ranks_ok, waiters = EXPECT[mode]
     rundir = profile("planted-" + mode + ("-stream" if stream else ""), mode, np, ms)
@@ -110,16 +137,14 @@ def planted(mode, np, ms, stream=False):
             fail("in-memory xsmerge failed")
         ref = load_report(mem)
         for k in ("regions", "mpi", "comm_matrix", "clock", "wait_states"):
-            if rep[k] != ref[k]:
+            if not alike(rep[k], ref[k]):
                 fail(f"--stream report.json {k} differs from the in-memory one:\n{rep[k]}\n{ref[k]}")
         if open(os.path.join(out, "flame.folded")).read() != open(os.path.join(mem, "flame.folded")).read():
             fail("--stream flame.folded differs from the in-memory one")
         # the critical path crosses the same waits (Wrong Order's are Late
         # Sender's here, with the same sender) into the same pieces
-        sec = lambda v: sorted((x.get("name", x.get("rank")), round(x["seconds"] * 1e9)) for x in v)
         cp, cr = rep["critical_path"], ref["critical_path"]
-        if ((cp["end_rank"], cp["segments"], round(cp["length_s"] * 1e9), sec(cp["regions"]), sec(cp["ranks"])) !=
-                (cr["end_rank"], cr["segments"], round(cr["length_s"] * 1e9), sec(cr["regions"]), sec(cr["ranks"]))):
+        if not same_path(cp, cr):
             fail(f"--stream critical path differs from the in-memory one:\n{cp}\n{cr}")
         print(f"critical path: {cp['segments']} segments, {cp['length_s']:.4f} s, as in memory")
     if not rep["findings"]:
@@ -267,6 +292,50 @@ def regression():
     print("ok: 20 % slowdown caught (exit 3), identical run passed at 10 %")
 
 
+def streampath(np, iters):
+    rundir = profile("streampath", "steady", np, 0, iters)
+    work = os.path.dirname(rundir)
+    outs = {}
+    for kind, extra in (("memory", ()), ("stream", ("--stream",))):
+        outs[kind] = os.path.join(work, "out-" + kind)
+        r = merge(rundir, outs[kind], "--outputs", "h5,report", "-q", *extra)
+        if r.returncode != 0:
+            fail(f"xsmerge {' '.join(extra)} exited {r.returncode}")
+    ref, rep = load_report(outs["memory"]), load_report(outs["stream"])
+    if rep["job"]["analysis"] != "streamed" or rep["job"]["not_computed"]:
+        fail(f"--stream job {rep['job']}")
+    for k in ("mpi", "comm_matrix", "wait_states"):
+        if not alike(rep[k], ref[k]):
+            fail(f"--stream report.json {k} differs from the in-memory one")
+    # a streamed analysis tests a rank's 16 longest instances of a region
+    # for outliers (merge/analyze/README): at most 16 per rank and region
+    strip = lambda v: [{k: x for k, x in r.items() if k != "outliers"} for r in v]
+    if strip(rep["regions"]) != strip(ref["regions"]) or any(
+            b["outliers"] > a["outliers"] or b["outliers"] < min(a["outliers"], 16)
+            for a, b in zip(ref["regions"], rep["regions"])):
+        fail("--stream report.json regions differ from the in-memory ones")
+    cp, cr = rep["critical_path"], ref["critical_path"]
+    if not same_path(cp, cr):
+        fail(f"--stream critical path differs from the in-memory one:\n{cp}\n{cr}")
+    if cr["segments"] < 100:
+        fail(f"the run gave a short critical path ({cr['segments']} pieces): no test of a long one")
+    import h5py
+    tabs = {}
+    for kind, out in outs.items():
+        with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
+            g = h["analysis"]
+            tabs[kind] = {k: [tuple(round(v, 9) if isinstance(v, float) else v for v in row) for row in g[k][()].tolist()]
+                          for k in g}
+    for k, rows in tabs["memory"].items():
+        got = tabs["stream"].get(k, [])
+        if k != "critical_path":
+            rows, got = sorted(rows), sorted(got)
+        if rows != got:
+            fail(f"--stream merged.h5 /analysis/{k} differs from the in-memory one ({len(got)} rows, {len(rows)})")
+    print(f"ok: --stream critical path of {cp['segments']} pieces, {len(tabs['stream']['waits'])} waits in merged.h5, "
+          f"as in memory")
+
+
 def main():
     if len(sys.argv) < 2:
         fail(__doc__)
@@ -277,6 +346,8 @@ def main():
         html(sys.argv[2:])
     elif what == "regression":
         regression()
+    elif what == "streampath":
+        streampath(int(sys.argv[2]), int(sys.argv[3]))
     else:
         fail("unknown check " + what)
 

@@ -112,6 +112,8 @@ void xsm_sanalysis_set_path(xsm_sanalysis *sa, xsm_spath *p);
 /* Every wait instance is written to f (a temporary file) from now on,
  * for merged.h5's /analysis/waits. */
 void xsm_sanalysis_set_instances(xsm_sanalysis *sa, FILE *f);
+/* After a failure: that file's errno, 0 when it did not fail. */
+int xsm_sanalysis_errno(const xsm_sanalysis *sa);
 /* The path's pieces are written to f (xsm_cpseg, from the path's end), for
  * merged.h5's /analysis/critical_path. */
 void xsm_spath_set_pieces(xsm_spath *p, FILE *f);
@@ -125,6 +127,8 @@ int xsm_spath_rank_begin(xsm_spath *p, int32_t r);
 int xsm_spath_region(xsm_spath *p, int32_t r, const xsprof_io_region *g);
 int xsm_spath_mpi(xsm_spath *p, int32_t r, const xsprof_io_mpi *m);
 int xsm_spath_rank_end(xsm_spath *p, int32_t r);
+/* After a failure: the spill file's errno, 0 when memory ran out. */
+int xsm_spath_errno(const xsm_spath *p);
 
 /* The reports from the streamed analysis, its critical path (NULL: not
  * computed) and the matched messages' pairs (cm sorted, taken over). As

@@ -17,6 +17,7 @@
  * run's previous block, so a run is read backward keeping one block; memory
  * is a heap and a block per rank with waits, and a block per run the walk
  * visits, not the trace. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "an.h"
@@ -63,6 +64,7 @@ struct xsm_spath {
     sp_list *w;  /* per rank: waits */
     sp_list *p;  /* per rank: the path's pieces */
     int failed;
+    int io_errno;       /* the spill file's error (0: none, or out of memory) */
     /* the walk */
     int walked;
     int32_t end_rank;
@@ -154,8 +156,10 @@ static int list_flush(xsm_spath *p, sp_list *l)
         return 0;
     sp_hdr h = {l->prev, l->nblk, 0};
     if (xsm_pwrite_full(p->fd, &h, sizeof h, (off_t)p->end) ||
-        xsm_pwrite_full(p->fd, l->blk, l->nblk * sizeof *l->blk, (off_t)(p->end + (int64_t)sizeof h)))
+        xsm_pwrite_full(p->fd, l->blk, l->nblk * sizeof *l->blk, (off_t)(p->end + (int64_t)sizeof h))) {
+        p->io_errno = errno ? errno : EIO;
         return -1;
+    }
     l->prev = p->end;
     p->end += (int64_t)(sizeof h + l->nblk * sizeof *l->blk);
     l->nblk = 0;
@@ -266,8 +270,10 @@ static int rd_peek(xsm_spath *p, sp_reader *d, sp_rec *x)
             return 0;
         sp_hdr h;
         if (xsm_pread_full(p->fd, &h, sizeof h, (off_t)d->next) || h.n > SP_BLK ||
-            xsm_pread_full(p->fd, d->buf, h.n * sizeof *d->buf, (off_t)(d->next + (int64_t)sizeof h)))
+            xsm_pread_full(p->fd, d->buf, h.n * sizeof *d->buf, (off_t)(d->next + (int64_t)sizeof h))) {
+            p->io_errno = errno ? errno : EIO; /* short: the file was cut under us */
             return -1;
+        }
         d->n = h.n;
         d->next = h.prev;
     }
@@ -375,8 +381,12 @@ int xsm_spath_walk_at(xsm_spath *p, const int64_t *first, const int64_t *last, c
             from = t;
         sp_rec piece = {t, from};
         xsm_cpseg seg = {r, from, t};
-        if (list_put(p, &p->p[r], &piece) || (p->pieces && fwrite(&seg, sizeof seg, 1, p->pieces) != 1))
+        if (list_put(p, &p->p[r], &piece))
             goto fail;
+        if (p->pieces && fwrite(&seg, sizeof seg, 1, p->pieces) != 1) {
+            p->io_errno = errno ? errno : EIO;
+            goto fail;
+        }
         p->rank_ns[r] += t - from;
         p->length_ns += t - from;
         p->segments++;
@@ -516,6 +526,11 @@ int xsm_spath_rank_end(xsm_spath *p, int32_t r)
         return p->failed = -1;
     p->cur = -1;
     return 0;
+}
+
+int xsm_spath_errno(const xsm_spath *p)
+{
+    return p->io_errno;
 }
 
 void xsm_spath_set_pieces(xsm_spath *p, FILE *f)

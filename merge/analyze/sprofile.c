@@ -12,6 +12,7 @@
  * causing rank for the causing call, which comes later in time; there the
  * two intervals are compared. xsm_an_profile_streamed (profile.c) and
  * xsm_an_waits_streamed (waits.c) fold it into the analysis model. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "an.h"
@@ -232,6 +233,7 @@ struct xsm_sanalysis {
     xsm_spath *path;     /* not NULL: the critical path's waits go there */
     FILE *inst;          /* not NULL: every wait instance (xsm_swinst) goes there */
     uint64_t ninst;
+    int inst_errno;      /* its write error */
 };
 
 static void anrank_free(xsm_anrank *x);
@@ -400,8 +402,10 @@ static int inst_put(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_
     if (!sa->inst)
         return 0;
     xsm_swinst w = {kind, x->rank, causer, root, op, encl >= 0 ? (uint32_t)encl : UINT32_MAX, row, tb, tb + ns, tc};
-    if (fwrite(&w, sizeof w, 1, sa->inst) != 1)
+    if (fwrite(&w, sizeof w, 1, sa->inst) != 1) {
+        sa->inst_errno = errno ? errno : EIO;
         return -1;
+    }
     sa->ninst++;
     return 0;
 }
@@ -1198,6 +1202,11 @@ void xsm_sanalysis_set_path(xsm_sanalysis *sa, xsm_spath *p)
 void xsm_sanalysis_set_instances(xsm_sanalysis *sa, FILE *f)
 {
     sa->inst = f;
+}
+
+int xsm_sanalysis_errno(const xsm_sanalysis *sa)
+{
+    return sa->inst_errno;
 }
 
 FILE *xsm_sanalysis_instances(const xsm_sanalysis *sa, uint64_t *n)

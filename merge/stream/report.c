@@ -93,6 +93,25 @@ static int xsm_rep_event(xsm_stream *s, xsm_sanalysis *sa, int32_t r, xsm_rep_ra
     return xsm_sanalysis_mpi(sa, r, m, ev->row, ev->mflows, ev->nmflows);
 }
 
+/* Why the critical path failed: its spill file's error, else memory. */
+static int xsm_rep_path_err(const xsm_stream *s, const xsm_spath *p, char *err, size_t errlen)
+{
+    int e = xsm_spath_errno(p);
+    if (e)
+        return xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", s->path_path, strerror(e));
+    return xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+}
+
+/* Why the streamed analysis failed: a temporary file's error, else memory. */
+static int xsm_rep_an_err(const xsm_stream *s, const xsm_sanalysis *sa, const xsm_spath *p, char *err, size_t errlen)
+{
+    int e = sa ? xsm_sanalysis_errno(sa) : 0;
+    if (e)
+        return xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge: the wait states for merged.h5)",
+                           s->tmpdir, strerror(e));
+    return xsm_rep_path_err(s, p, err, errlen);
+}
+
 /* The critical path's pieces by name: the main thread of every rank on
  * the path read once more (spath.c). 0, or 1 with err set. */
 static int xsm_rep_path(xsm_stream *s, xsm_spath *p, char *err, size_t errlen)
@@ -100,8 +119,7 @@ static int xsm_rep_path(xsm_stream *s, xsm_spath *p, char *err, size_t errlen)
     for (size_t r = 0; r < s->run->nranks; r++) {
         int on = xsm_spath_rank_begin(p, (int32_t)r);
         if (on < 0)
-            return xsm_err_set(err, errlen, "xsmerge: %s: the critical path failed (out of memory or its temporary file)",
-                               s->path_path);
+            return xsm_rep_path_err(s, p, err, errlen);
         if (!on)
             continue;
         void *src = xsm_ssrc_an_ops.open(s->e, r, err, errlen);
@@ -147,7 +165,7 @@ static int xsm_rep_read(xsm_stream *s, xsm_spath *p, FILE *inst, xsm_sanalysis *
     free(has_gpu);
     int rc = 1;
     if (!v || !heap || !sa) {
-        xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+        xsm_rep_an_err(s, sa, p, err, errlen);
         goto out;
     }
     xsm_sanalysis_set_path(sa, p);
@@ -178,7 +196,7 @@ static int xsm_rep_read(xsm_stream *s, xsm_spath *p, FILE *inst, xsm_sanalysis *
         if (xsm_rep_event(s, sa, (int32_t)r, k)) {
             if (k->rd.failed)
                 goto cw_failed;
-            xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+            xsm_rep_an_err(s, sa, p, err, errlen);
             goto out;
         }
         int got = xsm_ssrc_an_ops.next(k->src, &k->ev);
@@ -196,13 +214,13 @@ static int xsm_rep_read(xsm_stream *s, xsm_spath *p, FILE *inst, xsm_sanalysis *
                 xsm_cw_next(rd)) {
                 if (rd->failed)
                     goto cw_failed;
-                xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+                xsm_rep_an_err(s, sa, p, err, errlen);
                 goto out;
             }
         }
     }
     if (xsm_sanalysis_finish(sa)) {
-        xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+        xsm_rep_an_err(s, sa, p, err, errlen);
         goto out;
     }
     for (size_t r = 0; r < n; r++) { /* the path reads one rank at a time: the others' buffers go first */
@@ -216,8 +234,7 @@ static int xsm_rep_read(xsm_stream *s, xsm_spath *p, FILE *inst, xsm_sanalysis *
         v[r].rd.f = NULL;
     }
     if (xsm_spath_walk(p, sa)) {
-        xsm_err_set(err, errlen, "xsmerge: %s: the critical path failed (out of memory or its temporary file)",
-                    s->path_path);
+        xsm_rep_path_err(s, p, err, errlen);
         goto out;
     }
     if (xsm_rep_path(s, p, err, errlen))

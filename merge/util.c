@@ -457,6 +457,50 @@ int xsm_pread_full(int fd, void *buf, size_t n, off_t at)
     return 0;
 }
 
+static void xsm_bheap_swap(unsigned char *a, unsigned char *b, size_t size)
+{
+    unsigned char t[64]; /* elements here are small; larger ones swap in pieces */
+    while (size) {
+        size_t k = size < sizeof t ? size : sizeof t;
+        memcpy(t, a, k);
+        memcpy(a, b, k);
+        memcpy(b, t, k);
+        a += k;
+        b += k;
+        size -= k;
+    }
+}
+
+void xsm_bheap_push(void *base, size_t *n, size_t size, const void *x, int (*less)(const void *, const void *))
+{
+    unsigned char *h = base;
+    size_t i = (*n)++;
+    memcpy(h + i * size, x, size);
+    while (i > 0 && less(h + i * size, h + (i - 1) / 2 * size)) {
+        xsm_bheap_swap(h + i * size, h + (i - 1) / 2 * size, size);
+        i = (i - 1) / 2;
+    }
+}
+
+void xsm_bheap_pop(void *base, size_t *n, size_t size, void *out, int (*less)(const void *, const void *))
+{
+    unsigned char *h = base;
+    memcpy(out, h, size);
+    if (--*n)
+        memcpy(h, h + *n * size, size);
+    for (size_t i = 0;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < *n && less(h + l * size, h + m * size))
+            m = l;
+        if (l + 1 < *n && less(h + (l + 1) * size, h + m * size))
+            m = l + 1;
+        if (m == i)
+            return;
+        xsm_bheap_swap(h + i * size, h + m * size, size);
+        i = m;
+    }
+}
+
 int xsm_pwrite_full(int fd, const void *buf, size_t n, off_t at)
 {
     const unsigned char *p = buf;

@@ -25,6 +25,10 @@ static inline int xsm_grow(void **p, size_t *cap, size_t n, size_t size) { retur
 /* Read exactly n bytes at offset `at` (retrying short reads and EINTR):
  * 0, -1 on an error (errno says which), 1 when the file ends first. */
 int xsm_pread_full(int fd, void *buf, size_t n, off_t at);
+/* A binary min-heap of n elements of `size` bytes at base (room for one
+ * more on push), ordered by less(a, b). Pop copies the least to *out. */
+void xsm_bheap_push(void *base, size_t *n, size_t size, const void *x, int (*less)(const void *, const void *));
+void xsm_bheap_pop(void *base, size_t *n, size_t size, void *out, int (*less)(const void *, const void *));
 /* Write exactly n bytes at offset `at`: 0, or -1 (errno says why). */
 int xsm_pwrite_full(int fd, const void *buf, size_t n, off_t at);
 

@@ -198,33 +198,12 @@ static int list_close(xsm_spath *p, sp_list *l)
 
 /* ---- the waits' heaps -------------------------------------------------------- */
 
-static void heap_up(sp_rec *h, size_t i)
-{
-    while (i > 0 && rec_less(&h[i], &h[(i - 1) / 2])) {
-        sp_rec t = h[i];
-        h[i] = h[(i - 1) / 2];
-        h[(i - 1) / 2] = t;
-        i = (i - 1) / 2;
-    }
-}
+static int rec_lessv(const void *a, const void *b) { return rec_less(a, b); }
 
 static sp_rec heap_pop(sp_rec *h, size_t *n)
 {
-    sp_rec top = h[0];
-    h[0] = h[--*n];
-    for (size_t i = 0;;) {
-        size_t l = 2 * i + 1, m = i;
-        if (l < *n && rec_less(&h[l], &h[m]))
-            m = l;
-        if (l + 1 < *n && rec_less(&h[l + 1], &h[m]))
-            m = l + 1;
-        if (m == i)
-            break;
-        sp_rec t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
+    sp_rec top;
+    xsm_bheap_pop(h, n, sizeof *h, &top, rec_lessv);
     return top;
 }
 
@@ -249,8 +228,7 @@ int xsm_spath_wait(xsm_spath *p, int32_t waiter, int64_t t_end, int32_t causer)
         return p->failed = -1;
     if (l->has_out && rec_less(&x, &l->out) && heap_drain(p, l)) /* too late for this run */
         return p->failed = -1;
-    l->heap[l->nheap++] = x;
-    heap_up(l->heap, l->nheap - 1);
+    xsm_bheap_push(l->heap, &l->nheap, sizeof *l->heap, &x, rec_lessv);
     if (l->nheap == SP_HEAP) {
         sp_rec y = heap_pop(l->heap, &l->nheap);
         if (list_put(p, l, &y))

@@ -171,8 +171,9 @@ void xsm_wo_cut(xsm_wo *w, int32_t dst, int32_t src, uint32_t row)
     wo_gone(w, dst, wo_id(src, row));
 }
 
-static int ev_less(const xsm_wo_ev *a, const xsm_wo_ev *b)
+static int ev_less(const void *pa, const void *pb)
 {
+    const xsm_wo_ev *a = pa, *b = pb;
     return a->t != b->t ? a->t < b->t : a->check < b->check;
 }
 
@@ -180,35 +181,8 @@ static int ev_push(xsm_wo *w, const xsm_wo_ev *e)
 {
     if (xsm_grow((void **)&w->h, &w->caph, w->nh, sizeof *w->h))
         return -1;
-    size_t i = w->nh++;
-    w->h[i] = *e;
-    while (i > 0 && ev_less(&w->h[i], &w->h[(i - 1) / 2])) {
-        xsm_wo_ev t = w->h[i];
-        w->h[i] = w->h[(i - 1) / 2];
-        w->h[(i - 1) / 2] = t;
-        i = (i - 1) / 2;
-    }
+    xsm_bheap_push(w->h, &w->nh, sizeof *w->h, e, ev_less);
     return 0;
-}
-
-static xsm_wo_ev ev_pop(xsm_wo *w)
-{
-    xsm_wo_ev top = w->h[0];
-    w->h[0] = w->h[--w->nh];
-    for (size_t i = 0;;) {
-        size_t l = 2 * i + 1, m = i;
-        if (l < w->nh && ev_less(&w->h[l], &w->h[m]))
-            m = l;
-        if (l + 1 < w->nh && ev_less(&w->h[l + 1], &w->h[m]))
-            m = l + 1;
-        if (m == i)
-            break;
-        xsm_wo_ev t = w->h[i];
-        w->h[i] = w->h[m];
-        w->h[m] = t;
-        i = m;
-    }
-    return top;
 }
 
 int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t e_send, int64_t t_recv, int64_t e_recv,
@@ -228,7 +202,8 @@ int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t 
 int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx)
 {
     while (w->nh && w->h[0].t < now) {
-        xsm_wo_ev e = ev_pop(w);
+        xsm_wo_ev e;
+        xsm_bheap_pop(w->h, &w->nh, sizeof *w->h, &e, ev_less);
         if (!e.check) {
             wo_gone(w, e.dst, e.id);
             continue;

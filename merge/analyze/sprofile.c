@@ -11,7 +11,10 @@
  * collective's from pass 1) copies the waiter's interval and waits at the
  * causing rank for the causing call, which comes later in time; there the
  * two intervals are compared. xsm_an_profile_streamed (profile.c) and
- * xsm_an_waits_streamed (waits.c) fold it into the analysis model. */
+ * xsm_an_waits_streamed (waits.c) fold it into the analysis model.
+ * Every wait with a causing rank also goes to the critical path (spath.c)
+ * and, for merged.h5, every instance to a temporary file; a Late Sender
+ * is Wrong Order when the MPI pass's verdict for its message came first. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,8 +2,11 @@
  * rank's region, MPI, GPU and memory rows read once more through the
  * writers' event source (times final, messages matched, each receive's end
  * with its sender), all ranks merged in time order into the streamed
- * analysis (merge/analyze/sprofile.c) with the waits the MPI pass found;
- * then the analysis and its reports. Owner: merge. */
+ * analysis (merge/analyze/sprofile.c) with the waits and Wrong Order
+ * verdicts the MPI pass found; then the critical path (merge/analyze/
+ * spath.c: the ranks on it read a third time, one at a time), the reports,
+ * and merged.h5's analysis tables from the spilled wait instances. Owner:
+ * merge. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -664,11 +664,11 @@ def part_report():
     mpiexec, env = mpirun_env()
     if mpiexec:
         for run, np_ in (("skew", 2), ("golden", 3)):
-            ref = merge(run, "--stream", "--outputs", "pftrace,report", "-q")
+            ref = merge(run, "--stream", "--outputs", "pftrace,h5,report", "-q")
             out = os.path.join(base, "mpirun-report-%s-%d" % (run, np_))
             p = subprocess.run([mpiexec, "-np", str(np_), "--oversubscribe", XSMERGE, R[run], "-o", out, "--stream",
-                                "--outputs", "pftrace,report", "-q"], capture_output=True, text=True, env=env, timeout=120)
-            what = "mpirun -np %d %s --stream --outputs pftrace,report" % (np_, run)
+                                "--outputs", "pftrace,h5,report", "-q"], capture_output=True, text=True, env=env, timeout=120)
+            what = "mpirun -np %d %s --stream --outputs pftrace,h5,report" % (np_, run)
             check(p.returncode == 0 and outputs(out) == outputs(ref[3]), "%s: exit 0, files %s (%s)" %
                   (what, outputs(out), p.stderr[-500:]))
             for f in ("report.json", "report.txt", "flame.folded", "trace.pftrace"):
@@ -677,6 +677,9 @@ def part_report():
                 if f == "report.json" and d is not None:  # the run_dir is the same, the rest must be
                     d = None if report_of(ref[3]) == report_of(out) else d
                 check(d is None, "%s: %s differs from the serial one at %s" % (what, f, d))
+            ta = analysis_tables(ref[3], True)
+            tb = analysis_tables(out, True) if os.path.exists(os.path.join(out, "merged.h5")) else None
+            check(ta is not None and ta == tb, "%s: merged.h5 /analysis differs from the serial one" % what)
     else:
         print("merge_stream: no MPIEXEC, mpirun report case not run")
 

@@ -20,6 +20,7 @@ PLANTED (path of the planted program). Outputs stay in the current directory
 (the test's build directory), including the HTML screenshot."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -207,6 +208,7 @@ def render(base, page, needles):
     for needle in needles:
         if needle not in dom:
             fail(f"{page}: rendered page lacks {needle!r}")
+    return dom
 
 
 def html(extra_pages):
@@ -218,6 +220,9 @@ def html(extra_pages):
         fail(f"xsmerge exited {r.returncode}")
     rep = load_report(out)
     page = os.path.join(out, "report.html")
+    out_s = os.path.join(os.path.dirname(rundir), "out-stream")  # the same from a streamed analysis
+    if merge(rundir, out_s, "--stream", "--outputs", "report").returncode != 0:
+        fail("xsmerge --stream failed")
     text = open(page, encoding="utf-8").read()
     # self-contained: no external resource of any kind
     for bad in ("http://", "https://", "src=\"", "href=\"", "@import", "url("):
@@ -233,6 +238,13 @@ def html(extra_pages):
     try:
         # the script drew the sections from the data
         render(base, page, (rep["findings"][0]["kind"], "<svg", "rank 2", "solve", "MPI_Allreduce"))
+        # a streamed analysis's page draws its critical path and warns of nothing left out
+        cp = load_report(out_s)["critical_path"]
+        dom = render(base, os.path.join(out_s, "report.html"),
+                     ("Length ", f"in {cp['segments']} segments", "solve", "MPI_Allreduce"))
+        shown = re.sub(r"<script.*?</script>", "", dom, flags=re.S | re.I)  # what the page shows
+        if "not computed" in shown.lower():
+            fail("the streamed report.html says something is not computed")
         for extra in extra_pages:  # fixture pages of the unit test (GPU section)
             render(base, extra, ("GPU", "kernels overlap MPI waits"))
         shot = os.path.abspath("report-html-screenshot.png")

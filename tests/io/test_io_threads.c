@@ -375,6 +375,20 @@ static void check_detached(const char *path, const xsprof_rank_data *d)
     free(buf);
     xsprof_rankfile_close(rf);
     xsprof_rank_data_free(&s);
+    /* a table of more chunks than the limit: the file stays open (locating
+     * its chunks would take quadratic time), its rows read the same */
+    xsprof_rankfile_set_detach_limit(4);
+    CHECK(xsprof_rankfile_open(path, stream, &s, &rf, err, sizeof err) == XSPROF_OK, "open %s: %s", path, err);
+    CHECK(rf && !xsprof_rankfile_detached(rf), "%s: more chunks than the limit, not detached", path);
+    buf = calloc(20000, sizeof *buf);
+    for (uint64_t first = 0; buf && rf && first + 20000 <= nreg; first += 37000)
+        CHECK(xsprof_rankfile_read(rf, XSPROF_IO_T_REGIONS, first, 20000, buf, err, sizeof err) == XSPROF_OK &&
+                  !memcmp(buf, d->regions + first, 20000 * sizeof *buf),
+              "attached: regions [%llu, +20000): %s", (unsigned long long)first, err);
+    free(buf);
+    xsprof_rankfile_close(rf);
+    xsprof_rank_data_free(&s);
+    xsprof_rankfile_set_detach_limit(256);
     xsprof_rankfile_set_raw_reader(NULL, NULL, NULL);
     unlink(copy);
 }

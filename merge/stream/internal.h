@@ -368,6 +368,9 @@ extern const xsm_src_ops xsm_ssrc_ops;
 /* The same for the analysis (report.c): region, MPI, GPU and memory rows,
  * the completions too (in time order with the calls), no arguments. */
 extern const xsm_src_ops xsm_ssrc_an_ops;
+/* For the critical path's second read (report.c): region and MPI rows
+ * only, no completions, no flows. */
+extern const xsm_src_ops xsm_ssrc_frames_ops;
 
 /* ---- report.c: report.txt/json/html, flame graphs --------------------------- */
 

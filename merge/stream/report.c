@@ -125,25 +125,25 @@ static int xsm_rep_path(xsm_stream *s, xsm_spath *p, char *err, size_t errlen)
             return xsm_rep_path_err(s, p, err, errlen);
         if (!on)
             continue;
-        void *src = xsm_ssrc_an_ops.open(s->e, r, err, errlen);
+        void *src = xsm_ssrc_frames_ops.open(s->e, r, err, errlen);
         if (!src)
             return 1;
         xsm_ev ev;
         int got;
-        while ((got = xsm_ssrc_an_ops.next(src, &ev)) > 0) {
+        while ((got = xsm_ssrc_frames_ops.next(src, &ev)) > 0) {
             int bad = ev.kind == XSM_EV_REGION ? xsm_spath_region(p, (int32_t)r, ev.rec)
                       : ev.kind == XSM_EV_MPI  ? xsm_spath_mpi(p, (int32_t)r, ev.rec)
                                                : 0;
             if (bad) {
-                xsm_ssrc_an_ops.close(src, NULL, 0);
+                xsm_ssrc_frames_ops.close(src, NULL, 0);
                 return xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
             }
         }
         if (got < 0) {
-            xsm_ssrc_an_ops.close(src, err, errlen);
+            xsm_ssrc_frames_ops.close(src, err, errlen);
             return 1;
         }
-        if (xsm_ssrc_an_ops.close(src, err, errlen))
+        if (xsm_ssrc_frames_ops.close(src, err, errlen))
             return 1;
         if (xsm_spath_rank_end(p, (int32_t)r))
             return xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");

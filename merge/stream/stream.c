@@ -383,7 +383,8 @@ typedef struct xsm_ssrc {
     size_t nbucket;
     xsm_evflow *fl;
     size_t capfl;
-    int analysis;         /* xsm_ssrc_an_ops: region, MPI, GPU and memory rows, completions too */
+    int analysis;         /* xsm_ssrc_an_ops: region, MPI, GPU and memory rows, completions too;
+                           * 2 (xsm_ssrc_frames_ops): region and MPI rows only, no flows */
     xsprof_io_mpi *compl; /* analysis: completion rows read, times mapped, still to give */
     size_t ncompl, icompl, capcompl;
     char err[1024];
@@ -404,7 +405,7 @@ static int xsm_sq_fill(xsm_ssrc *x, xsm_sq *q)
          * writers draw their calls; the analysis counts the bytes received,
          * in any order, so they are handed out aside from the heap */
         int compl = q->kind == XSM_EV_MPI && ((const xsprof_io_mpi *)src)->kind == XSPROF_MPI_COMPLETION;
-        if (compl && !x->analysis)
+        if (compl && x->analysis != 1)
             continue;
         unsigned char row[XSM_ROW_MAX];
         memcpy(row, src, q->tab.size);
@@ -627,7 +628,7 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
     int best = -1;
     for (int k = 0; k < XSM_EV_N; k++) {
         xsm_sq *q = &x->q[k];
-        if (x->analysis && k != XSM_EV_REGION && k != XSM_EV_MPI && k != XSM_EV_GPU && k != XSM_EV_MEM)
+        if (x->analysis && k != XSM_EV_REGION && k != XSM_EV_MPI && (x->analysis == 2 || (k != XSM_EV_GPU && k != XSM_EV_MEM)))
             continue;
         if (xsm_sq_peek(x, q))
             return -1;
@@ -682,7 +683,7 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
             }
             ev->args = x->argbuf;
         }
-    } else if (best == XSM_EV_MPI) {
+    } else if (best == XSM_EV_MPI && x->analysis != 2) {
         if (xsm_mpi_flows(x, k.row, k.te, ev))
             return -1;
     }
@@ -700,6 +701,16 @@ static void *xsm_ssrc_an_open(const xsm_emit *e, size_t r, char *err, size_t err
 }
 
 const xsm_src_ops xsm_ssrc_an_ops = {xsm_ssrc_an_open, xsm_ssrc_next, xsm_ssrc_close};
+
+static void *xsm_ssrc_frames_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
+{
+    xsm_ssrc *x = xsm_ssrc_open(e, r, err, errlen);
+    if (x)
+        x->analysis = 2;
+    return x;
+}
+
+const xsm_src_ops xsm_ssrc_frames_ops = {xsm_ssrc_frames_open, xsm_ssrc_next, xsm_ssrc_close};
 
 /* ---- driver ----------------------------------------------------------------- */
 

@@ -692,24 +692,27 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
 
 const xsm_src_ops xsm_ssrc_ops = {xsm_ssrc_open, xsm_ssrc_next, xsm_ssrc_close};
 
-static void *xsm_ssrc_an_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
+/* The writers' source read for the analysis (mode 1) or for the critical
+ * path's frames (mode 2). */
+static void *xsm_ssrc_open_mode(const xsm_emit *e, size_t r, char *err, size_t errlen, int mode)
 {
     xsm_ssrc *x = xsm_ssrc_open(e, r, err, errlen);
     if (x)
-        x->analysis = 1;
+        x->analysis = mode;
     return x;
 }
 
-const xsm_src_ops xsm_ssrc_an_ops = {xsm_ssrc_an_open, xsm_ssrc_next, xsm_ssrc_close};
+static void *xsm_ssrc_an_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
+{
+    return xsm_ssrc_open_mode(e, r, err, errlen, 1);
+}
 
 static void *xsm_ssrc_frames_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
 {
-    xsm_ssrc *x = xsm_ssrc_open(e, r, err, errlen);
-    if (x)
-        x->analysis = 2;
-    return x;
+    return xsm_ssrc_open_mode(e, r, err, errlen, 2);
 }
 
+const xsm_src_ops xsm_ssrc_an_ops = {xsm_ssrc_an_open, xsm_ssrc_next, xsm_ssrc_close};
 const xsm_src_ops xsm_ssrc_frames_ops = {xsm_ssrc_frames_open, xsm_ssrc_next, xsm_ssrc_close};
 
 /* ---- driver ----------------------------------------------------------------- */

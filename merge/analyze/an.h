@@ -233,7 +233,6 @@ typedef struct xsm_an {
     xsm_finding *f; size_t nf, fcap;
     double total_rank_s;     /* sum of ranks' wall time: the denominator of severities */
     int streamed;            /* from xsmerge --stream: what needs the whole timeline is not computed (analyze.h) */
-    int cp_streamed;         /* streamed, and its critical path computed (spath.c) */
     /* streamed, for merged.h5: every wait instance (xsm_swinst) and the
      * path's pieces (xsm_cpseg) in temporary files, and the streamed
      * analysis's names as names here */

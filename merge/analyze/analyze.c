@@ -59,11 +59,9 @@ static int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, 
         a->t0 = a->t1 = 0;
     if (run->t_end > a->t1)
         a->t1 = run->t_end;
-    a->cp_streamed = path != NULL;
     if (sa) { /* what merged.h5's tables read back (xsm_analyze_h5) */
         a->sw_file = xsm_sanalysis_instances(sa, &a->sw_n);
-        if (path)
-            a->scp_file = xsm_spath_pieces(path, &a->scp_n);
+        a->scp_file = xsm_spath_pieces(path, &a->scp_n);
         size_t ng = 0;
         while (xsm_sanalysis_name(sa, (int32_t)ng))
             ng++;
@@ -73,7 +71,7 @@ static int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, 
             if ((a->sgmap[g] = xsm_names_intern(&a->names, xsm_sanalysis_name(sa, (int32_t)g))) < 0)
                 goto nomem;
     }
-    int bad = sa ? xsm_an_waits_streamed(a, sa) != 0 || (path && xsm_an_path_streamed(a, path) != 0) ||
+    int bad = sa ? xsm_an_waits_streamed(a, sa) != 0 || xsm_an_path_streamed(a, path) != 0 ||
                        xsm_an_gpu_streamed(a, sa) != 0 || xsm_an_health(a, 0) != 0 || xsm_an_memory_streamed(a, sa) != 0
                  : xsm_an_waits(a) != 0 || xsm_an_path(a) != 0 || xsm_an_misc(a) != 0 || xsm_an_memory(a) != 0;
     if (bad || xsm_an_findings(a) != 0)

@@ -130,8 +130,8 @@ int xsm_spath_rank_end(xsm_spath *p, int32_t r);
 /* After a failure: the spill file's errno, 0 when memory ran out. */
 int xsm_spath_errno(const xsm_spath *p);
 
-/* The reports from the streamed analysis, its critical path (NULL: not
- * computed) and the matched messages' pairs (cm sorted, taken over). As
+/* The reports from the streamed analysis, its critical path (walked and
+ * split) and the matched messages' pairs (cm sorted, taken over). As
  * xsm_analyze_run. */
 int xsm_analyze_streamed(const xsm_run *run, const xsm_sanalysis *sa, const xsm_spath *path, xsm_cpair *cm, size_t ncm,
                          const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen);

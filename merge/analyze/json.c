@@ -67,12 +67,12 @@ static void job(const xsm_an *a, xsm_buf *b, int h)
     str(b, run->job_id, h);
     key(b, "run_dir", 0);
     str(b, run->run_dir, h);
-    /* what this analysis covers: a streamed one (xsmerge --stream) leaves
-     * out the critical path when it was not given one */
+    /* how it was computed (xsmerge --stream: a streamed analysis); the
+     * sections it leaves out (none now, the key stays for readers) */
     key(b, "analysis", 0);
     str(b, a->streamed ? "streamed" : "in-memory", h);
     key(b, "not_computed", 0);
-    xsm_buf_puts(b, a->streamed && !a->cp_streamed ? "[\"critical_path\"]" : "[]");
+    xsm_buf_puts(b, "[]");
     xsm_buf_puts(b, "}");
 }
 

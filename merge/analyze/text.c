@@ -100,9 +100,7 @@ void xsm_report_summary(const xsm_an *a, xsm_buf *b)
         xsm_buf_printf(b, ", command: %.200s", a->run->command);
     xsm_buf_puts(b, "\n\n");
     health(a, b);
-    if (a->streamed && !a->cp_streamed)
-        xsm_buf_puts(b, "Streamed analysis (xsmerge --stream): the critical path is not computed; merge in memory for it.\n\n");
-    else if (a->streamed)
+    if (a->streamed)
         xsm_buf_puts(b, "Streamed analysis (xsmerge --stream).\n\n");
     findings(a, b, 5);
     xsm_buf_puts(b, "\n");
@@ -214,10 +212,7 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
 
     xsm_buf_puts(b, "\n==== Critical path ====\n");
     xsm_fmt_dur(d1, sizeof d1, a->cp_length_s);
-    if (a->streamed && !a->cp_streamed)
-        xsm_buf_puts(b, "not computed (a streamed analysis: it needs the whole timeline)\n");
-    else
-        xsm_buf_printf(b, "length %s in %zu segments, ends on rank %d\n", d1, a->cp_segments, a->cp_end_rank);
+    xsm_buf_printf(b, "length %s in %zu segments, ends on rank %d\n", d1, a->cp_segments, a->cp_end_rank);
     for (size_t i = 0; i < a->ncp && i < 15; i++) {
         xsm_fmt_dur(d1, sizeof d1, a->cp[i].seconds);
         xsm_buf_printf(b, "  %-30.30s %10s %5.1f%%\n", xsm_an_name(a, a->cp[i].name), d1,

@@ -130,7 +130,7 @@ typedef int (*xsprof_raw_read_fn)(const xsprof_raw_table *t, uint64_t first, uin
 void xsprof_rankfile_set_raw_reader(xsprof_raw_prepare_fn prepare, xsprof_raw_read_fn read, void (*free_plan)(void *));
 /* 1 when rf's file is closed and its tables are read without HDF5. */
 int xsprof_rankfile_detached(const xsprof_rankfile *rf);
-/* Files with a streamed table of more than max_chunks chunks (default 256)
+/* Files with a streamed table of more than max_chunks chunks (default 512)
  * stay open and are read through HDF5 (io/reader.c says why). */
 void xsprof_rankfile_set_detach_limit(size_t max_chunks);
 

@@ -388,7 +388,7 @@ static void check_detached(const char *path, const xsprof_rank_data *d)
     free(buf);
     xsprof_rankfile_close(rf);
     xsprof_rank_data_free(&s);
-    xsprof_rankfile_set_detach_limit(256);
+    xsprof_rankfile_set_detach_limit(512);
     xsprof_rankfile_set_raw_reader(NULL, NULL, NULL);
     unlink(copy);
 }

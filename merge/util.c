@@ -457,6 +457,88 @@ int xsm_pread_full(int fd, void *buf, size_t n, off_t at)
     return 0;
 }
 
+static uint64_t xsm_ktab_key_at(const unsigned char *v, size_t size, size_t i)
+{
+    uint64_t k;
+    memcpy(&k, v + i * size, sizeof k);
+    return k;
+}
+
+static uint64_t xsm_ktab_key(const xsm_ktab *t, size_t i) { return xsm_ktab_key_at(t->v, t->size, i); }
+
+static size_t xsm_ktab_slot(uint64_t key, size_t cap) { return (size_t)(key * 0x9e3779b97f4a7c15ull >> 24) & (cap - 1); }
+
+void *xsm_ktab_find(const xsm_ktab *t, uint64_t key)
+{
+    if (!t->cap)
+        return NULL;
+    for (size_t h = xsm_ktab_slot(key, t->cap);; h = (h + 1) & (t->cap - 1)) {
+        uint64_t k = xsm_ktab_key(t, h);
+        if (k == key)
+            return t->v + h * t->size;
+        if (!k)
+            return NULL;
+    }
+}
+
+void *xsm_ktab_get(xsm_ktab *t, uint64_t key)
+{
+    if ((t->n + 1) * 2 > t->cap) { /* at most half full */
+        size_t cap = t->cap ? 2 * t->cap : 256;
+        unsigned char *v = calloc(cap + 1, t->size); /* + the spare entry xsm_ktab_del moves through */
+        if (!v)
+            return NULL;
+        for (size_t i = 0; i < t->cap; i++) {
+            uint64_t k = xsm_ktab_key(t, i);
+            if (!k)
+                continue;
+            size_t h = xsm_ktab_slot(k, cap);
+            while (xsm_ktab_key_at(v, t->size, h))
+                h = (h + 1) & (cap - 1);
+            memcpy(v + h * t->size, t->v + i * t->size, t->size);
+        }
+        free(t->v);
+        t->v = v;
+        t->cap = cap;
+    }
+    size_t h = xsm_ktab_slot(key, t->cap);
+    uint64_t k;
+    while ((k = xsm_ktab_key(t, h)) && k != key)
+        h = (h + 1) & (t->cap - 1);
+    unsigned char *e = t->v + h * t->size;
+    if (!k) {
+        memset(e, 0, t->size);
+        memcpy(e, &key, sizeof key);
+        t->n++;
+    }
+    return e;
+}
+
+void xsm_ktab_del(xsm_ktab *t, void *e)
+{
+    size_t h = (size_t)((unsigned char *)e - t->v) / t->size;
+    memset(e, 0, sizeof(uint64_t));
+    t->n--;
+    unsigned char *tmp = t->v + t->cap * t->size; /* one spare entry past the slots */
+    for (size_t j = (h + 1) & (t->cap - 1); xsm_ktab_key(t, j); j = (j + 1) & (t->cap - 1)) {
+        memcpy(tmp, t->v + j * t->size, t->size);
+        memset(t->v + j * t->size, 0, sizeof(uint64_t));
+        uint64_t k;
+        memcpy(&k, tmp, sizeof k);
+        size_t s = xsm_ktab_slot(k, t->cap);
+        while (xsm_ktab_key(t, s))
+            s = (s + 1) & (t->cap - 1);
+        memcpy(t->v + s * t->size, tmp, t->size);
+    }
+}
+
+void xsm_ktab_free(xsm_ktab *t)
+{
+    free(t->v);
+    t->v = NULL;
+    t->n = t->cap = 0;
+}
+
 static void xsm_bheap_swap(unsigned char *a, unsigned char *b, size_t size)
 {
     unsigned char t[64]; /* elements here are small; larger ones swap in pieces */

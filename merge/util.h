@@ -25,6 +25,20 @@ static inline int xsm_grow(void **p, size_t *cap, size_t n, size_t size) { retur
 /* Read exactly n bytes at offset `at` (retrying short reads and EINTR):
  * 0, -1 on an error (errno says which), 1 when the file ends first. */
 int xsm_pread_full(int fd, void *buf, size_t n, off_t at);
+/* Open addressing (linear probing) over entries of `size` bytes whose first
+ * 8 bytes are a uint64_t key, 0 marking a free slot. Pointers into it are
+ * valid until the next get. */
+typedef struct xsm_ktab {
+    unsigned char *v;
+    size_t n, cap, size;
+} xsm_ktab;
+/* The entry of key (!= 0): NULL when absent. */
+void *xsm_ktab_find(const xsm_ktab *t, uint64_t key);
+/* The entry of key, a zeroed one with the key when new; NULL: out of memory. */
+void *xsm_ktab_get(xsm_ktab *t, uint64_t key);
+/* Remove entry e (the rest of its cluster is put back). */
+void xsm_ktab_del(xsm_ktab *t, void *e);
+void xsm_ktab_free(xsm_ktab *t);
 /* A binary min-heap of n elements of `size` bytes at base (room for one
  * more on push), ordered by less(a, b). Pop copies the least to *out. */
 void xsm_bheap_push(void *base, size_t *n, size_t size, const void *x, int (*less)(const void *, const void *));

@@ -242,8 +242,7 @@ typedef struct xsm_mctx {
     int64_t now;          /* the time of the row being processed */
     /* the reports' Late Receiver of an Isend: the receive's post (from the
      * match) meets the call that completed the Isend, in either order */
-    xsm_isl *isl;
-    size_t nisl, capisl;
+    xsm_ktab isl;         /* of xsm_isl */
     xsm_wo *wo;           /* the reports' Wrong Order (worder.c) */
     int done;             /* all rows processed: the collectives still open are closed */
     uint32_t *comm_ids;   /* communicators the present ranks define */
@@ -760,49 +759,10 @@ static int xsm_spill_put(xsm_mctx *c, int32_t dst, const xsm_spill *x)
 /* The entry of (rank, send row), made when absent; NULL out of memory. */
 static xsm_isl *xsm_isl_get(xsm_mctx *c, int32_t r, uint32_t row)
 {
-    uint64_t key = (uint64_t)(uint32_t)(r + 1) << 32 | row;
-    if ((c->nisl + 1) * 2 > c->capisl) {
-        size_t cap = c->capisl ? 2 * c->capisl : 256;
-        xsm_isl *v = calloc(cap, sizeof *v);
-        if (!v)
-            return NULL;
-        for (size_t i = 0; i < c->capisl; i++) {
-            if (!c->isl[i].key)
-                continue;
-            size_t h = (c->isl[i].key * 0x9e3779b97f4a7c15ull >> 24) & (cap - 1);
-            while (v[h].key)
-                h = (h + 1) & (cap - 1);
-            v[h] = c->isl[i];
-        }
-        free(c->isl);
-        c->isl = v;
-        c->capisl = cap;
-    }
-    size_t h = (key * 0x9e3779b97f4a7c15ull >> 24) & (c->capisl - 1);
-    while (c->isl[h].key && c->isl[h].key != key)
-        h = (h + 1) & (c->capisl - 1);
-    if (!c->isl[h].key) {
-        c->isl[h] = (xsm_isl){.key = key};
-        c->nisl++;
-    }
-    return &c->isl[h];
+    return xsm_ktab_get(&c->isl, (uint64_t)(uint32_t)(r + 1) << 32 | row);
 }
 
-/* Removing from linear probing: re-insert the rest of the cluster. */
-static void xsm_isl_del(xsm_mctx *c, xsm_isl *e)
-{
-    size_t h = (size_t)(e - c->isl);
-    e->key = 0;
-    c->nisl--;
-    for (size_t j = (h + 1) & (c->capisl - 1); c->isl[j].key; j = (j + 1) & (c->capisl - 1)) {
-        xsm_isl x = c->isl[j];
-        c->isl[j].key = 0;
-        size_t k = (x.key * 0x9e3779b97f4a7c15ull >> 24) & (c->capisl - 1);
-        while (c->isl[k].key)
-            k = (k + 1) & (c->capisl - 1);
-        c->isl[k] = x;
-    }
-}
+static void xsm_isl_del(xsm_mctx *c, xsm_isl *e) { xsm_ktab_del(&c->isl, e); }
 
 /* Both halves known: the call that completed the Isend waited for the
  * receive's post when it was still blocked then (waits.c). */
@@ -1239,6 +1199,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     size_t n = run->nranks;
     xsm_mctx c = {.s = s, .err = err, .errlen = errlen};
     c.pend.free_list = UINT32_MAX;
+    c.isl.size = sizeof(xsm_isl);
     c.m = calloc(n + 1, sizeof *c.m);
     c.heap = malloc((n + 1) * sizeof *c.heap);
     int rc = !c.m || !c.heap || xsm_comms_index(&c) || (s->report && !s->collect && !(c.wo = xsm_wo_new(n)))
@@ -1358,7 +1319,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     for (size_t i = 0; i < c.capcoll; i++)
         free(c.coll[i].m);
     free(c.coll);
-    free(c.isl);
+    xsm_ktab_free(&c.isl);
     xsm_wo_free(c.wo);
     free(c.pend.e);
     free(c.pend.head);

@@ -42,14 +42,12 @@ typedef struct xsm_wo_ev {
 struct xsm_wo {
     size_t nranks;
     xsm_wo_q *q;
-    uint64_t *set; /* ids in flight, linear probing, 0 free */
-    size_t nset, capset;
+    xsm_ktab set; /* ids in flight (uint64_t entries) */
     xsm_wo_ev *h;
     size_t nh, caph;
 };
 
 static uint64_t wo_id(int32_t src, uint32_t row) { return (uint64_t)(uint32_t)(src + 1) << 32 | row; }
-static size_t wo_slot(uint64_t id, size_t cap) { return (size_t)(id * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1); }
 
 xsm_wo *xsm_wo_new(size_t nranks)
 {
@@ -59,6 +57,7 @@ xsm_wo *xsm_wo_new(size_t nranks)
         return NULL;
     }
     w->nranks = nranks;
+    w->set.size = sizeof(uint64_t);
     return w;
 }
 
@@ -69,71 +68,20 @@ void xsm_wo_free(xsm_wo *w)
     for (size_t r = 0; r < w->nranks; r++)
         free(w->q[r].v);
     free(w->q);
-    free(w->set);
+    xsm_ktab_free(&w->set);
     free(w->h);
     free(w);
 }
 
-static int set_has(const xsm_wo *w, uint64_t id)
-{
-    if (!w->capset)
-        return 0;
-    for (size_t h = wo_slot(id, w->capset); w->set[h]; h = (h + 1) & (w->capset - 1))
-        if (w->set[h] == id)
-            return 1;
-    return 0;
-}
+static int set_has(const xsm_wo *w, uint64_t id) { return xsm_ktab_find(&w->set, id) != NULL; }
 
-static int set_add(xsm_wo *w, uint64_t id)
-{
-    if ((w->nset + 1) * 2 > w->capset) {
-        size_t cap = w->capset ? 2 * w->capset : 1024;
-        uint64_t *v = calloc(cap, sizeof *v);
-        if (!v)
-            return -1;
-        for (size_t i = 0; i < w->capset; i++)
-            if (w->set[i]) {
-                size_t h = wo_slot(w->set[i], cap);
-                while (v[h])
-                    h = (h + 1) & (cap - 1);
-                v[h] = w->set[i];
-            }
-        free(w->set);
-        w->set = v;
-        w->capset = cap;
-    }
-    size_t h = wo_slot(id, w->capset);
-    while (w->set[h] && w->set[h] != id)
-        h = (h + 1) & (w->capset - 1);
-    if (!w->set[h]) {
-        w->set[h] = id;
-        w->nset++;
-    }
-    return 0;
-}
-
-/* 1 when id was in flight (now gone). Linear probing: the rest of the
- * cluster is put back. */
+/* 1 when id was in flight (now gone). */
 static int set_del(xsm_wo *w, uint64_t id)
 {
-    if (!w->capset)
-        return 0;
-    size_t h = wo_slot(id, w->capset);
-    while (w->set[h] && w->set[h] != id)
-        h = (h + 1) & (w->capset - 1);
-    if (!w->set[h])
-        return 0;
-    w->set[h] = 0;
-    w->nset--;
-    for (size_t j = (h + 1) & (w->capset - 1); w->set[j]; j = (j + 1) & (w->capset - 1)) {
-        uint64_t x = w->set[j];
-        w->set[j] = 0;
-        size_t k = wo_slot(x, w->capset);
-        while (w->set[k])
-            k = (k + 1) & (w->capset - 1);
-        w->set[k] = x;
-    }
-    return 1;
+    void *e = xsm_ktab_find(&w->set, id);
+    if (e)
+        xsm_ktab_del(&w->set, e);
+    return e != NULL;
 }
 
 int xsm_wo_send(xsm_wo *w, int32_t dst, int64_t e_send, int32_t src, uint32_t row)
@@ -157,7 +105,7 @@ int xsm_wo_send(xsm_wo *w, int32_t dst, int64_t e_send, int32_t src, uint32_t ro
     uint64_t id = wo_id(src, row);
     q->v[q->n++] = (xsm_wo_ent){e_send, id};
     q->live++;
-    return set_add(w, id);
+    return xsm_ktab_get(&w->set, id) ? 0 : -1;
 }
 
 static void wo_gone(xsm_wo *w, int32_t dst, uint64_t id)

@@ -864,6 +864,15 @@ static int close_until(xsm_anrank *x, sthread *t, int64_t t0)
     return 0;
 }
 
+/* The innermost region open on thread t (string id), -1 none. */
+static int64_t innermost_region(const sthread *t)
+{
+    for (size_t k = t->sp; k-- > 0;)
+        if (!t->st[k].is_mpi)
+            return t->st[k].name;
+    return -1;
+}
+
 /* Open an interval on its thread's stack: its call-tree node under the
  * innermost open one. */
 static sframe *open_frame(xsm_anrank *x, uint32_t tid, int64_t t0, int64_t t1, uint32_t sid, int is_mpi)
@@ -887,12 +896,7 @@ static sframe *open_frame(xsm_anrank *x, uint32_t tid, int64_t t0, int64_t t1, u
     if (c < 0)
         return NULL;
     x->cn[c] = (xsm_scnode){parent, sid, is_mpi != 0, x->cn[c].cs};
-    int64_t encl = -1;
-    for (size_t k = t->sp; k-- > 0;)
-        if (!t->st[k].is_mpi) {
-            encl = t->st[k].name;
-            break;
-        }
+    int64_t encl = innermost_region(t);
     if (xsm_grow((void **)&t->st, &t->cap, t->sp, sizeof *t->st))
         return NULL;
     sframe *f = &t->st[t->sp++];
@@ -964,6 +968,23 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
     return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v, p->def_ns, p->row, p->tb, p->te);
 }
 
+/* The waits call `row` of rank x caused, which came before it: compared
+ * with the interval v before it (settle). */
+static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t encl, int64_t tb)
+{
+    for (size_t i = 0; i < x->nreq;) {
+        if (x->req[i].row != row) {
+            i++;
+            continue;
+        }
+        xsm_req q = x->req[i];
+        x->req[i] = x->req[--x->nreq];
+        if (settle(x, &q, v, encl, tb))
+            return -1;
+    }
+    return 0;
+}
+
 /* Call `row` on the main thread (frame f, with a Late Sender to hold when
  * ls): remember it for waits that come later, settle the ones waiting for
  * it, and those that came before it. */
@@ -981,16 +1002,8 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
     x->irecent = (x->irecent + 1) % XSM_RECENT;
     if (x->nrecent < XSM_RECENT)
         x->nrecent++;
-    for (size_t i = 0; i < x->nreq;) { /* waits this call caused */
-        if (x->req[i].row != row) {
-            i++;
-            continue;
-        }
-        xsm_req q = x->req[i];
-        x->req[i] = x->req[--x->nreq];
-        if (settle(x, &q, &f->v, f->encl, f->t0))
-            return -1;
-    }
+    if (settle_waiting(x, row, &f->v, f->encl, f->t0)) /* waits this call caused */
+        return -1;
     for (size_t i = 0; i < x->npend;) { /* collective waits of this call that came first */
         if (x->pend[i].row != (uint32_t)row) {
             i++;
@@ -1087,6 +1100,16 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         v_snap(x, &f->v);
         if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait))
             return x->failed = -1;
+    } else if (x->nreq) {
+        /* waits a call of another thread caused: the main thread's interval
+         * up to the call's begin and its region then, as waits.c takes them */
+        sthread *mt = thread_of(x, x->main_thread);
+        if (!mt || close_until(x, mt, m->t_begin) || v_advance(x, mt, m->t_begin))
+            return x->failed = -1;
+        xsm_vec v;
+        v_snap(x, &v);
+        if (settle_waiting(x, row, &v, innermost_region(mt), m->t_begin))
+            return x->failed = -1;
     }
     if (best && !defer &&
         wait_found(x, kind, best->peer, best->peer_row, m->op, f->encl, &f->v, wait, row, m->t_begin, m->t_end))
@@ -1101,6 +1124,9 @@ int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, 
     if (!x || x->failed)
         return -1;
     if (kind == XSM_WAIT_WRONG_ORDER) { /* a verdict for the Late Sender of a call to come */
+        for (size_t k = 0; k < x->nrecent; k++)
+            if (x->recent[k].row == row) /* came after its call (merge/README): that wait stays a Late Sender */
+                return 0;
         if (xsm_grow((void **)&x->wo, &x->capwo, x->nwo, sizeof *x->wo))
             return x->failed = -1;
         x->wo[x->nwo++] = (struct xsm_wov){(uint32_t)row, causer, causer_row};

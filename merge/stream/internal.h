@@ -190,7 +190,9 @@ int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t 
 /* The message (src, send_row) received on dst at t in call_row is Wrong Order. */
 typedef int (*xsm_wo_verdict_fn)(void *ctx, int32_t dst, int64_t t, uint32_t call_row, int32_t src, uint32_t send_row);
 /* Everything due before `now` (pass 1's time; INT64_MAX at the end): the
- * verdicts, in time order, to fn; its non-zero return is returned. */
+ * verdicts to fn (a pending one comes when the message it waited for is
+ * received, timed at its check); fn's non-zero return is returned, -1 when
+ * out of memory. */
 int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx);
 
 /* What pass 1 learns of one rank. */

@@ -215,8 +215,25 @@ typedef struct xsm_mrank {
     size_t nreq, capreq;
     uint64_t open_posts;
     FILE *spill;
-    FILE *cwait;          /* the reports' collective waits (xsm_cwait_rec) */
+    FILE *cwait;          /* the reports' waits (xsm_cwait_rec), in time order */
+    struct xsm_cwq *wq;   /* waits not written yet, a heap by (p, seq) */
+    size_t nwq, capwq;
+    uint64_t wseq;
+    int64_t wlast;        /* p of the last record written */
 } xsm_mrank;
+
+/* A wait on its way to the waits file. */
+typedef struct xsm_cwq {
+    xsm_cwait_rec w;
+    uint64_t seq; /* put order, for equal times */
+} xsm_cwq;
+
+/* How many waits a rank holds back to write them in time order: a Late
+ * Receiver is found when its receive completes, often after the waiting
+ * call's rank passed later calls and their waits; one held back this long
+ * is delivered with its call, so it meets the call's other waits (one
+ * point-to-point wait counts per call). */
+#define XSM_CWQ_HOLD 128
 
 /* One Isend's half of a Late Receiver, keyed by (rank, send row): what the
  * match said (has_post 1; -1: the message is cut by --from/--to) and the
@@ -405,21 +422,45 @@ static int xsm_coll_keep(xsm_mctx *c, xsm_cinst *ci)
     return 0;
 }
 
+static int xsm_cwq_less(const void *a, const void *b)
+{
+    const xsm_cwq *x = a, *y = b;
+    return x->w.p != y->w.p ? x->w.p < y->w.p : x->seq < y->seq;
+}
+
+/* The earliest wait rank r holds back, to its file. */
+static int xsm_cwq_write(xsm_mctx *c, int32_t rank)
+{
+    xsm_mrank *m = &c->m[rank];
+    xsm_srank *sr = &c->s->r[rank];
+    xsm_cwq q;
+    xsm_bheap_pop(m->wq, &m->nwq, sizeof q, &q, xsm_cwq_less);
+    if (!m->cwait &&
+        !(m->cwait = xsm_stream_tmp(c->s, "cwait", rank, sr->cwait_path, sizeof sr->cwait_path, c->err, c->errlen)))
+        return 1;
+    if (q.w.p < m->wlast) /* came later than the hold: delivered now, on its own */
+        q.w.p = m->wlast;
+    m->wlast = q.w.p;
+    if (fwrite(&q.w, sizeof q.w, 1, m->cwait) != 1)
+        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->cwait_path,
+                           strerror(errno));
+    sr->ncwait++;
+    return 0;
+}
+
 /* A wait of `kind` in call `row` (named op) of `rank`, caused by call
- * causer_row of `causer` (-1: none), to that rank's waits file. */
+ * causer_row of `causer` (-1: none), for that rank's waits file: the
+ * reports read it at the first call that ends at or after p. */
 static int xsm_wait_put_at(xsm_mctx *c, int64_t p, int32_t rank, uint32_t row, uint32_t op, int kind, int32_t causer,
                            uint32_t causer_row, int64_t ns)
 {
     xsm_mrank *m = &c->m[rank];
-    xsm_srank *sr = &c->s->r[rank];
-    if (!m->cwait &&
-        !(m->cwait = xsm_stream_tmp(c->s, "cwait", rank, sr->cwait_path, sizeof sr->cwait_path, c->err, c->errlen)))
+    if (m->nwq == XSM_CWQ_HOLD && xsm_cwq_write(c, rank))
         return 1;
-    xsm_cwait_rec w = {p, ns, row, op, kind, causer, causer_row, 0};
-    if (fwrite(&w, sizeof w, 1, m->cwait) != 1)
-        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->cwait_path,
-                           strerror(errno));
-    sr->ncwait++;
+    if (xsm_grow((void **)&m->wq, &m->capwq, m->nwq, sizeof *m->wq))
+        return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+    xsm_cwq q = {{p, ns, row, op, kind, causer, causer_row, 0}, m->wseq++};
+    xsm_bheap_push(m->wq, &m->nwq, sizeof q, &q, xsm_cwq_less);
     return 0;
 }
 
@@ -430,11 +471,17 @@ static int xsm_wait_put(xsm_mctx *c, int32_t rank, uint32_t row, uint32_t op, in
 }
 
 /* A Wrong Order verdict (worder.c) for the reports: at the receive's
- * completion, which is before pass 1's time now, and after every record
- * written so far (they were written at rows that began by then). */
+ * completion, before the receiving call ends. */
 static int xsm_wo_verdict(void *ctx, int32_t dst, int64_t t, uint32_t call_row, int32_t src, uint32_t send_row)
 {
     return xsm_wait_put_at(ctx, t, dst, call_row, 0, XSM_WAIT_WRONG_ORDER, src, send_row, 0);
+}
+
+/* Wrong Order's events due before `now`: 0, or 1 with the error set. */
+static int xsm_wo_run(xsm_mctx *c, int64_t now)
+{
+    int rc = xsm_wo_due(c->wo, now, xsm_wo_verdict, c);
+    return rc < 0 ? xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages") : rc;
 }
 
 /* The waits of one closed collective for the reports, by the rules of
@@ -772,7 +819,8 @@ static int xsm_isl_done(xsm_mctx *c, xsm_isl *e)
     int64_t until = e->post_t < e->ce ? e->post_t : e->ce;
     int rc = 0;
     if (e->ce >= e->post_t && until > e->cb)
-        rc = xsm_wait_put(c, src, e->call_row, e->call_op, XSM_WAIT_LATE_RECEIVER, e->dst, e->post_row, until - e->cb);
+        rc = xsm_wait_put_at(c, e->ce, src, e->call_row, e->call_op, XSM_WAIT_LATE_RECEIVER, e->dst, e->post_row,
+                             until - e->cb);
     xsm_isl_del(c, e);
     return rc;
 }
@@ -827,7 +875,8 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
         (snd->skind == XSPROF_MPI_SSEND || snd->send_end >= q->post_t)) {
         int64_t until = q->post_t < snd->send_end ? q->post_t : snd->send_end;
         if (until > send_t &&
-            xsm_wait_put(c, src, send_row, snd->op, XSM_WAIT_LATE_RECEIVER, dst, q->post_row, until - send_t))
+            xsm_wait_put_at(c, snd->send_end, src, send_row, snd->op, XSM_WAIT_LATE_RECEIVER, dst, q->post_row,
+                            until - send_t))
             return 1;
     }
 
@@ -861,7 +910,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
 {
     int32_t r = m->r;
     c->now = now;
-    if (c->wo && xsm_wo_due(c->wo, now, xsm_wo_verdict, c))
+    if (c->wo && xsm_wo_run(c, now))
         return 1;
     int64_t po = -1, po_t = 0;
     int po_irecv = 0, po_isend = 0;
@@ -1250,11 +1299,14 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         xsm_rank_sift(&c, 0);
     }
     if (!rc && c.wo) /* the verdicts still due, before the waits files close */
-        rc = xsm_wo_due(c.wo, INT64_MAX, xsm_wo_verdict, &c);
+        rc = xsm_wo_run(&c, INT64_MAX);
     uint64_t open_posts = 0, base = 0;
     for (size_t r = 0; r < n; r++) {
         xsm_mrank *m = &c.m[r];
         xsm_srank *sr = &s->r[r];
+        while (!rc && m->nwq) /* the waits held back */
+            rc = xsm_cwq_write(&c, (int32_t)r);
+        free(m->wq);
         open_posts += m->open_posts;
         if (m->spill && !rc && (fflush(m->spill) != 0 || ferror(m->spill)))
             rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", sr->spill_path);

@@ -10,9 +10,11 @@
  * first: the minimum is at the front; removed ones are dropped when they
  * reach it). A matched message leaves at its t_recv, and a Late Sender
  * candidate (its send began after the call did) is checked then: both are
- * events kept in a heap until pass 1's time passes them. A send never
- * received counts as in flight (in memory it is no message): only an
- * incomplete run has those. */
+ * events kept in a heap until pass 1's time passes them. A send in flight
+ * may never be received (in memory it is no message), so a check that finds
+ * one sent before the call began waits, pending on its rank, until such a
+ * message is received (the verdict, timed at the check) or pass 1 ends (no
+ * Wrong Order). */
 #include <stdlib.h>
 #include <string.h>
 #include "merge/stream/internal.h"
@@ -23,21 +25,27 @@ typedef struct xsm_wo_ent {
 } xsm_wo_ent;
 
 /* One rank's sends in flight, in order of their begin: v[head..n). */
-typedef struct xsm_wo_q {
-    xsm_wo_ent *v;
-    size_t head, n, cap;
-    size_t live;
-} xsm_wo_q;
-
 /* A message's receive completing at t: it leaves (check 0), then a check. */
 typedef struct xsm_wo_ev {
     int64_t t;
     int check;
     int32_t dst;
     uint64_t id;
-    int64_t e_recv;
+    int64_t e_recv; /* the call's begin (a check); the send's begin (leaving) */
     uint32_t call_row;
 } xsm_wo_ev;
+
+typedef struct xsm_wo_q {
+    xsm_wo_ent *v;
+    size_t head, n, cap;
+    size_t live;
+    xsm_wo_ev *pend; /* checks waiting for a message sent before their call to be received */
+    size_t npend, cappend;
+} xsm_wo_q;
+
+/* Pending checks a rank keeps at most: beyond, a check behind a send never
+ * received is dropped (no Wrong Order) rather than memory growing. */
+#define XSM_WO_PEND_MAX 4096
 
 struct xsm_wo {
     size_t nranks;
@@ -65,8 +73,10 @@ void xsm_wo_free(xsm_wo *w)
 {
     if (!w)
         return;
-    for (size_t r = 0; r < w->nranks; r++)
+    for (size_t r = 0; r < w->nranks; r++) {
         free(w->q[r].v);
+        free(w->q[r].pend);
+    }
     free(w->q);
     xsm_ktab_free(&w->set);
     free(w->h);
@@ -108,15 +118,38 @@ int xsm_wo_send(xsm_wo *w, int32_t dst, int64_t e_send, int32_t src, uint32_t ro
     return xsm_ktab_get(&w->set, id) ? 0 : -1;
 }
 
-static void wo_gone(xsm_wo *w, int32_t dst, uint64_t id)
+/* 1 when the message was in flight to dst (now gone). */
+static int wo_gone(xsm_wo *w, int32_t dst, uint64_t id)
 {
-    if (set_del(w, id) && dst >= 0 && (size_t)dst < w->nranks)
-        w->q[dst].live--;
+    if (!set_del(w, id) || dst < 0 || (size_t)dst >= w->nranks)
+        return 0;
+    w->q[dst].live--;
+    return 1;
 }
 
 void xsm_wo_cut(xsm_wo *w, int32_t dst, int32_t src, uint32_t row)
 {
     wo_gone(w, dst, wo_id(src, row));
+}
+
+/* A message sent at e_send to dst was received: the pending checks whose
+ * call began after that send are Wrong Order (it was in flight then). */
+static int wo_resolve(xsm_wo *w, int32_t dst, int64_t e_send, xsm_wo_verdict_fn fn, void *ctx)
+{
+    xsm_wo_q *q = &w->q[dst];
+    for (size_t i = 0; i < q->npend;) {
+        xsm_wo_ev c = q->pend[i];
+        if (c.e_recv <= e_send) {
+            i++;
+            continue;
+        }
+        memmove(&q->pend[i], &q->pend[i + 1], (q->npend - i - 1) * sizeof *q->pend); /* keep time order */
+        q->npend--;
+        int rc = fn(ctx, dst, c.t, c.call_row, (int32_t)(c.id >> 32) - 1, (uint32_t)c.id);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 static int ev_less(const void *pa, const void *pb)
@@ -137,7 +170,7 @@ int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t 
                 uint32_t call_row)
 {
     uint64_t id = wo_id(src, send_row);
-    xsm_wo_ev gone = {t_recv, 0, dst, id, 0, 0};
+    xsm_wo_ev gone = {t_recv, 0, dst, id, e_send, 0};
     if (ev_push(w, &gone))
         return -1;
     /* only a Late Sender (its send began after the call) can be Wrong Order */
@@ -153,16 +186,18 @@ int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx)
         xsm_wo_ev e;
         xsm_bheap_pop(w->h, &w->nh, sizeof *w->h, &e, ev_less);
         if (!e.check) {
-            wo_gone(w, e.dst, e.id);
+            int rc = wo_gone(w, e.dst, e.id) && w->q[e.dst].npend ? wo_resolve(w, e.dst, e.e_recv, fn, ctx) : 0;
+            if (rc)
+                return rc;
             continue;
         }
         xsm_wo_q *q = &w->q[e.dst];
         while (q->head < q->n && !set_has(w, q->v[q->head].id))
             q->head++;
-        if (q->head < q->n && q->v[q->head].e_send < e.e_recv) {
-            int rc = fn(ctx, e.dst, e.t, e.call_row, (int32_t)(e.id >> 32) - 1, (uint32_t)e.id);
-            if (rc)
-                return rc;
+        if (q->head < q->n && q->v[q->head].e_send < e.e_recv && q->npend < XSM_WO_PEND_MAX) {
+            if (xsm_grow((void **)&q->pend, &q->cappend, q->npend, sizeof *q->pend))
+                return -1;
+            q->pend[q->npend++] = e;
         }
     }
     return 0;

@@ -8,6 +8,10 @@
  *   foreign the golden run, rank 2 from another job
  *   skew    2 ranks, 40 messages and 10 barriers; rank 1's clock runs
  *           15 us late and drifts 20 ppm beyond what its samples say
+ *   latelr  2 ranks: a Waitall with a Late Sender and a longer Late
+ *           Receiver whose receive completes after the sender's next calls
+ *   unrecv  2 ranks: a send never received, then a Late Sender that is no
+ *           Wrong Order and one that is
  *   gpu     1 rank: region args, counters, instants, memory, a CUDA launch
  *   gpumpi  2 ranks: GPU kernels on two devices overlapping MPI waits;
  *           memory events (leaks, MPI's own, lost and unknown frees)
@@ -180,6 +184,79 @@ static int skew(const char *dir)
         xsf_region(f[r], 0, "compute", 0, r ? L1(5000) : 5000, r ? L1(t + 1000) : t + 1000);
     }
 #undef L1
+    return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
+}
+
+/* Rank 0's Waitall completes an Irecv (a Late Sender) and an Isend whose
+ * receive rank 1 posts later still (a Late Receiver, the longer), and the
+ * receive completes only after rank 0's next calls: one wait counts for the
+ * Waitall, the Late Receiver, however late the match is found. */
+static int latelr(const char *dir)
+{
+    xsf *f[2];
+    for (int r = 0; r < 2; r++)
+        if (!(f[r] = world2(dir, r, 0)))
+            return 1;
+    xsprof_rec_mpi m;
+    m = M(); m.t_begin = 100; m.t_end = 110; m.kind = XSPROF_MPI_IRECV; m.peer = 1; m.tag = 1; m.request = 10;
+    xsf_mpi(f[0], 0, "MPI_Irecv", m);
+    m = M(); m.t_begin = 120; m.t_end = 130; m.kind = XSPROF_MPI_ISEND; m.peer = 1; m.tag = 2; m.request = 11;
+    m.bytes_sent = 64; m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Isend", m);
+    m = M(); m.t_begin = 200; m.t_end = 2000; m.kind = XSPROF_MPI_WAIT; m.count = 2; m.comm = UINT32_MAX;
+    xsf_mpi(f[0], 0, "MPI_Waitall", m);
+    m = M(); m.t_begin = m.t_end = 1500; m.kind = XSPROF_MPI_COMPLETION; m.flags = XSPROF_MPI_F_RECV; m.request = 10;
+    m.peer = 1; m.tag = 1; m.seq = 1; m.bytes_recv = 32;
+    xsf_mpi(f[0], 0, "MPI_Waitall", m);
+    m = M(); m.t_begin = m.t_end = 1900; m.kind = XSPROF_MPI_COMPLETION; m.request = 11;
+    xsf_mpi(f[0], 0, "MPI_Waitall", m);
+    for (int i = 0; i < 3; i++) { /* calls that end before the Isend's receive completes */
+        m = M(); m.t_begin = 2100 + 200 * i; m.t_end = 2200 + 200 * i; m.kind = XSPROF_MPI_OTHER;
+        xsf_mpi(f[0], 0, "MPI_Comm_rank", m);
+    }
+    xsf_region(f[0], 0, "main", 0, 50, 7000);
+    m = M(); m.t_begin = 1400; m.t_end = 1450; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 32; m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Send", m);
+    m = M(); m.t_begin = 1700; m.t_end = 1710; m.kind = XSPROF_MPI_IRECV; m.peer = 0; m.tag = 2; m.request = 20;
+    xsf_mpi(f[1], 0, "MPI_Irecv", m);
+    m = M(); m.t_begin = 5000; m.t_end = 6000; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f[1], 0, "MPI_Wait", m);
+    m = M(); m.t_begin = m.t_end = 5500; m.kind = XSPROF_MPI_COMPLETION; m.flags = XSPROF_MPI_F_RECV; m.request = 20;
+    m.peer = 0; m.tag = 2; m.seq = 1; m.bytes_recv = 64;
+    xsf_mpi(f[1], 0, "MPI_Wait", m);
+    xsf_region(f[1], 0, "main", 0, 60, 6500);
+    return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
+}
+
+/* Rank 0 sends a message rank 1 never receives (tag 8), then rank 1
+ * receives tag 1 late from rank 0 (a Late Sender): no message sent before
+ * that receive is received after it, so it is no Wrong Order. A third
+ * message (tag 3, sent before the second receive began, received after it)
+ * makes the second receive's Late Sender Wrong Order. */
+static int unrecv(const char *dir)
+{
+    xsf *f[2];
+    for (int r = 0; r < 2; r++)
+        if (!(f[r] = world2(dir, r, 0)))
+            return 1;
+    xsprof_rec_mpi m;
+    m = M(); m.t_begin = 100; m.t_end = 150; m.kind = XSPROF_MPI_ISEND; m.peer = 1; m.tag = 8; m.request = 1;
+    m.bytes_sent = 8; m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Isend", m);
+    m = M(); m.t_begin = 1000; m.t_end = 1050; m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 1; m.bytes_sent = 8; m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Send", m);
+    m = M(); m.t_begin = 1500; m.t_end = 1550; m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 3; m.bytes_sent = 8; m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Send", m);
+    m = M(); m.t_begin = 2500; m.t_end = 2550; m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 2; m.bytes_sent = 8; m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Send", m);
+    xsf_region(f[0], 0, "main", 0, 50, 5000);
+    m = M(); m.t_begin = 500; m.t_end = 1100; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 1; m.bytes_recv = 8; m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Recv", m);
+    m = M(); m.t_begin = 2000; m.t_end = 2600; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 2; m.bytes_recv = 8; m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Recv", m);
+    m = M(); m.t_begin = 3000; m.t_end = 3100; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 3; m.bytes_recv = 8; m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Recv", m);
+    xsf_region(f[1], 0, "main", 0, 60, 5000);
     return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
 }
 
@@ -523,7 +600,7 @@ static int mpithreads(const char *dir, int n)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|gpu|gpumpi|empty|deep|icoll|icoll_late|zerocoll|mpithreads|mpithreads_far|big|bigskew DIR [NRANKS EVENTS]\n");
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|latelr|unrecv|gpu|gpumpi|empty|deep|icoll|icoll_late|zerocoll|mpithreads|mpithreads_far|big|bigskew DIR [NRANKS EVENTS]\n");
         return 2;
     }
     const char *kind = argv[1], *dir = argv[2];
@@ -532,6 +609,8 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "journal")) return golden(dir, 1, NULL);
     if (!strcmp(kind, "foreign")) return golden(dir, -1, "job-other");
     if (!strcmp(kind, "skew")) return skew(dir);
+    if (!strcmp(kind, "latelr")) return latelr(dir);
+    if (!strcmp(kind, "unrecv")) return unrecv(dir);
     if (!strcmp(kind, "gpu")) return gpu(dir);
     if (!strcmp(kind, "gpumpi")) return gpumpi(dir);
     if (!strcmp(kind, "empty")) return empty(dir);

@@ -131,6 +131,22 @@ static inline const xsm_skey *xsm_sheap_top(const xsm_sheap *h)
 /* Release the smallest: its key, and its row copy (valid until the next pop). */
 const void *xsm_sheap_pop(xsm_sheap *h, xsm_skey *k);
 
+/* Per block of 64 rows of a table, the least time of the rows that go
+ * through its reorder heap (outliers left out; MPI completions in, which
+ * the analysis reads aside in time order); after xsm_smin_finish, the
+ * least of that block and all after it. A reader whose heap's least row
+ * begins before smin[next row >> XSM_SMIN_SHIFT] can release it without
+ * reading further: the heap then holds the rows out of order plus up to
+ * a block, not a whole window, and stays in cache. 8 B per 64 rows. */
+#define XSM_SMIN_SHIFT 6
+int64_t *xsm_smin_new(uint64_t rows); /* every block INT64_MAX; NULL: out of memory */
+static inline void xsm_smin_note(int64_t *smin, uint64_t row, int64_t t)
+{
+    if (t < smin[row >> XSM_SMIN_SHIFT])
+        smin[row >> XSM_SMIN_SHIFT] = t;
+}
+void xsm_smin_finish(int64_t *smin, uint64_t rows);
+
 /* Outliers of one table: (key, row copy) in key order. */
 typedef struct xsm_outl {
     xsm_skey *key;
@@ -210,6 +226,7 @@ typedef struct xsm_srank {
     int16_t *memdev; size_t nmemdev;
     xsm_flow *gflows; size_t ngflows;
     xsm_outl out[XSM_EV_N];       /* outliers per event table */
+    int64_t *smin[XSM_EV_N];      /* per table: its rows' least times ahead (xsm_smin_new) */
     /* messages */
     uint64_t *sent;               /* bit per mpi row: a send that found its receive */
     uint64_t *sent_before;        /* per 64 rows: matched sends before them */

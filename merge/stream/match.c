@@ -1080,13 +1080,18 @@ static int xsm_writer_rows(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, 
     }
     if (kept && xsm_tid_set_add(sr, row->thread))
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+    if (kept && row->kind == XSPROF_MPI_COMPLETION)
+        xsm_smin_note(sr->smin[XSM_EV_MPI], i, row->t_begin);
     if (kept && row->kind != XSPROF_MPI_COMPLETION) {
         sr->nev++;
         xsm_skey k = {row->t_begin, row->t_end, 0, 0, i};
         if (xsm_sheap_late(&m->emit, &k)) {
             if (xsm_outl_add(&sr->out[XSM_EV_MPI], &k, row))
                 return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
-        } else if (xsm_sheap_push(&m->emit, &k, NULL)) {
+            return 0;
+        }
+        xsm_smin_note(sr->smin[XSM_EV_MPI], i, k.t);
+        if (xsm_sheap_push(&m->emit, &k, NULL)) {
             xsm_skey gone;
             xsm_sheap_pop(&m->emit, &gone);
         }
@@ -1270,6 +1275,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
             xsm_sheap_init(&m->proc, xsm_window_for(s->proc_window, m->tab.n), sizeof(xsprof_io_mpi)) ||
             xsm_sheap_init(&m->emit, xsm_window_for(s->window, m->tab.n), 0) ||
             !(sr->sent = calloc(m->tab.n / 64 + 2, sizeof *sr->sent)) ||
+            (!s->collect && !(sr->smin[XSM_EV_MPI] = xsm_smin_new(m->tab.n))) ||
             !(sr->sent_before = calloc(m->tab.n / 64 + 2, sizeof *sr->sent_before)) ||
             (s->collect && (!(sr->depb = calloc(m->tab.n / 64 + 2, sizeof *sr->depb)) ||
                             !(sr->depe = calloc(m->tab.n / 64 + 2, sizeof *sr->depe)))) ||
@@ -1326,6 +1332,8 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
             sr->msg_base = base;
             base += sr->nmatched;
             xsm_bits_prefix(sr->sent, sr->sent_before, m->tab.n);
+            if (sr->smin[XSM_EV_MPI])
+                xsm_smin_finish(sr->smin[XSM_EV_MPI], m->tab.n);
             if (sr->kmpi)
                 xsm_bits_prefix(sr->kmpi, sr->kmpi_before, m->tab.n);
             if (xsm_outl_finish(&sr->out[XSM_EV_MPI]))

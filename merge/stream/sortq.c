@@ -130,6 +130,22 @@ const void *xsm_sheap_pop(xsm_sheap *h, xsm_skey *k)
     return h->rows + (size_t)s * h->size;
 }
 
+int64_t *xsm_smin_new(uint64_t rows)
+{
+    size_t n = (size_t)(rows >> XSM_SMIN_SHIFT) + 2;
+    int64_t *s = malloc(n * sizeof *s);
+    for (size_t i = 0; s && i < n; i++)
+        s[i] = INT64_MAX;
+    return s;
+}
+
+void xsm_smin_finish(int64_t *smin, uint64_t rows)
+{
+    for (size_t b = (size_t)(rows >> XSM_SMIN_SHIFT) + 1; b-- > 0;)
+        if (smin[b + 1] < smin[b])
+            smin[b] = smin[b + 1];
+}
+
 int xsm_outl_add(xsm_outl *o, const xsm_skey *k, const void *row)
 {
     if (o->n == o->cap) {

@@ -267,6 +267,12 @@ static int xsm_scan_rank(void *ctx, size_t r)
             rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
             break;
         }
+        if (!(sr->smin[kind] = xsm_smin_new(tab.n))) {
+            xsm_sheap_free(&det);
+            xsm_tab_close(&tab);
+            rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
+            break;
+        }
         if (kind == XSM_EV_REGION) {
             nregions = tab.n;
             sr->kreg_rows = tab.n;
@@ -309,11 +315,15 @@ static int xsm_scan_rank(void *ctx, size_t r)
             if (xsm_sheap_late(&det, &k)) {
                 if (xsm_outl_add(&sr->out[kind], &k, row))
                     rc = xsm_err_set(err, 1024, "xsmerge: out of memory");
-            } else if (xsm_sheap_push(&det, &k, NULL)) {
+                continue;
+            }
+            xsm_smin_note(sr->smin[kind], i, k.t);
+            if (xsm_sheap_push(&det, &k, NULL)) {
                 xsm_skey gone;
                 xsm_sheap_pop(&det, &gone);
             }
         }
+        xsm_smin_finish(sr->smin[kind], tab.n);
         sr->rows += tab.n;
         if (kind == XSM_EV_REGION && sr->kreg)
             xsm_bits_prefix(sr->kreg, sr->kreg_before, tab.n);
@@ -392,7 +402,11 @@ typedef struct xsm_ssrc {
 
 static int xsm_sq_fill(xsm_ssrc *x, xsm_sq *q)
 {
+    const int64_t *smin = x->sr->smin[q->kind];
     while (q->next < q->tab.n && q->h.n <= q->h.window) {
+        /* the least row held begins before every row still to read */
+        if (smin && q->h.n && xsm_sheap_top(&q->h)->t < smin[q->next >> XSM_SMIN_SHIFT])
+            break;
         uint64_t i = q->next++;
         if (q->ob < q->out->n && q->out->by_row[q->ob] == i) {
             q->ob++;
@@ -731,8 +745,10 @@ static void xsm_srank_free(xsm_srank *sr)
     free(sr->counter_names);
     free(sr->memdev);
     free(sr->gflows);
-    for (int k = 0; k < XSM_EV_N; k++)
+    for (int k = 0; k < XSM_EV_N; k++) {
         xsm_outl_free(&sr->out[k]);
+        free(sr->smin[k]);
+    }
     free(sr->sent);
     free(sr->sent_before);
     free(sr->kmpi);

@@ -344,18 +344,35 @@ static int xsm_join_rank(void *ctx, size_t r)
     size_t ns = 16;
     while (ns < 2 * nb + 1)
         ns *= 2;
-    uint32_t *slot = calloc(ns, sizeof *slot); /* bucket position + 1, 0 = empty */
+    uint32_t *slot = calloc(ns, sizeof *slot); /* send index + 1, 0 = empty */
     if (!slot)
         return -1;
     for (size_t b = 0; b < nb; b++) {
-        size_t h = xsm_key_hash(&c->s[c->by_dst[b0 + b]]) & (ns - 1);
+        size_t i = c->by_dst[b0 + b];
+        if (i >= UINT32_MAX - 1) {
+            free(slot);
+            return -1;
+        }
+        size_t h = xsm_key_hash(&c->s[i]) & (ns - 1);
         while (slot[h])
             h = (h + 1) & (ns - 1);
-        slot[h] = (uint32_t)(b + 1);
+        slot[h] = (uint32_t)(i + 1);
+    }
+    /* the table is larger than the cache: each receive's slot is asked for
+     * 8 receives ahead (its hash kept in a ring), so the misses overlap */
+    size_t hq[8];
+    for (size_t j = j0; j < j1 && j < j0 + 8; j++) {
+        hq[(j - j0) & 7] = xsm_key_hash(&c->v[j]) & (ns - 1);
+        __builtin_prefetch(&slot[hq[(j - j0) & 7]]);
     }
     for (size_t j = j0; j < j1; j++) {
-        for (size_t h = xsm_key_hash(&c->v[j]) & (ns - 1); slot[h]; h = (h + 1) & (ns - 1)) {
-            size_t i = c->by_dst[b0 + slot[h] - 1];
+        size_t h0 = hq[(j - j0) & 7];
+        if (j + 8 < j1) {
+            hq[(j - j0) & 7] = xsm_key_hash(&c->v[j + 8]) & (ns - 1);
+            __builtin_prefetch(&slot[hq[(j - j0) & 7]]);
+        }
+        for (size_t h = h0; slot[h]; h = (h + 1) & (ns - 1)) {
+            size_t i = slot[h] - 1;
             if (c->recv_of[i] == SIZE_MAX && xsm_key_eq(&c->s[i], &c->v[j])) {
                 c->recv_of[i] = j;
                 c->recv_done[j] = 1;

@@ -143,6 +143,21 @@ static xsf *world2(const char *dir, int r, int64_t offset)
     return f;
 }
 
+/* Both ranks of a 2-rank run (world2, one sample at offset 0): 0, or 1. */
+static int open2(const char *dir, xsf *f[2])
+{
+    for (int r = 0; r < 2; r++)
+        if (!(f[r] = world2(dir, r, 0)))
+            return 1;
+    return 0;
+}
+
+/* Both finished and written as rank files: 0, or 1. */
+static int close2(xsf *f[2])
+{
+    return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
+}
+
 /* Rank 0 is the reference. Rank 1's true clock: local = ref + 15000 + 20e-6 * ref,
  * but its only sample claims offset 0: after interpolation its events look
  * 15+ us late, so its receives of rank 0's messages seem fine and rank 0's
@@ -150,9 +165,8 @@ static xsf *world2(const char *dir, int r, int64_t offset)
 static int skew(const char *dir)
 {
     xsf *f[2];
-    for (int r = 0; r < 2; r++)
-        if (!(f[r] = world2(dir, r, 0)))
-            return 1;
+    if (open2(dir, f))
+        return 1;
 #define L1(t) ((int64_t)(t) + 15000 + (int64_t)((t) * 20 / 1000000))
     int64_t t = 10000;
     uint64_t seq01 = 0, seq10 = 0, cs = 0;
@@ -184,7 +198,7 @@ static int skew(const char *dir)
         xsf_region(f[r], 0, "compute", 0, r ? L1(5000) : 5000, r ? L1(t + 1000) : t + 1000);
     }
 #undef L1
-    return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
+    return close2(f);
 }
 
 /* Rank 0's Waitall completes an Irecv (a Late Sender) and an Isend whose
@@ -194,9 +208,8 @@ static int skew(const char *dir)
 static int latelr(const char *dir)
 {
     xsf *f[2];
-    for (int r = 0; r < 2; r++)
-        if (!(f[r] = world2(dir, r, 0)))
-            return 1;
+    if (open2(dir, f))
+        return 1;
     xsprof_rec_mpi m;
     m = M(); m.t_begin = 100; m.t_end = 110; m.kind = XSPROF_MPI_IRECV; m.peer = 1; m.tag = 1; m.request = 10;
     xsf_mpi(f[0], 0, "MPI_Irecv", m);
@@ -225,7 +238,7 @@ static int latelr(const char *dir)
     m.peer = 0; m.tag = 2; m.seq = 1; m.bytes_recv = 64;
     xsf_mpi(f[1], 0, "MPI_Wait", m);
     xsf_region(f[1], 0, "main", 0, 60, 6500);
-    return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
+    return close2(f);
 }
 
 /* Rank 0 sends a message rank 1 never receives (tag 8), then rank 1
@@ -236,9 +249,8 @@ static int latelr(const char *dir)
 static int unrecv(const char *dir)
 {
     xsf *f[2];
-    for (int r = 0; r < 2; r++)
-        if (!(f[r] = world2(dir, r, 0)))
-            return 1;
+    if (open2(dir, f))
+        return 1;
     xsprof_rec_mpi m;
     m = M(); m.t_begin = 100; m.t_end = 150; m.kind = XSPROF_MPI_ISEND; m.peer = 1; m.tag = 8; m.request = 1;
     m.bytes_sent = 8; m.seq = 1;
@@ -257,7 +269,7 @@ static int unrecv(const char *dir)
     m = M(); m.t_begin = 3000; m.t_end = 3100; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 3; m.bytes_recv = 8; m.seq = 1;
     xsf_mpi(f[1], 0, "MPI_Recv", m);
     xsf_region(f[1], 0, "main", 0, 60, 5000);
-    return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
+    return close2(f);
 }
 
 static int gpu(const char *dir)
@@ -356,7 +368,7 @@ static int gpumpi(const char *dir)
     xsf_mem(f[1], 0, XSPROF_MEM_FREE, -1, 9000, 0x10000, 4096);
     xsf_region(f[1], 0, "compute", 1, 4800, 9900);
     xsf_region(f[1], 0, "main", 0, 600, 14000);
-    return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
+    return close2(f);
 }
 
 static int empty(const char *dir)
@@ -497,9 +509,8 @@ static int deep(const char *dir)
 static int zerocoll(const char *dir)
 {
     xsf *f[2];
-    for (int r = 0; r < 2; r++)
-        if (!(f[r] = world2(dir, r, 0)))
-            return 1;
+    if (open2(dir, f))
+        return 1;
     xsprof_rec_mpi m = M();
     m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 3; m.bytes_sent = 64; m.seq = 1; m.t_begin = 1000; m.t_end = 1100;
     xsf_mpi(f[0], 0, "MPI_Send", m);
@@ -513,7 +524,7 @@ static int zerocoll(const char *dir)
         xsf_mpi(f[r], 0, "MPI_Barrier", m);
         xsf_region(f[r], 0, "main", 0, 100, 4000);
     }
-    return (xsf_close(f[0], XSPROF_JOURNAL_FINALIZED, 1) | xsf_close(f[1], XSPROF_JOURNAL_FINALIZED, 1)) != 0;
+    return close2(f);
 }
 
 /* late: rank 0 posts the Iallreduce after rank 1 completed it (a clock

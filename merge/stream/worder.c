@@ -24,7 +24,6 @@ typedef struct xsm_wo_ent {
     uint64_t id; /* (src + 1) << 32 | send row */
 } xsm_wo_ent;
 
-/* One rank's sends in flight, in order of their begin: v[head..n). */
 /* A message's receive completing at t: it leaves (check 0), then a check. */
 typedef struct xsm_wo_ev {
     int64_t t;
@@ -35,17 +34,22 @@ typedef struct xsm_wo_ev {
     uint32_t call_row;
 } xsm_wo_ev;
 
+/* One rank's sends in flight, in order of their begin: v[head..n). */
 typedef struct xsm_wo_q {
     xsm_wo_ent *v;
     size_t head, n, cap;
     size_t live;
-    xsm_wo_ev *pend; /* checks waiting for a message sent before their call to be received */
-    size_t npend, cappend;
+    /* checks waiting for a message sent before their call began to be
+     * received: pend[ph..npend), by the call's begin */
+    xsm_wo_ev *pend;
+    size_t ph, npend, cappend;
 } xsm_wo_q;
 
-/* Pending checks a rank keeps at most: beyond, a check behind a send never
- * received is dropped (no Wrong Order) rather than memory growing. */
-#define XSM_WO_PEND_MAX 4096
+/* Pending checks a rank keeps at most (40 B each). A message received
+ * resolves those whose call began after it was sent; those behind sends
+ * never received wait for ever, so past this the earliest is dropped (no
+ * Wrong Order) rather than memory growing with the run. */
+#define XSM_WO_PEND_MAX 65536
 
 struct xsm_wo {
     size_t nranks;
@@ -132,24 +136,52 @@ void xsm_wo_cut(xsm_wo *w, int32_t dst, int32_t src, uint32_t row)
     wo_gone(w, dst, wo_id(src, row));
 }
 
+/* First pending check of q whose call began after t. */
+static size_t pend_after(const xsm_wo_q *q, int64_t t)
+{
+    size_t lo = q->ph, hi = q->npend;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (q->pend[mid].e_recv <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A check waits, in order of its call's begin (mostly the last). */
+static int pend_add(xsm_wo_q *q, const xsm_wo_ev *e)
+{
+    if (q->npend - q->ph == XSM_WO_PEND_MAX)
+        q->ph++; /* the earliest call's check, behind a send never received */
+    if (q->npend == q->cappend && q->ph > 0) { /* slide down over the front resolved or dropped */
+        memmove(q->pend, q->pend + q->ph, (q->npend - q->ph) * sizeof *q->pend);
+        q->npend -= q->ph;
+        q->ph = 0;
+    }
+    if (xsm_grow((void **)&q->pend, &q->cappend, q->npend, sizeof *q->pend))
+        return -1;
+    size_t at = pend_after(q, e->e_recv);
+    memmove(q->pend + at + 1, q->pend + at, (q->npend - at) * sizeof *q->pend);
+    q->pend[at] = *e;
+    q->npend++;
+    return 0;
+}
+
 /* A message sent at e_send to dst was received: the pending checks whose
  * call began after that send are Wrong Order (it was in flight then). */
 static int wo_resolve(xsm_wo *w, int32_t dst, int64_t e_send, xsm_wo_verdict_fn fn, void *ctx)
 {
     xsm_wo_q *q = &w->q[dst];
-    for (size_t i = 0; i < q->npend;) {
-        xsm_wo_ev c = q->pend[i];
-        if (c.e_recv <= e_send) {
-            i++;
-            continue;
-        }
-        memmove(&q->pend[i], &q->pend[i + 1], (q->npend - i - 1) * sizeof *q->pend); /* keep time order */
-        q->npend--;
-        int rc = fn(ctx, dst, c.t, c.call_row, (int32_t)(c.id >> 32) - 1, (uint32_t)c.id);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    size_t k = pend_after(q, e_send);
+    int rc = 0;
+    for (size_t i = k; i < q->npend && !rc; i++)
+        rc = fn(ctx, dst, q->pend[i].t, q->pend[i].call_row, (int32_t)(q->pend[i].id >> 32) - 1, (uint32_t)q->pend[i].id);
+    q->npend = k;
+    if (q->ph == q->npend)
+        q->ph = q->npend = 0;
+    return rc;
 }
 
 static int ev_less(const void *pa, const void *pb)
@@ -186,7 +218,8 @@ int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx)
         xsm_wo_ev e;
         xsm_bheap_pop(w->h, &w->nh, sizeof *w->h, &e, ev_less);
         if (!e.check) {
-            int rc = wo_gone(w, e.dst, e.id) && w->q[e.dst].npend ? wo_resolve(w, e.dst, e.e_recv, fn, ctx) : 0;
+            int rc = wo_gone(w, e.dst, e.id) && w->q[e.dst].npend > w->q[e.dst].ph ? wo_resolve(w, e.dst, e.e_recv, fn, ctx)
+                                                                                : 0;
             if (rc)
                 return rc;
             continue;
@@ -194,11 +227,8 @@ int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx)
         xsm_wo_q *q = &w->q[e.dst];
         while (q->head < q->n && !set_has(w, q->v[q->head].id))
             q->head++;
-        if (q->head < q->n && q->v[q->head].e_send < e.e_recv && q->npend < XSM_WO_PEND_MAX) {
-            if (xsm_grow((void **)&q->pend, &q->cappend, q->npend, sizeof *q->pend))
-                return -1;
-            q->pend[q->npend++] = e;
-        }
+        if (q->head < q->n && q->v[q->head].e_send < e.e_recv && pend_add(q, &e))
+            return -1;
     }
     return 0;
 }

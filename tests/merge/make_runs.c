@@ -10,8 +10,8 @@
  *           15 us late and drifts 20 ppm beyond what its samples say
  *   latelr  2 ranks: a Waitall with a Late Sender and a longer Late
  *           Receiver whose receive completes after the sender's next calls
- *   unrecv  2 ranks: a send never received, then a Late Sender that is no
- *           Wrong Order and one that is
+ *   unrecv  [STEPS] 2 ranks: a send never received, then STEPS times (1) a
+ *           Late Sender that is no Wrong Order and one that is
  *   gpu     1 rank: region args, counters, instants, memory, a CUDA launch
  *   gpumpi  2 ranks: GPU kernels on two devices overlapping MPI waits;
  *           memory events (leaks, MPI's own, lost and unknown frees)
@@ -241,12 +241,12 @@ static int latelr(const char *dir)
     return close2(f);
 }
 
-/* Rank 0 sends a message rank 1 never receives (tag 8), then rank 1
- * receives tag 1 late from rank 0 (a Late Sender): no message sent before
- * that receive is received after it, so it is no Wrong Order. A third
- * message (tag 3, sent before the second receive began, received after it)
- * makes the second receive's Late Sender Wrong Order. */
-static int unrecv(const char *dir)
+/* Rank 0 sends a message rank 1 never receives (tag 8); then, `steps`
+ * times, rank 1 receives tag 1 late from rank 0 (a Late Sender): no message
+ * sent before that receive is received after it, so it is no Wrong Order.
+ * A third message (tag 3, sent before the second receive began, received
+ * after it) makes the second receive's Late Sender Wrong Order. */
+static int unrecv(const char *dir, int steps)
 {
     xsf *f[2];
     if (open2(dir, f))
@@ -255,20 +255,21 @@ static int unrecv(const char *dir)
     m = M(); m.t_begin = 100; m.t_end = 150; m.kind = XSPROF_MPI_ISEND; m.peer = 1; m.tag = 8; m.request = 1;
     m.bytes_sent = 8; m.seq = 1;
     xsf_mpi(f[0], 0, "MPI_Isend", m);
-    m = M(); m.t_begin = 1000; m.t_end = 1050; m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 1; m.bytes_sent = 8; m.seq = 1;
-    xsf_mpi(f[0], 0, "MPI_Send", m);
-    m = M(); m.t_begin = 1500; m.t_end = 1550; m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 3; m.bytes_sent = 8; m.seq = 1;
-    xsf_mpi(f[0], 0, "MPI_Send", m);
-    m = M(); m.t_begin = 2500; m.t_end = 2550; m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 2; m.bytes_sent = 8; m.seq = 1;
-    xsf_mpi(f[0], 0, "MPI_Send", m);
-    xsf_region(f[0], 0, "main", 0, 50, 5000);
-    m = M(); m.t_begin = 500; m.t_end = 1100; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 1; m.bytes_recv = 8; m.seq = 1;
-    xsf_mpi(f[1], 0, "MPI_Recv", m);
-    m = M(); m.t_begin = 2000; m.t_end = 2600; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 2; m.bytes_recv = 8; m.seq = 1;
-    xsf_mpi(f[1], 0, "MPI_Recv", m);
-    m = M(); m.t_begin = 3000; m.t_end = 3100; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 3; m.bytes_recv = 8; m.seq = 1;
-    xsf_mpi(f[1], 0, "MPI_Recv", m);
-    xsf_region(f[1], 0, "main", 0, 60, 5000);
+    static const int64_t send_at[3] = {1000, 1500, 2500}, recv_at[3][2] = {{500, 1100}, {2000, 2600}, {3000, 3100}};
+    static const int32_t send_tag[3] = {1, 3, 2}, recv_tag[3] = {1, 2, 3};
+    for (int s = 0; s < steps; s++) {
+        int64_t base = (int64_t)s * 4000;
+        for (int k = 0; k < 3; k++) {
+            m = M(); m.t_begin = base + send_at[k]; m.t_end = m.t_begin + 50; m.kind = XSPROF_MPI_SEND; m.peer = 1;
+            m.tag = send_tag[k]; m.bytes_sent = 8; m.seq = (uint64_t)s + 1;
+            xsf_mpi(f[0], 0, "MPI_Send", m);
+            m = M(); m.t_begin = base + recv_at[k][0]; m.t_end = base + recv_at[k][1]; m.kind = XSPROF_MPI_RECV;
+            m.peer = 0; m.tag = recv_tag[k]; m.bytes_recv = 8; m.seq = (uint64_t)s + 1;
+            xsf_mpi(f[1], 0, "MPI_Recv", m);
+        }
+    }
+    xsf_region(f[0], 0, "main", 0, 50, (int64_t)steps * 4000 + 1000);
+    xsf_region(f[1], 0, "main", 0, 60, (int64_t)steps * 4000 + 1000);
     return close2(f);
 }
 
@@ -621,7 +622,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "foreign")) return golden(dir, -1, "job-other");
     if (!strcmp(kind, "skew")) return skew(dir);
     if (!strcmp(kind, "latelr")) return latelr(dir);
-    if (!strcmp(kind, "unrecv")) return unrecv(dir);
+    if (!strcmp(kind, "unrecv")) return unrecv(dir, argc >= 4 ? atoi(argv[3]) : 1);
     if (!strcmp(kind, "gpu")) return gpu(dir);
     if (!strcmp(kind, "gpumpi")) return gpumpi(dir);
     if (!strcmp(kind, "empty")) return empty(dir);

@@ -210,6 +210,8 @@ typedef int (*xsm_wo_verdict_fn)(void *ctx, int32_t dst, int64_t t, uint32_t cal
  * received, timed at its check); fn's non-zero return is returned, -1 when
  * out of memory. */
 int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx);
+/* Pending checks given up so far (more than a rank keeps). */
+uint64_t xsm_wo_dropped(const xsm_wo *w);
 
 /* What pass 1 learns of one rank. */
 typedef struct xsm_srank {

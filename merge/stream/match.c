@@ -261,6 +261,7 @@ typedef struct xsm_mctx {
      * match) meets the call that completed the Isend, in either order */
     xsm_ktab isl;         /* of xsm_isl */
     xsm_wo *wo;           /* the reports' Wrong Order (worder.c) */
+    uint64_t late_waits;  /* waits that came after XSM_CWQ_HOLD later ones of their rank */
     int done;             /* all rows processed: the collectives still open are closed */
     uint32_t *comm_ids;   /* communicators the present ranks define */
     uint32_t *comm_present; /* present ranks defining each */
@@ -438,8 +439,10 @@ static int xsm_cwq_write(xsm_mctx *c, int32_t rank)
     if (!m->cwait &&
         !(m->cwait = xsm_stream_tmp(c->s, "cwait", rank, sr->cwait_path, sizeof sr->cwait_path, c->err, c->errlen)))
         return 1;
-    if (q.w.p < m->wlast) /* came later than the hold: delivered now, on its own */
+    if (q.w.p < m->wlast) { /* came later than the hold: delivered now, on its own */
         q.w.p = m->wlast;
+        c->late_waits++;
+    }
     m->wlast = q.w.p;
     if (fwrite(&q.w, sizeof q.w, 1, m->cwait) != 1)
         return xsm_err_set(c->err, c->errlen, "xsmerge: %s: %s (a temporary file of the merge)", sr->cwait_path,
@@ -1205,6 +1208,17 @@ static void xsm_notes(xsm_mctx *c, uint64_t open_posts)
     if (c->s->notes && (run->unmatched_sends || run->unmatched_recvs || run->incomplete_colls))
         fprintf(c->s->notes, "xsmerge: note: %zu unmatched sends, %zu unmatched receives, %zu incomplete collectives\n",
                 run->unmatched_sends, run->unmatched_recvs, run->incomplete_colls);
+    /* where the streamed analysis may differ from the in-memory one (merge/README) */
+    if (c->s->notes && c->late_waits)
+        fprintf(c->s->notes,
+                "xsmerge: note: the streamed analysis found %llu waits long after their call; each counts on its own\n",
+                (unsigned long long)c->late_waits);
+    uint64_t dropped = c->wo ? xsm_wo_dropped(c->wo) : 0;
+    if (c->s->notes && dropped)
+        fprintf(c->s->notes,
+                "xsmerge: note: %llu Wrong Order checks waited behind messages never received and were given up "
+                "(those waits count as Late Sender)\n",
+                (unsigned long long)dropped);
 }
 
 /* ---- driver --------------------------------------------------------------- */

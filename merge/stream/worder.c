@@ -53,6 +53,7 @@ typedef struct xsm_wo_q {
 
 struct xsm_wo {
     size_t nranks;
+    uint64_t dropped; /* pending checks given up (XSM_WO_PEND_MAX) */
     xsm_wo_q *q;
     xsm_ktab set; /* ids in flight (uint64_t entries) */
     xsm_wo_ev *h;
@@ -151,10 +152,12 @@ static size_t pend_after(const xsm_wo_q *q, int64_t t)
 }
 
 /* A check waits, in order of its call's begin (mostly the last). */
-static int pend_add(xsm_wo_q *q, const xsm_wo_ev *e)
+static int pend_add(xsm_wo *w, xsm_wo_q *q, const xsm_wo_ev *e)
 {
-    if (q->npend - q->ph == XSM_WO_PEND_MAX)
+    if (q->npend - q->ph == XSM_WO_PEND_MAX) {
         q->ph++; /* the earliest call's check, behind a send never received */
+        w->dropped++;
+    }
     if (q->npend == q->cappend && q->ph > 0) { /* slide down over the front resolved or dropped */
         memmove(q->pend, q->pend + q->ph, (q->npend - q->ph) * sizeof *q->pend);
         q->npend -= q->ph;
@@ -212,6 +215,8 @@ int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t 
     return ev_push(w, &check);
 }
 
+uint64_t xsm_wo_dropped(const xsm_wo *w) { return w->dropped; }
+
 int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx)
 {
     while (w->nh && w->h[0].t < now) {
@@ -227,7 +232,7 @@ int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx)
         xsm_wo_q *q = &w->q[e.dst];
         while (q->head < q->n && !set_has(w, q->v[q->head].id))
             q->head++;
-        if (q->head < q->n && q->v[q->head].e_send < e.e_recv && pend_add(q, &e))
+        if (q->head < q->n && q->v[q->head].e_send < e.e_recv && pend_add(w, q, &e))
             return -1;
     }
     return 0;

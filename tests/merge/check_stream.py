@@ -620,6 +620,12 @@ def part_report():
         # the same waits: the same critical path, piece by piece
         check(same_path(ca, cb), "%s: critical path %s, in memory %s" % (what, cb, ca))
         nsegs += ca["segments"]
+    # the checks given up behind the send never received are said (and
+    # were Late Senders: the waits above equal the in-memory ones)
+    rc, so, se, out = merge("unrecv_many", "--stream", "--outputs", "report")
+    gave_up = [l for l in se if "Wrong Order checks waited behind messages never received" in l]
+    check(rc == 0 and len(gave_up) == 1 and gave_up[0].split("note: ")[1].split()[0].isdigit(),
+          "unrecv_many --stream: one note of the Wrong Order checks given up (%s)" % se[-4:])
     print("merge_stream_report: %d of %d run and option sets streamed and compared (%d critical path pieces alike, "
           "%d Wrong Order waits, %d wait rows in merged.h5)" % (nstreamed, len(cases), nsegs, nwo, nwaits))
     check(nstreamed == len(cases), "every case streams (%d of %d)" % (nstreamed, len(cases)))

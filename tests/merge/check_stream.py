@@ -47,8 +47,8 @@ if "--stream" not in so + se:
 maker = sys.argv[1]
 base = tmpdir()
 R = {}
-for kind in ("golden", "journal", "foreign", "skew", "latelr", "unrecv", "gpu", "gpumpi", "empty", "deep", "icoll", "icoll_late", "zerocoll",
-             "mpithreads", "mpithreads_far"):
+for kind in ("golden", "journal", "foreign", "skew", "latelr", "unrecv", "gpu", "gpumpi", "empty", "deep", "icoll",
+             "icoll_late", "zerocoll", "mpithreads", "mpithreads_far"):
     R[kind] = make_run(maker, kind, os.path.join(base, kind))
 R["ring"] = make_run(maker, "big", os.path.join(base, "ring"), 4, 3000)
 R["ring1"] = make_run(maker, "big", os.path.join(base, "ring1"), 1, 3000)
@@ -569,8 +569,9 @@ def part_report():
     # no message in flight for Wrong Order)
     cases = [("golden", ()), ("golden", ("--ranks", "0,2")), ("golden", ("--from", "2.5us", "--to", "6us")),
              ("golden", ("--min-latency", "5us")), ("ring", ()), ("ring", ("--from", "1ms", "--to", "5ms")),
-             ("skew", ()), ("latelr", ()), ("unrecv", ()), ("unrecv_many", ()), ("bigskew", ()), ("bigskew", ("--ranks", "1-4")), ("gpu", ()), ("gpumpi", ()), ("deep", ()),
-             ("icoll", ()), ("icoll_late", ()), ("mpithreads", ()), ("journal", ()), ("empty", ()), ("bigring", ())]
+             ("skew", ()), ("latelr", ()), ("unrecv", ()), ("unrecv_many", ()), ("bigskew", ()),
+             ("bigskew", ("--ranks", "1-4")), ("gpu", ()), ("gpumpi", ()), ("deep", ()), ("icoll", ()),
+             ("icoll_late", ()), ("mpithreads", ()), ("journal", ()), ("empty", ()), ("bigring", ())]
     nstreamed = nsegs = nwo = nwaits = 0
     for run, opts in cases:
         what = "%s %s --stream --outputs h5,report" % (run, " ".join(opts))

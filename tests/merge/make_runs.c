@@ -53,6 +53,23 @@ static xsprof_rec_mpi M(void)
     return m;
 }
 
+/* The COMPLETION row of receive `request` (from peer, tag, seq, bytes)
+ * inside the call named op, at t. */
+static void recv_completion(xsf *f, const char *op, int64_t t, uint64_t request, int32_t peer, int32_t tag, uint64_t seq,
+                            uint64_t bytes)
+{
+    xsprof_rec_mpi m = M();
+    m.t_begin = m.t_end = t;
+    m.kind = XSPROF_MPI_COMPLETION;
+    m.flags = XSPROF_MPI_F_RECV;
+    m.request = request;
+    m.peer = peer;
+    m.tag = tag;
+    m.seq = seq;
+    m.bytes_recv = bytes;
+    xsf_mpi(f, 0, op, m);
+}
+
 static int golden(const char *dir, int journal_rank, const char *foreign_job)
 {
     static const int32_t world[] = {0, 1, 2}, split[] = {0, 2};
@@ -95,9 +112,7 @@ static int golden(const char *dir, int journal_rank, const char *foreign_job)
     xsf_mpi(f[1], 0, "MPI_Irecv", m);
     m = M(); m.t_begin = L(1, 2200); m.t_end = L(1, 4000); m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
     xsf_mpi(f[1], 0, "MPI_Wait", m);
-    m = M(); m.t_begin = m.t_end = L(1, 3900); m.kind = XSPROF_MPI_COMPLETION; m.flags = XSPROF_MPI_F_RECV;
-    m.request = 11; m.peer = 0; m.tag = 7; m.seq = 1; m.bytes_recv = 100;
-    xsf_mpi(f[1], 0, "MPI_Wait", m);
+    recv_completion(f[1], "MPI_Wait", L(1, 3900), 11, 0, 7, 1, 100);
     m = M(); m.t_begin = L(1, 8000); m.t_end = L(1, 9000); m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN;
     m.coll_seq = 1; m.bytes_sent = m.bytes_recv = 8;
     xsf_mpi(f[1], 0, "MPI_Allreduce", m);
@@ -218,9 +233,7 @@ static int latelr(const char *dir)
     xsf_mpi(f[0], 0, "MPI_Isend", m);
     m = M(); m.t_begin = 200; m.t_end = 2000; m.kind = XSPROF_MPI_WAIT; m.count = 2; m.comm = UINT32_MAX;
     xsf_mpi(f[0], 0, "MPI_Waitall", m);
-    m = M(); m.t_begin = m.t_end = 1500; m.kind = XSPROF_MPI_COMPLETION; m.flags = XSPROF_MPI_F_RECV; m.request = 10;
-    m.peer = 1; m.tag = 1; m.seq = 1; m.bytes_recv = 32;
-    xsf_mpi(f[0], 0, "MPI_Waitall", m);
+    recv_completion(f[0], "MPI_Waitall", 1500, 10, 1, 1, 1, 32);
     m = M(); m.t_begin = m.t_end = 1900; m.kind = XSPROF_MPI_COMPLETION; m.request = 11;
     xsf_mpi(f[0], 0, "MPI_Waitall", m);
     for (int i = 0; i < 3; i++) { /* calls that end before the Isend's receive completes */
@@ -234,9 +247,7 @@ static int latelr(const char *dir)
     xsf_mpi(f[1], 0, "MPI_Irecv", m);
     m = M(); m.t_begin = 5000; m.t_end = 6000; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
     xsf_mpi(f[1], 0, "MPI_Wait", m);
-    m = M(); m.t_begin = m.t_end = 5500; m.kind = XSPROF_MPI_COMPLETION; m.flags = XSPROF_MPI_F_RECV; m.request = 20;
-    m.peer = 0; m.tag = 2; m.seq = 1; m.bytes_recv = 64;
-    xsf_mpi(f[1], 0, "MPI_Wait", m);
+    recv_completion(f[1], "MPI_Wait", 5500, 20, 0, 2, 1, 64);
     xsf_region(f[1], 0, "main", 0, 60, 6500);
     return close2(f);
 }
@@ -428,10 +439,7 @@ static int big_ring(const char *dir, int nranks, long events, int skew)
                 m = M();
                 m.kind = XSPROF_MPI_COMPLETION; m.request = 100; m.t_begin = m.t_end = t + 4700;
                 xsf_mpi(f, 0, "MPI_Waitall", m);
-                m = M();
-                m.kind = XSPROF_MPI_COMPLETION; m.flags = XSPROF_MPI_F_RECV; m.request = 101; m.peer = left; m.tag = 1;
-                m.seq = (uint64_t)s + 1; m.bytes_recv = 4096; m.t_begin = m.t_end = t + 5900;
-                xsf_mpi(f, 0, "MPI_Waitall", m);
+                recv_completion(f, "MPI_Waitall", t + 5900, 101, left, 1, (uint64_t)s + 1, 4096);
             } else {
                 m.kind = XSPROF_MPI_SEND; m.peer = right; m.tag = 1; m.bytes_sent = 4096; m.seq = (uint64_t)s + 1;
                 m.t_begin = t + 4000; m.t_end = t + 4500;

@@ -223,8 +223,7 @@ int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx)
         xsm_wo_ev e;
         xsm_bheap_pop(w->h, &w->nh, sizeof *w->h, &e, ev_less);
         if (!e.check) {
-            int rc = wo_gone(w, e.dst, e.id) && w->q[e.dst].npend > w->q[e.dst].ph ? wo_resolve(w, e.dst, e.e_recv, fn, ctx)
-                                                                                : 0;
+            int rc = wo_gone(w, e.dst, e.id) ? wo_resolve(w, e.dst, e.e_recv, fn, ctx) : 0;
             if (rc)
                 return rc;
             continue;

@@ -360,16 +360,14 @@ static uint64_t xsm_memory_budget(void)
  * 5 M events: 113 and 178 bytes per event; merge/README "Memory bound").
  * Rank files compress 1-4 bytes per event, so their size only tells when a
  * run surely fits; beyond that the tables' lengths are read from the files. */
-static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
+static int xsm_stream_estimate(const xsm_opts *o, uint64_t budget, int procs, FILE *notes)
 {
-    if (o->stream || par->size > 1)
-        return 0;
     xsm_candidate *c = NULL;
     size_t n = 0;
     char err[256];
     if (xsm_read_scan(o->run_dir, &c, &n, err, sizeof err))
         return 0; /* the merge reports it */
-    uint64_t bytes = 0, budget = xsm_memory_budget();
+    uint64_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
         struct stat st;
         if (c[i].h5[0] && stat(c[i].h5, &st) == 0)
@@ -391,10 +389,23 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
     uint64_t sneed = (uint64_t)n * (1u << 19);
     int better = sneed < need;
     if (notes)
-        fprintf(notes, "xsmerge: note: merging %.0f events in memory would take about %.1f GiB (budget %.1f GiB): %s\n",
+        fprintf(notes, "xsmerge: note: merging %.0f events in memory would take about %.1f GiB (budget %.1f GiB%s): %s\n",
                 (double)rows, (double)need / (1u << 30), (double)budget / (1u << 30),
+                procs > 1 ? " per process" : "",
                 !better ? "trying anyway; streaming its rank files would take more" : "streaming");
     return better;
+}
+
+/* Under mpirun every process holds the whole model (par.h), so the
+ * processes of a node share its budget, the least share decides, and
+ * process 0 decides for all (one note, one choice). */
+static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
+{
+    if (o->stream)
+        return 0;
+    uint64_t budget = xsm_par_min_u64(par, xsm_memory_budget() / (uint64_t)xsm_par_node_size(par));
+    int on = par->rank == 0 ? xsm_stream_estimate(o, budget, par->size, notes) : 0;
+    return (int)xsm_par_bcast_i64(par, on);
 }
 
 /* --stream: returns the exit code, or -1 to merge in memory (a note says

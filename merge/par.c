@@ -259,6 +259,27 @@ int64_t xsm_par_bcast_i64(const xsm_par *par, int64_t v)
     return v;
 }
 
+uint64_t xsm_par_min_u64(const xsm_par *par, uint64_t v)
+{
+    uint64_t low = v;
+    if (par->share)
+        xsm_allreduce(&v, &low, 1, MPI_UINT64_T, MPI_MIN);
+    return low;
+}
+
+int xsm_par_node_size(const xsm_par *par)
+{
+    if (!par->share)
+        return 1;
+    MPI_Comm node;
+    int n = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &n);
+        MPI_Comm_free(&node);
+    }
+    return n > 0 ? n : 1;
+}
+
 void xsm_par_barrier(const xsm_par *par)
 {
     if (!par->share)
@@ -305,6 +326,18 @@ int xsm_par_pftrace(const xsm_par *par, const struct xsm_emit *e, const char *di
 {
     (void)par;
     return xsm_emit_pftrace(e, dir, err, errlen);
+}
+
+uint64_t xsm_par_min_u64(const xsm_par *par, uint64_t v)
+{
+    (void)par;
+    return v;
+}
+
+int xsm_par_node_size(const xsm_par *par)
+{
+    (void)par;
+    return 1;
 }
 
 void xsm_par_barrier(const xsm_par *par) { (void)par; }

@@ -486,6 +486,19 @@ def part_rest():
                            capture_output=True, text=True, env=env, timeout=120)
         check(p.returncode != 0 and "rank-00001.h5" in p.stderr and outputs(out) == [],
               "mpirun --stream on a truncated file: the error, no output (%d %s)" % (p.returncode, p.stderr[-500:]))
+        # the memory budget holds under mpirun too (it was not looked at: every
+        # process loaded the whole model): process 0 decides for all, with each
+        # process's share of its node's budget, and says so once
+        ref = merge("bigring", "--outputs", "pftrace")
+        out = os.path.join(base, "mpirun-budget")
+        p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, R["bigring"], "-o", out, "--outputs",
+                            "pftrace"], capture_output=True, text=True, env=dict(env, XSPROF_MERGE_MEMORY_LIMIT="1000"),
+                           timeout=300)
+        said = [l for l in p.stderr.splitlines() if "would take about" in l]
+        check(p.returncode == 0 and len(said) == 1 and said[0].endswith("GiB per process): streaming"),
+              "mpirun -np 2, memory limit: one note, it streams (%d %s)" % (p.returncode, p.stderr[-1000:]))
+        d = first_diff(os.path.join(ref[3], "trace.pftrace"), os.path.join(out, "trace.pftrace"))
+        check(d is None, "mpirun -np 2, memory limit: trace.pftrace differs from the serial one at %s" % d)
     else:
         print("merge_stream: no MPIEXEC, mpirun case not run")
 

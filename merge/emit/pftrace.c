@@ -1,8 +1,15 @@
 /* merge/emit/pftrace.c — trace.pftrace, a Perfetto protobuf Trace (a
  * stream of TracePacket) written with the encoder in pb.h.
  *
- * Layout: one packet sequence (trusted_packet_sequence_id 1) whose first
- * packet clears incremental state; TrackDescriptors for every rank
+ * Layout: one packet sequence per rank (trusted_packet_sequence_id rank +
+ * 1) whose first packet clears incremental state and sets the sequence's
+ * defaults: timestamps on clock 64, incremental (each packet's timestamp is
+ * its distance from the previous one's, 1-3 bytes instead of 4-8; a clock
+ * snapshot ties it to BOOTTIME, the trace clock, at 0), and the rank's
+ * first thread as the track of events that name none (most of them). A
+ * packet earlier than the previous one (never in time order, kept for
+ * damaged rows) carries an absolute BOOTTIME timestamp, which leaves the
+ * incremental clock alone. Then TrackDescriptors for every rank
  * (process "rank N (host)", pid N+1 because Perfetto reserves pid 0), thread,
  * GPU (device, stream), counter and memory track; then TrackEvents in time
  * order: SLICE_BEGIN/SLICE_END for regions, MPI calls and GPU activity,
@@ -34,7 +41,20 @@ enum {
     PB_PKT_TRACK_EVENT = 11,
     PB_PKT_INTERNED = 12,
     PB_PKT_SEQ_FLAGS = 13,
+    PB_PKT_CLOCK_SNAPSHOT = 6,
+    PB_PKT_TS_CLOCK = 58,
+    PB_PKT_DEFAULTS = 59,
     PB_PKT_TRACK_DESC = 60,
+    /* TracePacketDefaults, TrackEventDefaults, ClockSnapshot(.Clock) */
+    PB_DEF_TS_CLOCK = 58,
+    PB_DEF_TRACK_EVENT = 11,
+    PB_TED_TRACK = 11,
+    PB_CS_CLOCK = 1,
+    PB_CLK_ID = 1,
+    PB_CLK_TS = 2,
+    PB_CLK_INCREMENTAL = 3,
+    PF_CLOCK_BOOTTIME = 6,
+    PF_CLOCK_DELTA = 64, /* first sequence-scoped clock id */
     SEQ_CLEARED = 1,
     SEQ_NEEDS = 2,
     /* TrackDescriptor */
@@ -117,6 +137,8 @@ typedef struct xsm_pf {
     xsm_pend *heap;
     size_t nheap, capheap;
     uint64_t seq;
+    int64_t last_t;     /* the incremental clock's value: the last packet's time */
+    uint64_t def_track; /* the sequence's default track (0: none) */
     uint32_t recv_name; /* global id of "recv" */
     double *memtot; /* running memory totals of the rank, per device */
 } xsm_pf;
@@ -229,9 +251,15 @@ static int xsm_pf_use_comm(xsm_pf *pf, uint32_t comm)
 static size_t xsm_pf_event_begin(xsm_pf *pf, int64_t t)
 {
     xsm_out *p = xsm_pf_packet_begin(pf);
-    uint8_t *w = xsm_pb_room(p, 32);
+    uint8_t *w = xsm_pb_room(p, 40);
     if (w) {
-        w = xsm_pb_w_uint(w, PB_PKT_TIMESTAMP, (uint64_t)t);
+        if (t >= pf->last_t) {
+            w = xsm_pb_w_uint(w, PB_PKT_TIMESTAMP, (uint64_t)(t - pf->last_t));
+            pf->last_t = t;
+        } else {
+            w = xsm_pb_w_uint(w, PB_PKT_TIMESTAMP, (uint64_t)t);
+            w = xsm_pb_w_uint(w, PB_PKT_TS_CLOCK, PF_CLOCK_BOOTTIME);
+        }
         w = xsm_pb_w_uint(w, PB_PKT_SEQ_ID, pf->seq_id);
         w = xsm_pb_w_uint(w, PB_PKT_SEQ_FLAGS, SEQ_NEEDS);
         xsm_pb_commit(p, w);
@@ -314,10 +342,34 @@ static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
     const xsm_erank *er = &e->ranks[r];
     xsm_out *p = &pf->o;
     char buf[512];
+    /* the defaults go with the clearing packet: clearing drops them */
+    pf->def_track = er->ntids ? xsm_uuid_thread(er, 0) : 0;
     xsm_pf_packet_begin(pf);
     xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
     xsm_pb_uint(p, PB_PKT_SEQ_FLAGS, SEQ_CLEARED);
+    size_t df = xsm_pb_begin(p, PB_PKT_DEFAULTS);
+    xsm_pb_uint(p, PB_DEF_TS_CLOCK, PF_CLOCK_DELTA);
+    if (pf->def_track) {
+        size_t ted = xsm_pb_begin(p, PB_DEF_TRACK_EVENT);
+        xsm_pb_uint(p, PB_TED_TRACK, pf->def_track);
+        xsm_pb_end(p, ted);
+    }
+    xsm_pb_end(p, df);
     xsm_pf_flush_packet(pf);
+    xsm_pf_packet_begin(pf);
+    xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
+    size_t cs = xsm_pb_begin(p, PB_PKT_CLOCK_SNAPSHOT);
+    for (int k = 0; k < 2; k++) {
+        size_t c = xsm_pb_begin(p, PB_CS_CLOCK);
+        xsm_pb_uint(p, PB_CLK_ID, k ? PF_CLOCK_BOOTTIME : PF_CLOCK_DELTA);
+        xsm_pb_uint(p, PB_CLK_TS, 0);
+        if (!k)
+            xsm_pb_uint(p, PB_CLK_INCREMENTAL, 1);
+        xsm_pb_end(p, c);
+    }
+    xsm_pb_end(p, cs);
+    xsm_pf_flush_packet(pf);
+    pf->last_t = 0;
     /* synthetic tids, unique in the trace: Perfetto keys threads by tid */
     uint64_t tid = 1000000 + er->track_base;
     snprintf(buf, sizeof buf, "rank %zu (%s)", r, run->ranks[r].d.host);
@@ -382,6 +434,12 @@ static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
     }
 }
 
+/* An event's track: left out when it is the sequence's default. */
+static uint8_t *xsm_pf_w_track(const xsm_pf *pf, uint8_t *w, uint64_t track)
+{
+    return track == pf->def_track ? w : xsm_pb_w_uint(w, PB_TE_TRACK, track);
+}
+
 /* Emit pending ends/termini due before an event at time t (all if t is INT64_MAX). */
 static void xsm_pf_drain(xsm_pf *pf, int64_t t, int inclusive_termini)
 {
@@ -398,7 +456,7 @@ static void xsm_pf_drain(xsm_pf *pf, int64_t t, int inclusive_termini)
             uint8_t *w = xsm_pb_room(&pf->o, 48);
             if (w) {
                 w = xsm_pb_w_uint(w, PB_TE_TYPE, TE_INSTANT);
-                w = xsm_pb_w_uint(w, PB_TE_TRACK, p.track);
+                w = xsm_pf_w_track(pf, w, p.track);
                 w = xsm_pb_w_uint(w, PB_TE_NAME_IID, pf->recv_name + 1u);
                 xsm_pb_commit(&pf->o, xsm_pb_w_fixed64(w, PB_TE_TFLOW, p.flow));
             }
@@ -406,7 +464,7 @@ static void xsm_pf_drain(xsm_pf *pf, int64_t t, int inclusive_termini)
             uint8_t *w = xsm_pb_room(&pf->o, 16);
             if (w) {
                 w = xsm_pb_w_uint(w, PB_TE_TYPE, TE_END);
-                xsm_pb_commit(&pf->o, xsm_pb_w_uint(w, PB_TE_TRACK, p.track));
+                xsm_pb_commit(&pf->o, xsm_pf_w_track(pf, w, p.track));
             }
         }
         xsm_pf_event_end(pf, te);
@@ -421,7 +479,7 @@ static int xsm_pf_slice(xsm_pf *pf, uint64_t track, int64_t t_end, size_t *te_ou
     uint8_t *w = xsm_pb_room(&pf->o, 40);
     if (w) {
         w = xsm_pb_w_uint(w, PB_TE_TYPE, TE_BEGIN);
-        w = xsm_pb_w_uint(w, PB_TE_TRACK, track);
+        w = xsm_pf_w_track(pf, w, track);
         w = xsm_pb_w_uint(w, PB_TE_NAME_IID, name + 1u);
         xsm_pb_commit(&pf->o, xsm_pb_w_uint(w, PB_TE_CATEGORY_IIDS, (uint64_t)cat + 1u));
     }
@@ -558,8 +616,10 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         uint32_t name = xsm_emit_gid(e, r, in->name);
         xsm_pf_use_name(pf, name);
         te = xsm_pf_event_begin(pf, in->t);
-        xsm_pb_uint(p, PB_TE_TYPE, TE_INSTANT);
-        xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_thread(er, xsm_emit_tid_index(er, in->thread)));
+        uint8_t *w = xsm_pb_room(p, 16);
+        if (w)
+            xsm_pb_commit(p, xsm_pf_w_track(pf, xsm_pb_w_uint(w, PB_TE_TYPE, TE_INSTANT),
+                                            xsm_uuid_thread(er, xsm_emit_tid_index(er, in->thread))));
         xsm_pb_uint(p, PB_TE_NAME_IID, name + 1u);
         xsm_pf_event_end(pf, te);
         return 0;

@@ -3,6 +3,7 @@ published field numbers) and holds: a process track per rank named
 "rank N (host)", thread tracks, GPU stream and counter tracks, interned
 names for every event, balanced slices per track, and one flow per matched
 message (flow_ids on the send, terminating_flow_ids on the receive)."""
+import json
 import os
 import re
 import subprocess
@@ -44,6 +45,65 @@ def field(block, name):
     return re.findall(r"^\s*%s: (.*)$" % name, block, re.M)
 
 
+def times(pk):
+    """Absolute time of every packet (None without one): each sequence's
+    defaults put its timestamps on clock 64, incremental from the clock
+    snapshot's value; an explicit timestamp_clock_id 6 (BOOTTIME) is absolute
+    and leaves clock 64 alone. Also checks that every sequence sets that up
+    before its first timed packet."""
+    out, last, delta = [], {}, {}
+    for p in pk:
+        seq = int(field(p, "  trusted_packet_sequence_id")[0])
+        if field(p, "    timestamp_clock_id"):
+            delta[seq] = field(p, "    timestamp_clock_id")[0] == "64"
+        m = re.search(r"clocks \{\s*clock_id: 64\s*timestamp: (\d+)\s*is_incremental: true", p)
+        if m:
+            last[seq] = int(m.group(1))
+        ts = field(p, "  timestamp")
+        if not ts:
+            out.append(None)
+            continue
+        if field(p, "  timestamp_clock_id") == ["6"]:
+            out.append(int(ts[0]))
+            continue
+        check(delta.get(seq) and seq in last, "sequence %d: clock 64 set up before its first timed packet" % seq)
+        last[seq] = last.get(seq, 0) + int(ts[0])
+        out.append(last[seq])
+    return out
+
+
+def slices(pk, ts):
+    """(pid, name, begin ns, end ns) of every slice: begins and ends paired per
+    track (a track_uuid left out is the sequence's default)."""
+    default, pid_of, iids, stack, out = {}, {}, {}, {}, []
+    for p in pk:
+        for m in re.finditer(r"event_names \{\s*iid: (\d+)\s*name: \"([^\"]*)\"", p):
+            iids[int(m.group(1))] = m.group(2)
+    for p, t in zip(pk, ts):
+        seq = int(field(p, "  trusted_packet_sequence_id")[0])
+        d = field(p, "      track_uuid")
+        if "trace_packet_defaults" in p and d:
+            default[seq] = int(d[0])
+        if "track_descriptor" in p:
+            uuid = int(field(p, "    uuid")[0])
+            pid = field(p, "      pid")
+            parent = field(p, "    parent_uuid")
+            pid_of[uuid] = int(pid[0]) if pid else pid_of.get(int(parent[0])) if parent else None
+        if not re.search(r"^  track_event \{", p, re.M):
+            continue
+        tr = field(p, "    track_uuid")
+        track = int(tr[0]) if tr else default.get(seq)
+        kind = field(p, "    type")[0]
+        if kind == "TYPE_SLICE_BEGIN":
+            stack.setdefault(track, []).append((iids[int(field(p, "    name_iid")[0])], t))
+        elif kind == "TYPE_SLICE_END":
+            check(stack.get(track), "track %s: an end without a begin" % track)
+            name, b = stack[track].pop()
+            out.append((pid_of.get(track), name, b, t))
+    check(not any(stack.values()), "every slice ends")
+    return sorted(out)
+
+
 for kind in ("golden", "gpu"):
     run = make_run(maker, kind, os.path.join(base, kind))
     out = os.path.join(base, kind + "-out")
@@ -73,6 +133,16 @@ for kind in ("golden", "gpu"):
     begins = sum(p.count("TYPE_SLICE_BEGIN") for p in pk)
     ends = sum(p.count("TYPE_SLICE_END") for p in pk)
     check(begins == ends and begins > 0, "%s: slices balanced (%d/%d)" % (kind, begins, ends))
+    # the same slices at the same times as trace.json (pid = rank + 1 there)
+    ts = times(pk)
+    with open(os.path.join(out, "trace.json")) as f:
+        js = json.load(f)["traceEvents"]
+    want = sorted((e["pid"] + 1, e["name"], round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
+                  for e in js if e["ph"] == "X")
+    got = slices(pk, ts)
+    check(got == want and len(got) > 5, "%s: %d slices, trace.json's %d, differ at %s" %
+          (kind, len(got), len(want), next((a, b) for a, b in zip(got + [None], want + [None]) if a != b)
+          if got != want else None))
     flows = [int(x) for p in pk for x in field(p, "    flow_ids")]
     term = [int(x) for p in pk for x in field(p, "    terminating_flow_ids")]
     if kind == "golden":
@@ -82,12 +152,11 @@ for kind in ("golden", "gpu"):
         check(sorted(flows) == [1, 2, 3] and sorted(term) == [1, 2, 3], "flows 1..3 start and end (%s %s)" % (flows, term))
         # each flow starts (in time) before it ends
         t_of = {}
-        for p in pk:
-            ts = field(p, "timestamp")
+        for p, t in zip(pk, ts):
             for x in field(p, "    flow_ids"):
-                t_of.setdefault(int(x), [None, None])[0] = int(ts[0])
+                t_of.setdefault(int(x), [None, None])[0] = t
             for x in field(p, "    terminating_flow_ids"):
-                t_of.setdefault(int(x), [None, None])[1] = int(ts[0])
+                t_of.setdefault(int(x), [None, None])[1] = t
         check(all(a <= b for a, b in t_of.values()), "flows go forward in time %s" % t_of)
         check("MPI_Allreduce" in iids.values() and "MPI_Bcast" in iids.values(), "MPI names interned")
         check(re.search(r'debug_annotation_string_values \{\s*iid: \d+\s*str: "split\(0\) \(1\)"', text) is not None,

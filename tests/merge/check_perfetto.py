@@ -104,7 +104,7 @@ def slices(pk, ts):
     return sorted(out)
 
 
-for kind in ("golden", "gpu"):
+for kind in ("golden", "gpu", "backrecv"):
     run = make_run(maker, kind, os.path.join(base, kind))
     out = os.path.join(base, kind + "-out")
     rc, so, se = xsmerge(run, "-o", out, "-q")
@@ -140,7 +140,7 @@ for kind in ("golden", "gpu"):
     want = sorted((e["pid"] + 1, e["name"], round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
                   for e in js if e["ph"] == "X")
     got = slices(pk, ts)
-    check(got == want and len(got) > 5, "%s: %d slices, trace.json's %d, differ at %s" %
+    check(got == want and len(got) >= 5, "%s: %d slices, trace.json's %d, differ at %s" %
           (kind, len(got), len(want), next((a, b) for a, b in zip(got + [None], want + [None]) if a != b)
           if got != want else None))
     flows = [int(x) for p in pk for x in field(p, "    flow_ids")]
@@ -163,6 +163,13 @@ for kind in ("golden", "gpu"):
               "communicator annotation interned")
         check("string_value_iid:" in text, "communicator annotation refers to it")
         check(re.search(r"name_iid: (\d+)\s*int_value: 7", text) is not None, "tag annotation")
+    elif kind == "backrecv":
+        # the Recv ends (300 local, 250 merged) before it begins (350): its
+        # "recv" instant comes after the slice's begin in the file, so it
+        # carries an absolute BOOTTIME timestamp and the deltas go on
+        term_t = [t for p, t in zip(pk, ts) if field(p, "    terminating_flow_ids")]
+        check("timestamp_clock_id: 6" in text and term_t == [250] and flows == [1],
+              "backrecv: the early terminus is absolute, at 250 (%s)" % term_t)
     else:
         check("GPU 0 stream 7" in names, "GPU stream track")
         check("cycles" in names and "memory (host)" in names and "memory (GPU 0)" in names, "counter tracks")

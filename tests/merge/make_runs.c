@@ -252,6 +252,26 @@ static int latelr(const char *dir)
     return close2(f);
 }
 
+/* A damaged receive: an MPI_Recv that ends before it begins, so
+ * trace.pftrace's "recv" instant (at the receive's end) comes after a later
+ * packet of its rank. */
+static int backrecv(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    xsprof_rec_mpi m;
+    m = M(); m.t_begin = 100; m.t_end = 150; m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 1; m.bytes_sent = 8; m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Send", m);
+    xsf_region(f[0], 0, "main", 0, 50, 1000);
+    m = M(); m.t_begin = 400; m.t_end = 300; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 1; m.bytes_recv = 8; m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Recv", m);
+    m = M(); m.t_begin = 500; m.t_end = 600; m.kind = XSPROF_MPI_OTHER;
+    xsf_mpi(f[1], 0, "MPI_Comm_rank", m);
+    xsf_region(f[1], 0, "main", 0, 60, 1000);
+    return close2(f);
+}
+
 /* Rank 0 sends a message rank 1 never receives (tag 8); then, `steps`
  * times, rank 1 receives tag 1 late from rank 0 (a Late Sender): no message
  * sent before that receive is received after it, so it is no Wrong Order.
@@ -620,7 +640,7 @@ static int mpithreads(const char *dir, int n)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|latelr|unrecv|gpu|gpumpi|empty|deep|icoll|icoll_late|zerocoll|mpithreads|mpithreads_far|big|bigskew DIR [NRANKS EVENTS]\n");
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|latelr|backrecv|unrecv|gpu|gpumpi|empty|deep|icoll|icoll_late|zerocoll|mpithreads|mpithreads_far|big|bigskew DIR [NRANKS EVENTS]\n");
         return 2;
     }
     const char *kind = argv[1], *dir = argv[2];
@@ -630,6 +650,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "foreign")) return golden(dir, -1, "job-other");
     if (!strcmp(kind, "skew")) return skew(dir);
     if (!strcmp(kind, "latelr")) return latelr(dir);
+    if (!strcmp(kind, "backrecv")) return backrecv(dir);
     if (!strcmp(kind, "unrecv")) return unrecv(dir, argc >= 4 ? atoi(argv[3]) : 1);
     if (!strcmp(kind, "gpu")) return gpu(dir);
     if (!strcmp(kind, "gpumpi")) return gpumpi(dir);

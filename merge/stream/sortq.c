@@ -98,9 +98,12 @@ const void *xsm_sheap_pop(xsm_sheap *h, xsm_skey *k)
         *k = h->fkey[h->fhead];
         if (h->slot)
             s = h->fslot[h->fhead];
-        if (++h->fhead == h->window + 1)
-            h->fhead = 0;
         h->fn--;
+        /* emptied: start again at the front, so that a FIFO holding a few
+         * rows at a time touches a few cache lines and pages, not its whole
+         * ring of window + 1 keys */
+        if (++h->fhead == h->window + 1 || !h->fn)
+            h->fhead = 0;
     } else {
         *k = h->key[0];
         if (h->slot)

@@ -14,9 +14,9 @@
 
 /* ---- tab.c: rows of one table, a chunk at a time ----------------------- */
 
-/* Rows of one event table of one rank: read from its rank file through a
- * two-chunk cache, or straight from memory (a rank recovered from its
- * journal is loaded whole). */
+/* Rows of one event table of one rank: read from its rank file a chunk at
+ * a time (two for the arguments), or straight from memory (a rank
+ * recovered from its journal is loaded whole). */
 typedef struct xsm_prefetch xsm_prefetch;
 
 typedef struct xsm_tab {
@@ -31,6 +31,7 @@ typedef struct xsm_tab {
     uint64_t first[2];
     size_t cnt[2];
     int victim;                /* slot the next load replaces */
+    int two;                   /* keeps two chunks (the arguments); else one: rows read in order */
     char err[1024];            /* set when a read failed */
     /* read-ahead (xsm_tab_prefetch): the chunk after the last one loaded is
      * decoded by the worker into pbuf; state under the worker's lock */
@@ -55,8 +56,8 @@ void xsm_tab_unprefetch(xsm_tab *tab);
 /* Rows of table t of a rank: from rf when it streams t, else from d. */
 int xsm_tab_open(xsm_tab *tab, xsprof_rankfile *rf, const xsprof_rank_data *d, int t);
 void xsm_tab_close(xsm_tab *tab);
-/* Row i (i < tab->n), valid until the second next call; NULL when the read
- * failed (tab->err says why). */
+/* Row i (i < tab->n), valid until the next call (the second next for the
+ * arguments); NULL when the read failed (tab->err says why). */
 const void *xsm_tab_row(xsm_tab *tab, uint64_t i);
 
 /* ---- sortq.c: rows in time order with a bounded window ------------------ */

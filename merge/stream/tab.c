@@ -1,7 +1,8 @@
-/* merge/stream/tab.c — rows of one table through a two-chunk cache (see
- * internal.h). Two chunks, because a reorder window reaches back at most
- * one chunk behind the row being read, and a region's arguments sit next
- * to it. */
+/* merge/stream/tab.c — rows of one table through a chunk cache (see
+ * internal.h). Event tables are read in order and every row is copied
+ * before the next is asked for, so one decoded chunk (and the one read
+ * ahead) is all they hold; the arguments are read region by region, whose
+ * order is not theirs, so they keep two. */
 #include "merge/stream/internal.h"
 
 #include <pthread.h>
@@ -44,7 +45,8 @@ int xsm_tab_open(xsm_tab *tab, xsprof_rankfile *rf, const xsprof_rank_data *d, i
         tab->chunk = xsprof_rankfile_table_chunk(rf, (enum xsprof_io_table)t);
         if (!tab->chunk)
             tab->chunk = 1;
-        for (int k = 0; k < 2; k++)
+        tab->two = t == XSPROF_IO_T_ARGS;
+        for (int k = 0; k < 1 + tab->two; k++)
             if (!(tab->buf[k] = malloc(tab->chunk * tab->size)))
                 return -1;
         return 0;
@@ -199,7 +201,7 @@ const void *xsm_tab_row(xsm_tab *tab, uint64_t i)
             tab->pbuf = b;
             tab->first[k] = first;
             tab->cnt[k] = cnt;
-            tab->victim = !k;
+            tab->victim = tab->two && !k;
             if (first + cnt < tab->n)
                 xsm_tab_ask(tab, first + cnt);
             return tab->buf[k] + (i - first) * tab->size;
@@ -215,7 +217,7 @@ const void *xsm_tab_row(xsm_tab *tab, uint64_t i)
     }
     tab->first[k] = first;
     tab->cnt[k] = cnt;
-    tab->victim = !k;
+    tab->victim = tab->two && !k;
     if (tab->pf && first + cnt < tab->n)
         xsm_tab_ask(tab, first + cnt);
     return tab->buf[k] + (i - first) * tab->size;

@@ -70,8 +70,9 @@ static const char xsm_usage[] =
     "environment: the XSPROF_* variables are listed in one table in README.md.\n"
     "xsmerge itself reads XSPROF_MERGE_JSON_PART_MB (trace.json part size,\n"
     "default 256), XSPROF_MERGE_H5_DEFLATE (merged.h5's deflate level 1-9,\n"
-    "default 1; 0 stores its tables uncompressed) and XSPROF_MERGE_TIMES=1\n"
-    "(print the time of each phase).\n"
+    "default 1; 0 stores its tables uncompressed), XSPROF_MERGE_UI_MB (size of\n"
+    "trace.pftrace above which a note says how to open it, default 512) and\n"
+    "XSPROF_MERGE_TIMES=1 (print the time of each phase).\n"
     "\n"
     "exit codes: 0 ok, 1 bad input or failure, 3 regression found (--baseline).\n";
 
@@ -352,6 +353,26 @@ static uint64_t xsm_memory_budget(void)
     return (uint64_t)kb * 1024 / 2;
 }
 
+/* A browser gives the Perfetto UI about 2 GB, and its trace processor
+ * takes 2-4x the file's size (perfetto.dev/docs/visualization/large-traces):
+ * past XSPROF_MERGE_UI_MB (default 512) say how to open the trace. */
+static void xsm_note_large_trace(const char *out_dir, FILE *notes)
+{
+    char path[8300];
+    struct stat st;
+    const char *v = getenv("XSPROF_MERGE_UI_MB");
+    double mb = v && *v ? strtod(v, NULL) : 512;
+    snprintf(path, sizeof path, "%s/trace.pftrace", out_dir);
+    if (!notes || stat(path, &st) != 0 || (double)st.st_size <= mb * (1 << 20))
+        return;
+    double size = (double)st.st_size;
+    fprintf(notes,
+            "xsmerge: note: %s is %.*f %s, likely more than the Perfetto UI can load in a browser (about 2 GB of "
+            "memory, 2-4x the file): open it with `trace_processor --httpd %s` and https://ui.perfetto.dev "
+            "(https://perfetto.dev/docs/visualization/large-traces), or merge a part with --from/--to/--ranks\n",
+            path, size < 1e9 ? 0 : 1, size < 1e9 ? size / 1e6 : size / 1e9, size < 1e9 ? "MB" : "GB", path);
+}
+
 /* When only streamable products are asked for and the model of the run
  * would not fit the memory budget, stream instead (with a note). The model
  * holds every row as io/format.h lays it out plus, per event, about 45
@@ -465,6 +486,7 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
         fprintf(stderr, "xsmerge: %zu ranks, %llu messages, %llu collectives; clock violations %llu -> %llu; wrote %s\n",
                 sum.nranks, (unsigned long long)sum.nmsgs, (unsigned long long)sum.ncolls,
                 (unsigned long long)sum.violations_before, (unsigned long long)sum.violations_after, o->out_dir);
+    xsm_note_large_trace(o->out_dir, notes);
     return sum.report_rc;
 }
 
@@ -702,6 +724,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "xsmerge: %zu ranks, %zu messages, %zu collectives; clock violations %llu -> %llu; wrote %s\n",
                     run.nranks, run.nmsgs, run.ncolls, (unsigned long long)run.clock.violations_before,
                     (unsigned long long)run.clock.violations_after, o.out_dir);
+            xsm_note_large_trace(o.out_dir, notes);
         }
     }
     xsm_run_free(&run);

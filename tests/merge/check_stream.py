@@ -455,6 +455,19 @@ def part_rest():
     check(first_diff(os.path.join(ref[3], "trace.pftrace"), os.path.join(got[3], "trace.pftrace")) is None,
           "XSPROF_MERGE_TIMES=1 --stream: same trace.pftrace")
 
+    # a trace.pftrace past XSPROF_MERGE_UI_MB gets one note on how to open it
+    # (merged in memory and streamed); below it, or with -q, none
+    for extra in ((), ("--stream",)):
+        for mb, quiet, said in (("0.01", False, True), (None, False, False), ("0.01", True, False)):
+            got = merge("ring", "--outputs", "pftrace", *(extra + (("-q",) if quiet else ())),
+                        env={"XSPROF_MERGE_UI_MB": mb} if mb else None)
+            big = [l for l in got[2] if "trace_processor --httpd" in l]
+            want = "OUT/trace.pftrace"  # lines() names the output directory OUT
+            check(got[0] == 0 and len(big) == (1 if said else 0) and
+                  (not said or big[0].startswith("xsmerge: note: %s is " % want) and "large-traces" in big[0]),
+                  "ring %s, XSPROF_MERGE_UI_MB %s%s: %s the note: %s" %
+                  (" ".join(extra), mb, " -q" if quiet else "", "one" if said else "no", got[2]))
+
     # under mpirun, --stream streams too: every process reads every file in
     # pass 1, trace.pftrace is divided among the processes, process 0 writes
     # trace.json; the files are the serial ones

@@ -379,6 +379,7 @@ typedef struct xsm_ssrc {
     xsm_srank *sr;
     xsm_clk clk;
     xsm_sq q[XSM_EV_N];
+    unsigned live;    /* bit k: q[k] may still give a row (most ranks use two or three kinds) */
     xsm_tab args;
     xsprof_io_arg *argbuf;
     size_t capargs;
@@ -612,6 +613,8 @@ static void *xsm_ssrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen
         q->kind = k;
         q->out = &x->sr->out[k];
         bad = xsm_tab_open(&q->tab, x->sr->rf, d, xsm_kind_table[k]) || xsm_sheap_init(&q->h, xsm_window_for(s->window, q->tab.n), q->tab.size);
+        if (q->tab.n || q->out->n)
+            x->live |= 1u << k;
     }
     if (!bad && x->sr->nspill) {
         x->spill = fopen(x->sr->spill_path, "rb");
@@ -640,12 +643,13 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
 {
     xsm_ssrc *x = src;
     int best = -1;
-    for (int k = 0; k < XSM_EV_N; k++) {
+    for (unsigned live = x->live; live; live &= live - 1) {
+        int k = __builtin_ctz(live);
         xsm_sq *q = &x->q[k];
-        if (x->analysis && k != XSM_EV_REGION && k != XSM_EV_MPI && (x->analysis == 2 || (k != XSM_EV_GPU && k != XSM_EV_MEM)))
-            continue;
         if (xsm_sq_peek(x, q))
             return -1;
+        if (!q->has && q->next >= q->tab.n && q->oi >= q->out->n)
+            x->live &= ~(1u << k); /* read and given out: never again */
         if (q->has && (best < 0 || q->cand.t < x->q[best].cand.t))
             best = k; /* equal times: the lower kind, as xsm_iter */
     }
@@ -711,8 +715,11 @@ const xsm_src_ops xsm_ssrc_ops = {xsm_ssrc_open, xsm_ssrc_next, xsm_ssrc_close};
 static void *xsm_ssrc_open_mode(const xsm_emit *e, size_t r, char *err, size_t errlen, int mode)
 {
     xsm_ssrc *x = xsm_ssrc_open(e, r, err, errlen);
-    if (x)
+    if (x) {
         x->analysis = mode;
+        /* the analysis reads regions, MPI, GPU and memory; the frames regions and MPI */
+        x->live &= 1u << XSM_EV_REGION | 1u << XSM_EV_MPI | (mode == 1 ? 1u << XSM_EV_GPU | 1u << XSM_EV_MEM : 0);
+    }
     return x;
 }
 

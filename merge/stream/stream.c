@@ -983,7 +983,9 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     }
     if (!rc && rstart)
         rc = xsm_err_set(err, errlen, "%s", rerr);
-    if (!rc && (what & XSM_STREAM_JSON) && (!par || par->rank == 0)) {
+    /* as in memory: trace.json on the last process, merged.h5 and the
+     * reports on process 0, so that two processes write them side by side */
+    if (!rc && (what & XSM_STREAM_JSON) && (!par || par->rank == par->size - 1)) {
         rc = xsm_emit_json(&e, dir, err, errlen) ? 1 : 0;
         xsm_progress_mark("trace.json");
     }

@@ -42,8 +42,9 @@ struct xsm_par;
 struct xsm_report_opts;
 /* par (NULL: serial): in collective mode every process reads every file
  * in pass 1 (the same results everywhere), trace.pftrace is divided among
- * the processes as in the in-memory collective mode and process 0 writes
- * trace.json. The return code is the same on every process. */
+ * the processes as in the in-memory collective mode, the last process
+ * writes trace.json and process 0 merged.h5 and the reports. The return
+ * code is the same on every process. */
 int xsm_stream_merge(const char *run_dir, const xsm_load_opts *opts, const char *dir, FILE *notes, int threads,
                      int what, const struct xsm_par *par, const struct xsm_report_opts *ro, xsm_stream_summary *sum,
                      char *err, size_t errlen);

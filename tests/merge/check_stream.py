@@ -469,8 +469,8 @@ def part_rest():
                   (" ".join(extra), mb, " -q" if quiet else "", "one" if said else "no", got[2]))
 
     # under mpirun, --stream streams too: every process reads every file in
-    # pass 1, trace.pftrace is divided among the processes, process 0 writes
-    # trace.json; the files are the serial ones
+    # pass 1, trace.pftrace is divided among the processes, the last one
+    # writes trace.json, process 0 merged.h5; the files are the serial ones
     mpiexec, env = mpirun_env()
     if mpiexec:
         for run, np_, expect, extra in (("ring", 2, "stream", ()), ("golden", 3, "stream", ()), ("skew", 2, "stream", ()),

@@ -424,7 +424,7 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
 {
     if (o->stream)
         return 0;
-    uint64_t budget = xsm_par_min_u64(par, xsm_memory_budget() / (uint64_t)xsm_par_node_size(par));
+    uint64_t budget = xsm_par_min_u64(par, xsm_memory_budget() / (uint64_t)par->local);
     int on = par->rank == 0 ? xsm_stream_estimate(o, budget, par->size, notes) : 0;
     return (int)xsm_par_bcast_i64(par, on);
 }
@@ -451,7 +451,7 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
     xsm_report_opts ro = o->report;
     ro.summary = o->report.quiet ? NULL : stdout;
     ro.keep = NULL;
-    int mine = xsm_stream_merge(o->run_dir, &o->load, staging, notes, xsm_cpu_share(par->size), what,
+    int mine = xsm_stream_merge(o->run_dir, &o->load, staging, notes, xsm_cpu_share(par->local), what,
                                 par->share ? par : NULL, &ro, &sum, err, errlen);
     rc = xsm_par_agree(par, mine, 1, &first); /* the same everywhere */
     if (rc == 2) {
@@ -646,7 +646,7 @@ int main(int argc, char **argv)
     /* the report works on the run itself: no trace preparation for it alone */
     if (o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_H5))
         rc = xsm_emit_init(&e, &run, order, err, sizeof err);
-    e.threads = xsm_cpu_share(par.size);
+    e.threads = xsm_cpu_share(par.local);
     xsm_malloc_reuse(0);
     free(order);
     xsm_progress_mark("emit-init");

@@ -174,13 +174,20 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
 int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errlen)
 {
     memset(par, 0, sizeof *par);
-    par->size = 1;
+    par->size = par->local = 1;
     if (!xsm_par_launched())
         return 0;
     if (MPI_Init(argc, argv) != MPI_SUCCESS)
         return xsm_err_set(err, errlen, "xsmerge: MPI_Init failed in collective mode");
     MPI_Comm_rank(MPI_COMM_WORLD, &par->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &par->size);
+    MPI_Comm node; /* the processes that share this node's cores and memory */
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &par->local);
+        MPI_Comm_free(&node);
+    }
+    if (par->local < 1)
+        par->local = 1;
     par->share = xsm_par_share;
     par->ctx = par;
     return 0;
@@ -267,19 +274,6 @@ uint64_t xsm_par_min_u64(const xsm_par *par, uint64_t v)
     return low;
 }
 
-int xsm_par_node_size(const xsm_par *par)
-{
-    if (!par->share)
-        return 1;
-    MPI_Comm node;
-    int n = 1;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-        MPI_Comm_size(node, &n);
-        MPI_Comm_free(&node);
-    }
-    return n > 0 ? n : 1;
-}
-
 void xsm_par_barrier(const xsm_par *par)
 {
     if (!par->share)
@@ -304,7 +298,7 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
     (void)err;
     (void)errlen;
     memset(par, 0, sizeof *par);
-    par->size = 1;
+    par->size = par->local = 1;
     return 0;
 }
 
@@ -332,12 +326,6 @@ uint64_t xsm_par_min_u64(const xsm_par *par, uint64_t v)
 {
     (void)par;
     return v;
-}
-
-int xsm_par_node_size(const xsm_par *par)
-{
-    (void)par;
-    return 1;
 }
 
 void xsm_par_barrier(const xsm_par *par) { (void)par; }

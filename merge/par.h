@@ -27,8 +27,6 @@ int xsm_par_pftrace(const xsm_par *par, const struct xsm_emit *e, const char *di
 int64_t xsm_par_bcast_i64(const xsm_par *par, int64_t v);
 /* The least v of all processes. Collective. */
 uint64_t xsm_par_min_u64(const xsm_par *par, uint64_t v);
-/* How many of the processes share this one's node (1 when serial). Collective. */
-int xsm_par_node_size(const xsm_par *par);
 void xsm_par_barrier(const xsm_par *par);
 void xsm_par_end(const xsm_par *par);
 

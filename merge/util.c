@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -599,10 +600,13 @@ int xsm_pwrite_full(int fd, const void *buf, size_t n, off_t at)
     return 0;
 }
 
-int xsm_cpu_share(int procs)
+int xsm_cpu_share(int local)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    long t = cpus < 1 ? 1 : cpus / (procs < 1 ? 1 : procs);
+    long t = cpus < 1 ? 1 : cpus / (local < 1 ? 1 : local);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < t)
+        t = CPU_COUNT(&set);
     return t < 1 ? 1 : t > 8 ? 8 : (int)t;
 }
 

@@ -120,9 +120,11 @@ void xsm_path(char *buf, size_t n, const char *dir, const char *name);
  * else reads and writes). Returns 0, or -1 with errno set. */
 int xsm_copy_range(int fd_in, int64_t in_off, int fd_out, int64_t out_off, uint64_t len);
 
-/* Threads one of `procs` merging processes may use: the online CPUs
- * shared among them, 1 to 8. */
-int xsm_cpu_share(int procs);
+/* Threads one of `local` merging processes on this node may use, 1 to 8:
+ * the node's online CPUs shared among them, and no more than the CPUs
+ * this process may run on (a launcher that binds processes to cores has
+ * shared them out already). */
+int xsm_cpu_share(int local);
 
 /* fn(ctx, i) for every i in [0, n), on up to xsm_parallel_threads(0)
  * threads (indices handed out one at a time; calls must touch disjoint

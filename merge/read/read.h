@@ -32,6 +32,7 @@ typedef struct xsm_loaded {
 
 typedef struct xsm_par {
     int rank, size; /* this process among the merging processes */
+    int local;      /* the merging processes on this process's node (1 when serial) */
     /* Give every process every entry of loaded[] (status != -1 on exactly one
      * process each). Returns 0, or 1 with err set. */
     int (*share)(xsm_loaded *loaded, size_t n, void *ctx, char *err, size_t errlen);

@@ -1,12 +1,14 @@
 /* tests/merge/test_stages.c — the align and match stages on in-memory
  * runs (no files): exact interpolation, the logical clock's corrections,
  * collective constraints, matching of wildcard and nonblocking receives,
- * and the time-window selection. */
+ * the time-window selection, and the threads a merging process takes. */
 #include "merge/align/align.h"
 #include "merge/match/match.h"
 #include "merge/read/read.h"
+#include "merge/util.h"
 #include "core/record.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,8 +304,32 @@ static void test_icoll(void)
     xsm_run_free(&run);
 }
 
+/* A merging process shares the node's CPUs with the merge's other
+ * processes there, and never takes more than the CPUs it may run on (a
+ * launcher that binds it has shared them out already). */
+static void test_cpu_share(void)
+{
+    cpu_set_t all, one;
+    if (sched_getaffinity(0, sizeof all, &all) != 0)
+        return;
+    int n = CPU_COUNT(&all) < 8 ? CPU_COUNT(&all) : 8;
+    CHECK_EQ(xsm_cpu_share(1), n);
+    CHECK_EQ(xsm_cpu_share(1000), 1);
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    if (sched_setaffinity(0, sizeof one, &one) == 0) {
+        CHECK_EQ(xsm_cpu_share(1), 1); /* bound to one core: one thread, whatever the node has */
+        sched_setaffinity(0, sizeof all, &all);
+    }
+}
+
 int main(void)
 {
+    test_cpu_share();
     test_icoll();
     test_interpolate();
     test_logical_prefix();

@@ -445,8 +445,9 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     xsprof_rankfile_set_rows_reader(xsm_chunks_rows);
     xsprof_rankfile_set_raw_reader(xsm_chunks_raw_plan, xsm_chunks_raw_rows, xsm_chunks_raw_free);
     xsm_stream_load = opts && opts->stream;
-    xsm_chunks_set_threads(xsm_cpu_share(par ? par->size : 1));
-    xsm_parallel_threads(xsm_cpu_share(par ? par->size : 1)); /* align, match and emit work per rank */
+    int threads = xsm_cpu_share(par ? par->local : 1);
+    xsm_chunks_set_threads(threads);
+    xsm_parallel_threads(threads); /* align, match and emit work per rank */
     /* Helper processes decode a share of the files when there are many
      * small ones or XSPROF_MERGE_READERS asks (collective mode divides the
      * files among its processes anyway). */

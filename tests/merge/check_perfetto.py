@@ -72,13 +72,11 @@ def times(pk):
     return out
 
 
-def slices(pk, ts):
+def slices(pk, ts, iids):
     """(pid, name, begin ns, end ns) of every slice: begins and ends paired per
-    track (a track_uuid left out is the sequence's default)."""
-    default, pid_of, iids, stack, out = {}, {}, {}, {}, []
-    for p in pk:
-        for m in re.finditer(r"event_names \{\s*iid: (\d+)\s*name: \"([^\"]*)\"", p):
-            iids[int(m.group(1))] = m.group(2)
+    track (a track_uuid left out is the sequence's default); iids: the
+    interned event names."""
+    default, pid_of, stack, out = {}, {}, {}, []
     for p, t in zip(pk, ts):
         seq = int(field(p, "  trusted_packet_sequence_id")[0])
         d = field(p, "      track_uuid")
@@ -139,7 +137,7 @@ for kind in ("golden", "gpu", "backrecv"):
         js = json.load(f)["traceEvents"]
     want = sorted((e["pid"] + 1, e["name"], round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
                   for e in js if e["ph"] == "X")
-    got = slices(pk, ts)
+    got = slices(pk, ts, iids)
     check(got == want and len(got) >= 5, "%s: %d slices, trace.json's %d, differ at %s" %
           (kind, len(got), len(want), next((a, b) for a, b in zip(got + [None], want + [None]) if a != b)
           if got != want else None))

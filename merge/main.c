@@ -647,6 +647,9 @@ int main(int argc, char **argv)
     if (o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_H5))
         rc = xsm_emit_init(&e, &run, order, err, sizeof err);
     e.threads = xsm_cpu_share(par.local);
+    /* trace.pftrace's blocks after the first wait for their place in memory
+     * up to this, then in a file copied into place (emit/place.h) */
+    e.hold = (uint64_t)512 << 20;
     xsm_malloc_reuse(0);
     free(order);
     xsm_progress_mark("emit-init");

@@ -1,6 +1,7 @@
 /* merge/par.c — see par.h. */
 #include "merge/par.h"
 #include "merge/emit/emit.h"
+#include "merge/emit/place.h"
 #include "merge/progress.h"
 #include "merge/util.h"
 #include "xsprof_config.h"
@@ -195,7 +196,8 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
 
 /* Process p writes the segments of the p-th block of ranks (consecutive,
  * about equal rows): process 0 straight into trace.pftrace, the others
- * into a part file each, copied into place once all sizes are known. */
+ * hold theirs (memory up to e->hold, then spill files) until all sizes
+ * are known and then write them into place, in parallel. */
 int xsm_par_pftrace(const xsm_par *par, const xsm_emit *e, const char *dir, char *err, size_t errlen)
 {
     if (!par->share)
@@ -203,43 +205,46 @@ int xsm_par_pftrace(const xsm_par *par, const xsm_emit *e, const char *dir, char
     size_t n = e->run->nranks, np = (size_t)par->size;
     size_t *first = calloc(np + 1, sizeof *first);
     int64_t *mine = calloc(np + 1, sizeof *mine), *all = calloc(np + 1, sizeof *all);
-    char path[8192], part[64], ppath[8192];
+    char path[8192];
     xsm_path(path, sizeof path, dir, "trace.pftrace");
-    snprintf(part, sizeof part, ".trace.pftrace.part%d", par->rank);
-    xsm_path(ppath, sizeof ppath, dir, part);
     int rc = !first || !mine || !all ? xsm_err_set(err, errlen, "xsmerge: out of memory") : 0;
     int fd = -1;
     if (!rc) {
         xsm_emit_rank_blocks(e->run, 0, n, np, first);
-        fd = open(par->rank == 0 ? path : ppath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (fd < 0)
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", par->rank == 0 ? path : ppath, strerror(errno));
+        /* the others open it once the sizes are exchanged, after this */
+        if (par->rank == 0 && (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0)
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
     }
     uint64_t bytes = 0;
+    struct xsm_place *later = NULL;
     xsm_progress_begin("writing trace.pftrace", e->nevents / np);
     if (!rc)
-        rc = xsm_emit_pftrace_span(e, dir, first[par->rank], first[par->rank + 1], fd, 0, &bytes, err, errlen);
+        rc = xsm_emit_pftrace_span(e, dir, first[par->rank], first[par->rank + 1], fd, par->rank == 0 ? 0 : -1,
+                                   &later, &bytes, err, errlen);
     xsm_progress_end();
     if (mine)
         mine[par->rank] = (int64_t)bytes;
     int any;
     xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX);
     xsm_allreduce(mine ? mine : all, all ? all : mine, (int)np, MPI_INT64_T, MPI_SUM);
-    if (!any && par->rank > 0) {
-        /* every other process copies its part to its place, in parallel */
+    if (!any && par->rank > 0 && later) {
         int64_t at = 0;
         for (int p = 0; p < par->rank; p++)
             at += all[p];
-        int out = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (out < 0 || xsm_copy_range(fd, 0, out, at, bytes))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));
-        if (out >= 0 && close(out) != 0 && !rc)
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));
+        fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
+        else {
+            xsm_place_set(later, fd, (uint64_t)at);
+            xsm_place_write(later, e->threads);
+            if (xsm_place_error(later))
+                rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path,
+                                 strerror(xsm_place_error(later)));
+        }
     }
+    xsm_place_free(later);
     if (fd >= 0 && close(fd) != 0 && !rc)
-        rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", par->rank == 0 ? path : ppath, strerror(errno));
-    if (par->rank > 0)
-        unlink(ppath);
+        rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));
     xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX);
     free(first);
     free(mine);

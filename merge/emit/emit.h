@@ -115,6 +115,7 @@ struct xsm_emit {
     uint32_t *comm_name; /* global name id per comm id seen (index = position in comm_ids) */
     uint32_t *comm_ids; size_t ncomms;
     int threads; /* writers may use this many threads (set after init; 0 = 1) */
+    uint64_t hold; /* bytes of trace.pftrace that may wait in memory for their place (0: in files) */
     const xsm_src_ops *src; /* trace.pftrace's event source; NULL: the model (xsm_iter) */
     void *src_ctx;          /* for src */
     const xsm_h5src_ops *h5src; /* merged.h5's rows; NULL: the model */
@@ -217,10 +218,15 @@ int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errle
 int xsm_emit_pftrace_rank(const xsm_emit *e, size_t rank, FILE *f, const char *dir, uint64_t *bytes, char *err,
                           size_t errlen);
 /* The segments of ranks [lo, hi) written at offset `at` of fd, by up to
- * e->threads threads (consecutive blocks of ranks; all but the first go
- * through a temporary file in dir). *bytes gets their size. */
-int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, uint64_t at,
-                          uint64_t *bytes, char *err, size_t errlen);
+ * e->threads threads (consecutive blocks of ranks; a block waits, in up to
+ * e->hold bytes of memory then in a file in dir, until the blocks before
+ * it are done: emit/place.h). *bytes gets their size. With at < 0 (the
+ * offset is not known yet; fd may be -1) nothing is written to fd and
+ * *later gets the bytes, for xsm_place_set, xsm_place_write and
+ * xsm_place_free. */
+struct xsm_place;
+int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, int64_t at,
+                          struct xsm_place **later, uint64_t *bytes, char *err, size_t errlen);
 int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 
 /* Create dir/name for writing, exclusively and without following links. */

@@ -23,6 +23,7 @@
  * tests/merge/perfetto_min.proto lists the subset used here. */
 #include "merge/emit/emit.h"
 #include "merge/emit/pb.h"
+#include "merge/emit/place.h"
 #include "merge/progress.h"
 #include "core/record.h" /* kinds of mpi, gpu and arg rows */
 
@@ -704,13 +705,13 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir,
     return rc;
 }
 
-/* One thread's share of a span: consecutive ranks into one file. */
+/* One thread's share of a span: consecutive ranks into one block. */
 typedef struct xsm_pf_block {
     const xsm_emit *e;
     const char *dir; /* for messages */
-    size_t lo, hi;
+    size_t lo, hi, k;
+    xsm_place *pl;
     FILE *f;
-    uint64_t bytes;
     int rc;
     char err[1024];
 } xsm_pf_block;
@@ -722,40 +723,26 @@ static void *xsm_pf_block_run(void *arg)
         uint64_t n = 0;
         if (b->e->run->ranks[r].present)
             b->rc = xsm_emit_pftrace_rank(b->e, r, b->f, b->dir, &n, b->err, sizeof b->err);
-        b->bytes += n;
     }
-    if (b->f && fflush(b->f) != 0 && !b->rc)
+    if (fflush(b->f) != 0 && !b->rc)
         b->rc = xsm_err_set(b->err, sizeof b->err, "xsmerge: %s/trace.pftrace: write failed: %s", b->dir,
                             strerror(errno));
+    xsm_place_finish(b->pl, b->k);
     return NULL;
 }
 
-/* Block k > 0 goes to a temporary file in dir, copied into place after. */
-static FILE *xsm_pf_block_file(const char *dir, size_t lo, int fd, uint64_t at, int k, char *path, size_t pathlen)
+/* A block on a thread of its own, which then writes the blocks after it
+ * that wait. */
+static void *xsm_pf_block_thread(void *arg)
 {
-    if (k == 0) {
-        int d = dup(fd);
-        FILE *f = d >= 0 && lseek(d, (off_t)at, SEEK_SET) >= 0 ? fdopen(d, "wb") : NULL;
-        if (!f && d >= 0)
-            close(d);
-        return f;
-    }
-    char name[64]; /* unique in the staging dir: spans of processes start at different ranks */
-    snprintf(name, sizeof name, ".trace.pftrace.%zu.%d", lo, k);
-    xsm_path(path, pathlen, dir, name);
-    int t = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666); /* read back by the copy */
-    FILE *f = t >= 0 ? fdopen(t, "w+b") : NULL;
-    if (!f && t >= 0) {
-        close(t);
-        unlink(path);
-    }
-    if (!f)
-        path[0] = 0;
-    return f;
+    xsm_pf_block *b = arg;
+    xsm_pf_block_run(b);
+    xsm_place_help(b->pl);
+    return NULL;
 }
 
-int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, uint64_t at,
-                          uint64_t *bytes, char *err, size_t errlen)
+int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, int64_t at,
+                          xsm_place **later, uint64_t *bytes, char *err, size_t errlen)
 {
     size_t nt = e->threads > 1 ? (size_t)e->threads : 1;
     if (nt > XSM_EMIT_MAX_THREADS)
@@ -765,40 +752,41 @@ int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t 
     size_t first[XSM_EMIT_MAX_THREADS + 1];
     xsm_emit_rank_blocks(e->run, lo, hi, nt, first);
     xsm_pf_block b[XSM_EMIT_MAX_THREADS];
-    char tmp[XSM_EMIT_MAX_THREADS][4096];
     pthread_t t[XSM_EMIT_MAX_THREADS];
     int started[XSM_EMIT_MAX_THREADS] = {0};
     int rc = 0;
     *bytes = 0;
+    if (later)
+        *later = NULL;
+    xsm_place *pl = xsm_place_new(fd, at, nt, e->hold, dir, lo);
+    if (!pl)
+        return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
     for (size_t k = 0; k < nt; k++) {
-        b[k] = (xsm_pf_block){.e = e, .dir = dir, .lo = first[k], .hi = first[k + 1]};
-        tmp[k][0] = 0;
-        if (!(b[k].f = xsm_pf_block_file(dir, lo, fd, at, (int)k, tmp[k], sizeof tmp[k])) && !rc)
+        b[k] = (xsm_pf_block){.e = e, .dir = dir, .lo = first[k], .hi = first[k + 1], .k = k, .pl = pl};
+        if (!(b[k].f = xsm_place_file(pl, k)) && !rc)
             rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: %s", dir, strerror(errno));
     }
     for (size_t k = 1; !rc && k < nt; k++)
-        started[k] = pthread_create(&t[k], NULL, xsm_pf_block_run, &b[k]) == 0;
-    if (!rc)
-        xsm_pf_block_run(&b[0]);
-    for (size_t k = 1; !rc && k < nt; k++)
+        started[k] = pthread_create(&t[k], NULL, xsm_pf_block_thread, &b[k]) == 0;
+    for (size_t k = 0; !rc && k < nt; k++)
         if (!started[k])
-            xsm_pf_block_run(&b[k]);
+            xsm_pf_block_run(&b[k]); /* the first, and any without a thread */
+    if (!rc)
+        xsm_place_help(pl);
     for (size_t k = 1; k < nt; k++)
         if (started[k])
             pthread_join(t[k], NULL);
-    uint64_t pos = at;
-    for (size_t k = 0; k < nt; k++) {
-        if (!rc && b[k].rc)
+    for (size_t k = 0; k < nt && !rc; k++)
+        if (b[k].rc)
             rc = xsm_err_set(err, errlen, "%s", b[k].err);
-        if (!rc && k > 0 && xsm_copy_range(fileno(b[k].f), 0, fd, (int64_t)pos, b[k].bytes))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir, strerror(errno));
-        pos += b[k].bytes;
-        if (b[k].f)
-            fclose(b[k].f);
-        if (tmp[k][0])
-            unlink(tmp[k]);
-    }
-    *bytes = pos - at;
+    if (!rc && xsm_place_error(pl))
+        rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir,
+                         strerror(xsm_place_error(pl)));
+    *bytes = xsm_place_size(pl);
+    if (!rc && at < 0 && later)
+        *later = pl;
+    else
+        xsm_place_free(pl);
     return rc;
 }
 
@@ -811,7 +799,7 @@ int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errle
         return xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
     xsm_progress_begin("writing trace.pftrace", e->nevents);
     uint64_t bytes;
-    int rc = xsm_emit_pftrace_span(e, dir, 0, e->run->nranks, fd, 0, &bytes, err, errlen);
+    int rc = xsm_emit_pftrace_span(e, dir, 0, e->run->nranks, fd, 0, NULL, &bytes, err, errlen);
     xsm_progress_end();
     if (close(fd) != 0 && !rc)
         rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));

@@ -1,17 +1,25 @@
 /* tests/merge/test_stages.c — the align and match stages on in-memory
  * runs (no files): exact interpolation, the logical clock's corrections,
  * collective constraints, matching of wildcard and nonblocking receives,
- * the time-window selection, and the threads a merging process takes. */
+ * the time-window selection, the threads a merging process takes, and
+ * trace.pftrace's blocks waiting for their place (memory, spill, errors). */
 #include "merge/align/align.h"
+#include "merge/emit/place.h"
 #include "merge/match/match.h"
 #include "merge/read/read.h"
 #include "merge/util.h"
 #include "core/record.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 #define CHECK(c)                                                                 \
@@ -327,8 +335,140 @@ static void test_cpu_share(void)
     }
 }
 
+/* The byte at pos of block k: every block and place differ. */
+static unsigned char place_byte(size_t k, uint64_t pos) { return (unsigned char)(((pos * 2654435761u) >> 13) ^ (k * 77)); }
+
+typedef struct place_job {
+    xsm_place *pl;
+    size_t k;
+    uint64_t size;
+    int help;
+} place_job;
+
+/* One block's writer: pieces of 1 B to 1.5 MB, as the encoders hand over. */
+static void *place_writer(void *arg)
+{
+    place_job *j = arg;
+    FILE *f = xsm_place_file(j->pl, j->k);
+    unsigned char *buf = malloc(3u << 19);
+    uint64_t pos = 0, seed = j->k + 1;
+    while (f && buf && pos < j->size) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        size_t n = (size_t)(seed >> 33) % (3u << 19) + 1;
+        if (seed % 7 == 0)
+            n = seed % 13 + 1;
+        if (n > j->size - pos)
+            n = (size_t)(j->size - pos);
+        for (size_t i = 0; i < n; i++)
+            buf[i] = place_byte(j->k, pos + i);
+        if (fwrite(buf, 1, n, f) != n)
+            break;
+        pos += n;
+    }
+    if (f)
+        fflush(f);
+    free(buf);
+    xsm_place_finish(j->pl, j->k);
+    if (j->help)
+        xsm_place_help(j->pl);
+    return NULL;
+}
+
+static int place_spill_files(const char *dir)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *de; d && (de = readdir(d));)
+        n += strncmp(de->d_name, ".trace.pftrace.", 15) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Blocks of 20 MB, 3 MB, 0 and 11 MB with one 8 MB chunk of memory among
+ * them, after a 100-byte head. Mode 0: blocks 1-3 are written before
+ * block 0 finishes, so they wait partly in memory, partly in spill files;
+ * 1: the same with the place given afterwards (xsm_place_set); 2: all
+ * four concurrently, threads that are done writing the others' waiting
+ * bytes; 3: as 2 into a read-only file, which gives the write's error. */
+static void test_place(void)
+{
+    static const uint64_t size[4] = {20u << 20, 3u << 20, 0, (11u << 20) + 12345};
+    char dir[] = "/tmp/xsm-place-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/out", dir);
+    for (int mode = 0; mode < 4; mode++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        CHECK(fd >= 0 && pwrite(fd, "0123456789", 10, 90) == 10);
+        if (mode == 3) {
+            close(fd);
+            fd = open(path, O_RDONLY);
+        }
+        xsm_place *pl = xsm_place_new(mode == 1 ? -1 : fd, mode == 1 ? -1 : 100, 4, 8u << 20, dir, 7);
+        CHECK(pl != NULL);
+        if (!pl)
+            break;
+        place_job j[4];
+        pthread_t t[4];
+        for (size_t k = 0; k < 4; k++)
+            j[k] = (place_job){.pl = pl, .k = k, .size = size[k], .help = mode >= 2};
+        for (size_t k = mode < 2; k < 4; k++)
+            CHECK(pthread_create(&t[k], NULL, place_writer, &j[k]) == 0);
+        if (mode < 2) { /* the later blocks first, block 0 last here */
+            for (size_t k = 1; k < 4; k++)
+                pthread_join(t[k], NULL);
+            CHECK(place_spill_files(dir) > 0); /* 8 MB could not hold 14 MB */
+            j[0].help = 1;
+            place_writer(&j[0]);
+        } else
+            for (size_t k = 0; k < 4; k++)
+                pthread_join(t[k], NULL);
+        if (mode == 1) {
+            struct stat st;
+            CHECK(fstat(fd, &st) == 0 && st.st_size == 100); /* nothing placed yet */
+            xsm_place_set(pl, fd, 100);
+            xsm_place_write(pl, 2);
+        }
+        if (mode == 3)
+            CHECK_EQ(xsm_place_error(pl), EBADF);
+        else {
+            CHECK_EQ(xsm_place_error(pl), 0);
+            CHECK_EQ(xsm_place_size(pl), size[0] + size[1] + size[2] + size[3]);
+        }
+        xsm_place_free(pl);
+        CHECK_EQ(place_spill_files(dir), 0);
+        if (mode < 3) {
+            uint64_t at = 100, bad = 0;
+            unsigned char *buf = malloc(1u << 20);
+            for (size_t k = 0; buf && k < 4; at += size[k], k++)
+                for (uint64_t pos = 0; pos < size[k];) {
+                    size_t n = size[k] - pos < (1u << 20) ? (size_t)(size[k] - pos) : 1u << 20;
+                    if (pread(fd, buf, n, (off_t)(at + pos)) != (ssize_t)n) {
+                        bad++;
+                        break;
+                    }
+                    for (size_t i = 0; i < n; i++)
+                        bad += buf[i] != place_byte(k, pos + i);
+                    pos += n;
+                }
+            struct stat st;
+            CHECK(fstat(fd, &st) == 0 && (uint64_t)st.st_size == at);
+            CHECK_EQ(bad, 0);
+            free(buf);
+        }
+        close(fd);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
+    test_place();
     test_cpu_share();
     test_icoll();
     test_interpolate();

@@ -705,39 +705,52 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir,
     return rc;
 }
 
-/* One thread's share of a span: consecutive ranks into one block. */
-typedef struct xsm_pf_block {
+/* A span's writers: each takes the next rank, in order, so that the
+ * rank before the one it encodes is mostly finished by then and few of
+ * its bytes wait for their place (emit/place.h). */
+typedef struct xsm_pf_span {
     const xsm_emit *e;
     const char *dir; /* for messages */
-    size_t lo, hi, k;
+    size_t lo, hi;
+    size_t next;     /* the next rank to take (atomic) */
+    int failed;      /* atomic: a writer failed, the others stop */
     xsm_place *pl;
-    FILE *f;
+    pthread_mutex_t mu;
     int rc;
     char err[1024];
-} xsm_pf_block;
+} xsm_pf_span;
 
-static void *xsm_pf_block_run(void *arg)
+static void *xsm_pf_span_run(void *arg)
 {
-    xsm_pf_block *b = arg;
-    for (size_t r = b->lo; r < b->hi && !b->rc; r++) {
-        uint64_t n = 0;
-        if (b->e->run->ranks[r].present)
-            b->rc = xsm_emit_pftrace_rank(b->e, r, b->f, b->dir, &n, b->err, sizeof b->err);
+    xsm_pf_span *s = arg;
+    char err[1024];
+    for (;;) {
+        size_t r = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
+        if (r >= s->hi)
+            break;
+        int rc = 0;
+        FILE *f = NULL;
+        if (s->e->run->ranks[r].present && !__atomic_load_n(&s->failed, __ATOMIC_RELAXED)) {
+            uint64_t n;
+            if (!(f = xsm_place_file(s->pl, r - s->lo)))
+                rc = xsm_err_set(err, sizeof err, "xsmerge: %s/trace.pftrace: %s", s->dir, strerror(errno));
+            else if (!(rc = xsm_emit_pftrace_rank(s->e, r, f, s->dir, &n, err, sizeof err)) && fflush(f) != 0)
+                rc = xsm_err_set(err, sizeof err, "xsmerge: %s/trace.pftrace: write failed: %s", s->dir,
+                                 strerror(errno));
+        }
+        xsm_place_finish(s->pl, r - s->lo); /* also after a failure: the others wait for every rank */
+        if (rc) {
+            __atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
+            pthread_mutex_lock(&s->mu);
+            if (!s->rc) {
+                s->rc = rc;
+                snprintf(s->err, sizeof s->err, "%s", err);
+            }
+            pthread_mutex_unlock(&s->mu);
+        }
+        xsm_place_help(s->pl, 0); /* the bytes its finish placed */
     }
-    if (fflush(b->f) != 0 && !b->rc)
-        b->rc = xsm_err_set(b->err, sizeof b->err, "xsmerge: %s/trace.pftrace: write failed: %s", b->dir,
-                            strerror(errno));
-    xsm_place_finish(b->pl, b->k);
-    return NULL;
-}
-
-/* A block on a thread of its own, which then writes the blocks after it
- * that wait. */
-static void *xsm_pf_block_thread(void *arg)
-{
-    xsm_pf_block *b = arg;
-    xsm_pf_block_run(b);
-    xsm_place_help(b->pl);
+    xsm_place_help(s->pl, 1); /* none left to take: write what still waits */
     return NULL;
 }
 
@@ -749,44 +762,30 @@ int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t 
         nt = XSM_EMIT_MAX_THREADS;
     if (nt > hi - lo)
         nt = hi - lo ? hi - lo : 1;
-    size_t first[XSM_EMIT_MAX_THREADS + 1];
-    xsm_emit_rank_blocks(e->run, lo, hi, nt, first);
-    xsm_pf_block b[XSM_EMIT_MAX_THREADS];
-    pthread_t t[XSM_EMIT_MAX_THREADS];
-    int started[XSM_EMIT_MAX_THREADS] = {0};
-    int rc = 0;
     *bytes = 0;
     if (later)
         *later = NULL;
-    xsm_place *pl = xsm_place_new(fd, at, nt, e->hold, dir, lo);
-    if (!pl)
+    xsm_pf_span s = {.e = e, .dir = dir, .lo = lo, .hi = hi, .next = lo};
+    if (!(s.pl = xsm_place_new(fd, at, hi - lo, e->hold, dir, lo)))
         return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
-    for (size_t k = 0; k < nt; k++) {
-        b[k] = (xsm_pf_block){.e = e, .dir = dir, .lo = first[k], .hi = first[k + 1], .k = k, .pl = pl};
-        if (!(b[k].f = xsm_place_file(pl, k)) && !rc)
-            rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: %s", dir, strerror(errno));
-    }
-    for (size_t k = 1; !rc && k < nt; k++)
-        started[k] = pthread_create(&t[k], NULL, xsm_pf_block_thread, &b[k]) == 0;
-    for (size_t k = 0; !rc && k < nt; k++)
-        if (!started[k])
-            xsm_pf_block_run(&b[k]); /* the first, and any without a thread */
-    if (!rc)
-        xsm_place_help(pl);
-    for (size_t k = 1; k < nt; k++)
-        if (started[k])
-            pthread_join(t[k], NULL);
-    for (size_t k = 0; k < nt && !rc; k++)
-        if (b[k].rc)
-            rc = xsm_err_set(err, errlen, "%s", b[k].err);
-    if (!rc && xsm_place_error(pl))
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_t t[XSM_EMIT_MAX_THREADS];
+    size_t started = 0;
+    while (started + 1 < nt && pthread_create(&t[started], NULL, xsm_pf_span_run, &s) == 0)
+        started++;
+    xsm_pf_span_run(&s);
+    for (size_t k = 0; k < started; k++)
+        pthread_join(t[k], NULL);
+    pthread_mutex_destroy(&s.mu);
+    int rc = s.rc ? xsm_err_set(err, errlen, "%s", s.err) : 0;
+    if (!rc && xsm_place_error(s.pl))
         rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir,
-                         strerror(xsm_place_error(pl)));
-    *bytes = xsm_place_size(pl);
+                         strerror(xsm_place_error(s.pl)));
+    *bytes = xsm_place_size(s.pl);
     if (!rc && at < 0 && later)
-        *later = pl;
+        *later = s.pl;
     else
-        xsm_place_free(pl);
+        xsm_place_free(s.pl);
     return rc;
 }
 

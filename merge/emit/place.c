@@ -11,16 +11,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Memory that waits comes in chunks this large, aligned for huge pages:
- * 146 MB held in 4 KB pages took 37 000 page faults. */
-#define XSM_PLACE_CHUNK ((size_t)8 << 20)
+/* Memory that waits comes in chunks this large, aligned for huge pages,
+ * and is used again once written: fresh memory costs a page fault and a
+ * cleared page per 4 KB (146 MB held took 37 000 faults). */
+#define XSM_PLACE_CHUNK ((size_t)4 << 20)
 #define XSM_PLACE_ALIGN ((size_t)2 << 20)
 
 /* Bytes [pos, pos + len) of a block, waiting: in memory, or at `soff` of
- * the block's spill file when mem is NULL. */
+ * the spill file when mem is NULL; `at` is their place once known. */
 typedef struct xsm_pchunk {
     struct xsm_pchunk *next;
-    uint64_t pos, soff;
+    uint64_t pos, soff, at;
     size_t len;
     char *mem;
 } xsm_pchunk;
@@ -29,111 +30,176 @@ typedef struct xsm_pblock {
     struct xsm_place *pl;
     size_t k;
     FILE *f;
-    uint64_t pos;        /* bytes written to the block so far (its writer's) */
-    int64_t base;        /* offset of its first byte in the file, -1 unknown */
+    uint64_t pos;            /* bytes written to the block so far (its writer's) */
+    int64_t base;            /* offset of its first byte in the file, -1 unknown */
     int finished;
-    xsm_pchunk *head, *tail; /* waiting, in order */
-    char *cur;           /* chunk being filled (its writer's) */
-    uint64_t cur_pos;
-    size_t cur_len;
-    int sfd;             /* spill file, -1 none yet */
-    uint64_t slen;       /* bytes in it */
-    char spath[4096];
+    xsm_pchunk *head, *tail; /* waiting for the base, in order */
+    xsm_pchunk *cur;         /* memory chunk being filled (its writer's) */
 } xsm_pblock;
 
 struct xsm_place {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int fd;
-    size_t n;
-    uint64_t hold, mem; /* memory that may wait, memory waiting */
-    int err;            /* first errno of a failed write */
+    size_t n, nfinished, placed; /* blocks [0, placed) have their base */
+    uint64_t hold, mem;          /* memory that may wait, memory taken (in use or spare) */
+    int err;                     /* first errno of a failed write */
+    xsm_pchunk *ready, *ready_tail; /* waiting chunks whose place is known */
+    xsm_pchunk *spare;              /* written memory chunks, for reuse */
+    int sfd;                        /* the spill file, -1 none yet */
+    uint64_t slen;
+    char spath[4096];
     char dir[4096];
     size_t tag;
     xsm_pblock *b;
 };
 
+/* Under the lock. */
 static void xsm_place_fail(xsm_place *pl, int e)
 {
-    pthread_mutex_lock(&pl->mu);
     if (!pl->err)
         pl->err = e ? e : EIO;
-    pthread_mutex_unlock(&pl->mu);
 }
 
-/* Under the lock: blocks whose predecessor is finished and placed are
- * placed now. */
-static void xsm_place_propagate(xsm_place *pl)
+static void xsm_place_ready(xsm_place *pl, xsm_pchunk *c)
 {
-    for (size_t j = 1; j < pl->n; j++)
-        if (pl->b[j].base < 0 && pl->b[j - 1].base >= 0 && pl->b[j - 1].finished)
-            pl->b[j].base = pl->b[j - 1].base + (int64_t)pl->b[j - 1].pos;
-    pthread_cond_broadcast(&pl->cv);
+    c->next = NULL;
+    if (pl->ready_tail)
+        pl->ready_tail->next = c;
+    else
+        pl->ready = c;
+    pl->ready_tail = c;
 }
 
-/* Under the lock: append c to b's waiting list. */
+/* Under the lock: c joins b's waiting bytes, or the ready list when b's
+ * place is known. */
 static void xsm_place_queue(xsm_pblock *b, xsm_pchunk *c)
 {
+    xsm_place *pl = b->pl;
+    if (b->base >= 0) {
+        c->at = (uint64_t)b->base + c->pos;
+        xsm_place_ready(pl, c);
+        pthread_cond_broadcast(&pl->cv);
+        return;
+    }
     c->next = NULL;
     if (b->tail)
         b->tail->next = c;
     else
         b->head = c;
     b->tail = c;
-    pthread_cond_broadcast(&b->pl->cv); /* its place may be known: a helper takes it */
 }
 
-/* Under the lock: b's chunk being filled joins its waiting list. */
-static int xsm_place_queue_cur(xsm_pblock *b)
+/* Under the lock: blocks whose predecessor is finished get their place,
+ * and their waiting bytes become ready. */
+static void xsm_place_propagate(xsm_place *pl)
 {
-    if (!b->cur)
-        return 0;
-    xsm_pchunk *c = malloc(sizeof *c);
-    if (!c)
-        return -1;
-    *c = (xsm_pchunk){.pos = b->cur_pos, .len = b->cur_len, .mem = b->cur};
-    xsm_place_queue(b, c);
-    b->cur = NULL;
-    b->cur_len = 0;
-    return 0;
+    while (pl->placed < pl->n) {
+        xsm_pblock *b = &pl->b[pl->placed];
+        if (pl->placed > 0) {
+            const xsm_pblock *p = b - 1;
+            if (!p->finished)
+                break;
+            b->base = p->base + (int64_t)p->pos;
+        } else if (b->base < 0)
+            break;
+        for (xsm_pchunk *c = b->head, *nx; c; c = nx) {
+            nx = c->next;
+            c->at = (uint64_t)b->base + c->pos;
+            xsm_place_ready(pl, c);
+        }
+        b->head = b->tail = NULL;
+        pl->placed++;
+    }
+    pthread_cond_broadcast(&pl->cv);
 }
 
-/* Bytes that find no memory go to the block's spill file, copied into
- * place later (a second write, as all of them were before). */
+/* Write ready chunks until none is left; with `wait`, also wait for the
+ * blocks still being written and write theirs, until all are finished.
+ * Takes and returns with the lock held. */
+static void xsm_place_drain(xsm_place *pl, int wait)
+{
+    for (;;) {
+        xsm_pchunk *c = pl->ready;
+        if (!c) {
+            if (!wait || pl->nfinished == pl->n)
+                return;
+            pthread_cond_wait(&pl->cv, &pl->mu);
+            continue;
+        }
+        if (!(pl->ready = c->next))
+            pl->ready_tail = NULL;
+        int fd = pl->fd, sfd = pl->sfd;
+        pthread_mutex_unlock(&pl->mu);
+        int rc = c->mem ? xsm_pwrite_full(fd, c->mem, c->len, (off_t)c->at)
+                        : xsm_copy_range(sfd, (int64_t)c->soff, fd, (int64_t)c->at, c->len);
+        int e = errno;
+        pthread_mutex_lock(&pl->mu);
+        if (rc)
+            xsm_place_fail(pl, e);
+        if (c->mem) { /* spare for the next bytes that wait */
+            c->next = pl->spare;
+            pl->spare = c;
+        } else
+            free(c);
+    }
+}
+
+/* Under the lock: a memory chunk for b's next bytes (a spare one, or a
+ * new one within the hold), or NULL. */
+static xsm_pchunk *xsm_place_chunk(xsm_place *pl)
+{
+    xsm_pchunk *c = pl->spare;
+    if (c) {
+        pl->spare = c->next;
+        c->next = NULL;
+        return c;
+    }
+    if (pl->mem + XSM_PLACE_CHUNK > pl->hold || !(c = calloc(1, sizeof *c)))
+        return NULL;
+    void *p;
+    if (posix_memalign(&p, XSM_PLACE_ALIGN, XSM_PLACE_CHUNK) != 0) {
+        free(c);
+        return NULL;
+    }
+#ifdef MADV_HUGEPAGE
+    madvise(p, XSM_PLACE_CHUNK, MADV_HUGEPAGE); /* a hint: small pages are fine */
+#endif
+    c->mem = p;
+    pl->mem += XSM_PLACE_CHUNK;
+    return c;
+}
+
+/* Bytes that find no memory go to the spill file, copied into place
+ * later (a second write, as all of them were before). */
 static int xsm_place_spill(xsm_pblock *b, const char *buf, size_t n)
 {
     xsm_place *pl = b->pl;
-    if (b->sfd < 0) {
-        char name[96];
-        snprintf(name, sizeof name, ".trace.pftrace.%zu.%zu", pl->tag, b->k);
-        xsm_path(b->spath, sizeof b->spath, pl->dir, name);
-        b->sfd = open(b->spath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (b->sfd < 0) {
-            b->spath[0] = 0;
-            return -1;
-        }
-    }
-    if (xsm_pwrite_full(b->sfd, buf, n, (off_t)b->slen))
-        return -1;
     pthread_mutex_lock(&pl->mu);
-    xsm_pchunk *t = b->tail;
-    int rc = 0;
-    if (t && !t->mem && t->pos + t->len == b->pos && t->soff + t->len == b->slen && t->len + n <= XSM_PLACE_CHUNK)
-        t->len += n; /* the spill run goes on, in pieces that helpers share */
-    else {
-        xsm_pchunk *c = malloc(sizeof *c);
-        if (c) {
-            *c = (xsm_pchunk){.pos = b->pos, .soff = b->slen, .len = n};
-            xsm_place_queue(b, c);
-        } else
-            rc = -1;
+    if (pl->sfd < 0) {
+        char name[96];
+        snprintf(name, sizeof name, ".trace.pftrace.%zu", pl->tag);
+        xsm_path(pl->spath, sizeof pl->spath, pl->dir, name);
+        pl->sfd = open(pl->spath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (pl->sfd < 0)
+            pl->spath[0] = 0;
     }
+    int sfd = pl->sfd;
+    uint64_t soff = pl->slen;
+    xsm_pchunk *c = sfd >= 0 ? calloc(1, sizeof *c) : NULL;
+    if (c)
+        pl->slen += n;
     pthread_mutex_unlock(&pl->mu);
-    if (!rc) {
-        b->slen += n;
-        b->pos += n;
+    if (!c || xsm_pwrite_full(sfd, buf, n, (off_t)soff)) {
+        free(c);
+        return -1;
     }
-    return rc;
+    *c = (xsm_pchunk){.pos = b->pos, .soff = soff, .len = n};
+    b->pos += n;
+    pthread_mutex_lock(&pl->mu);
+    xsm_place_queue(b, c);
+    pthread_mutex_unlock(&pl->mu);
+    return 0;
 }
 
 static ssize_t xsm_place_w(void *cookie, const char *buf, size_t n)
@@ -142,64 +208,58 @@ static ssize_t xsm_place_w(void *cookie, const char *buf, size_t n)
     xsm_place *pl = b->pl;
     pthread_mutex_lock(&pl->mu);
     int64_t base = b->base;
-    int bad = base >= 0 && xsm_place_queue_cur(b);
+    if (base >= 0) {
+        if (b->cur) {
+            xsm_place_queue(b, b->cur);
+            b->cur = NULL;
+        }
+        xsm_place_drain(pl, 0); /* what waited (mostly this block's) first: its memory is reused */
+    }
     int fd = pl->fd;
     pthread_mutex_unlock(&pl->mu);
-    if (bad) {
-        errno = ENOMEM;
-        return -1;
-    }
     if (base >= 0) { /* placed: straight there */
         if (xsm_pwrite_full(fd, buf, n, (off_t)(base + (int64_t)b->pos))) {
-            xsm_place_fail(pl, errno);
+            int e = errno;
+            pthread_mutex_lock(&pl->mu);
+            xsm_place_fail(pl, e);
+            pthread_mutex_unlock(&pl->mu);
+            errno = e;
             return -1;
         }
         b->pos += n;
         return (ssize_t)n;
     }
-    size_t done = 0;
-    while (done < n) {
+    for (size_t done = 0; done < n;) {
         if (!b->cur) {
             pthread_mutex_lock(&pl->mu);
-            int room = pl->mem + XSM_PLACE_CHUNK <= pl->hold;
-            if (room)
-                pl->mem += XSM_PLACE_CHUNK;
+            xsm_pchunk *c = xsm_place_chunk(pl);
             pthread_mutex_unlock(&pl->mu);
-            void *p = NULL;
-            if (room && posix_memalign(&p, XSM_PLACE_ALIGN, XSM_PLACE_CHUNK) != 0)
-                p = NULL;
-            if (!p) {
-                if (room) {
-                    pthread_mutex_lock(&pl->mu);
-                    pl->mem -= XSM_PLACE_CHUNK;
-                    pthread_mutex_unlock(&pl->mu);
-                }
+            if (!c) {
                 if (xsm_place_spill(b, buf + done, n - done)) {
-                    xsm_place_fail(pl, errno);
+                    int e = errno;
+                    pthread_mutex_lock(&pl->mu);
+                    xsm_place_fail(pl, e);
+                    pthread_mutex_unlock(&pl->mu);
+                    errno = e;
                     return -1;
                 }
                 return (ssize_t)n;
             }
-#ifdef MADV_HUGEPAGE
-            madvise(p, XSM_PLACE_CHUNK, MADV_HUGEPAGE); /* a hint: no huge pages is fine */
-#endif
-            b->cur = p;
-            b->cur_pos = b->pos;
-            b->cur_len = 0;
+            c->pos = b->pos;
+            c->len = 0;
+            b->cur = c;
         }
-        size_t k = n - done < XSM_PLACE_CHUNK - b->cur_len ? n - done : XSM_PLACE_CHUNK - b->cur_len;
-        memcpy(b->cur + b->cur_len, buf + done, k);
-        b->cur_len += k;
+        xsm_pchunk *c = b->cur;
+        size_t k = n - done < XSM_PLACE_CHUNK - c->len ? n - done : XSM_PLACE_CHUNK - c->len;
+        memcpy(c->mem + c->len, buf + done, k);
+        c->len += k;
         b->pos += k;
         done += k;
-        if (b->cur_len == XSM_PLACE_CHUNK) {
+        if (c->len == XSM_PLACE_CHUNK) {
             pthread_mutex_lock(&pl->mu);
-            bad = xsm_place_queue_cur(b);
+            xsm_place_queue(b, c);
             pthread_mutex_unlock(&pl->mu);
-            if (bad) {
-                errno = ENOMEM;
-                return -1;
-            }
+            b->cur = NULL;
         }
     }
     return (ssize_t)n;
@@ -218,9 +278,13 @@ xsm_place *xsm_place_new(int fd, int64_t at, size_t n, uint64_t hold, const char
     pl->n = n;
     pl->hold = hold;
     pl->tag = tag;
+    pl->sfd = -1;
     snprintf(pl->dir, sizeof pl->dir, "%s", dir);
     for (size_t k = 0; k < n; k++)
-        pl->b[k] = (xsm_pblock){.pl = pl, .k = k, .base = k == 0 && at >= 0 ? at : -1, .sfd = -1};
+        pl->b[k] = (xsm_pblock){.pl = pl, .k = k, .base = k == 0 && at >= 0 ? at : -1};
+    pthread_mutex_lock(&pl->mu);
+    xsm_place_propagate(pl);
+    pthread_mutex_unlock(&pl->mu);
     return pl;
 }
 
@@ -238,58 +302,25 @@ FILE *xsm_place_file(xsm_place *pl, size_t k)
 void xsm_place_finish(xsm_place *pl, size_t k)
 {
     xsm_pblock *b = &pl->b[k];
+    if (b->f) {
+        fclose(b->f); /* unbuffered: nothing left to write */
+        b->f = NULL;
+    }
     pthread_mutex_lock(&pl->mu);
-    if (xsm_place_queue_cur(b) && !pl->err)
-        pl->err = ENOMEM;
+    if (b->cur) {
+        xsm_place_queue(b, b->cur);
+        b->cur = NULL;
+    }
     b->finished = 1;
+    pl->nfinished++;
     xsm_place_propagate(pl);
     pthread_mutex_unlock(&pl->mu);
 }
 
-/* Under the lock: a waiting chunk whose place is known, or NULL. */
-static xsm_pchunk *xsm_place_take(xsm_place *pl, xsm_pblock **of)
-{
-    for (size_t k = 0; k < pl->n; k++) {
-        xsm_pblock *b = &pl->b[k];
-        if (b->base >= 0 && b->head) {
-            xsm_pchunk *c = b->head;
-            if (!(b->head = c->next))
-                b->tail = NULL;
-            *of = b;
-            return c;
-        }
-    }
-    return NULL;
-}
-
-void xsm_place_help(xsm_place *pl)
+void xsm_place_help(xsm_place *pl, int wait)
 {
     pthread_mutex_lock(&pl->mu);
-    for (;;) {
-        xsm_pblock *b;
-        xsm_pchunk *c = xsm_place_take(pl, &b);
-        if (c) {
-            off_t at = (off_t)(b->base + (int64_t)c->pos);
-            int fd = pl->fd, sfd = b->sfd;
-            pthread_mutex_unlock(&pl->mu);
-            int rc = c->mem ? xsm_pwrite_full(fd, c->mem, c->len, at) : xsm_copy_range(sfd, (int64_t)c->soff, fd, at, c->len);
-            int e = errno, inmem = c->mem != NULL;
-            free(c->mem);
-            free(c);
-            pthread_mutex_lock(&pl->mu);
-            if (inmem)
-                pl->mem -= XSM_PLACE_CHUNK;
-            if (rc && !pl->err)
-                pl->err = e ? e : EIO;
-            continue;
-        }
-        size_t k = 0;
-        while (k < pl->n && pl->b[k].finished)
-            k++;
-        if (k == pl->n)
-            break;
-        pthread_cond_wait(&pl->cv, &pl->mu);
-    }
+    xsm_place_drain(pl, wait);
     pthread_mutex_unlock(&pl->mu);
 }
 
@@ -305,7 +336,7 @@ void xsm_place_set(xsm_place *pl, int fd, uint64_t at)
 
 static void *xsm_place_run(void *arg)
 {
-    xsm_place_help(arg);
+    xsm_place_help(arg, 1);
     return NULL;
 }
 
@@ -316,7 +347,7 @@ void xsm_place_write(xsm_place *pl, int threads)
     for (int i = 1; i < threads && started < 8; i++)
         if (pthread_create(&t[started], NULL, xsm_place_run, pl) == 0)
             started++;
-    xsm_place_help(pl);
+    xsm_place_help(pl, 1);
     for (int i = 0; i < started; i++)
         pthread_join(t[i], NULL);
 }
@@ -331,6 +362,15 @@ uint64_t xsm_place_size(const xsm_place *pl)
 
 int xsm_place_error(const xsm_place *pl) { return pl->err; }
 
+static void xsm_place_free_list(xsm_pchunk *c)
+{
+    for (xsm_pchunk *nx; c; c = nx) {
+        nx = c->next;
+        free(c->mem);
+        free(c);
+    }
+}
+
 void xsm_place_free(xsm_place *pl)
 {
     if (!pl)
@@ -339,17 +379,16 @@ void xsm_place_free(xsm_place *pl)
         xsm_pblock *b = &pl->b[k];
         if (b->f)
             fclose(b->f);
-        free(b->cur);
-        for (xsm_pchunk *c = b->head, *nx; c; c = nx) {
-            nx = c->next;
-            free(c->mem);
-            free(c);
-        }
-        if (b->sfd >= 0)
-            close(b->sfd);
-        if (b->spath[0])
-            unlink(b->spath);
+        if (b->cur)
+            xsm_place_free_list(b->cur);
+        xsm_place_free_list(b->head);
     }
+    xsm_place_free_list(pl->ready);
+    xsm_place_free_list(pl->spare);
+    if (pl->sfd >= 0)
+        close(pl->sfd);
+    if (pl->spath[0])
+        unlink(pl->spath);
     pthread_cond_destroy(&pl->cv);
     pthread_mutex_destroy(&pl->mu);
     free(pl->b);

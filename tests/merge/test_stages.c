@@ -370,7 +370,7 @@ static void *place_writer(void *arg)
     free(buf);
     xsm_place_finish(j->pl, j->k);
     if (j->help)
-        xsm_place_help(j->pl);
+        xsm_place_help(j->pl, 1);
     return NULL;
 }
 

@@ -3,6 +3,7 @@
 #include "merge/util.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -69,18 +70,28 @@ void xsm_progress_end(void)
     }
 }
 
+/* User and system seconds of the whole process (every thread). */
+static double xsm_cpu_seconds(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 void xsm_progress_mark(const char *phase)
 {
     static int on = -1;
-    static double last;
+    static double last, last_cpu;
     if (on < 0) {
         const char *v = getenv("XSPROF_MERGE_TIMES");
         on = v && *v && *v != '0';
         last = xsm_now();
+        last_cpu = xsm_cpu_seconds();
     }
     if (!on)
         return;
-    double now = xsm_now();
+    double now = xsm_now(), cpu = xsm_cpu_seconds();
     /* resident and peak memory so far, to see which phase sets the peak */
     long rss_kb = -1, hwm_kb = -1;
     FILE *st = fopen("/proc/self/status", "r");
@@ -93,7 +104,9 @@ void xsm_progress_mark(const char *phase)
     }
     if (st)
         fclose(st);
-    fprintf(stderr, "xsmerge: time %-12s %.3f s  rss %.0f MiB  peak %.0f MiB\n", phase, now - last,
-            (double)rss_kb / 1024.0, (double)hwm_kb / 1024.0);
+    /* CPU seconds of all threads beside the wall time: how parallel the phase was */
+    fprintf(stderr, "xsmerge: time %-12s %.3f s  cpu %.3f s  rss %.0f MiB  peak %.0f MiB\n", phase, now - last,
+            cpu - last_cpu, (double)rss_kb / 1024.0, (double)hwm_kb / 1024.0);
     last = now;
+    last_cpu = cpu;
 }

@@ -381,6 +381,12 @@ static void xsm_note_large_trace(const char *out_dir, FILE *notes)
  * 5 M events: 113 and 178 bytes per event; merge/README "Memory bound").
  * Rank files compress 1-4 bytes per event, so their size only tells when a
  * run surely fits; beyond that the tables' lengths are read from the files. */
+/* Bytes of trace.pftrace that may wait in memory for their place in the
+ * file, then in a spill file copied into place (emit/place.h). Not in the
+ * estimate below: the budget is half of the memory available, and serially
+ * only part of a rank's bytes wait (35-65 MiB for the 5 M-event ring). */
+#define XSM_PF_HOLD ((uint64_t)512 << 20)
+
 static int xsm_stream_estimate(const xsm_opts *o, uint64_t budget, int procs, FILE *notes)
 {
     xsm_candidate *c = NULL;
@@ -647,9 +653,7 @@ int main(int argc, char **argv)
     if (o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_H5))
         rc = xsm_emit_init(&e, &run, order, err, sizeof err);
     e.threads = xsm_cpu_share(par.local);
-    /* trace.pftrace's blocks after the first wait for their place in memory
-     * up to this, then in a file copied into place (emit/place.h) */
-    e.hold = (uint64_t)512 << 20;
+    e.hold = XSM_PF_HOLD;
     xsm_malloc_reuse(0);
     free(order);
     xsm_progress_mark("emit-init");

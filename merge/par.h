@@ -19,7 +19,8 @@ int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first);
 /* trace.pftrace written by all processes together: process p encodes the
  * segments (one per rank, see xsm_emit_pftrace_rank) of the p-th block of
  * consecutive ranks (xsm_emit_rank_blocks): process 0 straight into the
- * final file, the others into a private file copied to its offset after.
+ * final file, the others hold theirs (emit/place.h) and write it at its
+ * offset once the sizes are exchanged.
  * Same bytes as a serial xsm_emit_pftrace.
  * Collective: every process calls it. */
 struct xsm_emit;

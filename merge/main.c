@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <hdf5.h>
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <malloc.h>
 #include <math.h>
@@ -572,6 +573,10 @@ int main(int argc, char **argv)
      * hook would only add a second stderr line ("infinite loop closing
      * library") after an error on a damaged input it could not close. */
     H5dont_atexit();
+    /* past a file size limit (ulimit -f) a write fails with EFBIG and the
+     * merge says which file, as for a full disk, instead of dying of the
+     * signal (a launcher like mpirun resets what the shell set) */
+    signal(SIGXFSZ, SIG_IGN);
     xsm_malloc_reuse(1);
     xsm_opts o;
     int rc = xsm_parse_args(argc, argv, &o);
@@ -635,17 +640,8 @@ int main(int argc, char **argv)
         order = calloc(run.nranks + 1, 1); /* merged.h5 and the report need no time order */
     } else if (par.size > 1 && !((o.outputs & XSM_OUT_JSON) && xsm_task_owner(XSM_TASK_JSON, par.size) == par.rank)) {
         order = calloc(run.nranks + 1, 1);
-        size_t *first = calloc((size_t)par.size + 1, sizeof *first);
-        if (first && (o.outputs & XSM_OUT_PFTRACE)) {
-            xsm_emit_rank_blocks(&run, 0, run.nranks, (size_t)par.size, first); /* as xsm_par_pftrace divides */
-            for (size_t r = first[par.rank]; order && r < first[par.rank + 1]; r++)
-                order[r] = 1;
-        }
-        if (!first) { /* sort every rank then: slower, same output */
-            free(order);
-            order = NULL;
-        }
-        free(first);
+        for (size_t r = (size_t)par.rank; order && (o.outputs & XSM_OUT_PFTRACE) && r < run.nranks; r += (size_t)par.size)
+            order[r] = 1; /* as xsm_par_pftrace divides */
     }
     xsm_emit e;
     memset(&e, 0, sizeof e);

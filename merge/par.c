@@ -194,61 +194,86 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
     return 0;
 }
 
-/* Process p writes the segments of the p-th block of ranks (consecutive,
- * about equal rows): process 0 straight into trace.pftrace, the others
- * hold theirs (memory up to e->hold, then spill files) until all sizes
- * are known and then write them into place, in parallel. */
+/* Process p writes the segments of ranks p, p + K, p + 2K, ... straight
+ * into trace.pftrace. A segment starts where the rank before it ends,
+ * which the process writing that rank sends here as soon as it is known
+ * (its segment done and placed): this process's main thread passes these
+ * places on while its threads encode. Rank r + 1 is thus placed about when
+ * its writer starts it, so little waits (the odd ranks' bytes with two
+ * processes, in memory that is used again); before, process p wrote a
+ * block of consecutive ranks and every process but the first held all of
+ * its block until every process was done (the 20 M-event ring: 2.9 s for
+ * trace.pftrace with two processes against 1.6 s serially). */
+#define XSM_PAR_TAG_PLACE 7
+
 int xsm_par_pftrace(const xsm_par *par, const xsm_emit *e, const char *dir, char *err, size_t errlen)
 {
     if (!par->share)
         return xsm_emit_pftrace(e, dir, err, errlen);
-    size_t n = e->run->nranks, np = (size_t)par->size;
-    size_t *first = calloc(np + 1, sizeof *first);
-    int64_t *mine = calloc(np + 1, sizeof *mine), *all = calloc(np + 1, sizeof *all);
+    size_t n = e->run->nranks, np = (size_t)par->size, p = (size_t)par->rank;
+    size_t m = n > p ? (n - p + np - 1) / np : 0; /* my ranks */
+    int prev = (int)((p + np - 1) % np), next = (int)((p + 1) % np);
     char path[8192];
     xsm_path(path, sizeof path, dir, "trace.pftrace");
-    int rc = !first || !mine || !all ? xsm_err_set(err, errlen, "xsmerge: out of memory") : 0;
-    int fd = -1;
-    if (!rc) {
-        xsm_emit_rank_blocks(e->run, 0, n, np, first);
-        /* the others open it once the sizes are exchanged, after this */
-        if (par->rank == 0 && (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0)
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
-    }
-    uint64_t bytes = 0;
-    struct xsm_place *later = NULL;
-    xsm_progress_begin("writing trace.pftrace", e->nevents / np);
-    if (!rc)
-        rc = xsm_emit_pftrace_span(e, dir, first[par->rank], first[par->rank + 1], fd, par->rank == 0 ? 0 : -1,
-                                   &later, &bytes, err, errlen);
-    xsm_progress_end();
-    if (mine)
-        mine[par->rank] = (int64_t)bytes;
-    int any;
-    xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX);
-    xsm_allreduce(mine ? mine : all, all ? all : mine, (int)np, MPI_INT64_T, MPI_SUM);
-    if (!any && par->rank > 0 && later) {
-        int64_t at = 0;
-        for (int p = 0; p < par->rank; p++)
-            at += all[p];
-        fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
-        else {
-            xsm_place_set(later, fd, (uint64_t)at);
-            xsm_place_write(later, e->threads);
-            if (xsm_place_error(later))
-                rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path,
-                                 strerror(xsm_place_error(later)));
+    int rc = 0, any = 0, fd = -1;
+    if (p == 0 && (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0)
+        rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
+    xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX); /* created before the others open it */
+    if (!any && p > 0 && (fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
+    xsm_place *pl = NULL;
+    xsm_pf_writers *w = NULL;
+    int64_t *sbuf = calloc(m + 1, sizeof *sbuf);
+    MPI_Request *sreq = calloc(m + 1, sizeof *sreq);
+    if (!any && !rc && (!sbuf || !sreq || !(pl = xsm_place_new(fd, p == 0 ? 0 : -1, m, 0, e->hold, dir, p))))
+        rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
+    if (!any) /* every process relays places below, or none does */
+        xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX);
+    if (!any) {
+        xsm_progress_begin("writing trace.pftrace", e->nevents / np);
+        if (!(w = xsm_emit_pftrace_start(e, dir, p, np, m, pl, 0)))
+            for (size_t k = 0; k < m; k++)
+                xsm_place_finish(pl, k); /* empty: the places still go round, the error after */
+        size_t need = p == 0 ? 1 : 0; /* the next block whose place comes from prev */
+        size_t sent = 0;              /* the next block whose end goes to next */
+        int64_t in = 0;
+        MPI_Request rreq = MPI_REQUEST_NULL;
+        struct timespec nap = {0, 100000};
+        while (need < m || sent < m) {
+            int moved = 0, done = 0;
+            if (need < m && rreq == MPI_REQUEST_NULL)
+                MPI_Irecv(&in, 1, MPI_INT64_T, prev, XSM_PAR_TAG_PLACE, MPI_COMM_WORLD, &rreq);
+            if (need < m && MPI_Test(&rreq, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+                xsm_place_set_base(pl, need++, (uint64_t)in);
+                moved = 1;
+            }
+            uint64_t end;
+            while (sent < m && xsm_place_end(pl, sent, &end)) {
+                sreq[sent] = MPI_REQUEST_NULL;
+                if (p + sent * np + 1 < n) { /* the rank after it is next's */
+                    sbuf[sent] = (int64_t)end;
+                    MPI_Isend(&sbuf[sent], 1, MPI_INT64_T, next, XSM_PAR_TAG_PLACE, MPI_COMM_WORLD, &sreq[sent]);
+                }
+                sent++;
+                moved = 1;
+            }
+            if (!moved)
+                nanosleep(&nap, NULL); /* the threads encode; a poll costs little */
         }
+        MPI_Waitall((int)m, sreq, MPI_STATUSES_IGNORE);
+        rc = w ? xsm_emit_pftrace_join(w, err, errlen)
+               : xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
+        xsm_place_write(pl, e->threads); /* what waited and was placed after the threads were done */
+        if (!rc && xsm_place_error(pl))
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(xsm_place_error(pl)));
+        xsm_progress_end();
     }
-    xsm_place_free(later);
+    xsm_place_free(pl);
+    free(sbuf);
+    free(sreq);
     if (fd >= 0 && close(fd) != 0 && !rc)
         rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));
     xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX);
-    free(first);
-    free(mine);
-    free(all);
     return rc ? 1 : any;
 }
 

@@ -17,10 +17,10 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
  * the lowest process whose code was `bad` (it prints its error). */
 int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first);
 /* trace.pftrace written by all processes together: process p encodes the
- * segments (one per rank, see xsm_emit_pftrace_rank) of the p-th block of
- * consecutive ranks (xsm_emit_rank_blocks): process 0 straight into the
- * final file, the others hold theirs (emit/place.h) and write it at its
- * offset once the sizes are exchanged.
+ * segments (one per rank, see xsm_emit_pftrace_rank) of ranks p, p + K,
+ * ... straight into the final file, each at the end of the rank before
+ * it, which that rank's process sends as soon as it is known (emit/place.h
+ * holds a segment's bytes until then).
  * Same bytes as a serial xsm_emit_pftrace.
  * Collective: every process calls it. */
 struct xsm_emit;

@@ -501,30 +501,6 @@ void xsm_emit_free(xsm_emit *e)
     memset(e, 0, sizeof *e);
 }
 
-static uint64_t xsm_rank_rows(const xsm_run *run, size_t r)
-{
-    const xsprof_rank_data *d = &run->ranks[r].d;
-    return run->ranks[r].present
-               ? d->nregions + d->nmpi + d->ngpu + d->ninstants + d->ncounters + d->nmem + run->ranks[r].stream_rows
-               : 0;
-}
-
-void xsm_emit_rank_blocks(const xsm_run *run, size_t lo, size_t hi, size_t n, size_t *first)
-{
-    uint64_t total = 0, sum = 0;
-    for (size_t r = lo; r < hi; r++)
-        total += xsm_rank_rows(run, r);
-    size_t r = lo;
-    first[0] = lo;
-    for (size_t k = 1; k < n; k++) {
-        /* end block k - 1 where the running sum first reaches k / n of the rows */
-        while (r < hi && (sum + xsm_rank_rows(run, r) / 2) * n < total * k)
-            sum += xsm_rank_rows(run, r++);
-        first[k] = r;
-    }
-    first[n] = hi;
-}
-
 size_t xsm_emit_tid_index(const xsm_erank *er, uint32_t tid)
 {
     size_t lo = 0, hi = er->ntids;

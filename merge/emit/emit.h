@@ -130,11 +130,6 @@ struct xsm_emit {
 const xsm_src_ops *xsm_emit_source(const xsm_emit *e);
 const xsm_src_ops *xsm_emit_source_all(const xsm_emit *e);
 
-/* Split ranks [lo, hi) into n consecutive blocks of about equal rows
- * (present ranks only): block k is [first[k], first[k + 1]), first[0] = lo,
- * first[n] = hi. Every process computes the same split. */
-void xsm_emit_rank_blocks(const xsm_run *run, size_t lo, size_t hi, size_t n, size_t *first);
-
 /* `order` (NULL = all) marks the ranks whose events will be iterated: only
  * they get sorted row orders and message flows (collective mode prepares
  * just its share). Names, tracks and GPU flows are always built for every
@@ -225,6 +220,17 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t rank, FILE *f, const char *d
  * *later gets the bytes, for xsm_place_set, xsm_place_write and
  * xsm_place_free. */
 struct xsm_place;
+/* The writers of the segments of ranks lo, lo + step, ... (n of them) into
+ * the blocks of pl (block k: rank lo + k * step), taken in order by up to
+ * e->threads threads (one of them the caller's, in the join, when
+ * caller_works; else the caller is free until the join: collective mode
+ * passes the blocks' places between processes meanwhile). NULL: out of
+ * memory. The join waits for them: 0, or 1 with err set (pl's write
+ * errors are pl's). */
+typedef struct xsm_pf_writers xsm_pf_writers;
+xsm_pf_writers *xsm_emit_pftrace_start(const xsm_emit *e, const char *dir, size_t lo, size_t step, size_t n,
+                                       struct xsm_place *pl, int caller_works);
+int xsm_emit_pftrace_join(xsm_pf_writers *w, char *err, size_t errlen);
 int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, int64_t at,
                           struct xsm_place **later, uint64_t *bytes, char *err, size_t errlen);
 int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen);

@@ -708,37 +708,41 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir,
 /* A span's writers: each takes the next rank, in order, so that the
  * rank before the one it encodes is mostly finished by then and few of
  * its bytes wait for their place (emit/place.h). */
-typedef struct xsm_pf_span {
+struct xsm_pf_writers {
     const xsm_emit *e;
     const char *dir; /* for messages */
-    size_t lo, hi;
-    size_t next;     /* the next rank to take (atomic) */
+    size_t lo, step, n;
+    size_t next;     /* the next block to take (atomic) */
     int failed;      /* atomic: a writer failed, the others stop */
     xsm_place *pl;
     pthread_mutex_t mu;
     int rc;
     char err[1024];
-} xsm_pf_span;
+    pthread_t t[XSM_EMIT_MAX_THREADS];
+    size_t started;
+    int caller_works;
+};
 
-static void *xsm_pf_span_run(void *arg)
+static void *xsm_pf_writers_run(void *arg)
 {
-    xsm_pf_span *s = arg;
+    xsm_pf_writers *s = arg;
     char err[1024];
     for (;;) {
-        size_t r = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
-        if (r >= s->hi)
+        size_t k = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
+        if (k >= s->n)
             break;
+        size_t r = s->lo + k * s->step;
         int rc = 0;
         FILE *f = NULL;
         if (s->e->run->ranks[r].present && !__atomic_load_n(&s->failed, __ATOMIC_RELAXED)) {
             uint64_t n;
-            if (!(f = xsm_place_file(s->pl, r - s->lo)))
+            if (!(f = xsm_place_file(s->pl, k)))
                 rc = xsm_err_set(err, sizeof err, "xsmerge: %s/trace.pftrace: %s", s->dir, strerror(errno));
             else if (!(rc = xsm_emit_pftrace_rank(s->e, r, f, s->dir, &n, err, sizeof err)) && fflush(f) != 0)
                 rc = xsm_err_set(err, sizeof err, "xsmerge: %s/trace.pftrace: write failed: %s", s->dir,
                                  strerror(errno));
         }
-        xsm_place_finish(s->pl, r - s->lo); /* also after a failure: the others wait for every rank */
+        xsm_place_finish(s->pl, k); /* also after a failure: the others wait for every block */
         if (rc) {
             __atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
             pthread_mutex_lock(&s->mu);
@@ -750,42 +754,66 @@ static void *xsm_pf_span_run(void *arg)
         }
         xsm_place_help(s->pl, 0); /* the bytes its finish placed */
     }
-    xsm_place_help(s->pl, 1); /* none left to take: write what still waits */
+    xsm_place_help(s->pl, 1); /* none left to take: write what still waits and is placed */
     return NULL;
+}
+
+xsm_pf_writers *xsm_emit_pftrace_start(const xsm_emit *e, const char *dir, size_t lo, size_t step, size_t n,
+                                       xsm_place *pl, int caller_works)
+{
+    xsm_pf_writers *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    *s = (xsm_pf_writers){.e = e, .dir = dir, .lo = lo, .step = step ? step : 1, .n = n, .pl = pl,
+                          .caller_works = caller_works};
+    pthread_mutex_init(&s->mu, NULL);
+    size_t nt = e->threads > 1 ? (size_t)e->threads : 1;
+    if (nt > XSM_EMIT_MAX_THREADS)
+        nt = XSM_EMIT_MAX_THREADS;
+    if (nt > n)
+        nt = n ? n : 1;
+    if (caller_works)
+        nt--;
+    while (s->started < nt && pthread_create(&s->t[s->started], NULL, xsm_pf_writers_run, s) == 0)
+        s->started++;
+    if (!s->started && !caller_works)
+        xsm_pf_writers_run(s); /* no thread: the work is done here, all of it waiting for its place */
+    return s;
+}
+
+int xsm_emit_pftrace_join(xsm_pf_writers *s, char *err, size_t errlen)
+{
+    if (s->caller_works)
+        xsm_pf_writers_run(s);
+    for (size_t k = 0; k < s->started; k++)
+        pthread_join(s->t[k], NULL);
+    pthread_mutex_destroy(&s->mu);
+    int rc = s->rc ? xsm_err_set(err, errlen, "%s", s->err) : 0;
+    free(s);
+    return rc;
 }
 
 int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, int64_t at,
                           xsm_place **later, uint64_t *bytes, char *err, size_t errlen)
 {
-    size_t nt = e->threads > 1 ? (size_t)e->threads : 1;
-    if (nt > XSM_EMIT_MAX_THREADS)
-        nt = XSM_EMIT_MAX_THREADS;
-    if (nt > hi - lo)
-        nt = hi - lo ? hi - lo : 1;
     *bytes = 0;
     if (later)
         *later = NULL;
-    xsm_pf_span s = {.e = e, .dir = dir, .lo = lo, .hi = hi, .next = lo};
-    if (!(s.pl = xsm_place_new(fd, at, hi - lo, e->hold, dir, lo)))
+    xsm_place *pl = xsm_place_new(fd, at, hi - lo, 1, e->hold, dir, lo);
+    xsm_pf_writers *w = pl ? xsm_emit_pftrace_start(e, dir, lo, 1, hi - lo, pl, 1) : NULL;
+    if (!w) {
+        xsm_place_free(pl);
         return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
-    pthread_mutex_init(&s.mu, NULL);
-    pthread_t t[XSM_EMIT_MAX_THREADS];
-    size_t started = 0;
-    while (started + 1 < nt && pthread_create(&t[started], NULL, xsm_pf_span_run, &s) == 0)
-        started++;
-    xsm_pf_span_run(&s);
-    for (size_t k = 0; k < started; k++)
-        pthread_join(t[k], NULL);
-    pthread_mutex_destroy(&s.mu);
-    int rc = s.rc ? xsm_err_set(err, errlen, "%s", s.err) : 0;
-    if (!rc && xsm_place_error(s.pl))
+    }
+    int rc = xsm_emit_pftrace_join(w, err, errlen);
+    if (!rc && xsm_place_error(pl))
         rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir,
-                         strerror(xsm_place_error(s.pl)));
-    *bytes = xsm_place_size(s.pl);
+                         strerror(xsm_place_error(pl)));
+    *bytes = xsm_place_size(pl);
     if (!rc && at < 0 && later)
-        *later = s.pl;
+        *later = pl;
     else
-        xsm_place_free(s.pl);
+        xsm_place_free(pl);
     return rc;
 }
 

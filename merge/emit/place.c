@@ -41,7 +41,8 @@ struct xsm_place {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int fd;
-    size_t n, nfinished, placed; /* blocks [0, placed) have their base */
+    int chain;                   /* block k starts where k-1 ends */
+    size_t n, nfinished, placed; /* chained: blocks [0, placed) have their base */
     uint64_t hold, mem;          /* memory that may wait, memory taken (in use or spare) */
     int err;                     /* first errno of a failed write */
     xsm_pchunk *ready, *ready_tail; /* waiting chunks whose place is known */
@@ -90,25 +91,34 @@ static void xsm_place_queue(xsm_pblock *b, xsm_pchunk *c)
     b->tail = c;
 }
 
-/* Under the lock: blocks whose predecessor is finished get their place,
- * and their waiting bytes become ready. */
+/* Under the lock: block b gets its place; its waiting bytes become ready. */
+static void xsm_place_base(xsm_place *pl, xsm_pblock *b, int64_t base)
+{
+    b->base = base;
+    for (xsm_pchunk *c = b->head, *nx; c; c = nx) {
+        nx = c->next;
+        c->at = (uint64_t)base + c->pos;
+        xsm_place_ready(pl, c);
+    }
+    b->head = b->tail = NULL;
+    pthread_cond_broadcast(&pl->cv);
+}
+
+/* Under the lock: blocks whose predecessor is finished get their place
+ * (chained blocks only: the others get theirs from xsm_place_set_base). */
 static void xsm_place_propagate(xsm_place *pl)
 {
-    while (pl->placed < pl->n) {
+    while (pl->chain && pl->placed < pl->n) {
         xsm_pblock *b = &pl->b[pl->placed];
         if (pl->placed > 0) {
             const xsm_pblock *p = b - 1;
             if (!p->finished)
                 break;
-            b->base = p->base + (int64_t)p->pos;
+            xsm_place_base(pl, b, p->base + (int64_t)p->pos);
         } else if (b->base < 0)
             break;
-        for (xsm_pchunk *c = b->head, *nx; c; c = nx) {
-            nx = c->next;
-            c->at = (uint64_t)b->base + c->pos;
-            xsm_place_ready(pl, c);
-        }
-        b->head = b->tail = NULL;
+        else
+            xsm_place_base(pl, b, b->base);
         pl->placed++;
     }
     pthread_cond_broadcast(&pl->cv);
@@ -265,7 +275,7 @@ static ssize_t xsm_place_w(void *cookie, const char *buf, size_t n)
     return (ssize_t)n;
 }
 
-xsm_place *xsm_place_new(int fd, int64_t at, size_t n, uint64_t hold, const char *dir, size_t tag)
+xsm_place *xsm_place_new(int fd, int64_t at, size_t n, int chain, uint64_t hold, const char *dir, size_t tag)
 {
     xsm_place *pl = calloc(1, sizeof *pl);
     if (!pl || !(pl->b = calloc(n ? n : 1, sizeof *pl->b))) {
@@ -276,6 +286,7 @@ xsm_place *xsm_place_new(int fd, int64_t at, size_t n, uint64_t hold, const char
     pthread_cond_init(&pl->cv, NULL);
     pl->fd = fd;
     pl->n = n;
+    pl->chain = chain;
     pl->hold = hold;
     pl->tag = tag;
     pl->sfd = -1;
@@ -322,6 +333,25 @@ void xsm_place_help(xsm_place *pl, int wait)
     pthread_mutex_lock(&pl->mu);
     xsm_place_drain(pl, wait);
     pthread_mutex_unlock(&pl->mu);
+}
+
+void xsm_place_set_base(xsm_place *pl, size_t k, uint64_t at)
+{
+    pthread_mutex_lock(&pl->mu);
+    if (pl->b[k].base < 0)
+        xsm_place_base(pl, &pl->b[k], (int64_t)at);
+    pthread_mutex_unlock(&pl->mu);
+}
+
+int xsm_place_end(xsm_place *pl, size_t k, uint64_t *end)
+{
+    pthread_mutex_lock(&pl->mu);
+    const xsm_pblock *b = &pl->b[k];
+    int known = b->finished && b->base >= 0;
+    if (known)
+        *end = (uint64_t)b->base + b->pos;
+    pthread_mutex_unlock(&pl->mu);
+    return known;
 }
 
 void xsm_place_set(xsm_place *pl, int fd, uint64_t at)

@@ -42,4 +42,25 @@ p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, bad, "-o", 
                    capture_output=True, text=True, env=env, timeout=120)
 check(p.returncode == 1, "collective bad input exits 1 (%d)" % p.returncode)
 check(p.stderr.count("rank-00000.h5: not an HDF5 file") == 1, "one error line: %r" % p.stderr)
+# trace.pftrace's places go from process to process while they write: a
+# write that fails (a full disk: a 512 KiB tmpfs; a file size limit would
+# stop Open MPI's own shared memory first) still ends every process, with
+# one line naming the file, and leaves nothing behind
+disk = os.path.join(base, "disk")
+os.makedirs(disk)
+if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", disk], capture_output=True).returncode != 0:
+    print("note: cannot mount a tmpfs here; the full-disk case is not tested")
+else:
+    try:
+        for k in (2, 3):
+            out = os.path.join(disk, "np%d" % k)
+            p = subprocess.run([mpiexec, "-np", str(k), "--oversubscribe", XSMERGE, runs[0], "-o", out, "-q",
+                                "--outputs", "pftrace"], capture_output=True, text=True, env=env, timeout=240)
+            said = [l for l in p.stderr.splitlines() if l.startswith("xsmerge:")]
+            check(p.returncode == 1 and len(said) == 1 and os.path.join(out, "trace.pftrace") in said[0] and
+                  "no space" in said[0].lower(), "-np %d, disk full: exit 1, one line (%d %r)" % (k, p.returncode, said))
+            left = os.listdir(out) if os.path.isdir(out) else []
+            check(left == [], "-np %d, disk full: nothing left behind: %s" % (k, left))
+    finally:
+        subprocess.run(["umount", disk])
 finish("merge_collective")

@@ -408,7 +408,7 @@ static void test_place(void)
             close(fd);
             fd = open(path, O_RDONLY);
         }
-        xsm_place *pl = xsm_place_new(mode == 1 ? -1 : fd, mode == 1 ? -1 : 100, 4, 8u << 20, dir, 7);
+        xsm_place *pl = xsm_place_new(mode == 1 ? -1 : fd, mode == 1 ? -1 : 100, 4, 1, 8u << 20, dir, 7);
         CHECK(pl != NULL);
         if (!pl)
             break;

@@ -62,15 +62,17 @@ static void xsm_place_fail(xsm_place *pl, int e)
         pl->err = e ? e : EIO;
 }
 
-static void xsm_place_ready(xsm_place *pl, xsm_pchunk *c)
+static void xsm_pchunk_append(xsm_pchunk **head, xsm_pchunk **tail, xsm_pchunk *c)
 {
     c->next = NULL;
-    if (pl->ready_tail)
-        pl->ready_tail->next = c;
+    if (*tail)
+        (*tail)->next = c;
     else
-        pl->ready = c;
-    pl->ready_tail = c;
+        *head = c;
+    *tail = c;
 }
+
+static void xsm_place_ready(xsm_place *pl, xsm_pchunk *c) { xsm_pchunk_append(&pl->ready, &pl->ready_tail, c); }
 
 /* Under the lock: c joins b's waiting bytes, or the ready list when b's
  * place is known. */
@@ -83,12 +85,7 @@ static void xsm_place_queue(xsm_pblock *b, xsm_pchunk *c)
         pthread_cond_broadcast(&pl->cv);
         return;
     }
-    c->next = NULL;
-    if (b->tail)
-        b->tail->next = c;
-    else
-        b->head = c;
-    b->tail = c;
+    xsm_pchunk_append(&b->head, &b->tail, c);
 }
 
 /* Under the lock: block b gets its place; its waiting bytes become ready. */
@@ -212,6 +209,18 @@ static int xsm_place_spill(xsm_pblock *b, const char *buf, size_t n)
     return 0;
 }
 
+/* A write of the stream failed (errno says why): kept for the caller's
+ * message, and -1 for the stream. */
+static ssize_t xsm_place_w_failed(xsm_place *pl)
+{
+    int e = errno;
+    pthread_mutex_lock(&pl->mu);
+    xsm_place_fail(pl, e);
+    pthread_mutex_unlock(&pl->mu);
+    errno = e;
+    return -1;
+}
+
 static ssize_t xsm_place_w(void *cookie, const char *buf, size_t n)
 {
     xsm_pblock *b = cookie;
@@ -228,14 +237,8 @@ static ssize_t xsm_place_w(void *cookie, const char *buf, size_t n)
     int fd = pl->fd;
     pthread_mutex_unlock(&pl->mu);
     if (base >= 0) { /* placed: straight there */
-        if (xsm_pwrite_full(fd, buf, n, (off_t)(base + (int64_t)b->pos))) {
-            int e = errno;
-            pthread_mutex_lock(&pl->mu);
-            xsm_place_fail(pl, e);
-            pthread_mutex_unlock(&pl->mu);
-            errno = e;
-            return -1;
-        }
+        if (xsm_pwrite_full(fd, buf, n, (off_t)(base + (int64_t)b->pos)))
+            return xsm_place_w_failed(pl);
         b->pos += n;
         return (ssize_t)n;
     }
@@ -245,15 +248,7 @@ static ssize_t xsm_place_w(void *cookie, const char *buf, size_t n)
             xsm_pchunk *c = xsm_place_chunk(pl);
             pthread_mutex_unlock(&pl->mu);
             if (!c) {
-                if (xsm_place_spill(b, buf + done, n - done)) {
-                    int e = errno;
-                    pthread_mutex_lock(&pl->mu);
-                    xsm_place_fail(pl, e);
-                    pthread_mutex_unlock(&pl->mu);
-                    errno = e;
-                    return -1;
-                }
-                return (ssize_t)n;
+                return xsm_place_spill(b, buf + done, n - done) ? xsm_place_w_failed(pl) : (ssize_t)n;
             }
             c->pos = b->pos;
             c->len = 0;

@@ -212,13 +212,6 @@ int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errle
  * messages name dir/trace.pftrace. */
 int xsm_emit_pftrace_rank(const xsm_emit *e, size_t rank, FILE *f, const char *dir, uint64_t *bytes, char *err,
                           size_t errlen);
-/* The segments of ranks [lo, hi) written at offset `at` of fd, by up to
- * e->threads threads (consecutive blocks of ranks; a block waits, in up to
- * e->hold bytes of memory then in a file in dir, until the blocks before
- * it are done: emit/place.h). *bytes gets their size. With at < 0 (the
- * offset is not known yet; fd may be -1) nothing is written to fd and
- * *later gets the bytes, for xsm_place_set, xsm_place_write and
- * xsm_place_free. */
 struct xsm_place;
 /* The writers of the segments of ranks lo, lo + step, ... (n of them) into
  * the blocks of pl (block k: rank lo + k * step), taken in order by up to
@@ -231,8 +224,12 @@ typedef struct xsm_pf_writers xsm_pf_writers;
 xsm_pf_writers *xsm_emit_pftrace_start(const xsm_emit *e, const char *dir, size_t lo, size_t step, size_t n,
                                        struct xsm_place *pl, int caller_works);
 int xsm_emit_pftrace_join(xsm_pf_writers *w, char *err, size_t errlen);
-int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, int64_t at,
-                          struct xsm_place **later, uint64_t *bytes, char *err, size_t errlen);
+/* The segments of ranks [lo, hi) written at offset `at` of fd by those
+ * writers (a segment's bytes wait, in up to e->hold bytes of memory then
+ * in a file in dir, until the one before it is done: emit/place.h).
+ * *bytes gets their size. */
+int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, uint64_t at,
+                          uint64_t *bytes, char *err, size_t errlen);
 int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 
 /* Create dir/name for writing, exclusively and without following links. */

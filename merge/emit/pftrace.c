@@ -793,13 +793,11 @@ int xsm_emit_pftrace_join(xsm_pf_writers *s, char *err, size_t errlen)
     return rc;
 }
 
-int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, int64_t at,
-                          xsm_place **later, uint64_t *bytes, char *err, size_t errlen)
+int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, uint64_t at,
+                          uint64_t *bytes, char *err, size_t errlen)
 {
     *bytes = 0;
-    if (later)
-        *later = NULL;
-    xsm_place *pl = xsm_place_new(fd, at, hi - lo, 1, e->hold, dir, lo);
+    xsm_place *pl = xsm_place_new(fd, (int64_t)at, hi - lo, 1, e->hold, dir, lo);
     xsm_pf_writers *w = pl ? xsm_emit_pftrace_start(e, dir, lo, 1, hi - lo, pl, 1) : NULL;
     if (!w) {
         xsm_place_free(pl);
@@ -810,10 +808,7 @@ int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t 
         rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir,
                          strerror(xsm_place_error(pl)));
     *bytes = xsm_place_size(pl);
-    if (!rc && at < 0 && later)
-        *later = pl;
-    else
-        xsm_place_free(pl);
+    xsm_place_free(pl);
     return rc;
 }
 
@@ -826,7 +821,7 @@ int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errle
         return xsm_err_set(err, errlen, "xsmerge: %s: %s", path, strerror(errno));
     xsm_progress_begin("writing trace.pftrace", e->nevents);
     uint64_t bytes;
-    int rc = xsm_emit_pftrace_span(e, dir, 0, e->run->nranks, fd, 0, NULL, &bytes, err, errlen);
+    int rc = xsm_emit_pftrace_span(e, dir, 0, e->run->nranks, fd, 0, &bytes, err, errlen);
     xsm_progress_end();
     if (close(fd) != 0 && !rc)
         rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));

@@ -335,6 +335,7 @@ void xsm_place_set_base(xsm_place *pl, size_t k, uint64_t at)
     pthread_mutex_lock(&pl->mu);
     if (pl->b[k].base < 0)
         xsm_place_base(pl, &pl->b[k], (int64_t)at);
+    xsm_place_propagate(pl); /* chained: the blocks after it */
     pthread_mutex_unlock(&pl->mu);
 }
 
@@ -347,16 +348,6 @@ int xsm_place_end(xsm_place *pl, size_t k, uint64_t *end)
         *end = (uint64_t)b->base + b->pos;
     pthread_mutex_unlock(&pl->mu);
     return known;
-}
-
-void xsm_place_set(xsm_place *pl, int fd, uint64_t at)
-{
-    pthread_mutex_lock(&pl->mu);
-    pl->fd = fd;
-    if (pl->n && pl->b[0].base < 0)
-        pl->b[0].base = (int64_t)at;
-    xsm_place_propagate(pl);
-    pthread_mutex_unlock(&pl->mu);
 }
 
 static void *xsm_place_run(void *arg)

@@ -21,8 +21,8 @@
 typedef struct xsm_place xsm_place;
 
 /* n blocks of fd's bytes, the first at `at` (< 0: not known yet, see
- * xsm_place_set; fd may then be -1); chain: block k starts where block
- * k-1 ends, else each block's place comes from xsm_place_set_base. hold:
+ * xsm_place_set_base); chain: block k starts where block k-1 ends, else
+ * each block's place comes from xsm_place_set_base. hold:
  * bytes that may wait in memory (0: waiting bytes go to the spill file,
  * created in dir as ".trace.pftrace.<tag>"). NULL: out of memory. */
 xsm_place *xsm_place_new(int fd, int64_t at, size_t n, int chain, uint64_t hold, const char *dir, size_t tag);
@@ -37,11 +37,8 @@ void xsm_place_finish(xsm_place *pl, size_t k);
  * blocks (0) and when there are none left to take (1), so threads that are
  * done write the others' waiting bytes while those still encode. */
 void xsm_place_help(xsm_place *pl, int wait);
-/* The first block starts at `at` of fd (collective mode: known once every
- * process has finished its span). */
-void xsm_place_set(xsm_place *pl, int fd, uint64_t at);
-/* Unchained blocks: block k starts at `at` (another process encoded
- * what comes before it). */
+/* Unchained blocks (or the first of chained ones): block k starts at
+ * `at` (another process encoded what comes before it). */
 void xsm_place_set_base(xsm_place *pl, size_t k, uint64_t at);
 /* 1 with *end = where block k ends, once it is finished and placed. */
 int xsm_place_end(xsm_place *pl, size_t k, uint64_t *end);

@@ -388,7 +388,8 @@ static int place_spill_files(const char *dir)
 /* Blocks of 20 MB, 3 MB, 0 and 11 MB with one 8 MB chunk of memory among
  * them, after a 100-byte head. Mode 0: blocks 1-3 are written before
  * block 0 finishes, so they wait partly in memory, partly in spill files;
- * 1: the same with the place given afterwards (xsm_place_set); 2: all
+ * 1: the same with each block's place given afterwards (unchained blocks,
+ * as collective mode places them: xsm_place_set_base); 2: all
  * four concurrently, threads that are done writing the others' waiting
  * bytes; 3: as 2 into a read-only file, which gives the write's error. */
 static void test_place(void)
@@ -408,7 +409,7 @@ static void test_place(void)
             close(fd);
             fd = open(path, O_RDONLY);
         }
-        xsm_place *pl = xsm_place_new(mode == 1 ? -1 : fd, mode == 1 ? -1 : 100, 4, 1, 8u << 20, dir, 7);
+        xsm_place *pl = xsm_place_new(fd, mode == 1 ? -1 : 100, 4, mode != 1, 8u << 20, dir, 7);
         CHECK(pl != NULL);
         if (!pl)
             break;
@@ -430,7 +431,13 @@ static void test_place(void)
         if (mode == 1) {
             struct stat st;
             CHECK(fstat(fd, &st) == 0 && st.st_size == 100); /* nothing placed yet */
-            xsm_place_set(pl, fd, 100);
+            uint64_t end = 0;
+            CHECK(!xsm_place_end(pl, 0, &end));
+            xsm_place_set_base(pl, 0, 100); /* as collective mode passes them on */
+            for (size_t k = 1; k < 4; k++) {
+                CHECK(xsm_place_end(pl, k - 1, &end));
+                xsm_place_set_base(pl, k, end);
+            }
             xsm_place_write(pl, 2);
         }
         if (mode == 3)

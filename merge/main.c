@@ -593,6 +593,7 @@ int main(int argc, char **argv)
     xsm_read_allow_fork(par.share == NULL);
     int lead = par.rank == 0;
     xsm_progress_enable(lead && !o.load.quiet && isatty(2));
+    xsm_progress_process(par.rank, par.size);
     FILE *notes = lead && !o.load.quiet ? stderr : NULL;
 
     if (xsm_stream_auto(&o, &par, notes))

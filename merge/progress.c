@@ -79,6 +79,14 @@ static double xsm_cpu_seconds(void)
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
+static char xsm_mark_who[32] = "xsmerge";
+
+void xsm_progress_process(int rank, int size)
+{
+    if (size > 1)
+        snprintf(xsm_mark_who, sizeof xsm_mark_who, "xsmerge[%d/%d]", rank, size);
+}
+
 void xsm_progress_mark(const char *phase)
 {
     static int on = -1;
@@ -105,7 +113,7 @@ void xsm_progress_mark(const char *phase)
     if (st)
         fclose(st);
     /* CPU seconds of all threads beside the wall time: how parallel the phase was */
-    fprintf(stderr, "xsmerge: time %-12s %.3f s  cpu %.3f s  rss %.0f MiB  peak %.0f MiB\n", phase, now - last,
+    fprintf(stderr, "%s: time %-12s %.3f s  cpu %.3f s  rss %.0f MiB  peak %.0f MiB\n", xsm_mark_who, phase, now - last,
             cpu - last_cpu, (double)rss_kb / 1024.0, (double)hwm_kb / 1024.0);
     last = now;
     last_cpu = cpu;

@@ -19,5 +19,8 @@ void xsm_progress_end(void);
 /* With XSPROF_MERGE_TIMES=1 in the environment, print the seconds spent
  * since the previous mark to stderr ("xsmerge: time read 1.234 s"). */
 void xsm_progress_mark(const char *phase);
+/* Collective mode: marks name the process ("xsmerge[1/2]: time ..."), whose
+ * lines otherwise interleave without saying whose they are. */
+void xsm_progress_process(int rank, int size);
 
 #endif

@@ -202,8 +202,9 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
  * its writer starts it, so little waits (the odd ranks' bytes with two
  * processes, in memory that is used again); before, process p wrote a
  * block of consecutive ranks and every process but the first held all of
- * its block until every process was done (the 20 M-event ring: 2.9 s for
- * trace.pftrace with two processes against 1.6 s serially). */
+ * its block until every process was done (the 20 M-event ring's
+ * trace.pftrace with two processes: 3.7-4.6 s then, 1.9-2.5 s now, 1.6 s
+ * serially). */
 #define XSM_PAR_TAG_PLACE 7
 
 int xsm_par_pftrace(const xsm_par *par, const xsm_emit *e, const char *dir, char *err, size_t errlen)

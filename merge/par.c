@@ -63,16 +63,17 @@ static int xsm_par_launched(void)
     X(mem, nmem) X(clock, nclock) X(threads, nthreads) X(comms, ncomms) X(comm_members, ncomm_members)        \
     X(topo, ntopo) X(meta, nmeta)
 
-/* Broadcast n bytes in pieces (MPI counts are int). Blocking: the root is
- * ready (it just sent the header) and a large nonblocking broadcast would
- * only progress while polled. */
-static void xsm_bcast_bytes(void *p, size_t n, int root)
+/* Start broadcasting n bytes from root in pieces (MPI counts are int),
+ * appending the requests to req[*nreq] (room for n / 1 GiB + 1 more). */
+static void xsm_ibcast_bytes(void *p, size_t n, int root, MPI_Request *req, size_t *nreq)
 {
     for (size_t off = 0; off < n; off += (size_t)1 << 30) {
         size_t k = n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30);
-        MPI_Bcast((char *)p + off, (int)k, MPI_BYTE, root, MPI_COMM_WORLD);
+        MPI_Ibcast((char *)p + off, (int)k, MPI_BYTE, root, MPI_COMM_WORLD, &req[(*nreq)++]);
     }
 }
+
+static size_t xsm_pieces(size_t n) { return n / ((size_t)1 << 30) + 1; }
 
 /* Strings travel packed: (u32 length, bytes) each. */
 static char *xsm_pack_strings(const xsprof_rank_data *d, size_t *len)
@@ -116,56 +117,97 @@ static int xsm_unpack_strings(xsprof_rank_data *d, const char *p, size_t len, ui
 
 /* Each entry goes from the process that loaded it to all others: the fixed
  * part, then every table straight from its array into a fresh one (no
- * intermediate copy), then the strings packed. */
+ * intermediate copy), then the strings packed. The tables of a window of
+ * entries travel at once (nonblocking broadcasts, waited for together), so
+ * that every process pulls what the others loaded at the same time; one
+ * entry after the other, each process waited while the others pulled its
+ * own (5 M-event ring, two processes: 0.26 s). */
+#define XSM_SHARE_WINDOW 64
+
 static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t errlen)
 {
     const xsm_par *par = ctx;
-    for (size_t i = 0; i < n; i++) {
-        int owner = (int)(i % (size_t)par->size);
-        int mine = owner == par->rank;
-        int64_t status = mine ? l[i].status : 0;
-        xsm_bcast(&status, 1, MPI_INT64_T, owner);
-        if (status == -1)
-            continue; /* not selected: not loaded anywhere */
-        xsm_loaded head;
-        if (mine)
-            head = l[i];
-        xsm_bcast_bytes(&head, sizeof head, owner);
-        size_t slen = 0;
-        char *packed = mine ? xsm_pack_strings(&l[i].d, &slen) : NULL;
-        int64_t len64 = mine ? (packed ? (int64_t)slen : -1) : 0;
-        xsm_bcast(&len64, 1, MPI_INT64_T, owner);
-        int ok = len64 >= 0;
-        if (!mine && ok) {
-            xsprof_rank_data_free(&l[i].d);
-            l[i] = head;
-            xsprof_rank_data *d = &l[i].d;
-            d->strings = NULL;
-            d->nstrings = 0;
+    char *packed[XSM_SHARE_WINDOW];
+    int64_t plen[XSM_SHARE_WINDOW];
+    uint32_t nstr[XSM_SHARE_WINDOW];
+    for (size_t w0 = 0; w0 < n; w0 += XSM_SHARE_WINDOW) {
+        size_t w1 = n - w0 < XSM_SHARE_WINDOW ? n : w0 + XSM_SHARE_WINDOW;
+        int ok = 1, all_ok;
+        size_t pieces = 0;
+        /* the fixed parts, entry by entry (small), and room for the rest */
+        for (size_t i = w0; i < w1; i++) {
+            int owner = (int)(i % (size_t)par->size);
+            int mine = owner == par->rank;
+            packed[i - w0] = NULL;
+            plen[i - w0] = -1;
+            int64_t status = mine ? l[i].status : 0;
+            xsm_bcast(&status, 1, MPI_INT64_T, owner);
+            if (status == -1)
+                continue; /* not selected: not loaded anywhere */
+            xsm_loaded head;
+            if (mine)
+                head = l[i];
+            MPI_Bcast(&head, (int)sizeof head, MPI_BYTE, owner, MPI_COMM_WORLD);
+            size_t slen = 0;
+            if (mine)
+                packed[i - w0] = xsm_pack_strings(&l[i].d, &slen);
+            int64_t len64 = mine ? (packed[i - w0] ? (int64_t)slen : -1) : 0;
+            xsm_bcast(&len64, 1, MPI_INT64_T, owner);
+            plen[i - w0] = len64;
+            nstr[i - w0] = head.d.nstrings;
+            if (len64 < 0) {
+                ok = 0;
+                continue;
+            }
+            if (!mine) {
+                xsprof_rank_data_free(&l[i].d);
+                l[i] = head;
+                xsprof_rank_data *d = &l[i].d;
+                d->strings = NULL;
+                d->nstrings = 0;
 #define X(a, cnt) d->a = NULL;
-            XSM_ARRAYS(X)
+                XSM_ARRAYS(X)
 #undef X
 #define X(a, cnt) \
     if (ok && head.d.cnt && !(d->a = malloc(head.d.cnt * sizeof *d->a))) ok = 0;
+                XSM_ARRAYS(X)
+#undef X
+                if (!(packed[i - w0] = malloc((size_t)len64 + 1)))
+                    ok = 0;
+            }
+            const xsprof_rank_data *d = &l[i].d;
+#define X(a, cnt) pieces += xsm_pieces(d->cnt * sizeof *d->a);
             XSM_ARRAYS(X)
 #undef X
-            packed = malloc((size_t)len64 + 1);
-            ok = ok && packed;
+            pieces += xsm_pieces((size_t)len64);
         }
-        int all_ok;
+        MPI_Request *req = ok ? malloc((pieces + 1) * sizeof *req) : NULL;
+        ok = ok && req;
         xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
-        if (!all_ok) {
-            free(packed);
-            return xsm_err_set(err, errlen, "xsmerge: out of memory exchanging rank data");
-        }
-        xsprof_rank_data *d = &l[i].d;
-#define X(a, cnt) xsm_bcast_bytes(d->a, head.d.cnt * sizeof *d->a, owner);
-        XSM_ARRAYS(X)
+        if (all_ok) {
+            size_t nreq = 0;
+            for (size_t i = w0; i < w1; i++) {
+                if (plen[i - w0] < 0)
+                    continue;
+                int owner = (int)(i % (size_t)par->size);
+                xsprof_rank_data *d = &l[i].d;
+#define X(a, cnt) \
+    if (d->cnt) xsm_ibcast_bytes(d->a, d->cnt * sizeof *d->a, owner, req, &nreq);
+                XSM_ARRAYS(X)
 #undef X
-        xsm_bcast_bytes(packed, (size_t)len64, owner);
-        ok = mine || xsm_unpack_strings(d, packed, (size_t)len64, head.d.nstrings) == 0;
-        free(packed);
-        xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+                if (plen[i - w0])
+                    xsm_ibcast_bytes(packed[i - w0], (size_t)plen[i - w0], owner, req, &nreq);
+            }
+            MPI_Waitall((int)nreq, req, MPI_STATUSES_IGNORE); /* polls: the copies run in here */
+            for (size_t i = w0; i < w1; i++)
+                if (plen[i - w0] >= 0 && (int)(i % (size_t)par->size) != par->rank &&
+                    xsm_unpack_strings(&l[i].d, packed[i - w0], (size_t)plen[i - w0], nstr[i - w0]) != 0)
+                    ok = 0;
+            xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+        }
+        free(req);
+        for (size_t i = w0; i < w1; i++)
+            free(packed[i - w0]);
         if (!all_ok)
             return xsm_err_set(err, errlen, "xsmerge: out of memory exchanging rank data");
     }

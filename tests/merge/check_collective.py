@@ -1,7 +1,8 @@
 """Collective mode: `mpirun -np K xsmerge RUN -o OUT` divides the rank files
 among K processes and must write exactly the bytes of a serial merge, for
-every output file, on a run whose ranks do not divide evenly by K and on
-a run with a recovered journal."""
+every output file, on a run whose ranks do not divide evenly by K, on
+a run with a recovered journal and on one of more rank files than the
+exchange sends at once."""
 import filecmp
 import os
 import subprocess
@@ -17,7 +18,9 @@ env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 
 runs = [make_run(maker, "big", os.path.join(base, "big"), 5, 3000),
         make_run(maker, "journal", os.path.join(base, "journal")),
-        make_run(maker, "skew", os.path.join(base, "skew"))]
+        make_run(maker, "skew", os.path.join(base, "skew")),
+        # more rank files than one window of the exchange (64) broadcasts at once
+        make_run(maker, "big", os.path.join(base, "many"), 70, 200)]
 for run in runs:
     serial = run + "-serial"
     rc, so, se = xsmerge(run, "-o", serial, "-q")

@@ -374,6 +374,12 @@ static void xsm_note_large_trace(const char *out_dir, FILE *notes)
             path, size < 1e9 ? 0 : 1, size < 1e9 ? size / 1e6 : size / 1e9, size < 1e9 ? "MB" : "GB", path);
 }
 
+/* Bytes of trace.pftrace that may wait in memory for their place in the
+ * file, then in a spill file copied into place (emit/place.h). Not in the
+ * estimate below: the budget is half of the memory available, and serially
+ * only part of a rank's bytes wait (35-65 MiB for the 5 M-event ring). */
+#define XSM_PF_HOLD ((uint64_t)512 << 20)
+
 /* When only streamable products are asked for and the model of the run
  * would not fit the memory budget, stream instead (with a note). The model
  * holds every row as io/format.h lays it out plus, per event, about 45
@@ -382,12 +388,6 @@ static void xsm_note_large_trace(const char *out_dir, FILE *notes)
  * 5 M events: 113 and 178 bytes per event; merge/README "Memory bound").
  * Rank files compress 1-4 bytes per event, so their size only tells when a
  * run surely fits; beyond that the tables' lengths are read from the files. */
-/* Bytes of trace.pftrace that may wait in memory for their place in the
- * file, then in a spill file copied into place (emit/place.h). Not in the
- * estimate below: the budget is half of the memory available, and serially
- * only part of a rank's bytes wait (35-65 MiB for the 5 M-event ring). */
-#define XSM_PF_HOLD ((uint64_t)512 << 20)
-
 static int xsm_stream_estimate(const xsm_opts *o, uint64_t budget, int procs, FILE *notes)
 {
     xsm_candidate *c = NULL;

@@ -8,14 +8,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-/* Memory that waits comes in chunks this large, aligned for huge pages,
- * and is used again once written: fresh memory costs a page fault and a
- * cleared page per 4 KB (146 MB held took 37 000 faults). */
+/* Memory that waits comes in chunks this large and is used again once
+ * written: fresh memory costs a page fault and a cleared page per 4 KB, and
+ * two writers in step hold about one rank's bytes at a time. (Asking for
+ * huge pages, MADV_HUGEPAGE, gave no measurable gain, and the kernel may
+ * stall to compact memory for them.) */
 #define XSM_PLACE_CHUNK ((size_t)4 << 20)
-#define XSM_PLACE_ALIGN ((size_t)2 << 20)
 
 /* Bytes [pos, pos + len) of a block, waiting: in memory, or at `soff` of
  * the spill file when mem is NULL; `at` is their place once known. */
@@ -164,15 +164,10 @@ static xsm_pchunk *xsm_place_chunk(xsm_place *pl)
     }
     if (pl->mem + XSM_PLACE_CHUNK > pl->hold || !(c = calloc(1, sizeof *c)))
         return NULL;
-    void *p;
-    if (posix_memalign(&p, XSM_PLACE_ALIGN, XSM_PLACE_CHUNK) != 0) {
+    if (!(c->mem = malloc(XSM_PLACE_CHUNK))) {
         free(c);
         return NULL;
     }
-#ifdef MADV_HUGEPAGE
-    madvise(p, XSM_PLACE_CHUNK, MADV_HUGEPAGE); /* a hint: small pages are fine */
-#endif
-    c->mem = p;
     pl->mem += XSM_PLACE_CHUNK;
     return c;
 }

@@ -387,7 +387,7 @@ static int place_spill_files(const char *dir)
 
 /* Blocks of 20 MB, 3 MB, 0 and 11 MB with 8 MB of memory (two chunks) among
  * them, after a 100-byte head. Mode 0: blocks 1-3 are written before
- * block 0 finishes, so they wait partly in memory, partly in spill files;
+ * block 0 finishes, so they wait partly in memory, partly in the spill file;
  * 1: the same with each block's place given afterwards (unchained blocks,
  * as collective mode places them: xsm_place_set_base); 2: all
  * four concurrently, threads that are done writing the others' waiting

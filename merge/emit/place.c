@@ -28,7 +28,6 @@ typedef struct xsm_pchunk {
 
 typedef struct xsm_pblock {
     struct xsm_place *pl;
-    size_t k;
     FILE *f;
     uint64_t pos;            /* bytes written to the block so far (its writer's) */
     int64_t base;            /* offset of its first byte in the file, -1 unknown */
@@ -91,13 +90,13 @@ static void xsm_place_queue(xsm_pblock *b, xsm_pchunk *c)
 /* Under the lock: block b gets its place; its waiting bytes become ready. */
 static void xsm_place_base(xsm_place *pl, xsm_pblock *b, int64_t base)
 {
+    xsm_pchunk *c = b->head, *nx;
     b->base = base;
-    for (xsm_pchunk *c = b->head, *nx; c; c = nx) {
-        nx = c->next;
-        c->at = (uint64_t)base + c->pos;
-        xsm_place_ready(pl, c);
-    }
     b->head = b->tail = NULL;
+    for (; c; c = nx) {
+        nx = c->next;
+        xsm_place_queue(b, c); /* placed now: to the ready list */
+    }
     pthread_cond_broadcast(&pl->cv);
 }
 
@@ -282,7 +281,7 @@ xsm_place *xsm_place_new(int fd, int64_t at, size_t n, int chain, uint64_t hold,
     pl->sfd = -1;
     snprintf(pl->dir, sizeof pl->dir, "%s", dir);
     for (size_t k = 0; k < n; k++)
-        pl->b[k] = (xsm_pblock){.pl = pl, .k = k, .base = k == 0 && at >= 0 ? at : -1};
+        pl->b[k] = (xsm_pblock){.pl = pl, .base = k == 0 && at >= 0 ? at : -1};
     pthread_mutex_lock(&pl->mu);
     xsm_place_propagate(pl);
     pthread_mutex_unlock(&pl->mu);

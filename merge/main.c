@@ -583,8 +583,16 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     char err[4096] = "";
+    /* collective mode: this process's rank files load while MPI starts
+     * (XSPROF_MERGE_EARLY=0: after) */
+    int prank, psize, plocal;
+    const char *early = getenv("XSPROF_MERGE_EARLY");
+    if (!o.stream && !(early && strcmp(early, "0") == 0) && xsm_par_place(&prank, &psize, &plocal))
+        o.load.early = xsm_read_early_start(o.run_dir, &o.load, prank, psize, xsm_cpu_share(plocal),
+                                            xsm_memory_budget() / (uint64_t)plocal);
     xsm_par par;
     if (xsm_par_start(&argc, &argv, &par, err, sizeof err)) {
+        xsm_early_cancel(o.load.early);
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -599,6 +607,8 @@ int main(int argc, char **argv)
     if (xsm_stream_auto(&o, &par, notes))
         o.stream = 1;
     if (o.stream) {
+        xsm_early_cancel(o.load.early);
+        o.load.early = NULL;
         rc = xsm_stream_main(&o, &par, notes, err, sizeof err);
         if (rc >= 0) {
             xsm_par_end(&par);
@@ -607,6 +617,7 @@ int main(int argc, char **argv)
     }
     xsm_run run;
     rc = xsm_run_load_par(o.run_dir, &o.load, par.share ? &par : NULL, notes, &run, err, sizeof err);
+    o.load.early = NULL; /* the load used or cancelled it */
     /* threads start from here on: a baseline run loaded later is read here */
     xsm_read_allow_fork(0);
     /* every process validated the same data, so they agree; only the lead speaks */

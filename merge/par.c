@@ -160,7 +160,7 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
                 continue;
             }
             if (!mine) {
-                xsprof_rank_data_free(&l[i].d);
+                xsm_read_release(&l[i].d);
                 l[i] = head;
                 xsprof_rank_data *d = &l[i].d;
                 d->strings = NULL;
@@ -362,7 +362,40 @@ void xsm_par_end(const xsm_par *par)
         MPI_Finalize();
 }
 
+/* The launcher's variables, read before MPI starts. */
+int xsm_par_place(int *rank, int *size, int *local)
+{
+    static const char *const vars[][3] = {
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+        {"PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"},
+        {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"},
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *r = getenv(vars[i][0]), *s = getenv(vars[i][1]), *l = getenv(vars[i][2]);
+        if (!r || !s || !*r || !*s)
+            continue;
+        char *end1, *end2;
+        long rv = strtol(r, &end1, 10), sv = strtol(s, &end2, 10);
+        if (*end1 || *end2 || sv < 1 || rv < 0 || rv >= sv || sv > INT32_MAX)
+            return 0;
+        long lv = l && *l ? strtol(l, NULL, 10) : sv; /* unknown: all on this node, the fewest threads */
+        *rank = (int)rv;
+        *size = (int)sv;
+        *local = lv >= 1 && lv <= sv ? (int)lv : (int)sv;
+        return 1;
+    }
+    return 0;
+}
+
 #else /* built without MPI: always serial */
+
+int xsm_par_place(int *rank, int *size, int *local)
+{
+    (void)rank;
+    (void)size;
+    (void)local;
+    return 0;
+}
 
 int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errlen)
 {

@@ -11,6 +11,10 @@
 #include <stdint.h>
 #include "merge/read/read.h"
 
+/* This process's rank among `size` merging processes and the number on its
+ * node, as the launcher's environment gives them before MPI starts (Open
+ * MPI, MPICH/Hydra, MVAPICH). Returns 1 when known, else 0. */
+int xsm_par_place(int *rank, int *size, int *local);
 /* Fills par (rank 0 of 1 when not launched by mpirun). Returns 0, or 1. */
 int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errlen);
 /* Combine the exit codes of all processes: the largest wins; *first gets

@@ -20,6 +20,10 @@ typedef struct xsm_load_opts {
     /* Streaming mode (merge/stream/): open the rank files leaving the event
      * tables in them (ranks[].rf) and return after validation. */
     int stream;
+    /* Collective mode: the helper loading this process's files since before
+     * MPI_Init (read.h xsm_read_early_start), or NULL. The load takes it
+     * over (uses or cancels it). */
+    struct xsm_early *early;
 } xsm_load_opts;
 
 /* Returns 0 on success, 1 on bad input (err holds one line naming the file). */

@@ -1,29 +1,44 @@
-/* merge/read/fork.c — see xsm_read_forked in read.h.
+/* merge/read/fork.c — see xsm_read_forked and xsm_early_fork in read.h.
  *
  * Decoding a rank file (HDF5 filters: checksum, inflate, unshuffle) is the
  * largest cost of a serial merge, and the HDF5 library is not thread-safe.
  * So helper processes forked before any file is opened decode a share of
  * the files each and write the loaded entries into an anonymous memory
  * file (memfd): a helper never blocks on the parent, which decodes its own
- * share meanwhile and then reads the helpers' entries back. An entry is
- * exactly what xsm_load_one produced, so the model does not depend on who
- * decoded it. Anything a helper did not deliver is loaded by the parent. */
+ * share meanwhile and then maps the helpers' files. An entry is exactly
+ * what xsm_load_one produced, so the model does not depend on who decoded
+ * it. Anything a helper did not deliver is loaded by the parent.
+ *
+ * The tables are not copied back: each starts 64-byte aligned in the
+ * memory file, and the parent's entries point into its mapping (a copy
+ * cost a page fault and a memcpy per 4 KiB, about what decoding did). Such
+ * entries are released with xsm_read_release, which leaves the mapped
+ * tables to the mapping; the mapping goes when its last entry does. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create */
 #endif
 #include "merge/read/read.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
 
 #define XSM_FORK_MAX 16
 #define XSM_ENTRY_MAGIC 0x78736d656e747279ull /* "xsmentry" */
 #define XSM_STR_NULL UINT32_MAX
+#define XSM_ENTRY_ALIGN 64
 
 #define XSM_FORK_ARRAYS(X)                                                                                   \
     X(regions, nregions) X(args, nargs) X(instants, ninstants) X(counters, ncounters) X(mpi, nmpi) X(gpu, ngpu) \
@@ -45,88 +60,214 @@ static int xsm_write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-static int xsm_read_all(int fd, void *p, size_t n)
+static int xsm_write_at(int fd, uint64_t *off, const void *p, size_t n)
 {
-    char *c = p;
-    while (n) {
-        ssize_t k = read(fd, c, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        c += k;
-        n -= (size_t)k;
-    }
+    if (xsm_write_all(fd, p, n))
+        return -1;
+    *off += n;
     return 0;
 }
 
-/* Entry: magic, index, the xsm_loaded struct (its pointers are meaningless
- * to the reader), every table, then the strings as (u32 length, bytes). */
-static int xsm_entry_write(int fd, uint64_t index, const xsm_loaded *l)
+/* Zeros up to the next multiple of XSM_ENTRY_ALIGN. */
+static int xsm_write_pad(int fd, uint64_t *off)
+{
+    static const unsigned char zero[XSM_ENTRY_ALIGN];
+    size_t k = (size_t)((XSM_ENTRY_ALIGN - *off % XSM_ENTRY_ALIGN) % XSM_ENTRY_ALIGN);
+    return k ? xsm_write_at(fd, off, zero, k) : 0;
+}
+
+/* Entry, at an aligned offset: magic, index, the xsm_loaded struct (its
+ * pointers are meaningless to the reader), every table aligned, then the
+ * strings as (u32 length, bytes). *off is the file's length so far. */
+static int xsm_entry_write(int fd, uint64_t *off, uint64_t index, const xsm_loaded *l)
 {
     uint64_t head[2] = {XSM_ENTRY_MAGIC, index};
-    if (xsm_write_all(fd, head, sizeof head) || xsm_write_all(fd, l, sizeof *l))
+    if (xsm_write_pad(fd, off) || xsm_write_at(fd, off, head, sizeof head) || xsm_write_at(fd, off, l, sizeof *l))
         return -1;
     const xsprof_rank_data *d = &l->d;
-#define X(a, cnt)                                                           \
-    if (d->cnt && xsm_write_all(fd, d->a, d->cnt * sizeof *d->a))           \
+#define X(a, cnt)                                                                                       \
+    if (d->cnt && (xsm_write_pad(fd, off) || xsm_write_at(fd, off, d->a, d->cnt * sizeof *d->a)))      \
         return -1;
     XSM_FORK_ARRAYS(X)
 #undef X
     for (uint32_t i = 0; i < d->nstrings; i++) {
         uint32_t k = d->strings[i] ? (uint32_t)strlen(d->strings[i]) : XSM_STR_NULL;
-        if (xsm_write_all(fd, &k, sizeof k) || (k != XSM_STR_NULL && xsm_write_all(fd, d->strings[i], k)))
+        if (xsm_write_at(fd, off, &k, sizeof k) || (k != XSM_STR_NULL && xsm_write_at(fd, off, d->strings[i], k)))
             return -1;
     }
     return 0;
 }
 
-/* Read one entry into *out (pointers owned by it). Returns its index, or
- * -1 at the end or on damage (out is then empty and safe to free). */
-static int64_t xsm_entry_read(int fd, xsm_loaded *out)
+/* ---- the parent's side: mapped memory files -------------------------- */
+
+/* A helper's memory file as mapped here; `users` entries point into it. */
+typedef struct xsm_map {
+    unsigned char *base;
+    size_t len;
+    size_t users;
+} xsm_map;
+
+#define XSM_MAPS_MAX (2 * XSM_FORK_MAX)
+static xsm_map xsm_maps[XSM_MAPS_MAX];
+static pthread_mutex_t xsm_maps_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Map fd (its whole length, pages mapped in one call rather than faulted
+ * one by one) and register it; NULL when empty or not possible. */
+static xsm_map *xsm_map_fd(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size <= 0)
+        return NULL;
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    (void)madvise(p, (size_t)st.st_size, MADV_POPULATE_WRITE); /* older kernels: faults instead */
+    pthread_mutex_lock(&xsm_maps_mu);
+    xsm_map *m = NULL;
+    for (size_t i = 0; i < XSM_MAPS_MAX && !m; i++)
+        if (!xsm_maps[i].base)
+            m = &xsm_maps[i];
+    if (m)
+        *m = (xsm_map){p, (size_t)st.st_size, 0};
+    pthread_mutex_unlock(&xsm_maps_mu);
+    if (!m)
+        munmap(p, (size_t)st.st_size);
+    return m;
+}
+
+/* Drop a mapping no entry uses (the caller holds the lock). */
+static void xsm_map_drop_locked(xsm_map *m)
+{
+    if (m->base && m->users == 0) {
+        munmap(m->base, m->len);
+        *m = (xsm_map){NULL, 0, 0};
+    }
+}
+
+static void xsm_map_done(xsm_map *m)
+{
+    pthread_mutex_lock(&xsm_maps_mu);
+    xsm_map_drop_locked(m);
+    pthread_mutex_unlock(&xsm_maps_mu);
+}
+
+void xsm_read_release(xsprof_rank_data *d)
+{
+    pthread_mutex_lock(&xsm_maps_mu);
+    for (size_t i = 0; i < XSM_MAPS_MAX; i++) {
+        xsm_map *m = &xsm_maps[i];
+        int used = 0;
+        if (!m->base)
+            continue;
+#define X(a, cnt)                                                                                             \
+    if (d->a && (const unsigned char *)d->a >= m->base && (const unsigned char *)d->a < m->base + m->len) { \
+        d->a = NULL;                                                                                          \
+        used = 1;                                                                                             \
+    }
+        XSM_FORK_ARRAYS(X)
+#undef X
+        if (used && m->users > 0 && --m->users == 0)
+            xsm_map_drop_locked(m);
+    }
+    pthread_mutex_unlock(&xsm_maps_mu);
+    xsprof_rank_data_free(d);
+}
+
+/* The entry at *off of mapping m into *out: its tables point into the
+ * mapping, its strings are copied (the reader frees them one by one).
+ * Returns its index, or -1 at the end or on damage (out is then empty and
+ * safe to free). */
+static int64_t xsm_entry_map(xsm_map *m, size_t *off, xsm_loaded *out)
 {
     uint64_t head[2];
+    size_t at = (*off + XSM_ENTRY_ALIGN - 1) / XSM_ENTRY_ALIGN * XSM_ENTRY_ALIGN;
     memset(out, 0, sizeof *out);
-    if (xsm_read_all(fd, head, sizeof head) || head[0] != XSM_ENTRY_MAGIC || head[1] > INT64_MAX ||
-        xsm_read_all(fd, out, sizeof *out))
+    if (at > m->len || m->len - at < sizeof head + sizeof *out)
         return -1;
+    memcpy(head, m->base + at, sizeof head);
+    if (head[0] != XSM_ENTRY_MAGIC || head[1] > INT64_MAX)
+        return -1;
+    memcpy(out, m->base + at + sizeof head, sizeof *out);
+    at += sizeof head + sizeof *out;
     xsprof_rank_data *d = &out->d;
     uint32_t nstrings = d->nstrings;
     d->strings = NULL;
     d->nstrings = 0;
+    out->rf = NULL;
 #define X(a, cnt) d->a = NULL;
     XSM_FORK_ARRAYS(X)
 #undef X
-    int ok = 1;
-#define X(a, cnt)                                                                                     \
-    if (ok && d->cnt) {                                                                               \
-        d->a = malloc(d->cnt * sizeof *d->a);                                                         \
-        ok = d->a && xsm_read_all(fd, d->a, d->cnt * sizeof *d->a) == 0;                              \
-    }                                                                                                 \
-    if (!d->a)                                                                                        \
+    int ok = 1, mapped = 0;
+#define X(a, cnt)                                                                    \
+    if (ok && d->cnt) {                                                              \
+        at = (at + XSM_ENTRY_ALIGN - 1) / XSM_ENTRY_ALIGN * XSM_ENTRY_ALIGN;         \
+        ok = at <= m->len && d->cnt <= (m->len - at) / sizeof *d->a;                 \
+        if (ok) {                                                                    \
+            d->a = (void *)(m->base + at);                                           \
+            at += d->cnt * sizeof *d->a;                                             \
+            mapped = 1;                                                              \
+        }                                                                            \
+    }                                                                                \
+    if (!d->a)                                                                       \
         d->cnt = 0;
     XSM_FORK_ARRAYS(X)
 #undef X
+    if (mapped) {
+        pthread_mutex_lock(&xsm_maps_mu);
+        m->users++;
+        pthread_mutex_unlock(&xsm_maps_mu);
+    }
     if (ok && nstrings) {
         d->strings = calloc((size_t)nstrings + 1, sizeof *d->strings);
         ok = d->strings != NULL;
     }
     for (uint32_t i = 0; ok && i < nstrings; i++) {
         uint32_t k;
-        ok = xsm_read_all(fd, &k, sizeof k) == 0;
+        ok = m->len - at >= sizeof k;
+        if (!ok)
+            break;
+        memcpy(&k, m->base + at, sizeof k);
+        at += sizeof k;
         d->nstrings = i + 1;
-        if (!ok || k == XSM_STR_NULL)
+        if (k == XSM_STR_NULL)
             continue;
-        ok = (d->strings[i] = malloc((size_t)k + 1)) != NULL && xsm_read_all(fd, d->strings[i], k) == 0;
-        if (ok)
+        ok = m->len - at >= k && (d->strings[i] = malloc((size_t)k + 1)) != NULL;
+        if (ok) {
+            memcpy(d->strings[i], m->base + at, k);
             d->strings[i][k] = 0;
+            at += k;
+        }
     }
     if (!ok) {
-        xsprof_rank_data_free(d);
+        xsm_read_release(d);
         memset(out, 0, sizeof *out);
         return -1;
     }
+    *off = at;
     return (int64_t)head[1];
+}
+
+/* Every complete entry in fd for l[i] still to be done: taken, marked done
+ * and stepped. Entries written before a helper failed are complete. */
+static void xsm_entries_take(int fd, xsm_loaded *l, size_t n, unsigned char *done, void (*step)(void))
+{
+    xsm_map *m = xsm_map_fd(fd);
+    if (!m)
+        return;
+    size_t off = 0;
+    xsm_loaded x;
+    int64_t i;
+    while ((i = xsm_entry_map(m, &off, &x)) >= 0) {
+        if ((size_t)i < n && l[i].status == 0 && !done[i]) {
+            l[i] = x;
+            done[i] = 1;
+            if (step)
+                step();
+        } else {
+            xsm_read_release(&x.d);
+        }
+    }
+    xsm_map_done(m); /* unmapped now if no entry kept a table in it */
 }
 
 int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
@@ -158,6 +299,7 @@ int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
             /* helper h: entries k % procs == h of the work list */
             int bad = 0;
             size_t k = 0;
+            uint64_t off = 0;
             for (size_t i = 0; i < n && !bad; i++) {
                 if (l[i].status != 0)
                     continue;
@@ -165,7 +307,7 @@ int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
                     continue;
                 xsm_loaded x = l[i];
                 load(&c[i], &x);
-                bad = xsm_entry_write(fd[h], i, &x) != 0;
+                bad = xsm_entry_write(fd[h], &off, i, &x) != 0;
                 xsprof_rank_data_free(&x.d);
             }
             _exit(bad ? 1 : 0); /* no exit handlers: they belong to the parent */
@@ -201,21 +343,7 @@ int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
         int st = 0;
         while (waitpid(pid[h], &st, 0) < 0 && errno == EINTR)
             ;
-        if (lseek(fd[h], 0, SEEK_SET) == 0) {
-            /* entries written before a failure are still complete */
-            xsm_loaded x;
-            int64_t i;
-            while ((i = xsm_entry_read(fd[h], &x)) >= 0) {
-                if ((size_t)i < n && l[i].status == 0 && !done[i]) {
-                    l[i] = x;
-                    done[i] = 1;
-                    if (step)
-                        step();
-                } else {
-                    xsprof_rank_data_free(&x.d);
-                }
-            }
-        }
+        xsm_entries_take(fd[h], l, n, done, step);
         close(fd[h]);
     }
     /* whatever a helper did not deliver */
@@ -228,4 +356,124 @@ int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
     }
     free(done);
     return 0;
+}
+
+/* ---- loading while MPI starts ------------------------------------------ */
+
+struct xsm_early {
+    xsm_candidate *c;    /* the candidates the helper works on (owned) */
+    unsigned char *want; /* the entries it loads */
+    size_t n;
+    int rank, size;      /* the division it assumed */
+    atomic_uchar *claim; /* shared with the helper: 1 once one of us took entry i */
+    int fd;
+    pid_t pid;
+};
+
+xsm_early *xsm_early_fork(xsm_candidate *c, unsigned char *want, size_t n, int rank, int size,
+                          void (*load)(const xsm_candidate *, xsm_loaded *))
+{
+    xsm_early *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    *e = (xsm_early){.n = n, .rank = rank, .size = size, .fd = -1, .pid = -1};
+    /* shared, so that the parent can take what the helper has not begun */
+    void *cl = mmap(NULL, n + 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (cl != MAP_FAILED)
+        e->claim = cl;
+    if (!e->claim || (e->fd = memfd_create("xsmerge-early", MFD_CLOEXEC)) < 0) {
+        xsm_early_cancel(e);
+        return NULL;
+    }
+    pid_t parent = getpid();
+    fflush(NULL); /* nothing buffered may be written twice */
+    e->pid = fork();
+    if (e->pid == 0) {
+        /* the helper dies with its parent (an aborted job kills only the
+         * processes the launcher started) */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
+        int bad = 0;
+        uint64_t off = 0;
+        for (size_t i = 0; i < n && !bad; i++) {
+            if (!want[i] || atomic_exchange(&e->claim[i], 1))
+                continue;
+            xsm_loaded x;
+            memset(&x, 0, sizeof x);
+            load(&c[i], &x);
+            /* an unreadable file is left to the parent, which says so */
+            bad = x.status == 0 && xsm_entry_write(e->fd, &off, i, &x) != 0;
+            xsprof_rank_data_free(&x.d);
+        }
+        _exit(bad ? 1 : 0); /* no exit handlers: they belong to the parent */
+    }
+    if (e->pid < 0) {
+        xsm_early_cancel(e);
+        return NULL;
+    }
+    e->c = c;
+    e->want = want;
+    return e;
+}
+
+int xsm_early_fits(const xsm_early *e, const xsm_candidate *c, const xsm_loaded *l, size_t n, int rank, int size)
+{
+    if (!e || e->n != n || e->rank != rank || e->size != size)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((l[i].status == 0) != (e->want[i] != 0) || c[i].rank != e->c[i].rank || strcmp(c[i].h5, e->c[i].h5) ||
+            strcmp(c[i].xsj, e->c[i].xsj))
+            return 0;
+    return 1;
+}
+
+int xsm_early_finish(xsm_early *e, xsm_loaded *l, size_t n, void (*load)(const xsm_candidate *, xsm_loaded *),
+                     void (*step)(void))
+{
+    unsigned char *done = calloc(n + 1, 1);
+    if (!done)
+        return -1;
+    /* from the end while the helper works from the start */
+    for (size_t i = n; i-- > 0;) {
+        if (l[i].status != 0 || atomic_exchange(&e->claim[i], 1))
+            continue;
+        load(&e->c[i], &l[i]);
+        done[i] = 1;
+        if (step)
+            step();
+    }
+    while (waitpid(e->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    e->pid = -1;
+    xsm_entries_take(e->fd, l, n, done, step);
+    /* what the helper did not deliver (an unreadable file: the error comes from here) */
+    for (size_t i = 0; i < n; i++) {
+        if (l[i].status != 0 || done[i])
+            continue;
+        load(&e->c[i], &l[i]);
+        if (step)
+            step();
+    }
+    free(done);
+    xsm_early_cancel(e);
+    return 0;
+}
+
+void xsm_early_cancel(xsm_early *e)
+{
+    if (!e)
+        return;
+    if (e->pid > 0) {
+        kill(e->pid, SIGKILL);
+        while (waitpid(e->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    if (e->fd >= 0)
+        close(e->fd);
+    if (e->claim)
+        munmap((void *)e->claim, e->n + 1);
+    free(e->c);
+    free(e->want);
+    free(e);
 }

@@ -221,6 +221,63 @@ static void xsm_step_one(void) { xsm_progress_step(1); }
 
 static int xsm_fork_ok = 1;
 
+/* Whether process rank of size loads candidate i: selected by --ranks,
+ * and i % size == rank (collective mode divides by position). */
+static int xsm_load_mine(const xsm_candidate *c, size_t i, const unsigned char *mask, int rank, int size)
+{
+    if (mask && c[i].rank >= 0 && !mask[c[i].rank])
+        return 0;
+    return (int)(i % (size_t)size) == rank;
+}
+
+/* The io reader's table readers are this directory's (threads decode). */
+static void xsm_load_setup(int threads)
+{
+    xsprof_rankfile_set_table_reader(xsm_chunks_read);
+    xsprof_rankfile_set_rows_reader(xsm_chunks_rows);
+    xsprof_rankfile_set_raw_reader(xsm_chunks_raw_plan, xsm_chunks_raw_rows, xsm_chunks_raw_free);
+    xsm_chunks_set_threads(threads);
+    xsm_parallel_threads(threads); /* align, match and emit work per rank */
+}
+
+xsm_early *xsm_read_early_start(const char *run_dir, const xsm_load_opts *opts, int rank, int size, int threads,
+                                uint64_t budget)
+{
+    xsm_candidate *c = NULL;
+    unsigned char *mask = NULL, *want = NULL;
+    size_t n = 0;
+    char err[256];
+    if (size < 2 || rank < 0 || rank >= size || !xsm_fork_ok || (opts && opts->stream) ||
+        xsm_read_scan(run_dir, &c, &n, err, sizeof err))
+        return NULL; /* the load says what is wrong */
+    /* only when the run surely fits (rank files hold 1-4 bytes per event,
+     * the model ~115 per event): else the load decides with MPI whether
+     * to stream, and a helper would have loaded in vain */
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (c[i].h5[0] && stat(c[i].h5, &st) == 0)
+            bytes += (uint64_t)st.st_size;
+        if (c[i].xsj[0] && stat(c[i].xsj, &st) == 0)
+            bytes += (uint64_t)st.st_size * 4;
+    }
+    xsm_early *e = NULL;
+    size_t masklen = (size_t)c[n - 1].rank + 1;
+    int bad_ranks = opts && opts->ranks && xsm_rankset_parse(opts->ranks, masklen, &mask, err, sizeof err);
+    if (budget && bytes * 400 <= budget && !bad_ranks && (want = calloc(n + 1, 1))) {
+        for (size_t i = 0; i < n; i++)
+            want[i] = (unsigned char)xsm_load_mine(c, i, mask, rank, size);
+        xsm_load_setup(threads);
+        e = xsm_early_fork(c, want, n, rank, size, xsm_load_one);
+    }
+    free(mask);
+    if (!e) {
+        free(c);
+        free(want);
+    }
+    return e;
+}
+
 void xsm_read_allow_fork(int allow) { xsm_fork_ok = allow; }
 
 /* Helper processes for loading (1: none). XSPROF_MERGE_READERS decides
@@ -431,30 +488,30 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     }
     size_t todo = 0;
     for (size_t i = 0; i < n; i++) {
-        l[i].status = -1;
-        if (mask && c[i].rank >= 0 && !mask[c[i].rank])
-            continue;
-        if (par && (int)(i % (size_t)par->size) != par->rank)
-            continue;
-        l[i].status = 0;
-        todo++;
+        l[i].status = xsm_load_mine(c, i, mask, par ? par->rank : 0, par ? par->size : 1) ? 0 : -1;
+        todo += l[i].status == 0;
     }
     xsm_progress_mark("start");
     xsm_progress_begin("reading rank files", todo);
-    xsprof_rankfile_set_table_reader(xsm_chunks_read);
-    xsprof_rankfile_set_rows_reader(xsm_chunks_rows);
-    xsprof_rankfile_set_raw_reader(xsm_chunks_raw_plan, xsm_chunks_raw_rows, xsm_chunks_raw_free);
     xsm_stream_load = opts && opts->stream;
     int threads = xsm_cpu_share(par ? par->local : 1);
-    xsm_chunks_set_threads(threads);
-    xsm_parallel_threads(threads); /* align, match and emit work per rank */
+    xsm_load_setup(threads);
     /* Helper processes decode a share of the files when there are many
      * small ones or XSPROF_MERGE_READERS asks (collective mode divides the
      * files among its processes anyway). */
     int procs = par || !xsm_fork_ok || xsm_stream_load ? 1 : xsm_read_procs(c, l, n);
-    if (procs > 1 && xsm_read_forked(c, l, n, procs, xsm_load_one, xsm_step_one) == 0) {
+    xsm_early *early = opts ? opts->early : NULL;
+    if (early && (!par || xsm_stream_load || !xsm_early_fits(early, c, l, n, par->rank, par->size))) {
+        xsm_early_cancel(early);
+        early = NULL;
+    }
+    int early_used = early && xsm_early_finish(early, l, n, xsm_load_one, xsm_step_one) == 0;
+    if (early_used) {
+        early = NULL; /* freed */
+    } else if (procs > 1 && xsm_read_forked(c, l, n, procs, xsm_load_one, xsm_step_one) == 0) {
         xsm_progress_mark("decode (helper processes)");
     } else {
+        xsm_early_cancel(early);
         for (size_t i = 0; i < n; i++) {
             if (l[i].status == -1)
                 continue;
@@ -465,13 +522,13 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     xsm_progress_end();
     int rc = 0;
     if (par)
-        xsm_progress_mark("load");
+        xsm_progress_mark(early_used ? "load (begun before MPI_Init)" : "load");
     if (par && par->share(l, n, par->ctx, err, errlen))
         rc = 1;
     if (!rc)
         rc = xsm_validate(run_dir, opts, c, l, n, mask, masklen, notes, run, err, errlen);
     for (size_t i = 0; i < n; i++) {
-        xsprof_rank_data_free(&l[i].d);
+        xsm_read_release(&l[i].d);
         xsprof_rankfile_close(l[i].rf);
     }
     free(l);
@@ -529,7 +586,7 @@ void xsm_collective_free(xsm_collective *c)
 void xsm_run_free(xsm_run *run)
 {
     for (size_t r = 0; r < run->nranks; r++) {
-        xsprof_rank_data_free(&run->ranks[r].d);
+        xsm_read_release(&run->ranks[r].d);
         xsprof_rankfile_close(run->ranks[r].rf);
     }
     free(run->ranks);

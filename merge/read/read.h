@@ -47,6 +47,38 @@ typedef struct xsm_par {
 int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
                     void (*load)(const xsm_candidate *, xsm_loaded *), void (*step)(void));
 
+/* Release a loaded rank's data: as xsprof_rank_data_free, but tables that
+ * point into a helper's mapped memory file stay to the mapping (unmapped
+ * with the last entry using it). Use it for every xsm_loaded and run rank. */
+void xsm_read_release(xsprof_rank_data *d);
+
+/* Loading while MPI starts (collective mode): MPI_Init mostly waits (0.25 s
+ * wall, 0.02 s CPU here) and a process must not fork once it has run, so
+ * before it a helper process starts loading the entries want[] marks (the
+ * files process `rank` of `size` loads), taking each that nobody claimed
+ * yet. c and want are the helper's from then on (freed with it). NULL when
+ * no helper could start (c and want stay the caller's). */
+typedef struct xsm_early xsm_early;
+xsm_early *xsm_early_fork(xsm_candidate *c, unsigned char *want, size_t n, int rank, int size,
+                          void (*load)(const xsm_candidate *, xsm_loaded *));
+/* 1 when the helper's candidates and division are those of this load
+ * (status 0 = this process's entries): the directory may have changed, or
+ * MPI may number the processes otherwise than the launcher's variables. */
+int xsm_early_fits(const xsm_early *e, const xsm_candidate *c, const xsm_loaded *l, size_t n, int rank, int size);
+/* Load the entries of l[] with status 0 not yet claimed (from the end),
+ * wait for the helper, take what it loaded, load what it did not deliver;
+ * frees e. Returns 0, or -1 (out of memory; e stays). */
+int xsm_early_finish(xsm_early *e, xsm_loaded *l, size_t n, void (*load)(const xsm_candidate *, xsm_loaded *),
+                     void (*step)(void));
+/* Stop the helper and free e (NULL: nothing). */
+void xsm_early_cancel(xsm_early *e);
+
+/* Start loading before MPI_Init for process `rank` of `size` (read.c:
+ * the scan, --ranks and the division of xsm_run_load_par), when the run
+ * surely fits in memory. NULL when not started. */
+xsm_early *xsm_read_early_start(const char *run_dir, const xsm_load_opts *opts, int rank, int size, int threads,
+                                uint64_t budget);
+
 /* Allow (1, the default) or forbid (0) helper processes in later loads:
  * an MPI process should not fork (collective mode divides files anyway). */
 void xsm_read_allow_fork(int allow);

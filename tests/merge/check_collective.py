@@ -2,7 +2,10 @@
 among K processes and must write exactly the bytes of a serial merge, for
 every output file, on a run whose ranks do not divide evenly by K, on
 a run with a recovered journal and on one of more rank files than the
-exchange sends at once."""
+exchange sends at once. Each process's files start loading in a helper
+before MPI_Init (XSPROF_MERGE_EARLY=0: after it): both give those bytes,
+and a damaged file gives the serial merge's error, or with --partial its
+notes and files."""
 import filecmp
 import os
 import subprocess
@@ -21,21 +24,59 @@ runs = [make_run(maker, "big", os.path.join(base, "big"), 5, 3000),
         make_run(maker, "skew", os.path.join(base, "skew")),
         # more rank files than one window of the exchange (64) broadcasts at once
         make_run(maker, "big", os.path.join(base, "many"), 70, 200)]
+# rank 2 of a 5-rank run damaged: process 0's share with two processes
+damaged = os.path.join(base, "damaged")
+make_run(maker, "big", damaged, 5, 3000)
+with open(os.path.join(damaged, "rank-00002.h5"), "r+b") as f:
+    f.seek(4096)
+    f.write(b"\xff" * 8192)
+
+
+def same_dirs(serial, par, what):
+    files = sorted(os.listdir(serial))
+    check(files == sorted(os.listdir(par)), "same files %s: %s vs %s" % (what, files, sorted(os.listdir(par))))
+    for f in files:
+        same = os.path.exists(os.path.join(par, f)) and filecmp.cmp(os.path.join(serial, f), os.path.join(par, f),
+                                                                   shallow=False)
+        check(same, "%s identical %s" % (f, what))
+
+
 for run in runs:
     serial = run + "-serial"
     rc, so, se = xsmerge(run, "-o", serial, "-q")
     check(rc == 0, "serial merge of %s (%s)" % (run, se))
-    for k in (2, 3):
-        par = "%s-np%d" % (run, k)
+    for k, early in ((2, "1"), (3, "1"), (2, "0")):
+        par = "%s-np%d-%s" % (run, k, early)
         p = subprocess.run([mpiexec, "-np", str(k), "--oversubscribe", XSMERGE, run, "-o", par, "-q"],
-                           capture_output=True, text=True, env=env, timeout=240)
+                           capture_output=True, text=True, env=dict(env, XSPROF_MERGE_EARLY=early), timeout=240)
         check(p.returncode == 0, "mpirun -np %d merge of %s: %s" % (k, run, p.stderr[-2000:]))
-        files = sorted(os.listdir(serial))
-        check(files == sorted(os.listdir(par)), "same files with -np %d: %s vs %s" % (k, files, sorted(os.listdir(par))))
-        for f in files:
-            same = os.path.exists(os.path.join(par, f)) and filecmp.cmp(os.path.join(serial, f), os.path.join(par, f),
-                                                                       shallow=False)
-            check(same, "%s identical with -np %d (%s)" % (f, k, run))
+        same_dirs(serial, par, "with -np %d, XSPROF_MERGE_EARLY=%s (%s)" % (k, early, run))
+# the helper's load is used (XSPROF_MERGE_TIMES names the phase), not when turned off
+for early in ("1", "0"):
+    p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, runs[0], "-o", runs[0] + "-t" + early],
+                       capture_output=True, text=True, env=dict(env, XSPROF_MERGE_EARLY=early, XSPROF_MERGE_TIMES="1"),
+                       timeout=240)
+    used = p.stderr.count("time load (begun before MPI_Init)")
+    check(p.returncode == 0 and used == (2 if early == "1" else 0),
+          "XSPROF_MERGE_EARLY=%s: %d processes loaded early: %s" % (early, used, p.stderr[-2000:]))
+# a damaged file: the serial merge's error line without --partial, its notes
+# and bytes with it, whichever of helper and process met the file first
+for extra in ((), ("--partial",)):
+    out = damaged + "-serial" + "".join(extra)
+    rc, so, se = xsmerge(damaged, "-o", out, *extra)
+    for early in ("1", "0"):
+        par = damaged + "-np2-" + early + "".join(extra)
+        p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, damaged, "-o", par, *extra],
+                           capture_output=True, text=True, env=dict(env, XSPROF_MERGE_EARLY=early), timeout=240)
+        what = "damaged run %s, XSPROF_MERGE_EARLY=%s" % (" ".join(extra), early)
+        check(p.returncode == rc, "%s: exit %d, serial %d" % (what, p.returncode, rc))
+        # mpirun adds its own lines about the exit code
+        mine = "".join(x for x in p.stderr.replace(par, "OUT").splitlines(True) if x.startswith("xsmerge"))
+        check(mine == se.replace(out, "OUT"), "%s: stderr differs:\n%s\n--- serial:\n%s" % (what, p.stderr, se))
+        if rc == 0:
+            same_dirs(out, par, "(%s)" % what)
+        else:
+            check("rank-00002.h5" in se and not os.path.exists(par), "%s: one error naming the file: %r" % (what, se))
 # a bad input fails the same way collectively: one line, exit 1
 bad = os.path.join(base, "bad")
 os.makedirs(bad)

@@ -2,7 +2,9 @@
  * runs (no files): exact interpolation, the logical clock's corrections,
  * collective constraints, matching of wildcard and nonblocking receives,
  * the time-window selection, the threads a merging process takes, and
- * trace.pftrace's blocks waiting for their place (memory, spill, errors). */
+ * trace.pftrace's blocks waiting for their place (memory, spill, errors),
+ * and rank files loaded by a helper begun before MPI_Init (claims shared
+ * with the parent, tables mapped, a helper that dies, release). */
 #include "merge/align/align.h"
 #include "merge/emit/place.h"
 #include "merge/match/match.h"
@@ -473,8 +475,157 @@ static void test_place(void)
     rmdir(dir);
 }
 
+/* ---- loading begun before MPI_Init (read/fork.c) ------------------------ */
+
+static pid_t early_parent;
+static char early_flag[256], early_started[256];
+static int early_die_at = -1, early_bad = -1;
+
+/* A fake load: entry i gets 100 * (i + 1) region rows (t_begin = i * 1000
+ * + k) and the string "e<i>". The helper, having claimed entry 0, waits
+ * until the parent has begun an entry, and the parent's first entry waits
+ * until the helper has claimed 0 (so both load at once, and the helper
+ * delivers 0); entry early_die_at kills the helper; entry early_bad is
+ * unreadable wherever it is loaded. */
+static void early_wait(const char *path)
+{
+    for (int w = 0; access(path, F_OK) != 0 && w < 10000; w++)
+        usleep(1000);
+}
+
+static void early_load(const xsm_candidate *c, xsm_loaded *l)
+{
+    int i = c->rank;
+    if (getpid() != early_parent) {
+        if (i == 0) {
+            close(open(early_started, O_CREAT | O_WRONLY, 0600));
+            early_wait(early_flag);
+        }
+        if (i == early_die_at)
+            _exit(3);
+    } else if (access(early_flag, F_OK) != 0) {
+        early_wait(early_started);
+        close(open(early_flag, O_CREAT | O_WRONLY, 0600));
+    }
+    memset(&l->d, 0, sizeof l->d);
+    l->rf = NULL;
+    if (i == early_bad) {
+        l->status = 1;
+        snprintf(l->err, sizeof l->err, "xsmerge: entry %d unreadable", i);
+        return;
+    }
+    l->status = 0;
+    l->d.rank = i;
+    l->d.nregions = 100 * (size_t)(i + 1);
+    l->d.regions = calloc(l->d.nregions, sizeof *l->d.regions);
+    for (size_t k = 0; k < l->d.nregions; k++)
+        l->d.regions[k].t_begin = (int64_t)i * 1000 + (int64_t)k;
+    l->d.strings = calloc(2, sizeof(char *));
+    l->d.strings[0] = malloc(16);
+    snprintf(l->d.strings[0], 16, "e%d", i);
+    l->d.nstrings = 1;
+}
+
+static int early_mapped(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, "xsmerge-early") != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static void early_case(size_t n, int step, int die_at, int bad)
+{
+    xsm_candidate *c = calloc(n, sizeof *c);
+    unsigned char *want = calloc(n, 1);
+    xsm_loaded *l = calloc(n, sizeof *l);
+    for (size_t i = 0; i < n; i++) {
+        c[i].rank = (int32_t)i;
+        snprintf(c[i].h5, sizeof c[i].h5, "rank-%05zu.h5", i);
+        want[i] = i % (size_t)step == 0;
+        l[i].status = want[i] ? 0 : -1;
+    }
+    early_die_at = die_at;
+    early_bad = bad;
+    unlink(early_flag);
+    unlink(early_started);
+    xsm_candidate *copy = malloc(n * sizeof *copy);
+    unsigned char *want_copy = malloc(n);
+    memcpy(copy, c, n * sizeof *c);
+    memcpy(want_copy, want, n);
+    xsm_early *e = xsm_early_fork(copy, want_copy, n, 0, step, early_load); /* takes the copies */
+    CHECK(e != NULL);
+    if (!e)
+        return;
+    CHECK(xsm_early_fits(e, c, l, n, 0, step));
+    CHECK(!xsm_early_fits(e, c, l, n, 1, step)); /* MPI numbered this process otherwise */
+    strcpy(c[n - 1].h5, "moved.h5");
+    CHECK(!xsm_early_fits(e, c, l, n, 0, step)); /* the directory changed */
+    CHECK_EQ(xsm_early_finish(e, l, n, early_load, NULL), 0);
+    for (size_t i = 0; i < n; i++) {
+        if (!want[i]) {
+            CHECK_EQ(l[i].status, -1);
+            continue;
+        }
+        if ((int)i == bad) {
+            CHECK_EQ(l[i].status, 1);
+            CHECK(strstr(l[i].err, "unreadable") != NULL);
+            continue;
+        }
+        CHECK_EQ(l[i].status, 0);
+        CHECK_EQ(l[i].d.rank, i);
+        CHECK_EQ(l[i].d.nregions, 100 * (i + 1));
+        int ok = l[i].d.regions != NULL;
+        for (size_t k = 0; ok && k < l[i].d.nregions; k++)
+            ok = l[i].d.regions[k].t_begin == (int64_t)(i * 1000 + k);
+        CHECK(ok);
+        char want_s[16];
+        snprintf(want_s, sizeof want_s, "e%zu", i);
+        CHECK(l[i].d.nstrings == 1 && strcmp(l[i].d.strings[0], want_s) == 0);
+    }
+    /* the helper delivered entry 0 (it waited for the parent, which never
+     * takes an entry the helper claimed): its table lives in the mapping */
+    if (die_at != 0)
+        CHECK(early_mapped() > 0);
+    for (size_t i = 0; i < n; i++)
+        xsm_read_release(&l[i].d);
+    CHECK_EQ(early_mapped(), 0); /* unmapped with its last entry */
+    free(c);
+    free(want);
+    free(l);
+    unlink(early_flag);
+    unlink(early_started);
+}
+
+static void test_early(void)
+{
+    early_parent = getpid();
+    snprintf(early_flag, sizeof early_flag, "/tmp/xsprof-early-%d", (int)getpid());
+    snprintf(early_started, sizeof early_started, "/tmp/xsprof-early-started-%d", (int)getpid());
+    early_case(6, 1, -1, -1); /* the parent takes 5, 4, 3 while the helper waits at 0 */
+    early_case(9, 2, -1, -1); /* entries 0, 2, 4, 6, 8 are this process's */
+    early_case(6, 1, 1, -1);  /* the helper dies at 1: the parent loads the rest */
+    early_case(6, 1, -1, 2);  /* entry 2 cannot be read: the parent says so */
+    /* cancelled before it finishes: nothing left behind */
+    xsm_candidate *c = calloc(4, sizeof *c);
+    unsigned char *want = calloc(4, 1);
+    for (int i = 0; i < 4; i++)
+        c[i].rank = i, want[i] = 1;
+    unlink(early_flag); /* the helper waits at entry 0 */
+    xsm_early *e = xsm_early_fork(c, want, 4, 0, 1, early_load);
+    CHECK(e != NULL);
+    xsm_early_cancel(e);
+    CHECK_EQ(early_mapped(), 0);
+    unlink(early_started);
+}
+
 int main(void)
 {
+    test_early();
     test_place();
     test_cpu_share();
     test_icoll();

@@ -472,16 +472,21 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     (void)xsm_err_set(run->run_dir, sizeof run->run_dir, "%s", run_dir);
     xsm_candidate *c = NULL;
     size_t n = 0;
-    if (xsm_read_scan(run_dir, &c, &n, err, errlen))
+    xsm_early *early = opts ? opts->early : NULL; /* ours to use or cancel */
+    if (xsm_read_scan(run_dir, &c, &n, err, errlen)) {
+        xsm_early_cancel(early);
         return 1;
+    }
     unsigned char *mask = NULL;
     size_t masklen = (size_t)c[n - 1].rank + 1;
     if (opts && opts->ranks && xsm_rankset_parse(opts->ranks, masklen, &mask, err, errlen)) {
+        xsm_early_cancel(early);
         free(c);
         return 1;
     }
     xsm_loaded *l = calloc(n, sizeof *l);
     if (!l) {
+        xsm_early_cancel(early);
         free(c);
         free(mask);
         return xsm_err_set(err, errlen, "xsmerge: out of memory");
@@ -500,7 +505,6 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
      * small ones or XSPROF_MERGE_READERS asks (collective mode divides the
      * files among its processes anyway). */
     int procs = par || !xsm_fork_ok || xsm_stream_load ? 1 : xsm_read_procs(c, l, n);
-    xsm_early *early = opts ? opts->early : NULL;
     if (early && (!par || xsm_stream_load || !xsm_early_fits(early, c, l, n, par->rank, par->size))) {
         xsm_early_cancel(early);
         early = NULL;

@@ -151,7 +151,11 @@ static int xsm_pend_less(const xsm_pend *a, const xsm_pend *b)
     return a->seq > b->seq;
 }
 
-static int xsm_pend_push(xsm_pf *pf, xsm_pend p)
+/* Push and pop move a hole instead of swapping, and push takes the fields
+ * rather than a struct: a 32-byte struct built on the stack and copied
+ * into the heap stalled on store forwarding (half the cycles of the
+ * push, 3 % of a serial merge). */
+static int xsm_pend_push(xsm_pf *pf, int64_t t, uint64_t track, uint64_t flow)
 {
     if (pf->nheap == pf->capheap) {
         size_t cap = pf->capheap ? pf->capheap * 2 : 1024;
@@ -161,34 +165,39 @@ static int xsm_pend_push(xsm_pf *pf, xsm_pend p)
         pf->heap = h;
         pf->capheap = cap;
     }
+    xsm_pend p = {t, pf->seq++, track, flow};
     size_t i = pf->nheap++;
-    pf->heap[i] = p;
-    while (i && xsm_pend_less(&pf->heap[i], &pf->heap[(i - 1) / 2])) {
-        xsm_pend tmp = pf->heap[i];
-        pf->heap[i] = pf->heap[(i - 1) / 2];
-        pf->heap[(i - 1) / 2] = tmp;
-        i = (i - 1) / 2;
+    while (i) {
+        size_t up = (i - 1) / 2;
+        if (!xsm_pend_less(&p, &pf->heap[up]))
+            break;
+        pf->heap[i] = pf->heap[up];
+        i = up;
     }
+    pf->heap[i] = p;
     return 0;
 }
 
-static xsm_pend xsm_pend_pop(xsm_pf *pf)
+/* Remove the top (read it before). */
+static void xsm_pend_pop(xsm_pf *pf)
 {
-    xsm_pend top = pf->heap[0];
-    pf->heap[0] = pf->heap[--pf->nheap];
+    size_t n = --pf->nheap;
+    if (n == 0)
+        return;
+    const xsm_pend *last = &pf->heap[n];
     size_t i = 0;
     for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        if (l < pf->nheap && xsm_pend_less(&pf->heap[l], &pf->heap[m])) m = l;
-        if (l + 1 < pf->nheap && xsm_pend_less(&pf->heap[l + 1], &pf->heap[m])) m = l + 1;
-        if (m == i)
+        size_t l = 2 * i + 1, m = l;
+        if (l >= n)
             break;
-        xsm_pend tmp = pf->heap[i];
+        if (l + 1 < n && xsm_pend_less(&pf->heap[l + 1], &pf->heap[l]))
+            m = l + 1;
+        if (!xsm_pend_less(&pf->heap[m], last))
+            break;
         pf->heap[i] = pf->heap[m];
-        pf->heap[m] = tmp;
         i = m;
     }
-    return top;
+    pf->heap[i] = *last;
 }
 
 /* Packets are encoded straight into the file buffer as Trace.packet
@@ -449,23 +458,25 @@ static void xsm_pf_drain(xsm_pf *pf, int64_t t, int inclusive_termini)
         int due = top->t < t || (top->t == t && (top->flow == 0 || inclusive_termini));
         if (!due)
             break;
-        xsm_pend p = xsm_pend_pop(pf);
-        if (p.flow)
+        int64_t pt = top->t;
+        uint64_t track = top->track, flow = top->flow;
+        xsm_pend_pop(pf);
+        if (flow)
             xsm_pf_use_name(pf, pf->recv_name);
-        size_t te = xsm_pf_event_begin(pf, p.t);
-        if (p.flow) {
+        size_t te = xsm_pf_event_begin(pf, pt);
+        if (flow) {
             uint8_t *w = xsm_pb_room(&pf->o, 48);
             if (w) {
                 w = xsm_pb_w_uint(w, PB_TE_TYPE, TE_INSTANT);
-                w = xsm_pf_w_track(pf, w, p.track);
+                w = xsm_pf_w_track(pf, w, track);
                 w = xsm_pb_w_uint(w, PB_TE_NAME_IID, pf->recv_name + 1u);
-                xsm_pb_commit(&pf->o, xsm_pb_w_fixed64(w, PB_TE_TFLOW, p.flow));
+                xsm_pb_commit(&pf->o, xsm_pb_w_fixed64(w, PB_TE_TFLOW, flow));
             }
         } else {
             uint8_t *w = xsm_pb_room(&pf->o, 16);
             if (w) {
                 w = xsm_pb_w_uint(w, PB_TE_TYPE, TE_END);
-                xsm_pb_commit(&pf->o, xsm_pf_w_track(pf, w, p.track));
+                xsm_pb_commit(&pf->o, xsm_pf_w_track(pf, w, track));
             }
         }
         xsm_pf_event_end(pf, te);
@@ -486,7 +497,7 @@ static int xsm_pf_slice(xsm_pf *pf, uint64_t track, int64_t t_end, size_t *te_ou
     }
     *te_out = te;
     /* a damaged row may end before it begins: never end a slice before its begin */
-    return xsm_pend_push(pf, (xsm_pend){t_end > t ? t_end : t, pf->seq++, track, 0});
+    return xsm_pend_push(pf, t_end > t ? t_end : t, track, 0);
 }
 
 static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
@@ -566,7 +577,7 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
                 xsm_pb_commit(p, xsm_pb_w_fixed64(w, PB_TE_FLOW, f[k].id));
             else if (f[k].out)
                 continue; /* out of memory: o.failed reports it */
-            else if (xsm_pend_push(pf, (xsm_pend){f[k].t, pf->seq++, track, f[k].id}))
+            else if (xsm_pend_push(pf, f[k].t, track, f[k].id))
                 return -1;
         }
         xsm_pf_event_end(pf, te);

@@ -521,8 +521,8 @@ static void early_load(const xsm_candidate *c, xsm_loaded *l)
     for (size_t k = 0; k < l->d.nregions; k++)
         l->d.regions[k].t_begin = (int64_t)i * 1000 + (int64_t)k;
     l->d.strings = calloc(2, sizeof(char *));
-    l->d.strings[0] = malloc(16);
-    snprintf(l->d.strings[0], 16, "e%d", i);
+    l->d.strings[0] = malloc(32);
+    snprintf(l->d.strings[0], 32, "e%d", i);
     l->d.nstrings = 1;
 }
 
@@ -583,7 +583,7 @@ static void early_case(size_t n, int step, int die_at, int bad)
         for (size_t k = 0; ok && k < l[i].d.nregions; k++)
             ok = l[i].d.regions[k].t_begin == (int64_t)(i * 1000 + k);
         CHECK(ok);
-        char want_s[16];
+        char want_s[32];
         snprintf(want_s, sizeof want_s, "e%zu", i);
         CHECK(l[i].d.nstrings == 1 && strcmp(l[i].d.strings[0], want_s) == 0);
     }

@@ -584,12 +584,13 @@ int main(int argc, char **argv)
         return rc;
     char err[4096] = "";
     /* collective mode: this process's rank files load while MPI starts
-     * (XSPROF_MERGE_EARLY=0: after) */
+     * (XSPROF_MERGE_EARLY=0: after; =N: at most N of them) */
     int prank, psize, plocal;
     const char *early = getenv("XSPROF_MERGE_EARLY");
-    if (!o.stream && !(early && strcmp(early, "0") == 0) && xsm_par_place(&prank, &psize, &plocal))
+    long early_max = early && *early ? strtol(early, NULL, 10) : LONG_MAX;
+    if (!o.stream && early_max > 0 && xsm_par_place(&prank, &psize, &plocal))
         o.load.early = xsm_read_early_start(o.run_dir, &o.load, prank, psize, xsm_cpu_share(plocal),
-                                            xsm_memory_budget() / (uint64_t)plocal);
+                                            xsm_memory_budget() / (uint64_t)plocal, (size_t)early_max);
     xsm_par par;
     if (xsm_par_start(&argc, &argv, &par, err, sizeof err)) {
         xsm_early_cancel(o.load.early);
@@ -616,6 +617,9 @@ int main(int argc, char **argv)
         }
     }
     xsm_run run;
+    /* processes on one node map each other's event tables, each converting
+     * the times of its own; a time window compacts tables in every process */
+    par.map_ok = !(o.load.from_ns > 0 || o.load.to_ns > 0);
     rc = xsm_run_load_par(o.run_dir, &o.load, par.share ? &par : NULL, notes, &run, err, sizeof err);
     o.load.early = NULL; /* the load used or cancelled it */
     /* threads start from here on: a baseline run loaded later is read here */

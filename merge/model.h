@@ -18,6 +18,11 @@ typedef struct xsm_rank {
      * event tables in the file: its handle, and the rows it holds. */
     struct xsprof_rankfile *rf;
     uint64_t stream_rows;
+    /* Collective mode on one node: the event tables (regions, args,
+     * instants, counters, mpi, gpu, mem) are the memory of the process that
+     * loaded the rank, mapped read-only here; that process alone converts
+     * their times, the others wait (xsm_run.sync) and read. */
+    int ro;
 } xsm_rank;
 
 /* One matched point-to-point message. Indices are rows of ranks[x].d.mpi. */
@@ -73,6 +78,10 @@ typedef struct xsm_run {
      * minimum message latency the logical clock enforced. */
     int64_t t0_ref_ns;
     int64_t min_latency_ns;
+    /* Collective mode with ro ranks: wait until every process has written
+     * what it owns (NULL: nothing to wait for). */
+    void (*sync)(void *ctx);
+    void *sync_ctx;
 } xsm_run;
 
 #endif

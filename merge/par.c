@@ -58,10 +58,82 @@ static int xsm_par_launched(void)
     return 0;
 }
 
-#define XSM_ARRAYS(X)                                                                                        \
-    X(regions, nregions) X(args, nargs) X(instants, ninstants) X(counters, ncounters) X(mpi, nmpi) X(gpu, ngpu) \
-    X(mem, nmem) X(clock, nclock) X(threads, nthreads) X(comms, ncomms) X(comm_members, ncomm_members)        \
-    X(topo, ntopo) X(meta, nmeta)
+/* Every table of a rank; E marks the event tables, which processes on one
+ * node share by mapping (xsm_par_share), the others are always copied
+ * (the clock samples are sorted in place by whoever aligns them). */
+#define XSM_ARRAYS(X)                                                                                         \
+    X(regions, nregions, 1) X(args, nargs, 1) X(instants, ninstants, 1) X(counters, ncounters, 1)            \
+    X(mpi, nmpi, 1) X(gpu, ngpu, 1) X(mem, nmem, 1) X(clock, nclock, 0) X(threads, nthreads, 0)               \
+    X(comms, ncomms, 0) X(comm_members, ncomm_members, 0) X(topo, ntopo, 0) X(meta, nmeta, 0)
+#define XSM_NEVENT 7
+
+/* Where an entry's event tables lie in its loader's memory file. */
+typedef struct xsm_memloc {
+    int64_t pid;    /* the loader; 0: not in a memory file (copied instead) */
+    int32_t fd;     /* its descriptor of the file */
+    int32_t unused;
+    uint64_t len;   /* the file's length */
+    uint64_t off[XSM_NEVENT];
+} xsm_memloc;
+
+static xsm_memloc xsm_locate(const xsprof_rank_data *d)
+{
+    xsm_memloc m = {0};
+    int k = 0, fd = -1, ok = 1;
+    uint64_t len = 0;
+#define X(a, cnt, ev)                                                                    \
+    if (ev) {                                                                            \
+        int f;                                                                           \
+        uint64_t o, l;                                                                   \
+        if (d->cnt && (!xsm_read_map_of(d->a, &f, &o, &l) || (fd >= 0 && f != fd)))      \
+            ok = 0;                                                                      \
+        else if (d->cnt) {                                                               \
+            fd = f;                                                                      \
+            len = l;                                                                     \
+            m.off[k] = o;                                                                \
+        }                                                                                \
+        k++;                                                                             \
+    }
+    XSM_ARRAYS(X)
+#undef X
+    if (ok && fd >= 0) {
+        m.pid = (int64_t)getpid();
+        m.fd = fd;
+        m.len = len;
+    }
+    return m;
+}
+
+/* Whether every process can map every other's memory file: each names
+ * the one its helper filled (xsm_read_early_start; at most one), all try
+ * the others', and all agree. The mappings stay for the entries. */
+static int xsm_par_probe(const xsm_par *par, const xsm_loaded *l, size_t n)
+{
+    xsm_memloc me = {0};
+    for (size_t i = 0; i < n && !me.pid; i++)
+        if ((int)(i % (size_t)par->size) == par->rank && l[i].status == 0)
+            me = xsm_locate(&l[i].d);
+    xsm_memloc *all = calloc((size_t)par->size, sizeof *all);
+    int ok = all != NULL, all_ok = 0;
+    xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    if (!all_ok) {
+        free(all);
+        return 0;
+    }
+    MPI_Request req;
+    MPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, MPI_COMM_WORLD, &req);
+    xsm_par_wait(&req);
+    int any = 0;
+    for (int p = 0; ok && p < par->size; p++) {
+        any |= all[p].pid != 0;
+        if (p != par->rank && all[p].pid && !xsm_read_map_peer(all[p].pid, all[p].fd, all[p].len))
+            ok = 0;
+    }
+    ok = ok && any; /* the same everywhere: all saw the same table */
+    free(all);
+    xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    return all_ok;
+}
 
 /* Start broadcasting n bytes from root in pieces (MPI counts are int),
  * appending the requests to req[*nreq] (room for n / 1 GiB + 1 more). */
@@ -126,10 +198,14 @@ static int xsm_unpack_strings(xsprof_rank_data *d, const char *p, size_t len, ui
 
 static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t errlen)
 {
-    const xsm_par *par = ctx;
+    xsm_par *par = ctx;
     char *packed[XSM_SHARE_WINDOW];
     int64_t plen[XSM_SHARE_WINDOW];
     uint32_t nstr[XSM_SHARE_WINDOW];
+    xsm_memloc loc[XSM_SHARE_WINDOW];
+    /* one node: event tables a helper loaded into a memory file are mapped
+     * by the others instead of sent (no copy, one copy per node) */
+    par->mapped = par->map_ok && par->local == par->size && xsm_par_probe(par, l, n);
     for (size_t w0 = 0; w0 < n; w0 += XSM_SHARE_WINDOW) {
         size_t w1 = n - w0 < XSM_SHARE_WINDOW ? n : w0 + XSM_SHARE_WINDOW;
         int ok = 1, all_ok;
@@ -148,6 +224,13 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
             if (mine)
                 head = l[i];
             MPI_Bcast(&head, (int)sizeof head, MPI_BYTE, owner, MPI_COMM_WORLD);
+            xsm_memloc *m = &loc[i - w0];
+            memset(m, 0, sizeof *m);
+            if (par->mapped) {
+                if (mine)
+                    *m = xsm_locate(&l[i].d);
+                MPI_Bcast(m, (int)sizeof *m, MPI_BYTE, owner, MPI_COMM_WORLD);
+            }
             size_t slen = 0;
             if (mine)
                 packed[i - w0] = xsm_pack_strings(&l[i].d, &slen);
@@ -165,18 +248,32 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
                 xsprof_rank_data *d = &l[i].d;
                 d->strings = NULL;
                 d->nstrings = 0;
-#define X(a, cnt) d->a = NULL;
+#define X(a, cnt, ev) d->a = NULL;
                 XSM_ARRAYS(X)
 #undef X
-#define X(a, cnt) \
-    if (ok && head.d.cnt && !(d->a = malloc(head.d.cnt * sizeof *d->a))) ok = 0;
+                const unsigned char *base = m->pid ? xsm_read_map_peer(m->pid, m->fd, m->len) : NULL;
+                if (m->pid && !base)
+                    ok = 0; /* mapped when probed: cannot happen */
+                int k = 0;
+#define X(a, cnt, ev)                                                           \
+    if (ev && m->pid) {                                                         \
+        if (base && head.d.cnt)                                                 \
+            d->a = (void *)(base + m->off[k]);                                  \
+    } else if (ok && head.d.cnt && !(d->a = malloc(head.d.cnt * sizeof *d->a))) \
+        ok = 0;                                                                 \
+    k += ev;
                 XSM_ARRAYS(X)
 #undef X
+                (void)k;
+                if (base) {
+                    xsm_read_map_hold(base); /* released with the entry */
+                    l[i].ro = 1;
+                }
                 if (!(packed[i - w0] = malloc((size_t)len64 + 1)))
                     ok = 0;
             }
             const xsprof_rank_data *d = &l[i].d;
-#define X(a, cnt) pieces += xsm_pieces(d->cnt * sizeof *d->a);
+#define X(a, cnt, ev) pieces += xsm_pieces(d->cnt * sizeof *d->a);
             XSM_ARRAYS(X)
 #undef X
             pieces += xsm_pieces((size_t)len64);
@@ -191,8 +288,9 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
                     continue;
                 int owner = (int)(i % (size_t)par->size);
                 xsprof_rank_data *d = &l[i].d;
-#define X(a, cnt) \
-    if (d->cnt) xsm_ibcast_bytes(d->a, d->cnt * sizeof *d->a, owner, req, &nreq);
+                int shared = loc[i - w0].pid != 0;
+#define X(a, cnt, ev) \
+    if (d->cnt && !(ev && shared)) xsm_ibcast_bytes(d->a, d->cnt * sizeof *d->a, owner, req, &nreq);
                 XSM_ARRAYS(X)
 #undef X
                 if (plen[i - w0])
@@ -211,8 +309,11 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
         if (!all_ok)
             return xsm_err_set(err, errlen, "xsmerge: out of memory exchanging rank data");
     }
+    xsm_read_map_sweep(); /* other processes' files none of their entries uses */
     return 0;
 }
+
+static void xsm_par_sync(void *ctx) { xsm_par_barrier(ctx); }
 
 int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errlen)
 {
@@ -232,6 +333,7 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
     if (par->local < 1)
         par->local = 1;
     par->share = xsm_par_share;
+    par->sync = xsm_par_sync;
     par->ctx = par;
     return 0;
 }

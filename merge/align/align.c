@@ -92,8 +92,26 @@ double xsm_align_clock_prepare(xsprof_rank_data *d)
     return res;
 }
 
+static void xsm_rank_span(const xsprof_rank_data *d, int64_t *t0_out, int64_t *t1_out);
+
+/* Collective mode: every process converts the times of the shared tables
+ * it owns (the others hold them as xsm_rank.ro), so each pass that moves
+ * times waits for all readers before it writes and for all writers after.
+ * Returns 1 when this process has ro ranks. */
+static int xsm_sync_ro(xsm_run *run)
+{
+    int any = 0;
+    for (size_t r = 0; r < run->nranks && !any; r++)
+        any = run->ranks[r].present && run->ranks[r].ro;
+    if (run->sync)
+        run->sync(run->sync_ctx); /* every process calls it: the same data everywhere */
+    return any;
+}
+
 /* Interpolate one rank's times; returns its largest sample error (us).
- * span (NULL or 2 entries): the new first begin and last end. */
+ * span (NULL or 2 entries): the new first begin and last end. An ro rank's
+ * samples are prepared (they are ours) but its times are its owner's to
+ * convert: its span is read after xsm_sync_ro. */
 static double xsm_interp_one(xsm_run *run, size_t r, int64_t *span)
 {
     xsprof_rank_data *d = &run->ranks[r].d;
@@ -105,6 +123,8 @@ static double xsm_interp_one(xsm_run *run, size_t r, int64_t *span)
     if (!run->ranks[r].present)
         return 0;
     res = xsm_align_clock_prepare(d);
+    if (run->ranks[r].ro)
+        return res;
     xsm_clk c = {d->clock, d->nclock, 0, NULL, 0, 0};
     if (span)
         xsm_rank_map(d, xsm_clk_fn, &c, span);
@@ -140,6 +160,10 @@ void xsm_align_interpolate_span(xsm_run *run, int64_t *span)
     }
     free(c.res);
     run->clock.max_residual_us = residual;
+    if (xsm_sync_ro(run) && span)
+        for (size_t r = 0; r < run->nranks; r++)
+            if (run->ranks[r].present && run->ranks[r].ro)
+                xsm_rank_span(&run->ranks[r].d, &span[2 * r], &span[2 * r + 1]);
 }
 
 void xsm_align_interpolate(xsm_run *run) { xsm_align_interpolate_span(run, NULL); }
@@ -664,6 +688,7 @@ int xsm_align_logical(xsm_run *run, int64_t lat, char *err, size_t errlen)
         }
     }
     int64_t max_corr = 0;
+    xsm_sync_ro(run); /* every process has read the times it needed: now they move */
     for (size_t r = 0; r < n; r++) {
         xsm_rstate *s = &st[r];
         int64_t corr = 0;
@@ -673,12 +698,13 @@ int xsm_align_logical(xsm_run *run, int64_t lat, char *err, size_t errlen)
         run->ranks[r].correction_ns = corr;
         if (corr > max_corr)
             max_corr = corr;
-        if (s->G && corr > 0) {
+        if (s->G && corr > 0 && !run->ranks[r].ro) { /* an ro rank's owner corrects it */
             xsm_lc_map m = {s, 0};
             xsm_rank_map(&run->ranks[r].d, xsm_lc_fn, &m, NULL);
         }
     }
     run->clock.max_correction_ns = max_corr;
+    xsm_sync_ro(run);
     run->clock.violations_after = xsm_align_violations(run);
     xsm_rstates_free(st, n);
     free(xrow);
@@ -833,7 +859,7 @@ static int xsm_span_rank(void *ctx, size_t r)
 static int xsm_shift_rank(void *ctx, size_t r)
 {
     xsm_origin_ctx *c = ctx;
-    if (c->run->ranks[r].present)
+    if (c->run->ranks[r].present && !c->run->ranks[r].ro)
         xsm_rank_map(&c->run->ranks[r].d, xsm_sub_fn, &c->t0, NULL);
     return 0;
 }
@@ -865,7 +891,9 @@ void xsm_align_origin_span(xsm_run *run, const int64_t *known)
     run->t0_ref_ns = t0;
     run->t_end = t1 - t0;
     c.t0 = t0;
+    xsm_sync_ro(run); /* every process has read the times before the shift */
     xsm_parallel_for(run->nranks, xsm_shift_rank, &c);
+    xsm_sync_ro(run);
 }
 
 void xsm_align_origin(xsm_run *run) { xsm_align_origin_span(run, NULL); }

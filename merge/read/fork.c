@@ -20,6 +20,8 @@
 #include "merge/read/read.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -100,19 +102,37 @@ static int xsm_entry_write(int fd, uint64_t *off, uint64_t index, const xsm_load
 
 /* ---- the parent's side: mapped memory files -------------------------- */
 
-/* A helper's memory file as mapped here; `users` entries point into it. */
+/* A memory file as mapped here: a helper's (fd: our descriptor of it,
+ * kept so that other processes can open it), or another merging process's
+ * (read-only; pid and its descriptor number name it). `users` entries
+ * point into it. */
 typedef struct xsm_map {
     unsigned char *base;
     size_t len;
     size_t users;
+    int fd;        /* ours, or -1 */
+    int64_t pid;   /* a peer's: its process and descriptor number; else 0 */
+    int peer_fd;
 } xsm_map;
 
 #define XSM_MAPS_MAX (2 * XSM_FORK_MAX)
 static xsm_map xsm_maps[XSM_MAPS_MAX];
 static pthread_mutex_t xsm_maps_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* Register a mapping (the caller holds the lock); NULL when full. */
+static xsm_map *xsm_map_add_locked(xsm_map m)
+{
+    for (size_t i = 0; i < XSM_MAPS_MAX; i++)
+        if (!xsm_maps[i].base) {
+            xsm_maps[i] = m;
+            return &xsm_maps[i];
+        }
+    return NULL;
+}
+
 /* Map fd (its whole length, pages mapped in one call rather than faulted
- * one by one) and register it; NULL when empty or not possible. */
+ * one by one) and register it, keeping a descriptor of it; NULL when empty
+ * or not possible. */
 static xsm_map *xsm_map_fd(int fd)
 {
     struct stat st;
@@ -123,12 +143,7 @@ static xsm_map *xsm_map_fd(int fd)
         return NULL;
     (void)madvise(p, (size_t)st.st_size, MADV_POPULATE_WRITE); /* older kernels: faults instead */
     pthread_mutex_lock(&xsm_maps_mu);
-    xsm_map *m = NULL;
-    for (size_t i = 0; i < XSM_MAPS_MAX && !m; i++)
-        if (!xsm_maps[i].base)
-            m = &xsm_maps[i];
-    if (m)
-        *m = (xsm_map){p, (size_t)st.st_size, 0};
+    xsm_map *m = xsm_map_add_locked((xsm_map){p, (size_t)st.st_size, 0, dup(fd), 0, -1});
     pthread_mutex_unlock(&xsm_maps_mu);
     if (!m)
         munmap(p, (size_t)st.st_size);
@@ -140,7 +155,9 @@ static void xsm_map_drop_locked(xsm_map *m)
 {
     if (m->base && m->users == 0) {
         munmap(m->base, m->len);
-        *m = (xsm_map){NULL, 0, 0};
+        if (m->fd >= 0)
+            close(m->fd);
+        *m = (xsm_map){NULL, 0, 0, -1, 0, -1};
     }
 }
 
@@ -148,6 +165,73 @@ static void xsm_map_done(xsm_map *m)
 {
     pthread_mutex_lock(&xsm_maps_mu);
     xsm_map_drop_locked(m);
+    pthread_mutex_unlock(&xsm_maps_mu);
+}
+
+int xsm_read_map_of(const void *p, int *fd, uint64_t *off, uint64_t *len)
+{
+    int found = 0;
+    pthread_mutex_lock(&xsm_maps_mu);
+    for (size_t i = 0; i < XSM_MAPS_MAX && !found; i++) {
+        const xsm_map *m = &xsm_maps[i];
+        if (m->base && m->fd >= 0 && (const unsigned char *)p >= m->base && (const unsigned char *)p < m->base + m->len) {
+            *fd = m->fd;
+            *off = (uint64_t)((const unsigned char *)p - m->base);
+            *len = m->len;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&xsm_maps_mu);
+    return found;
+}
+
+const void *xsm_read_map_peer(int64_t pid, int fd, uint64_t len)
+{
+    const void *base = NULL;
+    pthread_mutex_lock(&xsm_maps_mu);
+    for (size_t i = 0; i < XSM_MAPS_MAX && !base; i++)
+        if (xsm_maps[i].base && xsm_maps[i].pid == pid && xsm_maps[i].peer_fd == fd && xsm_maps[i].len == len)
+            base = xsm_maps[i].base;
+    pthread_mutex_unlock(&xsm_maps_mu);
+    if (base)
+        return base;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%lld/fd/%d", (long long)pid, fd);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0)
+        return NULL;
+    struct stat st;
+    /* read-only: a stray write to another process's rows faults at once */
+    void *p = fstat(f, &st) == 0 && (uint64_t)st.st_size == len && len > 0
+                  ? mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED | MAP_POPULATE, f, 0)
+                  : MAP_FAILED;
+    close(f);
+    if (p == MAP_FAILED)
+        return NULL;
+    pthread_mutex_lock(&xsm_maps_mu);
+    xsm_map *m = xsm_map_add_locked((xsm_map){p, (size_t)len, 0, -1, pid, fd});
+    pthread_mutex_unlock(&xsm_maps_mu);
+    if (!m) {
+        munmap(p, (size_t)len);
+        return NULL;
+    }
+    return p;
+}
+
+void xsm_read_map_hold(const void *base)
+{
+    pthread_mutex_lock(&xsm_maps_mu);
+    for (size_t i = 0; i < XSM_MAPS_MAX; i++)
+        if (xsm_maps[i].base == base)
+            xsm_maps[i].users++;
+    pthread_mutex_unlock(&xsm_maps_mu);
+}
+
+void xsm_read_map_sweep(void)
+{
+    pthread_mutex_lock(&xsm_maps_mu);
+    for (size_t i = 0; i < XSM_MAPS_MAX; i++)
+        xsm_map_drop_locked(&xsm_maps[i]);
     pthread_mutex_unlock(&xsm_maps_mu);
 }
 
@@ -370,7 +454,7 @@ struct xsm_early {
     pid_t pid;
 };
 
-xsm_early *xsm_early_fork(xsm_candidate *c, unsigned char *want, size_t n, int rank, int size,
+xsm_early *xsm_early_fork(xsm_candidate *c, unsigned char *want, size_t n, int rank, int size, size_t max,
                           void (*load)(const xsm_candidate *, xsm_loaded *))
 {
     xsm_early *e = calloc(1, sizeof *e);
@@ -396,9 +480,11 @@ xsm_early *xsm_early_fork(xsm_candidate *c, unsigned char *want, size_t n, int r
             _exit(1);
         int bad = 0;
         uint64_t off = 0;
-        for (size_t i = 0; i < n && !bad; i++) {
+        size_t taken = 0;
+        for (size_t i = 0; i < n && !bad && taken < max; i++) {
             if (!want[i] || atomic_exchange(&e->claim[i], 1))
                 continue;
+            taken++;
             xsm_loaded x;
             memset(&x, 0, sizeof x);
             load(&c[i], &x);

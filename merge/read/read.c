@@ -241,7 +241,7 @@ static void xsm_load_setup(int threads)
 }
 
 xsm_early *xsm_read_early_start(const char *run_dir, const xsm_load_opts *opts, int rank, int size, int threads,
-                                uint64_t budget)
+                                uint64_t budget, size_t max)
 {
     xsm_candidate *c = NULL;
     unsigned char *mask = NULL, *want = NULL;
@@ -268,7 +268,7 @@ xsm_early *xsm_read_early_start(const char *run_dir, const xsm_load_opts *opts, 
         for (size_t i = 0; i < n; i++)
             want[i] = (unsigned char)xsm_load_mine(c, i, mask, rank, size);
         xsm_load_setup(threads);
-        e = xsm_early_fork(c, want, n, rank, size, xsm_load_one);
+        e = xsm_early_fork(c, want, n, rank, size, max, xsm_load_one);
     }
     free(mask);
     if (!e) {
@@ -450,6 +450,7 @@ static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xs
         }
         run->ranks[r].d = x->d;
         run->ranks[r].rf = x->rf;
+        run->ranks[r].ro = x->ro;
         run->ranks[r].present = 1;
         memset(&x->d, 0, sizeof x->d);
         x->rf = NULL;
@@ -531,6 +532,10 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
         rc = 1;
     if (!rc)
         rc = xsm_validate(run_dir, opts, c, l, n, mask, masklen, notes, run, err, errlen);
+    if (!rc && par && par->mapped) { /* every process converts the times of what it loaded */
+        run->sync = par->sync;
+        run->sync_ctx = par->ctx;
+    }
     for (size_t i = 0; i < n; i++) {
         xsm_read_release(&l[i].d);
         xsprof_rankfile_close(l[i].rf);
@@ -543,7 +548,7 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
         xsm_run_free(run);
         return 1;
     }
-    xsm_progress_mark("read");
+    xsm_progress_mark(par && par->mapped ? "read (event tables mapped)" : "read");
     if (opts && opts->stream)
         return 0; /* merge/stream/ takes it from here */
     /* each rank's span, taken while interpolating: t = 0 needs no pass of

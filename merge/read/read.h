@@ -28,6 +28,7 @@ typedef struct xsm_loaded {
     char note[1024]; /* e.g. "recovered from journal"; "" if none */
     xsprof_rank_data d;
     struct xsprof_rankfile *rf; /* streaming mode: the open file (tables left in it) */
+    int ro; /* its event tables are another process's, mapped read-only (xsm_rank.ro) */
 } xsm_loaded;
 
 typedef struct xsm_par {
@@ -37,6 +38,11 @@ typedef struct xsm_par {
      * process each). Returns 0, or 1 with err set. */
     int (*share)(xsm_loaded *loaded, size_t n, void *ctx, char *err, size_t errlen);
     void *ctx;
+    /* Wait for every process (collective): after each process converted the
+     * times of the shared tables it owns (xsm_run.sync). */
+    void (*sync)(void *ctx);
+    int map_ok; /* share may map other processes' tables (the caller's choice) */
+    int mapped; /* share did (the same on every process): their times wait on sync */
 } xsm_par;
 
 /* Load the entries of l[] whose status is 0 (xsm_loaded as `load` fills
@@ -52,6 +58,18 @@ int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
  * with the last entry using it). Use it for every xsm_loaded and run rank. */
 void xsm_read_release(xsprof_rank_data *d);
 
+/* Sharing loaded tables between the merging processes of one node
+ * (collective mode, par.c): where p lies in a memory file this process
+ * mapped (a helper's), with our descriptor of it and its length (1), or 0;
+ * another process's memory file mapped read-only here (once per file;
+ * NULL when it cannot be opened); an entry now pointing into the mapping
+ * at base (released with xsm_read_release); and mappings no entry uses
+ * dropped. */
+int xsm_read_map_of(const void *p, int *fd, uint64_t *off, uint64_t *len);
+const void *xsm_read_map_peer(int64_t pid, int fd, uint64_t len);
+void xsm_read_map_hold(const void *base);
+void xsm_read_map_sweep(void);
+
 /* Loading while MPI starts (collective mode): MPI_Init mostly waits (0.25 s
  * wall, 0.02 s CPU here) and a process must not fork once it has run, so
  * before it a helper process starts loading the entries want[] marks (the
@@ -59,7 +77,7 @@ void xsm_read_release(xsprof_rank_data *d);
  * yet. c and want are the helper's from then on (freed with it). NULL when
  * no helper could start (c and want stay the caller's). */
 typedef struct xsm_early xsm_early;
-xsm_early *xsm_early_fork(xsm_candidate *c, unsigned char *want, size_t n, int rank, int size,
+xsm_early *xsm_early_fork(xsm_candidate *c, unsigned char *want, size_t n, int rank, int size, size_t max,
                           void (*load)(const xsm_candidate *, xsm_loaded *));
 /* 1 when the helper's candidates and division are those of this load
  * (status 0 = this process's entries): the directory may have changed, or
@@ -75,9 +93,10 @@ void xsm_early_cancel(xsm_early *e);
 
 /* Start loading before MPI_Init for process `rank` of `size` (read.c:
  * the scan, --ranks and the division of xsm_run_load_par), when the run
- * surely fits in memory. NULL when not started. */
+ * surely fits in memory; the helper takes at most `max` files (the
+ * process the rest). NULL when not started. */
 xsm_early *xsm_read_early_start(const char *run_dir, const xsm_load_opts *opts, int rank, int size, int threads,
-                                uint64_t budget);
+                                uint64_t budget, size_t max);
 
 /* Allow (1, the default) or forbid (0) helper processes in later loads:
  * an MPI process should not fork (collective mode divides files anyway). */

@@ -3,9 +3,11 @@ among K processes and must write exactly the bytes of a serial merge, for
 every output file, on a run whose ranks do not divide evenly by K, on
 a run with a recovered journal and on one of more rank files than the
 exchange sends at once. Each process's files start loading in a helper
-before MPI_Init (XSPROF_MERGE_EARLY=0: after it): both give those bytes,
-and a damaged file gives the serial merge's error, or with --partial its
-notes and files."""
+before MPI_Init (XSPROF_MERGE_EARLY=0: after it; =1: the helper takes one
+file, the process the others) and the processes map each other's event
+tables, each converting the times of its own: all give those bytes, also
+with the logical clock at work (skew), and a damaged file gives the serial
+merge's error, or with --partial its notes and files."""
 import filecmp
 import os
 import subprocess
@@ -45,26 +47,29 @@ for run in runs:
     serial = run + "-serial"
     rc, so, se = xsmerge(run, "-o", serial, "-q")
     check(rc == 0, "serial merge of %s (%s)" % (run, se))
-    for k, early in ((2, "1"), (3, "1"), (2, "0")):
+    for k, early in ((2, ""), (3, ""), (2, "0"), (2, "1")):
         par = "%s-np%d-%s" % (run, k, early)
         p = subprocess.run([mpiexec, "-np", str(k), "--oversubscribe", XSMERGE, run, "-o", par, "-q"],
                            capture_output=True, text=True, env=dict(env, XSPROF_MERGE_EARLY=early), timeout=240)
         check(p.returncode == 0, "mpirun -np %d merge of %s: %s" % (k, run, p.stderr[-2000:]))
         same_dirs(serial, par, "with -np %d, XSPROF_MERGE_EARLY=%s (%s)" % (k, early, run))
-# the helper's load is used (XSPROF_MERGE_TIMES names the phase), not when turned off
-for early in ("1", "0"):
-    p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, runs[0], "-o", runs[0] + "-t" + early],
+# the helper's load is used and the tables mapped (XSPROF_MERGE_TIMES names
+# the phases), neither when turned off, nor the mapping with a time window
+for early, extra, loads, maps in (("", (), 2, 2), ("0", (), 0, 0), ("", ("--from", "0", "--to", "1s"), 2, 0)):
+    p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, runs[0], "-o", runs[0] + "-t" + early, *extra],
                        capture_output=True, text=True, env=dict(env, XSPROF_MERGE_EARLY=early, XSPROF_MERGE_TIMES="1"),
                        timeout=240)
     used = p.stderr.count("time load (begun before MPI_Init)")
-    check(p.returncode == 0 and used == (2 if early == "1" else 0),
-          "XSPROF_MERGE_EARLY=%s: %d processes loaded early: %s" % (early, used, p.stderr[-2000:]))
+    mapped = p.stderr.count("time read (event tables mapped)")
+    check(p.returncode == 0 and used == loads and mapped == maps,
+          "XSPROF_MERGE_EARLY=%r %s: %d processes loaded early, %d mapped: %s" % (early, extra, used, mapped,
+                                                                               p.stderr[-2000:]))
 # a damaged file: the serial merge's error line without --partial, its notes
 # and bytes with it, whichever of helper and process met the file first
 for extra in ((), ("--partial",)):
     out = damaged + "-serial" + "".join(extra)
     rc, so, se = xsmerge(damaged, "-o", out, *extra)
-    for early in ("1", "0"):
+    for early in ("", "0"):
         par = damaged + "-np2-" + early + "".join(extra)
         p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, damaged, "-o", par, *extra],
                            capture_output=True, text=True, env=dict(env, XSPROF_MERGE_EARLY=early), timeout=240)

@@ -557,7 +557,7 @@ static void early_case(size_t n, int step, int die_at, int bad)
     unsigned char *want_copy = malloc(n);
     memcpy(copy, c, n * sizeof *c);
     memcpy(want_copy, want, n);
-    xsm_early *e = xsm_early_fork(copy, want_copy, n, 0, step, early_load); /* takes the copies */
+    xsm_early *e = xsm_early_fork(copy, want_copy, n, 0, step, SIZE_MAX, early_load); /* takes the copies */
     CHECK(e != NULL);
     if (!e)
         return;
@@ -616,7 +616,7 @@ static void test_early(void)
     for (int i = 0; i < 4; i++)
         c[i].rank = i, want[i] = 1;
     unlink(early_flag); /* the helper waits at entry 0 */
-    xsm_early *e = xsm_early_fork(c, want, 4, 0, 1, early_load);
+    xsm_early *e = xsm_early_fork(c, want, 4, 0, 1, SIZE_MAX, early_load);
     CHECK(e != NULL);
     xsm_early_cancel(e);
     CHECK_EQ(early_mapped(), 0);

@@ -2,8 +2,10 @@
  * MPI is initialised only when a launcher started this process (its rank
  * variables are set), so a plain `xsmerge` never touches MPI. Rank files are
  * divided among the K processes for loading; every process then holds the
- * whole model (same bytes, so same alignment and matching) and the output
- * files are divided among them. Owner: merge. */
+ * whole model (same bytes, so same alignment and matching: on one node the
+ * event tables are mapped from the process that loaded them, which alone
+ * converts their times) and the output files are divided among them.
+ * Owner: merge. */
 #ifndef XSPROF_MERGE_PAR_H
 #define XSPROF_MERGE_PAR_H
 

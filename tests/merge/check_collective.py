@@ -54,16 +54,21 @@ for run in runs:
         check(p.returncode == 0, "mpirun -np %d merge of %s: %s" % (k, run, p.stderr[-2000:]))
         same_dirs(serial, par, "with -np %d, XSPROF_MERGE_EARLY=%s (%s)" % (k, early, run))
 # the helper's load is used and the tables mapped (XSPROF_MERGE_TIMES names
-# the phases), neither when turned off, nor the mapping with a time window
-for early, extra, loads, maps in (("", (), 2, 2), ("0", (), 0, 0), ("", ("--from", "0", "--to", "1s"), 2, 0)):
-    p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, runs[0], "-o", runs[0] + "-t" + early, *extra],
-                       capture_output=True, text=True, env=dict(env, XSPROF_MERGE_EARLY=early, XSPROF_MERGE_TIMES="1"),
-                       timeout=240)
+# the phases), neither when turned off, nor the mapping with a time window;
+# the helper starts only for a run that fits the memory budget (the run's
+# 86 KB of rank files need ~35 MB by their size, 2.7 MB by their tables:
+# 10 MB per process is enough when the tables are counted, 2 MB is not)
+for i, (early, extra, limit, loads, maps) in enumerate((("", (), "", 2, 2), ("0", (), "", 0, 0),
+                                                          ("", ("--from", "0", "--to", "1s"), "", 2, 0),
+                                                          ("", (), "20000000", 2, 2), ("", (), "4000000", 0, 0))):
+    p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, runs[0], "-o", runs[0] + "-t%d" % i, *extra],
+                       capture_output=True, text=True, env=dict(env, XSPROF_MERGE_EARLY=early, XSPROF_MERGE_TIMES="1",
+                                                                XSPROF_MERGE_MEMORY_LIMIT=limit), timeout=240)
     used = p.stderr.count("time load (begun before MPI_Init)")
     mapped = p.stderr.count("time read (event tables mapped)")
     check(p.returncode == 0 and used == loads and mapped == maps,
-          "XSPROF_MERGE_EARLY=%r %s: %d processes loaded early, %d mapped: %s" % (early, extra, used, mapped,
-                                                                               p.stderr[-2000:]))
+          "XSPROF_MERGE_EARLY=%r %s limit %r: %d processes loaded early, %d mapped: %s" % (
+              early, extra, limit, used, mapped, p.stderr[-2000:]))
 # a damaged file: the serial merge's error line without --partial, its notes
 # and bytes with it, whichever of helper and process met the file first
 for extra in ((), ("--partial",)):

@@ -58,9 +58,10 @@ static int xsm_par_launched(void)
     return 0;
 }
 
-/* Every table of a rank; E marks the event tables, which processes on one
- * node share by mapping (xsm_par_share), the others are always copied
- * (the clock samples are sorted in place by whoever aligns them). */
+/* Every table of a rank; the third argument marks the event tables, which
+ * processes on one node share by mapping (xsm_par_share); the others are
+ * always copied (the clock samples are sorted in place by whoever aligns
+ * them). */
 #define XSM_ARRAYS(X)                                                                                         \
     X(regions, nregions, 1) X(args, nargs, 1) X(instants, ninstants, 1) X(counters, ncounters, 1)            \
     X(mpi, nmpi, 1) X(gpu, ngpu, 1) X(mem, nmem, 1) X(clock, nclock, 0) X(threads, nthreads, 0)               \

@@ -395,20 +395,8 @@ static int xsm_stream_estimate(const xsm_opts *o, uint64_t budget, int procs, FI
     char err[256];
     if (xsm_read_scan(o->run_dir, &c, &n, err, sizeof err))
         return 0; /* the merge reports it */
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct stat st;
-        if (c[i].h5[0] && stat(c[i].h5, &st) == 0)
-            bytes += (uint64_t)st.st_size;
-    }
-    if (!budget || bytes * 400 <= budget) {
-        free(c);
-        return 0;
-    }
-    uint64_t rows, need;
-    xsm_read_count(c, n, &rows, &need);
+    uint64_t rows = 0, need = budget ? xsm_read_need(c, n, budget, (o->outputs & XSM_OUT_REPORT) ? 100 : 45, &rows) : 0;
     free(c);
-    need += rows * ((o->outputs & XSM_OUT_REPORT) ? 100 : 45);
     if (need <= budget)
         return 0;
     /* streaming holds up to ~0.5 MB per rank file (chunks and windows of

@@ -145,6 +145,21 @@ static void xsm_count_one(const char *path, uint64_t *rows, uint64_t *bytes)
     xsprof_rank_data_free(&d);
 }
 
+uint64_t xsm_read_need(const xsm_candidate *c, size_t n, uint64_t budget, uint64_t per_row, uint64_t *rows)
+{
+    uint64_t bytes = 0, need;
+    *rows = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (c[i].h5[0] && stat(c[i].h5, &st) == 0)
+            bytes += (uint64_t)st.st_size;
+    }
+    if (bytes * 400 <= budget)
+        return 0;
+    xsm_read_count(c, n, rows, &need);
+    return need + *rows * per_row;
+}
+
 void xsm_read_count(const xsm_candidate *c, size_t n, uint64_t *rows, uint64_t *bytes)
 {
     *rows = *bytes = 0;
@@ -250,27 +265,15 @@ xsm_early *xsm_read_early_start(const char *run_dir, const xsm_load_opts *opts, 
     if (size < 2 || rank < 0 || rank >= size || !xsm_fork_ok || (opts && opts->stream) ||
         xsm_read_scan(run_dir, &c, &n, err, sizeof err))
         return NULL; /* the load says what is wrong */
-    /* only when the run fits as main.c's estimate would say (the rank
-     * files' sizes, else their tables' lengths, ~2 ms a file, at most 64:
-     * MPI_Init leaves the time) with the report's share counted: else the
-     * load decides with MPI whether to stream, and a helper would have
-     * loaded in vain */
-    uint64_t bytes = 0, rows = 0, need = UINT64_MAX;
-    for (size_t i = 0; i < n; i++) {
-        struct stat st;
-        if (c[i].h5[0] && stat(c[i].h5, &st) == 0)
-            bytes += (uint64_t)st.st_size;
-        if (c[i].xsj[0] && stat(c[i].xsj, &st) == 0)
-            bytes += (uint64_t)st.st_size * 4;
-    }
-    if (budget && bytes * 400 > budget) {
-        xsm_read_count(c, n, &rows, &need);
-        need += rows * 100;
-    }
+    /* only when the run fits as main.c's estimate would say, the report's
+     * share counted (reading tables' lengths takes ~2 ms a file, at most
+     * 64: MPI_Init leaves the time): else the load decides with MPI
+     * whether to stream, and a helper would have loaded in vain */
+    uint64_t rows;
+    int fits = budget && xsm_read_need(c, n, budget, 100, &rows) <= budget;
     xsm_early *e = NULL;
     size_t masklen = (size_t)c[n - 1].rank + 1;
     int bad_ranks = opts && opts->ranks && xsm_rankset_parse(opts->ranks, masklen, &mask, err, sizeof err);
-    int fits = budget && (bytes * 400 <= budget || need <= budget);
     if (fits && !bad_ranks && (want = calloc(n + 1, 1))) {
         for (size_t i = 0; i < n; i++)
             want[i] = (unsigned char)xsm_load_mine(c, i, mask, rank, size);

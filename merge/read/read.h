@@ -134,6 +134,13 @@ int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, si
  * file counts its size as bytes and a record per 40 bytes. */
 void xsm_read_count(const xsm_candidate *c, size_t n, uint64_t *rows, uint64_t *bytes);
 
+/* Bytes the in-memory model of c[0..n) would take, as far as a comparison
+ * with budget needs: 0 when the rank files' sizes alone show it fits (they
+ * hold 1-4 bytes per event, the model up to ~400 per file byte), else the
+ * tables' row bytes (xsm_read_count) plus per_row for each of their *rows
+ * rows. */
+uint64_t xsm_read_need(const xsm_candidate *c, size_t n, uint64_t budget, uint64_t per_row, uint64_t *rows);
+
 /* Like xsm_run_load, with collective loading when par is not NULL, and notes
  * (recovered ranks, unmatched operations) printed to `notes` when set. */
 int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_par *par, FILE *notes,

@@ -204,7 +204,11 @@ static int xsm_place_spill(xsm_pblock *b, const char *buf, size_t n)
 }
 
 /* A write of the stream failed (errno says why): kept for the caller's
- * message, and -1 for the stream. */
+ * message, and 0 bytes written for the stream. Not -1: fopencookie(3) says
+ * a write function must not return a negative value, and glibc takes -1
+ * for SIZE_MAX bytes written, then copies on from past the end of the
+ * caller's buffer (a crash under mpirun on a full disk, seen in session 13
+ * when that buffer ended at the top of the heap). */
 static ssize_t xsm_place_w_failed(xsm_place *pl)
 {
     int e = errno;
@@ -212,7 +216,7 @@ static ssize_t xsm_place_w_failed(xsm_place *pl)
     xsm_place_fail(pl, e);
     pthread_mutex_unlock(&pl->mu);
     errno = e;
-    return -1;
+    return 0;
 }
 
 static ssize_t xsm_place_w(void *cookie, const char *buf, size_t n)

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <pthread.h>
 #include <sched.h>
@@ -475,6 +476,45 @@ static void test_place(void)
     rmdir(dir);
 }
 
+/* A placed block whose writes fail (a read-only file): fwrite hands over a
+ * buffer that ends right before a page nobody may touch. The block's
+ * stream must report the failure without reading past the buffer (its
+ * write function once returned -1, which glibc counts as SIZE_MAX bytes
+ * written and then copies on past the end: a crash on a full disk). */
+static void test_place_failed_write(void)
+{
+    char path[] = "/tmp/xsprof-place-ro-XXXXXX";
+    int wfd = mkstemp(path);
+    CHECK(wfd >= 0);
+    if (wfd < 0)
+        return;
+    close(wfd);
+    int fd = open(path, O_RDONLY);
+    long page = sysconf(_SC_PAGESIZE);
+    size_t n = 64 * (size_t)page;
+    unsigned char *map = mmap(NULL, n + (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(map != MAP_FAILED && fd >= 0);
+    if (map != MAP_FAILED && fd >= 0) {
+        mprotect(map + n, (size_t)page, PROT_NONE); /* the guard */
+        memset(map, 'x', n);
+        xsm_place *pl = xsm_place_new(fd, 0, 1, 1, 0, "/tmp", 0);
+        FILE *f = pl ? xsm_place_file(pl, 0) : NULL;
+        CHECK(f != NULL);
+        if (f) {
+            size_t from = 12345; /* any length, ending at the guard */
+            CHECK(fwrite(map + from, 1, n - from, f) < n - from);
+            xsm_place_finish(pl, 0);
+            CHECK_EQ(xsm_place_error(pl), EBADF);
+        }
+        xsm_place_free(pl);
+    }
+    if (map != MAP_FAILED)
+        munmap(map, n + (size_t)page);
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+}
+
 /* ---- loading begun before MPI_Init (read/fork.c) ------------------------ */
 
 static pid_t early_parent;
@@ -627,6 +667,7 @@ int main(void)
 {
     test_early();
     test_place();
+    test_place_failed_write();
     test_cpu_share();
     test_icoll();
     test_interpolate();

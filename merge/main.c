@@ -412,7 +412,8 @@ static int xsm_stream_estimate(const xsm_opts *o, uint64_t budget, int procs, FI
     return better;
 }
 
-/* Under mpirun every process holds the whole model (par.h), so the
+/* Under mpirun every process holds the whole model (par.h; on one node
+ * its event tables once for all, which this share does not count), so the
  * processes of a node share its budget, the least share decides, and
  * process 0 decides for all (one note, one choice). */
 static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)

@@ -58,14 +58,9 @@ static int xsm_par_launched(void)
     return 0;
 }
 
-/* Every table of a rank; the third argument marks the event tables, which
- * processes on one node share by mapping (xsm_par_share); the others are
- * always copied (the clock samples are sorted in place by whoever aligns
- * them). */
-#define XSM_ARRAYS(X)                                                                                         \
-    X(regions, nregions, 1) X(args, nargs, 1) X(instants, ninstants, 1) X(counters, ncounters, 1)            \
-    X(mpi, nmpi, 1) X(gpu, ngpu, 1) X(mem, nmem, 1) X(clock, nclock, 0) X(threads, nthreads, 0)               \
-    X(comms, ncomms, 0) X(comm_members, ncomm_members, 0) X(topo, ntopo, 0) X(meta, nmeta, 0)
+/* The event tables (XSM_RANK_TABLES' third argument), which processes on
+ * one node share by mapping (xsm_par_share); the others are always copied
+ * (the clock samples are sorted in place by whoever aligns them). */
 #define XSM_NEVENT 7
 
 /* Where an entry's event tables lie in its loader's memory file. */
@@ -95,7 +90,7 @@ static xsm_memloc xsm_locate(const xsprof_rank_data *d)
         }                                                                                \
         k++;                                                                             \
     }
-    XSM_ARRAYS(X)
+    XSM_RANK_TABLES(X)
 #undef X
     if (ok && fd >= 0) {
         m.pid = (int64_t)getpid();
@@ -250,7 +245,7 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
                 d->strings = NULL;
                 d->nstrings = 0;
 #define X(a, cnt, ev) d->a = NULL;
-                XSM_ARRAYS(X)
+                XSM_RANK_TABLES(X)
 #undef X
                 const unsigned char *base = m->pid ? xsm_read_map_peer(m->pid, m->fd, m->len) : NULL;
                 if (m->pid && !base)
@@ -263,7 +258,7 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
     } else if (ok && head.d.cnt && !(d->a = malloc(head.d.cnt * sizeof *d->a))) \
         ok = 0;                                                                 \
     k += ev;
-                XSM_ARRAYS(X)
+                XSM_RANK_TABLES(X)
 #undef X
                 (void)k;
                 if (base) {
@@ -275,7 +270,7 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
             }
             const xsprof_rank_data *d = &l[i].d;
 #define X(a, cnt, ev) pieces += xsm_pieces(d->cnt * sizeof *d->a);
-            XSM_ARRAYS(X)
+            XSM_RANK_TABLES(X)
 #undef X
             pieces += xsm_pieces((size_t)len64);
         }
@@ -292,7 +287,7 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
                 int shared = loc[i - w0].pid != 0;
 #define X(a, cnt, ev) \
     if (d->cnt && !(ev && shared)) xsm_ibcast_bytes(d->a, d->cnt * sizeof *d->a, owner, req, &nreq);
-                XSM_ARRAYS(X)
+                XSM_RANK_TABLES(X)
 #undef X
                 if (plen[i - w0])
                     xsm_ibcast_bytes(packed[i - w0], (size_t)plen[i - w0], owner, req, &nreq);

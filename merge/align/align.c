@@ -96,16 +96,11 @@ static void xsm_rank_span(const xsprof_rank_data *d, int64_t *t0_out, int64_t *t
 
 /* Collective mode: every process converts the times of the shared tables
  * it owns (the others hold them as xsm_rank.ro), so each pass that moves
- * times waits for all readers before it writes and for all writers after.
- * Returns 1 when this process has ro ranks. */
-static int xsm_sync_ro(xsm_run *run)
+ * times waits for all readers before it writes and for all writers after. */
+static void xsm_sync_ro(xsm_run *run)
 {
-    int any = 0;
-    for (size_t r = 0; r < run->nranks && !any; r++)
-        any = run->ranks[r].present && run->ranks[r].ro;
     if (run->sync)
         run->sync(run->sync_ctx); /* every process calls it: the same data everywhere */
-    return any;
 }
 
 /* Interpolate one rank's times; returns its largest sample error (us).
@@ -160,10 +155,10 @@ void xsm_align_interpolate_span(xsm_run *run, int64_t *span)
     }
     free(c.res);
     run->clock.max_residual_us = residual;
-    if (xsm_sync_ro(run) && span)
-        for (size_t r = 0; r < run->nranks; r++)
-            if (run->ranks[r].present && run->ranks[r].ro)
-                xsm_rank_span(&run->ranks[r].d, &span[2 * r], &span[2 * r + 1]);
+    xsm_sync_ro(run);
+    for (size_t r = 0; span && r < run->nranks; r++) /* ro ranks' spans, now their owners wrote them */
+        if (run->ranks[r].present && run->ranks[r].ro)
+            xsm_rank_span(&run->ranks[r].d, &span[2 * r], &span[2 * r + 1]);
 }
 
 void xsm_align_interpolate(xsm_run *run) { xsm_align_interpolate_span(run, NULL); }

@@ -42,10 +42,6 @@
 #define XSM_STR_NULL UINT32_MAX
 #define XSM_ENTRY_ALIGN 64
 
-#define XSM_FORK_ARRAYS(X)                                                                                   \
-    X(regions, nregions) X(args, nargs) X(instants, ninstants) X(counters, ncounters) X(mpi, nmpi) X(gpu, ngpu) \
-    X(mem, nmem) X(clock, nclock) X(threads, nthreads) X(comms, ncomms) X(comm_members, ncomm_members)        \
-    X(topo, ntopo) X(meta, nmeta)
 
 static int xsm_write_all(int fd, const void *p, size_t n)
 {
@@ -87,10 +83,10 @@ static int xsm_entry_write(int fd, uint64_t *off, uint64_t index, const xsm_load
     if (xsm_write_pad(fd, off) || xsm_write_at(fd, off, head, sizeof head) || xsm_write_at(fd, off, l, sizeof *l))
         return -1;
     const xsprof_rank_data *d = &l->d;
-#define X(a, cnt)                                                                                       \
+#define X(a, cnt, ev)                                                                                       \
     if (d->cnt && (xsm_write_pad(fd, off) || xsm_write_at(fd, off, d->a, d->cnt * sizeof *d->a)))      \
         return -1;
-    XSM_FORK_ARRAYS(X)
+    XSM_RANK_TABLES(X)
 #undef X
     for (uint32_t i = 0; i < d->nstrings; i++) {
         uint32_t k = d->strings[i] ? (uint32_t)strlen(d->strings[i]) : XSM_STR_NULL;
@@ -243,12 +239,12 @@ void xsm_read_release(xsprof_rank_data *d)
         int used = 0;
         if (!m->base)
             continue;
-#define X(a, cnt)                                                                                             \
+#define X(a, cnt, ev)                                                                                             \
     if (d->a && (const unsigned char *)d->a >= m->base && (const unsigned char *)d->a < m->base + m->len) { \
         d->a = NULL;                                                                                          \
         used = 1;                                                                                             \
     }
-        XSM_FORK_ARRAYS(X)
+        XSM_RANK_TABLES(X)
 #undef X
         if (used && m->users > 0 && --m->users == 0)
             xsm_map_drop_locked(m);
@@ -278,11 +274,11 @@ static int64_t xsm_entry_map(xsm_map *m, size_t *off, xsm_loaded *out)
     d->strings = NULL;
     d->nstrings = 0;
     out->rf = NULL;
-#define X(a, cnt) d->a = NULL;
-    XSM_FORK_ARRAYS(X)
+#define X(a, cnt, ev) d->a = NULL;
+    XSM_RANK_TABLES(X)
 #undef X
     int ok = 1, mapped = 0;
-#define X(a, cnt)                                                                    \
+#define X(a, cnt, ev)                                                                    \
     if (ok && d->cnt) {                                                              \
         at = (at + XSM_ENTRY_ALIGN - 1) / XSM_ENTRY_ALIGN * XSM_ENTRY_ALIGN;         \
         ok = at <= m->len && d->cnt <= (m->len - at) / sizeof *d->a;                 \
@@ -294,7 +290,7 @@ static int64_t xsm_entry_map(xsm_map *m, size_t *off, xsm_loaded *out)
     }                                                                                \
     if (!d->a)                                                                       \
         d->cnt = 0;
-    XSM_FORK_ARRAYS(X)
+    XSM_RANK_TABLES(X)
 #undef X
     if (mapped) {
         pthread_mutex_lock(&xsm_maps_mu);
@@ -352,6 +348,20 @@ static void xsm_entries_take(int fd, xsm_loaded *l, size_t n, unsigned char *don
         }
     }
     xsm_map_done(m); /* unmapped now if no entry kept a table in it */
+}
+
+/* Load here what no helper delivered (a file a helper could not read is
+ * read again here, so its error is this process's, as serially). */
+static void xsm_load_rest(const xsm_candidate *c, xsm_loaded *l, size_t n, const unsigned char *done,
+                          void (*load)(const xsm_candidate *, xsm_loaded *), void (*step)(void))
+{
+    for (size_t i = 0; i < n; i++) {
+        if (l[i].status != 0 || done[i])
+            continue;
+        load(&c[i], &l[i]);
+        if (step)
+            step();
+    }
 }
 
 int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
@@ -430,14 +440,7 @@ int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
         xsm_entries_take(fd[h], l, n, done, step);
         close(fd[h]);
     }
-    /* whatever a helper did not deliver */
-    for (size_t i = 0; i < n; i++) {
-        if (l[i].status != 0 || done[i])
-            continue;
-        load(&c[i], &l[i]);
-        if (step)
-            step();
-    }
+    xsm_load_rest(c, l, n, done, load, step);
     free(done);
     return 0;
 }
@@ -533,14 +536,7 @@ int xsm_early_finish(xsm_early *e, xsm_loaded *l, size_t n, void (*load)(const x
         ;
     e->pid = -1;
     xsm_entries_take(e->fd, l, n, done, step);
-    /* what the helper did not deliver (an unreadable file: the error comes from here) */
-    for (size_t i = 0; i < n; i++) {
-        if (l[i].status != 0 || done[i])
-            continue;
-        load(&e->c[i], &l[i]);
-        if (step)
-            step();
-    }
+    xsm_load_rest(e->c, l, n, done, load, step);
     free(done);
     xsm_early_cancel(e);
     return 0;

@@ -21,6 +21,13 @@ typedef struct xsm_candidate {
     char xsj[4096]; /* "" when absent */
 } xsm_candidate;
 
+/* Every table of a loaded rank (xsprof_rank_data): X(array, count, ev),
+ * ev 1 for the event tables (rows with times), 0 for the rest. */
+#define XSM_RANK_TABLES(X)                                                                                 \
+    X(regions, nregions, 1) X(args, nargs, 1) X(instants, ninstants, 1) X(counters, ncounters, 1)         \
+    X(mpi, nmpi, 1) X(gpu, ngpu, 1) X(mem, nmem, 1) X(clock, nclock, 0) X(threads, nthreads, 0)            \
+    X(comms, ncomms, 0) X(comm_members, ncomm_members, 0) X(topo, ntopo, 0) X(meta, nmeta, 0)
+
 /* What loading one candidate produced. */
 typedef struct xsm_loaded {
     int status;      /* 0 loaded, 1 unreadable (err), -1 not loaded here */

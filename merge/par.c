@@ -311,12 +311,26 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
 
 static void xsm_par_sync(void *ctx) { xsm_par_barrier(ctx); }
 
+/* All processes on one node under Open MPI (its launcher says so): ask for
+ * its shared-memory path, pml ob1, unless the user chose a pml or an mtl.
+ * Left to itself MPI_Init first tries the cm pml, whose libfabric and PSM
+ * probes wait 0.2 s here to find nothing a merge on one node uses
+ * (`mpirun -np 2` of an empty program: 0.34 s, 0.14 s with ob1). */
+static void xsm_par_one_node_transport(void)
+{
+    const char *s = getenv("OMPI_COMM_WORLD_SIZE"), *l = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!s || !l || strcmp(s, l) != 0 || getenv("OMPI_MCA_pml") || getenv("OMPI_MCA_mtl"))
+        return;
+    setenv("OMPI_MCA_pml", "ob1", 0);
+}
+
 int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errlen)
 {
     memset(par, 0, sizeof *par);
     par->size = par->local = 1;
     if (!xsm_par_launched())
         return 0;
+    xsm_par_one_node_transport();
     if (MPI_Init(argc, argv) != MPI_SUCCESS)
         return xsm_err_set(err, errlen, "xsmerge: MPI_Init failed in collective mode");
     MPI_Comm_rank(MPI_COMM_WORLD, &par->rank);

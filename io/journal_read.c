@@ -63,6 +63,9 @@ typedef struct jr_ctx {
     size_t npending, cpending;
     /* definition capacities */
     size_t cap_strings, cap_threads, cap_comms, cap_members, cap_topo, cap_meta;
+    /* per row of out->threads: named by a THREAD record in its own chunks */
+    unsigned char *own_name;
+    size_t cap_own_name;
     /* a COMM record whose members continue in COMM_MORE records */
     int comm_open;
     uint32_t comm_total, comm_tid;
@@ -409,12 +412,25 @@ static int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t s
         xsprof_rec_thread r;
         memcpy(&r, p, sizeof r);
         xsprof_io_thread *t = jr_thread(c, r.tid);
-        if (!t) {
+        size_t row = t ? (size_t)(t - d->threads) : 0, old = c->cap_own_name;
+        if (!t || jr_grow((void **)&c->own_name, &c->cap_own_name, row + 1, 1)) {
             *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading threads");
             return -1;
         }
-        t->os_tid = r.os_tid;
-        t->name = r.name;
+        if (c->cap_own_name > old)
+            memset(c->own_name + old, 0, c->cap_own_name - old);
+        /* Chunks are walked thread by thread, not in time order. A THREAD
+         * record in another thread's chunk came through core's pending list
+         * (made before the journal opened), so it is older than any in the
+         * thread's own chunks: it must not override the name given later
+         * (xsprof_thread_name after the default "thread N"). */
+        int own = r.tid == tid;
+        if (own || !c->own_name[row]) {
+            t->os_tid = r.os_tid;
+            t->name = r.name;
+        }
+        if (own)
+            c->own_name[row] = 1;
         return 0;
     }
     case XSPROF_REC_DROP: {
@@ -737,6 +753,7 @@ done:
     for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
         free(c.block[t]);
     free(c.pending);
+    free(c.own_name);
     if (c.fd >= 0)
         close(c.fd);
     return s;

@@ -3,7 +3,7 @@
  * writer thread, the HDF5 sink at finalize), for ThreadSanitizer (label
  * `threads`) and every other build.
  *
- * usage: thread_journal exact|toggle RUN_DIR
+ * usage: thread_journal exact|toggle|names RUN_DIR
  *   exact   6 threads (more than cores) record 20000 regions each with tiny
  *           chunks (set XSPROF_CHUNK_KB=16 XSPROF_BUFFER_MB=1
  *           XSPROF_ON_FULL=block), threads start and exit while others
@@ -14,6 +14,11 @@
  *           rank file must hold complete, well-nested regions only, no more
  *           per thread than the thread ended, and dropped records counted
  *           (XSPROF_ON_FULL=drop).
+ *   names   a thread names itself before the journal exists (its names wait
+ *           in core's pending list, which another thread's first chunk
+ *           takes), then again once it records: the rank file must give it
+ *           the later name (the reader walks chunks thread by thread, not
+ *           in time order; under load `exact` lost a worker's name so).
  * Exit 0 when the checks hold. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -130,13 +135,110 @@ static int check(const char *dir, int exact)
     return bad;
 }
 
+/* names: thread 1 names itself while nothing is recorded, thread 2 then
+ * opens the journal (its chunk takes the pending names), thread 1 names
+ * itself again and records. */
+static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t names_cv = PTHREAD_COND_INITIALIZER;
+static int names_step;
+
+static void names_wait(int step)
+{
+    pthread_mutex_lock(&names_mu);
+    while (names_step < step)
+        pthread_cond_wait(&names_cv, &names_mu);
+    pthread_mutex_unlock(&names_mu);
+}
+
+static void names_go(int step)
+{
+    pthread_mutex_lock(&names_mu);
+    names_step = step;
+    pthread_cond_broadcast(&names_cv);
+    pthread_mutex_unlock(&names_mu);
+}
+
+static void *names_early(void *arg)
+{
+    (void)arg;
+    xsprof_thread_name("tj-early");
+    names_go(1);
+    names_wait(2);
+    xsprof_thread_name("tj-late");
+    xsprof_region_begin("tj.late");
+    xsprof_region_end();
+    return NULL;
+}
+
+static void *names_opener(void *arg)
+{
+    (void)arg;
+    names_wait(1);
+    xsprof_region_begin("tj.opener");
+    xsprof_region_end();
+    names_go(2);
+    return NULL;
+}
+
+static int names(const char *dir)
+{
+    pthread_t a, b;
+    pthread_create(&a, NULL, names_early, NULL);
+    pthread_create(&b, NULL, names_opener, NULL);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    if (xsprof_finalize() != XSPROF_OK) {
+        printf("FAIL: xsprof_finalize\n");
+        return 1;
+    }
+    char path[4096], err[1024];
+    snprintf(path, sizeof path, "%s/rank-00000.h5", dir);
+    xsprof_rank_data d;
+    memset(&d, 0, sizeof d);
+    if (xsprof_rankfile_load(path, &d, err, sizeof err) != XSPROF_OK) {
+        printf("FAIL: %s\n", err);
+        return 1;
+    }
+    int late = 0, early = 0;
+    for (size_t t = 0; t < d.nthreads; t++) {
+        const char *nm = xsprof_rank_data_string(&d, d.threads[t].name);
+        printf("thread %u: %s\n", d.threads[t].tid, nm);
+        late += !strcmp(nm, "tj-late");
+        early += !strcmp(nm, "tj-early");
+    }
+    xsprof_rank_data_free(&d);
+    if (late != 1 || early != 0) {
+        printf("FAIL: the thread named before the journal opened keeps its first name\n");
+        return 1;
+    }
+    printf("OK\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "exact") && strcmp(argv[1], "toggle"))) {
-        fprintf(stderr, "usage: thread_journal exact|toggle RUN_DIR\n");
+    if (argc != 3 || (strcmp(argv[1], "exact") && strcmp(argv[1], "toggle") && strcmp(argv[1], "names"))) {
+        fprintf(stderr, "usage: thread_journal exact|toggle|names RUN_DIR\n");
         return 2;
     }
+    if (!strcmp(argv[1], "names"))
+        return names(argv[2]);
     int exact = !strcmp(argv[1], "exact");
+    /* The journal, hence the rank file, only exists once something was
+     * recorded. In toggle mode the controller may stop the session before
+     * any worker begins a region (it is created last, but under load the
+     * scheduler may run it first) and keep it off until all workers are
+     * done: then there is no rank file to check. Record one region while
+     * no other thread exists, so the rank file is always written. */
+    if (!exact) {
+        xsprof_status b = xsprof_region_begin("tj.main");
+        xsprof_status e = xsprof_region_end();
+        if (b != XSPROF_OK || e != XSPROF_OK) {
+            printf("FAIL: cannot record before the threads start (%s, %s); a rank file left in %s?\n",
+                   xsprof_status_string(b), xsprof_status_string(e), argv[2]);
+            return 1;
+        }
+    }
     pthread_t th[NTHREADS + 1];
     /* Threads 0..NTHREADS-1 start together; thread NTHREADS starts after
      * the first one finished (a thread arriving while others exit). */

@@ -82,6 +82,14 @@ typedef struct xsm_run {
      * what it owns (NULL: nothing to wait for). */
     void (*sync)(void *ctx);
     void *sync_ctx;
+    /* With sync: passes divided among the processes (match) take the
+     * ranks r with r % parts == part, writing into `shm` regions: zero-filled,
+     * mapped writable in every process, asked for by all processes with the
+     * same size (0: this one cannot go on) and given to all or, NULL, to
+     * none. Released with munmap. NULL hook: not divided. */
+    void *(*shm)(void *ctx, size_t bytes);
+    int part, parts;
+    size_t msgs_shm_len; /* msgs is such a region of this length (0: malloc) */
 } xsm_run;
 
 #endif

@@ -1,4 +1,7 @@
 /* merge/par.c — see par.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create */
+#endif
 #include "merge/par.h"
 #include "merge/emit/emit.h"
 #include "merge/emit/place.h"
@@ -9,7 +12,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #if XSPROF_HAVE_MPI
@@ -311,6 +316,44 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
 
 static void xsm_par_sync(void *ctx) { xsm_par_barrier(ctx); }
 
+/* xsm_run.shm: process 0 makes a memory file, the others open it through
+ * /proc (as they map each other's tables, same node) and map it writable. */
+static void *xsm_par_shm(void *ctx, size_t bytes)
+{
+    const xsm_par *par = ctx;
+    struct {
+        int64_t pid;
+        int32_t fd, ok;
+    } who = {(int64_t)getpid(), -1, 0};
+    void *p = MAP_FAILED;
+    size_t len = bytes ? bytes : 1;
+    int ok = bytes > 0, all_ok = 0;
+    xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN); /* someone cannot go on: nobody makes one */
+    if (all_ok && par->rank == 0) {
+        who.fd = memfd_create("xsmerge-shared", MFD_CLOEXEC);
+        who.ok = who.fd >= 0 && ftruncate(who.fd, (off_t)len) == 0 &&
+                 (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, who.fd, 0)) != MAP_FAILED;
+    }
+    if (!all_ok)
+        return NULL;
+    xsm_bcast(&who, (int)sizeof who, MPI_BYTE, 0);
+    ok = who.ok;
+    if (ok && par->rank != 0) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%lld/fd/%d", (long long)who.pid, (int)who.fd);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        ok = fd >= 0 && (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) != MAP_FAILED;
+        if (fd >= 0)
+            close(fd);
+    }
+    xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    if (par->rank == 0 && who.fd >= 0)
+        close(who.fd); /* every process has mapped it or given up */
+    if (!all_ok && p != MAP_FAILED)
+        munmap(p, len);
+    return all_ok ? p : NULL;
+}
+
 /* All processes on one node under Open MPI (its launcher says so): ask for
  * its shared-memory path, pml ob1, unless the user chose a pml or an mtl.
  * Left to itself MPI_Init first tries the cm pml, whose libfabric and PSM
@@ -344,6 +387,7 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
         par->local = 1;
     par->share = xsm_par_share;
     par->sync = xsm_par_sync;
+    par->shm = xsm_par_shm;
     par->ctx = par;
     return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct xsm_p2p_key {
     uint32_t comm;
@@ -273,7 +274,11 @@ typedef struct xsm_rank_plan {
     size_t matched, mfirst; /* its sends that found a receive, their first message */
 } xsm_rank_plan;
 
-/* The shared state of matching; the per-rank steps touch disjoint parts. */
+/* The shared state of matching; the per-rank steps touch disjoint parts.
+ * Divided (collective mode on one node, xsm_run.shm): the arrays from c to
+ * by_dst lie in one region every process maps, each process builds the
+ * keys of its ranks, joins the receives of its ranks and writes the
+ * messages of its ranks' sends, and waits for the others between steps. */
 typedef struct xsm_match_ctx {
     xsm_run *run;
     xsm_rank_plan *plan;
@@ -282,10 +287,24 @@ typedef struct xsm_match_ctx {
     xsm_coll_key *c;
     int links;
     size_t *by_dst, *dfirst; /* sends bucketed by dst: by_dst[dfirst[r] .. dfirst[r + 1]) */
-    size_t *recv_of;         /* send -> receive key (its row once the keys are freed), SIZE_MAX if none */
+    size_t *recv_of;         /* send -> 1 + receive key (1 + its row once the keys are freed), 0 if none */
     unsigned char *recv_done;
     xsm_message *msgs;
+    int part, parts;         /* divided: this process's ranks are r % parts == part */
+    char *shm;               /* divided: the region, shm_len bytes */
+    size_t shm_len;
+    int *failed;             /* a step failed: in the region when divided, so all know */
+    int failed_here;
 } xsm_match_ctx;
+
+static int xsm_mine(const xsm_match_ctx *c, size_t r) { return c->parts <= 1 || (int)(r % (size_t)c->parts) == c->part; }
+
+/* Divided: wait until every process has written its part. */
+static void xsm_match_sync(const xsm_match_ctx *c)
+{
+    if (c->parts > 1)
+        c->run->sync(c->run->sync_ctx);
+}
 
 static int xsm_count_rank(void *ctx, size_t r)
 {
@@ -316,7 +335,7 @@ static int xsm_keys_rank(void *ctx, size_t r)
 {
     xsm_match_ctx *c = ctx;
     xsm_rank_plan *pl = &c->plan[r];
-    if (!c->run->ranks[r].present)
+    if (!c->run->ranks[r].present || !xsm_mine(c, r))
         return 0;
     xsm_vec sends = xsm_slice(c->s, pl->sfirst, pl->nsend, sizeof *c->s);
     xsm_vec recvs = xsm_slice(c->v, pl->rfirst, pl->nrecv, sizeof *c->v);
@@ -337,7 +356,7 @@ static int xsm_join_rank(void *ctx, size_t r)
     xsm_match_ctx *c = ctx;
     size_t b0 = c->dfirst[r], nb = c->dfirst[r + 1] - b0;
     size_t j0 = c->plan[r].rfirst, j1 = j0 + c->plan[r].nrecv;
-    if (!nb || j0 == j1)
+    if (!nb || j0 == j1 || !xsm_mine(c, r))
         return 0;
     if (nb >= UINT32_MAX)
         return -1;
@@ -373,8 +392,8 @@ static int xsm_join_rank(void *ctx, size_t r)
         }
         for (size_t h = h0; slot[h]; h = (h + 1) & (ns - 1)) {
             size_t i = slot[h] - 1;
-            if (c->recv_of[i] == SIZE_MAX && xsm_key_eq(&c->s[i], &c->v[j])) {
-                c->recv_of[i] = j;
+            if (!c->recv_of[i] && xsm_key_eq(&c->s[i], &c->v[j])) {
+                c->recv_of[i] = j + 1;
                 c->recv_done[j] = 1;
                 break;
             }
@@ -389,7 +408,7 @@ static int xsm_matched_rank(void *ctx, size_t r)
     xsm_match_ctx *c = ctx;
     xsm_rank_plan *pl = &c->plan[r];
     for (size_t i = pl->sfirst; i < pl->sfirst + pl->nsend; i++)
-        pl->matched += c->recv_of[i] != SIZE_MAX;
+        pl->matched += c->recv_of[i] != 0;
     return 0;
 }
 
@@ -400,13 +419,15 @@ static int xsm_msgs_rank(void *ctx, size_t r)
     xsm_match_ctx *c = ctx;
     const xsm_rank_plan *pl = &c->plan[r];
     xsm_message *out = c->msgs + pl->mfirst;
+    if (!xsm_mine(c, r))
+        return 0;
     for (size_t i = pl->sfirst; i < pl->sfirst + pl->nsend; i++) {
-        if (c->recv_of[i] == SIZE_MAX)
+        if (!c->recv_of[i])
             continue;
         const xsm_p2p_key *s = &c->s[i];
         /* recv_of holds the receive key, or with the keys gone its row */
-        size_t recv_row = c->v ? c->v[c->recv_of[i]].row : c->recv_of[i];
-        const xsm_p2p_link *sl = c->links ? &c->sl[i] : NULL, *rl = c->links ? &c->rl[c->recv_of[i]] : NULL;
+        size_t j = c->recv_of[i] - 1, recv_row = c->v ? c->v[j].row : j;
+        const xsm_p2p_link *sl = c->links ? &c->sl[i] : NULL, *rl = c->links ? &c->rl[j] : NULL;
         const xsprof_io_mpi *srow = &c->run->ranks[s->src].d.mpi[s->row];
         *out++ = (xsm_message){.src = s->src, .dst = s->dst, .comm = s->comm, .tag = s->tag,
                                .bytes = srow->bytes_sent, .send_row = s->row, .recv_row = recv_row,
@@ -416,49 +437,97 @@ static int xsm_msgs_rank(void *ctx, size_t r)
     return 0;
 }
 
-/* Sends bucketed by destination rank, stably (a counting sort). */
-static int xsm_bucket_sends(xsm_match_ctx *c, size_t nsends)
+/* Sends bucketed by destination rank, stably (a counting sort); divided,
+ * each process places the sends to its own ranks (it joins those). */
+static void xsm_bucket_sends(xsm_match_ctx *c, size_t nsends)
 {
     size_t n = c->run->nranks;
-    c->dfirst = calloc(n + 1, sizeof *c->dfirst);
-    c->by_dst = malloc((nsends + 1) * sizeof *c->by_dst);
-    if (!c->dfirst || !c->by_dst)
-        return -1;
     for (size_t i = 0; i < nsends; i++)
         if (c->s[i].dst >= 0 && (size_t)c->s[i].dst < n)
             c->dfirst[c->s[i].dst + 1]++;
     for (size_t r = 0; r < n; r++)
         c->dfirst[r + 1] += c->dfirst[r];
     for (size_t i = 0; i < nsends; i++)
-        if (c->s[i].dst >= 0 && (size_t)c->s[i].dst < n)
+        if (c->s[i].dst >= 0 && (size_t)c->s[i].dst < n && xsm_mine(c, (size_t)c->s[i].dst))
             c->by_dst[c->dfirst[c->s[i].dst]++] = i;
+        else if (c->s[i].dst >= 0 && (size_t)c->s[i].dst < n)
+            c->dfirst[c->s[i].dst]++;
     /* the placement advanced each start to the next bucket's: shift back */
     for (size_t r = n; r-- > 0;)
         c->dfirst[r + 1] = c->dfirst[r];
     c->dfirst[0] = 0;
-    return 0;
 }
 
 static void xsm_match_ctx_free(xsm_match_ctx *c)
 {
     free(c->plan);
-    free(c->s);
-    free(c->v);
-    free(c->sl);
-    free(c->rl);
-    free(c->c);
-    free(c->by_dst);
     free(c->dfirst);
-    free(c->recv_of);
-    free(c->recv_done);
     free(c->msgs);
+    if (c->shm)
+        munmap(c->shm, c->shm_len); /* the others' mappings stay theirs */
+    else {
+        free(c->s);
+        free(c->v);
+        free(c->sl);
+        free(c->rl);
+        free(c->c);
+        free(c->by_dst);
+        free(c->recv_of);
+        free(c->recv_done);
+    }
     memset(c, 0, sizeof *c);
+}
+
+/* The arrays the ranks' steps fill: divided, slices of one region all
+ * processes map, laid out alike (the counts are the same everywhere);
+ * else private. Allocation order matters for the peak: what lives on goes
+ * first, the receive keys and the buckets (freed before the messages are
+ * made) last, so that the messages can reuse their space. */
+static int xsm_match_alloc(xsm_match_ctx *c, size_t nsend, size_t nrecv, size_t ncoll)
+{
+    size_t lk = c->links ? 1 : 0;
+    const size_t sz[9] = {sizeof *c->failed, (ncoll + 1) * sizeof *c->c, (nsend + 1) * sizeof *c->recv_of, nrecv + 1,
+                          (nsend + 1) * sizeof *c->s, lk * (nsend + 1) * sizeof *c->sl,
+                          lk * (nrecv + 1) * sizeof *c->rl, (nrecv + 1) * sizeof *c->v,
+                          (nsend + 1) * sizeof *c->by_dst};
+    size_t off[9], len = 0;
+    for (size_t k = 0; k < 9; k++) {
+        off[k] = len;
+        len += (sz[k] + 63) & ~(size_t)63;
+    }
+    if (c->parts > 1 && (c->shm = c->run->shm(c->run->sync_ctx, len))) {
+        char *b = c->shm;
+        c->shm_len = len;
+        c->failed = (int *)(b + off[0]);
+        c->c = (xsm_coll_key *)(b + off[1]);
+        c->recv_of = (size_t *)(b + off[2]);
+        c->recv_done = (unsigned char *)(b + off[3]);
+        c->s = (xsm_p2p_key *)(b + off[4]);
+        c->sl = lk ? (xsm_p2p_link *)(b + off[5]) : NULL;
+        c->rl = lk ? (xsm_p2p_link *)(b + off[6]) : NULL;
+        c->v = (xsm_p2p_key *)(b + off[7]);
+        c->by_dst = (size_t *)(b + off[8]);
+        return 0; /* zero-filled: no receive yet */
+    }
+    c->parts = 1; /* no region (for any process): each matches everything alone */
+    c->failed = &c->failed_here;
+    c->c = malloc(sz[1]);
+    c->recv_of = calloc(nsend + 1, sizeof *c->recv_of);
+    c->recv_done = calloc(nrecv + 1, 1);
+    c->s = malloc(sz[4]);
+    if (lk) {
+        c->sl = malloc(sz[5]);
+        c->rl = malloc(sz[6]);
+    }
+    c->v = malloc(sz[7]);
+    return c->s && c->v && c->c && c->recv_of && c->recv_done && (!lk || (c->sl && c->rl)) ? 0 : -1;
 }
 
 int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
 {
     xsm_vec colls = {.elem = sizeof(xsm_coll_key)}; /* all ranks' collective keys, once built */
-    xsm_match_ctx c = {.run = run};
+    xsm_match_ctx c = {.run = run, .part = run->part, .parts = run->shm && run->sync ? run->parts : 1};
+    int divided = c.parts > 1; /* asked for: every process must take part in the region's making */
     run->unmatched_sends = run->unmatched_recvs = run->incomplete_colls = 0;
     /* One counting pass per rank sizes every key array exactly and places
      * each rank's keys, so the ranks then build their keys in parallel; it
@@ -466,8 +535,12 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
     size_t nsend = 0, nrecv = 0, ncoll = 0;
     uint64_t open_posts = 0;
     c.plan = calloc(run->nranks + 1, sizeof *c.plan);
-    if (!c.plan || xsm_parallel_for(run->nranks, xsm_count_rank, &c))
+    c.dfirst = calloc(run->nranks + 1, sizeof *c.dfirst);
+    if (!c.plan || !c.dfirst || xsm_parallel_for(run->nranks, xsm_count_rank, &c)) {
+        if (divided)
+            run->shm(run->sync_ctx, 0); /* the others match alone */
         goto oom;
+    }
     for (size_t r = 0; r < run->nranks; r++) {
         xsm_rank_plan *pl = &c.plan[r];
         pl->sfirst = nsend;
@@ -478,41 +551,31 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
         ncoll += pl->ncoll;
         c.links |= pl->cnt.nreq || pl->cnt.ncompl;
     }
-    /* Allocation order matters for the peak: what lives on goes first, the
-     * receive keys and the buckets (freed before the messages are made)
-     * last, so that the messages can reuse their space. */
-    c.c = malloc((ncoll + 1) * sizeof *c.c);
-    c.recv_of = malloc((nsend + 1) * sizeof *c.recv_of);
-    c.recv_done = calloc(nrecv + 1, 1);
-    c.s = malloc((nsend + 1) * sizeof *c.s);
-    if (c.links) {
-        c.sl = malloc((nsend + 1) * sizeof *c.sl);
-        c.rl = malloc((nrecv + 1) * sizeof *c.rl);
-    }
-    c.v = malloc((nrecv + 1) * sizeof *c.v);
-    if (!c.s || !c.v || !c.c || !c.recv_of || !c.recv_done || (c.links && (!c.sl || !c.rl)) ||
-        xsm_parallel_for(run->nranks, xsm_keys_rank, &c))
+    if (xsm_match_alloc(&c, nsend, nrecv, ncoll))
+        goto oom;
+    /* from here on, divided, nothing fails before the last wait */
+    if (xsm_parallel_for(run->nranks, xsm_keys_rank, &c))
+        __atomic_store_n(c.failed, 1, __ATOMIC_RELAXED); /* a counting error: all processes give up */
+    xsm_match_sync(&c); /* every send key is written */
+    if (__atomic_load_n(c.failed, __ATOMIC_RELAXED))
         goto oom;
     for (size_t r = 0; r < run->nranks; r++)
         open_posts += c.plan[r].open_posts;
-    colls.p = c.c;
-    colls.n = colls.cap = ncoll;
-    c.c = NULL;
-    if (xsm_bucket_sends(&c, nsend))
+    if (!c.by_dst && !(c.by_dst = malloc((nsend + 1) * sizeof *c.by_dst)))
         goto oom;
-    for (size_t i = 0; i < nsend; i++)
-        c.recv_of[i] = SIZE_MAX;
-    if (xsm_parallel_for(run->nranks, xsm_join_rank, &c))
-        goto oom;
-    free(c.by_dst);
-    free(c.dfirst);
-    c.by_dst = c.dfirst = NULL;
+    xsm_bucket_sends(&c, nsend);
+    xsm_parallel_for(run->nranks, xsm_join_rank, &c);
+    xsm_match_sync(&c); /* every receive is joined */
+    if (!c.shm) {
+        free(c.by_dst);
+        c.by_dst = NULL;
+    }
     /* notes first: the receive keys are not needed after them unless
      * requests link rows (then each message takes its rows from them) */
     size_t listed_s = 0, listed_r = 0;
     for (size_t i = 0; i < nsend; i++) {
         /* a send whose receiver was not loaded is not an anomaly */
-        if (c.recv_of[i] == SIZE_MAX && (size_t)c.s[i].dst < run->nranks && run->ranks[c.s[i].dst].present) {
+        if (!c.recv_of[i] && (size_t)c.s[i].dst < run->nranks && run->ranks[c.s[i].dst].present) {
             run->unmatched_sends++;
             xsm_note_p2p(notes, "send", &c.s[i], &listed_s);
         }
@@ -523,12 +586,14 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
         run->unmatched_recvs++;
         xsm_note_p2p(notes, "receive", &c.v[j], &listed_r);
     }
-    free(c.recv_done);
-    c.recv_done = NULL;
-    if (!c.links) { /* blocking traffic: a message needs only the receive row */
+    if (!c.shm) {
+        free(c.recv_done);
+        c.recv_done = NULL;
+    }
+    if (!c.links && !c.shm) { /* blocking traffic: a message needs only the receive row */
         for (size_t i = 0; i < nsend; i++)
-            if (c.recv_of[i] != SIZE_MAX)
-                c.recv_of[i] = c.v[c.recv_of[i]].row;
+            if (c.recv_of[i])
+                c.recv_of[i] = c.v[c.recv_of[i] - 1].row + 1;
         free(c.v);
         c.v = NULL;
     }
@@ -538,9 +603,17 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
         c.plan[r].mfirst = nmatched;
         nmatched += c.plan[r].matched;
     }
-    if (!(c.msgs = malloc((nmatched + 1) * sizeof *c.msgs)))
-        goto oom;
-    xsm_parallel_for(run->nranks, xsm_msgs_rank, &c);
+    size_t mlen = (nmatched + 1) * sizeof *c.msgs;
+    if (c.shm && (c.msgs = run->shm(run->sync_ctx, mlen))) {
+        xsm_parallel_for(run->nranks, xsm_msgs_rank, &c);
+        xsm_match_sync(&c); /* every message is written */
+        run->msgs_shm_len = mlen;
+    } else {
+        c.parts = 1; /* no shared table: each process writes all messages */
+        if (!(c.msgs = malloc(mlen)))
+            goto oom;
+        xsm_parallel_for(run->nranks, xsm_msgs_rank, &c);
+    }
     run->unmatched_recvs += open_posts;
     if (notes && open_posts)
         fprintf(notes, "xsmerge: note: %llu nonblocking receives were posted but never completed\n",
@@ -548,6 +621,16 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
     run->msgs = c.msgs;
     run->nmsgs = nmatched;
     c.msgs = NULL;
+    /* the collective keys are sorted here: out of the region first */
+    if (c.shm && (colls.p = malloc((ncoll + 1) * sizeof(xsm_coll_key))))
+        memcpy(colls.p, c.c, ncoll * sizeof(xsm_coll_key));
+    else if (!c.shm) {
+        colls.p = c.c;
+        c.c = NULL;
+    }
+    if (!colls.p)
+        goto oom;
+    colls.n = colls.cap = ncoll;
     xsm_match_ctx_free(&c);
 
     xsm_coll_key *ck = colls.p;

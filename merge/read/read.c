@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -545,6 +546,9 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     if (!rc && par && par->mapped) { /* every process converts the times of what it loaded */
         run->sync = par->sync;
         run->sync_ctx = par->ctx;
+        run->shm = par->shm; /* and match is divided among them */
+        run->part = par->rank;
+        run->parts = par->size;
     }
     for (size_t i = 0; i < n; i++) {
         xsm_read_release(&l[i].d);
@@ -572,7 +576,7 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
         xsm_run_free(run);
         return 1;
     }
-    xsm_progress_mark("match");
+    xsm_progress_mark(run->msgs_shm_len ? "match (divided)" : "match");
     if (xsm_align_logical(run, run->min_latency_ns, err, errlen)) {
         free(span);
         xsm_run_free(run);
@@ -612,7 +616,11 @@ void xsm_run_free(xsm_run *run)
     for (size_t i = 0; i < run->ncolls; i++)
         xsm_collective_free(&run->colls[i]);
     free(run->colls);
-    free(run->msgs);
+    if (run->msgs_shm_len)
+        munmap(run->msgs, run->msgs_shm_len);
+    else
+        free(run->msgs);
+    run->msgs_shm_len = 0;
     run->ranks = NULL;
     run->colls = NULL;
     run->msgs = NULL;

@@ -48,6 +48,8 @@ typedef struct xsm_par {
     /* Wait for every process (collective): after each process converted the
      * times of the shared tables it owns (xsm_run.sync). */
     void (*sync)(void *ctx);
+    /* A region shared by the processes of one node (xsm_run.shm). */
+    void *(*shm)(void *ctx, size_t bytes);
     int map_ok; /* share may map other processes' tables (the caller's choice) */
     int mapped; /* share did (the same on every process): their times wait on sync */
 } xsm_par;

@@ -5,8 +5,10 @@ a run with a recovered journal and on one of more rank files than the
 exchange sends at once. Each process's files start loading in a helper
 before MPI_Init (XSPROF_MERGE_EARLY=0: after it; =1: the helper takes one
 file, the process the others) and the processes map each other's event
-tables, each converting the times of its own: all give those bytes, also
-with the logical clock at work (skew), and a damaged file gives the serial
+tables, each converting the times of its own and matching the receives
+and writing the messages of its own ranks into memory they share: all
+give those bytes, also with the logical clock at work (skew), nonblocking
+requests, wildcards and threads, and a damaged file gives the serial
 merge's error, or with --partial its notes and files."""
 import filecmp
 import os
@@ -26,7 +28,12 @@ runs = [make_run(maker, "big", os.path.join(base, "big"), 5, 3000),
         make_run(maker, "journal", os.path.join(base, "journal")),
         make_run(maker, "skew", os.path.join(base, "skew")),
         # more rank files than one window of the exchange (64) broadcasts at once
-        make_run(maker, "big", os.path.join(base, "many"), 70, 200)]
+        make_run(maker, "big", os.path.join(base, "many"), 70, 200),
+        # matching divided among the processes: nonblocking requests and
+        # wildcards, nonblocking collectives, MPI from several threads
+        make_run(maker, "golden", os.path.join(base, "golden")),
+        make_run(maker, "icoll", os.path.join(base, "icoll")),
+        make_run(maker, "mpithreads", os.path.join(base, "mpithreads"))]
 # rank 2 of a 5-rank run damaged: process 0's share with two processes
 damaged = os.path.join(base, "damaged")
 make_run(maker, "big", damaged, 5, 3000)
@@ -54,8 +61,9 @@ for run in runs:
                            capture_output=True, text=True, env=dict(env, XSPROF_MERGE_EARLY=early), timeout=240)
         check(p.returncode == 0, "mpirun -np %d merge of %s: %s" % (k, run, p.stderr[-2000:]))
         same_dirs(serial, par, "with -np %d, XSPROF_MERGE_EARLY=%s (%s)" % (k, early, run))
-# the helper's load is used and the tables mapped (XSPROF_MERGE_TIMES names
-# the phases), neither when turned off, nor the mapping with a time window;
+# the helper's load is used, the tables mapped and matching divided
+# (XSPROF_MERGE_TIMES names the phases), none when turned off, nor the
+# mapping and division with a time window;
 # the helper starts only for a run that fits the memory budget (the run's
 # 86 KB of rank files need ~35 MB by their size, 2.7 MB by their tables:
 # 10 MB per process is enough when the tables are counted, 2 MB is not)
@@ -67,9 +75,10 @@ for i, (early, extra, limit, loads, maps) in enumerate((("", (), "", 2, 2), ("0"
                                                                 XSPROF_MERGE_MEMORY_LIMIT=limit), timeout=240)
     used = p.stderr.count("time load (begun before MPI_Init)")
     mapped = p.stderr.count("time read (event tables mapped)")
-    check(p.returncode == 0 and used == loads and mapped == maps,
-          "XSPROF_MERGE_EARLY=%r %s limit %r: %d processes loaded early, %d mapped: %s" % (
-              early, extra, limit, used, mapped, p.stderr[-2000:]))
+    divided = p.stderr.count("time match (divided)")  # where the tables are mapped
+    check(p.returncode == 0 and used == loads and mapped == maps and divided == maps,
+          "XSPROF_MERGE_EARLY=%r %s limit %r: %d processes loaded early, %d mapped, %d matched divided: %s" % (
+              early, extra, limit, used, mapped, divided, p.stderr[-2000:]))
 # a damaged file: the serial merge's error line without --partial, its notes
 # and bytes with it, whichever of helper and process met the file first
 for extra in ((), ("--partial",)):
@@ -101,6 +110,16 @@ for extra, want in (((), {"ob1"}), (("--mca", "mtl", "^psm"), None), (("--mca", 
         print("note: %s does not name its pml; the transport choice is not tested" % mpiexec)
         break
     check(tried == want if want else "cm" in tried, "pml components opened with %s: %s" % (extra, sorted(tried)))
+# unmatched operations: the same notes as a serial merge (process 0 says
+# them; each process matched only the receives of its ranks)
+unrecv = make_run(maker, "unrecv", os.path.join(base, "unrecv"), 3)
+rc, so, se = xsmerge(unrecv, "-o", unrecv + "-serial")
+p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, unrecv, "-o", unrecv + "-np2"],
+                   capture_output=True, text=True, env=env, timeout=240)
+mine = "".join(x for x in p.stderr.replace(unrecv + "-np2", "OUT").splitlines(True) if x.startswith("xsmerge"))
+check(rc == 0 and p.returncode == 0 and "unmatched" in se and mine == se.replace(unrecv + "-serial", "OUT"),
+      "unmatched notes under mpirun as serially:\n%s\n--- serial:\n%s" % (p.stderr, se))
+same_dirs(unrecv + "-serial", unrecv + "-np2", "(unmatched receives)")
 # a bad input fails the same way collectively: one line, exit 1
 bad = os.path.join(base, "bad")
 os.makedirs(bad)

@@ -325,13 +325,17 @@ static int xsm_task_owner(int task, int size)
 /* on: keep freed memory for reuse. Loading, matching and trace preparation
  * allocate and free hundreds of MB, and giving it back to the kernel only
  * to fault it in again page by page cost a tenth of the run; one arena, so
- * that threads reuse what the others freed. off (glibc's defaults for large
+ * that threads reuse what the others freed. off (glibc's mmap for large
  * blocks): the writers and the analysis allocate large arrays of their own,
- * and heap fragmentation would then raise the peak. */
+ * and heap fragmentation would then raise the peak; but up to 64 MiB free
+ * at the top of the heap stay: HDF5 allocates and frees chunk buffers
+ * there, and with a 128 KiB threshold every free gave the pages back and
+ * every allocation faulted them in again (merged.h5 under mpirun 1.5 ->
+ * 3.0 s once the message table moved out of the heap, see match.c). */
 static void xsm_malloc_reuse(int on)
 {
     mallopt(M_MMAP_MAX, on ? 0 : 65536);
-    mallopt(M_TRIM_THRESHOLD, on ? INT_MAX : 128 * 1024);
+    mallopt(M_TRIM_THRESHOLD, on ? INT_MAX : 64 << 20);
     if (on)
         mallopt(M_ARENA_MAX, 1);
 }

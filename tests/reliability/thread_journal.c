@@ -72,16 +72,24 @@ static void *controller(void *arg)
     return NULL;
 }
 
-static int check(const char *dir, int exact)
+/* The run's one rank file into d; 0, or 1 (said) when it cannot be read. */
+static int load(const char *dir, xsprof_rank_data *d)
 {
     char path[4096], err[1024];
     snprintf(path, sizeof path, "%s/rank-00000.h5", dir);
-    xsprof_rank_data d;
-    memset(&d, 0, sizeof d);
-    if (xsprof_rankfile_load(path, &d, err, sizeof err) != XSPROF_OK) {
+    memset(d, 0, sizeof *d);
+    if (xsprof_rankfile_load(path, d, err, sizeof err) != XSPROF_OK) {
         printf("FAIL: %s\n", err);
         return 1;
     }
+    return 0;
+}
+
+static int check(const char *dir, int exact)
+{
+    xsprof_rank_data d;
+    if (load(dir, &d))
+        return 1;
     int bad = 0;
     long outer_per_thread[64] = {0}, inner_per_thread[64] = {0};
     for (size_t i = 0; i < d.nregions; i++) {
@@ -191,14 +199,9 @@ static int names(const char *dir)
         printf("FAIL: xsprof_finalize\n");
         return 1;
     }
-    char path[4096], err[1024];
-    snprintf(path, sizeof path, "%s/rank-00000.h5", dir);
     xsprof_rank_data d;
-    memset(&d, 0, sizeof d);
-    if (xsprof_rankfile_load(path, &d, err, sizeof err) != XSPROF_OK) {
-        printf("FAIL: %s\n", err);
+    if (load(dir, &d))
         return 1;
-    }
     int late = 0, early = 0;
     for (size_t t = 0; t < d.nthreads; t++) {
         const char *nm = xsprof_rank_data_string(&d, d.threads[t].name);

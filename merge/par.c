@@ -354,16 +354,51 @@ static void *xsm_par_shm(void *ctx, size_t bytes)
     return all_ok ? p : NULL;
 }
 
+/* 1 when Open MPI's parameter file `path` chooses a pml or an mtl: a
+ * value that names components, or an exclusion of ob1 ("^ucx", which
+ * Debian's own file sets, chooses nothing). */
+static int xsm_par_file_chooses(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[1024];
+    int chooses = 0;
+    while (!chooses && fgets(line, sizeof line, f)) {
+        char key[64], val[960];
+        if (sscanf(line, " %63[a-z_] = %959s", key, val) != 2 || (strcmp(key, "pml") && strcmp(key, "mtl")))
+            continue;
+        chooses = val[0] != '^' || (!strcmp(key, "pml") && strstr(val, "ob1"));
+    }
+    fclose(f);
+    return chooses;
+}
+
 /* All processes on one node under Open MPI (its launcher says so): ask for
- * its shared-memory path, pml ob1, unless the user chose a pml or an mtl.
- * Left to itself MPI_Init first tries the cm pml, whose libfabric and PSM
- * probes wait 0.2 s here to find nothing a merge on one node uses
- * (`mpirun -np 2` of an empty program: 0.34 s, 0.14 s with ob1). */
+ * its shared-memory path, pml ob1, unless the user or the site chose a pml
+ * or an mtl (environment, `--mca`, or parameter files). Left to itself
+ * MPI_Init first tries the cm pml, whose network probes wait 0.2 s here to
+ * find nothing a merge on one node uses (`mpirun -np 2` of an empty
+ * program: 0.34 s, 0.14 s with ob1). */
 static void xsm_par_one_node_transport(void)
 {
     const char *s = getenv("OMPI_COMM_WORLD_SIZE"), *l = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     if (!s || !l || strcmp(s, l) != 0 || getenv("OMPI_MCA_pml") || getenv("OMPI_MCA_mtl"))
         return;
+    /* the files Open MPI reads: its list, else the user's and the site's
+     * (the installation's etc/: OPAL_PREFIX, else the usual places) */
+    char list[8192], *save = NULL;
+    const char *files = getenv("OMPI_MCA_mca_param_files"), *home = getenv("HOME"), *prefix = getenv("OPAL_PREFIX");
+    if (files)
+        snprintf(list, sizeof list, "%s", files);
+    else
+        snprintf(list, sizeof list,
+                 "%s/.openmpi/mca-params.conf:%s/etc/openmpi-mca-params.conf:/etc/openmpi/openmpi-mca-params.conf:"
+                 "/etc/openmpi-mca-params.conf:/usr/etc/openmpi-mca-params.conf:/usr/local/etc/openmpi-mca-params.conf",
+                 home ? home : "/nonexistent", prefix ? prefix : "/nonexistent");
+    for (char *p = strtok_r(list, ":", &save); p; p = strtok_r(NULL, ":", &save))
+        if (xsm_par_file_chooses(p))
+            return;
     setenv("OMPI_MCA_pml", "ob1", 0);
 }
 

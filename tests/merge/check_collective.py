@@ -99,17 +99,29 @@ for extra in ((), ("--partial",)):
             check("rank-00002.h5" in se and not os.path.exists(par), "%s: one error naming the file: %r" % (what, se))
 # on one node the processes ask Open MPI for its shared-memory pml, ob1
 # (the cm pml's network probes cost 0.2 s of MPI_Init here), unless the
-# user chose a pml or an mtl: then MPI_Init opens what it would (cm too)
-for extra, want in (((), {"ob1"}), (("--mca", "mtl", "^psm"), None), (("--mca", "pml", "^ucx"), None)):
+# user chose a pml or an mtl, on the command line or in their parameter
+# file: then MPI_Init opens what it would (cm too); a file that only
+# excludes other pmls (as Debian's own does) chooses nothing
+def params_home(name, text):
+    home = os.path.join(base, name)
+    os.makedirs(os.path.join(home, ".openmpi"))
+    with open(os.path.join(home, ".openmpi", "mca-params.conf"), "w") as f:
+        f.write("# a user's choice\n" + text)
+    return {"HOME": home}
+for i, (extra, more, want) in enumerate((((), {}, {"ob1"}), (("--mca", "mtl", "^psm"), {}, None),
+                                         (("--mca", "pml", "^ucx"), {}, None),
+                                         ((), params_home("home-chooses", "pml = ob1,cm\n"), None),
+                                         ((), params_home("home-excludes", "pml=^ucx\nmtl = ^psm\n"), {"ob1"}))):
     p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", *extra, XSMERGE, runs[0], "-o",
-                        runs[0] + "-pml%d" % len(extra[-1:]) + "".join(extra[1:2]), "-q", "--outputs", "pftrace"],
-                       capture_output=True, text=True, env=dict(env, OMPI_MCA_pml_base_verbose="10"), timeout=240)
+                        runs[0] + "-pml%d" % i, "-q", "--outputs", "pftrace"],
+                       capture_output=True, text=True, env=dict(env, OMPI_MCA_pml_base_verbose="10", **more),
+                       timeout=240)
     tried = set(re.findall(r"components_open: found loaded component (\w+)", p.stderr))
     check(p.returncode == 0, "merge with %s: %s" % (extra, p.stderr[-2000:]))
     if not tried:
         print("note: %s does not name its pml; the transport choice is not tested" % mpiexec)
         break
-    check(tried == want if want else "cm" in tried, "pml components opened with %s: %s" % (extra, sorted(tried)))
+    check(tried == want if want else "cm" in tried, "pml components opened with %s %s: %s" % (extra, more, sorted(tried)))
 # unmatched operations: the same notes as a serial merge (process 0 says
 # them; each process matched only the receives of its ranks)
 unrecv = make_run(maker, "unrecv", os.path.join(base, "unrecv"), 3)

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -164,6 +165,24 @@ static int cmp_long(const void *a, const void *b)
 {
     long x = *(const long *)a, y = *(const long *)b;
     return x < y ? -1 : x > y;
+}
+
+/* The first touch of a fresh 4 KiB page, in us (256 MiB touched once):
+ * the kernel's share of a merge follows it, and on this project's VM it
+ * varies from day to day (1.5 to 3.3 us), so results from different days
+ * compare only with it beside them (benchmarks/page_touch for more). */
+static double page_touch_us(void)
+{
+    size_t n = (size_t)256 << 20;
+    volatile unsigned char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    double t0 = now();
+    for (size_t i = 0; i < n; i += 4096)
+        p[i] = 1;
+    double t = now() - t0;
+    munmap((void *)p, n);
+    return t / (double)(n / 4096) * 1e6;
 }
 
 static double median(const double *v, int n)
@@ -412,6 +431,7 @@ int main(int argc, char **argv)
     double events = (double)ranks * (double)(per_rank / 3) * 3.0;
     printf("merge_throughput: %.0f events (%d ranks x %ld), rank files in %s (generated in %.1f s)\n", events, ranks,
            per_rank, runp, tg);
+    printf("  this machine: first touch of a page %.2f us (compare runs of other days with it)\n", page_touch_us());
 
     struct {
         const char *what;

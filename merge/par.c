@@ -339,12 +339,10 @@ static void *xsm_par_shm(void *ctx, size_t bytes)
     xsm_bcast(&who, (int)sizeof who, MPI_BYTE, 0);
     ok = who.ok;
     if (ok && par->rank != 0) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%lld/fd/%d", (long long)who.pid, (int)who.fd);
-        int fd = open(path, O_RDWR | O_CLOEXEC);
-        ok = fd >= 0 && (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) != MAP_FAILED;
-        if (fd >= 0)
-            close(fd);
+        void *q = xsm_read_open_peer(who.pid, who.fd, len, 1);
+        ok = q != NULL;
+        if (q)
+            p = q;
     }
     xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
     if (par->rank == 0 && who.fd >= 0)

@@ -181,6 +181,23 @@ int xsm_read_map_of(const void *p, int *fd, uint64_t *off, uint64_t *len)
     return found;
 }
 
+void *xsm_read_open_peer(int64_t pid, int fd, uint64_t len, int writable)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%lld/fd/%d", (long long)pid, fd);
+    int f = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (f < 0)
+        return NULL;
+    struct stat st;
+    /* read-only: a stray write to another process's rows faults at once */
+    void *p = fstat(f, &st) == 0 && (uint64_t)st.st_size == len && len > 0
+                  ? mmap(NULL, (size_t)len, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+                         writable ? MAP_SHARED : MAP_SHARED | MAP_POPULATE, f, 0)
+                  : MAP_FAILED;
+    close(f);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 const void *xsm_read_map_peer(int64_t pid, int fd, uint64_t len)
 {
     const void *base = NULL;
@@ -191,18 +208,8 @@ const void *xsm_read_map_peer(int64_t pid, int fd, uint64_t len)
     pthread_mutex_unlock(&xsm_maps_mu);
     if (base)
         return base;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%lld/fd/%d", (long long)pid, fd);
-    int f = open(path, O_RDONLY | O_CLOEXEC);
-    if (f < 0)
-        return NULL;
-    struct stat st;
-    /* read-only: a stray write to another process's rows faults at once */
-    void *p = fstat(f, &st) == 0 && (uint64_t)st.st_size == len && len > 0
-                  ? mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED | MAP_POPULATE, f, 0)
-                  : MAP_FAILED;
-    close(f);
-    if (p == MAP_FAILED)
+    void *p = xsm_read_open_peer(pid, fd, len, 0);
+    if (!p)
         return NULL;
     pthread_mutex_lock(&xsm_maps_mu);
     xsm_map *m = xsm_map_add_locked((xsm_map){p, (size_t)len, 0, -1, pid, fd});

@@ -78,6 +78,10 @@ int xsm_read_map_of(const void *p, int *fd, uint64_t *off, uint64_t *len);
 const void *xsm_read_map_peer(int64_t pid, int fd, uint64_t len);
 void xsm_read_map_hold(const void *base);
 void xsm_read_map_sweep(void);
+/* Another process's memory file of `len` bytes (its pid and descriptor),
+ * mapped shared here, read-only or writable; not recorded for entries
+ * (unmap it yourself). NULL when it cannot be opened or has another length. */
+void *xsm_read_open_peer(int64_t pid, int fd, uint64_t len, int writable);
 
 /* Loading while MPI starts (collective mode): MPI_Init mostly waits (0.25 s
  * wall, 0.02 s CPU here) and a process must not fork once it has run, so

@@ -104,7 +104,15 @@ run_job() {
     fi
   fi
   # A hung rank outlives its killed launcher: end exactly this job's ranks
-  # (their command line holds this test's own progress directory).
+  # (their command line holds this test's own progress directory). A rank
+  # the launcher killed may still be exiting as it returns (seen once in CI
+  # under load: alive at the first look, gone at the second), so a rank
+  # counts as hung when it is still there 10 s later.
+  i=0
+  while pgrep -f -- "$app $mode $prog " >/dev/null && [ $i -lt 100 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
   if pgrep -f -- "$app $mode $prog " >/dev/null; then
     [ $hung = 1 ] || fail "$label: ranks still alive after the launcher exited"
     echo "ranks still alive (hung): $(pgrep -f -- "$app $mode $prog " | tr '\n' ' ')"

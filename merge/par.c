@@ -325,29 +325,28 @@ static void *xsm_par_shm(void *ctx, size_t bytes)
         int64_t pid;
         int32_t fd, ok;
     } who = {(int64_t)getpid(), -1, 0};
-    void *p = MAP_FAILED;
+    void *p = NULL;
     size_t len = bytes ? bytes : 1;
     int ok = bytes > 0, all_ok = 0;
     xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN); /* someone cannot go on: nobody makes one */
-    if (all_ok && par->rank == 0) {
-        who.fd = memfd_create("xsmerge-shared", MFD_CLOEXEC);
-        who.ok = who.fd >= 0 && ftruncate(who.fd, (off_t)len) == 0 &&
-                 (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, who.fd, 0)) != MAP_FAILED;
-    }
     if (!all_ok)
         return NULL;
-    xsm_bcast(&who, (int)sizeof who, MPI_BYTE, 0);
-    ok = who.ok;
-    if (ok && par->rank != 0) {
-        void *q = xsm_read_open_peer(who.pid, who.fd, len, 1);
-        ok = q != NULL;
-        if (q)
-            p = q;
+    if (par->rank == 0) {
+        who.fd = memfd_create("xsmerge-shared", MFD_CLOEXEC);
+        void *m = who.fd >= 0 && ftruncate(who.fd, (off_t)len) == 0
+                      ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, who.fd, 0)
+                      : MAP_FAILED;
+        p = m == MAP_FAILED ? NULL : m;
+        who.ok = p != NULL;
     }
+    xsm_bcast(&who, (int)sizeof who, MPI_BYTE, 0);
+    if (who.ok && par->rank != 0)
+        p = xsm_read_open_peer(who.pid, who.fd, len, 1);
+    ok = p != NULL;
     xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
     if (par->rank == 0 && who.fd >= 0)
         close(who.fd); /* every process has mapped it or given up */
-    if (!all_ok && p != MAP_FAILED)
+    if (!all_ok && p)
         munmap(p, len);
     return all_ok ? p : NULL;
 }

@@ -447,11 +447,14 @@ static void xsm_bucket_sends(xsm_match_ctx *c, size_t nsends)
             c->dfirst[c->s[i].dst + 1]++;
     for (size_t r = 0; r < n; r++)
         c->dfirst[r + 1] += c->dfirst[r];
-    for (size_t i = 0; i < nsends; i++)
-        if (c->s[i].dst >= 0 && (size_t)c->s[i].dst < n && xsm_mine(c, (size_t)c->s[i].dst))
-            c->by_dst[c->dfirst[c->s[i].dst]++] = i;
-        else if (c->s[i].dst >= 0 && (size_t)c->s[i].dst < n)
-            c->dfirst[c->s[i].dst]++;
+    for (size_t i = 0; i < nsends; i++) {
+        if (c->s[i].dst < 0 || (size_t)c->s[i].dst >= n)
+            continue;
+        size_t d = (size_t)c->s[i].dst;
+        if (xsm_mine(c, d))
+            c->by_dst[c->dfirst[d]] = i;
+        c->dfirst[d]++;
+    }
     /* the placement advanced each start to the next bucket's: shift back */
     for (size_t r = n; r-- > 0;)
         c->dfirst[r + 1] = c->dfirst[r];
@@ -586,16 +589,16 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
         run->unmatched_recvs++;
         xsm_note_p2p(notes, "receive", &c.v[j], &listed_r);
     }
-    if (!c.shm) {
+    if (!c.shm) { /* private arrays: what is done with goes (the region goes whole) */
         free(c.recv_done);
         c.recv_done = NULL;
-    }
-    if (!c.links && !c.shm) { /* blocking traffic: a message needs only the receive row */
-        for (size_t i = 0; i < nsend; i++)
-            if (c.recv_of[i])
-                c.recv_of[i] = c.v[c.recv_of[i] - 1].row + 1;
-        free(c.v);
-        c.v = NULL;
+        if (!c.links) { /* blocking traffic: a message needs only the receive row */
+            for (size_t i = 0; i < nsend; i++)
+                if (c.recv_of[i])
+                    c.recv_of[i] = c.v[c.recv_of[i] - 1].row + 1;
+            free(c.v);
+            c.v = NULL;
+        }
     }
     xsm_parallel_for(run->nranks, xsm_matched_rank, &c);
     size_t nmatched = 0;

@@ -5,7 +5,11 @@
  * that only loads the library (mpirun or orted inheriting LD_PRELOAD, a
  * shell command) must leave no file behind, and must not take the rank
  * file name of the real rank. The list moves into the first chunk handed
- * out once the journal exists (xsprof_pending_drain). */
+ * out once the journal exists (xsprof_pending_drain), all of it into the
+ * chunks of one thread: the reader walks chunks thread by thread, so a
+ * list split between two threads' chunks could be read out of order (a
+ * thread's older name after its newer one, a communicator's members before
+ * its head). */
 #include <stdlib.h>
 #include <string.h>
 #include "buffer.h"
@@ -25,7 +29,13 @@ void xsprof_pending_drain(xsprof_thread *t) {
     if (!atomic_load_explicit(&g_pend_count, memory_order_acquire))
         return;
     pthread_mutex_lock(&g_pend_lock);
-    while (g_pend_head && t->cur + g_pend_head->size <= t->end) {
+    while (g_pend_head) {
+        /* The lock stays held across chunk changes, so no other thread
+         * takes the list's rest. Without a spare the rest waits for the
+         * next chunk handed out. Records are <= 4096 bytes: a fresh chunk
+         * takes one. */
+        if (t->cur + g_pend_head->size > t->end && xsprof_thread_chunk_next(t))
+            break;
         pending *p = g_pend_head;
         memcpy(t->cur, p->rec, p->size);
         xsprof_thread_commit(t, t->cur);

@@ -73,10 +73,11 @@ XSPROF_HIDDEN void xsprof_start_hooks_run(void);
 /* thread.c */
 XSPROF_HIDDEN xsprof_thread *xsprof_thread_get(void);
 XSPROF_HIDDEN void *xsprof_thread_reserve_slow(xsprof_thread *t, uint32_t size);
-XSPROF_HIDDEN void xsprof_thread_close_chunk(xsprof_thread *t);
+XSPROF_HIDDEN int xsprof_thread_chunk_next(xsprof_thread *t);
 XSPROF_HIDDEN void xsprof_threads_close_all(void);
 
-/* buffer.c: definitions recorded before the journal existed */
+/* buffer.c: definitions recorded before the journal existed, moved into
+ * t's chunks (taking more as they fill) */
 XSPROF_HIDDEN void xsprof_pending_drain(xsprof_thread *t);
 
 /* journal.c */

@@ -88,16 +88,9 @@ xsprof_thread *xsprof_thread_get(void) {
     return t;
 }
 
-/* The current chunk cannot take `size` more bytes: close it, take a spare.
- * Returns NULL (and counts a drop) when none is available. */
-void *xsprof_thread_reserve_slow(xsprof_thread *t, uint32_t size) {
-    if (size > 4096)
-        return NULL;
-    int st = atomic_load_explicit(&xsprof_g.state, memory_order_acquire);
-    if (st != XSPROF_STATE_RUNNING && st != XSPROF_STATE_FINALIZING)
-        return NULL;
-    if (!t->chunk && t->dropped && t->drop_gen == xsprof_journal_spare_gen())
-        goto drop; /* nothing new since the last failure: no lock */
+/* Close the thread's chunk (if any) and take a spare: 0, or -1 when none is
+ * available (the caller counts the drop or keeps its records waiting). */
+int xsprof_thread_chunk_next(xsprof_thread *t) {
     if (t->chunk) {
         xsprof_journal_chunk_full(t->chunk);
         t->chunk = NULL;
@@ -107,7 +100,7 @@ void *xsprof_thread_reserve_slow(xsprof_thread *t, uint32_t size) {
     xsprof_chunk_header *c = xsprof_journal_chunk_take(1);
     if (!c) {
         t->drop_gen = xsprof_journal_spare_gen();
-        goto drop;
+        return -1;
     }
     c->tid = t->tid;
     c->seq = t->chunk_seq++;
@@ -126,6 +119,21 @@ void *xsprof_thread_reserve_slow(xsprof_thread *t, uint32_t size) {
         d->dropped = t->dropped;
         xsprof_thread_commit(t, d);
     }
+    return 0;
+}
+
+/* The current chunk cannot take `size` more bytes: close it, take a spare.
+ * Returns NULL (and counts a drop) when none is available. */
+void *xsprof_thread_reserve_slow(xsprof_thread *t, uint32_t size) {
+    if (size > 4096)
+        return NULL;
+    int st = atomic_load_explicit(&xsprof_g.state, memory_order_acquire);
+    if (st != XSPROF_STATE_RUNNING && st != XSPROF_STATE_FINALIZING)
+        return NULL;
+    if (!t->chunk && t->dropped && t->drop_gen == xsprof_journal_spare_gen())
+        goto drop; /* nothing new since the last failure: no lock */
+    if (xsprof_thread_chunk_next(t))
+        goto drop;
     xsprof_pending_drain(t);
     if (t->cur + size > t->end)
         return xsprof_thread_reserve_slow(t, size);

@@ -3,7 +3,7 @@
  * writer thread, the HDF5 sink at finalize), for ThreadSanitizer (label
  * `threads`) and every other build.
  *
- * usage: thread_journal exact|toggle|names RUN_DIR
+ * usage: thread_journal exact|toggle|names|pending RUN_DIR
  *   exact   6 threads (more than cores) record 20000 regions each with tiny
  *           chunks (set XSPROF_CHUNK_KB=16 XSPROF_BUFFER_MB=1
  *           XSPROF_ON_FULL=block), threads start and exit while others
@@ -19,6 +19,12 @@
  *           takes), then again once it records: the rank file must give it
  *           the later name (the reader walks chunks thread by thread, not
  *           in time order; under load `exact` lost a worker's name so).
+ *   pending the main thread names itself PENDING_NAMES times before the
+ *           journal exists (a pending list of several chunks), then
+ *           PENDING_THREADS threads start recording at once: the list must
+ *           reach the rank file whole and in order (the last name wins;
+ *           core once let a second thread's first chunk take the list's
+ *           rest, which the reader could walk before its head).
  * Exit 0 when the checks hold. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -218,14 +224,72 @@ static int names(const char *dir)
     return 0;
 }
 
+/* pending: names of 24-byte records, ~70 KiB of list for 16 KiB chunks */
+#define PENDING_NAMES 3000
+#define PENDING_THREADS 4
+static pthread_barrier_t pending_go;
+
+static void *pending_worker(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&pending_go);
+    for (int i = 0; i < 2000; i++) {
+        xsprof_region_begin("tj.pending");
+        xsprof_region_end();
+    }
+    return NULL;
+}
+
+static int pending(const char *dir)
+{
+    char nm[64];
+    for (int i = 0; i < PENDING_NAMES; i++) {
+        snprintf(nm, sizeof nm, "tj-main-%d", i);
+        if (xsprof_thread_name(nm) != XSPROF_OK) {
+            printf("FAIL: xsprof_thread_name(%s)\n", nm);
+            return 1;
+        }
+    }
+    pthread_t th[PENDING_THREADS];
+    pthread_barrier_init(&pending_go, NULL, PENDING_THREADS);
+    for (int k = 0; k < PENDING_THREADS; k++)
+        pthread_create(&th[k], NULL, pending_worker, NULL);
+    for (int k = 0; k < PENDING_THREADS; k++)
+        pthread_join(th[k], NULL);
+    if (xsprof_finalize() != XSPROF_OK) {
+        printf("FAIL: xsprof_finalize\n");
+        return 1;
+    }
+    xsprof_rank_data d;
+    if (load(dir, &d))
+        return 1;
+    const char *main_name = NULL;
+    size_t regions = 0;
+    for (size_t t = 0; t < d.nthreads; t++)
+        if (d.threads[t].tid == 0)
+            main_name = xsprof_rank_data_string(&d, d.threads[t].name);
+    for (size_t i = 0; i < d.nregions; i++)
+        regions += !strcmp(xsprof_rank_data_string(&d, d.regions[i].name), "tj.pending");
+    snprintf(nm, sizeof nm, "tj-main-%d", PENDING_NAMES - 1);
+    int bad = !main_name || strcmp(main_name, nm) || regions != 2000 * PENDING_THREADS;
+    printf("main thread: %s (expected %s); regions %zu of %d\n", main_name ? main_name : "(none)", nm, regions,
+           2000 * PENDING_THREADS);
+    xsprof_rank_data_free(&d);
+    printf("%s\n", bad ? "FAIL: the definitions made before the journal existed were read out of order" : "OK");
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "exact") && strcmp(argv[1], "toggle") && strcmp(argv[1], "names"))) {
-        fprintf(stderr, "usage: thread_journal exact|toggle|names RUN_DIR\n");
+    if (argc != 3 || (strcmp(argv[1], "exact") && strcmp(argv[1], "toggle") && strcmp(argv[1], "names") &&
+                      strcmp(argv[1], "pending"))) {
+        fprintf(stderr, "usage: thread_journal exact|toggle|names|pending RUN_DIR\n");
         return 2;
     }
     if (!strcmp(argv[1], "names"))
         return names(argv[2]);
+    if (!strcmp(argv[1], "pending"))
+        return pending(argv[2]);
     int exact = !strcmp(argv[1], "exact");
     /* The journal, hence the rank file, only exists once something was
      * recorded. In toggle mode the controller may stop the session before

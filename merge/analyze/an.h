@@ -57,6 +57,51 @@ int32_t xsm_an_sname(struct xsm_an *a, int32_t r, uint32_t id);
 /* ---- wait states (kinds: analyze.h) ------------------------------------------ */
 const char *xsm_wait_kind_name(int kind); /* the report.json spelling */
 
+/* ---- delay costs (delay.c): where a wait's time goes ------------------------- */
+/* A wait's root causes as shares (summing to 1) of (rank, region), the
+ * XSM_DIST_MAX heaviest; region ids are the analysis's own (a->names, or
+ * the streamed analysis's names). */
+#define XSM_DIST_MAX 4
+typedef struct xsm_dent {
+    int32_t rank, region;
+    double w;
+} xsm_dent;
+typedef struct xsm_dist {
+    uint32_t n;
+    xsm_dent e[XSM_DIST_MAX];
+} xsm_dist;
+
+/* The last waits a rank suffered, by the call they happened in: when that
+ * rank causes a wait later, the part its interval does not explain goes
+ * where they went. */
+#define XSM_CARRY_KEEP 8
+typedef struct xsm_carry {
+    uint64_t row;     /* the waiting call (mpi row on the rank that waited) */
+    int64_t t_cause;  /* when its causer arrived */
+    int64_t ns;
+    int kind;
+    xsm_dist d;
+} xsm_carry;
+typedef struct xsm_carries {
+    xsm_carry c[XSM_CARRY_KEEP];
+    uint32_t n, next;
+} xsm_carries;
+
+void xsm_carries_put(xsm_carries *r, uint64_t row, int64_t t_cause, int64_t ns, int kind, const xsm_dist *d);
+/* The longest wait of call `row` caused strictly before `before`, NULL none. */
+const xsm_carry *xsm_carries_get(const xsm_carries *r, uint64_t row, int64_t before);
+
+typedef int (*xsm_delay_add_fn)(void *ctx, int32_t rank, int32_t region, double seconds);
+/* Delay costs of a wait of s seconds caused by rank `causer`: region[i]
+ * are the regions where the causer's interval exceeds the waiter's, by
+ * dl[i] > 0 ns, in the order they first appear; fallback is the causer's
+ * region at its call (used when n is 0); carry is
+ * what made the causer late (xsm_carries_get), NULL none. Calls add once
+ * per (rank, region) share and sets *out (its first entry is the root).
+ * 0, or -1 when add failed or memory ran out. */
+int xsm_delay_costs(int32_t causer, const int32_t *region, const double *dl, size_t n, int32_t fallback, double s,
+                    const xsm_carry *carry, xsm_dist *out, xsm_delay_add_fn add, void *ctx);
+
 typedef struct xsm_wait {
     int kind;
     int32_t waiter, causer; /* world ranks; causer -1 when no single rank causes it */
@@ -67,8 +112,9 @@ typedef struct xsm_wait {
     int64_t t_cause;        /* when the causer arrived (its call's entry) */
     int64_t cause_prev;     /* start of the causer's synchronisation interval */
     int64_t wait_prev;      /* start of the waiter's synchronisation interval */
-    int32_t root_region;    /* delay analysis: region on the causer that explains it, -1 none */
+    int32_t root_region;    /* delay analysis: the region that explains most of it, -1 none */
     uint64_t count;         /* instances: 1, or a site's in a streamed analysis (t_end - t_begin their sum) */
+    int32_t root_rank;      /* root_region's rank: the causer, or one that made the causer late (in-memory only) */
 } xsm_wait;
 
 /* ---- call tree, per rank ------------------------------------------------------ */
@@ -354,7 +400,7 @@ int xsm_an_profile_streamed(xsm_an *a, const xsm_sanalysis *sa);
 /* A wait instance of a streamed analysis (sprofile.c), spilled for
  * merged.h5: string ids are the waiter's; root a name of the analysis. */
 typedef struct xsm_swinst {
-    int32_t kind, waiter, causer, root;
+    int32_t kind, waiter, causer, root, root_rank;
     uint32_t op, encl; /* encl UINT32_MAX: none */
     uint64_t row;
     int64_t t_begin, t_end, t_cause;

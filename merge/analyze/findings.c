@@ -147,6 +147,16 @@ static int wait_findings(xsm_an *a)
                     causer = (int32_t)r;
             }
         }
+        /* the rank the root region is on: with propagation (delay.c) it may
+         * be another than the ones waited for, which only passed the delay on */
+        int32_t rootr = -1;
+        double rbest = 0;
+        for (size_t i = 0; causer >= 0 && w0->root_region >= 0 && i < a->nrc; i++)
+            if (a->rc[i].kind == w0->kind && a->rc[i].region == w0->root_region && a->rc[i].seconds > rbest) {
+                rbest = a->rc[i].seconds;
+                rootr = a->rc[i].rank;
+            }
+        int passed_on = rootr >= 0 && (rootr != causer || ncausers > 1) && cper[rootr] < cper[causer];
         xsm_finding f;
         memset(&f, 0, sizeof f);
         f.ranks = malloc((R + 1) * sizeof *f.ranks);
@@ -156,14 +166,17 @@ static int wait_findings(xsm_an *a)
             free(waiters);
             goto out;
         }
-        /* the causing rank first, then every other rank involved */
-        if (causer >= 0)
-            f.ranks[f.nranks++] = causer;
+        /* the rank where the delay starts first (the root region's when the
+         * delay was passed on, else the causing rank), then every other
+         * rank involved */
+        int32_t first = passed_on ? rootr : causer;
+        if (first >= 0)
+            f.ranks[f.nranks++] = first;
         size_t nw = 0;
         for (size_t r = 0; r < R; r++) {
             if (per[r] > 0)
                 waiters[nw++] = (int32_t)r;
-            if ((per[r] > 0 || cper[r] > 0) && (int32_t)r != causer)
+            if ((per[r] > 0 || cper[r] > 0) && (int32_t)r != first)
                 f.ranks[f.nranks++] = (int32_t)r;
         }
         char wr[256], tot[32], each[32], opn[256];
@@ -191,7 +204,20 @@ static int wait_findings(xsm_an *a)
         const xsm_region *rg = w0->root_region >= 0 ? region_of(a, w0->root_region) : NULL;
         const char *rname = xsm_an_name(a, w0->root_region);
         char cause[512] = "";
-        if (causer >= 0 && ncausers > 1) {
+        if (passed_on) {
+            char d[32];
+            xsm_fmt_dur(d, sizeof d, rbest);
+            if (ncausers > 1)
+                snprintf(cause, sizeof cause,
+                         "the delay starts in `%s` on rank %d (%s of these waits) and reaches them through the %zu ranks "
+                         "they wait for (rank %d most); ",
+                         rname, rootr, d, ncausers, causer);
+            else
+                snprintf(cause, sizeof cause,
+                         "rank %d is late because of `%s` on rank %d (%s of these waits), passed on through earlier "
+                         "waits; ",
+                         causer, rname, rootr, d);
+        } else if (causer >= 0 && ncausers > 1) {
             char d[32];
             xsm_fmt_dur(d, sizeof d, cper[causer]);
             snprintf(cause, sizeof cause, "the rank waited for varies between %zu ranks, held up in `%s` (rank %d most: %s of the waits); ",

@@ -16,7 +16,7 @@
 typedef struct { int32_t rank, present, outlier; int64_t t_first, t_last, mpi_ns, wait_ns, gpu_ns; double critical_path_s; } xsm_ah_rank;
 typedef struct { uint32_t name; int32_t rank; uint64_t calls; double incl_s, excl_s; } xsm_ah_region;
 typedef struct { uint32_t op; int32_t rank; uint64_t calls; double seconds; uint64_t bytes; } xsm_ah_op;
-typedef struct { int32_t kind, waiter, causer; uint32_t op, region, root_region; int64_t mpi_row, t_begin, t_end, t_cause; } xsm_ah_wait;
+typedef struct { int32_t kind, waiter, causer; uint32_t op, region, root_region; int64_t mpi_row, t_begin, t_end, t_cause; int32_t root_rank; } xsm_ah_wait;
 typedef struct { int32_t rank; int64_t t_begin, t_end; } xsm_ah_seg;
 typedef struct { int32_t src, dst; uint64_t messages, bytes; } xsm_ah_pair;
 
@@ -56,6 +56,7 @@ static hid_t xsm_ah_type(int which)
         F(xsm_ah_wait, region, H5T_NATIVE_UINT32); F(xsm_ah_wait, root_region, H5T_NATIVE_UINT32);
         F(xsm_ah_wait, mpi_row, H5T_NATIVE_INT64); F(xsm_ah_wait, t_begin, H5T_NATIVE_INT64);
         F(xsm_ah_wait, t_end, H5T_NATIVE_INT64); F(xsm_ah_wait, t_cause, H5T_NATIVE_INT64);
+        F(xsm_ah_wait, root_rank, H5T_NATIVE_INT32);
         break;
     case AH_SEG:
         F(xsm_ah_seg, rank, H5T_NATIVE_INT32); F(xsm_ah_seg, t_begin, H5T_NATIVE_INT64);
@@ -214,7 +215,7 @@ static int xsm_ah_fill_swaits(void *ctx, void *rows, size_t i0, size_t n)
         w[i] = (xsm_ah_wait){s->kind, s->waiter, s->causer, xsm_ah_str(x->ids, x->of, xsprof_rank_data_string(d, s->op)),
                              s->encl == UINT32_MAX ? UINT32_MAX : xsm_ah_str(x->ids, x->of, xsprof_rank_data_string(d, s->encl)),
                              xsm_ah_str(x->ids, x->of, root), x->rowfn(x->rowctx, s->waiter, s->row), s->t_begin, s->t_end,
-                             s->t_cause};
+                             s->t_cause, s->root_rank};
     }
     return 0;
 }
@@ -288,7 +289,7 @@ static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const ui
         const xsm_wait *x = &a->w[i];
         w[i] = (xsm_ah_wait){x->kind, x->waiter, x->causer, xsm_ah_sid(a, ids, of, x->op),
                              xsm_ah_sid(a, ids, of, x->region), xsm_ah_sid(a, ids, of, x->root_region),
-                             off[x->waiter] + (int64_t)x->row, x->t_begin, x->t_end, x->t_cause};
+                             off[x->waiter] + (int64_t)x->row, x->t_begin, x->t_end, x->t_cause, x->root_rank};
     }
     bad |= !w || !off || (!a->streamed && xsm_ah_table(g, "waits", AH_WAIT, w, a->nw, sizeof *w));
     free(w);

@@ -10,7 +10,9 @@
  * the waiting call (a Late Sender from the message's flow end, a
  * collective's from pass 1) copies the waiter's interval and waits at the
  * causing rank for the causing call, which comes later in time; there the
- * two intervals are compared. xsm_an_profile_streamed (profile.c) and
+ * two intervals are compared, and the root causes of the causer's own wait
+ * in the call that opened its interval (kept per rank, delay.c) take what
+ * the comparison leaves. xsm_an_profile_streamed (profile.c) and
  * xsm_an_waits_streamed (waits.c) fold it into the analysis model.
  * Every wait with a causing rank also goes to the critical path (spath.c)
  * and, for merged.h5, every instance to a temporary file; a Late Sender
@@ -104,6 +106,7 @@ typedef struct sframe {
     int64_t encl;      /* string id of the enclosing region, -1 none */
     uint32_t name;     /* string id */
     int is_mpi, sync;
+    uint64_t row;      /* MPI calls: the mpi row */
     xsm_vec v;         /* MPI calls on the main thread: the synchronisation interval before it */
 } sframe;
 
@@ -122,6 +125,8 @@ typedef struct xsm_recent {
     int64_t tb, te;    /* the call's begin and end */
     int64_t encl;
     xsm_vec v;
+    int has_pc;        /* the synchronising call that opened the interval v */
+    uint64_t pc;
     int has_def, def_kind;
     int32_t def_causer;
     uint64_t def_crow;
@@ -198,6 +203,11 @@ struct xsm_anrank {
     /* the main thread's synchronisation interval so far: exclusive region
      * time by name (sa->names) since the last synchronising call ended */
     int64_t cursor;
+    /* the main thread's last synchronising call (its row), and the waits
+     * this rank suffered (delay.c: what made it late, carried on) */
+    int has_sync;
+    uint64_t sync_row;
+    xsm_carries car;
     int32_t *vg;
     int64_t *vns;
     size_t nv, capv;
@@ -398,13 +408,14 @@ static int instance_add(xsm_anrank *x, uint32_t sid, int64_t t0, double s)
 
 /* A wait instance for merged.h5 (when asked for): the waiting call `row`
  * waited [tb, tb + ns) for `causer`, whose call began at tc. */
-static int inst_put(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_t encl, int32_t root, uint64_t row,
-                    int64_t tb, int64_t ns, int64_t tc)
+static int inst_put(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_t encl, int32_t root, int32_t root_rank,
+                    uint64_t row, int64_t tb, int64_t ns, int64_t tc)
 {
     xsm_sanalysis *sa = x->sa;
     if (!sa->inst)
         return 0;
-    xsm_swinst w = {kind, x->rank, causer, root, op, encl >= 0 ? (uint32_t)encl : UINT32_MAX, row, tb, tb + ns, tc};
+    xsm_swinst w = {kind, x->rank, causer, root, root_rank, op, encl >= 0 ? (uint32_t)encl : UINT32_MAX, row, tb, tb + ns,
+                    tc};
     if (fwrite(&w, sizeof w, 1, sa->inst) != 1) {
         sa->inst_errno = errno ? errno : EIO;
         return -1;
@@ -506,37 +517,46 @@ static int rc_add(xsm_sanalysis *sa, int kind, int32_t causer, int32_t g, double
     return 0;
 }
 
-/* Delay analysis of one wait (waits.c delay_analysis): the regions where the
- * causing rank spent more of its interval than the waiter did explain the
- * wait, each by its share of those excesses; none: the causer's innermost
- * region at its call. The site goes to the waiter. */
-static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl, int64_t ctb)
+typedef struct settle_add_ctx {
+    xsm_sanalysis *sa;
+    int kind;
+} settle_add_ctx;
+
+static int settle_add(void *ctx, int32_t rank, int32_t region, double seconds)
+{
+    settle_add_ctx *c = ctx;
+    return rc_add(c->sa, c->kind, rank, region, seconds);
+}
+
+/* Delay analysis of one wait (waits.c delay_analysis, delay.c): the regions
+ * where the causing rank spent more of its interval than the waiter did,
+ * and what made the causer late when the interval began (the waits it
+ * suffered in call pc, when has_pc), explain the wait; with neither, the
+ * causer's innermost region at its call. The site goes to the waiter, and
+ * the wait's causes stay with it for the waits it makes later. */
+static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl, int64_t ctb, int has_pc, uint64_t pc)
 {
     xsm_anrank *w = c->sa->acc[q->waiter];
-    double total = 0, best = 0, s = (double)q->ns * 1e-9;
-    int32_t root = -1;
+    double s = (double)q->ns * 1e-9, dl[XSM_VMAX];
+    int32_t reg[XSM_VMAX], fallback = -1;
+    size_t n = 0;
     for (uint32_t i = 0; i < vc->n; i++) {
-        double dl = (double)(vc->e[i].ns - v_get(&q->v, vc->e[i].g));
-        if (dl > 0) {
-            total += dl;
-            if (dl > best) {
-                best = dl;
-                root = vc->e[i].g;
-            }
+        double d = (double)(vc->e[i].ns - v_get(&q->v, vc->e[i].g));
+        if (d > 0) {
+            reg[n] = vc->e[i].g;
+            dl[n++] = d;
         }
     }
-    if (root >= 0) {
-        for (uint32_t i = 0; i < vc->n; i++) {
-            double dl = (double)(vc->e[i].ns - v_get(&q->v, vc->e[i].g));
-            if (dl > 0 && rc_add(c->sa, q->kind, c->rank, vc->e[i].g, s * dl / total))
-                return -1;
-        }
-    } else {
-        root = cencl >= 0 ? gname(c, (uint32_t)cencl) : -1;
-        if ((cencl >= 0 && root < 0) || rc_add(c->sa, q->kind, c->rank, root, s))
-            return -1;
-    }
-    if (q->wb != INT64_MIN && inst_put(w, q->kind, c->rank, q->op, q->encl, root, q->wrow, q->wb, q->ns, ctb))
+    const xsm_carry *carry = has_pc ? xsm_carries_get(&c->car, pc, ctb) : NULL;
+    if (!n && cencl >= 0 && (fallback = gname(c, (uint32_t)cencl)) < 0)
+        return -1;
+    settle_add_ctx ac = {c->sa, q->kind};
+    xsm_dist d;
+    if (xsm_delay_costs(c->rank, reg, dl, n, fallback, s, carry, &d, settle_add, &ac))
+        return -1;
+    int32_t root = d.e[0].region;
+    xsm_carries_put(&w->car, q->wrow, ctb, q->ns, q->kind, &d);
+    if (q->wb != INT64_MIN && inst_put(w, q->kind, c->rank, q->op, q->encl, root, d.e[0].rank, q->wrow, q->wb, q->ns, ctb))
         return -1; /* (INT64_MIN: its call never came, no place in time) */
     return wait_add(w, q->kind, c->rank, q->op, q->encl, root, q->ns);
 }
@@ -820,7 +840,7 @@ static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, ui
     xsm_anrank *c = causer >= 0 && (size_t)causer < sa->run->nranks ? sa->acc[causer] : NULL;
     if (!c) { /* no single causing rank, or one not merged; NxN Completion's wait ends with its call */
         int64_t b = kind == XSM_WAIT_NXN_COMPLETION ? te - ns : tb;
-        if (te > tb && inst_put(w, kind, causer, op, encl, -1, row, b, ns, b))
+        if (te > tb && inst_put(w, kind, causer, op, encl, -1, -1, row, b, ns, b))
             return -1;
         return wait_add(w, kind, causer, op, encl, -1, ns);
     }
@@ -832,7 +852,7 @@ static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, ui
     for (size_t k = 0; k < c->nrecent; k++) {
         const xsm_recent *p = &c->recent[(c->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
         if (p->row == crow)
-            return settle(c, &q, &p->v, p->encl, p->tb);
+            return settle(c, &q, &p->v, p->encl, p->tb, p->has_pc, p->pc);
     }
     if (xsm_grow((void **)&c->req, &c->capreq, c->nreq, sizeof *c->req))
         return -1;
@@ -858,8 +878,11 @@ static int close_until(xsm_anrank *x, sthread *t, int64_t t0)
             t->st[t->sp - 1].child += dur;
         if (!f->is_mpi && instance_add(x, f->name, f->t0, (double)dur * 1e-9))
             return -1;
-        if (main && f->is_mpi && f->sync) /* the next interval starts at its end */
+        if (main && f->is_mpi && f->sync) { /* the next interval starts at its end */
             x->nv = 0;
+            x->has_sync = 1;
+            x->sync_row = f->row;
+        }
     }
     return 0;
 }
@@ -972,6 +995,8 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
  * with the interval v before it (settle). */
 static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t encl, int64_t tb)
 {
+    int has_pc = x->has_sync; /* the interval v began at the last synchronising call */
+    uint64_t pc = x->sync_row;
     for (size_t i = 0; i < x->nreq;) {
         if (x->req[i].row != row) {
             i++;
@@ -979,7 +1004,7 @@ static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t
         }
         xsm_req q = x->req[i];
         x->req[i] = x->req[--x->nreq];
-        if (settle(x, &q, v, encl, tb))
+        if (settle(x, &q, v, encl, tb, has_pc, pc))
             return -1;
     }
     return 0;
@@ -997,7 +1022,7 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
     if (x->nrecent && recent_flush(x, &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT]))
         return -1;
     xsm_recent *p = &x->recent[x->irecent];
-    *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, ls != NULL, ls_kind,
+    *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, ls != NULL, ls_kind,
                       ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns};
     x->irecent = (x->irecent + 1) % XSM_RECENT;
     if (x->nrecent < XSM_RECENT)
@@ -1045,6 +1070,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         x->main_thread = m->thread;
         if (x->have_first && m->thread != x->first_thread) { /* the interval so far was another thread's */
             x->nv = 0;
+            x->has_sync = 0;
             x->cursor = m->t_begin;
         }
     }
@@ -1067,6 +1093,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     if (!f)
         return x->failed = -1;
     f->sync = is_sync_kind(m->kind);
+    f->row = row;
     /* Late Sender: the receive completed in this blocking call, which began
      * before the matched send did (waits.c); one wait per call, the longest.
      * The send comes later in time: its interval is settled there. */
@@ -1186,7 +1213,8 @@ int xsm_sanalysis_finish(xsm_sanalysis *sa)
         for (size_t i = 0; x && i < x->nreq; i++) { /* their causing call never came: no cause known */
             const xsm_req *q = &x->req[i];
             xsm_anrank *w = sa->acc[q->waiter];
-            if ((q->wb != INT64_MIN && inst_put(w, q->kind, x->rank, q->op, q->encl, -1, q->wrow, q->wb, q->ns, q->wb + q->ns)) ||
+            if ((q->wb != INT64_MIN &&
+                 inst_put(w, q->kind, x->rank, q->op, q->encl, -1, -1, q->wrow, q->wb, q->ns, q->wb + q->ns)) ||
                 wait_add(w, q->kind, x->rank, q->op, q->encl, -1, q->ns))
                 return -1;
         }

@@ -202,7 +202,7 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
         xsm_buf_printf(b, "%-28s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->wait_n[k]);
     }
     if (a->nrc) {
-        xsm_buf_puts(b, "\nRoot causes (delay analysis: region on the causing rank whose extra time explains the waits):\n");
+        xsm_buf_puts(b, "\nRoot causes (delay analysis: the region whose extra time explains the waits, on the rank where the delay started):\n");
         for (size_t i = 0; i < a->nrc && i < 15; i++) {
             xsm_fmt_dur(d1, sizeof d1, a->rc[i].seconds);
             xsm_buf_printf(b, "  %10s  `%s` on rank %d  -> %s\n", d1, xsm_an_name(a, a->rc[i].region), a->rc[i].rank,

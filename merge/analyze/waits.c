@@ -55,8 +55,9 @@ static int is_sync_kind(int k)
 }
 
 /* Exit of the last synchronising call on r's main thread that ended at or
- * before t: the start of r's synchronisation interval. */
-static int64_t prev_sync_end(const xsm_an *a, int32_t r, int64_t t)
+ * before t: the start of r's synchronisation interval; *row (when not
+ * NULL) that call's mpi row, UINT64_MAX when there is none. */
+static int64_t prev_sync_end(const xsm_an *a, int32_t r, int64_t t, uint64_t *row)
 {
     const xsm_rankstat *rs = &a->rs[r];
     const xsprof_rank_data *d = &a->run->ranks[r].d;
@@ -66,9 +67,14 @@ static int64_t prev_sync_end(const xsm_an *a, int32_t r, int64_t t)
         const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
         if (m->thread != th)
             break;
-        if (m->t_end <= t && is_sync_kind(m->kind))
+        if (m->t_end <= t && is_sync_kind(m->kind)) {
+            if (row)
+                *row = rs->calls_sorted[k];
             return m->t_end;
+        }
     }
+    if (row)
+        *row = UINT64_MAX;
     return rs->t_first;
 }
 
@@ -240,7 +246,7 @@ static int p2p_waits(xsm_an *a)
         if (until <= cr->t_begin)
             continue;
         xsm_wait w = {wrong[i] ? XSM_WAIT_WRONG_ORDER : XSM_WAIT_LATE_SENDER, m->dst, m->src, (size_t)rcall, -1, -1,
-                      cr->t_begin, until, snd->t_begin, 0, 0, -1, 1};
+                      cr->t_begin, until, snd->t_begin, 0, 0, -1, 1, -1};
         if (cand_push(&c, &nc, &cap, &w, i) != 0)
             goto out;
     }
@@ -276,7 +282,7 @@ static int p2p_waits(xsm_an *a)
         int64_t until = e_post < cs->t_end ? e_post : cs->t_end;
         if (until <= cs->t_begin)
             continue;
-        xsm_wait w = {XSM_WAIT_LATE_RECEIVER, m->src, m->dst, (size_t)scall, -1, -1, cs->t_begin, until, e_post, 0, 0, -1, 1};
+        xsm_wait w = {XSM_WAIT_LATE_RECEIVER, m->src, m->dst, (size_t)scall, -1, -1, cs->t_begin, until, e_post, 0, 0, -1, 1, -1};
         if (cand_push(&c, &nc, &cap, &w, i) != 0)
             goto out;
     }
@@ -460,14 +466,14 @@ static int coll_waits(xsm_an *a)
             }
             int64_t until = cause_t < x->x ? cause_t : x->x;
             if (wk >= 0 && until > x->e) {
-                xsm_wait w = {wk, r, causer, (size_t)x->call, op, reg, x->e, until, cause_t, 0, 0, -1, 1};
+                xsm_wait w = {wk, r, causer, (size_t)x->call, op, reg, x->e, until, cause_t, 0, 0, -1, 1, -1};
                 if (wait_push(a, &w) != 0)
                     goto out;
             }
             if (kind == XSPROF_COLL_NXN && minX != INT64_MAX && x->x > minX) {
                 int64_t from = minX > x->e ? minX : x->e;
                 if (from < x->x) {
-                    xsm_wait w = {XSM_WAIT_NXN_COMPLETION, r, -1, (size_t)x->call, op, reg, from, x->x, minX, 0, 0, -1, 1};
+                    xsm_wait w = {XSM_WAIT_NXN_COMPLETION, r, -1, (size_t)x->call, op, reg, from, x->x, minX, 0, 0, -1, 1, -1};
                     if (wait_push(a, &w) != 0)
                         goto out;
                 }
@@ -563,52 +569,78 @@ static int rc_cmp(const void *pa, const void *pb)
     return a->seconds > b->seconds ? -1 : a->seconds < b->seconds ? 1 : 0;
 }
 
+typedef struct delay_add_ctx {
+    xsm_an *a;
+    int kind;
+    size_t *cap;
+} delay_add_ctx;
+
+static int delay_add(void *ctx, int32_t rank, int32_t region, double seconds)
+{
+    delay_add_ctx *c = ctx;
+    return rootcause_add(c->a, c->kind, rank, region, seconds, c->cap);
+}
+
+/* waits with a causing rank, by when the causer arrived (then index) */
+static const xsm_wait *dorder_w;
+static int dorder_cmp(const void *pa, const void *pb)
+{
+    size_t i = *(const size_t *)pa, k = *(const size_t *)pb;
+    int64_t x = dorder_w[i].t_cause, y = dorder_w[k].t_cause;
+    return x != y ? (x < y ? -1 : 1) : (i > k) - (i < k);
+}
+
+/* Each wait's delay costs (delay.c), in the order the causers arrived: a
+ * wait that made a causer late was caused earlier, so its root causes are
+ * known when the wait it propagates into comes. */
 static int delay_analysis(xsm_an *a)
 {
     size_t nn = a->names.n;
     delay_ctx x = {calloc(nn + 1, sizeof(double)), calloc(nn + 1, sizeof(double)), malloc((nn + 1) * sizeof(int32_t)), 0,
                    calloc(nn + 1, 1)};
-    size_t cap = 0;
+    size_t cap = 0, nord = 0;
+    size_t *ord = malloc((a->nw + 1) * sizeof *ord);
+    xsm_carries *car = calloc(a->nranks + 1, sizeof *car);
+    int32_t *reg = malloc((nn + 1) * sizeof *reg);
+    double *dl = malloc((nn + 1) * sizeof *dl);
     int rc = -1;
-    if (!x.acc_c || !x.acc_w || !x.touched || !x.mark)
+    if (!x.acc_c || !x.acc_w || !x.touched || !x.mark || !ord || !car || !reg || !dl)
         goto out;
     for (size_t i = 0; i < a->nw; i++) {
-        xsm_wait *w = &a->w[i];
-        if (w->causer < 0)
-            continue;
-        w->cause_prev = prev_sync_end(a, w->causer, w->t_cause);
-        w->wait_prev = prev_sync_end(a, w->waiter, w->t_begin);
+        a->w[i].root_rank = -1;
+        if (a->w[i].causer >= 0)
+            ord[nord++] = i;
+    }
+    dorder_w = a->w;
+    if (nord > 1)
+        qsort(ord, nord, sizeof *ord, dorder_cmp);
+    for (size_t o = 0; o < nord; o++) {
+        xsm_wait *w = &a->w[ord[o]];
+        uint64_t pc;
+        w->cause_prev = prev_sync_end(a, w->causer, w->t_cause, &pc);
+        w->wait_prev = prev_sync_end(a, w->waiter, w->t_begin, NULL);
         x.ntouched = 0;
         window_touch(a, &x, w->causer, w->cause_prev, w->t_cause, x.acc_c);
         window_touch(a, &x, w->waiter, w->wait_prev, w->t_begin, x.acc_w);
-        double total = 0, best = 0;
-        int32_t bestn = -1;
+        size_t n = 0;
         for (size_t k = 0; k < x.ntouched; k++) {
             int32_t nm = x.touched[k];
-            double dl = x.acc_c[nm] - x.acc_w[nm];
-            if (dl > 0) {
-                total += dl;
-                if (dl > best) {
-                    best = dl;
-                    bestn = nm;
-                }
+            double d = x.acc_c[nm] - x.acc_w[nm];
+            if (d > 0) {
+                reg[n] = nm;
+                dl[n++] = d;
             }
         }
         double s = (double)(w->t_end - w->t_begin) * 1e-9;
-        if (bestn >= 0) {
-            w->root_region = bestn;
-            /* scale the delays to the wait they cause (Scalasca delay costs) */
-            for (size_t k = 0; k < x.ntouched; k++) {
-                int32_t nm = x.touched[k];
-                double dl = x.acc_c[nm] - x.acc_w[nm];
-                if (dl > 0 && rootcause_add(a, w->kind, w->causer, nm, s * dl / total, &cap) != 0)
-                    goto out;
-            }
-        } else {
-            w->root_region = region_before(a, w->causer, w->t_cause);
-            if (rootcause_add(a, w->kind, w->causer, w->root_region, s, &cap) != 0)
-                goto out;
-        }
+        const xsm_carry *carry = pc != UINT64_MAX ? xsm_carries_get(&car[w->causer], pc, w->t_cause) : NULL;
+        int32_t fallback = n ? -1 : region_before(a, w->causer, w->t_cause);
+        delay_add_ctx dc = {a, w->kind, &cap};
+        xsm_dist d;
+        if (xsm_delay_costs(w->causer, reg, dl, n, fallback, s, carry, &d, delay_add, &dc) != 0)
+            goto out;
+        w->root_rank = d.e[0].rank;
+        w->root_region = d.e[0].region;
+        xsm_carries_put(&car[w->waiter], w->row, w->t_cause, w->t_end - w->t_begin, w->kind, &d);
         for (size_t k = 0; k < x.ntouched; k++) {
             int32_t nm = x.touched[k];
             x.acc_c[nm] = x.acc_w[nm] = 0;
@@ -623,6 +655,10 @@ out:
     free(x.acc_w);
     free(x.touched);
     free(x.mark);
+    free(ord);
+    free(car);
+    free(reg);
+    free(dl);
     return rc;
 }
 
@@ -667,7 +703,7 @@ int xsm_an_waits_streamed(xsm_an *a, const xsm_sanalysis *sa)
             int32_t root = s->root >= 0 ? xsm_names_intern(&a->names, xsm_sanalysis_name(sa, s->root)) : -1;
             if (op < 0 || (s->encl >= 0 && reg < 0) || (s->root >= 0 && root < 0))
                 return -1;
-            xsm_wait w = {s->kind, (int32_t)r, s->causer, 0, op, reg, 0, s->ns, 0, 0, 0, root, s->n};
+            xsm_wait w = {s->kind, (int32_t)r, s->causer, 0, op, reg, 0, s->ns, 0, 0, 0, root, s->n, -1};
             if (wait_push(a, &w) != 0)
                 return -1;
             a->wait_s[w.kind] += (double)s->ns * 1e-9;

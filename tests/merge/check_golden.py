@@ -176,4 +176,37 @@ doc = json.load(open(os.path.join(out6, "trace.json")))
 check(not [e for e in doc["traceEvents"] if e["ph"] != "M"], "empty run: metadata only")
 with h5py.File(os.path.join(out6, "merged.h5"), "r") as h:
     check(len(h["mpi"]) == 0 and len(h["messages"]) == 0 and len(h["ranks"]) == 2, "empty run tables")
+# delay propagation (merge_make_runs chain): rank 0's `slow` (10 us) makes
+# rank 1 wait 9 us; rank 1's `relay` (0.5 us) passes the delay on to rank 2
+# (waits 9.7 us), which reaches the Barrier last (ranks 0 and 1 wait 0.8 and
+# 0.1 us). A wait goes first to the causer's excess over the waiter in their
+# synchronisation intervals; what is left, up to the causer's own earlier
+# wait, goes where that wait went. Exact shares, ns:
+#   Late Sender on 1: slow@0 9000
+#   Late Sender on 2: relay@1 700 (the 9700 less the 9000 carried), slow@0 9000
+#   Barrier on 0: relay@2 100, then 700 carried from rank 2's wait:
+#                 slow@0 700*9000/9700, relay@1 700*700/9700
+#   Barrier on 1: relay@2 100 (its excess covers the wait)
+run8 = make_run(maker, "chain", os.path.join(base, "run8"))
+want = {("Late Sender", 0, "slow"): 18000, ("Late Sender", 1, "relay"): 700,
+        ("Wait at Barrier", 2, "relay"): 200, ("Wait at Barrier", 0, "slow"): 700 * 9000 / 9700,
+        ("Wait at Barrier", 1, "relay"): 700 * 700 / 9700}
+for extra in ((), ("--stream", "--outputs", "report,h5")):
+    out8 = os.path.join(base, "out8" + "".join(extra).replace(",", ""))
+    rc, so, se = xsmerge(run8, "-o", out8, "-q", *extra)
+    check(rc == 0, "chain %s: exit 0 (%s)" % (extra, se))
+    if rc:
+        continue
+    rep = json.load(open(os.path.join(out8, "report.json")))
+    got = {(w["kind"], r["rank"], r["region"]): r["seconds"] * 1e9 for w in rep["wait_states"] for r in w["root_causes"]}
+    check(got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-3 for k in want),
+          "chain %s: the delay is charged down the chain to `slow` on rank 0:\n got %s\nwant %s" % (extra, got, want))
+    f0 = [f for f in rep["findings"] if f["kind"] == "Late Sender"]
+    check(f0 and f0[0]["ranks"][0] == 0 and "`slow` on rank 0" in f0[0]["message"],
+          "chain %s: the Late Sender finding starts at rank 0's `slow` (%s)" % (extra, f0))
+    with h5py.File(os.path.join(out8, "merged.h5"), "r") as h:
+        ws = sorted((int(w["waiter"]), int(w["causer"]), int(w["root_rank"])) for w in h["analysis"]["waits"][:]
+                    if w["kind"] == 0)
+    check(ws == [(1, 0, 0), (2, 1, 0)], "chain %s: merged.h5 waits name rank 0 as the root of both Late Senders (%s)"
+          % (extra, ws))
 finish("merge_golden")

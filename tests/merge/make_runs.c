@@ -29,6 +29,11 @@
  *           its COMPLETION) around a message exchange
  *   zerocoll 2 ranks: a receive that ends before its send began and a
  *           Barrier of zero length on rank 0 (a cycle for the streamed clock)
+ *   chain   3 ranks, a pipeline 0 -> 1 -> 2 then a Barrier: rank 0's long
+ *           `slow` delays rank 1, whose short `relay` passes the delay on
+ *           to rank 2, which arrives last at the Barrier (the delay
+ *           analysis must charge the waits down the chain to `slow`;
+ *           exact costs in check_golden.py)
  *   mpithreads     2 ranks, 2 threads: thread 1's one long send/receive
  *           spans 300 short messages of thread 0 and is stored after them
  *           (MPI calls out of begin-time order by 300 rows)
@@ -140,6 +145,51 @@ static int golden(const char *dir, int journal_rank, const char *foreign_job)
     for (int r = 0; r < 3; r++)
         bad |= xsf_close(f[r], r == journal_rank ? XSPROF_JOURNAL_RUNNING : XSPROF_JOURNAL_FINALIZED,
                          r != journal_rank) != 0;
+    return bad;
+}
+
+static int chain(const char *dir)
+{
+    static const int32_t world[] = {0, 1, 2};
+    xsf *f[3];
+    for (int r = 0; r < 3; r++) {
+        if (!(f[r] = xsf_create(dir, r, 3, JOB, START, "node0")))
+            return 1;
+        xsf_thread(f[r], 0, "main");
+        xsf_comm(f[r], 0, "MPI_COMM_WORLD", UINT32_MAX, 3, world);
+        xsf_clock(f[r], XSPROF_CLOCK_INIT, 0, 0, 200);
+    }
+    xsprof_rec_mpi m;
+    /* rank 0: slow [0, 10000], Send to 1, Barrier */
+    xsf_region(f[0], 0, "slow", 0, 0, 10000);
+    m = M(); m.t_begin = 10000; m.t_end = 10100; m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 1; m.bytes_sent = 8;
+    m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Send", m);
+    /* ranks 1 and 2: work [0, 1000], Recv from the previous rank (Late
+     * Senders of 9000 and 9700 ns), relay, Send to the next */
+    for (int r = 1; r < 3; r++) {
+        int64_t rb = r == 1 ? 10200 : 10900, re = r == 1 ? 10700 : 11000;
+        xsf_region(f[r], 0, "work", 0, 0, 1000);
+        m = M(); m.t_begin = 1000; m.t_end = rb; m.kind = XSPROF_MPI_RECV; m.peer = r - 1; m.tag = 1; m.bytes_recv = 8;
+        m.seq = 1;
+        xsf_mpi(f[r], 0, "MPI_Recv", m);
+        xsf_region(f[r], 0, "relay", 0, rb, re);
+        if (r == 1) {
+            m = M(); m.t_begin = 10700; m.t_end = 10800; m.kind = XSPROF_MPI_SEND; m.peer = 2; m.tag = 1; m.bytes_sent = 8;
+            m.seq = 1;
+            xsf_mpi(f[1], 0, "MPI_Send", m);
+        }
+    }
+    /* the Barrier: rank 2 enters last, at 11000 */
+    const int64_t be[3] = {10200, 10900, 11000};
+    for (int r = 0; r < 3; r++) {
+        m = M(); m.t_begin = be[r]; m.t_end = 11100; m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_BARRIER;
+        m.coll_seq = 1;
+        xsf_mpi(f[r], 0, "MPI_Barrier", m);
+    }
+    int bad = 0;
+    for (int r = 0; r < 3; r++)
+        bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
     return bad;
 }
 
@@ -659,6 +709,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "icoll")) return icoll(dir, 0);
     if (!strcmp(kind, "icoll_late")) return icoll(dir, 1);
     if (!strcmp(kind, "zerocoll")) return zerocoll(dir);
+    if (!strcmp(kind, "chain")) return chain(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);
     if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));

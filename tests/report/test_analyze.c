@@ -679,7 +679,7 @@ static void test_streamed_path(void)
             if (te >= last[w])
                 break;
             int32_t c = (int32_t)((w + 1 + rng() % (R - 1)) % R);
-            a.w[a.nw++] = (xsm_wait){XSM_WAIT_LATE_SENDER, w, c, 0, -1, -1, te - 1, te, te + 5, 0, 0, -1, 1};
+            a.w[a.nw++] = (xsm_wait){XSM_WAIT_LATE_SENDER, w, c, 0, -1, -1, te - 1, te, te + 5, 0, 0, -1, 1, -1};
         }
     }
     CHECK(xsm_an_path(&a) == 0, "path.c failed");

@@ -151,7 +151,7 @@ static int wait_findings(xsm_an *a)
          * be another than the ones waited for, which only passed the delay on */
         int32_t rootr = -1;
         double rbest = 0;
-        for (size_t i = 0; causer >= 0 && w0->root_region >= 0 && i < a->nrc; i++)
+        for (size_t i = 0; causer >= 0 && i < a->nrc; i++)
             if (a->rc[i].kind == w0->kind && a->rc[i].region == w0->root_region && a->rc[i].seconds > rbest) {
                 rbest = a->rc[i].seconds;
                 rootr = a->rc[i].rank;

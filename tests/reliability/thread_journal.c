@@ -91,6 +91,16 @@ static int load(const char *dir, xsprof_rank_data *d)
     return 0;
 }
 
+/* Finalize (the rank file is written) and load it. */
+static int finalize_load(const char *dir, xsprof_rank_data *d)
+{
+    if (xsprof_finalize() != XSPROF_OK) {
+        printf("FAIL: xsprof_finalize\n");
+        return 1;
+    }
+    return load(dir, d);
+}
+
 static int check(const char *dir, int exact)
 {
     xsprof_rank_data d;
@@ -201,12 +211,8 @@ static int names(const char *dir)
     pthread_create(&b, NULL, names_opener, NULL);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
-    if (xsprof_finalize() != XSPROF_OK) {
-        printf("FAIL: xsprof_finalize\n");
-        return 1;
-    }
     xsprof_rank_data d;
-    if (load(dir, &d))
+    if (finalize_load(dir, &d))
         return 1;
     int late = 0, early = 0;
     for (size_t t = 0; t < d.nthreads; t++) {
@@ -256,12 +262,8 @@ static int pending(const char *dir)
         pthread_create(&th[k], NULL, pending_worker, NULL);
     for (int k = 0; k < PENDING_THREADS; k++)
         pthread_join(th[k], NULL);
-    if (xsprof_finalize() != XSPROF_OK) {
-        printf("FAIL: xsprof_finalize\n");
-        return 1;
-    }
     xsprof_rank_data d;
-    if (load(dir, &d))
+    if (finalize_load(dir, &d))
         return 1;
     const char *main_name = NULL;
     size_t regions = 0;

@@ -271,24 +271,50 @@ static const char xsm_digits2[201] =
     "6061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-void xsm_out_u64(xsm_out *b, uint64_t v)
+static int xsm_ndigits(uint64_t v)
 {
-    char tmp[24];
-    int i = 24;
+    int n = 1;
+    for (;;) {
+        if (v < 10) return n;
+        if (v < 100) return n + 1;
+        if (v < 1000) return n + 2;
+        if (v < 10000) return n + 3;
+        v /= 10000;
+        n += 4;
+    }
+}
+
+/* The n digits of v, ending at `end`. */
+static void xsm_digits(char *end, uint64_t v)
+{
     while (v >= 100) {
         unsigned d = (unsigned)(v % 100) * 2;
         v /= 100;
-        tmp[--i] = xsm_digits2[d + 1];
-        tmp[--i] = xsm_digits2[d];
+        *--end = xsm_digits2[d + 1];
+        *--end = xsm_digits2[d];
     }
     if (v >= 10) {
         unsigned d = (unsigned)v * 2;
-        tmp[--i] = xsm_digits2[d + 1];
-        tmp[--i] = xsm_digits2[d];
+        *--end = xsm_digits2[d + 1];
+        *--end = xsm_digits2[d];
     } else {
-        tmp[--i] = (char)('0' + v);
+        *--end = (char)('0' + v);
     }
-    xsm_out_put(b, tmp + i, (size_t)(24 - i));
+}
+
+/* Straight into the buffer when it has room (the common case). */
+void xsm_out_u64(xsm_out *b, uint64_t v)
+{
+    size_t n = (size_t)xsm_ndigits(v);
+    char *o = xsm_out_room(b, n);
+    if (o) {
+        xsm_digits(o + n, v);
+        b->len += n;
+        return;
+    }
+    char tmp[24];
+    xsm_digits(tmp + n, v);
+    xsm_out_put(b, tmp, n);
 }
 
 void xsm_out_i64(xsm_out *b, int64_t v)
@@ -307,9 +333,19 @@ void xsm_out_us(xsm_out *b, int64_t ns)
         xsm_out_put(b, "-", 1);
         ns = -ns;
     }
-    xsm_out_u64(b, (uint64_t)ns / 1000u);
-    char frac[4] = {'.', (char)('0' + (ns / 100) % 10), (char)('0' + (ns / 10) % 10), (char)('0' + ns % 10)};
-    xsm_out_put(b, frac, 4);
+    uint64_t us = (uint64_t)ns / 1000u;
+    unsigned frac = (unsigned)((uint64_t)ns % 1000u);
+    size_t n = (size_t)xsm_ndigits(us);
+    char tmp[32], *o = xsm_out_room(b, n + 4), *w = o ? o : tmp;
+    xsm_digits(w + n, us);
+    w[n] = '.';
+    w[n + 1] = (char)('0' + frac / 100);
+    w[n + 2] = xsm_digits2[(frac % 100) * 2];
+    w[n + 3] = xsm_digits2[(frac % 100) * 2 + 1];
+    if (o)
+        b->len += n + 4;
+    else
+        xsm_out_put(b, tmp, n + 4);
 }
 
 static uint64_t xsm_hash(const char *s)

@@ -83,6 +83,12 @@ static inline void xsm_out_put(xsm_out *b, const void *data, size_t n)
     }
     xsm_out_put_slow(b, data, n);
 }
+/* Where n more bytes go when they fit with no flush due (the caller then
+ * adds n to len), else NULL: write them with xsm_out_put. */
+static inline char *xsm_out_room(xsm_out *b, size_t n)
+{
+    return b->len + n <= b->cap && (!b->f || b->len < b->flush_at) ? b->p + b->len : NULL;
+}
 void xsm_out_printf(xsm_out *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* JSON string literal with escaping, including the quotes. */
 void xsm_out_json_str(xsm_out *b, const char *s);

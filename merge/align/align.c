@@ -423,6 +423,8 @@ static int xsm_deps_build(const xsm_run *run, xsm_rstate *st, int64_t lat, const
             xsm_rstate *s = &st[c->ranks[i]];
             if (xrow[xoff[ci] + i] < 0)
                 continue; /* a nonblocking collective whose completion was not recorded */
+            if (!xsm_coll_receives(c->coll_kind, &run->ranks[c->ranks[i]].d.mpi[c->rows[i]]))
+                continue; /* it takes no data: it may leave before the others come */
             uint32_t exit_g = s->ge[xrow[xoff[ci] + i]];
             switch (c->coll_kind) {
             case XSPROF_COLL_ONE2N:
@@ -766,9 +768,10 @@ uint64_t xsm_align_violations(const xsm_run *run)
         }
         for (size_t i = 0; i < c->n; i++) {
             int64_t x = xrow[xoff[ci] + i];
-            pt[i] = (xsm_coll_point){run->ranks[c->ranks[i]].d.mpi[c->rows[i]].t_begin,
-                                     x >= 0 ? run->ranks[c->ranks[i]].d.mpi[x].t_end : 0, x >= 0,
-                                     c->coll_kind == XSPROF_COLL_SCAN ? xsm_comm_rank(run, c->comm, c->ranks[i]) : -1};
+            const xsprof_io_mpi *row = &run->ranks[c->ranks[i]].d.mpi[c->rows[i]];
+            pt[i] = (xsm_coll_point){row->t_begin, x >= 0 ? run->ranks[c->ranks[i]].d.mpi[x].t_end : 0, x >= 0,
+                                     c->coll_kind == XSPROF_COLL_SCAN ? xsm_comm_rank(run, c->comm, c->ranks[i]) : -1,
+                                     xsm_coll_receives(c->coll_kind, row)};
         }
         v += xsm_align_coll_late(c->coll_kind, pt, c->n, c->root >= 0 ? xsm_coll_member(c, c->root) : SIZE_MAX);
     }
@@ -786,8 +789,8 @@ uint64_t xsm_align_coll_late(int kind, const xsm_coll_point *m, size_t n, size_t
             last_entry = m[i].entry;
     uint64_t v = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!m[i].has_exit)
-            continue; /* no completion recorded: no constraint */
+        if (!m[i].has_exit || !m[i].receives)
+            continue; /* no completion recorded, or no data taken: no constraint */
         int64_t need;
         switch (kind) {
         case XSPROF_COLL_ONE2N:

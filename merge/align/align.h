@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "merge/model.h"
+#include "core/record.h" /* collective kinds */
 
 /* Local -> reference time of one rank: piecewise-linear in its clock
  * samples (prepared by xsm_align_clock_prepare). */
@@ -98,11 +99,28 @@ int xsm_align_logical(xsm_run *run, int64_t min_latency_ns, char *err, size_t er
  * was violated and no minimum latency was asked for. */
 int xsm_align_logical_identity(const xsm_run *run);
 
+/* Does a member (its entry row m) of a collective of `kind` (enum
+ * xsprof_coll_kind) take data from the others, so that it cannot leave
+ * before they entered? MPI promises no synchronisation beyond the data a
+ * collective moves (a Barrier is all synchronisation): a zero-byte Bcast
+ * returns on the other ranks before the root arrives (Open MPI and MPICH
+ * return at once; HPL-style codes issue them), a zero-count Allreduce
+ * likewise. Bcast/Scatter non-roots, Reduce/Gather roots, NxN and scan
+ * members depend on others when they receive bytes; a Barrier always;
+ * neighbourhood and unclassified collectives as all-to-all. */
+static inline int xsm_coll_receives(int kind, const xsprof_io_mpi *m)
+{
+    int data = kind == XSPROF_COLL_NXN || kind == XSPROF_COLL_ONE2N || kind == XSPROF_COLL_N2ONE ||
+               kind == XSPROF_COLL_SCAN;
+    return !data || m->bytes_recv > 0;
+}
+
 /* One member of a collective instance, for xsm_align_coll_late. */
 typedef struct xsm_coll_point {
     int64_t entry, exit;
     int has_exit; /* 0: a nonblocking collective whose completion was not recorded */
     int64_t pos;  /* its position in the communicator (scans), -1 unknown */
+    int receives; /* xsm_coll_receives: 0, its exit depends on no entry */
 } xsm_coll_point;
 /* Exits of one instance that precede an entry they depend on (kind: enum
  * xsprof_coll_kind; root: index of the root member, SIZE_MAX none). */

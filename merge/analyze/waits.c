@@ -17,6 +17,7 @@
 #include <string.h>
 #include "an.h"
 #include "core/record.h"
+#include "merge/align/align.h" /* xsm_coll_receives */
 
 static const char *const kind_names[XSM_WAIT_NKINDS] = {
     "Late Sender", "Late Sender / Wrong Order", "Late Receiver", "Wait at Barrier",
@@ -363,6 +364,7 @@ typedef struct member {
     int64_t arrive;
     int64_t call;      /* mpi row of the blocking call, -1: not known */
     int64_t e, x;      /* that call's entry and exit */
+    int receives;      /* takes data from the others (merge/align xsm_coll_receives) */
 } member;
 
 static int coll_waits(xsm_an *a)
@@ -395,7 +397,7 @@ static int coll_waits(xsm_an *a)
                 continue;
             const xsprof_rank_data *d = &run->ranks[r].d;
             const xsprof_io_mpi *m = &d->mpi[c->rows[k]];
-            member x = {r, m->t_begin, -1, 0, 0};
+            member x = {r, m->t_begin, -1, 0, 0, xsm_coll_receives(kind, m)};
             if (m->kind == XSPROF_MPI_COLL) {
                 x.call = (int64_t)c->rows[k];
             } else if (m->kind == XSPROF_MPI_ICOLL && m->request) {
@@ -439,8 +441,8 @@ static int coll_waits(xsm_an *a)
         for (size_t k = 0; k < nm; k++) {
             const member *x = &mb[k];
             int32_t r = x->rank;
-            if (x->call < 0)
-                continue;
+            if (x->call < 0 || !x->receives)
+                continue; /* no call known, or no data to wait for */
             int32_t op = op_name(a, r, (size_t)x->call), reg = a->rs[r].encl[x->call];
             if (op < 0)
                 goto out;

@@ -167,6 +167,7 @@ typedef struct xsm_cmember {
     int has_call;
     uint32_t call_row, call_op;
     int64_t call_b, call_e;
+    int receives; /* xsm_coll_receives */
 } xsm_cmember;
 
 typedef struct xsm_cinst {
@@ -380,7 +381,7 @@ static uint64_t xsm_coll_violations(const xsm_mctx *c, xsm_cinst *ci)
     for (size_t i = 0; i < ci->n; i++) {
         const xsm_cmember *x = &ci->m[i];
         pt[i] = (xsm_coll_point){x->entry, x->exit, x->has_exit,
-                                 kind == XSPROF_COLL_SCAN ? xsm_comm_rank_of(c, ci->comm, x->rank) : -1};
+                                 kind == XSPROF_COLL_SCAN ? xsm_comm_rank_of(c, ci->comm, x->rank) : -1, x->receives};
         if (root_rank >= 0 && x->rank == root_rank && root == SIZE_MAX)
             root = i;
     }
@@ -521,8 +522,8 @@ static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
         return 0;
     for (size_t k = 0; k < ci->n; k++) {
         const xsm_cmember *x = &ci->m[k];
-        if (!x->has_call || !xsm_stream_keep(c->s, x->entry, x->row_end))
-            continue; /* no call holds its completion, or cut */
+        if (!x->has_call || !x->receives || !xsm_stream_keep(c->s, x->entry, x->row_end))
+            continue; /* no call holds its completion, cut, or it waits for no data */
         int wk = -1;
         const xsm_cmember *cause = NULL;
         if (kind == XSPROF_COLL_N2ONE) { /* the root waits for the last contributor */
@@ -660,7 +661,8 @@ static int xsm_coll_add(xsm_mctx *c, int32_t r, uint32_t row, const xsprof_io_mp
     /* a nonblocking collective leaves at its request's completion (none
      * without a request: no constraint, as merge/align) */
     ci->m[ci->n++] = (xsm_cmember){r,         row,       m->t_begin, m->t_end, m->coll, m->root, blocking, row, m->op,
-                                   m->t_end,  blocking,  row,        m->op,    m->t_begin, m->t_end};
+                                   m->t_end,  blocking,  row,        m->op,    m->t_begin, m->t_end,
+                                   xsm_coll_receives(m->coll, m)};
     /* the summary counts collectives as merge/read/select.c leaves them */
     if (!ci->kept && xsm_stream_keep(c->s, m->t_begin, m->t_end)) {
         ci->kept = 1;
@@ -741,7 +743,7 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
         mem[i] = (xsm_cmem){ci->m[i].rank, 0,
                             kind == XSPROF_COLL_SCAN ? xsm_comm_rank_of(c, ci->comm, ci->m[i].rank) : -1};
     for (size_t i = 0; i < ci->n; i++) {
-        if (!ci->m[i].has_exit)
+        if (!ci->m[i].has_exit || !ci->m[i].receives)
             continue;
         switch (kind) {
         case XSPROF_COLL_ONE2N:

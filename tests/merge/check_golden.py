@@ -201,6 +201,10 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
     got = {(w["kind"], r["rank"], r["region"]): r["seconds"] * 1e9 for w in rep["wait_states"] for r in w["root_causes"]}
     check(got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-3 for k in want),
           "chain %s: the delay is charged down the chain to `slow` on rank 0:\n got %s\nwant %s" % (extra, got, want))
+    lb = [w for w in rep["wait_states"] if w["kind"] == "Late Broadcast"]
+    check(rep["clock"]["violations_before"] == 0 and lb and lb[0]["instances"] == 0,
+          "chain %s: the zero-byte Bcast left early is no clock violation and no Late Broadcast (%s, %s)"
+          % (extra, rep["clock"], lb))
     f0 = [f for f in rep["findings"] if f["kind"] == "Late Sender"]
     check(f0 and f0[0]["ranks"][0] == 0 and "`slow` on rank 0" in f0[0]["message"],
           "chain %s: the Late Sender finding starts at rank 0's `slow` (%s)" % (extra, f0))

@@ -33,7 +33,8 @@
  *           `slow` delays rank 1, whose short `relay` passes the delay on
  *           to rank 2, which arrives last at the Barrier (the delay
  *           analysis must charge the waits down the chain to `slow`;
- *           exact costs in check_golden.py)
+ *           exact costs in check_golden.py), then a zero-byte Bcast the
+ *           others leave before the root comes
  *   mpithreads     2 ranks, 2 threads: thread 1's one long send/receive
  *           spans 300 short messages of thread 0 and is stored after them
  *           (MPI calls out of begin-time order by 300 rows)
@@ -186,6 +187,13 @@ static int chain(const char *dir)
         m = M(); m.t_begin = be[r]; m.t_end = 11100; m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_BARRIER;
         m.coll_seq = 1;
         xsf_mpi(f[r], 0, "MPI_Barrier", m);
+    }
+    /* then a zero-byte Bcast from rank 0, which ranks 1 and 2 leave before
+     * the root comes (as MPI lets them): no clock violation, no wait */
+    for (int r = 0; r < 3; r++) {
+        m = M(); m.t_begin = r ? 11200 : 12000; m.t_end = r ? 11300 : 12100; m.kind = XSPROF_MPI_COLL;
+        m.coll = XSPROF_COLL_ONE2N; m.coll_seq = 2; m.root = 0;
+        xsf_mpi(f[r], 0, "MPI_Bcast", m);
     }
     int bad = 0;
     for (int r = 0; r < 3; r++)
@@ -521,7 +529,8 @@ static int big_ring(const char *dir, int nranks, long events, int skew)
             }
             if (skew && s % 50 == 49) {
                 m = M();
-                m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN; m.coll_seq = (uint64_t)s / 50 + 1; m.bytes_sent = 8;
+                m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN; m.coll_seq = (uint64_t)s / 50 + 1;
+                m.bytes_sent = m.bytes_recv = 8;
                 m.t_begin = t + 6500 + (r % 4) * 300; m.t_end = t + 8000;
                 xsf_mpi(f, 0, "MPI_Allreduce", m);
             }

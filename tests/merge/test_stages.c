@@ -69,6 +69,8 @@ static size_t add_mpi(xsm_run *run, int r, int kind, int64_t b, int64_t e, int p
     m->tag = tag;
     m->root = -1;
     m->seq = seq;
+    if (kind == XSPROF_MPI_COLL || kind == XSPROF_MPI_ICOLL) /* collectives move data (see test_zero_bcast) */
+        m->bytes_sent = m->bytes_recv = 8;
     return d->nmpi++;
 }
 
@@ -203,6 +205,44 @@ static void test_collectives(void)
     CHECK_EQ(run.ranks[0].d.mpi[0].t_end, 300);
     CHECK(run.ranks[0].d.mpi[1].t_end >= run.ranks[2].d.mpi[1].t_begin);
     xsm_run_free(&run);
+}
+
+/* A zero-byte Bcast (and a zero-count Allreduce) moves no data, so MPI lets
+ * a rank leave before the root (the others) came, as Open MPI does in
+ * HPL-style codes: no violation, nothing moved; the same with data is one. */
+static void test_zero_bcast(void)
+{
+    for (int bytes = 0; bytes <= 8; bytes += 8) {
+        xsm_run run;
+        run_init(&run, 2);
+        int64_t be[2] = {500, 100}, bl[2] = {510, 120}; /* rank 1 leaves at 120, the root (0) enters at 500 */
+        int64_t ae[2] = {1000, 700}, al[2] = {1010, 710}; /* Allreduce: rank 1 leaves before rank 0 enters */
+        for (int r = 0; r < 2; r++) {
+            size_t i = add_mpi(&run, r, XSPROF_MPI_COLL, be[r], bl[r], -1, -1, 0);
+            xsprof_io_mpi *m = &run.ranks[r].d.mpi[i];
+            m->coll = XSPROF_COLL_ONE2N;
+            m->coll_seq = 1;
+            m->root = 0;
+            m->bytes_sent = r == 0 ? (uint64_t)bytes : 0;
+            m->bytes_recv = r == 0 ? 0 : (uint64_t)bytes;
+            i = add_mpi(&run, r, XSPROF_MPI_COLL, ae[r], al[r], -1, -1, 0);
+            m = &run.ranks[r].d.mpi[i];
+            m->coll = XSPROF_COLL_NXN;
+            m->coll_seq = 2;
+            m->bytes_sent = m->bytes_recv = (uint64_t)bytes;
+        }
+        CHECK(load(&run, 0) == 0);
+        CHECK_EQ(run.ncolls, 2);
+        CHECK_EQ(run.clock.violations_before, bytes ? 2 : 0);
+        CHECK_EQ(run.clock.violations_after, 0);
+        if (!bytes) {
+            CHECK_EQ(run.ranks[1].d.mpi[0].t_end, 120);
+            CHECK_EQ(run.ranks[1].d.mpi[1].t_end, 710);
+        } else {
+            CHECK(run.ranks[1].d.mpi[0].t_end >= run.ranks[0].d.mpi[0].t_begin);
+        }
+        xsm_run_free(&run);
+    }
 }
 
 /* Wildcard Irecv completed by a COMPLETION row; Sendrecv's receive half. */
@@ -674,6 +714,7 @@ int main(void)
     test_logical_prefix();
     test_logical_ramp();
     test_collectives();
+    test_zero_bcast();
     test_match();
     test_unmatched();
     if (failures)

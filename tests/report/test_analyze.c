@@ -91,6 +91,8 @@ static size_t mpi(xsm_run *run, int r, uint32_t op, int kind, int coll, int64_t 
     m.coll = (uint8_t)coll;
     if (kind == XSPROF_MPI_SEND || kind == XSPROF_MPI_SSEND || kind == XSPROF_MPI_ISEND)
         m.bytes_sent = bytes;
+    if (kind == XSPROF_MPI_COLL || kind == XSPROF_MPI_ICOLL) /* every member moves data */
+        m.bytes_sent = m.bytes_recv = bytes ? bytes : 8;
     if (kind == XSPROF_MPI_RECV || (kind == XSPROF_MPI_COMPLETION && peer >= 0)) {
         m.bytes_recv = bytes;
         if (kind == XSPROF_MPI_COMPLETION)

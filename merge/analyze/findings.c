@@ -260,6 +260,12 @@ static int wait_findings(xsm_an *a)
             snprintf(f.recommendation, sizeof f.recommendation, "rebalance `%s` across ranks; %s", rname, recommend(w0->kind));
         else
             snprintf(f.recommendation, sizeof f.recommendation, "%s", recommend(w0->kind));
+        if (causer >= 0 && w0->root_region < 0) { /* e.g. a program profiled by LD_PRELOAD alone */
+            size_t used = strlen(f.recommendation);
+            snprintf(f.recommendation + used, sizeof f.recommendation - used,
+                     "; the delay is in code outside every region: mark regions (XSPROF_FUNCTION, XSPROF_SCOPE or "
+                     "NVTX ranges) to see which");
+        }
         if (xsm_an_finding_add(a, &f) != 0) {
             free(f.ranks);
             goto out;

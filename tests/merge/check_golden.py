@@ -213,4 +213,15 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
                     if w["kind"] == 0)
     check(ws == [(1, 0, 0), (2, 1, 0)], "chain %s: merged.h5 waits name rank 0 as the root of both Late Senders (%s)"
           % (extra, ws))
+# the same without regions (LD_PRELOAD alone): the delay is outside every
+# region, and the findings say how to see where
+run9 = make_run(maker, "chain_bare", os.path.join(base, "run9"))
+out9 = os.path.join(base, "out9")
+rc, so, se = xsmerge(run9, "-o", out9, "-q")
+rep = json.load(open(os.path.join(out9, "report.json"))) if rc == 0 else {"findings": [], "wait_states": []}
+ls = [f for f in rep["findings"] if f["kind"] == "Late Sender"]
+rcs = {(r["rank"], r["region"]) for w in rep["wait_states"] if w["kind"] == "Late Sender" for r in w["root_causes"]}
+check(rc == 0 and ls and ls[0]["ranks"][0] == 0 and "outside every region" in ls[0]["recommendation"] and
+      rcs == {(0, None), (1, None)},
+      "chain_bare: Late Senders rooted outside every region on rank 0, with how to see where (%s, %s)" % (ls, rcs))
 finish("merge_golden")

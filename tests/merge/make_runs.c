@@ -35,6 +35,7 @@
  *           analysis must charge the waits down the chain to `slow`;
  *           exact costs in check_golden.py), then a zero-byte Bcast the
  *           others leave before the root comes
+ *   chain_bare the same without regions (a program profiled by LD_PRELOAD)
  *   mpithreads     2 ranks, 2 threads: thread 1's one long send/receive
  *           spans 300 short messages of thread 0 and is stored after them
  *           (MPI calls out of begin-time order by 300 rows)
@@ -149,7 +150,7 @@ static int golden(const char *dir, int journal_rank, const char *foreign_job)
     return bad;
 }
 
-static int chain(const char *dir)
+static int chain(const char *dir, int regions)
 {
     static const int32_t world[] = {0, 1, 2};
     xsf *f[3];
@@ -162,7 +163,8 @@ static int chain(const char *dir)
     }
     xsprof_rec_mpi m;
     /* rank 0: slow [0, 10000], Send to 1, Barrier */
-    xsf_region(f[0], 0, "slow", 0, 0, 10000);
+    if (regions)
+        xsf_region(f[0], 0, "slow", 0, 0, 10000);
     m = M(); m.t_begin = 10000; m.t_end = 10100; m.kind = XSPROF_MPI_SEND; m.peer = 1; m.tag = 1; m.bytes_sent = 8;
     m.seq = 1;
     xsf_mpi(f[0], 0, "MPI_Send", m);
@@ -170,11 +172,13 @@ static int chain(const char *dir)
      * Senders of 9000 and 9700 ns), relay, Send to the next */
     for (int r = 1; r < 3; r++) {
         int64_t rb = r == 1 ? 10200 : 10900, re = r == 1 ? 10700 : 11000;
-        xsf_region(f[r], 0, "work", 0, 0, 1000);
+        if (regions)
+            xsf_region(f[r], 0, "work", 0, 0, 1000);
         m = M(); m.t_begin = 1000; m.t_end = rb; m.kind = XSPROF_MPI_RECV; m.peer = r - 1; m.tag = 1; m.bytes_recv = 8;
         m.seq = 1;
         xsf_mpi(f[r], 0, "MPI_Recv", m);
-        xsf_region(f[r], 0, "relay", 0, rb, re);
+        if (regions)
+            xsf_region(f[r], 0, "relay", 0, rb, re);
         if (r == 1) {
             m = M(); m.t_begin = 10700; m.t_end = 10800; m.kind = XSPROF_MPI_SEND; m.peer = 2; m.tag = 1; m.bytes_sent = 8;
             m.seq = 1;
@@ -718,7 +722,8 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "icoll")) return icoll(dir, 0);
     if (!strcmp(kind, "icoll_late")) return icoll(dir, 1);
     if (!strcmp(kind, "zerocoll")) return zerocoll(dir);
-    if (!strcmp(kind, "chain")) return chain(dir);
+    if (!strcmp(kind, "chain")) return chain(dir, 1);
+    if (!strcmp(kind, "chain_bare")) return chain(dir, 0);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);
     if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));

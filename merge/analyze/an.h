@@ -212,6 +212,7 @@ typedef struct xsm_finding {
     size_t nranks;
     char message[2048];
     char recommendation[512];
+    int outside;          /* a wait finding whose delay lies outside every region */
 } xsm_finding;
 
 typedef struct xsm_gpudev {

@@ -260,12 +260,7 @@ static int wait_findings(xsm_an *a)
             snprintf(f.recommendation, sizeof f.recommendation, "rebalance `%s` across ranks; %s", rname, recommend(w0->kind));
         else
             snprintf(f.recommendation, sizeof f.recommendation, "%s", recommend(w0->kind));
-        if (causer >= 0 && w0->root_region < 0) { /* e.g. a program profiled by LD_PRELOAD alone */
-            size_t used = strlen(f.recommendation);
-            snprintf(f.recommendation + used, sizeof f.recommendation - used,
-                     "; the delay is in code outside every region: mark regions (XSPROF_FUNCTION, XSPROF_SCOPE or "
-                     "NVTX ranges) to see which");
-        }
+        f.outside = causer >= 0 && w0->root_region < 0; /* e.g. a program profiled by LD_PRELOAD alone */
         if (xsm_an_finding_add(a, &f) != 0) {
             free(f.ranks);
             goto out;
@@ -524,5 +519,14 @@ int xsm_an_findings(xsm_an *a)
             free(a->f[i].ranks);
     }
     a->nf = keep;
+    /* said once, with the largest such finding */
+    for (size_t i = 0; i < a->nf; i++)
+        if (a->f[i].outside) {
+            size_t used = strlen(a->f[i].recommendation);
+            snprintf(a->f[i].recommendation + used, sizeof a->f[i].recommendation - used,
+                     "; the delay is in code outside every region: mark regions (XSPROF_FUNCTION, XSPROF_SCOPE or "
+                     "NVTX ranges) to see which");
+            break;
+        }
     return memory_findings(a);
 }

@@ -224,4 +224,17 @@ rcs = {(r["rank"], r["region"]) for w in rep["wait_states"] if w["kind"] == "Lat
 check(rc == 0 and ls and ls[0]["ranks"][0] == 0 and "outside every region" in ls[0]["recommendation"] and
       rcs == {(0, None), (1, None)},
       "chain_bare: Late Senders rooted outside every region on rank 0, with how to see where (%s, %s)" % (ls, rcs))
+# a polling loop (2000 unsuccessful MPI_Test calls, 60 us on rank 0) is a
+# finding of its own, in memory and streamed; the chain run has none
+run10 = make_run(maker, "polling", os.path.join(base, "run10"))
+for extra in ((), ("--stream", "--outputs", "report")):
+    out10 = os.path.join(base, "out10" + "".join(extra).replace(",", ""))
+    rc, so, se = xsmerge(run10, "-o", out10, "-q", *extra)
+    rep = json.load(open(os.path.join(out10, "report.json"))) if rc == 0 else {"findings": []}
+    pf = [f for f in rep["findings"] if f["kind"] == "Polling"]
+    check(rc == 0 and len(pf) == 1 and abs(pf[0]["seconds_lost"] - 60e-6) < 1e-9 and pf[0]["ranks"] == [0] and
+          "2000 calls" in pf[0]["message"] and "MPI_Test" in pf[0]["message"],
+          "polling %s: one Polling finding of 60 us on rank 0 (%s)" % (extra, pf))
+rep = json.load(open(os.path.join(base, "out8", "report.json")))
+check(not [f for f in rep["findings"] if f["kind"] == "Polling"], "chain: no Polling finding")
 finish("merge_golden")

@@ -36,6 +36,8 @@
  *           exact costs in check_golden.py), then a zero-byte Bcast the
  *           others leave before the root comes
  *   chain_bare the same without regions (a program profiled by LD_PRELOAD)
+ *   polling 2 ranks: rank 0 polls with 2000 unsuccessful MPI_Test calls of
+ *           30 ns (60 us of its 100 us), then receives rank 1's message
  *   mpithreads     2 ranks, 2 threads: thread 1's one long send/receive
  *           spans 300 short messages of thread 0 and is stored after them
  *           (MPI calls out of begin-time order by 300 rows)
@@ -218,6 +220,32 @@ static xsf *world2(const char *dir, int r, int64_t offset)
     if (offset >= 0)
         xsf_clock(f, XSPROF_CLOCK_INIT, 0, offset, 200);
     return f;
+}
+
+static int polling(const char *dir)
+{
+    xsf *f[2];
+    for (int r = 0; r < 2; r++)
+        if (!(f[r] = world2(dir, r, 0)))
+            return 1;
+    xsprof_rec_mpi m;
+    for (int i = 0; i < 2000; i++) {
+        m = M(); m.t_begin = 1000 + 40 * i; m.t_end = m.t_begin + 30; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
+        m.request = 3;
+        xsf_mpi(f[0], 0, "MPI_Test", m);
+    }
+    m = M(); m.t_begin = 90000; m.t_end = 90100; m.kind = XSPROF_MPI_RECV; m.peer = 1; m.tag = 1; m.bytes_recv = 8;
+    m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Recv", m);
+    m = M(); m.t_begin = 80000; m.t_end = 80100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
+    m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Send", m);
+    for (int r = 0; r < 2; r++)
+        xsf_region(f[r], 0, "main", 0, 0, 100000);
+    int bad = 0;
+    for (int r = 0; r < 2; r++)
+        bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
+    return bad;
 }
 
 /* Both ranks of a 2-rank run (world2, one sample at offset 0): 0, or 1. */
@@ -724,6 +752,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "zerocoll")) return zerocoll(dir);
     if (!strcmp(kind, "chain")) return chain(dir, 1);
     if (!strcmp(kind, "chain_bare")) return chain(dir, 0);
+    if (!strcmp(kind, "polling")) return polling(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);
     if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));

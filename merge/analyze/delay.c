@@ -5,9 +5,9 @@
  * A wait is explained first by the regions where the causing rank spent
  * more of its synchronisation interval than the waiter did (short-term
  * costs, Scalasca's delay costs). When those excesses add up to less than
- * the wait, the causing rank was already late when its interval began: it
- * had itself waited in the synchronising call that opened the interval. The
- * rest of the wait, up to the length of that earlier wait, then goes where
+ * the wait, the causing rank was already late when its interval began. If
+ * it had itself waited in the synchronising call that opened the interval,
+ * the rest of the wait, up to the length of that earlier wait, goes where
  * the earlier wait went (its root causes, carried along: long-term costs),
  * so a delay that travels along a chain of ranks (a pipeline, a ring, a
  * wavefront) is charged to the region that started it, not to the few

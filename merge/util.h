@@ -73,21 +73,22 @@ void xsm_out_free(xsm_out *b);
 int xsm_out_start_writer(xsm_out *b);
 int xsm_out_reserve(xsm_out *b, size_t extra);
 void xsm_out_put_slow(xsm_out *b, const void *data, size_t n);
-/* Append n bytes; the common case (room left, no flush due) is inline. */
-static inline void xsm_out_put(xsm_out *b, const void *data, size_t n)
-{
-    if (b->len + n <= b->cap && (!b->f || b->len < b->flush_at)) {
-        memcpy(b->p + b->len, data, n);
-        b->len += n;
-        return;
-    }
-    xsm_out_put_slow(b, data, n);
-}
 /* Where n more bytes go when they fit with no flush due (the caller then
  * adds n to len), else NULL: write them with xsm_out_put. */
 static inline char *xsm_out_room(xsm_out *b, size_t n)
 {
     return b->len + n <= b->cap && (!b->f || b->len < b->flush_at) ? b->p + b->len : NULL;
+}
+/* Append n bytes; the common case (room left, no flush due) is inline. */
+static inline void xsm_out_put(xsm_out *b, const void *data, size_t n)
+{
+    char *o = xsm_out_room(b, n);
+    if (o) {
+        memcpy(o, data, n);
+        b->len += n;
+        return;
+    }
+    xsm_out_put_slow(b, data, n);
 }
 void xsm_out_printf(xsm_out *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* JSON string literal with escaping, including the quotes. */

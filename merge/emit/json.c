@@ -30,8 +30,7 @@
 static const char *const xsm_cat_name[] = {"user", "mpi", "nvtx", "gpu"};
 
 /* Labels made before formatting starts (read-only, so formatter threads
- * share them): quoting every name once, not at every event, saves a
- * tenth of the formatting. */
+ * share them): every name is quoted once, not at every event. */
 typedef struct xsm_jlbl {
     xsm_out *comm;   /* per communicator: its quoted JSON label */
     xsm_out names;   /* every global name quoted, back to back */
@@ -134,12 +133,28 @@ static void xsm_j_head_q(xsm_jf *j, char ph, const char *q, size_t qn, int32_t p
     xsm_out_us(&j->o, ts);
 }
 
-/* ... named by rank r's string `local` (quoted beforehand) */
-static void xsm_j_head(xsm_jf *j, char ph, int32_t r, uint32_t local, int64_t tid, int64_t ts)
+/* Rank r's string `local`, quoted beforehand: *n bytes at the result. */
+static const char *xsm_j_qname(const xsm_jf *j, int32_t r, uint32_t local, size_t *n)
 {
     uint32_t g = xsm_emit_gid(j->e, r, local);
     const size_t *at = j->lbl->name_at;
-    xsm_j_head_q(j, ph, j->lbl->names.p + at[g], at[g + 1] - at[g], r, tid, ts);
+    *n = at[g + 1] - at[g];
+    return j->lbl->names.p + at[g];
+}
+
+static void xsm_j_put_name(xsm_jf *j, int32_t r, uint32_t local)
+{
+    size_t n;
+    const char *q = xsm_j_qname(j, r, local, &n);
+    xsm_out_put(&j->o, q, n);
+}
+
+/* ... named by rank r's string `local` */
+static void xsm_j_head(xsm_jf *j, char ph, int32_t r, uint32_t local, int64_t tid, int64_t ts)
+{
+    size_t n;
+    const char *q = xsm_j_qname(j, r, local, &n);
+    xsm_j_head_q(j, ph, q, n, r, tid, ts);
 }
 
 static void xsm_j_meta(xsm_jf *j)
@@ -287,7 +302,6 @@ static void xsm_j_flow(xsm_jf *j, uint64_t id, int out, int64_t ts, int32_t pid,
 
 static void xsm_j_region(xsm_jf *j, int32_t r, const xsprof_io_region *g, const xsprof_io_arg *args)
 {
-    const xsm_emit *e = j->e;
     xsm_j_head(j, 'X', r, g->name, g->thread, g->t_begin);
     xsm_out_puts(&j->o, ",\"dur\":");
     xsm_out_us(&j->o, xsm_j_dur(g->t_begin, g->t_end));
@@ -300,12 +314,12 @@ static void xsm_j_region(xsm_jf *j, int32_t r, const xsprof_io_region *g, const 
             const xsprof_io_arg *a = &args[k];
             if (k)
                 xsm_out_puts(&j->o, ",");
-            xsm_out_json_str(&j->o, xsm_emit_str(e, r, a->key));
+            xsm_j_put_name(j, r, a->key);
             xsm_out_puts(&j->o, ":");
             switch (a->kind) {
             case XSPROF_ARG_INT: xsm_out_i64(&j->o, a->i); break;
             case XSPROF_ARG_DOUBLE: xsm_j_num(&j->o, a->d); break;
-            case XSPROF_ARG_STRING: xsm_out_json_str(&j->o, xsm_emit_str(e, r, a->s)); break;
+            case XSPROF_ARG_STRING: xsm_j_put_name(j, r, a->s); break;
             case XSPROF_ARG_SHAPE:
                 xsm_out_puts(&j->o, "[");
                 for (uint32_t q = 0; q < a->ndims && q < XSPROF_ARG_SHAPE_MAX; q++) {

@@ -74,7 +74,7 @@ typedef struct xsm_dist {
 /* The last waits a rank suffered, by the call they happened in: when that
  * rank causes a wait later, the part its interval does not explain goes
  * where they went. */
-#define XSM_CARRY_KEEP 8
+#define XSM_CARRY_KEEP 16
 typedef struct xsm_carry {
     uint64_t row;     /* the waiting call (mpi row on the rank that waited) */
     int64_t t_cause;  /* when its causer arrived */
@@ -95,12 +95,21 @@ typedef int (*xsm_delay_add_fn)(void *ctx, int32_t rank, int32_t region, double 
 /* Delay costs of a wait of s seconds caused by rank `causer`: region[i]
  * are the regions where the causer's interval exceeds the waiter's, by
  * dl[i] > 0 ns, in the order they first appear; fallback is the causer's
- * region at its call (used when n is 0); carry is
- * what made the causer late (xsm_carries_get), NULL none. Calls add once
+ * region at its call (used when n is 0); carry[0..ncarry) are the waits
+ * that made the causer late (xsm_carries_get), in the causer's time
+ * order: what the excesses leave, up to their sum, goes where they went,
+ * in proportion to their lengths. Calls add once
  * per (rank, region) share and sets *out (its first entry is the root).
  * 0, or -1 when add failed or memory ran out. */
 int xsm_delay_costs(int32_t causer, const int32_t *region, const double *dl, size_t n, int32_t fallback, double s,
-                    const xsm_carry *carry, xsm_dist *out, xsm_delay_add_fn add, void *ctx);
+                    const xsm_carry *const *carry, size_t ncarry, xsm_dist *out, xsm_delay_add_fn add, void *ctx);
+
+/* Pairwise synchronisation intervals (waits.c, sprofile.c): a Late Sender
+ * compares the two ranks since the call in which the waiter received the
+ * causer's previous message (the ranks' starts when there was none), when
+ * each rank made at most XSM_PAIR_SPAN synchronising calls since (that call
+ * included); else since each one's own last synchronising call. */
+#define XSM_PAIR_SPAN 8
 
 typedef struct xsm_wait {
     int kind;

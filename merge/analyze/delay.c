@@ -5,10 +5,11 @@
  * A wait is explained first by the regions where the causing rank spent
  * more of its synchronisation interval than the waiter did (short-term
  * costs, Scalasca's delay costs). When those excesses add up to less than
- * the wait, the causing rank was already late when its interval began. If
- * it had itself waited in the synchronising call that opened the interval,
- * the rest of the wait, up to the length of that earlier wait, goes where
- * the earlier wait went (its root causes, carried along: long-term costs),
+ * the wait, the causing rank was late for another reason. If it had itself
+ * waited in the synchronising calls of its interval (the one that opened
+ * it included), the rest of the wait, up to the sum of those earlier
+ * waits, goes where they went, in proportion to their lengths (their root
+ * causes, carried along: long-term costs),
  * so a delay that travels along a chain of ranks (a pipeline, a ring, a
  * wavefront) is charged to the region that started it, not to the few
  * microseconds each relaying rank adds. What is still left stays with the
@@ -55,23 +56,28 @@ static void dist_add(xsm_dent *e, uint32_t *n, int32_t rank, int32_t region, dou
 }
 
 int xsm_delay_costs(int32_t causer, const int32_t *region, const double *dl, size_t n, int32_t fallback, double s,
-                    const xsm_carry *carry, xsm_dist *out, xsm_delay_add_fn add, void *ctx)
+                    const xsm_carry *const *carry, size_t ncarry, xsm_dist *out, xsm_delay_add_fn add, void *ctx)
 {
     double total = 0;
     for (size_t i = 0; i < n; i++)
         total += dl[i];
-    /* long-term: what the excesses leave, up to the causer's own earlier wait */
+    /* long-term: what the excesses leave, up to the causer's own earlier waits */
     double lng = 0;
-    if (carry) {
+    int64_t cns = 0;
+    size_t need = n + 1;
+    for (size_t c = 0; c < ncarry; c++) {
+        cns += carry[c]->ns;
+        need += carry[c]->d.n;
+    }
+    if (cns > 0) {
         lng = s - total * 1e-9;
         if (lng < 0)
             lng = 0;
-        if (lng > (double)carry->ns * 1e-9)
-            lng = (double)carry->ns * 1e-9;
+        if (lng > (double)cns * 1e-9)
+            lng = (double)cns * 1e-9;
     }
     double shrt = s - lng;
     xsm_dent stack[64], *tmp = stack;
-    size_t need = n + 1 + (carry ? carry->d.n : 0);
     if (need > 64 && !(tmp = malloc(need * sizeof *tmp)))
         return -1;
     uint32_t nt = 0;
@@ -86,11 +92,15 @@ int xsm_delay_costs(int32_t causer, const int32_t *region, const double *dl, siz
             goto fail;
         dist_add(tmp, &nt, causer, fallback, s > 0 ? shrt / s : 1.0);
     }
-    for (uint32_t i = 0; lng > 0 && i < carry->d.n; i++) {
-        const xsm_dent *e = &carry->d.e[i];
-        if (add(ctx, e->rank, e->region, lng * e->w))
-            goto fail;
-        dist_add(tmp, &nt, e->rank, e->region, lng / s * e->w);
+    for (size_t c = 0; lng > 0 && c < ncarry; c++) {
+        /* one carry (the usual case) takes all of lng: f is exactly 1 */
+        double f = (double)carry[c]->ns / (double)cns;
+        for (uint32_t i = 0; i < carry[c]->d.n; i++) {
+            const xsm_dent *e = &carry[c]->d.e[i];
+            if (add(ctx, e->rank, e->region, lng * f * e->w))
+                goto fail;
+            dist_add(tmp, &nt, e->rank, e->region, lng / s * f * e->w);
+        }
     }
     /* keep the XSM_DIST_MAX heaviest (stable: the first of equals), renormalised */
     for (uint32_t i = 1; i < nt; i++)

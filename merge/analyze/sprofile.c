@@ -10,9 +10,12 @@
  * the waiting call (a Late Sender from the message's flow end, a
  * collective's from pass 1) copies the waiter's interval and waits at the
  * causing rank for the causing call, which comes later in time; there the
- * two intervals are compared, and the root causes of the causer's own wait
- * in the call that opened its interval (kept per rank, delay.c) take what
- * the comparison leaves. xsm_an_profile_streamed (profile.c) and
+ * two intervals are compared, and the root causes of the causer's own
+ * waits in the calls of its interval (kept per rank, delay.c) take what
+ * the comparison leaves. A Late Sender's intervals are pairwise (an.h
+ * XSM_PAIR_SPAN): each rank also keeps its last synchronising calls with
+ * the interval before each, and the waiter's side is summed from them at
+ * the waiting call, the causer's at the causing call. xsm_an_profile_streamed (profile.c) and
  * xsm_an_waits_streamed (waits.c) fold it into the analysis model.
  * Every wait with a causing rank also goes to the critical path (spath.c)
  * and, for merged.h5, every instance to a temporary file; a Late Sender
@@ -116,6 +119,27 @@ typedef struct sthread {
     size_t sp, cap;
 } sthread;
 
+/* The waiter's side of a Late Sender's pairwise interval (an.h
+ * XSM_PAIR_SPAN), taken at the waiting call. */
+typedef struct xsm_pairw {
+    int ok;          /* the waiter's side applies */
+    int start;       /* no earlier message: since the ranks' starts */
+    int64_t t_send;  /* else when the causer sent it (its side starts after) */
+    xsm_vec v;       /* the waiter's interval since */
+} xsm_pairw;
+
+/* A synchronising call of the main thread and the interval before it. */
+typedef struct xsm_epoch {
+    uint64_t row;
+    int64_t tb;
+    xsm_vec v;
+} xsm_epoch;
+
+/* The main thread's last XSM_EPOCHS synchronising calls: enough for
+ * XSM_PAIR_SPAN of them before a causing call that is one of the
+ * XSM_RECENT latest calls, and the one before those. */
+#define XSM_EPOCHS 32
+
 /* A recent call on the main thread, for waits that arrive after it. The
  * latest call's point-to-point waits (a Late Sender of a Sendrecv or Wait,
  * Late Receivers of its sends) wait here until the next call: one counts
@@ -127,6 +151,8 @@ typedef struct xsm_recent {
     xsm_vec v;
     int has_pc;        /* the synchronising call that opened the interval v */
     uint64_t pc;
+    uint64_t nsync;    /* synchronising calls ended before it */
+    xsm_pairw pw;      /* its Late Sender's waiter side, when kept (has_def) */
     int has_def, def_kind;
     int32_t def_causer;
     uint64_t def_crow;
@@ -151,6 +177,7 @@ typedef struct xsm_req {
     int64_t encl;
     int64_t ns;
     xsm_vec v;         /* the waiter's interval */
+    xsm_pairw pw;      /* its pairwise interval (Late Senders) */
     uint64_t wrow;     /* the waiting call */
     int64_t wb;        /* when the wait began */
 } xsm_req;
@@ -208,6 +235,14 @@ struct xsm_anrank {
     int has_sync;
     uint64_t sync_row;
     xsm_carries car;
+    /* pairwise intervals: the synchronising calls so far and the last
+     * XSM_EPOCHS of them; per rank this one received from (pr, prmap), the
+     * call that completed its last message and when that was sent */
+    uint64_t nsync;
+    xsm_epoch *ep;
+    struct xsm_pairrec { uint64_t call; int64_t t_send; } *pr;
+    size_t npr, prcap;
+    kmap prmap;
     int32_t *vg;
     int64_t *vns;
     size_t nv, capv;
@@ -305,6 +340,9 @@ static void anrank_free(xsm_anrank *x)
     free(x->ks);
     free(x->ws);
     free(x->live);
+    free(x->ep);
+    free(x->pr);
+    kmap_free(&x->prmap);
     kmap_free(&x->cnmap);
     kmap_free(&x->opmap);
     kmap_free(&x->nmmap);
@@ -467,22 +505,22 @@ static int v_advance(xsm_anrank *x, const sthread *t, int64_t to)
     return g < 0 ? -1 : v_add(x, g, to - from);
 }
 
-/* The interval so far, its XSM_VMAX largest names, in the order they
+/* Names g[0..nv) with their times, its XSM_VMAX largest, in the order they
  * first came (waits.c's order: the first of equal excesses is the root). */
-static void v_snap(const xsm_anrank *x, xsm_vec *v)
+static void vec_top(const int32_t *g, const int64_t *ns, size_t nv, xsm_vec *v)
 {
-    if (x->nv <= XSM_VMAX) {
-        v->n = (uint32_t)x->nv;
-        for (size_t i = 0; i < x->nv; i++)
-            v->e[i] = (xsm_vent){x->vg[i], x->vns[i]};
+    if (nv <= XSM_VMAX) {
+        v->n = (uint32_t)nv;
+        for (size_t i = 0; i < nv; i++)
+            v->e[i] = (xsm_vent){g[i], ns[i]};
         return;
     }
     size_t top[XSM_VMAX], n = 0; /* indices, by time spent, largest first */
-    for (size_t i = 0; i < x->nv; i++) {
-        if (n == XSM_VMAX && x->vns[i] <= x->vns[top[XSM_VMAX - 1]])
+    for (size_t i = 0; i < nv; i++) {
+        if (n == XSM_VMAX && ns[i] <= ns[top[XSM_VMAX - 1]])
             continue;
         size_t k = n < XSM_VMAX ? n++ : XSM_VMAX - 1;
-        while (k > 0 && x->vns[top[k - 1]] < x->vns[i]) {
+        while (k > 0 && ns[top[k - 1]] < ns[i]) {
             top[k] = top[k - 1];
             k--;
         }
@@ -496,7 +534,98 @@ static void v_snap(const xsm_anrank *x, xsm_vec *v)
         }
     v->n = (uint32_t)n;
     for (size_t i = 0; i < n; i++)
-        v->e[i] = (xsm_vent){x->vg[top[i]], x->vns[top[i]]};
+        v->e[i] = (xsm_vent){g[top[i]], ns[top[i]]};
+}
+
+/* The interval so far. */
+static void v_snap(const xsm_anrank *x, xsm_vec *v)
+{
+    vec_top(x->vg, x->vns, x->nv, v);
+}
+
+/* Synchronising call j (from 1) of the main thread while the ring has it. */
+static const xsm_epoch *ep_at(const xsm_anrank *x, uint64_t j)
+{
+    if (!x->ep || j < 1 || j > x->nsync || j + XSM_EPOCHS <= x->nsync)
+        return NULL;
+    return &x->ep[(j - 1) % XSM_EPOCHS];
+}
+
+/* The interval from the end of call `from` (0: the start) to the begin of
+ * call `to` + 1, whose last piece is cur: the intervals before calls
+ * from + 1 .. to, and cur, added in time order. 0, -1 when the ring no
+ * longer has them. */
+static int ep_sum(const xsm_anrank *x, uint64_t from, uint64_t to, const xsm_vec *cur, xsm_vec *out)
+{
+    int32_t g[(XSM_PAIR_SPAN + 1) * XSM_VMAX];
+    int64_t ns[(XSM_PAIR_SPAN + 1) * XSM_VMAX];
+    size_t n = 0;
+    for (uint64_t j = from + 1; j <= to + 1; j++) {
+        const xsm_epoch *e = j <= to ? ep_at(x, j) : NULL;
+        const xsm_vec *v = j <= to ? (e ? &e->v : NULL) : cur;
+        if (!v || n + v->n > sizeof g / sizeof *g)
+            return -1;
+        for (uint32_t i = 0; i < v->n; i++) {
+            size_t k = 0;
+            while (k < n && g[k] != v->e[i].g)
+                k++;
+            if (k == n) {
+                g[n] = v->e[i].g;
+                ns[n++] = 0;
+            }
+            ns[k] += v->e[i].ns;
+        }
+    }
+    vec_top(g, ns, n, out);
+    return 0;
+}
+
+/* The waiter's side of a Late Sender from `causer` at a call of the main
+ * thread whose interval so far is cur (an.h XSM_PAIR_SPAN). */
+static void pair_waiter(const xsm_anrank *x, int32_t causer, const xsm_vec *cur, xsm_pairw *pw)
+{
+    int64_t i = kmap_get(&x->prmap, (uint64_t)(uint32_t)causer, 0);
+    uint64_t b = i >= 0 ? x->pr[i].call : 0;
+    memset(pw, 0, sizeof *pw);
+    if (x->nsync + 1 - b > XSM_PAIR_SPAN || ep_sum(x, b, x->nsync, cur, &pw->v))
+        return;
+    pw->ok = 1;
+    pw->start = i < 0;
+    pw->t_send = i >= 0 ? x->pr[i].t_send : 0;
+}
+
+/* The causer's side: its interval from the end of its first synchronising
+ * call that began with or after the send (the start, with none) up to the
+ * causing call, which came after nsc of them, and whose interval is cur;
+ * *crow those calls. 0 when it does not apply (waits.c pair_bounds). */
+static int pair_causer(const xsm_anrank *c, const xsm_pairw *pw, uint64_t nsc, const xsm_vec *cur, xsm_vec *out,
+                       uint64_t *crow, size_t *ncrow)
+{
+    uint64_t b = 0;
+    if (!pw->start) {
+        uint64_t lo = c->nsync >= XSM_EPOCHS ? c->nsync - XSM_EPOCHS + 1 : 1;
+        for (uint64_t j = lo; j <= nsc && !b; j++) /* calls begin in time order */
+            if (ep_at(c, j)->tb >= pw->t_send)
+                b = j;
+        if (!b || (b == lo && lo > 1)) /* none by the causing call, or an older one may be it */
+            return 0;
+    }
+    if (nsc + 1 - b > XSM_PAIR_SPAN || ep_sum(c, b, nsc, cur, out))
+        return 0;
+    *ncrow = 0;
+    for (uint64_t j = b ? b : 1; j <= nsc; j++)
+        crow[(*ncrow)++] = ep_at(c, j)->row;
+    return 1;
+}
+
+/* A synchronising call of the main thread ended: the ring takes it. */
+static int ep_push(xsm_anrank *x, const sframe *f)
+{
+    if (!x->ep && !(x->ep = malloc(XSM_EPOCHS * sizeof *x->ep)))
+        return -1;
+    x->ep[x->nsync % XSM_EPOCHS] = (xsm_epoch){f->row, f->t0, f->v};
+    x->nsync++;
+    return 0;
 }
 
 static int64_t v_get(const xsm_vec *v, int32_t g)
@@ -534,25 +663,38 @@ static int settle_add(void *ctx, int32_t rank, int32_t region, double seconds)
  * suffered in call pc, when has_pc), explain the wait; with neither, the
  * causer's innermost region at its call. The site goes to the waiter, and
  * the wait's causes stay with it for the waits it makes later. */
-static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl, int64_t ctb, int has_pc, uint64_t pc)
+static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl, int64_t ctb, int has_pc, uint64_t pc,
+                  uint64_t nsc)
 {
     xsm_anrank *w = c->sa->acc[q->waiter];
     double s = (double)q->ns * 1e-9, dl[XSM_VMAX];
     int32_t reg[XSM_VMAX], fallback = -1;
-    size_t n = 0;
+    size_t n = 0, ncrow = 0, ncarry = 0;
+    uint64_t crow[XSM_PAIR_SPAN];
+    xsm_vec pv;
+    const xsm_vec *wv = &q->v;
+    if (q->pw.ok && pair_causer(c, &q->pw, nsc, vc, &pv, crow, &ncrow)) {
+        vc = &pv;
+        wv = &q->pw.v;
+    } else if (has_pc) {
+        crow[ncrow++] = pc;
+    }
     for (uint32_t i = 0; i < vc->n; i++) {
-        double d = (double)(vc->e[i].ns - v_get(&q->v, vc->e[i].g));
+        double d = (double)(vc->e[i].ns - v_get(wv, vc->e[i].g));
         if (d > 0) {
             reg[n] = vc->e[i].g;
             dl[n++] = d;
         }
     }
-    const xsm_carry *carry = has_pc ? xsm_carries_get(&c->car, pc, ctb) : NULL;
+    const xsm_carry *carry[XSM_PAIR_SPAN];
+    for (size_t k = 0; k < ncrow; k++)
+        if ((carry[ncarry] = xsm_carries_get(&c->car, crow[k], ctb)))
+            ncarry++;
     if (!n && cencl >= 0 && (fallback = gname(c, (uint32_t)cencl)) < 0)
         return -1;
     settle_add_ctx ac = {c->sa, q->kind};
     xsm_dist d;
-    if (xsm_delay_costs(c->rank, reg, dl, n, fallback, s, carry, &d, settle_add, &ac))
+    if (xsm_delay_costs(c->rank, reg, dl, n, fallback, s, carry, ncarry, &d, settle_add, &ac))
         return -1;
     int32_t root = d.e[0].region;
     xsm_carries_put(&w->car, q->wrow, ctb, q->ns, q->kind, &d);
@@ -831,7 +973,7 @@ static void mem_finish(xsm_anrank *x)
  * `causer`: settled there, now when that call has passed (recently), else
  * when it comes. */
 static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, uint32_t op, int64_t encl, const xsm_vec *v,
-                      int64_t ns, uint64_t row, int64_t tb, int64_t te)
+                      const xsm_pairw *pw, int64_t ns, uint64_t row, int64_t tb, int64_t te)
 {
     /* the wait's span in its call [tb, te]: from the entry, NxN Completion's up to the exit */
     if (tb < te)
@@ -848,11 +990,13 @@ static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, ui
      * whose call never came (tb == te) has no place on it */
     if (sa->path && te > tb && xsm_spath_wait(sa->path, w->rank, tb + ns, causer))
         return -1;
-    xsm_req q = {crow, kind, w->rank, op, encl, ns, *v, row, te > tb ? tb : INT64_MIN};
+    xsm_req q = {crow, kind, w->rank, op, encl, ns, *v, {0}, row, te > tb ? tb : INT64_MIN};
+    if (pw)
+        q.pw = *pw;
     for (size_t k = 0; k < c->nrecent; k++) {
         const xsm_recent *p = &c->recent[(c->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
         if (p->row == crow)
-            return settle(c, &q, &p->v, p->encl, p->tb, p->has_pc, p->pc);
+            return settle(c, &q, &p->v, p->encl, p->tb, p->has_pc, p->pc, p->nsync);
     }
     if (xsm_grow((void **)&c->req, &c->capreq, c->nreq, sizeof *c->req))
         return -1;
@@ -879,6 +1023,8 @@ static int close_until(xsm_anrank *x, sthread *t, int64_t t0)
         if (!f->is_mpi && instance_add(x, f->name, f->t0, (double)dur * 1e-9))
             return -1;
         if (main && f->is_mpi && f->sync) { /* the next interval starts at its end */
+            if (ep_push(x, f))
+                return -1;
             x->nv = 0;
             x->has_sync = 1;
             x->sync_row = f->row;
@@ -964,6 +1110,11 @@ static int is_sync_kind(int k) /* as waits.c */
            k == XSPROF_MPI_WAIT || k == XSPROF_MPI_COLL;
 }
 
+static int is_recv_kind(int k) /* calls a receive completes in (waits.c is_recv_call) */
+{
+    return k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV || k == XSPROF_MPI_WAIT;
+}
+
 /* A wait of a recent call p: the latest call's point-to-point ones wait
  * for the others of the call (the longest counts). */
 static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, uint64_t crow, int64_t ns)
@@ -979,7 +1130,7 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
         }
         return 0;
     }
-    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, ns, p->row, p->tb, p->te);
+    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, NULL, ns, p->row, p->tb, p->te);
 }
 
 /* The point-to-point wait a call kept. */
@@ -988,7 +1139,9 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
     if (!p->has_def)
         return 0;
     p->has_def = 0;
-    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v, p->def_ns, p->row, p->tb, p->te);
+    int ls = p->def_kind == XSM_WAIT_LATE_SENDER || p->def_kind == XSM_WAIT_WRONG_ORDER;
+    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v, ls ? &p->pw : NULL, p->def_ns,
+                      p->row, p->tb, p->te);
 }
 
 /* The waits call `row` of rank x caused, which came before it: compared
@@ -1004,7 +1157,7 @@ static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t
         }
         xsm_req q = x->req[i];
         x->req[i] = x->req[--x->nreq];
-        if (settle(x, &q, v, encl, tb, has_pc, pc))
+        if (settle(x, &q, v, encl, tb, has_pc, pc, x->nsync))
             return -1;
     }
     return 0;
@@ -1014,7 +1167,7 @@ static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t
  * ls): remember it for waits that come later, settle the ones waiting for
  * it, and those that came before it. */
 static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, const sframe *f, const struct xsm_evflow *ls,
-                       int ls_kind, int64_t ls_ns)
+                       int ls_kind, int64_t ls_ns, const xsm_pairw *pw)
 {
     /* the previous call's Late Receivers, when pass 1 found them by its end,
      * came with it: its wait is settled now, while the call that caused it
@@ -1022,8 +1175,8 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
     if (x->nrecent && recent_flush(x, &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT]))
         return -1;
     xsm_recent *p = &x->recent[x->irecent];
-    *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, ls != NULL, ls_kind,
-                      ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns};
+    *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
+                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns};
     x->irecent = (x->irecent + 1) % XSM_RECENT;
     if (x->nrecent < XSM_RECENT)
         x->nrecent++;
@@ -1123,9 +1276,12 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     /* a Sendrecv's, or a Wait's that also completed an Isend, may meet a
      * Late Receiver of the same call (recent_wait) */
     int defer = best && (m->kind == XSPROF_MPI_SENDRECV || m->kind == XSPROF_MPI_WAIT) && m->thread == x->main_thread;
+    xsm_pairw pw = {0};
     if (m->thread == x->main_thread) {
         v_snap(x, &f->v);
-        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait))
+        if (best)
+            pair_waiter(x, best->peer, &f->v, &pw);
+        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, &pw))
             return x->failed = -1;
     } else if (x->nreq) {
         /* waits a call of another thread caused: the main thread's interval
@@ -1139,8 +1295,20 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
             return x->failed = -1;
     }
     if (best && !defer &&
-        wait_found(x, kind, best->peer, best->peer_row, m->op, f->encl, &f->v, wait, row, m->t_begin, m->t_end))
+        wait_found(x, kind, best->peer, best->peer_row, m->op, f->encl, &f->v, pw.ok ? &pw : NULL, wait, row, m->t_begin,
+                   m->t_end))
         return x->failed = -1;
+    /* the messages this call received: the pairwise intervals of later
+     * Late Senders from their senders start at its end */
+    for (size_t i = 0; m->thread == x->main_thread && is_recv_kind(m->kind) && i < nfl; i++) {
+        if (fl[i].out || fl[i].peer < 0)
+            continue;
+        int64_t k = kvec_index(&x->prmap, (void **)&x->pr, &x->npr, &x->prcap, sizeof *x->pr, (uint64_t)(uint32_t)fl[i].peer, 0);
+        if (k < 0)
+            return x->failed = -1;
+        if (x->pr[k].call != x->nsync + 1 || fl[i].sent > x->pr[k].t_send)
+            x->pr[k] = (struct xsm_pairrec){x->nsync + 1, fl[i].sent};
+    }
     return 0;
 }
 
@@ -1203,7 +1371,7 @@ int xsm_sanalysis_finish(xsm_sanalysis *sa)
         if (!x)
             continue;
         for (size_t i = 0; i < x->npend; i++) /* their call never came: no region, no interval */
-            if (wait_found(x, x->pend[i].kind, x->pend[i].causer, x->pend[i].causer_row, x->pend[i].op, -1, &none,
+            if (wait_found(x, x->pend[i].kind, x->pend[i].causer, x->pend[i].causer_row, x->pend[i].op, -1, &none, NULL,
                            x->pend[i].ns, x->pend[i].row, 0, 0))
                 return -1;
         x->npend = 0;

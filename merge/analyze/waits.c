@@ -546,6 +546,191 @@ static int32_t region_before(const xsm_an *a, int32_t r, int64_t t)
     return -1;
 }
 
+/* ---- pairwise intervals (an.h XSM_PAIR_SPAN) ------------------------------------ */
+/* The synchronising calls of a rank's main thread, in time order. */
+typedef struct sync_ix {
+    size_t n;
+    uint32_t *row; /* mpi rows, 32 bits as sprofile.c keeps them */
+} sync_ix;
+
+/* A receive completed in a synchronising call of its receiver's main
+ * thread: that call's end, and when the send began. */
+typedef struct pair_ent {
+    int32_t dst, src;
+    int64_t te, t_send;
+} pair_ent;
+
+typedef struct pair_ix {
+    sync_ix *s; /* per rank */
+    pair_ent *e;
+    size_t ne;
+} pair_ix;
+
+static int pair_ent_cmp(const void *pa, const void *pb)
+{
+    const pair_ent *a = pa, *b = pb;
+    if (a->dst != b->dst)
+        return a->dst < b->dst ? -1 : 1;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
+    if (a->te != b->te)
+        return a->te < b->te ? -1 : 1;
+    return (a->t_send > b->t_send) - (a->t_send < b->t_send);
+}
+
+static int is_recv_call(int k)
+{
+    return k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV || k == XSPROF_MPI_WAIT;
+}
+
+static void pair_ix_free(pair_ix *px, size_t nranks)
+{
+    for (size_t r = 0; px->s && r < nranks; r++)
+        free(px->s[r].row);
+    free(px->s);
+    free(px->e);
+}
+
+static int pair_ix_build(const xsm_an *a, pair_ix *px)
+{
+    const xsm_run *run = a->run;
+    memset(px, 0, sizeof *px);
+    if (!(px->s = calloc(a->nranks + 1, sizeof *px->s)) || !(px->e = malloc((run->nmsgs + 1) * sizeof *px->e)))
+        return -1;
+    for (size_t r = 0; r < a->nranks; r++) {
+        const xsm_rankstat *rs = &a->rs[r];
+        const xsprof_rank_data *d = &run->ranks[r].d;
+        if (!rs->present)
+            continue;
+        if (!(px->s[r].row = malloc((rs->ncalls_sorted + 1) * sizeof *px->s[r].row)))
+            return -1;
+        for (size_t k = 0; k < rs->ncalls_sorted; k++) {
+            const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
+            if (m->thread == rs->main_thread && is_sync_kind(m->kind))
+                px->s[r].row[px->s[r].n++] = (uint32_t)rs->calls_sorted[k];
+        }
+    }
+    /* by receiver, a stable counting sort (messages come by sender, then
+     * send row): each (receiver, sender) run is then in send order, which
+     * the completions follow but for messages that overtook others */
+    size_t *at = calloc(a->nranks + 1, sizeof *at);
+    int64_t *call = malloc((run->nmsgs + 1) * sizeof *call); /* each message's receiving call, -1 none */
+    if (!at || !call) {
+        free(at);
+        free(call);
+        return -1;
+    }
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        const xsm_message *m = &run->msgs[i];
+        int64_t rc = msg_usable(a, m) ? recv_call(a, m) : -1;
+        const xsprof_io_mpi *c = rc >= 0 ? &run->ranks[m->dst].d.mpi[rc] : NULL;
+        call[i] = c && c->thread == a->rs[m->dst].main_thread && is_recv_call(c->kind) ? rc : -1;
+        if (call[i] >= 0)
+            at[m->dst + 1]++;
+    }
+    for (size_t r = 0; r < a->nranks; r++)
+        at[r + 1] += at[r];
+    px->ne = at[a->nranks];
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        const xsm_message *m = &run->msgs[i];
+        if (call[i] < 0)
+            continue;
+        const xsprof_io_mpi *c = &run->ranks[m->dst].d.mpi[call[i]];
+        px->e[at[m->dst]++] = (pair_ent){m->dst, m->src, c->t_end, run->ranks[m->src].d.mpi[m->send_row].t_begin};
+    }
+    free(at);
+    free(call);
+    int bysrc = 1;
+    for (size_t i = 1; i < px->ne && bysrc; i++)
+        bysrc = px->e[i - 1].dst != px->e[i].dst || px->e[i - 1].src <= px->e[i].src;
+    if (!bysrc) { /* messages not by sender: sort all */
+        qsort(px->e, px->ne, sizeof *px->e, pair_ent_cmp);
+        return 0;
+    }
+    for (size_t b = 0, i = 1; i <= px->ne; i++) { /* each run by completion, when it is not already */
+        if (i < px->ne && px->e[i].dst == px->e[b].dst && px->e[i].src == px->e[b].src)
+            continue;
+        for (size_t k = b + 1; k < i; k++)
+            if (pair_ent_cmp(&px->e[k - 1], &px->e[k]) > 0) {
+                qsort(px->e + b, i - b, sizeof *px->e, pair_ent_cmp);
+                break;
+            }
+        b = i;
+    }
+    return 0;
+}
+
+/* Of rank r's synchronising calls, how many begin before t. */
+static size_t sync_before(const xsprof_rank_data *d, const sync_ix *s, int64_t t)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (d->mpi[s->row[mid]].t_begin < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* How many of rank r's synchronising calls ended by t (they do not overlap). */
+static size_t sync_closed(const xsprof_rank_data *d, const sync_ix *s, int64_t t)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (d->mpi[s->row[mid]].t_end <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The pairwise intervals of a Late Sender (an.h): the waiter's starts at
+ * the end of the call in which it received the causer's previous message,
+ * the causer's at the end of its first synchronising call that began with
+ * or after that send; *crow the causer's synchronising calls from there on
+ * (their waits may have made it late). 0 when they do not apply. Calls are
+ * numbered from 1 in time order, 0 standing for the rank's start. */
+static int pair_bounds(const xsm_an *a, const pair_ix *px, const xsm_wait *w, int64_t *c0, int64_t *w0, uint64_t *crow,
+                       size_t *ncrow)
+{
+    if (w->kind != XSM_WAIT_LATE_SENDER && w->kind != XSM_WAIT_WRONG_ORDER)
+        return 0;
+    int32_t W = w->waiter, C = w->causer;
+    const xsprof_rank_data *wd = &a->run->ranks[W].d, *cd = &a->run->ranks[C].d;
+    if (wd->mpi[w->row].thread != a->rs[W].main_thread)
+        return 0;
+    const sync_ix *sw = &px->s[W], *sc = &px->s[C];
+    size_t lo = 0, hi = px->ne; /* first entry after (W, C, t_begin) */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const pair_ent *e = &px->e[mid];
+        if (e->dst < W || (e->dst == W && (e->src < C || (e->src == C && e->te <= w->t_begin))))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const pair_ent *e = lo > 0 && px->e[lo - 1].dst == W && px->e[lo - 1].src == C ? &px->e[lo - 1] : NULL;
+    size_t nw = sync_closed(wd, sw, w->t_begin), nc = sync_closed(cd, sc, w->t_cause), bw = 0, bc = 0;
+    if (e) {
+        bw = sync_closed(wd, sw, e->te); /* the call that received it is the last to end by then */
+        bc = sync_before(cd, sc, e->t_send) + 1;
+        if (bc > nc)
+            return 0;
+    }
+    if (nw + 1 - bw > XSM_PAIR_SPAN || nc + 1 - bc > XSM_PAIR_SPAN)
+        return 0;
+    *w0 = bw ? wd->mpi[sw->row[bw - 1]].t_end : a->rs[W].t_first;
+    *c0 = bc ? cd->mpi[sc->row[bc - 1]].t_end : a->rs[C].t_first;
+    *ncrow = 0;
+    for (size_t k = bc ? bc : 1; k <= nc; k++)
+        crow[(*ncrow)++] = sc->row[k - 1];
+    return 1;
+}
+
 static int rootcause_add(xsm_an *a, int kind, int32_t rank, int32_t region, double s, size_t *cap)
 {
     for (size_t i = 0; i < a->nrc; i++)
@@ -605,8 +790,9 @@ static int delay_analysis(xsm_an *a)
     xsm_carries *car = calloc(a->nranks + 1, sizeof *car);
     int32_t *reg = malloc((nn + 1) * sizeof *reg);
     double *dl = malloc((nn + 1) * sizeof *dl);
+    pair_ix px;
     int rc = -1;
-    if (!x.acc_c || !x.acc_w || !x.touched || !x.mark || !ord || !car || !reg || !dl)
+    if (pair_ix_build(a, &px) != 0 || !x.acc_c || !x.acc_w || !x.touched || !x.mark || !ord || !car || !reg || !dl)
         goto out;
     for (size_t i = 0; i < a->nw; i++) {
         a->w[i].root_rank = -1;
@@ -618,9 +804,15 @@ static int delay_analysis(xsm_an *a)
         qsort(ord, nord, sizeof *ord, dorder_cmp);
     for (size_t o = 0; o < nord; o++) {
         xsm_wait *w = &a->w[ord[o]];
-        uint64_t pc;
-        w->cause_prev = prev_sync_end(a, w->causer, w->t_cause, &pc);
-        w->wait_prev = prev_sync_end(a, w->waiter, w->t_begin, NULL);
+        uint64_t crow[XSM_PAIR_SPAN];
+        size_t ncrow = 0;
+        if (!pair_bounds(a, &px, w, &w->cause_prev, &w->wait_prev, crow, &ncrow)) {
+            uint64_t pc;
+            w->cause_prev = prev_sync_end(a, w->causer, w->t_cause, &pc);
+            w->wait_prev = prev_sync_end(a, w->waiter, w->t_begin, NULL);
+            if (pc != UINT64_MAX)
+                crow[ncrow++] = pc;
+        }
         x.ntouched = 0;
         window_touch(a, &x, w->causer, w->cause_prev, w->t_cause, x.acc_c);
         window_touch(a, &x, w->waiter, w->wait_prev, w->t_begin, x.acc_w);
@@ -634,11 +826,15 @@ static int delay_analysis(xsm_an *a)
             }
         }
         double s = (double)(w->t_end - w->t_begin) * 1e-9;
-        const xsm_carry *carry = pc != UINT64_MAX ? xsm_carries_get(&car[w->causer], pc, w->t_cause) : NULL;
+        const xsm_carry *carry[XSM_PAIR_SPAN];
+        size_t ncarry = 0;
+        for (size_t k = 0; k < ncrow; k++)
+            if ((carry[ncarry] = xsm_carries_get(&car[w->causer], crow[k], w->t_cause)))
+                ncarry++;
         int32_t fallback = n ? -1 : region_before(a, w->causer, w->t_cause);
         delay_add_ctx dc = {a, w->kind, &cap};
         xsm_dist d;
-        if (xsm_delay_costs(w->causer, reg, dl, n, fallback, s, carry, &d, delay_add, &dc) != 0)
+        if (xsm_delay_costs(w->causer, reg, dl, n, fallback, s, carry, ncarry, &d, delay_add, &dc) != 0)
             goto out;
         w->root_rank = d.e[0].rank;
         w->root_region = d.e[0].region;
@@ -653,6 +849,7 @@ static int delay_analysis(xsm_an *a)
         qsort(a->rc, a->nrc, sizeof *a->rc, rc_cmp);
     rc = 0;
 out:
+    pair_ix_free(&px, a->nranks);
     free(x.acc_c);
     free(x.acc_w);
     free(x.touched);

@@ -213,6 +213,30 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
                     if w["kind"] == 0)
     check(ws == [(1, 0, 0), (2, 1, 0)], "chain %s: merged.h5 waits name rank 0 as the root of both Late Senders (%s)"
           % (extra, ws))
+# a 1-D halo exchange (merge_make_runs halo): two Sendrecvs per step, rank
+# 1's stencil 2 us longer than the others'. Each Late Sender compares the
+# two ranks since the causer's previous message to the waiter (the ranks'
+# starts in the first step); a causer late because it waited itself in
+# those calls passes the delay on: all 16 us of the 8 Late Senders are rank
+# 1's `stencil`. With each rank's own last call as the interval's start,
+# the Sendrecv of the other direction hid the stencil: 10 us went to `halo`.
+run11 = make_run(maker, "halo", os.path.join(base, "run11"))
+for extra in ((), ("--stream", "--outputs", "report,h5")):
+    out11 = os.path.join(base, "out11" + "".join(extra).replace(",", ""))
+    rc, so, se = xsmerge(run11, "-o", out11, "-q", *extra)
+    rep = json.load(open(os.path.join(out11, "report.json"))) if rc == 0 else {"wait_states": [], "findings": []}
+    ls = [w for w in rep["wait_states"] if w["kind"] == "Late Sender"]
+    got = {(r["rank"], r["region"]): r["seconds"] * 1e9 for w in ls for r in w["root_causes"]}
+    check(rc == 0 and ls and ls[0]["instances"] == 8 and abs(ls[0]["seconds"] * 1e9 - 16000) < 1e-3 and
+          got.keys() == {(1, "stencil")} and abs(got[(1, "stencil")] - 16000) < 1e-3,
+          "halo %s: 8 Late Senders, 16 us, all rank 1's stencil (%s, %s)" % (extra, ls and ls[0]["instances"], got))
+    f0 = [f for f in rep["findings"] if f["kind"] == "Late Sender"]
+    check(f0 and f0[0]["ranks"][0] == 1 and "`stencil`" in f0[0]["message"],
+          "halo %s: the Late Sender finding names rank 1's `stencil` (%s)" % (extra, f0))
+    if rc == 0:
+        with h5py.File(os.path.join(out11, "merged.h5"), "r") as h:
+            roots = {int(w["root_rank"]) for w in h["analysis"]["waits"][:] if w["kind"] == 0}
+        check(roots == {1}, "halo %s: merged.h5 names rank 1 as the root of every Late Sender (%s)" % (extra, roots))
 # the same without regions (LD_PRELOAD alone): the delay is outside every
 # region, and the findings say how to see where
 run9 = make_run(maker, "chain_bare", os.path.join(base, "run9"))

@@ -36,6 +36,10 @@
  *           exact costs in check_golden.py), then a zero-byte Bcast the
  *           others leave before the root comes
  *   chain_bare the same without regions (a program profiled by LD_PRELOAD)
+ *   halo    4 ranks in a ring, 3 steps of `stencil` then two Sendrecvs
+ *           (right, then left) inside `halo`; rank 1's stencil takes 3 us,
+ *           the others' 1 us: every Late Sender's root cause is rank 1's
+ *           `stencil` (pairwise synchronisation intervals, check_golden.py)
  *   polling 2 ranks: rank 0 polls with 2000 unsuccessful MPI_Test calls of
  *           30 ns (60 us of its 100 us), then receives rank 1's message
  *   mpithreads     2 ranks, 2 threads: thread 1's one long send/receive
@@ -203,6 +207,56 @@ static int chain(const char *dir, int regions)
     }
     int bad = 0;
     for (int r = 0; r < 3; r++)
+        bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
+    return bad;
+}
+
+/* The halo run: each rank's Sendrecv begins at b[r] and sends to
+ * (r + dir) % 4; it receives from (r - dir) % 4 and ends 100 ns after both
+ * it and its source's send began. The halo region has 50 ns of work before,
+ * between and after the Sendrecvs. */
+static void halo_sendrecv(xsf **f, const int64_t *b, int64_t *e, int dir, uint64_t seq)
+{
+    for (int r = 0; r < 4; r++) {
+        int dst = (r + dir + 4) % 4, src = (r - dir + 4) % 4;
+        e[r] = (b[r] > b[src] ? b[r] : b[src]) + 100;
+        xsprof_rec_mpi m = M();
+        m.t_begin = b[r]; m.t_end = e[r]; m.kind = XSPROF_MPI_SENDRECV; m.peer = dst; m.tag = dir > 0 ? 1 : 2;
+        m.bytes_sent = 64; m.seq = seq;
+        xsf_mpi(f[r], 0, "MPI_Sendrecv", m);
+        recv_completion(f[r], "MPI_Sendrecv", e[r], 0, src, dir > 0 ? 1 : 2, seq, 64);
+    }
+}
+
+static int halo(const char *dir)
+{
+    static const int32_t world[] = {0, 1, 2, 3};
+    xsf *f[4];
+    int64_t t[4] = {0, 0, 0, 0}, ab[4], ae[4], bb[4], be[4];
+    for (int r = 0; r < 4; r++) {
+        if (!(f[r] = xsf_create(dir, r, 4, JOB, START, "node0")))
+            return 1;
+        xsf_thread(f[r], 0, "main");
+        xsf_comm(f[r], 0, "MPI_COMM_WORLD", UINT32_MAX, 4, world);
+        xsf_clock(f[r], XSPROF_CLOCK_INIT, 0, 0, 200);
+    }
+    for (uint64_t step = 1; step <= 3; step++) {
+        for (int r = 0; r < 4; r++) {
+            int64_t d = r == 1 ? 3000 : 1000;
+            xsf_region(f[r], 0, "stencil", 0, t[r], t[r] + d);
+            ab[r] = t[r] + d + 50;
+        }
+        halo_sendrecv(f, ab, ae, 1, step);
+        for (int r = 0; r < 4; r++)
+            bb[r] = ae[r] + 50;
+        halo_sendrecv(f, bb, be, -1, step);
+        for (int r = 0; r < 4; r++) {
+            xsf_region(f[r], 0, "halo", 0, ab[r] - 50, be[r] + 50);
+            t[r] = be[r] + 50;
+        }
+    }
+    int bad = 0;
+    for (int r = 0; r < 4; r++)
         bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
     return bad;
 }
@@ -752,6 +806,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "zerocoll")) return zerocoll(dir);
     if (!strcmp(kind, "chain")) return chain(dir, 1);
     if (!strcmp(kind, "chain_bare")) return chain(dir, 0);
+    if (!strcmp(kind, "halo")) return halo(dir);
     if (!strcmp(kind, "polling")) return polling(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);

@@ -67,6 +67,12 @@ XSPROF_HIDDEN xsprof_status xsprof_comm_define(uint32_t id, const char *name, ui
  * final clock sample there), in registration order. At most 8. */
 typedef void (*xsprof_finalize_hook)(void);
 XSPROF_HIDDEN xsprof_status xsprof_finalize_hook_add(xsprof_finalize_hook fn);
+/* 1 when another copy of the core was loaded before this one (a program
+ * linked with -lxsprof and run with libxsprof-mpi.so preloaded): the
+ * program's calls reach that copy only, so this one starts nothing. */
+XSPROF_HIDDEN int xsprof_core_shadowed(void);
+/* Defined (1) in libxsprof-mpi only: this copy has the MPI wrappers. */
+XSPROF_HIDDEN extern const int xsprof_mpi_linked __attribute__((weak));
 
 /* Hooks run once when this process starts to really record (its journal
  * is created): messages that only matter for a profiled process, not for

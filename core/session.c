@@ -91,6 +91,21 @@ xsprof_status xsprof_output_default_dir(char *buf, size_t len) {
 
 __attribute__((constructor)) void xsprof_core_init(void) {
     int expected = XSPROF_STATE_UNINIT;
+    if (xsprof_core_shadowed()) {
+        /* Else both copies would claim the rank file, and this one's exit
+         * handler would finalize the other a second time. */
+        if (!atomic_compare_exchange_strong(&xsprof_g.state, &expected, XSPROF_STATE_FAILED))
+            return;
+        int saved = errno;
+        if (&xsprof_mpi_linked) { /* the program's MPI calls may reach this copy's wrappers */
+            xsprof_g.rank = env_int("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", 0);
+            xsprof_log_init();
+            xsprof_log(XSPROF_LOG_WARN, "libxsprof.so was loaded before libxsprof-mpi.so: MPI calls are not recorded; "
+                       "link -lxsprof-mpi alone (it has the whole API) or preload it");
+        }
+        errno = saved;
+        return;
+    }
     if (!atomic_compare_exchange_strong(&xsprof_g.state, &expected, XSPROF_STATE_RUNNING))
         return;
     int saved = errno;
@@ -237,6 +252,15 @@ xsprof_status xsprof_finalize(void) {
         atomic_store(&xsprof_g.state, XSPROF_STATE_FINALIZED);
     errno = saved;
     return st;
+}
+
+/* This copy's own xsprof_finalize, whichever copy the exported name reaches. */
+extern __typeof__(xsprof_finalize) xsprof_finalize_own __attribute__((alias("xsprof_finalize"), visibility("hidden")));
+
+int xsprof_core_shadowed(void) {
+    /* the exported name's address comes through the GOT: the first copy loaded */
+    xsprof_status (*volatile exported)(void) = xsprof_finalize;
+    return exported != xsprof_finalize_own;
 }
 
 const char *xsprof_status_string(xsprof_status s) {

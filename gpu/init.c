@@ -7,6 +7,8 @@
  * NVTX call, and CUPTI activity must be on before its first CUDA context. */
 __attribute__((constructor)) static void xsprof_gpu_load(void)
 {
+    if (xsprof_core_shadowed()) /* NVTX and CUPTI go to the copy the program reaches */
+        return;
     int saved = errno;
     xsprof_nvtx_env_set();
     xsprof_cupti_start();

@@ -132,6 +132,8 @@ void xsprof_mpi_init_after(int thread_level) {
     atomic_store(&xsprof_mpi_g.on, 1);
 }
 
+const int xsprof_mpi_linked = 1;
+
 void xsprof_mpi_finalize_before(unsigned op, int64_t t0) {
     if (g_initialized && atomic_load(&xsprof_mpi_g.on)) {
         /* Other threads stop recording MPI now: one flag. */

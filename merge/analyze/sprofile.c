@@ -1104,10 +1104,11 @@ static xsm_sop *op_of(xsm_anrank *x, uint32_t sid)
     return &x->ops[i];
 }
 
-static int is_sync_kind(int k) /* as waits.c */
+static int is_sync(const xsprof_io_mpi *m) /* as waits.c */
 {
+    int k = m->kind;
     return k == XSPROF_MPI_SEND || k == XSPROF_MPI_SSEND || k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV ||
-           k == XSPROF_MPI_WAIT || k == XSPROF_MPI_COLL;
+           k == XSPROF_MPI_COLL || (k == XSPROF_MPI_WAIT && m->count > 0);
 }
 
 static int is_recv_kind(int k) /* calls a receive completes in (waits.c is_recv_call) */
@@ -1245,7 +1246,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     sframe *f = open_frame(x, m->thread, m->t_begin, m->t_end, m->op, 1);
     if (!f)
         return x->failed = -1;
-    f->sync = is_sync_kind(m->kind);
+    f->sync = is_sync(m);
     f->row = row;
     /* Late Sender: the receive completed in this blocking call, which began
      * before the matched send did (waits.c); one wait per call, the longest.

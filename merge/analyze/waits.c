@@ -49,10 +49,14 @@ static int32_t op_name(xsm_an *a, int32_t r, size_t row)
     return xsm_an_sname(a, r, a->run->ranks[r].d.mpi[row].op);
 }
 
-static int is_sync_kind(int k)
+/* A call that can synchronise its rank with another: a Wait or Test only
+ * when it completed a request (an unsuccessful MPI_Test in a polling loop
+ * does not end an interval). */
+static int is_sync(const xsprof_io_mpi *m)
 {
+    int k = m->kind;
     return k == XSPROF_MPI_SEND || k == XSPROF_MPI_SSEND || k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV ||
-           k == XSPROF_MPI_WAIT || k == XSPROF_MPI_COLL;
+           k == XSPROF_MPI_COLL || (k == XSPROF_MPI_WAIT && m->count > 0);
 }
 
 /* Exit of the last synchronising call on r's main thread that ended at or
@@ -68,7 +72,7 @@ static int64_t prev_sync_end(const xsm_an *a, int32_t r, int64_t t, uint64_t *ro
         const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
         if (m->thread != th)
             break;
-        if (m->t_end <= t && is_sync_kind(m->kind)) {
+        if (m->t_end <= t && is_sync(m)) {
             if (row)
                 *row = rs->calls_sorted[k];
             return m->t_end;
@@ -606,7 +610,7 @@ static int pair_ix_build(const xsm_an *a, pair_ix *px)
             return -1;
         for (size_t k = 0; k < rs->ncalls_sorted; k++) {
             const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
-            if (m->thread == rs->main_thread && is_sync_kind(m->kind))
+            if (m->thread == rs->main_thread && is_sync(m))
                 px->s[r].row[px->s[r].n++] = (uint32_t)rs->calls_sorted[k];
         }
     }

@@ -12,7 +12,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 np=2
 run() { "$MPIEXEC" -np $np --oversubscribe "$@"; }
-run -x LD_PRELOAD="$XSPROF_MPI_LIB" -x XSPROF_OUTPUT="$work/run" "$app" > "$work/out.txt" 2> "$work/err.txt"
+run -x LD_PRELOAD="$XSPROF_MPI_LIB" -x XSPROF_OUTPUT="$work/run" "$app" 2> "$work/err.txt" | sort > "$work/out.txt"
 if grep -q "misuse\|called twice" "$work/err.txt"; then
     echo "preloaded over a linked copy: a warning the program did not cause:"; cat "$work/err.txt"; exit 1
 fi
@@ -26,7 +26,7 @@ assert {"stencil", "halo"} <= regions, regions
 assert mpi.get("MPI_Sendrecv") == 2 * 20 * 2, mpi
 print("preloaded: regions %s, %d MPI_Sendrecv calls" % (sorted(regions), mpi["MPI_Sendrecv"]))
 PY
-run -x XSPROF_OUTPUT="$work/rev" "$app_rev" > "$work/out_rev.txt" 2> "$work/err_rev.txt"
+run -x XSPROF_OUTPUT="$work/rev" "$app_rev" 2> "$work/err_rev.txt" | sort > "$work/out_rev.txt"
 diff -u "$work/out.txt" "$work/out_rev.txt" || { echo "program output differs"; exit 1; }
 n=$(grep -c "libxsprof.so was loaded before libxsprof-mpi.so: MPI calls are not recorded" "$work/err_rev.txt" || true)
 [ "$n" = $np ] || { echo "expected one warning per rank, got $n:"; cat "$work/err_rev.txt"; exit 1; }

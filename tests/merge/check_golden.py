@@ -237,6 +237,22 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
         with h5py.File(os.path.join(out11, "merged.h5"), "r") as h:
             roots = {int(w["root_rank"]) for w in h["analysis"]["waits"][:] if w["kind"] == 0}
         check(roots == {1}, "halo %s: merged.h5 names rank 1 as the root of every Late Sender (%s)" % (extra, roots))
+# computation overlapped with communication (merge_make_runs overlap): rank
+# 1 polls with MPI_Test between chunks of `compute` (10 us in all), packs
+# (0.5 us) and sends; rank 0 computed 1 us and waits 8.5 us. A Test that
+# completes nothing does not synchronise: rank 1's interval is all of its
+# work, whose excesses (9 us compute, 0.5 us pack) share the wait. When
+# every Test ended an interval, all 8.5 us went to `pack`.
+run12 = make_run(maker, "overlap", os.path.join(base, "run12"))
+for extra in ((), ("--stream", "--outputs", "report")):
+    out12 = os.path.join(base, "out12" + "".join(extra).replace(",", ""))
+    rc, so, se = xsmerge(run12, "-o", out12, "-q", *extra)
+    rep = json.load(open(os.path.join(out12, "report.json"))) if rc == 0 else {"wait_states": []}
+    got = {(r["rank"], r["region"]): r["seconds"] * 1e9 for w in rep["wait_states"] if w["kind"] == "Late Sender"
+           for r in w["root_causes"]}
+    want = {(1, "compute"): 8500 * 9000 / 9500, (1, "pack"): 8500 * 500 / 9500}
+    check(got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-3 for k in want),
+          "overlap %s: the polls do not cut rank 1's interval:\n got %s\nwant %s" % (extra, got, want))
 # the same without regions (LD_PRELOAD alone): the delay is outside every
 # region, and the findings say how to see where
 run9 = make_run(maker, "chain_bare", os.path.join(base, "run9"))

@@ -42,6 +42,10 @@
  *           `stencil` (pairwise synchronisation intervals, check_golden.py)
  *   polling 2 ranks: rank 0 polls with 2000 unsuccessful MPI_Test calls of
  *           30 ns (60 us of its 100 us), then receives rank 1's message
+ *   overlap 2 ranks: rank 1 computes 10 us in `compute` chunks between 9
+ *           unsuccessful MPI_Test calls, 0.5 us in `pack`, then sends to
+ *           rank 0, which computed 1 us and waits 8.5 us in MPI_Recv (the
+ *           polls do not end rank 1's interval: most of it to `compute`)
  *   mpithreads     2 ranks, 2 threads: thread 1's one long send/receive
  *           spans 300 short messages of thread 0 and is stored after them
  *           (MPI calls out of begin-time order by 300 rows)
@@ -276,6 +280,41 @@ static xsf *world2(const char *dir, int r, int64_t offset)
     return f;
 }
 
+static int overlap(const char *dir)
+{
+    xsf *f[2];
+    for (int r = 0; r < 2; r++)
+        if (!(f[r] = world2(dir, r, 0)))
+            return 1;
+    xsprof_rec_mpi m;
+    /* rank 1: ten 1 us chunks of compute with a 100 ns MPI_Test (nothing
+     * completed) after each of the first nine, pack, Send at 11400 */
+    int64_t t = 0;
+    for (int i = 0; i < 10; i++) {
+        xsf_region(f[1], 0, "compute", 0, t, t + 1000);
+        t += 1000;
+        if (i < 9) {
+            m = M(); m.t_begin = t; m.t_end = t + 100; m.kind = XSPROF_MPI_WAIT; m.comm = UINT32_MAX;
+            xsf_mpi(f[1], 0, "MPI_Test", m);
+            t += 100;
+        }
+    }
+    xsf_region(f[1], 0, "pack", 0, t, t + 500);
+    t += 500;
+    m = M(); m.t_begin = t; m.t_end = t + 100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
+    m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Send", m);
+    /* rank 0: compute 1 us, Recv from 2900 (8.5 us before the send) */
+    xsf_region(f[0], 0, "compute", 0, 1900, 2900);
+    m = M(); m.t_begin = 2900; m.t_end = t + 200; m.kind = XSPROF_MPI_RECV; m.peer = 1; m.tag = 1; m.bytes_recv = 8;
+    m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Recv", m);
+    int bad = 0;
+    for (int r = 0; r < 2; r++)
+        bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
+    return bad;
+}
+
 static int polling(const char *dir)
 {
     xsf *f[2];
@@ -283,9 +322,8 @@ static int polling(const char *dir)
         if (!(f[r] = world2(dir, r, 0)))
             return 1;
     xsprof_rec_mpi m;
-    for (int i = 0; i < 2000; i++) {
-        m = M(); m.t_begin = 1000 + 40 * i; m.t_end = m.t_begin + 30; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
-        m.request = 3;
+    for (int i = 0; i < 2000; i++) { /* as the wrappers record them: a WAIT that completed nothing */
+        m = M(); m.t_begin = 1000 + 40 * i; m.t_end = m.t_begin + 30; m.kind = XSPROF_MPI_WAIT; m.comm = UINT32_MAX;
         xsf_mpi(f[0], 0, "MPI_Test", m);
     }
     m = M(); m.t_begin = 90000; m.t_end = 90100; m.kind = XSPROF_MPI_RECV; m.peer = 1; m.tag = 1; m.bytes_recv = 8;
@@ -807,6 +845,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "chain")) return chain(dir, 1);
     if (!strcmp(kind, "chain_bare")) return chain(dir, 0);
     if (!strcmp(kind, "halo")) return halo(dir);
+    if (!strcmp(kind, "overlap")) return overlap(dir);
     if (!strcmp(kind, "polling")) return polling(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);

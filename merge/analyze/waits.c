@@ -59,30 +59,6 @@ static int is_sync(const xsprof_io_mpi *m)
            k == XSPROF_MPI_COLL || (k == XSPROF_MPI_WAIT && m->count > 0);
 }
 
-/* Exit of the last synchronising call on r's main thread that ended at or
- * before t: the start of r's synchronisation interval; *row (when not
- * NULL) that call's mpi row, UINT64_MAX when there is none. */
-static int64_t prev_sync_end(const xsm_an *a, int32_t r, int64_t t, uint64_t *row)
-{
-    const xsm_rankstat *rs = &a->rs[r];
-    const xsprof_rank_data *d = &a->run->ranks[r].d;
-    uint32_t th = rs->main_thread;
-    size_t lo = xsm_an_calls_bound(d, rs, th, t, 0); /* first (thread, t_begin) >= (th, t) */
-    for (size_t k = lo; k-- > 0;) {
-        const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
-        if (m->thread != th)
-            break;
-        if (m->t_end <= t && is_sync(m)) {
-            if (row)
-                *row = rs->calls_sorted[k];
-            return m->t_end;
-        }
-    }
-    if (row)
-        *row = UINT64_MAX;
-    return rs->t_first;
-}
-
 /* ---- point to point ---------------------------------------------------------- */
 typedef struct p2p_cand {
     xsm_wait w;
@@ -692,6 +668,18 @@ static size_t sync_closed(const xsprof_rank_data *d, const sync_ix *s, int64_t t
     return lo;
 }
 
+/* Exit of the last synchronising call on r's main thread that ended at or
+ * before t: the start of r's own synchronisation interval; *row (when not
+ * NULL) that call's mpi row, UINT64_MAX when there is none. */
+static int64_t prev_sync_end(const xsm_an *a, const pair_ix *px, int32_t r, int64_t t, uint64_t *row)
+{
+    const xsprof_rank_data *d = &a->run->ranks[r].d;
+    size_t k = sync_closed(d, &px->s[r], t);
+    if (row)
+        *row = k ? px->s[r].row[k - 1] : UINT64_MAX;
+    return k ? d->mpi[px->s[r].row[k - 1]].t_end : a->rs[r].t_first;
+}
+
 /* The pairwise intervals of a Late Sender (an.h): the waiter's starts at
  * the end of the call in which it received the causer's previous message,
  * the causer's at the end of its first synchronising call that began with
@@ -812,8 +800,8 @@ static int delay_analysis(xsm_an *a)
         size_t ncrow = 0;
         if (!pair_bounds(a, &px, w, &w->cause_prev, &w->wait_prev, crow, &ncrow)) {
             uint64_t pc;
-            w->cause_prev = prev_sync_end(a, w->causer, w->t_cause, &pc);
-            w->wait_prev = prev_sync_end(a, w->waiter, w->t_begin, NULL);
+            w->cause_prev = prev_sync_end(a, &px, w->causer, w->t_cause, &pc);
+            w->wait_prev = prev_sync_end(a, &px, w->waiter, w->t_begin, NULL);
             if (pc != UINT64_MAX)
                 crow[ncrow++] = pc;
         }

@@ -111,6 +111,17 @@ int xsm_delay_costs(int32_t causer, const int32_t *region, const double *dl, siz
  * included); else since each one's own last synchronising call. */
 #define XSM_PAIR_SPAN 8
 
+/* The waits of a polling loop (waits.c poll_wait): a receive completed by a
+ * Recv, Wait or Test that began after the send did counts the polls before
+ * it (xsm_is_poll_op, rows that synchronise nothing) since the last
+ * synchronising call, the last XSM_POLL_KEEP of them, up to the send's
+ * begin, as a Late Sender. */
+#define XSM_POLL_KEEP 1024
+/* MPI_Test, Testany, Testsome, Testall, Iprobe, Improbe: the calls of a
+ * polling loop (an unsuccessful Test is an OTHER row, a successful one a
+ * WAIT row that synchronises) */
+int xsm_is_poll_op(const char *name);
+
 typedef struct xsm_wait {
     int kind;
     int32_t waiter, causer; /* world ranks; causer -1 when no single rank causes it */

@@ -499,14 +499,13 @@ static int memory_findings(xsm_an *a)
     return 0;
 }
 
-/* Polling: time in loops of MPI_Test, Testany, ... and MPI_Iprobe. The waits inside them are
- * not wait states (analyze/README), so without this finding a program that
- * polls (hpcc's RandomAccess: 14 s of its 19 rank-seconds in 4.3 M
- * MPI_Testany calls) shows its waiting only in the MPI table. */
+/* Polling: time in loops of MPI_Test, Testany, ... and MPI_Iprobe. Only the
+ * polls made before the awaited message was sent are wait states (Late
+ * Sender, waits.c poll_wait): a program that polls (hpcc's RandomAccess: 14
+ * s of its 19 rank-seconds in 4.3 M MPI_Testany calls) spends the rest
+ * polling for messages already on their way, shown here. */
 static int polling_findings(xsm_an *a)
 {
-    static const char *const polls[] = {"MPI_Test", "MPI_Testany", "MPI_Testsome", "MPI_Testall", "MPI_Iprobe",
-                                        "MPI_Improbe"};
     size_t R = a->nranks;
     double *per = calloc(R + 1, sizeof *per), total = 0;
     uint64_t calls = 0;
@@ -515,11 +514,7 @@ static int polling_findings(xsm_an *a)
         return -1;
     for (size_t i = 0; i < a->nops; i++) {
         const xsm_mpiop *o = &a->ops[i];
-        const char *nm = xsm_an_name(a, o->name);
-        size_t k = 0;
-        while (k < sizeof polls / sizeof *polls && strcmp(nm, polls[k]))
-            k++;
-        if (k == sizeof polls / sizeof *polls)
+        if (!xsm_is_poll_op(xsm_an_name(a, o->name)))
             continue;
         total += o->seconds;
         calls += o->calls;
@@ -566,8 +561,8 @@ static int polling_findings(xsm_an *a)
         f.severity = severity_of(a, total);
         f.region = -1;
         snprintf(f.message, sizeof f.message,
-                 "ranks %s spend %s (%.0f%% of their time) in %s calls of MPI_Test*/MPI_Iprobe, most in %s: waits "
-                 "inside polling loops are not counted as wait states",
+                 "ranks %s spend %s (%.0f%% of their time) in %s calls of MPI_Test*/MPI_Iprobe, most in %s; the "
+                 "polls before a message was sent are also its Late Sender",
                  rk, d, 100.0 * total / a->total_rank_s, c, xsm_an_name(a, top->name));
         snprintf(f.recommendation, sizeof f.recommendation,
                  "when there is nothing else to do, block in MPI_Wait*/MPI_Probe instead of polling; otherwise do "

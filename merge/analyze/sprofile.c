@@ -157,6 +157,7 @@ typedef struct xsm_recent {
     int32_t def_causer;
     uint64_t def_crow;
     int64_t def_ns;
+    int64_t def_tb;    /* when that wait began (a polling loop's: before the call) */
 } xsm_recent;
 
 /* A collective wait that came before its call. */
@@ -224,7 +225,7 @@ struct xsm_anrank {
     xsm_swait *w; size_t nw, wcap;
     kmap wmap;
     int32_t *gid;       /* per string id: its name in sa->names, -2 not looked up */
-    signed char *opcls; /* per string id: -1 unknown, 0 other, 1 init, 2 finalize */
+    signed char *opcls; /* per string id: -1 unknown, 0 other, 1 init, 2 finalize, 3 a poll (xsm_is_poll_op) */
     int have_main, have_first;
     uint32_t main_thread, first_thread;
     /* the main thread's synchronisation interval so far: exclusive region
@@ -240,6 +241,10 @@ struct xsm_anrank {
      * call that completed its last message and when that was sent */
     uint64_t nsync;
     xsm_epoch *ep;
+    /* the polls (xsm_is_poll_op) of the main thread since its last
+     * synchronising call, the last XSM_POLL_KEEP (a ring): a polling loop */
+    int64_t (*poll)[2];
+    size_t npoll, ipoll;
     struct xsm_pairrec { uint64_t call; int64_t t_send; } *pr;
     size_t npr, prcap;
     kmap prmap;
@@ -341,6 +346,7 @@ static void anrank_free(xsm_anrank *x)
     free(x->ws);
     free(x->live);
     free(x->ep);
+    free(x->poll);
     free(x->pr);
     kmap_free(&x->prmap);
     kmap_free(&x->cnmap);
@@ -1128,6 +1134,7 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
             p->def_causer = causer;
             p->def_crow = crow;
             p->def_ns = ns;
+            p->def_tb = p->tb;
         }
         return 0;
     }
@@ -1142,7 +1149,7 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
     p->has_def = 0;
     int ls = p->def_kind == XSM_WAIT_LATE_SENDER || p->def_kind == XSM_WAIT_WRONG_ORDER;
     return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v, ls ? &p->pw : NULL, p->def_ns,
-                      p->row, p->tb, p->te);
+                      p->row, p->def_tb, p->te);
 }
 
 /* The waits call `row` of rank x caused, which came before it: compared
@@ -1168,7 +1175,7 @@ static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t
  * ls): remember it for waits that come later, settle the ones waiting for
  * it, and those that came before it. */
 static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, const sframe *f, const struct xsm_evflow *ls,
-                       int ls_kind, int64_t ls_ns, const xsm_pairw *pw)
+                       int ls_kind, int64_t ls_ns, int64_t ls_tb, const xsm_pairw *pw)
 {
     /* the previous call's Late Receivers, when pass 1 found them by its end,
      * came with it: its wait is settled now, while the call that caused it
@@ -1177,7 +1184,7 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
         return -1;
     xsm_recent *p = &x->recent[x->irecent];
     *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
-                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns};
+                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb};
     x->irecent = (x->irecent + 1) % XSM_RECENT;
     if (x->nrecent < XSM_RECENT)
         x->nrecent++;
@@ -1232,7 +1239,10 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     signed char *cls = &x->opcls[m->op < x->d->nstrings ? m->op : x->d->nstrings];
     if (*cls < 0) {
         const char *opn = xsprof_rank_data_string(x->d, m->op);
-        *cls = strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0 ? 1 : strcmp(opn, "MPI_Finalize") == 0 ? 2 : 0;
+        *cls = strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0 ? 1
+               : strcmp(opn, "MPI_Finalize") == 0                                   ? 2
+               : xsm_is_poll_op(opn)                                                ? 3
+                                                                                    : 0;
     }
     if (*cls == 1) {
         if (m->t_end > x->init_end)
@@ -1263,6 +1273,38 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
             best = &fl[i];
         }
     }
+    /* a Recv, Wait or Test that completed a receive after polling for it:
+     * waits.c poll_wait (its polls before the send began) */
+    int64_t wait_tb = m->t_begin;
+    if (!best && m->thread == x->main_thread && (m->kind == XSPROF_MPI_WAIT || m->kind == XSPROF_MPI_RECV) && x->npoll)
+        for (size_t i = 0; i < nfl; i++) {
+            if (fl[i].out || fl[i].peer < 0)
+                continue;
+            int64_t ns = 0;
+            for (size_t k = 0; k < x->npoll; k++) {
+                int64_t e = x->poll[k][1] < fl[i].sent ? x->poll[k][1] : fl[i].sent;
+                if (e > x->poll[k][0])
+                    ns += e - x->poll[k][0];
+            }
+            if (ns > wait) {
+                wait = ns;
+                best = &fl[i];
+                wait_tb = (fl[i].sent < m->t_begin ? fl[i].sent : m->t_begin) - ns;
+            }
+        }
+    if (m->thread == x->main_thread) { /* the polling loop so far */
+        if (f->sync) {
+            x->npoll = x->ipoll = 0;
+        } else if (*cls == 3) {
+            if (!x->poll && !(x->poll = malloc(XSM_POLL_KEEP * sizeof *x->poll)))
+                return x->failed = -1;
+            x->poll[x->ipoll][0] = m->t_begin;
+            x->poll[x->ipoll][1] = m->t_end;
+            x->ipoll = (x->ipoll + 1) % XSM_POLL_KEEP;
+            if (x->npoll < XSM_POLL_KEEP)
+                x->npoll++;
+        }
+    }
     /* Wrong Order when pass 1 said so for the message waited for */
     int kind = XSM_WAIT_LATE_SENDER;
     for (size_t i = 0; i < x->nwo;) {
@@ -1282,7 +1324,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         v_snap(x, &f->v);
         if (best)
             pair_waiter(x, best->peer, &f->v, &pw);
-        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, &pw))
+        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw))
             return x->failed = -1;
     } else if (x->nreq) {
         /* waits a call of another thread caused: the main thread's interval
@@ -1296,7 +1338,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
             return x->failed = -1;
     }
     if (best && !defer &&
-        wait_found(x, kind, best->peer, best->peer_row, m->op, f->encl, &f->v, pw.ok ? &pw : NULL, wait, row, m->t_begin,
+        wait_found(x, kind, best->peer, best->peer_row, m->op, f->encl, &f->v, pw.ok ? &pw : NULL, wait, row, wait_tb,
                    m->t_end))
         return x->failed = -1;
     /* the messages this call received: the pairwise intervals of later

@@ -10,6 +10,16 @@
 #include <unistd.h>
 #include "an.h"
 
+int xsm_is_poll_op(const char *name)
+{
+    static const char *const polls[] = {"MPI_Test", "MPI_Testany", "MPI_Testsome", "MPI_Testall", "MPI_Iprobe",
+                                        "MPI_Improbe"};
+    for (size_t k = 0; name && k < sizeof polls / sizeof *polls; k++)
+        if (!strcmp(name, polls[k]))
+            return 1;
+    return 0;
+}
+
 void xsm_buf_put(xsm_buf *b, const char *s, size_t n)
 {
     if (xsm_out_reserve(b, n + 1) != 0)

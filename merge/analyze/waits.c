@@ -191,6 +191,57 @@ static int cand_push(p2p_cand **c, size_t *nc, size_t *cap, const xsm_wait *w, s
     return 0;
 }
 
+/* Per rank and string id: -1 not looked up, 1 a poll (xsm_is_poll_op), 0 not. */
+typedef struct poll_cls {
+    signed char **c;
+    size_t n;
+} poll_cls;
+
+static int is_poll(const xsm_an *a, poll_cls *pc, int32_t r, const xsprof_io_mpi *m)
+{
+    const xsprof_rank_data *d = &a->run->ranks[r].d;
+    if (is_sync(m) || m->op >= d->nstrings)
+        return 0;
+    if (!pc->c[r]) {
+        if (!(pc->c[r] = malloc(d->nstrings)))
+            return xsm_is_poll_op(xsprof_rank_data_string(d, m->op)); /* no memory for the cache: look it up */
+        memset(pc->c[r], -1, d->nstrings);
+    }
+    signed char *c = &pc->c[r][m->op];
+    if (*c < 0)
+        *c = (signed char)xsm_is_poll_op(xsprof_rank_data_string(d, m->op));
+    return *c;
+}
+
+/* A receive completed by a Recv, Wait or Test that began after the send
+ * did, on a rank that had been polling: the time of its polls (is_poll)
+ * since its last synchronising call, the last XSM_POLL_KEEP of them, before
+ * the send began. t_send: the send's begin; call: the completing call. */
+static int64_t poll_wait(const xsm_an *a, poll_cls *pc, int32_t r, size_t call, int64_t t_send)
+{
+    const xsm_rankstat *rs = &a->rs[r];
+    const xsprof_rank_data *d = &a->run->ranks[r].d;
+    const xsprof_io_mpi *c = &d->mpi[call];
+    if (c->thread != rs->main_thread || (c->kind != XSPROF_MPI_WAIT && c->kind != XSPROF_MPI_RECV))
+        return 0;
+    size_t k = xsm_an_calls_bound(d, rs, c->thread, c->t_begin, 0);
+    while (k < rs->ncalls_sorted && rs->calls_sorted[k] != call && d->mpi[rs->calls_sorted[k]].t_begin == c->t_begin)
+        k++;
+    int64_t ns = 0;
+    for (unsigned n = 0; k-- > 0 && n < XSM_POLL_KEEP;) {
+        const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
+        if (m->thread != c->thread || is_sync(m))
+            break;
+        if (!is_poll(a, pc, r, m))
+            continue;
+        int64_t e = m->t_end < t_send ? m->t_end : t_send;
+        if (e > m->t_begin)
+            ns += e - m->t_begin;
+        n++;
+    }
+    return ns;
+}
+
 static int msg_usable(const xsm_an *a, const xsm_message *m)
 {
     if (m->src < 0 || m->dst < 0 || (size_t)m->src >= a->nranks || (size_t)m->dst >= a->nranks ||
@@ -205,8 +256,10 @@ static int p2p_waits(xsm_an *a)
     p2p_cand *c = NULL;
     size_t nc = 0, cap = 0;
     unsigned char *wrong = calloc(run->nmsgs + 1, 1);
-    if (!wrong || wrong_order_flags(a, wrong) != 0) {
+    poll_cls pc = {calloc(a->nranks + 1, sizeof *pc.c), a->nranks};
+    if (!wrong || !pc.c || wrong_order_flags(a, wrong) != 0) {
         free(wrong);
+        free(pc.c);
         return -1;
     }
     int rc = -1;
@@ -223,11 +276,18 @@ static int p2p_waits(xsm_an *a)
         const xsprof_io_mpi *cr = &rd->mpi[rcall];
         if (cr->kind != XSPROF_MPI_RECV && cr->kind != XSPROF_MPI_SENDRECV && cr->kind != XSPROF_MPI_WAIT)
             continue;
-        int64_t until = snd->t_begin < cr->t_end ? snd->t_begin : cr->t_end;
-        if (until <= cr->t_begin)
-            continue;
+        int64_t until = snd->t_begin < cr->t_end ? snd->t_begin : cr->t_end, from = cr->t_begin;
+        if (until <= cr->t_begin) {
+            /* a polling loop: its waits end where the send began (or the
+             * completing call did), as long as they lasted */
+            int64_t ns = poll_wait(a, &pc, m->dst, (size_t)rcall, snd->t_begin);
+            if (ns <= 0)
+                continue;
+            until = snd->t_begin < cr->t_begin ? snd->t_begin : cr->t_begin;
+            from = until - ns;
+        }
         xsm_wait w = {wrong[i] ? XSM_WAIT_WRONG_ORDER : XSM_WAIT_LATE_SENDER, m->dst, m->src, (size_t)rcall, -1, -1,
-                      cr->t_begin, until, snd->t_begin, 0, 0, -1, 1, -1};
+                      from, until, snd->t_begin, 0, 0, -1, 1, -1};
         if (cand_push(&c, &nc, &cap, &w, i) != 0)
             goto out;
     }
@@ -279,6 +339,9 @@ static int p2p_waits(xsm_an *a)
     rc = 0;
 out:
     free(c);
+    for (size_t r = 0; r < pc.n; r++)
+        free(pc.c[r]);
+    free(pc.c);
     free(wrong);
     return rc;
 }
@@ -700,13 +763,14 @@ static int pair_bounds(const xsm_an *a, const pair_ix *px, const xsm_wait *w, in
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         const pair_ent *e = &px->e[mid];
-        if (e->dst < W || (e->dst == W && (e->src < C || (e->src == C && e->te <= w->t_begin))))
+        if (e->dst < W || (e->dst == W && (e->src < C || (e->src == C && e->te <= wd->mpi[w->row].t_begin))))
             lo = mid + 1;
         else
             hi = mid;
     }
     const pair_ent *e = lo > 0 && px->e[lo - 1].dst == W && px->e[lo - 1].src == C ? &px->e[lo - 1] : NULL;
-    size_t nw = sync_closed(wd, sw, w->t_begin), nc = sync_closed(cd, sc, w->t_cause), bw = 0, bc = 0;
+    int64_t wb = wd->mpi[w->row].t_begin; /* the waiting call's */
+    size_t nw = sync_closed(wd, sw, wb), nc = sync_closed(cd, sc, w->t_cause), bw = 0, bc = 0;
     if (e) {
         bw = sync_closed(wd, sw, e->te); /* the call that received it is the last to end by then */
         bc = sync_before(cd, sc, e->t_send) + 1;
@@ -798,16 +862,19 @@ static int delay_analysis(xsm_an *a)
         xsm_wait *w = &a->w[ord[o]];
         uint64_t crow[XSM_PAIR_SPAN];
         size_t ncrow = 0;
+        /* the waiter's interval ends where its waiting call began (before
+         * the wait, for the waits of a polling loop) */
+        int64_t wcall = a->run->ranks[w->waiter].d.mpi[w->row].t_begin;
         if (!pair_bounds(a, &px, w, &w->cause_prev, &w->wait_prev, crow, &ncrow)) {
             uint64_t pc;
             w->cause_prev = prev_sync_end(a, &px, w->causer, w->t_cause, &pc);
-            w->wait_prev = prev_sync_end(a, &px, w->waiter, w->t_begin, NULL);
+            w->wait_prev = prev_sync_end(a, &px, w->waiter, wcall, NULL);
             if (pc != UINT64_MAX)
                 crow[ncrow++] = pc;
         }
         x.ntouched = 0;
         window_touch(a, &x, w->causer, w->cause_prev, w->t_cause, x.acc_c);
-        window_touch(a, &x, w->waiter, w->wait_prev, w->t_begin, x.acc_w);
+        window_touch(a, &x, w->waiter, w->wait_prev, wcall, x.acc_w);
         size_t n = 0;
         for (size_t k = 0; k < x.ntouched; k++) {
             int32_t nm = x.touched[k];

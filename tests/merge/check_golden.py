@@ -238,11 +238,13 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
             roots = {int(w["root_rank"]) for w in h["analysis"]["waits"][:] if w["kind"] == 0}
         check(roots == {1}, "halo %s: merged.h5 names rank 1 as the root of every Late Sender (%s)" % (extra, roots))
 # computation overlapped with communication (merge_make_runs overlap): rank
-# 1 polls with MPI_Test between chunks of `compute` (10 us in all), packs
-# (0.5 us) and sends; rank 0 computed 1 us and waits 8.5 us. A Test that
-# completes nothing does not synchronise: rank 1's interval is all of its
-# work, whose excesses (9 us compute, 0.5 us pack) share the wait. When
-# every Test ended an interval, all 8.5 us went to `pack`.
+# 1 calls MPI_Test and MPI_Waitall (of no request) between chunks of
+# `compute` (10 us in all), none completing anything, packs (0.5 us) and
+# sends; rank 0 computed 1 us and waits 8.5 us. A call that completes
+# nothing does not synchronise: rank 1's interval is all of its work, whose
+# excesses (9 us compute, 0.5 us pack) share the wait. When each Waitall
+# ended an interval, the last chunk and `pack` were compared with rank 0's
+# compute: all 8.5 us went to `pack`.
 run12 = make_run(maker, "overlap", os.path.join(base, "run12"))
 for extra in ((), ("--stream", "--outputs", "report")):
     out12 = os.path.join(base, "out12" + "".join(extra).replace(",", ""))
@@ -253,6 +255,26 @@ for extra in ((), ("--stream", "--outputs", "report")):
     want = {(1, "compute"): 8500 * 9000 / 9500, (1, "pack"): 8500 * 500 / 9500}
     check(got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-3 for k in want),
           "overlap %s: the polls do not cut rank 1's interval:\n got %s\nwant %s" % (extra, got, want))
+# a polling loop that waited (merge_make_runs pollwait): rank 0 polls with
+# 100 MPI_Test calls of 100 ns; rank 1 sends at 15 us after `slow`. The 70
+# polls before the send are a Late Sender of 7 us ending at the send
+# (merged.h5: 8 to 15 us), caused by rank 1's `slow`; the critical path
+# crosses to rank 1 there (15 us of its 21.1 us).
+run13 = make_run(maker, "pollwait", os.path.join(base, "run13"))
+for extra in ((), ("--stream", "--outputs", "report,h5")):
+    out13 = os.path.join(base, "out13" + "".join(extra).replace(",", ""))
+    rc, so, se = xsmerge(run13, "-o", out13, "-q", *extra)
+    rep = json.load(open(os.path.join(out13, "report.json"))) if rc == 0 else {"wait_states": [], "critical_path": {}}
+    ls = [w for w in rep["wait_states"] if w["kind"] == "Late Sender" and w["instances"]]
+    got = [(r["rank"], r["region"], round(r["seconds"] * 1e9, 3)) for w in ls for r in w["root_causes"]]
+    cp = {r["rank"]: round(r["seconds"] * 1e9) for r in rep["critical_path"].get("ranks", [])}
+    check(len(ls) == 1 and ls[0]["instances"] == 1 and got == [(1, "slow", 7000.0)] and cp == {0: 6100, 1: 15000},
+          "pollwait %s: a 7 us Late Sender in the polling loop, rank 1's slow, the path crossing at the send (%s, %s)"
+          % (extra, got, cp))
+    if rc == 0:
+        with h5py.File(os.path.join(out13, "merged.h5"), "r") as h:
+            ws = [(int(w["waiter"]), int(w["causer"]), int(w["t_begin"]), int(w["t_end"])) for w in h["analysis"]["waits"][:]]
+        check(ws == [(0, 1, 8000, 15000)], "pollwait %s: merged.h5 has the wait from 8 to 15 us (%s)" % (extra, ws))
 # the same without regions (LD_PRELOAD alone): the delay is outside every
 # region, and the findings say how to see where
 run9 = make_run(maker, "chain_bare", os.path.join(base, "run9"))
@@ -275,6 +297,11 @@ for extra in ((), ("--stream", "--outputs", "report")):
     check(rc == 0 and len(pf) == 1 and abs(pf[0]["seconds_lost"] - 60e-6) < 1e-9 and pf[0]["ranks"] == [0] and
           "2000 calls" in pf[0]["message"] and "MPI_Test" in pf[0]["message"],
           "polling %s: one Polling finding of 60 us on rank 0 (%s)" % (extra, pf))
+    # the Recv that follows the loop: of its polls, the last 1024 are kept
+    # and 999 of those (30 ns each) came before the send at 80 us
+    ls = [w for w in rep.get("wait_states", []) if w["kind"] == "Late Sender" and w["instances"]]
+    check(len(ls) == 1 and abs(ls[0]["seconds"] * 1e9 - 29970) < 1e-3,
+          "polling %s: a 29.97 us Late Sender from the polls (%s)" % (extra, ls))
 rep = json.load(open(os.path.join(base, "out8", "report.json")))
 check(not [f for f in rep["findings"] if f["kind"] == "Polling"], "chain: no Polling finding")
 finish("merge_golden")

@@ -42,8 +42,14 @@
  *           `stencil` (pairwise synchronisation intervals, check_golden.py)
  *   polling 2 ranks: rank 0 polls with 2000 unsuccessful MPI_Test calls of
  *           30 ns (60 us of its 100 us), then receives rank 1's message
- *   overlap 2 ranks: rank 1 computes 10 us in `compute` chunks between 9
- *           unsuccessful MPI_Test calls, 0.5 us in `pack`, then sends to
+ *   pollwait 2 ranks: rank 0 posts an Irecv and polls, 100 MPI_Test calls
+ *           of 100 ns with 100 ns of `work` between, the 101st completing
+ *           it; rank 1 computes `slow` and sends at 15 us: the 70 polls
+ *           before the send are a Late Sender of 7 us
+ *   overlap 2 ranks: rank 1 computes 10 us in 20 `compute` chunks between
+ *           19 MPI calls that complete nothing (unsuccessful MPI_Test
+ *           calls and, every other one, an MPI_Waitall of no request), 0.5
+ *           us in `pack`, then sends to
  *           rank 0, which computed 1 us and waits 8.5 us in MPI_Recv (the
  *           polls do not end rank 1's interval: most of it to `compute`)
  *   mpithreads     2 ranks, 2 threads: thread 1's one long send/receive
@@ -287,15 +293,18 @@ static int overlap(const char *dir)
         if (!(f[r] = world2(dir, r, 0)))
             return 1;
     xsprof_rec_mpi m;
-    /* rank 1: ten 1 us chunks of compute with a 100 ns MPI_Test (nothing
-     * completed) after each of the first nine, pack, Send at 11400 */
+    /* rank 1: twenty 0.5 us chunks of compute with a 100 ns MPI call that
+     * completes nothing after each of the first 19 (as the wrappers record
+     * them: an unsuccessful Test is an OTHER row, a Waitall a WAIT row of
+     * count 0), pack, Send at 12400 */
     int64_t t = 0;
-    for (int i = 0; i < 10; i++) {
-        xsf_region(f[1], 0, "compute", 0, t, t + 1000);
-        t += 1000;
-        if (i < 9) {
-            m = M(); m.t_begin = t; m.t_end = t + 100; m.kind = XSPROF_MPI_WAIT; m.comm = UINT32_MAX;
-            xsf_mpi(f[1], 0, "MPI_Test", m);
+    for (int i = 0; i < 20; i++) {
+        xsf_region(f[1], 0, "compute", 0, t, t + 500);
+        t += 500;
+        if (i < 19) {
+            m = M(); m.t_begin = t; m.t_end = t + 100; m.kind = i % 2 ? XSPROF_MPI_WAIT : XSPROF_MPI_OTHER;
+            m.comm = UINT32_MAX;
+            xsf_mpi(f[1], 0, i % 2 ? "MPI_Waitall" : "MPI_Test", m);
             t += 100;
         }
     }
@@ -304,11 +313,39 @@ static int overlap(const char *dir)
     m = M(); m.t_begin = t; m.t_end = t + 100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
     m.seq = 1;
     xsf_mpi(f[1], 0, "MPI_Send", m);
-    /* rank 0: compute 1 us, Recv from 2900 (8.5 us before the send) */
-    xsf_region(f[0], 0, "compute", 0, 1900, 2900);
-    m = M(); m.t_begin = 2900; m.t_end = t + 200; m.kind = XSPROF_MPI_RECV; m.peer = 1; m.tag = 1; m.bytes_recv = 8;
+    /* rank 0: compute 1 us, Recv from 3900 (8.5 us before the send) */
+    xsf_region(f[0], 0, "compute", 0, 2900, 3900);
+    m = M(); m.t_begin = 3900; m.t_end = t + 200; m.kind = XSPROF_MPI_RECV; m.peer = 1; m.tag = 1; m.bytes_recv = 8;
     m.seq = 1;
     xsf_mpi(f[0], 0, "MPI_Recv", m);
+    int bad = 0;
+    for (int r = 0; r < 2; r++)
+        bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
+    return bad;
+}
+
+static int pollwait(const char *dir)
+{
+    xsf *f[2];
+    for (int r = 0; r < 2; r++)
+        if (!(f[r] = world2(dir, r, 0)))
+            return 1;
+    xsprof_rec_mpi m;
+    m = M(); m.t_begin = 500; m.t_end = 600; m.kind = XSPROF_MPI_IRECV; m.peer = 1; m.tag = 1; m.request = 5;
+    xsf_mpi(f[0], 0, "MPI_Irecv", m);
+    for (int i = 0; i < 100; i++) { /* unsuccessful Tests: OTHER rows */
+        m = M(); m.t_begin = 1000 + 200 * i; m.t_end = m.t_begin + 100; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
+        m.request = 5;
+        xsf_mpi(f[0], 0, "MPI_Test", m);
+        xsf_region(f[0], 0, "work", 0, m.t_end, m.t_end + 100);
+    }
+    m = M(); m.t_begin = 21000; m.t_end = 21100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f[0], 0, "MPI_Test", m);
+    recv_completion(f[0], "MPI_Test", 21050, 5, 1, 1, 1, 8);
+    xsf_region(f[1], 0, "slow", 0, 0, 15000);
+    m = M(); m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
+    m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Send", m);
     int bad = 0;
     for (int r = 0; r < 2; r++)
         bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
@@ -322,8 +359,9 @@ static int polling(const char *dir)
         if (!(f[r] = world2(dir, r, 0)))
             return 1;
     xsprof_rec_mpi m;
-    for (int i = 0; i < 2000; i++) { /* as the wrappers record them: a WAIT that completed nothing */
-        m = M(); m.t_begin = 1000 + 40 * i; m.t_end = m.t_begin + 30; m.kind = XSPROF_MPI_WAIT; m.comm = UINT32_MAX;
+    for (int i = 0; i < 2000; i++) { /* as the wrappers record a Test that completed nothing */
+        m = M(); m.t_begin = 1000 + 40 * i; m.t_end = m.t_begin + 30; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
+        m.request = 3;
         xsf_mpi(f[0], 0, "MPI_Test", m);
     }
     m = M(); m.t_begin = 90000; m.t_end = 90100; m.kind = XSPROF_MPI_RECV; m.peer = 1; m.tag = 1; m.bytes_recv = 8;
@@ -846,6 +884,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "chain_bare")) return chain(dir, 0);
     if (!strcmp(kind, "halo")) return halo(dir);
     if (!strcmp(kind, "overlap")) return overlap(dir);
+    if (!strcmp(kind, "pollwait")) return pollwait(dir);
     if (!strcmp(kind, "polling")) return polling(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);

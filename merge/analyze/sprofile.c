@@ -1262,36 +1262,30 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
      * before the matched send did (waits.c); one wait per call, the longest.
      * The send comes later in time: its interval is settled there. */
     const struct xsm_evflow *best = NULL;
-    int64_t wait = 0;
+    int64_t wait = 0, wait_tb = m->t_begin;
+    /* a Recv or Wait (or a Test) that completed a receive after polling for
+     * it: waits.c poll_wait (its polls before the send began) */
+    int polled = m->thread == x->main_thread && (m->kind == XSPROF_MPI_WAIT || m->kind == XSPROF_MPI_RECV) && x->npoll;
     for (size_t i = 0; (m->kind == XSPROF_MPI_RECV || m->kind == XSPROF_MPI_SENDRECV || m->kind == XSPROF_MPI_WAIT) && i < nfl;
          i++) {
         if (fl[i].out || fl[i].peer < 0)
             continue;
-        int64_t until = fl[i].sent < m->t_end ? fl[i].sent : m->t_end;
-        if (until - m->t_begin > wait) {
-            wait = until - m->t_begin;
-            best = &fl[i];
-        }
-    }
-    /* a Recv, Wait or Test that completed a receive after polling for it:
-     * waits.c poll_wait (its polls before the send began) */
-    int64_t wait_tb = m->t_begin;
-    if (!best && m->thread == x->main_thread && (m->kind == XSPROF_MPI_WAIT || m->kind == XSPROF_MPI_RECV) && x->npoll)
-        for (size_t i = 0; i < nfl; i++) {
-            if (fl[i].out || fl[i].peer < 0)
-                continue;
-            int64_t ns = 0;
+        int64_t until = fl[i].sent < m->t_end ? fl[i].sent : m->t_end, ns = until - m->t_begin, tb = m->t_begin;
+        if (ns <= 0 && polled) {
+            ns = 0;
             for (size_t k = 0; k < x->npoll; k++) {
                 int64_t e = x->poll[k][1] < fl[i].sent ? x->poll[k][1] : fl[i].sent;
                 if (e > x->poll[k][0])
                     ns += e - x->poll[k][0];
             }
-            if (ns > wait) {
-                wait = ns;
-                best = &fl[i];
-                wait_tb = (fl[i].sent < m->t_begin ? fl[i].sent : m->t_begin) - ns;
-            }
+            tb = (fl[i].sent < m->t_begin ? fl[i].sent : m->t_begin) - ns;
         }
+        if (ns > wait) {
+            wait = ns;
+            best = &fl[i];
+            wait_tb = tb;
+        }
+    }
     if (m->thread == x->main_thread) { /* the polling loop so far */
         if (f->sync) {
             x->npoll = x->ipoll = 0;

@@ -759,17 +759,17 @@ static int pair_bounds(const xsm_an *a, const pair_ix *px, const xsm_wait *w, in
     if (wd->mpi[w->row].thread != a->rs[W].main_thread)
         return 0;
     const sync_ix *sw = &px->s[W], *sc = &px->s[C];
-    size_t lo = 0, hi = px->ne; /* first entry after (W, C, t_begin) */
+    int64_t wb = wd->mpi[w->row].t_begin; /* the waiting call's */
+    size_t lo = 0, hi = px->ne; /* first entry after (W, C, wb) */
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         const pair_ent *e = &px->e[mid];
-        if (e->dst < W || (e->dst == W && (e->src < C || (e->src == C && e->te <= wd->mpi[w->row].t_begin))))
+        if (e->dst < W || (e->dst == W && (e->src < C || (e->src == C && e->te <= wb))))
             lo = mid + 1;
         else
             hi = mid;
     }
     const pair_ent *e = lo > 0 && px->e[lo - 1].dst == W && px->e[lo - 1].src == C ? &px->e[lo - 1] : NULL;
-    int64_t wb = wd->mpi[w->row].t_begin; /* the waiting call's */
     size_t nw = sync_closed(wd, sw, wb), nc = sync_closed(cd, sc, w->t_cause), bw = 0, bc = 0;
     if (e) {
         bw = sync_closed(wd, sw, e->te); /* the call that received it is the last to end by then */

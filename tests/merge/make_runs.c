@@ -221,6 +221,15 @@ static int chain(const char *dir, int regions)
     return bad;
 }
 
+/* Close ranks 0 .. n-1 as finalized runs: 0, or 1 when one failed. */
+static int close_all(xsf **f, int n)
+{
+    int bad = 0;
+    for (int r = 0; r < n; r++)
+        bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
+    return bad;
+}
+
 /* The halo run: each rank's Sendrecv begins at b[r] and sends to
  * (r + dir) % 4; it receives from (r - dir) % 4 and ends 100 ns after both
  * it and its source's send began. The halo region has 50 ns of work before,
@@ -265,10 +274,7 @@ static int halo(const char *dir)
             t[r] = be[r] + 50;
         }
     }
-    int bad = 0;
-    for (int r = 0; r < 4; r++)
-        bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
-    return bad;
+    return close_all(f, 4);
 }
 
 /* Rank r of a 2-rank run on one node: thread 0 "main" and the world
@@ -286,12 +292,20 @@ static xsf *world2(const char *dir, int r, int64_t offset)
     return f;
 }
 
-static int overlap(const char *dir)
+/* Both ranks of a 2-rank run (world2, one sample at offset 0): 0, or 1. */
+static int open2(const char *dir, xsf *f[2])
 {
-    xsf *f[2];
     for (int r = 0; r < 2; r++)
         if (!(f[r] = world2(dir, r, 0)))
             return 1;
+    return 0;
+}
+
+static int overlap(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
     xsprof_rec_mpi m;
     /* rank 1: twenty 0.5 us chunks of compute with a 100 ns MPI call that
      * completes nothing after each of the first 19 (as the wrappers record
@@ -318,18 +332,14 @@ static int overlap(const char *dir)
     m = M(); m.t_begin = 3900; m.t_end = t + 200; m.kind = XSPROF_MPI_RECV; m.peer = 1; m.tag = 1; m.bytes_recv = 8;
     m.seq = 1;
     xsf_mpi(f[0], 0, "MPI_Recv", m);
-    int bad = 0;
-    for (int r = 0; r < 2; r++)
-        bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
-    return bad;
+    return close_all(f, 2);
 }
 
 static int pollwait(const char *dir)
 {
     xsf *f[2];
-    for (int r = 0; r < 2; r++)
-        if (!(f[r] = world2(dir, r, 0)))
-            return 1;
+    if (open2(dir, f))
+        return 1;
     xsprof_rec_mpi m;
     m = M(); m.t_begin = 500; m.t_end = 600; m.kind = XSPROF_MPI_IRECV; m.peer = 1; m.tag = 1; m.request = 5;
     xsf_mpi(f[0], 0, "MPI_Irecv", m);
@@ -346,18 +356,14 @@ static int pollwait(const char *dir)
     m = M(); m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
     m.seq = 1;
     xsf_mpi(f[1], 0, "MPI_Send", m);
-    int bad = 0;
-    for (int r = 0; r < 2; r++)
-        bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
-    return bad;
+    return close_all(f, 2);
 }
 
 static int polling(const char *dir)
 {
     xsf *f[2];
-    for (int r = 0; r < 2; r++)
-        if (!(f[r] = world2(dir, r, 0)))
-            return 1;
+    if (open2(dir, f))
+        return 1;
     xsprof_rec_mpi m;
     for (int i = 0; i < 2000; i++) { /* as the wrappers record a Test that completed nothing */
         m = M(); m.t_begin = 1000 + 40 * i; m.t_end = m.t_begin + 30; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
@@ -372,19 +378,7 @@ static int polling(const char *dir)
     xsf_mpi(f[1], 0, "MPI_Send", m);
     for (int r = 0; r < 2; r++)
         xsf_region(f[r], 0, "main", 0, 0, 100000);
-    int bad = 0;
-    for (int r = 0; r < 2; r++)
-        bad |= xsf_close(f[r], XSPROF_JOURNAL_FINALIZED, 1) != 0;
-    return bad;
-}
-
-/* Both ranks of a 2-rank run (world2, one sample at offset 0): 0, or 1. */
-static int open2(const char *dir, xsf *f[2])
-{
-    for (int r = 0; r < 2; r++)
-        if (!(f[r] = world2(dir, r, 0)))
-            return 1;
-    return 0;
+    return close_all(f, 2);
 }
 
 /* Both finished and written as rank files: 0, or 1. */

@@ -561,8 +561,8 @@ static int polling_findings(xsm_an *a)
         f.severity = severity_of(a, total);
         f.region = -1;
         snprintf(f.message, sizeof f.message,
-                 "ranks %s spend %s (%.0f%% of their time) in %s calls of MPI_Test*/MPI_Iprobe, most in %s; the "
-                 "polls before a message was sent are also its Late Sender",
+                 "ranks %s spend %s (%.0f%% of their time) in %s calls of MPI_Test*/MPI_Iprobe, most in %s (the "
+                 "polls made before the awaited message was sent count as Late Sender too)",
                  rk, d, 100.0 * total / a->total_rank_s, c, xsm_an_name(a, top->name));
         snprintf(f.recommendation, sizeof f.recommendation,
                  "when there is nothing else to do, block in MPI_Wait*/MPI_Probe instead of polling; otherwise do "

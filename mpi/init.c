@@ -132,6 +132,7 @@ void xsprof_mpi_init_after(int thread_level) {
     atomic_store(&xsprof_mpi_g.on, 1);
 }
 
+/* Tells the core (core/collector.h) that this copy has the MPI wrappers. */
 const int xsprof_mpi_linked = 1;
 
 void xsprof_mpi_finalize_before(unsigned op, int64_t t0) {

@@ -1266,8 +1266,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     /* a Recv or Wait (or a Test) that completed a receive after polling for
      * it: waits.c poll_wait (its polls before the send began) */
     int polled = m->thread == x->main_thread && (m->kind == XSPROF_MPI_WAIT || m->kind == XSPROF_MPI_RECV) && x->npoll;
-    for (size_t i = 0; (m->kind == XSPROF_MPI_RECV || m->kind == XSPROF_MPI_SENDRECV || m->kind == XSPROF_MPI_WAIT) && i < nfl;
-         i++) {
+    for (size_t i = 0; is_recv_kind(m->kind) && i < nfl; i++) {
         if (fl[i].out || fl[i].peer < 0)
             continue;
         int64_t until = fl[i].sent < m->t_end ? fl[i].sent : m->t_end, ns = until - m->t_begin, tb = m->t_begin;

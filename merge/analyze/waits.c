@@ -59,6 +59,12 @@ static int is_sync(const xsprof_io_mpi *m)
            k == XSPROF_MPI_COLL || (k == XSPROF_MPI_WAIT && m->count > 0);
 }
 
+/* The calls a receive completes in. */
+static int is_recv_call(int k)
+{
+    return k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV || k == XSPROF_MPI_WAIT;
+}
+
 /* ---- point to point ---------------------------------------------------------- */
 typedef struct p2p_cand {
     xsm_wait w;
@@ -274,7 +280,7 @@ static int p2p_waits(xsm_an *a)
         if (rcall < 0)
             continue;
         const xsprof_io_mpi *cr = &rd->mpi[rcall];
-        if (cr->kind != XSPROF_MPI_RECV && cr->kind != XSPROF_MPI_SENDRECV && cr->kind != XSPROF_MPI_WAIT)
+        if (!is_recv_call(cr->kind))
             continue;
         int64_t until = snd->t_begin < cr->t_end ? snd->t_begin : cr->t_end, from = cr->t_begin;
         if (until <= cr->t_begin) {
@@ -619,11 +625,6 @@ static int pair_ent_cmp(const void *pa, const void *pb)
     if (a->te != b->te)
         return a->te < b->te ? -1 : 1;
     return (a->t_send > b->t_send) - (a->t_send < b->t_send);
-}
-
-static int is_recv_call(int k)
-{
-    return k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV || k == XSPROF_MPI_WAIT;
 }
 
 static void pair_ix_free(pair_ix *px, size_t nranks)

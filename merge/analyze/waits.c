@@ -197,33 +197,21 @@ static int cand_push(p2p_cand **c, size_t *nc, size_t *cap, const xsm_wait *w, s
     return 0;
 }
 
-/* Per rank and string id: -1 not looked up, 1 a poll (xsm_is_poll_op), 0 not. */
-typedef struct poll_cls {
-    signed char **c;
-    size_t n;
-} poll_cls;
-
-static int is_poll(const xsm_an *a, poll_cls *pc, int32_t r, const xsprof_io_mpi *m)
+/* Per name of the analysis (the profile named every call, rs->opname):
+ * 1 a poll (xsm_is_poll_op), 0 not. */
+static unsigned char *poll_names(const xsm_an *a)
 {
-    const xsprof_rank_data *d = &a->run->ranks[r].d;
-    if (is_sync(m) || m->op >= d->nstrings)
-        return 0;
-    if (!pc->c[r]) {
-        if (!(pc->c[r] = malloc(d->nstrings)))
-            return xsm_is_poll_op(xsprof_rank_data_string(d, m->op)); /* no memory for the cache: look it up */
-        memset(pc->c[r], -1, d->nstrings);
-    }
-    signed char *c = &pc->c[r][m->op];
-    if (*c < 0)
-        *c = (signed char)xsm_is_poll_op(xsprof_rank_data_string(d, m->op));
-    return *c;
+    unsigned char *p = malloc(a->names.n + 1);
+    for (size_t i = 0; p && i < a->names.n; i++)
+        p[i] = (unsigned char)xsm_is_poll_op(a->names.v[i]);
+    return p;
 }
 
 /* A receive completed by a Recv, Wait or Test that began after the send
- * did, on a rank that had been polling: the time of its polls (is_poll)
+ * did, on a rank that had been polling: the time of its polls (poll_names)
  * since its last synchronising call, the last XSM_POLL_KEEP of them, before
  * the send began. t_send: the send's begin; call: the completing call. */
-static int64_t poll_wait(const xsm_an *a, poll_cls *pc, int32_t r, size_t call, int64_t t_send)
+static int64_t poll_wait(const xsm_an *a, const unsigned char *poll, int32_t r, size_t call, int64_t t_send)
 {
     const xsm_rankstat *rs = &a->rs[r];
     const xsprof_rank_data *d = &a->run->ranks[r].d;
@@ -238,7 +226,7 @@ static int64_t poll_wait(const xsm_an *a, poll_cls *pc, int32_t r, size_t call, 
         const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
         if (m->thread != c->thread || is_sync(m))
             break;
-        if (!is_poll(a, pc, r, m))
+        if (!poll[rs->opname[rs->calls_sorted[k]]])
             continue;
         int64_t e = m->t_end < t_send ? m->t_end : t_send;
         if (e > m->t_begin)
@@ -262,10 +250,10 @@ static int p2p_waits(xsm_an *a)
     p2p_cand *c = NULL;
     size_t nc = 0, cap = 0;
     unsigned char *wrong = calloc(run->nmsgs + 1, 1);
-    poll_cls pc = {calloc(a->nranks + 1, sizeof *pc.c), a->nranks};
-    if (!wrong || !pc.c || wrong_order_flags(a, wrong) != 0) {
+    unsigned char *poll = poll_names(a);
+    if (!wrong || !poll || wrong_order_flags(a, wrong) != 0) {
         free(wrong);
-        free(pc.c);
+        free(poll);
         return -1;
     }
     int rc = -1;
@@ -286,7 +274,7 @@ static int p2p_waits(xsm_an *a)
         if (until <= cr->t_begin) {
             /* a polling loop: its waits end where the send began (or the
              * completing call did), as long as they lasted */
-            int64_t ns = poll_wait(a, &pc, m->dst, (size_t)rcall, snd->t_begin);
+            int64_t ns = poll_wait(a, poll, m->dst, (size_t)rcall, snd->t_begin);
             if (ns <= 0)
                 continue;
             until = snd->t_begin < cr->t_begin ? snd->t_begin : cr->t_begin;
@@ -345,9 +333,7 @@ static int p2p_waits(xsm_an *a)
     rc = 0;
 out:
     free(c);
-    for (size_t r = 0; r < pc.n; r++)
-        free(pc.c[r]);
-    free(pc.c);
+    free(poll);
     free(wrong);
     return rc;
 }

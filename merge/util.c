@@ -20,6 +20,16 @@ int xsm_err_set(char *err, size_t errlen, const char *fmt, ...)
     return 1;
 }
 
+void *xsm_zalloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = malloc(n * size > 0 ? n * size : 1);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
 int xsm_reserve(void **p, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap)

@@ -16,6 +16,12 @@
  * callers can write `return xsm_err_set(...)` for the "bad input" code. */
 int xsm_err_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* A zeroed array of n elements, zeroed by writing: calloc leaves fresh heap
+ * pages untouched, so a table read before it is written (hash slots,
+ * counters) maps the zero page and every page faults again on its first
+ * write, with a TLB flush to the other threads. NULL on overflow or OOM. */
+void *xsm_zalloc(size_t n, size_t size);
+
 /* Growable arrays: make room for `need` elements of `size` bytes in *p
  * (doubling *cap, from 16); 0, or -1 when memory ran out (*p unchanged). */
 int xsm_reserve(void **p, size_t *cap, size_t need, size_t size);

@@ -388,9 +388,14 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
         int64_t child, end;
     } frame;
     frame *st = malloc((n + 1) * sizeof *st);
-    segvec sv = {0};
-    if (!st)
+    /* at most two segments per interval: room for all at once, so no
+     * doubling copies them (pages not written are never touched) */
+    segvec sv = {malloc((2 * n + 1) * sizeof *sv.v), 0, 2 * n + 1};
+    if (!st || !sv.v) {
+        free(st);
+        free(sv.v);
         goto out;
+    }
     size_t sp = 0;
     int64_t cursor = 0;
     for (size_t i = 0; i <= n; i++) {
@@ -447,7 +452,8 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
     for (size_t i = 0; i < d->nmpi; i++) /* completions inherit their call's region */
         if (d->mpi[i].kind == XSPROF_MPI_COMPLETION && rs->call[i] >= 0)
             rs->encl[i] = rs->encl[rs->call[i]];
-    rs->seg = sv.v;
+    xsm_seg *fit = realloc(sv.v, (sv.n + 1) * sizeof *sv.v); /* in place: the rest is free again */
+    rs->seg = fit ? fit : sv.v;
     rs->nseg = sv.n;
     sv.v = NULL;
     outliers_collect(a, r, in, nin, mo, outl);

@@ -368,7 +368,7 @@ static int xsm_mflows_rank(void *ctx, size_t r)
         return -1;
     if (!er->nmflows)
         return 0;
-    uint32_t *at = calloc(run->ranks[r].d.nmpi + 1, sizeof *at); /* next slot of each mpi row */
+    uint32_t *at = xsm_zalloc(run->ranks[r].d.nmpi + 1, sizeof *at); /* next slot of each mpi row */
     if (!at || er->nmflows >= UINT32_MAX) {
         free(at);
         return -1;

@@ -363,7 +363,7 @@ static int xsm_join_rank(void *ctx, size_t r)
     size_t ns = 16;
     while (ns < 2 * nb + 1)
         ns *= 2;
-    uint32_t *slot = calloc(ns, sizeof *slot); /* send index + 1, 0 = empty */
+    uint32_t *slot = xsm_zalloc(ns, sizeof *slot); /* send index + 1, 0 = empty */
     if (!slot)
         return -1;
     for (size_t b = 0; b < nb; b++) {
@@ -515,7 +515,7 @@ static int xsm_match_alloc(xsm_match_ctx *c, size_t nsend, size_t nrecv, size_t 
     c->parts = 1; /* no region (for any process): each matches everything alone */
     c->failed = &c->failed_here;
     c->c = malloc(sz[1]);
-    c->recv_of = calloc(nsend + 1, sizeof *c->recv_of);
+    c->recv_of = xsm_zalloc(nsend + 1, sizeof *c->recv_of);
     c->recv_done = calloc(nrecv + 1, 1);
     c->s = malloc(sz[4]);
     if (lk) {

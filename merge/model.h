@@ -63,6 +63,8 @@ typedef struct xsm_clock_stats {
     double max_residual_us;     /* largest clock-sample error bound (rtt/2) */
 } xsm_clock_stats;
 
+enum { XSM_REDUCE_SUM, XSM_REDUCE_MIN, XSM_REDUCE_MAX };
+
 typedef struct xsm_run {
     char run_dir[4096];
     xsm_rank *ranks;      /* indexed by world rank, nranks entries */
@@ -89,6 +91,11 @@ typedef struct xsm_run {
      * none. Released with munmap. NULL hook: not divided. */
     void *(*shm)(void *ctx, size_t bytes);
     int part, parts;
+    /* With sync: v[0..n) becomes the sum (XSM_REDUCE_SUM), least or largest
+     * of every process's v, in all of them (collective; NULL: one process).
+     * Passes that only count (clock violations, the span for t = 0) are
+     * divided by it among the processes the same way as match. */
+    void (*reduce)(void *ctx, int64_t *v, size_t n, int op);
     size_t msgs_shm_len; /* msgs is such a region of this length (0: malloc) */
 } xsm_run;
 

@@ -316,6 +316,18 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
 
 static void xsm_par_sync(void *ctx) { xsm_par_barrier(ctx); }
 
+static void xsm_par_reduce(void *ctx, int64_t *v, size_t n, int op)
+{
+    (void)ctx;
+    MPI_Op mop = op == XSM_REDUCE_MIN ? MPI_MIN : op == XSM_REDUCE_MAX ? MPI_MAX : MPI_SUM;
+    int64_t in[64]; /* callers combine a few values */
+    for (size_t i = 0; i < n; i += 64) {
+        size_t k = n - i < 64 ? n - i : 64;
+        memcpy(in, v + i, k * sizeof *in);
+        xsm_allreduce(in, v + i, (int)k, MPI_INT64_T, mop);
+    }
+}
+
 /* xsm_run.shm: process 0 makes a memory file, the others open it through
  * /proc (as they map each other's tables, same node) and map it writable. */
 static void *xsm_par_shm(void *ctx, size_t bytes)
@@ -420,6 +432,7 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
     par->share = xsm_par_share;
     par->sync = xsm_par_sync;
     par->shm = xsm_par_shm;
+    par->reduce = xsm_par_reduce;
     par->ctx = par;
     return 0;
 }

@@ -156,7 +156,9 @@ void xsm_align_interpolate_span(xsm_run *run, int64_t *span)
     free(c.res);
     run->clock.max_residual_us = residual;
     xsm_sync_ro(run);
-    for (size_t r = 0; span && r < run->nranks; r++) /* ro ranks' spans, now their owners wrote them */
+    /* ro ranks' spans, now their owners wrote them (with reduce, the
+     * owners' spans join in xsm_align_origin_span instead of a pass here) */
+    for (size_t r = 0; span && !run->reduce && r < run->nranks; r++)
         if (run->ranks[r].present && run->ranks[r].ro)
             xsm_rank_span(&run->ranks[r].d, &span[2 * r], &span[2 * r + 1]);
 }
@@ -727,11 +729,20 @@ typedef struct xsm_viol_ctx {
     uint64_t count[XSM_VIOL_PARTS];
 } xsm_viol_ctx;
 
+/* Is this process the one that counts item i (xsm_run.reduce divides)? */
+static int xsm_counts_here(const xsm_run *run, size_t i)
+{
+    return !run->reduce || run->parts <= 1 || (int)(i % (size_t)run->parts) == run->part;
+}
+
 /* Messages received before they were sent, in one 64th of the messages. */
 static int xsm_viol_part(void *ctx, size_t part)
 {
     xsm_viol_ctx *c = ctx;
     const xsm_run *run = c->run;
+    c->count[part] = 0;
+    if (!xsm_counts_here(run, part))
+        return 0;
     size_t lo = run->nmsgs / XSM_VIOL_PARTS * part, hi = part + 1 == XSM_VIOL_PARTS ? run->nmsgs : lo + run->nmsgs / XSM_VIOL_PARTS;
     uint64_t v = 0;
     for (size_t i = lo; i < hi; i++) {
@@ -740,6 +751,17 @@ static int xsm_viol_part(void *ctx, size_t part)
     }
     c->count[part] = v;
     return 0;
+}
+
+/* This process's count joined with the others' (UINT64_MAX: one ran out
+ * of memory). Every process calls it once per count. */
+static uint64_t xsm_viol_total(const xsm_run *run, uint64_t v)
+{
+    if (!run->reduce)
+        return v;
+    int64_t s[2] = {v == UINT64_MAX ? 0 : (int64_t)v, v == UINT64_MAX};
+    run->reduce(run->sync_ctx, s, 2, XSM_REDUCE_SUM);
+    return s[1] ? UINT64_MAX : (uint64_t)s[0];
 }
 
 uint64_t xsm_align_violations(const xsm_run *run)
@@ -752,11 +774,13 @@ uint64_t xsm_align_violations(const xsm_run *run)
     int64_t *xrow;
     size_t *xoff;
     if (xsm_coll_exits(run, &xrow, &xoff))
-        return UINT64_MAX; /* out of memory: cannot claim the clocks agree */
+        return xsm_viol_total(run, UINT64_MAX); /* out of memory: cannot claim the clocks agree */
     xsm_coll_point *pt = NULL;
     size_t cap = 0;
     for (size_t ci = 0; ci < run->ncolls && v != UINT64_MAX; ci++) {
         const xsm_collective *c = &run->colls[ci];
+        if (!xsm_counts_here(run, ci))
+            continue;
         if (c->n > cap) {
             xsm_coll_point *p = realloc(pt, c->n * sizeof *p);
             if (!p) {
@@ -778,7 +802,7 @@ uint64_t xsm_align_violations(const xsm_run *run)
     free(pt);
     free(xrow);
     free(xoff);
-    return v;
+    return xsm_viol_total(run, v);
 }
 
 uint64_t xsm_align_coll_late(int kind, const xsm_coll_point *m, size_t n, size_t root)
@@ -849,7 +873,7 @@ static int xsm_span_rank(void *ctx, size_t r)
     xsm_origin_ctx *c = ctx;
     c->span[2 * r] = INT64_MAX;
     c->span[2 * r + 1] = INT64_MIN;
-    if (c->run->ranks[r].present)
+    if (c->run->ranks[r].present && !(c->run->reduce && c->run->ranks[r].ro)) /* else its owner's */
         xsm_rank_span(&c->run->ranks[r].d, &c->span[2 * r], &c->span[2 * r + 1]);
     return 0;
 }
@@ -874,13 +898,17 @@ void xsm_align_origin_span(xsm_run *run, const int64_t *known)
         if (span) {
             a = span[2 * r];
             b = span[2 * r + 1];
-        } else if (run->ranks[r].present) { /* out of memory: one at a time */
+        } else if (run->ranks[r].present && !(run->reduce && run->ranks[r].ro)) { /* out of memory: one at a time */
             xsm_rank_span(&run->ranks[r].d, &a, &b);
         }
         t0 = a < t0 ? a : t0;
         t1 = b > t1 ? b : t1;
     }
     free(c.span);
+    if (run->reduce) { /* each process spanned the ranks it owns */
+        run->reduce(run->sync_ctx, &t0, 1, XSM_REDUCE_MIN);
+        run->reduce(run->sync_ctx, &t1, 1, XSM_REDUCE_MAX);
+    }
     if (t0 == INT64_MAX) {
         run->t0_ref_ns = 0;
         run->t_end = 0;

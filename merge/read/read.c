@@ -549,6 +549,7 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
         run->shm = par->shm; /* and match is divided among them */
         run->part = par->rank;
         run->parts = par->size;
+        run->reduce = par->reduce;
     }
     for (size_t i = 0; i < n; i++) {
         xsm_read_release(&l[i].d);

@@ -50,6 +50,8 @@ typedef struct xsm_par {
     void (*sync)(void *ctx);
     /* A region shared by the processes of one node (xsm_run.shm). */
     void *(*shm)(void *ctx, size_t bytes);
+    /* Combine n values of every process, each by op (xsm_run.reduce). */
+    void (*reduce)(void *ctx, int64_t *v, size_t n, int op);
     int map_ok; /* share may map other processes' tables (the caller's choice) */
     int mapped; /* share did (the same on every process): their times wait on sync */
 } xsm_par;

@@ -108,8 +108,19 @@ int xsm_delay_costs(int32_t causer, const int32_t *region, const double *dl, siz
  * compares the two ranks since the call in which the waiter received the
  * causer's previous message (the ranks' starts when there was none), when
  * each rank made at most XSM_PAIR_SPAN synchronising calls since (that call
- * included); else since each one's own last synchronising call. */
+ * included); else since each one's own last synchronising call. A Late
+ * Receiver in a blocking send (Send, Ssend, Sendrecv: the receiver it
+ * waited for is the one it sends to) compares the sender and that receiver
+ * the same way: since the sender last received from it. A blocking
+ * collective both took part in since synchronises them too: the waiter's
+ * newest one whose communicator holds the causer, within XSM_PAIR_SPAN of
+ * its calls, starts both intervals at the ends of their calls of it (the
+ * causer's own intervals when its call is not among its last
+ * XSM_PAIR_SPAN). */
 #define XSM_PAIR_SPAN 8
+int xsm_pair_lr_call(int kind);
+/* Does rank d's communicator `comm` hold world rank w (of nworld)? */
+int xsm_comm_holds(const xsprof_rank_data *d, uint32_t comm, int32_t w, size_t nworld);
 
 /* The waits of a polling loop (waits.c poll_wait): a receive completed by a
  * Recv, Wait or Test that began after the send did counts the polls before

@@ -110,6 +110,8 @@ typedef struct sframe {
     uint32_t name;     /* string id */
     int is_mpi, sync;
     uint64_t row;      /* MPI calls: the mpi row */
+    uint32_t comm;     /* a blocking collective's communicator and instance (coll_seq, else 0) */
+    uint64_t coll_seq;
     xsm_vec v;         /* MPI calls on the main thread: the synchronisation interval before it */
 } sframe;
 
@@ -125,6 +127,9 @@ typedef struct xsm_pairw {
     int ok;          /* the waiter's side applies */
     int start;       /* no earlier message: since the ranks' starts */
     int64_t t_send;  /* else when the causer sent it (its side starts after) */
+    int coll;        /* a collective since (comm, coll_seq) is the pair's start instead */
+    uint32_t comm;
+    uint64_t coll_seq;
     xsm_vec v;       /* the waiter's interval since */
 } xsm_pairw;
 
@@ -133,6 +138,8 @@ typedef struct xsm_epoch {
     uint64_t row;
     int64_t tb;
     xsm_vec v;
+    uint32_t comm;     /* a blocking collective's (sframe) */
+    uint64_t coll_seq;
 } xsm_epoch;
 
 /* The main thread's last XSM_EPOCHS synchronising calls: enough for
@@ -158,6 +165,8 @@ typedef struct xsm_recent {
     uint64_t def_crow;
     int64_t def_ns;
     int64_t def_tb;    /* when that wait began (a polling loop's: before the call) */
+    xsm_pairw pwl;     /* a blocking send's: its Late Receiver's from pwl_peer (-1 none) */
+    int32_t pwl_peer;
 } xsm_recent;
 
 /* A collective wait that came before its call. */
@@ -593,6 +602,18 @@ static void pair_waiter(const xsm_anrank *x, int32_t causer, const xsm_vec *cur,
     int64_t i = kmap_get(&x->prmap, (uint64_t)(uint32_t)causer, 0);
     uint64_t b = i >= 0 ? x->pr[i].call : 0;
     memset(pw, 0, sizeof *pw);
+    for (uint64_t j = x->nsync; j > b && x->nsync + 1 - j <= XSM_PAIR_SPAN; j--) { /* waits.c pair_coll */
+        const xsm_epoch *e = ep_at(x, j);
+        if (!e)
+            break;
+        if (e->coll_seq && xsm_comm_holds(x->d, e->comm, causer, x->sa->run->nranks)) {
+            b = j;
+            pw->coll = 1;
+            pw->comm = e->comm;
+            pw->coll_seq = e->coll_seq;
+            break;
+        }
+    }
     if (x->nsync + 1 - b > XSM_PAIR_SPAN || ep_sum(x, b, x->nsync, cur, &pw->v))
         return;
     pw->ok = 1;
@@ -608,7 +629,17 @@ static int pair_causer(const xsm_anrank *c, const xsm_pairw *pw, uint64_t nsc, c
                        uint64_t *crow, size_t *ncrow)
 {
     uint64_t b = 0;
-    if (!pw->start) {
+    if (pw->coll) { /* its call of the waiter's collective */
+        for (uint64_t j = nsc; j > 0 && nsc + 1 - j <= XSM_PAIR_SPAN && !b; j--) {
+            const xsm_epoch *e = ep_at(c, j);
+            if (!e)
+                return 0;
+            if (e->coll_seq == pw->coll_seq && e->comm == pw->comm)
+                b = j;
+        }
+        if (!b)
+            return 0;
+    } else if (!pw->start) {
         uint64_t lo = c->nsync >= XSM_EPOCHS ? c->nsync - XSM_EPOCHS + 1 : 1;
         for (uint64_t j = lo; j <= nsc && !b; j++) /* calls begin in time order */
             if (ep_at(c, j)->tb >= pw->t_send)
@@ -629,7 +660,7 @@ static int ep_push(xsm_anrank *x, const sframe *f)
 {
     if (!x->ep && !(x->ep = malloc(XSM_EPOCHS * sizeof *x->ep)))
         return -1;
-    x->ep[x->nsync % XSM_EPOCHS] = (xsm_epoch){f->row, f->t0, f->v};
+    x->ep[x->nsync % XSM_EPOCHS] = (xsm_epoch){f->row, f->t0, f->v, f->comm, f->coll_seq};
     x->nsync++;
     return 0;
 }
@@ -1122,6 +1153,16 @@ static int is_recv_kind(int k) /* calls a receive completes in (waits.c is_recv_
     return k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV || k == XSPROF_MPI_WAIT;
 }
 
+/* The waiter's side of the pairwise intervals for a wait at call p (NULL:
+ * each rank's own interval): a Late Sender's, or a Late Receiver's from
+ * the one receiver of a blocking send (an.h xsm_pair_lr_call). */
+static const xsm_pairw *recent_pw(const xsm_recent *p, int kind, int32_t causer)
+{
+    if (kind == XSM_WAIT_LATE_SENDER || kind == XSM_WAIT_WRONG_ORDER)
+        return &p->pw;
+    return kind == XSM_WAIT_LATE_RECEIVER && causer == p->pwl_peer ? &p->pwl : NULL;
+}
+
 /* A wait of a recent call p: the latest call's point-to-point ones wait
  * for the others of the call (the longest counts). */
 static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, uint64_t crow, int64_t ns)
@@ -1138,7 +1179,7 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
         }
         return 0;
     }
-    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, NULL, ns, p->row, p->tb, p->te);
+    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, recent_pw(p, kind, causer), ns, p->row, p->tb, p->te);
 }
 
 /* The point-to-point wait a call kept. */
@@ -1147,9 +1188,8 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
     if (!p->has_def)
         return 0;
     p->has_def = 0;
-    int ls = p->def_kind == XSM_WAIT_LATE_SENDER || p->def_kind == XSM_WAIT_WRONG_ORDER;
-    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v, ls ? &p->pw : NULL, p->def_ns,
-                      p->row, p->def_tb, p->te);
+    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v,
+                      recent_pw(p, p->def_kind, p->def_causer), p->def_ns, p->row, p->def_tb, p->te);
 }
 
 /* The waits call `row` of rank x caused, which came before it: compared
@@ -1175,7 +1215,8 @@ static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t
  * ls): remember it for waits that come later, settle the ones waiting for
  * it, and those that came before it. */
 static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, const sframe *f, const struct xsm_evflow *ls,
-                       int ls_kind, int64_t ls_ns, int64_t ls_tb, const xsm_pairw *pw)
+                       int ls_kind, int64_t ls_ns, int64_t ls_tb, const xsm_pairw *pw, const xsm_pairw *pwl,
+                       int32_t pwl_peer)
 {
     /* the previous call's Late Receivers, when pass 1 found them by its end,
      * came with it: its wait is settled now, while the call that caused it
@@ -1184,7 +1225,7 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
         return -1;
     xsm_recent *p = &x->recent[x->irecent];
     *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
-                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb};
+                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, *pwl, pwl->ok ? pwl_peer : -1};
     x->irecent = (x->irecent + 1) % XSM_RECENT;
     if (x->nrecent < XSM_RECENT)
         x->nrecent++;
@@ -1258,6 +1299,8 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         return x->failed = -1;
     f->sync = is_sync(m);
     f->row = row;
+    f->comm = m->comm;
+    f->coll_seq = m->kind == XSPROF_MPI_COLL ? m->coll_seq : 0;
     /* Late Sender: the receive completed in this blocking call, which began
      * before the matched send did (waits.c); one wait per call, the longest.
      * The send comes later in time: its interval is settled there. */
@@ -1312,12 +1355,18 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     /* a Sendrecv's, or a Wait's that also completed an Isend, may meet a
      * Late Receiver of the same call (recent_wait) */
     int defer = best && (m->kind == XSPROF_MPI_SENDRECV || m->kind == XSPROF_MPI_WAIT) && m->thread == x->main_thread;
-    xsm_pairw pw = {0};
+    xsm_pairw pw = {0}, pwl = {0};
     if (m->thread == x->main_thread) {
         v_snap(x, &f->v);
         if (best)
             pair_waiter(x, best->peer, &f->v, &pw);
-        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw))
+        if (xsm_pair_lr_call(m->kind) && m->peer >= 0) { /* for a Late Receiver pass 1 may report */
+            if (best && best->peer == m->peer)
+                pwl = pw;
+            else
+                pair_waiter(x, m->peer, &f->v, &pwl);
+        }
+        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw, &pwl, m->peer))
             return x->failed = -1;
     } else if (x->nreq) {
         /* waits a call of another thread caused: the main thread's interval

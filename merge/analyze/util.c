@@ -9,6 +9,27 @@
 #include <string.h>
 #include <unistd.h>
 #include "an.h"
+#include "core/record.h"
+
+int xsm_pair_lr_call(int kind)
+{
+    return kind == XSPROF_MPI_SEND || kind == XSPROF_MPI_SSEND || kind == XSPROF_MPI_SENDRECV;
+}
+
+int xsm_comm_holds(const xsprof_rank_data *d, uint32_t comm, int32_t w, size_t nworld)
+{
+    for (size_t i = 0; i < d->ncomms; i++) {
+        if (d->comms[i].id != comm)
+            continue;
+        if (d->comms[i].size == nworld) /* distinct members: every rank (the world, a dup of it) */
+            return 1;
+        for (uint32_t j = 0; j < d->comms[i].size && d->comms[i].members + j < d->ncomm_members; j++)
+            if (d->comm_members[d->comms[i].members + j] == w)
+                return 1;
+        return 0;
+    }
+    return 0;
+}
 
 int xsm_is_poll_op(const char *name)
 {

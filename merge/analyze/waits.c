@@ -730,7 +730,32 @@ static int64_t prev_sync_end(const xsm_an *a, const pair_ix *px, int32_t r, int6
     return k ? d->mpi[px->s[r].row[k - 1]].t_end : a->rs[r].t_first;
 }
 
-/* The pairwise intervals of a Late Sender (an.h): the waiter's starts at
+/* A blocking collective of the pair since the waiter's call *bw (an.h
+ * XSM_PAIR_SPAN): the waiter's newest one (of its calls 1..nw) whose
+ * communicator holds the causer sets *bw, and the causer's call of the same
+ * instance (of its calls 1..nc) *bc: 1. 0 when there is none, -1 when the
+ * causer's call is not among its last XSM_PAIR_SPAN. */
+static int pair_coll(const xsm_an *a, const xsprof_rank_data *wd, const sync_ix *sw, const xsprof_rank_data *cd,
+                     const sync_ix *sc, int32_t C, size_t nw, size_t nc, size_t *bw, size_t *bc)
+{
+    for (size_t k = nw; k > *bw && nw + 1 - k <= XSM_PAIR_SPAN; k--) {
+        const xsprof_io_mpi *m = &wd->mpi[sw->row[k - 1]];
+        if (m->kind != XSPROF_MPI_COLL || !m->coll_seq || !xsm_comm_holds(wd, m->comm, C, a->nranks))
+            continue;
+        for (size_t j = nc; j > 0 && nc + 1 - j <= XSM_PAIR_SPAN; j--) {
+            const xsprof_io_mpi *q = &cd->mpi[sc->row[j - 1]];
+            if (q->kind == XSPROF_MPI_COLL && q->comm == m->comm && q->coll_seq == m->coll_seq) {
+                *bw = k;
+                *bc = j;
+                return 1;
+            }
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* The pairwise intervals of a Late Sender or Receiver (an.h): the waiter's starts at
  * the end of the call in which it received the causer's previous message,
  * the causer's at the end of its first synchronising call that began with
  * or after that send; *crow the causer's synchronising calls from there on
@@ -739,10 +764,11 @@ static int64_t prev_sync_end(const xsm_an *a, const pair_ix *px, int32_t r, int6
 static int pair_bounds(const xsm_an *a, const pair_ix *px, const xsm_wait *w, int64_t *c0, int64_t *w0, uint64_t *crow,
                        size_t *ncrow)
 {
-    if (w->kind != XSM_WAIT_LATE_SENDER && w->kind != XSM_WAIT_WRONG_ORDER)
-        return 0;
     int32_t W = w->waiter, C = w->causer;
     const xsprof_rank_data *wd = &a->run->ranks[W].d, *cd = &a->run->ranks[C].d;
+    if (w->kind != XSM_WAIT_LATE_SENDER && w->kind != XSM_WAIT_WRONG_ORDER &&
+        !(w->kind == XSM_WAIT_LATE_RECEIVER && xsm_pair_lr_call(wd->mpi[w->row].kind)))
+        return 0;
     if (wd->mpi[w->row].thread != a->rs[W].main_thread)
         return 0;
     const sync_ix *sw = &px->s[W], *sc = &px->s[C];
@@ -758,8 +784,12 @@ static int pair_bounds(const xsm_an *a, const pair_ix *px, const xsm_wait *w, in
     }
     const pair_ent *e = lo > 0 && px->e[lo - 1].dst == W && px->e[lo - 1].src == C ? &px->e[lo - 1] : NULL;
     size_t nw = sync_closed(wd, sw, wb), nc = sync_closed(cd, sc, w->t_cause), bw = 0, bc = 0;
-    if (e) {
+    if (e)
         bw = sync_closed(wd, sw, e->te); /* the call that received it is the last to end by then */
+    int coll = pair_coll(a, wd, sw, cd, sc, C, nw, nc, &bw, &bc);
+    if (coll < 0)
+        return 0;
+    if (!coll && e) {
         bc = sync_before(cd, sc, e->t_send) + 1;
         if (bc > nc)
             return 0;

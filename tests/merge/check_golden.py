@@ -237,6 +237,30 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
         with h5py.File(os.path.join(out11, "merged.h5"), "r") as h:
             roots = {int(w["root_rank"]) for w in h["analysis"]["waits"][:] if w["kind"] == 0}
         check(roots == {1}, "halo %s: merged.h5 names rank 1 as the root of every Late Sender (%s)" % (extra, roots))
+# a collective between two messages (merge_make_runs halocoll): each step
+# an Allreduce, then rank 1's `pack` 0.9 us longer than rank 0's before it
+# sends (Late Sender). The Allreduce synchronised the pair after the
+# previous message: both intervals start at its end, and all 2.7 us of the
+# 3 Late Senders go to `pack` (from the previous message, rank 1's 2 us
+# longer `stencil` before the Allreduce took 1.67 us of them). Rank 0's
+# Ssend then waits 0.6 us for rank 1's receive, which came after `unpack`
+# (0.5 us), a Barrier on MPI_COMM_SELF and `post` (25 ns): a Late Receiver
+# compares the pair since rank 0 received rank 1's message, so the
+# Barrier (no call of rank 0's) does not hide `unpack`: 500/525 of it
+# there, 25/525 to `post` (all to `post` from the Barrier on).
+run14 = make_run(maker, "halocoll", os.path.join(base, "run14"))
+for extra in ((), ("--stream", "--outputs", "report,h5")):
+    out14 = os.path.join(base, "out14" + "".join(extra).replace(",", ""))
+    rc, so, se = xsmerge(run14, "-o", out14, "-q", *extra)
+    rep = json.load(open(os.path.join(out14, "report.json"))) if rc == 0 else {"wait_states": []}
+    roots = {w["kind"]: {(r["rank"], r["region"]): r["seconds"] * 1e9 for r in w["root_causes"]}
+             for w in rep["wait_states"] if w["instances"]}
+    ls, lr = roots.get("Late Sender", {}), roots.get("Late Receiver", {})
+    check(rc == 0 and ls.keys() == {(1, "pack")} and abs(ls[(1, "pack")] - 2700) < 1e-3,
+          "halocoll %s: the Late Senders' 2.7 us all to rank 1's pack, since the Allreduce (%s)" % (extra, ls))
+    check(lr.keys() == {(1, "unpack"), (1, "post")} and abs(lr[(1, "unpack")] - 1800 * 500 / 525) < 1e-3 and
+          abs(lr[(1, "post")] - 1800 * 25 / 525) < 1e-3,
+          "halocoll %s: the Late Receivers' 1.8 us to rank 1's unpack and post, 500:25 (%s)" % (extra, lr))
 # computation overlapped with communication (merge_make_runs overlap): rank
 # 1 calls MPI_Test and MPI_Waitall (of no request) between chunks of
 # `compute` (10 us in all), none completing anything, packs (0.5 us) and

@@ -40,6 +40,13 @@
  *           (right, then left) inside `halo`; rank 1's stencil takes 3 us,
  *           the others' 1 us: every Late Sender's root cause is rank 1's
  *           `stencil` (pairwise synchronisation intervals, check_golden.py)
+ *   halocoll 2 ranks, 3 steps: `stencil` (rank 1 slower), an Allreduce,
+ *           `pack` (rank 1 slower), rank 1 -> 0 Send (Late Sender), rank 0
+ *           -> 1 Ssend that rank 1 receives after `unpack` and a Barrier
+ *           on MPI_COMM_SELF (Late Receiver): the Allreduce starts the
+ *           pair's interval of the Late Sender (all to `pack`), the
+ *           message of the Late Receiver's (all to `unpack`, the Barrier
+ *           notwithstanding; check_golden.py)
  *   polling 2 ranks: rank 0 polls with 2000 unsuccessful MPI_Test calls of
  *           30 ns (60 us of its 100 us), then receives rank 1's message
  *   pollwait 2 ranks: rank 0 posts an Irecv and polls, 100 MPI_Test calls
@@ -356,6 +363,48 @@ static int pollwait(const char *dir)
     m = M(); m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
     m.seq = 1;
     xsf_mpi(f[1], 0, "MPI_Send", m);
+    return close_all(f, 2);
+}
+
+/* The halocoll run (2 ranks, 3 steps of 5.1 us): `stencil` (rank 1 3 us,
+ * rank 0 1 us), an Allreduce, `pack` (1 us, 0.1 us), rank 1 Sends to rank
+ * 0 (a Late Sender of 0.9 us), rank 0 Ssends to rank 1, which first runs
+ * `unpack` (0.5 us) and a Barrier on MPI_COMM_SELF (a Late Receiver of
+ * 0.6 us). */
+static int halocoll(const char *dir)
+{
+    static const int32_t self[] = {1};
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    xsf_comm(f[1], 2, "MPI_COMM_SELF", UINT32_MAX, 1, self);
+    xsprof_rec_mpi m;
+    for (int64_t step = 1, t = 0; step <= 3; step++, t += 5100) {
+        for (int r = 0; r < 2; r++) {
+            xsf_region(f[r], 0, "stencil", 0, t, t + (r ? 3000 : 1000));
+            m = M(); m.t_begin = t + (r ? 3050 : 1050); m.t_end = t + 3150; m.kind = XSPROF_MPI_COLL;
+            m.coll = XSPROF_COLL_NXN; m.coll_seq = (uint64_t)step; m.bytes_sent = m.bytes_recv = 8;
+            xsf_mpi(f[r], 0, "MPI_Allreduce", m);
+            xsf_region(f[r], 0, "pack", 0, t + 3200, t + (r ? 4200 : 3300));
+        }
+        m = M(); m.t_begin = t + 4250; m.t_end = t + 4350; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1;
+        m.bytes_sent = 64; m.seq = (uint64_t)step;
+        xsf_mpi(f[1], 0, "MPI_Send", m);
+        m = M(); m.t_begin = t + 3350; m.t_end = t + 4350; m.kind = XSPROF_MPI_RECV; m.peer = 1; m.tag = 1;
+        m.bytes_recv = 64; m.seq = (uint64_t)step;
+        xsf_mpi(f[0], 0, "MPI_Recv", m);
+        m = M(); m.t_begin = t + 4400; m.t_end = t + 5100; m.kind = XSPROF_MPI_SSEND; m.peer = 1; m.tag = 2;
+        m.bytes_sent = 64; m.seq = (uint64_t)step;
+        xsf_mpi(f[0], 0, "MPI_Ssend", m);
+        xsf_region(f[1], 0, "unpack", 0, t + 4400, t + 4900);
+        m = M(); m.t_begin = t + 4900; m.t_end = t + 4950; m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN;
+        m.comm = 2; m.coll_seq = (uint64_t)step;
+        xsf_mpi(f[1], 0, "MPI_Barrier", m);
+        xsf_region(f[1], 0, "post", 0, t + 4960, t + 4985);
+        m = M(); m.t_begin = t + 5000; m.t_end = t + 5100; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 2;
+        m.bytes_recv = 64; m.seq = (uint64_t)step;
+        xsf_mpi(f[1], 0, "MPI_Recv", m);
+    }
     return close_all(f, 2);
 }
 
@@ -877,6 +926,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "chain")) return chain(dir, 1);
     if (!strcmp(kind, "chain_bare")) return chain(dir, 0);
     if (!strcmp(kind, "halo")) return halo(dir);
+    if (!strcmp(kind, "halocoll")) return halocoll(dir);
     if (!strcmp(kind, "overlap")) return overlap(dir);
     if (!strcmp(kind, "pollwait")) return pollwait(dir);
     if (!strcmp(kind, "polling")) return polling(dir);

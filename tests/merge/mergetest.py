@@ -1,6 +1,8 @@
 """tests/merge/mergetest.py — helpers shared by the merge test scripts:
 make a run with merge_make_runs, run xsmerge, report failures."""
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,8 +17,25 @@ def check(cond, what):
         print("FAIL:", what, file=sys.stderr)
 
 
+_dirs = []
+
+
 def tmpdir():
-    return tempfile.mkdtemp(prefix="xsmerge-test-")
+    d = tempfile.mkdtemp(prefix="xsmerge-test-")
+    _dirs.append(d)
+    return d
+
+
+@atexit.register
+def _cleanup():
+    # a passing test leaves nothing behind (each `make test` made ~160 MB
+    # of runs and outputs); a failing one keeps them to look at
+    if failures or os.environ.get("XSPROF_KEEP_TEST_DIRS"):
+        for d in _dirs:
+            print("kept:", d, file=sys.stderr)
+        return
+    for d in _dirs:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def make_run(maker, kind, path, *args):

@@ -555,29 +555,26 @@ static void window_touch(const xsm_an *a, delay_ctx *x, int32_t r, int64_t t0, i
     }
 }
 
-/* innermost region on r's main thread at time t (just before it), -1 none */
-static int32_t region_before(const xsm_an *a, int32_t r, int64_t t)
+/* The innermost region open on r's main thread at time t (the causing
+ * call's own when it is on that thread: its segment begins at t), -1 when
+ * none is: a call outside every region is explained by none, as in the
+ * streamed analysis (sprofile.c settle), not by the region before it. */
+static int32_t region_at(const xsm_an *a, int32_t r, int64_t t)
 {
     const xsm_rankstat *rs = &a->rs[r];
     size_t lo = 0, hi = rs->nseg;
-    while (lo < hi) { /* first segment ending at or after t */
+    while (lo < hi) { /* first segment ending after t */
         size_t mid = (lo + hi) / 2;
-        if (rs->seg[mid].t1 < t)
+        if (rs->seg[mid].t1 <= t)
             lo = mid + 1;
         else
             hi = mid;
     }
-    for (size_t k = lo + 1; k-- > 0;) {
-        if (k >= rs->nseg)
-            continue;
-        if (rs->seg[k].t0 >= t && k != lo)
-            continue;
-        for (int32_t c = rs->seg[k].cnode; c >= 0; c = a->cn[c].parent)
-            if (!a->cn[c].is_mpi)
-                return a->cn[c].name;
-        if (lo - k > 2)
-            break;
-    }
+    if (lo == rs->nseg || rs->seg[lo].t0 > t)
+        return -1; /* t lies between segments: nothing open */
+    for (int32_t c = rs->seg[lo].cnode; c >= 0; c = a->cn[c].parent)
+        if (!a->cn[c].is_mpi)
+            return a->cn[c].name;
     return -1;
 }
 
@@ -907,7 +904,7 @@ static int delay_analysis(xsm_an *a)
         for (size_t k = 0; k < ncrow; k++)
             if ((carry[ncarry] = xsm_carries_get(&car[w->causer], crow[k], w->t_cause)))
                 ncarry++;
-        int32_t fallback = n ? -1 : region_before(a, w->causer, w->t_cause);
+        int32_t fallback = n ? -1 : region_at(a, w->causer, w->t_cause);
         delay_add_ctx dc = {a, w->kind, &cap};
         xsm_dist d;
         if (xsm_delay_costs(w->causer, reg, dl, n, fallback, s, carry, ncarry, &d, delay_add, &dc) != 0)

@@ -261,6 +261,19 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
     check(lr.keys() == {(1, "unpack"), (1, "post")} and abs(lr[(1, "unpack")] - 1800 * 500 / 525) < 1e-3 and
           abs(lr[(1, "post")] - 1800 * 25 / 525) < 1e-3,
           "halocoll %s: the Late Receivers' 1.8 us to rank 1's unpack and post, 500:25 (%s)" % (extra, lr))
+# a causing call outside every region (merge_make_runs outside): rank 1
+# enters the Barrier 4 us after its short `stencil` ended; rank 0, with the
+# longer stencil, waits 1.9 us. No region of rank 1 exceeds rank 0's, so the
+# wait goes to where rank 1's call is: outside every region (region null),
+# in memory as streamed, not to the `stencil` before the call.
+run15 = make_run(maker, "outside", os.path.join(base, "run15"))
+for extra in ((), ("--stream", "--outputs", "report")):
+    out15 = os.path.join(base, "out15" + "".join(extra).replace(",", ""))
+    rc, so, se = xsmerge(run15, "-o", out15, "-q", *extra)
+    rep = json.load(open(os.path.join(out15, "report.json"))) if rc == 0 else {"wait_states": []}
+    got = {(w["kind"], r["rank"], r["region"]): r["seconds"] * 1e9 for w in rep["wait_states"] for r in w["root_causes"]}
+    check(got.keys() == {("Wait at Barrier", 1, None)} and abs(got[("Wait at Barrier", 1, None)] - 1900) < 1e-3,
+          "outside %s: the Barrier wait to rank 1 outside every region (%s)" % (extra, got))
 # computation overlapped with communication (merge_make_runs overlap): rank
 # 1 calls MPI_Test and MPI_Waitall (of no request) between chunks of
 # `compute` (10 us in all), none completing anything, packs (0.5 us) and

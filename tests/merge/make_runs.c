@@ -47,6 +47,10 @@
  *           pair's interval of the Late Sender (all to `pack`), the
  *           message of the Late Receiver's (all to `unpack`, the Barrier
  *           notwithstanding; check_golden.py)
+ *   outside 2 ranks: rank 1's Barrier comes 4 us after its `stencil`
+ *           ended, outside every region; rank 0's longer `stencil` leaves
+ *           no excess: the wait is explained by no region (as streamed),
+ *           not by the region before the call
  *   polling 2 ranks: rank 0 polls with 2000 unsuccessful MPI_Test calls of
  *           30 ns (60 us of its 100 us), then receives rank 1's message
  *   pollwait 2 ranks: rank 0 posts an Irecv and polls, 100 MPI_Test calls
@@ -404,6 +408,24 @@ static int halocoll(const char *dir)
         m = M(); m.t_begin = t + 5000; m.t_end = t + 5100; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 2;
         m.bytes_recv = 64; m.seq = (uint64_t)step;
         xsf_mpi(f[1], 0, "MPI_Recv", m);
+    }
+    return close_all(f, 2);
+}
+
+/* The outside run (2 ranks): rank 1 runs `stencil` [0, 1000], then 4 us
+ * outside every region before its Barrier at 5000; rank 0 runs `stencil`
+ * [0, 3000] and waits in the Barrier from 3100. */
+static int outside(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    for (int r = 0; r < 2; r++) {
+        xsf_region(f[r], 0, "stencil", 0, 0, r ? 1000 : 3000);
+        xsprof_rec_mpi m = M();
+        m.t_begin = r ? 5000 : 3100; m.t_end = 5100; m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_BARRIER;
+        m.coll_seq = 1;
+        xsf_mpi(f[r], 0, "MPI_Barrier", m);
     }
     return close_all(f, 2);
 }
@@ -927,6 +949,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "chain_bare")) return chain(dir, 0);
     if (!strcmp(kind, "halo")) return halo(dir);
     if (!strcmp(kind, "halocoll")) return halocoll(dir);
+    if (!strcmp(kind, "outside")) return outside(dir);
     if (!strcmp(kind, "overlap")) return overlap(dir);
     if (!strcmp(kind, "pollwait")) return pollwait(dir);
     if (!strcmp(kind, "polling")) return polling(dir);

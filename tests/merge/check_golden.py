@@ -248,13 +248,18 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
 # compares the pair since rank 0 received rank 1's message, so the
 # Barrier (no call of rank 0's) does not hide `unpack`: 500/525 of it
 # there, 25/525 to `post` (all to `post` from the Barrier on).
+def root_causes(run, out, extra):
+    """Merge run in memory or streamed (extra): exit code and, per wait
+    kind, {(rank, region): ns} of its root causes."""
+    rc, so, se = xsmerge(run, "-o", out, "-q", *extra)
+    rep = json.load(open(os.path.join(out, "report.json"))) if rc == 0 else {"wait_states": []}
+    return rc, {w["kind"]: {(r["rank"], r["region"]): r["seconds"] * 1e9 for r in w["root_causes"]}
+                for w in rep["wait_states"] if w["instances"]}
+
+
 run14 = make_run(maker, "halocoll", os.path.join(base, "run14"))
 for extra in ((), ("--stream", "--outputs", "report,h5")):
-    out14 = os.path.join(base, "out14" + "".join(extra).replace(",", ""))
-    rc, so, se = xsmerge(run14, "-o", out14, "-q", *extra)
-    rep = json.load(open(os.path.join(out14, "report.json"))) if rc == 0 else {"wait_states": []}
-    roots = {w["kind"]: {(r["rank"], r["region"]): r["seconds"] * 1e9 for r in w["root_causes"]}
-             for w in rep["wait_states"] if w["instances"]}
+    rc, roots = root_causes(run14, os.path.join(base, "out14" + "".join(extra).replace(",", "")), extra)
     ls, lr = roots.get("Late Sender", {}), roots.get("Late Receiver", {})
     check(rc == 0 and ls.keys() == {(1, "pack")} and abs(ls[(1, "pack")] - 2700) < 1e-3,
           "halocoll %s: the Late Senders' 2.7 us all to rank 1's pack, since the Allreduce (%s)" % (extra, ls))
@@ -268,12 +273,10 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
 # in memory as streamed, not to the `stencil` before the call.
 run15 = make_run(maker, "outside", os.path.join(base, "run15"))
 for extra in ((), ("--stream", "--outputs", "report")):
-    out15 = os.path.join(base, "out15" + "".join(extra).replace(",", ""))
-    rc, so, se = xsmerge(run15, "-o", out15, "-q", *extra)
-    rep = json.load(open(os.path.join(out15, "report.json"))) if rc == 0 else {"wait_states": []}
-    got = {(w["kind"], r["rank"], r["region"]): r["seconds"] * 1e9 for w in rep["wait_states"] for r in w["root_causes"]}
-    check(got.keys() == {("Wait at Barrier", 1, None)} and abs(got[("Wait at Barrier", 1, None)] - 1900) < 1e-3,
-          "outside %s: the Barrier wait to rank 1 outside every region (%s)" % (extra, got))
+    rc, roots = root_causes(run15, os.path.join(base, "out15" + "".join(extra).replace(",", "")), extra)
+    got = roots.get("Wait at Barrier", {})
+    check(rc == 0 and roots.keys() == {"Wait at Barrier"} and got.keys() == {(1, None)} and abs(got[(1, None)] - 1900) < 1e-3,
+          "outside %s: the Barrier wait to rank 1 outside every region (%s)" % (extra, roots))
 # computation overlapped with communication (merge_make_runs overlap): rank
 # 1 calls MPI_Test and MPI_Waitall (of no request) between chunks of
 # `compute` (10 us in all), none completing anything, packs (0.5 us) and

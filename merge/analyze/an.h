@@ -128,10 +128,7 @@ int xsm_comm_holds(const xsprof_rank_data *d, uint32_t comm, int32_t w, size_t n
  * synchronising call, the last XSM_POLL_KEEP of them, up to the send's
  * begin, as a Late Sender. */
 #define XSM_POLL_KEEP 1024
-/* MPI_Test, Testany, Testsome, Testall, Iprobe, Improbe: the calls of a
- * polling loop (an unsuccessful Test is an OTHER row, a successful one a
- * WAIT row that synchronises) */
-int xsm_is_poll_op(const char *name);
+/* xsm_is_poll_op (analyze.h): the calls of a polling loop. */
 
 typedef struct xsm_wait {
     int kind;

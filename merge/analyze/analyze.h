@@ -136,4 +136,9 @@ int xsm_spath_errno(const xsm_spath *p);
 int xsm_analyze_streamed(const xsm_run *run, const xsm_sanalysis *sa, const xsm_spath *path, xsm_cpair *cm, size_t ncm,
                          const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen);
 
+/* MPI_Test, Testany, Testsome, Testall, Iprobe, Improbe: the calls of a
+ * polling loop (an unsuccessful Test is an OTHER row, a successful one a
+ * WAIT row that synchronises); the streaming merge's pass 1 asks too. */
+int xsm_is_poll_op(const char *name);
+
 #endif

@@ -165,8 +165,6 @@ typedef struct xsm_recent {
     uint64_t def_crow;
     int64_t def_ns;
     int64_t def_tb;    /* when that wait began (a polling loop's: before the call) */
-    xsm_pairw pwl;     /* a blocking send's: its Late Receiver's from pwl_peer (-1 none) */
-    int32_t pwl_peer;
 } xsm_recent;
 
 /* A collective wait that came before its call. */
@@ -257,6 +255,12 @@ struct xsm_anrank {
     struct xsm_pairrec { uint64_t call; int64_t t_send; } *pr;
     size_t npr, prcap;
     kmap prmap;
+    /* the waiter's side of a Late Receiver pass 1 reported before its
+     * blocking send came (pend_lr), for call pwl_row - 1 (0: none) and its
+     * receiver: kept until that call's wait is settled with the next call */
+    xsm_pairw pwl;
+    uint64_t pwl_row;
+    int32_t pwl_peer;
     int32_t *vg;
     int64_t *vns;
     size_t nv, capv;
@@ -1153,14 +1157,27 @@ static int is_recv_kind(int k) /* calls a receive completes in (waits.c is_recv_
     return k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV || k == XSPROF_MPI_WAIT;
 }
 
+/* Has pass 1 reported a Late Receiver of call `row` before the call came?
+ * A blocking send's comes by the send's end (stream/match.c), so only then
+ * is its pairwise side taken (ep_sum for every send cost the streamed
+ * report 6 %). */
+static int pend_lr(const xsm_anrank *x, uint64_t row)
+{
+    for (size_t i = 0; i < x->npend; i++)
+        if (x->pend[i].row == (uint32_t)row && x->pend[i].kind == XSM_WAIT_LATE_RECEIVER)
+            return 1;
+    return 0;
+}
+
 /* The waiter's side of the pairwise intervals for a wait at call p (NULL:
  * each rank's own interval): a Late Sender's, or a Late Receiver's from
  * the one receiver of a blocking send (an.h xsm_pair_lr_call). */
-static const xsm_pairw *recent_pw(const xsm_recent *p, int kind, int32_t causer)
+static const xsm_pairw *recent_pw(const xsm_anrank *x, const xsm_recent *p, int kind, int32_t causer)
 {
     if (kind == XSM_WAIT_LATE_SENDER || kind == XSM_WAIT_WRONG_ORDER)
         return &p->pw;
-    return kind == XSM_WAIT_LATE_RECEIVER && causer == p->pwl_peer ? &p->pwl : NULL;
+    return kind == XSM_WAIT_LATE_RECEIVER && x->pwl_row == (uint64_t)p->row + 1 && causer == x->pwl_peer ? &x->pwl
+                                                                                                        : NULL;
 }
 
 /* A wait of a recent call p: the latest call's point-to-point ones wait
@@ -1179,7 +1196,8 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
         }
         return 0;
     }
-    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, recent_pw(p, kind, causer), ns, p->row, p->tb, p->te);
+    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, recent_pw(x, p, kind, causer), ns, p->row, p->tb,
+                      p->te);
 }
 
 /* The point-to-point wait a call kept. */
@@ -1189,7 +1207,7 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
         return 0;
     p->has_def = 0;
     return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v,
-                      recent_pw(p, p->def_kind, p->def_causer), p->def_ns, p->row, p->def_tb, p->te);
+                      recent_pw(x, p, p->def_kind, p->def_causer), p->def_ns, p->row, p->def_tb, p->te);
 }
 
 /* The waits call `row` of rank x caused, which came before it: compared
@@ -1215,8 +1233,7 @@ static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t
  * ls): remember it for waits that come later, settle the ones waiting for
  * it, and those that came before it. */
 static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, const sframe *f, const struct xsm_evflow *ls,
-                       int ls_kind, int64_t ls_ns, int64_t ls_tb, const xsm_pairw *pw, const xsm_pairw *pwl,
-                       int32_t pwl_peer)
+                       int ls_kind, int64_t ls_ns, int64_t ls_tb, const xsm_pairw *pw)
 {
     /* the previous call's Late Receivers, when pass 1 found them by its end,
      * came with it: its wait is settled now, while the call that caused it
@@ -1225,7 +1242,7 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
         return -1;
     xsm_recent *p = &x->recent[x->irecent];
     *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
-                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, *pwl, pwl->ok ? pwl_peer : -1};
+                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb};
     x->irecent = (x->irecent + 1) % XSM_RECENT;
     if (x->nrecent < XSM_RECENT)
         x->nrecent++;
@@ -1355,18 +1372,20 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     /* a Sendrecv's, or a Wait's that also completed an Isend, may meet a
      * Late Receiver of the same call (recent_wait) */
     int defer = best && (m->kind == XSPROF_MPI_SENDRECV || m->kind == XSPROF_MPI_WAIT) && m->thread == x->main_thread;
-    xsm_pairw pw = {0}, pwl = {0};
+    xsm_pairw pw = {0};
     if (m->thread == x->main_thread) {
         v_snap(x, &f->v);
         if (best)
             pair_waiter(x, best->peer, &f->v, &pw);
-        if (xsm_pair_lr_call(m->kind) && m->peer >= 0) { /* for a Late Receiver pass 1 may report */
+        if (xsm_pair_lr_call(m->kind) && m->peer >= 0 && pend_lr(x, row)) { /* its Late Receiver's side */
             if (best && best->peer == m->peer)
-                pwl = pw;
+                x->pwl = pw;
             else
-                pair_waiter(x, m->peer, &f->v, &pwl);
+                pair_waiter(x, m->peer, &f->v, &x->pwl);
+            x->pwl_row = x->pwl.ok ? row + 1 : 0;
+            x->pwl_peer = m->peer;
         }
-        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw, &pwl, m->peer))
+        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw))
             return x->failed = -1;
     } else if (x->nreq) {
         /* waits a call of another thread caused: the main thread's interval

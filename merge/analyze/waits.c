@@ -165,14 +165,19 @@ static int wrong_order_flags(const xsm_an *a, unsigned char *wrong)
         size_t b = cnt[r], n = pos[r] - cnt[r];
         recv_ent_sort(e + b, n);
         int64_t min_later = INT64_MAX;
-        for (size_t k = 0; k < n; k++) {
-            const recv_ent *x = &e[b + k];
-            const xsm_message *m = &run->msgs[x->msg];
-            int64_t rc = recv_call(a, m);
-            int64_t e_recv = rc >= 0 ? run->ranks[m->dst].d.mpi[rc].t_begin : x->t_recv;
-            wrong[x->msg] = min_later < e_recv;
-            if (x->e_send < min_later)
-                min_later = x->e_send;
+        for (size_t k = 0, g; k < n; k = g) {
+            /* receives completing at the same nanosecond (a Waitall's) are
+             * not each other's later one, as stream/worder.c has it */
+            for (g = k; g < n && e[b + g].t_recv == e[b + k].t_recv; g++) {
+                const recv_ent *x = &e[b + g];
+                const xsm_message *m = &run->msgs[x->msg];
+                int64_t rc = recv_call(a, m);
+                int64_t e_recv = rc >= 0 ? run->ranks[m->dst].d.mpi[rc].t_begin : x->t_recv;
+                wrong[x->msg] = min_later < e_recv;
+            }
+            for (size_t j = k; j < g; j++)
+                if (e[b + j].e_send < min_later)
+                    min_later = e[b + j].e_send;
         }
     }
     free(cnt);

@@ -201,9 +201,10 @@ int xsm_wo_send(xsm_wo *w, int32_t dst, int64_t e_send, int32_t src, uint32_t ro
 /* That send is no message (cut by --from/--to). */
 void xsm_wo_cut(xsm_wo *w, int32_t dst, int32_t src, uint32_t row);
 /* It matched a receive on dst completing at t_recv in the call call_row
- * (UINT32_MAX: none) that began at e_recv. */
+ * (UINT32_MAX: none) that began at e_recv; polled: dst polled before (a
+ * polling loop's Late Sender may end in that call). */
 int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t e_send, int64_t t_recv, int64_t e_recv,
-                uint32_t call_row);
+                uint32_t call_row, int polled);
 /* The message (src, send_row) received on dst at t in call_row is Wrong Order. */
 typedef int (*xsm_wo_verdict_fn)(void *ctx, int32_t dst, int64_t t, uint32_t call_row, int32_t src, uint32_t send_row);
 /* Everything due before `now` (pass 1's time; INT64_MAX at the end): the

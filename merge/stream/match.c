@@ -19,6 +19,7 @@
 #include "merge/stream/internal.h"
 #include "merge/match/match.h"
 #include "merge/util.h"
+#include "merge/analyze/analyze.h"
 #include "core/record.h"
 
 #include <errno.h>
@@ -54,6 +55,7 @@ typedef struct xsm_pend_end {
     int64_t post_t;
     uint32_t post_row;
     int64_t call_begin; /* receive: begin of its call (Wrong Order) */
+    uint8_t polled;     /* receive: its rank polled before it (Wrong Order) */
 } xsm_pend_end;
 
 typedef struct xsm_ptab {
@@ -221,6 +223,11 @@ typedef struct xsm_mrank {
     size_t nwq, capwq;
     uint64_t wseq;
     int64_t wlast;        /* p of the last record written */
+    /* the rank polled (xsm_is_poll_op) before the row now read: from then
+     * on a receive whose send began before its call may still be a polling
+     * loop's Late Sender, whose Wrong Order is checked too */
+    uint8_t polled;
+    uint32_t other_op; /* + 1: the last op name found not a poll (0 none) */
 } xsm_mrank;
 
 /* A wait on its way to the waits file. */
@@ -865,7 +872,7 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
             xsm_wo_cut(c->wo, dst, src, send_row);
     } else if (c->wo && xsm_wo_recv(c->wo, dst, src, send_row, send_t, q->t,
                                     q->call_row != UINT32_MAX && q->call_kept ? q->call_begin : q->t,
-                                    q->call_kept ? q->call_row : UINT32_MAX)) {
+                                    q->call_kept ? q->call_row : UINT32_MAX, q->polled)) {
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
     }
     if (!snd->kept || !q->kept)
@@ -965,6 +972,12 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
             }
         }
     }
+    if (c->wo && !m->polled && row->kind == XSPROF_MPI_OTHER && row->op + 1 != m->other_op) {
+        if (xsm_is_poll_op(xsprof_rank_data_string(&c->s->run->ranks[r].d, row->op)))
+            m->polled = 1;
+        else
+            m->other_op = row->op + 1;
+    }
     xsm_thr_state *th = xsm_thr_get(m, row->thread);
     if (!th)
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
@@ -1023,7 +1036,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         if (c->wo && kept && xsm_wo_send(c->wo, row->peer, row->t_begin, r, i))
             return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
         xsm_pend_end me = {{row->comm, r, row->peer, row->tag, row->seq}, 0, i, UINT32_MAX, row->t_begin, 0, 0,
-                           (uint8_t)kept, 0, row->t_end, row->bytes_sent, -1, row->kind, row->op, 0, 0, 0};
+                           (uint8_t)kept, 0, row->t_end, row->bytes_sent, -1, row->kind, row->op, 0, 0, 0, 0};
         xsm_pend_end q;
         int dup;
         if (xsm_ptab_take(&c->pend, &me.k, 0, &q, &dup))
@@ -1060,7 +1073,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     int64_t call_begin = row->kind == XSPROF_MPI_RECV ? row->t_begin : ca_begin;
     xsm_pend_end me = {{comm, row->peer, r, row->tag, row->seq}, 1, i, call, row->t_end, call_end, 0,
                        (uint8_t)kept, (uint8_t)call_kept, 0, 0, po >= 0 && po_irecv ? po : -1, 0, 0, post_t, post_row,
-                       call_begin};
+                       call_begin, m->polled};
     xsm_pend_end q;
     int dup;
     if (xsm_ptab_take(&c->pend, &me.k, 1, &q, &dup))

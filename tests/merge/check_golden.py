@@ -277,6 +277,20 @@ for extra in ((), ("--stream", "--outputs", "report")):
     got = roots.get("Wait at Barrier", {})
     check(rc == 0 and roots.keys() == {"Wait at Barrier"} and got.keys() == {(1, None)} and abs(got[(1, None)] - 1900) < 1e-3,
           "outside %s: the Barrier wait to rank 1 outside every region (%s)" % (extra, roots))
+# Wrong Order, in memory as streamed: a Waitall that completes an earlier
+# message at the same nanosecond as the late one (its end) waits in a Late
+# Sender, not a Wrong Order (merge_make_runs waitall_tie: the in-memory
+# analysis counted the tie as received after); a polling loop's Late
+# Sender while an earlier message is still to be received is Wrong Order
+# (pollwo: pass 1 checked only receives whose call began before the send)
+for kind, want in (("waitall_tie", {"Late Sender": (1, 3900)}), ("pollwo", {"Late Sender / Wrong Order": (1, 2500)})):
+    run = make_run(maker, kind, os.path.join(base, kind))
+    for extra in ((), ("--stream", "--outputs", "report")):
+        out = os.path.join(base, kind + "-out" + "".join(extra).replace(",", ""))
+        rc, so, se = xsmerge(run, "-o", out, "-q", *extra)
+        rep = json.load(open(os.path.join(out, "report.json"))) if rc == 0 else {"wait_states": []}
+        got = {w["kind"]: (w["instances"], round(w["seconds"] * 1e9)) for w in rep["wait_states"] if w["instances"]}
+        check(got == want, "%s %s: %s (want %s)" % (kind, extra, got, want))
 # computation overlapped with communication (merge_make_runs overlap): rank
 # 1 calls MPI_Test and MPI_Waitall (of no request) between chunks of
 # `compute` (10 us in all), none completing anything, packs (0.5 us) and

@@ -51,6 +51,11 @@
  *           ended, outside every region; rank 0's longer `stencil` leaves
  *           no excess: the wait is explained by no region (as streamed),
  *           not by the region before the call
+ *   waitall_tie 2 ranks: a Waitall completes two messages at its end, one
+ *           sent late (Late Sender), one sent before the call: no Wrong
+ *           Order (same-nanosecond receives are not each other's later one)
+ *   pollwo  2 ranks: a polling loop's Late Sender while an earlier message
+ *           is still to be received: Wrong Order, in memory as streamed
  *   polling 2 ranks: rank 0 polls with 2000 unsuccessful MPI_Test calls of
  *           30 ns (60 us of its 100 us), then receives rank 1's message
  *   pollwait 2 ranks: rank 0 posts an Irecv and polls, 100 MPI_Test calls
@@ -427,6 +432,65 @@ static int outside(const char *dir)
         m.coll_seq = 1;
         xsf_mpi(f[r], 0, "MPI_Barrier", m);
     }
+    return close_all(f, 2);
+}
+
+/* Rank 1 sends message A (tag 1) at 300, runs `slow` and sends B (tag 2)
+ * at b_send; rank 0 posted both receives (requests 5 and 6) first. */
+static void two_sends(xsf **f, int64_t b_send)
+{
+    xsprof_rec_mpi m;
+    for (int k = 0; k < 2; k++) {
+        m = M(); m.t_begin = 100 + 50 * k; m.t_end = m.t_begin + 20; m.kind = XSPROF_MPI_IRECV; m.peer = 1;
+        m.tag = 1 + k; m.request = 5 + (uint64_t)k;
+        xsf_mpi(f[0], 0, "MPI_Irecv", m);
+        m = M(); m.t_begin = k ? b_send : 300; m.t_end = m.t_begin + 100; m.kind = XSPROF_MPI_SEND; m.peer = 0;
+        m.tag = 1 + k; m.bytes_sent = 8; m.seq = 1;
+        xsf_mpi(f[1], 0, "MPI_Send", m);
+    }
+    xsf_region(f[1], 0, "slow", 0, 400, b_send);
+}
+
+/* waitall: rank 0's MPI_Waitall [1000, 5000] completes A and B at 5000 (as
+ * the wrappers record a Waitall's receives: at its end); B was sent at
+ * 4900, a Late Sender of 3.9 us. A, sent before the call, completed at the
+ * same nanosecond: not received after B, so no Wrong Order. */
+static int waitall_tie(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    two_sends(f, 4900);
+    xsprof_rec_mpi m = M();
+    m.t_begin = 1000; m.t_end = 5000; m.kind = XSPROF_MPI_WAIT; m.count = 2; m.comm = UINT32_MAX;
+    xsf_mpi(f[0], 0, "MPI_Waitall", m);
+    recv_completion(f[0], "MPI_Waitall", 5000, 5, 1, 1, 1, 8);
+    recv_completion(f[0], "MPI_Waitall", 5000, 6, 1, 2, 1, 8);
+    return close_all(f, 2);
+}
+
+/* pollwo: rank 0 polls for B with 50 unsuccessful MPI_Test calls of 100
+ * ns every 200 ns from 1000; B is sent at 6000 and completed by the Test at
+ * 11000; A, sent at 300, only by an MPI_Wait at 12000: the polling loop's
+ * Late Sender (the 25 polls before 6000, 2.5 us) is Wrong Order. */
+static int pollwo(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    two_sends(f, 6000);
+    xsprof_rec_mpi m;
+    for (int i = 0; i < 50; i++) { /* unsuccessful Tests: OTHER rows */
+        m = M(); m.t_begin = 1000 + 200 * i; m.t_end = m.t_begin + 100; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
+        m.request = 6;
+        xsf_mpi(f[0], 0, "MPI_Test", m);
+    }
+    m = M(); m.t_begin = 11000; m.t_end = 11100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f[0], 0, "MPI_Test", m);
+    recv_completion(f[0], "MPI_Test", 11050, 6, 1, 2, 1, 8);
+    m = M(); m.t_begin = 12000; m.t_end = 12100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f[0], 0, "MPI_Wait", m);
+    recv_completion(f[0], "MPI_Wait", 12050, 5, 1, 1, 1, 8);
     return close_all(f, 2);
 }
 
@@ -950,6 +1014,8 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "halo")) return halo(dir);
     if (!strcmp(kind, "halocoll")) return halocoll(dir);
     if (!strcmp(kind, "outside")) return outside(dir);
+    if (!strcmp(kind, "waitall_tie")) return waitall_tie(dir);
+    if (!strcmp(kind, "pollwo")) return pollwo(dir);
     if (!strcmp(kind, "overlap")) return overlap(dir);
     if (!strcmp(kind, "pollwait")) return pollwait(dir);
     if (!strcmp(kind, "polling")) return polling(dir);

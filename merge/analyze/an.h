@@ -11,6 +11,7 @@
 #include "merge/model.h"
 #include "merge/util.h"
 #include "merge/analyze/analyze.h"
+#include "core/record.h"
 
 /* ---- growable text buffer (reports are built in memory, then written atomically) */
 /* The report writers build text in memory: merge's output buffer without a
@@ -118,7 +119,27 @@ int xsm_delay_costs(int32_t causer, const int32_t *region, const double *dl, siz
  * causer's own intervals when its call is not among its last
  * XSM_PAIR_SPAN). */
 #define XSM_PAIR_SPAN 8
-int xsm_pair_lr_call(int kind);
+static inline int xsm_pair_lr_call(int kind)
+{
+    return kind == XSPROF_MPI_SEND || kind == XSPROF_MPI_SSEND || kind == XSPROF_MPI_SENDRECV;
+}
+
+/* What both analyses (waits.c, sprofile.c) must agree on. A call that can
+ * synchronise its rank with another: a Wait or Test only when it completed
+ * a request (an unsuccessful MPI_Test in a polling loop does not end an
+ * interval). */
+static inline int xsm_an_is_sync(const xsprof_io_mpi *m)
+{
+    int k = m->kind;
+    return k == XSPROF_MPI_SEND || k == XSPROF_MPI_SSEND || k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV ||
+           k == XSPROF_MPI_COLL || (k == XSPROF_MPI_WAIT && m->count > 0);
+}
+
+/* The calls a receive completes in. */
+static inline int xsm_an_is_recv_call(int k)
+{
+    return k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV || k == XSPROF_MPI_WAIT;
+}
 /* Does rank d's communicator `comm` hold world rank w (of nworld)? */
 int xsm_comm_holds(const xsprof_rank_data *d, uint32_t comm, int32_t w, size_t nworld);
 

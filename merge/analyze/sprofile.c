@@ -1145,18 +1145,6 @@ static xsm_sop *op_of(xsm_anrank *x, uint32_t sid)
     return &x->ops[i];
 }
 
-static int is_sync(const xsprof_io_mpi *m) /* as waits.c */
-{
-    int k = m->kind;
-    return k == XSPROF_MPI_SEND || k == XSPROF_MPI_SSEND || k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV ||
-           k == XSPROF_MPI_COLL || (k == XSPROF_MPI_WAIT && m->count > 0);
-}
-
-static int is_recv_kind(int k) /* calls a receive completes in (waits.c is_recv_call) */
-{
-    return k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV || k == XSPROF_MPI_WAIT;
-}
-
 /* Has pass 1 reported a Late Receiver of call `row` before the call came?
  * A blocking send's comes by the send's end (stream/match.c), so only then
  * is its pairwise side taken (ep_sum for every send cost the streamed
@@ -1314,7 +1302,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     sframe *f = open_frame(x, m->thread, m->t_begin, m->t_end, m->op, 1);
     if (!f)
         return x->failed = -1;
-    f->sync = is_sync(m);
+    f->sync = xsm_an_is_sync(m);
     f->row = row;
     f->comm = m->comm;
     f->coll_seq = m->kind == XSPROF_MPI_COLL ? m->coll_seq : 0;
@@ -1326,7 +1314,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     /* a Recv or Wait (or a Test) that completed a receive after polling for
      * it: waits.c poll_wait (its polls before the send began) */
     int polled = m->thread == x->main_thread && (m->kind == XSPROF_MPI_WAIT || m->kind == XSPROF_MPI_RECV) && x->npoll;
-    for (size_t i = 0; is_recv_kind(m->kind) && i < nfl; i++) {
+    for (size_t i = 0; xsm_an_is_recv_call(m->kind) && i < nfl; i++) {
         if (fl[i].out || fl[i].peer < 0)
             continue;
         int64_t until = fl[i].sent < m->t_end ? fl[i].sent : m->t_end, ns = until - m->t_begin, tb = m->t_begin;
@@ -1404,7 +1392,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         return x->failed = -1;
     /* the messages this call received: the pairwise intervals of later
      * Late Senders from their senders start at its end */
-    for (size_t i = 0; m->thread == x->main_thread && is_recv_kind(m->kind) && i < nfl; i++) {
+    for (size_t i = 0; m->thread == x->main_thread && xsm_an_is_recv_call(m->kind) && i < nfl; i++) {
         if (fl[i].out || fl[i].peer < 0)
             continue;
         int64_t k = kvec_index(&x->prmap, (void **)&x->pr, &x->npr, &x->prcap, sizeof *x->pr, (uint64_t)(uint32_t)fl[i].peer, 0);

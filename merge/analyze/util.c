@@ -9,12 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 #include "an.h"
-#include "core/record.h"
-
-int xsm_pair_lr_call(int kind)
-{
-    return kind == XSPROF_MPI_SEND || kind == XSPROF_MPI_SSEND || kind == XSPROF_MPI_SENDRECV;
-}
 
 int xsm_comm_holds(const xsprof_rank_data *d, uint32_t comm, int32_t w, size_t nworld)
 {

@@ -49,21 +49,6 @@ static int32_t op_name(xsm_an *a, int32_t r, size_t row)
     return xsm_an_sname(a, r, a->run->ranks[r].d.mpi[row].op);
 }
 
-/* A call that can synchronise its rank with another: a Wait or Test only
- * when it completed a request (an unsuccessful MPI_Test in a polling loop
- * does not end an interval). */
-static int is_sync(const xsprof_io_mpi *m)
-{
-    int k = m->kind;
-    return k == XSPROF_MPI_SEND || k == XSPROF_MPI_SSEND || k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV ||
-           k == XSPROF_MPI_COLL || (k == XSPROF_MPI_WAIT && m->count > 0);
-}
-
-/* The calls a receive completes in. */
-static int is_recv_call(int k)
-{
-    return k == XSPROF_MPI_RECV || k == XSPROF_MPI_SENDRECV || k == XSPROF_MPI_WAIT;
-}
 
 /* ---- point to point ---------------------------------------------------------- */
 typedef struct p2p_cand {
@@ -229,7 +214,7 @@ static int64_t poll_wait(const xsm_an *a, const unsigned char *poll, int32_t r, 
     int64_t ns = 0;
     for (unsigned n = 0; k-- > 0 && n < XSM_POLL_KEEP;) {
         const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
-        if (m->thread != c->thread || is_sync(m))
+        if (m->thread != c->thread || xsm_an_is_sync(m))
             break;
         if (!poll[rs->opname[rs->calls_sorted[k]]])
             continue;
@@ -273,7 +258,7 @@ static int p2p_waits(xsm_an *a)
         if (rcall < 0)
             continue;
         const xsprof_io_mpi *cr = &rd->mpi[rcall];
-        if (!is_recv_call(cr->kind))
+        if (!xsm_an_is_recv_call(cr->kind))
             continue;
         int64_t until = snd->t_begin < cr->t_end ? snd->t_begin : cr->t_end, from = cr->t_begin;
         if (until <= cr->t_begin) {
@@ -638,7 +623,7 @@ static int pair_ix_build(const xsm_an *a, pair_ix *px)
             return -1;
         for (size_t k = 0; k < rs->ncalls_sorted; k++) {
             const xsprof_io_mpi *m = &d->mpi[rs->calls_sorted[k]];
-            if (m->thread == rs->main_thread && is_sync(m))
+            if (m->thread == rs->main_thread && xsm_an_is_sync(m))
                 px->s[r].row[px->s[r].n++] = (uint32_t)rs->calls_sorted[k];
         }
     }
@@ -656,7 +641,7 @@ static int pair_ix_build(const xsm_an *a, pair_ix *px)
         const xsm_message *m = &run->msgs[i];
         int64_t rc = msg_usable(a, m) ? recv_call(a, m) : -1;
         const xsprof_io_mpi *c = rc >= 0 ? &run->ranks[m->dst].d.mpi[rc] : NULL;
-        call[i] = c && c->thread == a->rs[m->dst].main_thread && is_recv_call(c->kind) ? rc : -1;
+        call[i] = c && c->thread == a->rs[m->dst].main_thread && xsm_an_is_recv_call(c->kind) ? rc : -1;
         if (call[i] >= 0)
             at[m->dst + 1]++;
     }

@@ -165,6 +165,7 @@ typedef struct xsm_recent {
     uint64_t def_crow;
     int64_t def_ns;
     int64_t def_tb;    /* when that wait began (a polling loop's: before the call) */
+    int idle;          /* a poll that completed nothing, no wait came for it */
 } xsm_recent;
 
 /* A collective wait that came before its call. */
@@ -1172,6 +1173,7 @@ static const xsm_pairw *recent_pw(const xsm_anrank *x, const xsm_recent *p, int 
  * for the others of the call (the longest counts). */
 static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, uint64_t crow, int64_t ns)
 {
+    p->idle = 0;
     int latest = x->nrecent && p == &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT];
     if (latest && (kind == XSM_WAIT_LATE_SENDER || kind == XSM_WAIT_LATE_RECEIVER)) {
         if (!p->has_def || ns > p->def_ns) {
@@ -1218,22 +1220,29 @@ static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t
 }
 
 /* Call `row` on the main thread (frame f, with a Late Sender to hold when
- * ls): remember it for waits that come later, settle the ones waiting for
- * it, and those that came before it. */
+ * ls; idle: a poll that completed nothing): remember it for waits that come
+ * later, settle the ones waiting for it, and those that came before it. */
 static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, const sframe *f, const struct xsm_evflow *ls,
-                       int ls_kind, int64_t ls_ns, int64_t ls_tb, const xsm_pairw *pw)
+                       int ls_kind, int64_t ls_ns, int64_t ls_tb, const xsm_pairw *pw, int idle)
 {
+    xsm_recent *last = x->nrecent ? &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT] : NULL;
     /* the previous call's Late Receivers, when pass 1 found them by its end,
      * came with it: its wait is settled now, while the call that caused it
      * is still among its rank's recent calls */
-    if (x->nrecent && recent_flush(x, &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT]))
+    if (last && recent_flush(x, last))
         return -1;
-    xsm_recent *p = &x->recent[x->irecent];
+    /* an idle poll neither waits nor causes a wait: a run of them takes one
+     * place, so that the send a polling rank made before its loop is still
+     * here when the receiver's wait comes (hpcc: 106 Testany later) */
+    int again = idle && last && last->idle;
+    xsm_recent *p = again ? last : &x->recent[x->irecent];
     *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
-                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb};
-    x->irecent = (x->irecent + 1) % XSM_RECENT;
-    if (x->nrecent < XSM_RECENT)
-        x->nrecent++;
+                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, idle};
+    if (!again) {
+        x->irecent = (x->irecent + 1) % XSM_RECENT;
+        if (x->nrecent < XSM_RECENT)
+            x->nrecent++;
+    }
     if (settle_waiting(x, row, &f->v, f->encl, f->t0)) /* waits this call caused */
         return -1;
     for (size_t i = 0; i < x->npend;) { /* collective waits of this call that came first */
@@ -1373,7 +1382,8 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
             x->pwl_row = x->pwl.ok ? row + 1 : 0;
             x->pwl_peer = m->peer;
         }
-        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw))
+        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw,
+                        *cls == 3 && !nfl && !best))
             return x->failed = -1;
     } else if (x->nreq) {
         /* waits a call of another thread caused: the main thread's interval

@@ -329,6 +329,16 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
         with h5py.File(os.path.join(out13, "merged.h5"), "r") as h:
             ws = [(int(w["waiter"]), int(w["causer"]), int(w["t_begin"]), int(w["t_end"])) for w in h["analysis"]["waits"][:]]
         check(ws == [(0, 1, 8000, 15000)], "pollwait %s: merged.h5 has the wait from 8 to 15 us (%s)" % (extra, ws))
+# the sender polled too (merge_make_runs pollsend): rank 1's Isend, after
+# `slow`, lies 100 unsuccessful MPI_Test calls back when rank 0's
+# completing Test comes; the streamed analysis keeps a run of such polls
+# as one recent call, so both find `slow` (streamed, it had no cause)
+run16 = make_run(maker, "pollsend", os.path.join(base, "run16"))
+for extra in ((), ("--stream", "--outputs", "report")):
+    rc, roots = root_causes(run16, os.path.join(base, "out16" + "".join(extra).replace(",", "")), extra)
+    check(rc == 0 and roots.keys() == {"Late Sender"} and roots["Late Sender"].keys() == {(1, "slow")} and
+          abs(roots["Late Sender"][(1, "slow")] - 7000) < 1e-3,
+          "pollsend %s: the 7 us Late Sender to rank 1's slow, 100 polls back (%s)" % (extra, roots))
 # the same without regions (LD_PRELOAD alone): the delay is outside every
 # region, and the findings say how to see where
 run9 = make_run(maker, "chain_bare", os.path.join(base, "run9"))

@@ -62,6 +62,10 @@
  *           of 100 ns with 100 ns of `work` between, the 101st completing
  *           it; rank 1 computes `slow` and sends at 15 us: the 70 polls
  *           before the send are a Late Sender of 7 us
+ *   pollsend 2 ranks: pollwait's receiver, but its completing Test comes
+ *           at 41 us, after rank 1, which sent (MPI_Isend at 15 us after
+ *           `slow`), polled its request with 100 MPI_Test calls: the Late
+ *           Sender's cause (`slow`) lies 100 calls back on rank 1
  *   overlap 2 ranks: rank 1 computes 10 us in 20 `compute` chunks between
  *           19 MPI calls that complete nothing (unsuccessful MPI_Test
  *           calls and, every other one, an MPI_Waitall of no request), 0.5
@@ -372,6 +376,43 @@ static int pollwait(const char *dir)
     m = M(); m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
     m.seq = 1;
     xsf_mpi(f[1], 0, "MPI_Send", m);
+    return close_all(f, 2);
+}
+
+/* pollsend: rank 0 as in pollwait, its completing Test at 41000; rank 1
+ * computes `slow` [0, 15000], Isends, polls its request with 100
+ * unsuccessful Tests and completes it with a Wait at 40000. */
+static int pollsend(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    xsprof_rec_mpi m;
+    m = M(); m.t_begin = 500; m.t_end = 600; m.kind = XSPROF_MPI_IRECV; m.peer = 1; m.tag = 1; m.request = 5;
+    xsf_mpi(f[0], 0, "MPI_Irecv", m);
+    for (int i = 0; i < 100; i++) { /* unsuccessful Tests: OTHER rows */
+        m = M(); m.t_begin = 1000 + 200 * i; m.t_end = m.t_begin + 100; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
+        m.request = 5;
+        xsf_mpi(f[0], 0, "MPI_Test", m);
+        xsf_region(f[0], 0, "work", 0, m.t_end, m.t_end + 100);
+    }
+    xsf_region(f[0], 0, "work", 0, 21000, 41000);
+    m = M(); m.t_begin = 41000; m.t_end = 41100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f[0], 0, "MPI_Test", m);
+    recv_completion(f[0], "MPI_Test", 41050, 5, 1, 1, 1, 8);
+    xsf_region(f[1], 0, "slow", 0, 0, 15000);
+    m = M(); m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_ISEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
+    m.seq = 1; m.request = 7;
+    xsf_mpi(f[1], 0, "MPI_Isend", m);
+    for (int i = 0; i < 100; i++) {
+        m = M(); m.t_begin = 15200 + 200 * i; m.t_end = m.t_begin + 100; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
+        m.request = 7;
+        xsf_mpi(f[1], 0, "MPI_Test", m);
+    }
+    m = M(); m.t_begin = 40000; m.t_end = 40100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f[1], 0, "MPI_Wait", m);
+    m = M(); m.t_begin = m.t_end = 40050; m.kind = XSPROF_MPI_COMPLETION; m.request = 7;
+    xsf_mpi(f[1], 0, "MPI_Wait", m);
     return close_all(f, 2);
 }
 
@@ -1018,6 +1059,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "pollwo")) return pollwo(dir);
     if (!strcmp(kind, "overlap")) return overlap(dir);
     if (!strcmp(kind, "pollwait")) return pollwait(dir);
+    if (!strcmp(kind, "pollsend")) return pollsend(dir);
     if (!strcmp(kind, "polling")) return polling(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);

@@ -111,8 +111,10 @@ int xsm_delay_costs(int32_t causer, const int32_t *region, const double *dl, siz
  * each rank made at most XSM_PAIR_SPAN synchronising calls since (that call
  * included); else since each one's own last synchronising call. A Late
  * Receiver in a blocking send (Send, Ssend, Sendrecv: the receiver it
- * waited for is the one it sends to) compares the sender and that receiver
- * the same way: since the sender last received from it. A blocking
+ * waited for is the one it sends to), or in the Wait or Test that
+ * completed an Isend (the receiver of that message), compares the sender
+ * and that receiver the same way: since the sender last received from
+ * it. A blocking
  * collective both took part in since synchronises them too: the waiter's
  * newest one whose communicator holds the causer, within XSM_PAIR_SPAN of
  * its calls, starts both intervals at the ends of their calls of it (the
@@ -121,7 +123,7 @@ int xsm_delay_costs(int32_t causer, const int32_t *region, const double *dl, siz
 #define XSM_PAIR_SPAN 8
 static inline int xsm_pair_lr_call(int kind)
 {
-    return kind == XSPROF_MPI_SEND || kind == XSPROF_MPI_SSEND || kind == XSPROF_MPI_SENDRECV;
+    return kind == XSPROF_MPI_SEND || kind == XSPROF_MPI_SSEND || kind == XSPROF_MPI_SENDRECV || kind == XSPROF_MPI_WAIT;
 }
 
 /* What both analyses (waits.c, sprofile.c) must agree on. A call that can

@@ -1146,16 +1146,21 @@ static xsm_sop *op_of(xsm_anrank *x, uint32_t sid)
     return &x->ops[i];
 }
 
-/* Has pass 1 reported a Late Receiver of call `row` before the call came?
- * A blocking send's comes by the send's end (stream/match.c), so only then
- * is its pairwise side taken (ep_sum for every send cost the streamed
- * report 6 %). */
-static int pend_lr(const xsm_anrank *x, uint64_t row)
+/* The causer of the longest Late Receiver pass 1 reported for call `row`
+ * before the call came, -1 none. A blocking send's, or an Isend's in the
+ * Wait that completed it, comes by the call's end (stream/match.c), so
+ * only then is its pairwise side taken (ep_sum for every send cost the
+ * streamed report 6 %). */
+static int32_t pend_lr(const xsm_anrank *x, uint64_t row)
 {
+    int32_t c = -1;
+    int64_t ns = -1;
     for (size_t i = 0; i < x->npend; i++)
-        if (x->pend[i].row == (uint32_t)row && x->pend[i].kind == XSM_WAIT_LATE_RECEIVER)
-            return 1;
-    return 0;
+        if (x->pend[i].row == (uint32_t)row && x->pend[i].kind == XSM_WAIT_LATE_RECEIVER && x->pend[i].ns > ns) {
+            ns = x->pend[i].ns;
+            c = x->pend[i].causer;
+        }
+    return c;
 }
 
 /* The waiter's side of the pairwise intervals for a wait at call p (NULL:
@@ -1374,13 +1379,14 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         v_snap(x, &f->v);
         if (best)
             pair_waiter(x, best->peer, &f->v, &pw);
-        if (xsm_pair_lr_call(m->kind) && m->peer >= 0 && pend_lr(x, row)) { /* its Late Receiver's side */
-            if (best && best->peer == m->peer)
+        int32_t lrc = xsm_pair_lr_call(m->kind) ? pend_lr(x, row) : -1;
+        if (lrc >= 0) { /* its Late Receiver's side */
+            if (best && best->peer == lrc)
                 x->pwl = pw;
             else
-                pair_waiter(x, m->peer, &f->v, &x->pwl);
+                pair_waiter(x, lrc, &f->v, &x->pwl);
             x->pwl_row = x->pwl.ok ? row + 1 : 0;
-            x->pwl_peer = m->peer;
+            x->pwl_peer = lrc;
         }
         if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw,
                         *cls == 3 && !nfl && !best))

@@ -339,6 +339,18 @@ for extra in ((), ("--stream", "--outputs", "report")):
     check(rc == 0 and roots.keys() == {"Late Sender"} and roots["Late Sender"].keys() == {(1, "slow")} and
           abs(roots["Late Sender"][(1, "slow")] - 7000) < 1e-3,
           "pollsend %s: the 7 us Late Sender to rank 1's slow, 100 polls back (%s)" % (extra, roots))
+# a Late Receiver in the Wait of an Isend (merge_make_runs isendlr): rank 1
+# posts the receive 1.4 us late after `unpack` (1.5 us), a Barrier on
+# MPI_COMM_SELF and `post` (25 ns); compared since both ranks' starts, as a
+# blocking send's, it goes 1500 : 25 to unpack and post (own intervals,
+# the Barrier ending rank 1's, put all of it on `post`)
+run17 = make_run(maker, "isendlr", os.path.join(base, "run17"))
+for extra in ((), ("--stream", "--outputs", "report")):
+    rc, roots = root_causes(run17, os.path.join(base, "out17" + "".join(extra).replace(",", "")), extra)
+    lr = roots.get("Late Receiver", {})
+    want = {(1, "unpack"): 1400 * 1500 / 1525, (1, "post"): 1400 * 25 / 1525}
+    check(rc == 0 and lr.keys() == want.keys() and all(abs(lr[k] - want[k]) < 1e-3 for k in want),
+          "isendlr %s: the Wait's Late Receiver 1500:25 to unpack and post (%s)" % (extra, roots))
 # the same without regions (LD_PRELOAD alone): the delay is outside every
 # region, and the findings say how to see where
 run9 = make_run(maker, "chain_bare", os.path.join(base, "run9"))

@@ -66,6 +66,12 @@
  *           at 41 us, after rank 1, which sent (MPI_Isend at 15 us after
  *           `slow`), polled its request with 100 MPI_Test calls: the Late
  *           Sender's cause (`slow`) lies 100 calls back on rank 1
+ *   isendlr 2 ranks: rank 0 Isends to rank 1 after 0.1 us of `pack` and
+ *           waits in MPI_Wait from 0.2 us; rank 1 runs `unpack` for 1.5
+ *           us, a Barrier on MPI_COMM_SELF and 25 ns of `post`, then
+ *           receives at 1.6 us: a Late Receiver of 1.4 us, compared since
+ *           both ranks' starts (unpack 1500 : post 25), not since the
+ *           Barrier (all to `post`)
  *   overlap 2 ranks: rank 1 computes 10 us in 20 `compute` chunks between
  *           19 MPI calls that complete nothing (unsuccessful MPI_Test
  *           calls and, every other one, an MPI_Waitall of no request), 0.5
@@ -413,6 +419,34 @@ static int pollsend(const char *dir)
     xsf_mpi(f[1], 0, "MPI_Wait", m);
     m = M(); m.t_begin = m.t_end = 40050; m.kind = XSPROF_MPI_COMPLETION; m.request = 7;
     xsf_mpi(f[1], 0, "MPI_Wait", m);
+    return close_all(f, 2);
+}
+
+/* isendlr: see the list at the top. */
+static int isendlr(const char *dir)
+{
+    static const int32_t self[] = {1};
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    xsf_comm(f[1], 2, "MPI_COMM_SELF", UINT32_MAX, 1, self);
+    xsprof_rec_mpi m;
+    xsf_region(f[0], 0, "pack", 0, 0, 100);
+    m = M(); m.t_begin = 100; m.t_end = 150; m.kind = XSPROF_MPI_ISEND; m.peer = 1; m.tag = 2; m.bytes_sent = 1 << 20;
+    m.seq = 1; m.request = 9;
+    xsf_mpi(f[0], 0, "MPI_Isend", m);
+    m = M(); m.t_begin = 200; m.t_end = 2100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f[0], 0, "MPI_Wait", m);
+    m = M(); m.t_begin = m.t_end = 2050; m.kind = XSPROF_MPI_COMPLETION; m.request = 9;
+    xsf_mpi(f[0], 0, "MPI_Wait", m);
+    xsf_region(f[1], 0, "unpack", 0, 0, 1500);
+    m = M(); m.t_begin = 1500; m.t_end = 1550; m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN; m.comm = 2;
+    m.coll_seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Barrier", m);
+    xsf_region(f[1], 0, "post", 0, 1560, 1585);
+    m = M(); m.t_begin = 1600; m.t_end = 2100; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 2; m.bytes_recv = 1 << 20;
+    m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Recv", m);
     return close_all(f, 2);
 }
 
@@ -1060,6 +1094,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "overlap")) return overlap(dir);
     if (!strcmp(kind, "pollwait")) return pollwait(dir);
     if (!strcmp(kind, "pollsend")) return pollsend(dir);
+    if (!strcmp(kind, "isendlr")) return isendlr(dir);
     if (!strcmp(kind, "polling")) return polling(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);

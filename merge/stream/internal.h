@@ -354,6 +354,7 @@ struct xsm_stream {
     int64_t t0;
     uint64_t nmsgs, ncolls;   /* for the summary line */
     int proc;                 /* this process in collective mode (spill file names) */
+    xsm_prefetch *an_pf;      /* the reports' reading pass: its tables read ahead (report.c) */
     /* the logical clock: pass 1 runs once in collect mode (constraint
      * records, no checks, nothing for the writers), clc.c turns them into
      * knots, and every later pass sees corrected times */

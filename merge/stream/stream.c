@@ -577,6 +577,7 @@ static int xsm_ssrc_close(void *src, char *err, size_t errlen)
         return 0;
     int rc = x->err[0] ? xsm_err_set(err, errlen, "%s", x->err) : 0;
     for (int k = 0; k < XSM_EV_N; k++) {
+        xsm_tab_unprefetch(&x->q[k].tab);
         xsm_tab_close(&x->q[k].tab);
         xsm_sheap_free(&x->q[k].h);
     }
@@ -719,6 +720,13 @@ static void *xsm_ssrc_open_mode(const xsm_emit *e, size_t r, char *err, size_t e
         x->analysis = mode;
         /* the analysis reads regions, MPI, GPU and memory; the frames regions and MPI */
         x->live &= 1u << XSM_EV_REGION | 1u << XSM_EV_MPI | (mode == 1 ? 1u << XSM_EV_GPU | 1u << XSM_EV_MEM : 0);
+        xsm_stream *s = e->src_ctx;
+        for (unsigned live = x->live; s->an_pf && live; live &= live - 1)
+            if (xsm_tab_prefetch(&x->q[__builtin_ctz(live)].tab, s->an_pf)) {
+                xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+                xsm_ssrc_close(x, NULL, 0);
+                return NULL;
+            }
     }
     return x;
 }

@@ -611,6 +611,12 @@ def part_report():
         if got[0] or ref[0]:
             continue
         a, b = report_of(ref[3]), report_of(got[3])
+        # the reports alone: the analysis reads through its feeder thread
+        # (beside merged.h5's writer it reads the sources itself)
+        alone = merge(run, "--stream", "--outputs", "report", "-q", *opts)
+        check(alone[0] == 0 and open(os.path.join(alone[3], "report.json")).read() ==
+              open(os.path.join(got[3], "report.json")).read(),
+              "%s: report.json of --outputs report alone differs (exit %d)" % (what, alone[0]))
         streamed = b["job"]["analysis"] == "streamed"
         check(streamed or run in ("deep", "mpithreads", "journal"), "%s: streamed (%s)" % (what, b["job"]["analysis"]))
         for k in ("regions", "mpi", "comm_matrix", "clock", "drops", "gpu"):

@@ -284,16 +284,9 @@ static void xsm_rep_feed_ask(xsm_rep_feed *f, size_t r)
     pthread_cond_signal(&f->work);
 }
 
-static void xsm_rep_feed_stop(xsm_rep_feed *f)
+static void xsm_rep_feed_free(xsm_rep_feed *f)
 {
-    if (!f)
-        return;
-    pthread_mutex_lock(&f->mu);
-    f->stop = 1;
-    pthread_cond_broadcast(&f->work);
-    pthread_mutex_unlock(&f->mu);
-    pthread_join(f->t, NULL);
-    for (size_t r = 0; r < f->n; r++)
+    for (size_t r = 0; f->fr && r < f->n; r++)
         for (int k = 0; k < 2; k++)
             free(f->fr[r].b[k].fl);
     free(f->fr);
@@ -304,8 +297,20 @@ static void xsm_rep_feed_stop(xsm_rep_feed *f)
     free(f);
 }
 
+static void xsm_rep_feed_stop(xsm_rep_feed *f)
+{
+    if (!f)
+        return;
+    pthread_mutex_lock(&f->mu);
+    f->stop = 1;
+    pthread_cond_broadcast(&f->work);
+    pthread_mutex_unlock(&f->mu);
+    pthread_join(f->t, NULL);
+    xsm_rep_feed_free(f);
+}
+
 /* A feeder for the sources of v (n ranks), when their batches take at most
- * XSM_PREFETCH_MAX bytes; NULL: the analysis reads the sources itself. */
+ * 64 MiB; NULL: the analysis reads the sources itself. */
 static xsm_rep_feed *xsm_rep_feed_start(xsm_rep_rank *v, size_t n)
 {
     size_t live = 0;
@@ -324,12 +329,7 @@ static xsm_rep_feed *xsm_rep_feed_start(xsm_rep_rank *v, size_t n)
     pthread_cond_init(&f->work, NULL);
     pthread_cond_init(&f->done, NULL);
     if (!f->fr || !f->q || pthread_create(&f->t, NULL, xsm_rep_feed_run, f) != 0) {
-        free(f->fr);
-        free(f->q);
-        pthread_mutex_destroy(&f->mu);
-        pthread_cond_destroy(&f->work);
-        pthread_cond_destroy(&f->done);
-        free(f);
+        xsm_rep_feed_free(f);
         return NULL;
     }
     pthread_mutex_lock(&f->mu);

@@ -361,26 +361,55 @@ static int overlap(const char *dir)
     return close_all(f, 2);
 }
 
+/* An MPI_Wait [b, e] that completes the Isend of request `req` at `at`. */
+static void isend_wait(xsf *f, int64_t b, int64_t e, int64_t at, uint64_t req)
+{
+    xsprof_rec_mpi m = M();
+    m.t_begin = b; m.t_end = e; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f, 0, "MPI_Wait", m);
+    m = M(); m.t_begin = m.t_end = at; m.kind = XSPROF_MPI_COMPLETION; m.request = req;
+    xsf_mpi(f, 0, "MPI_Wait", m);
+}
+
+/* Unsuccessful MPI_Tests of request `req` on f: `n` of 100 ns every 200 ns
+ * from `from`, each followed by 100 ns of `work` when work is set. */
+static void failed_tests(xsf *f, uint64_t req, int n, int64_t from, int work)
+{
+    for (int i = 0; i < n; i++) { /* OTHER rows */
+        xsprof_rec_mpi m = M();
+        m.t_begin = from + 200 * i; m.t_end = m.t_begin + 100; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
+        m.request = req;
+        xsf_mpi(f, 0, "MPI_Test", m);
+        if (work)
+            xsf_region(f, 0, "work", 0, m.t_end, m.t_end + 100);
+    }
+}
+
+/* Rank 0 of pollwait and pollsend: Irecv at 500, 100 unsuccessful Tests
+ * with `work` between from 1000, `work` up to `done` and the Test there
+ * that completes the receive. */
+static void polling_receiver(xsf *f, int64_t done)
+{
+    xsprof_rec_mpi m = M();
+    m.t_begin = 500; m.t_end = 600; m.kind = XSPROF_MPI_IRECV; m.peer = 1; m.tag = 1; m.request = 5;
+    xsf_mpi(f, 0, "MPI_Irecv", m);
+    failed_tests(f, 5, 100, 1000, 1);
+    if (done > 21000)
+        xsf_region(f, 0, "work", 0, 21000, done);
+    m = M(); m.t_begin = done; m.t_end = done + 100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f, 0, "MPI_Test", m);
+    recv_completion(f, "MPI_Test", done + 50, 5, 1, 1, 1, 8);
+}
+
 static int pollwait(const char *dir)
 {
     xsf *f[2];
     if (open2(dir, f))
         return 1;
-    xsprof_rec_mpi m;
-    m = M(); m.t_begin = 500; m.t_end = 600; m.kind = XSPROF_MPI_IRECV; m.peer = 1; m.tag = 1; m.request = 5;
-    xsf_mpi(f[0], 0, "MPI_Irecv", m);
-    for (int i = 0; i < 100; i++) { /* unsuccessful Tests: OTHER rows */
-        m = M(); m.t_begin = 1000 + 200 * i; m.t_end = m.t_begin + 100; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
-        m.request = 5;
-        xsf_mpi(f[0], 0, "MPI_Test", m);
-        xsf_region(f[0], 0, "work", 0, m.t_end, m.t_end + 100);
-    }
-    m = M(); m.t_begin = 21000; m.t_end = 21100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
-    xsf_mpi(f[0], 0, "MPI_Test", m);
-    recv_completion(f[0], "MPI_Test", 21050, 5, 1, 1, 1, 8);
+    polling_receiver(f[0], 21000);
     xsf_region(f[1], 0, "slow", 0, 0, 15000);
-    m = M(); m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
-    m.seq = 1;
+    xsprof_rec_mpi m = M();
+    m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8; m.seq = 1;
     xsf_mpi(f[1], 0, "MPI_Send", m);
     return close_all(f, 2);
 }
@@ -393,32 +422,14 @@ static int pollsend(const char *dir)
     xsf *f[2];
     if (open2(dir, f))
         return 1;
-    xsprof_rec_mpi m;
-    m = M(); m.t_begin = 500; m.t_end = 600; m.kind = XSPROF_MPI_IRECV; m.peer = 1; m.tag = 1; m.request = 5;
-    xsf_mpi(f[0], 0, "MPI_Irecv", m);
-    for (int i = 0; i < 100; i++) { /* unsuccessful Tests: OTHER rows */
-        m = M(); m.t_begin = 1000 + 200 * i; m.t_end = m.t_begin + 100; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
-        m.request = 5;
-        xsf_mpi(f[0], 0, "MPI_Test", m);
-        xsf_region(f[0], 0, "work", 0, m.t_end, m.t_end + 100);
-    }
-    xsf_region(f[0], 0, "work", 0, 21000, 41000);
-    m = M(); m.t_begin = 41000; m.t_end = 41100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
-    xsf_mpi(f[0], 0, "MPI_Test", m);
-    recv_completion(f[0], "MPI_Test", 41050, 5, 1, 1, 1, 8);
+    polling_receiver(f[0], 41000);
     xsf_region(f[1], 0, "slow", 0, 0, 15000);
-    m = M(); m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_ISEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
+    xsprof_rec_mpi m = M();
+    m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_ISEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
     m.seq = 1; m.request = 7;
     xsf_mpi(f[1], 0, "MPI_Isend", m);
-    for (int i = 0; i < 100; i++) {
-        m = M(); m.t_begin = 15200 + 200 * i; m.t_end = m.t_begin + 100; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
-        m.request = 7;
-        xsf_mpi(f[1], 0, "MPI_Test", m);
-    }
-    m = M(); m.t_begin = 40000; m.t_end = 40100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
-    xsf_mpi(f[1], 0, "MPI_Wait", m);
-    m = M(); m.t_begin = m.t_end = 40050; m.kind = XSPROF_MPI_COMPLETION; m.request = 7;
-    xsf_mpi(f[1], 0, "MPI_Wait", m);
+    failed_tests(f[1], 7, 100, 15200, 0);
+    isend_wait(f[1], 40000, 40100, 40050, 7);
     return close_all(f, 2);
 }
 
@@ -435,10 +446,7 @@ static int isendlr(const char *dir)
     m = M(); m.t_begin = 100; m.t_end = 150; m.kind = XSPROF_MPI_ISEND; m.peer = 1; m.tag = 2; m.bytes_sent = 1 << 20;
     m.seq = 1; m.request = 9;
     xsf_mpi(f[0], 0, "MPI_Isend", m);
-    m = M(); m.t_begin = 200; m.t_end = 2100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
-    xsf_mpi(f[0], 0, "MPI_Wait", m);
-    m = M(); m.t_begin = m.t_end = 2050; m.kind = XSPROF_MPI_COMPLETION; m.request = 9;
-    xsf_mpi(f[0], 0, "MPI_Wait", m);
+    isend_wait(f[0], 200, 2100, 2050, 9);
     xsf_region(f[1], 0, "unpack", 0, 0, 1500);
     m = M(); m.t_begin = 1500; m.t_end = 1550; m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_NXN; m.comm = 2;
     m.coll_seq = 1;
@@ -554,13 +562,9 @@ static int pollwo(const char *dir)
     if (open2(dir, f))
         return 1;
     two_sends(f, 6000);
-    xsprof_rec_mpi m;
-    for (int i = 0; i < 50; i++) { /* unsuccessful Tests: OTHER rows */
-        m = M(); m.t_begin = 1000 + 200 * i; m.t_end = m.t_begin + 100; m.kind = XSPROF_MPI_OTHER; m.comm = UINT32_MAX;
-        m.request = 6;
-        xsf_mpi(f[0], 0, "MPI_Test", m);
-    }
-    m = M(); m.t_begin = 11000; m.t_end = 11100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    failed_tests(f[0], 6, 50, 1000, 0);
+    xsprof_rec_mpi m = M();
+    m.t_begin = 11000; m.t_end = 11100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
     xsf_mpi(f[0], 0, "MPI_Test", m);
     recv_completion(f[0], "MPI_Test", 11050, 6, 1, 2, 1, 8);
     m = M(); m.t_begin = 12000; m.t_end = 12100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;

@@ -727,6 +727,11 @@ static int unrecv(const char *dir, int steps)
             xsf_mpi(f[1], 0, "MPI_Recv", m);
         }
     }
+    /* rank 1 (the second process's under mpirun -np 2) posts a receive it
+     * never completes: counted as unmatched by every process alike */
+    m = M(); m.t_begin = (int64_t)steps * 4000 + 100; m.t_end = m.t_begin + 20; m.kind = XSPROF_MPI_IRECV;
+    m.peer = 0; m.tag = 77; m.request = 9;
+    xsf_mpi(f[1], 0, "MPI_Irecv", m);
     xsf_region(f[0], 0, "main", 0, 50, (int64_t)steps * 4000 + 1000);
     xsf_region(f[1], 0, "main", 0, 60, (int64_t)steps * 4000 + 1000);
     return close2(f);

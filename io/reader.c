@@ -45,6 +45,15 @@ static xsprof_status rd_fail(rd_ctx *r, xsprof_status s, const char *fmt, ...)
     return s;
 }
 
+static void *(*rd_alloc)(size_t bytes) = malloc;
+static void (*rd_release)(void *p) = free;
+
+void xsprof_rankfile_set_table_alloc(void *(*alloc)(size_t bytes), void (*release)(void *p))
+{
+    rd_alloc = alloc && release ? alloc : malloc;
+    rd_release = alloc && release ? release : free;
+}
+
 void xsprof_rank_data_free(xsprof_rank_data *d)
 {
     if (!d)
@@ -53,19 +62,19 @@ void xsprof_rank_data_free(xsprof_rank_data *d)
         for (uint32_t i = 0; i < d->nstrings; i++)
             free(d->strings[i]);
     free(d->strings);
-    free(d->regions);
-    free(d->args);
-    free(d->instants);
-    free(d->counters);
-    free(d->mpi);
-    free(d->gpu);
-    free(d->mem);
-    free(d->clock);
-    free(d->threads);
-    free(d->comms);
-    free(d->comm_members);
-    free(d->topo);
-    free(d->meta);
+    rd_release(d->regions);
+    rd_release(d->args);
+    rd_release(d->instants);
+    rd_release(d->counters);
+    rd_release(d->mpi);
+    rd_release(d->gpu);
+    rd_release(d->mem);
+    rd_release(d->clock);
+    rd_release(d->threads);
+    rd_release(d->comms);
+    rd_release(d->comm_members);
+    rd_release(d->topo);
+    rd_release(d->meta);
     memset(d, 0, sizeof *d);
 }
 
@@ -434,7 +443,7 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
         }
         goto out;
     }
-    void *buf = malloc((size_t)t.dim * t.row);
+    void *buf = rd_alloc((size_t)t.dim * t.row);
     if (!buf) {
         s = rd_fail(r, XSPROF_ERR_NOMEM, "cannot allocate %llu rows for %s", (unsigned long long)t.dim, name);
         goto out;
@@ -447,7 +456,7 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
         if (e < 0) {
             char h5[256];
             xsprof_h5_last_error(h5, sizeof h5);
-            free(buf);
+            rd_release(buf);
             s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read dataset %s (HDF5: %s)", name, h5[0] ? h5 : "error");
             goto out;
         }

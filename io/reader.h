@@ -69,6 +69,14 @@ void xsprof_rank_data_free(xsprof_rank_data *d);
 typedef int (*xsprof_table_read_fn)(int64_t dataset, int64_t mem_type, size_t row_size, uint64_t rows, void *buf);
 void xsprof_rankfile_set_table_reader(xsprof_table_read_fn fn);
 
+/* Where the tables a load reads whole are allocated, and how the reader
+ * frees table arrays (xsprof_rank_data_free, failed loads): `release` is
+ * given every table array freed, whoever allocated it (a journal's grow
+ * with realloc), so it must pass those it did not make to free(). NULL
+ * (either): malloc and free. Process-wide, like the table reader. xsmerge
+ * decodes straight into memory it shares with other processes. */
+void xsprof_rankfile_set_table_alloc(void *(*alloc)(size_t bytes), void (*release)(void *p));
+
 /* String by id, "?" when out of range (never NULL). */
 const char *xsprof_rank_data_string(const xsprof_rank_data *d, uint32_t id);
 

@@ -452,6 +452,109 @@ int xsm_read_forked(const xsm_candidate *c, xsm_loaded *l, size_t n, int procs,
     return 0;
 }
 
+/* ---- the process's own loads, decoded into a memory file --------------- */
+
+/* After MPI_Init the process loads what its helper has not reached. Loaded
+ * into the heap, those tables went to the other processes of the node by
+ * MPI (a copy into fresh pages there: 0.13 CPU-s a process for the 5 M-event
+ * ring's two files each); decoded into a memory file of this process they
+ * are mapped there like the helper's. The io reader allocates the tables
+ * here (xsprof_rankfile_set_table_alloc) while these loads run: one bump
+ * region of a sparse memory file, cut to what was used at the end. */
+static struct {
+    unsigned char *base;
+    size_t cap, used;
+} xsm_arena;
+static pthread_mutex_t xsm_arena_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int xsm_arena_has(const void *p)
+{
+    return xsm_arena.base && (const unsigned char *)p >= xsm_arena.base &&
+           (const unsigned char *)p < xsm_arena.base + xsm_arena.cap;
+}
+
+static void *xsm_arena_alloc(size_t bytes)
+{
+    void *p = NULL;
+    pthread_mutex_lock(&xsm_arena_mu);
+    size_t at = (xsm_arena.used + XSM_ENTRY_ALIGN - 1) / XSM_ENTRY_ALIGN * XSM_ENTRY_ALIGN;
+    if (at <= xsm_arena.cap && bytes <= xsm_arena.cap - at) {
+        p = xsm_arena.base + at;
+        xsm_arena.used = at + bytes;
+    }
+    pthread_mutex_unlock(&xsm_arena_mu);
+    return p ? p : malloc(bytes); /* full: the heap, and that entry is sent */
+}
+
+/* A table of the arena stays until its mapping goes (a failed load leaves
+ * a hole); any other is the heap's. */
+static void xsm_arena_release(void *p)
+{
+    if (!xsm_arena_has(p))
+        free(p);
+}
+
+/* The arena of cap bytes, registered as a mapping of ours; NULL (loads go
+ * to the heap) when it cannot be made. */
+static xsm_map *xsm_arena_begin(uint64_t cap)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    if (cap < (uint64_t)pg || cap > SIZE_MAX / 2)
+        return NULL;
+    int fd = memfd_create("xsmerge-own", MFD_CLOEXEC);
+    void *p = fd >= 0 && ftruncate(fd, (off_t)cap) == 0
+                  ? mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
+    xsm_map *m = NULL;
+    if (p != MAP_FAILED) {
+        pthread_mutex_lock(&xsm_maps_mu);
+        m = xsm_map_add_locked((xsm_map){p, (size_t)cap, 0, fd, 0, -1});
+        pthread_mutex_unlock(&xsm_maps_mu);
+        if (!m)
+            munmap(p, (size_t)cap);
+    }
+    if (!m) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    xsm_arena.base = p;
+    xsm_arena.cap = (size_t)cap;
+    xsm_arena.used = 0;
+    xsprof_rankfile_set_table_alloc(xsm_arena_alloc, xsm_arena_release);
+    return m;
+}
+
+/* The loads are done: the file is cut to the pages used (other processes
+ * map it whole), and every entry done[] with a table in it holds it. */
+static void xsm_arena_end(xsm_map *m, xsm_loaded *l, size_t n, const unsigned char *done)
+{
+    if (!m)
+        return;
+    xsprof_rankfile_set_table_alloc(NULL, NULL);
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t len = (xsm_arena.used + pg - 1) / pg * pg;
+    xsm_arena.base = NULL;
+    pthread_mutex_lock(&xsm_maps_mu);
+    if (len && ftruncate(m->fd, (off_t)len) == 0) {
+        munmap(m->base + len, m->len - len);
+        m->len = len;
+    } else if (len) { /* not cut: kept for our entries, not mapped elsewhere */
+        close(m->fd);
+        m->fd = -1;
+    }
+    for (size_t i = 0; i < n && len; i++) {
+        const xsprof_rank_data *d = &l[i].d;
+        int used = 0;
+#define X(a, cnt, ev) used |= d->a && (const unsigned char *)d->a >= m->base && (const unsigned char *)d->a < m->base + m->len;
+        XSM_RANK_TABLES(X)
+#undef X
+        m->users += done[i] && used;
+    }
+    xsm_map_drop_locked(m); /* when no entry uses it */
+    pthread_mutex_unlock(&xsm_maps_mu);
+}
+
 /* ---- loading while MPI starts ------------------------------------------ */
 
 struct xsm_early {
@@ -462,15 +565,16 @@ struct xsm_early {
     atomic_uchar *claim; /* shared with the helper: 1 once one of us took entry i */
     int fd;
     pid_t pid;
+    uint64_t budget;     /* bytes the loads may take (the own arena's size) */
 };
 
 xsm_early *xsm_early_fork(xsm_candidate *c, unsigned char *want, size_t n, int rank, int size, size_t max,
-                          void (*load)(const xsm_candidate *, xsm_loaded *))
+                          uint64_t budget, void (*load)(const xsm_candidate *, xsm_loaded *))
 {
     xsm_early *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
-    *e = (xsm_early){.n = n, .rank = rank, .size = size, .fd = -1, .pid = -1};
+    *e = (xsm_early){.n = n, .rank = rank, .size = size, .fd = -1, .pid = -1, .budget = budget};
     /* shared, so that the parent can take what the helper has not begun */
     void *cl = mmap(NULL, n + 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (cl != MAP_FAILED)
@@ -530,7 +634,9 @@ int xsm_early_finish(xsm_early *e, xsm_loaded *l, size_t n, void (*load)(const x
     unsigned char *done = calloc(n + 1, 1);
     if (!done)
         return -1;
-    /* from the end while the helper works from the start */
+    /* from the end while the helper works from the start, straight into a
+     * memory file of ours that the other processes map like the helper's */
+    xsm_map *own = xsm_arena_begin(e->budget);
     for (size_t i = n; i-- > 0;) {
         if (l[i].status != 0 || atomic_exchange(&e->claim[i], 1))
             continue;
@@ -539,6 +645,7 @@ int xsm_early_finish(xsm_early *e, xsm_loaded *l, size_t n, void (*load)(const x
         if (step)
             step();
     }
+    xsm_arena_end(own, l, n, done);
     while (waitpid(e->pid, NULL, 0) < 0 && errno == EINTR)
         ;
     e->pid = -1;

@@ -279,7 +279,7 @@ xsm_early *xsm_read_early_start(const char *run_dir, const xsm_load_opts *opts, 
         for (size_t i = 0; i < n; i++)
             want[i] = (unsigned char)xsm_load_mine(c, i, mask, rank, size);
         xsm_load_setup(threads);
-        e = xsm_early_fork(c, want, n, rank, size, max, xsm_load_one);
+        e = xsm_early_fork(c, want, n, rank, size, max, budget, xsm_load_one);
     }
     free(mask);
     if (!e) {

@@ -93,7 +93,7 @@ void *xsm_read_open_peer(int64_t pid, int fd, uint64_t len, int writable);
  * no helper could start (c and want stay the caller's). */
 typedef struct xsm_early xsm_early;
 xsm_early *xsm_early_fork(xsm_candidate *c, unsigned char *want, size_t n, int rank, int size, size_t max,
-                          void (*load)(const xsm_candidate *, xsm_loaded *));
+                          uint64_t budget, void (*load)(const xsm_candidate *, xsm_loaded *));
 /* 1 when the helper's candidates and division are those of this load
  * (status 0 = this process's entries): the directory may have changed, or
  * MPI may number the processes otherwise than the launcher's variables. */

@@ -11,6 +11,8 @@
 #include "merge/read/read.h"
 #include "merge/util.h"
 #include "core/record.h"
+#include "io/reader.h"
+#include "tests/merge/fixture.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -637,7 +639,7 @@ static void early_case(size_t n, int step, int die_at, int bad)
     unsigned char *want_copy = malloc(n);
     memcpy(copy, c, n * sizeof *c);
     memcpy(want_copy, want, n);
-    xsm_early *e = xsm_early_fork(copy, want_copy, n, 0, step, SIZE_MAX, early_load); /* takes the copies */
+    xsm_early *e = xsm_early_fork(copy, want_copy, n, 0, step, SIZE_MAX, 1u << 20, early_load); /* takes the copies */
     CHECK(e != NULL);
     if (!e)
         return;
@@ -696,16 +698,101 @@ static void test_early(void)
     for (int i = 0; i < 4; i++)
         c[i].rank = i, want[i] = 1;
     unlink(early_flag); /* the helper waits at entry 0 */
-    xsm_early *e = xsm_early_fork(c, want, 4, 0, 1, SIZE_MAX, early_load);
+    xsm_early *e = xsm_early_fork(c, want, 4, 0, 1, SIZE_MAX, 1u << 20, early_load);
     CHECK(e != NULL);
     xsm_early_cancel(e);
     CHECK_EQ(early_mapped(), 0);
     unlink(early_started);
 }
 
+/* A real load through the io reader (its tables go where the reader
+ * allocates them). */
+static void own_load(const xsm_candidate *c, xsm_loaded *l)
+{
+    char err[256];
+    memset(l, 0, sizeof *l);
+    l->status = xsprof_rankfile_load(c->h5, &l->d, err, sizeof err) == XSPROF_OK ? 0 : 1;
+}
+
+static int own_mapped(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, "xsmerge-own") != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* The files the helper does not take are decoded by the process straight
+ * into a memory file of its own (other processes map it as the helper's),
+ * cut to what was used; with too little room the tables go to the heap. */
+static void own_case(uint64_t budget, int want_mapped)
+{
+    char dir[] = "/tmp/xsprof-own-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    enum { N = 3 };
+    xsm_candidate *c = calloc(N, sizeof *c);
+    unsigned char *want = calloc(N, 1);
+    xsm_loaded l[N], ref[N];
+    for (int r = 0; r < N; r++) {
+        xsf *f = xsf_create(dir, r, N, "own", 1000, NULL);
+        for (int k = 0; k < 2000 * (r + 1); k++) {
+            xsf_region(f, 0, "work", 0, 10 * k, 10 * k + 5);
+            xsf_mpi(f, 0, "MPI_Send", (xsprof_rec_mpi){.t_begin = 10 * k + 5, .t_end = 10 * k + 9,
+                                                        .kind = XSPROF_MPI_SEND, .peer = (r + 1) % N, .seq = (uint64_t)k + 1});
+        }
+        CHECK_EQ(xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1), 0);
+        c[r].rank = r;
+        snprintf(c[r].h5, sizeof c[r].h5, "%s/rank-%05d.h5", dir, r);
+        want[r] = 1;
+        l[r].status = 0;
+        own_load(&c[r], &ref[r]);
+    }
+    xsm_candidate *copy = malloc(N * sizeof *copy);
+    memcpy(copy, c, N * sizeof *c);
+    /* the helper may take none: this process loads all */
+    xsm_early *e = xsm_early_fork(copy, want, N, 0, 1, 0, budget, own_load);
+    CHECK(e != NULL);
+    if (e)
+        CHECK_EQ(xsm_early_finish(e, l, N, own_load, NULL), 0);
+    if (want_mapped)
+        CHECK(own_mapped() > 0); /* full, it may still hold the small tables */
+    for (int r = 0; r < N; r++) {
+        CHECK_EQ(l[r].status, 0);
+        CHECK(l[r].d.nregions == ref[r].d.nregions && l[r].d.nmpi == ref[r].d.nmpi && l[r].d.nmpi == 2000u * (r + 1));
+        CHECK(memcmp(l[r].d.regions, ref[r].d.regions, ref[r].d.nregions * sizeof *ref[r].d.regions) == 0);
+        CHECK(memcmp(l[r].d.mpi, ref[r].d.mpi, ref[r].d.nmpi * sizeof *ref[r].d.mpi) == 0);
+        int fd = -1;
+        uint64_t off = 0, len = 0;
+        struct stat st;
+        int in = xsm_read_map_of(l[r].d.mpi, &fd, &off, &len);
+        CHECK_EQ(in, want_mapped);
+        /* cut to its use: another process maps it whole */
+        if (in)
+            CHECK(fstat(fd, &st) == 0 && (uint64_t)st.st_size == len && len < budget &&
+                  off + l[r].d.nmpi * sizeof *l[r].d.mpi <= len);
+    }
+    for (int r = 0; r < N; r++) {
+        xsm_read_release(&l[r].d);
+        xsprof_rank_data_free(&ref[r].d);
+        unlink(c[r].h5);
+    }
+    CHECK_EQ(own_mapped(), 0); /* unmapped with its last entry */
+    free(c);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_early();
+    own_case(64u << 20, 1);
+    own_case(8192, 0); /* no room: the heap, and those tables are sent */
     test_place();
     test_place_failed_write();
     test_cpu_share();

@@ -24,7 +24,7 @@ typedef struct xsm_evflow {
     uint64_t id;  /* message index + 1 */
     int64_t t;    /* where it touches the row: the send's begin, the receive's completion */
     int out;      /* 1: starts here (send); 0: ends here */
-    int64_t sent; /* the send's begin */
+    int64_t sent; /* the send's begin (trace.json's; a per-rank in-memory source leaves a receive's INT64_MIN) */
     int32_t peer; /* the other end's rank: the receiver of a start, the sender of an end (-1 unknown) */
     uint64_t peer_row; /* the other end's mpi row (UINT64_MAX unknown) */
 } xsm_evflow;

@@ -33,7 +33,11 @@ runs = [make_run(maker, "big", os.path.join(base, "big"), 5, 3000),
         # wildcards, nonblocking collectives, MPI from several threads
         make_run(maker, "golden", os.path.join(base, "golden")),
         make_run(maker, "icoll", os.path.join(base, "icoll")),
-        make_run(maker, "mpithreads", os.path.join(base, "mpithreads"))]
+        make_run(maker, "mpithreads", os.path.join(base, "mpithreads")),
+        # trace preparation divided: GPU streams, counters and memory
+        # tracks counted by their owners; halos over a split communicator
+        make_run(maker, "gpumpi", os.path.join(base, "gpumpi")),
+        make_run(maker, "halocoll", os.path.join(base, "halocoll"))]
 # rank 2 of a 5-rank run damaged: process 0's share with two processes
 damaged = os.path.join(base, "damaged")
 make_run(maker, "big", damaged, 5, 3000)

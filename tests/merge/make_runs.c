@@ -728,10 +728,21 @@ static int unrecv(const char *dir, int steps)
         }
     }
     /* rank 1 (the second process's under mpirun -np 2) posts a receive it
-     * never completes: counted as unmatched by every process alike */
-    m = M(); m.t_begin = (int64_t)steps * 4000 + 100; m.t_end = m.t_begin + 20; m.kind = XSPROF_MPI_IRECV;
+     * never completes and sends 6 messages never received, rank 0 receives
+     * one never sent: unmatched on both ranks, more than the 5 notes list,
+     * counted and listed by every process alike */
+    int64_t end = (int64_t)steps * 4000;
+    m = M(); m.t_begin = end + 100; m.t_end = m.t_begin + 20; m.kind = XSPROF_MPI_IRECV;
     m.peer = 0; m.tag = 77; m.request = 9;
     xsf_mpi(f[1], 0, "MPI_Irecv", m);
+    for (int k = 0; k < 6; k++) {
+        m = M(); m.t_begin = end + 200 + 10 * k; m.t_end = m.t_begin + 5; m.kind = XSPROF_MPI_SEND; m.peer = 0;
+        m.tag = 99; m.bytes_sent = 8; m.seq = (uint64_t)k + 1;
+        xsf_mpi(f[1], 0, "MPI_Send", m);
+    }
+    m = M(); m.t_begin = end + 300; m.t_end = m.t_begin + 40; m.kind = XSPROF_MPI_RECV; m.peer = 1; m.tag = 98;
+    m.bytes_recv = 8; m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Recv", m);
     xsf_region(f[0], 0, "main", 0, 50, (int64_t)steps * 4000 + 1000);
     xsf_region(f[1], 0, "main", 0, 60, (int64_t)steps * 4000 + 1000);
     return close2(f);

@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define CK_MAX_THREADS 8u
 #define CK_SLOTS_PER_THREAD 2u
@@ -189,6 +192,55 @@ uint32_t xsprof_h5_fletcher32(const unsigned char *p, size_t len)
     return s2 << 16 | s1;
 }
 
+/* Adler-32 (RFC 1950): s1 = 1 + sum of the bytes, s2 = sum of the s1s,
+ * both mod 65521, taken every 5552 bytes at most (zlib's NMAX: the largest
+ * run whose sums cannot overflow 32 bits). Per 16-byte block k of a run,
+ * s2 gains 16 * s1 at the block's start plus sum (16 - i) * byte i; the
+ * vector lanes keep the blocks' byte sums, their running total (for the
+ * 16 * s1 terms) and the weighted sums apart, folded once per run. */
+#define CK_ADLER_BASE 65521u
+#define CK_ADLER_NMAX 5552u
+
+uint32_t xsprof_adler32(uint32_t adler, const unsigned char *p, size_t len)
+{
+    uint64_t s1 = adler & 0xffff, s2 = adler >> 16;
+    while (len) {
+        size_t run = len < CK_ADLER_NMAX ? len : CK_ADLER_NMAX, blocks = run / 16;
+        len -= run;
+#ifdef __SSE2__
+        if (blocks) {
+            const __m128i zero = _mm_setzero_si128();
+            const __m128i w_lo = _mm_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9);
+            const __m128i w_hi = _mm_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1);
+            __m128i v_s1 = zero, v_ps = zero, v_w = zero;
+            for (size_t k = 0; k < blocks; k++) {
+                __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
+                v_ps = _mm_add_epi64(v_ps, v_s1); /* the byte sums of the blocks before this one */
+                v_s1 = _mm_add_epi64(v_s1, _mm_sad_epu8(b, zero));
+                v_w = _mm_add_epi32(v_w, _mm_madd_epi16(_mm_unpacklo_epi8(b, zero), w_lo));
+                v_w = _mm_add_epi32(v_w, _mm_madd_epi16(_mm_unpackhi_epi8(b, zero), w_hi));
+            }
+            uint64_t a[2], c[2];
+            uint32_t w[4];
+            _mm_storeu_si128((__m128i *)(void *)a, v_s1);
+            _mm_storeu_si128((__m128i *)(void *)c, v_ps);
+            _mm_storeu_si128((__m128i *)(void *)w, v_w);
+            s2 += 16 * blocks * s1 + 16 * (c[0] + c[1]) + (uint64_t)w[0] + w[1] + w[2] + w[3];
+            s1 += a[0] + a[1];
+            p += 16 * blocks;
+            run -= 16 * blocks;
+        }
+#endif
+        for (; run; run--) {
+            s1 += *p++;
+            s2 += s1;
+        }
+        s1 %= CK_ADLER_BASE;
+        s2 %= CK_ADLER_BASE;
+    }
+    return (uint32_t)(s2 << 16 | s1);
+}
+
 /* zlib's memory for one chunk: deflate allocates ~270 KB per stream, which
  * malloc would map and unmap (page faults, TLB shootdowns) for every chunk.
  * Served from one block, reset per chunk; beyond it, malloc. */
@@ -215,10 +267,15 @@ static void ck_zfree(voidpf opaque, voidpf p)
 
 /* What HDF5's deflate filter does (compress2: deflateInit at `level`, one
  * deflate(Z_FINISH)), with zlib's memory from `m`: the same zlib gives the
- * same bytes. Returns the length, 0 on failure. */
+ * same bytes. zlib's wrapper is written here: its 2-byte header (as
+ * deflate writes it for a 32 KiB window, no dictionary, the default
+ * strategy) and the big-endian Adler-32 of the input after the raw stream,
+ * which zlib would sum byte by byte. Returns the length, 0 on failure. */
 static size_t ck_deflate(const unsigned char *in, size_t len, unsigned char *out, size_t cap, int level,
                          xsprof_chunk_work *w)
 {
+    if (cap < 6)
+        return 0;
     z_stream z;
     memset(&z, 0, sizeof z);
     z.zalloc = ck_zalloc;
@@ -227,16 +284,27 @@ static size_t ck_deflate(const unsigned char *in, size_t len, unsigned char *out
     if (!w->zmem)
         w->zmem = malloc(CK_ZMEM_SIZE); /* else malloc per allocation */
     w->zmem_used = 0;
-    if (deflateInit(&z, level) != Z_OK)
+    if (level == Z_DEFAULT_COMPRESSION)
+        level = 6;
+    if (deflateInit2(&z, level, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return 0;
+    unsigned head = (Z_DEFLATED + ((MAX_WBITS - 8) << 4)) << 8 | (unsigned)(level < 2 ? 0 : level < 6 ? 1 : level == 6 ? 2 : 3) << 6;
+    head += 31 - head % 31;
+    out[0] = (unsigned char)(head >> 8);
+    out[1] = (unsigned char)head;
     z.next_in = (Bytef *)in;
     z.avail_in = (uInt)len;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
+    z.next_out = out + 2;
+    z.avail_out = (uInt)(cap - 6);
     int rc = deflate(&z, Z_FINISH);
-    size_t n = (size_t)z.total_out;
+    size_t n = (size_t)z.total_out + 2;
     deflateEnd(&z);
-    return rc == Z_STREAM_END ? n : 0;
+    if (rc != Z_STREAM_END)
+        return 0;
+    uint32_t a = xsprof_adler32(1, in, len);
+    for (int b = 0; b < 4; b++)
+        out[n + (size_t)b] = (unsigned char)(a >> (24 - 8 * b));
+    return n + 4;
 }
 
 static int ck_grow(unsigned char **buf, size_t *cap, size_t need)

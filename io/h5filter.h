@@ -1,6 +1,6 @@
 /* io/h5filter.h — pieces of HDF5's chunk filters done outside HDF5: the
  * fletcher32 checksum as HDF5 computes it (H5_checksum_fletcher32: 16-bit
- * big-endian words) and the 8x8 byte transpose behind shuffle/unshuffle of
+ * big-endian words), zlib's adler32 and the 8x8 byte transpose behind shuffle/unshuffle of
  * 8-byte fields. Shared by the threaded chunk writer (io/chunk_pool.c) and
  * xsmerge's chunk reader (merge/read/chunks.c). Owner: io. */
 #ifndef XSPROF_IO_H5FILTER_H
@@ -10,6 +10,11 @@
 #include <stdint.h>
 
 __attribute__((visibility("hidden"))) uint32_t xsprof_h5_fletcher32(const unsigned char *p, size_t len);
+
+/* zlib's adler32(adler, p, len), the checksum that ends a deflate filter's
+ * zlib stream, 16 bytes at a step with SSE2 where there is SSE2 (Debian's
+ * zlib sums byte by byte: 8 % of merged.h5's CPU). */
+__attribute__((visibility("hidden"))) uint32_t xsprof_adler32(uint32_t adler, const unsigned char *p, size_t len);
 
 /* 8x8 byte transpose in three swap stages (1-, 2-, 4-byte blocks): byte j
  * of word r goes to byte r of word j. Its own inverse. */

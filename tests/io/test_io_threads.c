@@ -17,9 +17,11 @@
 #include <unistd.h>
 
 #include <hdf5.h>
+#include <zlib.h>
 
 #include "io/chunk_pool.h"
 #include "io/format.h"
+#include "io/h5filter.h"
 #include "io/h5schema.h"
 #include "io/journal_read.h"
 #include "io/reader.h"
@@ -179,6 +181,44 @@ static size_t same_files(const char *pa, const char *pb)
         H5Fclose(fb);
     H5Eset_auto2(H5E_DEFAULT, fn, data);
     return nchunks;
+}
+
+/* ---- zlib's wrapper, written by the encoder ---------------------------- */
+
+/* The encoder deflates raw and writes zlib's header and Adler-32 itself:
+ * its checksum against zlib's on every length around the 16-byte steps and
+ * the 5552-byte runs (from every alignment), and a whole chunk of 1-byte
+ * rows (packed, not shuffled) against zlib's compress2 at every level. */
+static void check_zlib_wrapper(void)
+{
+    enum { N = 3 * 5552 + 100 };
+    unsigned char *buf = malloc(N + 16);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < N + 16; i++) { /* runs and noise, as shuffled planes are */
+        x = x * 1103515245u + 12345u;
+        buf[i] = (i / 700) % 3 == 0 ? 0 : (i / 700) % 3 == 1 ? 255 : (unsigned char)(x >> 24);
+    }
+    size_t bad = 0, n = 0;
+    for (size_t len = 0; len <= N; len += len < 40 ? 1 : len < 5600 && len > 5500 ? 1 : 97)
+        for (size_t a = 0; a < 16; a += len % 7 ? 15 : 1, n++)
+            bad += xsprof_adler32(1, buf + a, len) != (uint32_t)adler32(1, buf + a, (uInt)len);
+    bad += xsprof_adler32(0xfff0fff0u, buf, N) != (uint32_t)adler32(0xfff0fff0u, buf, N); /* sums near the modulus */
+    CHECK(bad == 0, "adler32: %zu of %zu sums differ from zlib's", bad, n);
+    for (int level = 1; level <= 9; level++) {
+        xsprof_chunk_codec c;
+        CHECK(xsprof_chunk_codec_init(&c, H5T_NATIVE_UCHAR, H5T_STD_U8LE, N, level) == XSPROF_OK, "1-byte codec");
+        xsprof_chunk_work w = {0};
+        unsigned char *out = malloc(xsprof_chunk_encoded_max(&c)), *ref = malloc(compressBound(N));
+        uLongf rlen = compressBound(N);
+        size_t len = xsprof_chunk_encode(&c, buf, N, &w, out);
+        CHECK(compress2(ref, &rlen, buf, N, level) == Z_OK && len == rlen + 4 && !memcmp(out, ref, rlen),
+              "level %d: the chunk is not zlib's compress2 stream (%zu vs %lu bytes)", level, len, (unsigned long)rlen + 4);
+        free(out);
+        free(ref);
+        xsprof_chunk_work_free(&w);
+        xsprof_chunk_codec_free(&c);
+    }
+    free(buf);
 }
 
 /* ---- the encoder against HDF5's own chunks ----------------------------- */
@@ -575,6 +615,7 @@ int main(int argc, char **argv)
     xsprof_rank_data_free(&b);
 
     check_pool();
+    check_zlib_wrapper();
     struct stat sb;
     if (stat(threaded, &sb) == 0)
         check_disk_full(jp, sb.st_size);

@@ -65,6 +65,14 @@ for run in runs:
                            capture_output=True, text=True, env=dict(env, XSPROF_MERGE_EARLY=early), timeout=240)
         check(p.returncode == 0, "mpirun -np %d merge of %s: %s" % (k, run, p.stderr[-2000:]))
         same_dirs(serial, par, "with -np %d, XSPROF_MERGE_EARLY=%s (%s)" % (k, early, run))
+# one CPU (a process bound to one core, as mpirun binds two processes):
+# merged.h5's chunks are encoded on the writing thread, the same bytes as
+# the encoding threads' (the merged tables span more than one chunk)
+one = runs[0] + "-onecpu"
+p = subprocess.run([XSMERGE, runs[0], "-o", one, "-q"], capture_output=True, text=True,
+                   preexec_fn=lambda: os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}), timeout=240)
+check(p.returncode == 0 and filecmp.cmp(os.path.join(one, "merged.h5"), os.path.join(runs[0] + "-serial", "merged.h5"),
+                                        shallow=False), "merged.h5 written on one CPU differs: %s" % p.stderr[-500:])
 # the helper's load is used, the tables mapped and matching divided
 # (XSPROF_MERGE_TIMES names the phases), none when turned off, nor the
 # mapping and division with a time window;

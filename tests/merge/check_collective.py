@@ -144,6 +144,14 @@ mine = "".join(x for x in p.stderr.replace(unrecv + "-np2", "OUT").splitlines(Tr
 check(rc == 0 and p.returncode == 0 and "unmatched" in se and mine == se.replace(unrecv + "-serial", "OUT"),
       "unmatched notes under mpirun as serially:\n%s\n--- serial:\n%s" % (p.stderr, se))
 same_dirs(unrecv + "-serial", unrecv + "-np2", "(unmatched receives)")
+# the analysis runs on another process than merged.h5's on one node (on the
+# last of two, on process 1 of three), which adds the analysis tables to the
+# file process 0 wrote: the serial merge's files, and its summary once
+check(p.stdout == so and so.count("xsprof report") == 1, "summary under mpirun -np 2:\n%s\n--- serial:\n%s" % (p.stdout, so))
+p = subprocess.run([mpiexec, "-np", "3", "--oversubscribe", XSMERGE, unrecv, "-o", unrecv + "-np3"],
+                   capture_output=True, text=True, env=env, timeout=240)
+check(p.returncode == 0 and p.stdout == so, "summary under mpirun -np 3:\n%s" % p.stdout)
+same_dirs(unrecv + "-serial", unrecv + "-np3", "(unmatched receives, 3 processes)")
 # a bad input fails the same way collectively: one line, exit 1
 bad = os.path.join(base, "bad")
 os.makedirs(bad)

@@ -53,12 +53,14 @@ typedef struct xsprof_chunk_pool xsprof_chunk_pool;
 /* Threads the writer uses: the CPUs this process may run on
  * (sched_getaffinity), at most XSPROF_WRITER_THREADS when that is set, and
  * never more than 8 (the converting thread parses alone, which bounds the
- * gain). 1 means HDF5's own filters on the calling thread. */
+ * gain). 1: the converting thread alone (the writer keeps HDF5's own
+ * filters for XSPROF_WRITER_THREADS=1, the reference its bytes are
+ * compared with). */
 XSPROF_HIDDEN unsigned xsprof_chunk_pool_threads(void);
 
 /* A pool of `nthreads` encoding threads counting the caller, which encodes
- * too when it would otherwise wait. NULL when out of memory or no thread
- * could start. */
+ * too when it would otherwise wait (with 1, or when no worker could start,
+ * it encodes every chunk). NULL when out of memory. */
 XSPROF_HIDDEN xsprof_chunk_pool *xsprof_chunk_pool_create(unsigned nthreads, xsprof_chunk_write_fn fn,
                                                           void *user);
 

@@ -211,14 +211,16 @@ static xsprof_status wr_rows(void *user, enum xsprof_io_table t, const void *row
     return XSPROF_OK;
 }
 
-/* Encode on threads when there are CPUs for them and every event table
- * has a type the pool reproduces byte for byte; else stay on HDF5's path.
- * The tables do not exist yet: their types are built as wr_create_ds
- * builds them. */
+/* Encode with the pool when every event table has a type it reproduces
+ * byte for byte (on the converting thread alone when the rank may run on
+ * one CPU, as MPI launchers bind ranks); else, or with
+ * XSPROF_WRITER_THREADS=1, HDF5's path. The tables do not exist yet: their
+ * types are built as wr_create_ds builds them. */
 static void wr_pool_start(wr_ctx *w)
 {
     unsigned n = xsprof_chunk_pool_threads();
-    if (n < 2)
+    const char *v = getenv("XSPROF_WRITER_THREADS");
+    if (v && strcmp(v, "1") == 0)
         return;
     int ok = 1;
     for (int t = 0; t < XSPROF_IO_T_COUNT && ok; t++) {

@@ -202,11 +202,11 @@ static hid_t xsm_h5_type(int which)
 typedef struct xsm_h5ds {
     hid_t ds, type;
     hsize_t pos, n;   /* rows appended, rows in all */
-    /* Rows gather into whole chunks, encoded on threads (io/chunk_pool.h)
-     * and stored with H5Dwrite_chunk; with one thread (a process bound to
-     * one core under mpirun) encoded here, not by HDF5's filters, whose
-     * conversion and zlib took 1.8x the CPU (hpcc's merged.h5 under
-     * `mpirun -np 2`: 3.6 s on one core): either way the same bytes. */
+    /* Rows gather into whole chunks, encoded by the pool (io/chunk_pool.h;
+     * with one thread, a process bound to one core under mpirun, by the
+     * appending thread: HDF5's conversion and filters took 1.8x the CPU,
+     * hpcc's merged.h5 under `mpirun -np 2` 3.6 s on one core) and stored
+     * with H5Dwrite_chunk; a table of one chunk by HDF5: the same bytes. */
     hsize_t chunk;    /* rows per chunk; 0: no filters (variable-length strings), written as given */
     size_t rowsize;
     unsigned char *buf;
@@ -216,8 +216,6 @@ typedef struct xsm_h5ds {
     xsprof_chunk_codec codec;
     int have_codec;
     xsprof_chunk_pool *pool;
-    xsprof_chunk_work work; /* no pool: the chunk encoded by the appending thread */
-    unsigned char *enc;
 } xsm_h5ds;
 
 /* The system's reason for the first failed write ("File too large"), from
@@ -329,13 +327,6 @@ static int xsm_h5ds_flush(xsm_h5ds *d)
     d->nbuf = 0;
     if (!n)
         return 0;
-    if (!d->pool && d->have_codec) {
-        if (!d->enc && !(d->enc = malloc(xsprof_chunk_encoded_max(&d->codec))))
-            return -1;
-        size_t len = xsprof_chunk_encode(&d->codec, d->buf, n, &d->work, d->enc);
-        d->flushed += n;
-        return len && xsm_h5ds_store(d, 0, n, d->enc, len) == XSPROF_OK ? 0 : -1;
-    }
     if (!d->pool)
         return xsm_h5ds_write(d, d->buf, n);
     int failed_table;
@@ -371,8 +362,6 @@ static int xsm_h5ds_close(xsm_h5ds *d)
     xsprof_chunk_pool_destroy(d->pool);
     if (d->have_codec)
         xsprof_chunk_codec_free(&d->codec);
-    xsprof_chunk_work_free(&d->work);
-    free(d->enc);
     free(d->buf);
     if (d->ds >= 0 && H5Dclose(d->ds) < 0)
         bad = xsm_h5_failed();

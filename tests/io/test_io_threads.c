@@ -7,6 +7,7 @@
  * and tables shorter than one chunk stored as one chunk of their length.
  * usage: test_io_threads DIR */
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -309,9 +310,10 @@ static void check_pool(void)
         size_t n = k == NCHUNKS - 1 ? 77 : 512, len = xsprof_chunk_encode(&c, rows, n, &w, out);
         sink_write(&want, k % 3, n, out, len);
     }
-    for (int fail_at = 0; fail_at <= 3; fail_at += 3) {
-        sink got = {.fail_at = fail_at};
-        xsprof_chunk_pool *p = xsprof_chunk_pool_create(4, sink_write, &got);
+    /* 4 threads, and 1: no worker, the submitting thread encodes alone */
+    for (int fail_at = 0; fail_at <= 6; fail_at += 3) {
+        sink got = {.fail_at = fail_at == 6 ? 0 : fail_at};
+        xsprof_chunk_pool *p = xsprof_chunk_pool_create(fail_at == 6 ? 1 : 4, sink_write, &got);
         CHECK(p != NULL, "pool");
         xsprof_status st = XSPROF_OK;
         int table = 5;
@@ -321,7 +323,7 @@ static void check_pool(void)
         }
         if (p && st == XSPROF_OK)
             st = xsprof_chunk_pool_finish(p, &table);
-        if (fail_at)
+        if (got.fail_at)
             CHECK(st == XSPROF_ERR_IO && table == -1 && got.calls == fail_at, "failing write: %d %d %d", st, table,
                   got.calls);
         else
@@ -597,6 +599,23 @@ int main(int argc, char **argv)
     CHECK(st == XSPROF_OK, "threaded: %s", err);
     size_t nchunks = same_files(serial, threaded);
     CHECK(nchunks > 40, "only %zu chunks compared", nchunks);
+    /* one CPU (a rank an MPI launcher bound): the pool without workers, the
+     * converting thread encoding every chunk, still the same bytes */
+    cpu_set_t all, one;
+    const char *onecpu = path_in("onecpu.h5");
+    if (sched_getaffinity(0, sizeof all, &all) == 0) {
+        CPU_ZERO(&one);
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &all)) {
+                CPU_SET(c, &one);
+                break;
+            }
+        CHECK(sched_setaffinity(0, sizeof one, &one) == 0 && xsprof_chunk_pool_threads() == 1, "bound to one CPU");
+        st = convert_with(NULL, jp, onecpu, err, sizeof err);
+        sched_setaffinity(0, sizeof all, &all);
+        CHECK(st == XSPROF_OK, "one CPU: %s", err);
+        CHECK(same_files(serial, onecpu) == nchunks, "one CPU: chunks compared");
+    }
     printf("test_io_threads: %u threads, %zu chunks compared\n", cpus, nchunks);
     check_chunk_sizes(serial); /* event tables beyond one chunk: the default chunk */
     check_chunk_sizes(threaded);

@@ -608,17 +608,20 @@ static void early_load(const xsm_candidate *c, xsm_loaded *l)
     l->d.nstrings = 1;
 }
 
-static int early_mapped(void)
+/* Mappings of this process whose name holds `name` (a memory file's). */
+static int mapped_named(const char *name)
 {
     FILE *f = fopen("/proc/self/maps", "r");
     char line[512];
     int n = 0;
     while (f && fgets(line, sizeof line, f))
-        n += strstr(line, "xsmerge-early") != NULL;
+        n += strstr(line, name) != NULL;
     if (f)
         fclose(f);
     return n;
 }
+
+static int early_mapped(void) { return mapped_named("xsmerge-early"); }
 
 static void early_case(size_t n, int step, int die_at, int bad)
 {
@@ -714,17 +717,7 @@ static void own_load(const xsm_candidate *c, xsm_loaded *l)
     l->status = xsprof_rankfile_load(c->h5, &l->d, err, sizeof err) == XSPROF_OK ? 0 : 1;
 }
 
-static int own_mapped(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512];
-    int n = 0;
-    while (f && fgets(line, sizeof line, f))
-        n += strstr(line, "xsmerge-own") != NULL;
-    if (f)
-        fclose(f);
-    return n;
-}
+static int own_mapped(void) { return mapped_named("xsmerge-own"); }
 
 /* The files the helper does not take are decoded by the process straight
  * into a memory file of its own (other processes map it as the helper's),

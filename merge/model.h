@@ -99,4 +99,11 @@ typedef struct xsm_run {
     size_t msgs_shm_len; /* msgs is such a region of this length (0: malloc) */
 } xsm_run;
 
+/* Whether this process does item i of a pass divided by xsm_run.reduce
+ * (i % parts == part; every item when nothing is divided). */
+static inline int xsm_run_mine(const xsm_run *run, size_t i)
+{
+    return !run->reduce || run->parts <= 1 || (int)(i % (size_t)run->parts) == run->part;
+}
+
 #endif

@@ -729,11 +729,6 @@ typedef struct xsm_viol_ctx {
     uint64_t count[XSM_VIOL_PARTS];
 } xsm_viol_ctx;
 
-/* Is this process the one that counts item i (xsm_run.reduce divides)? */
-static int xsm_counts_here(const xsm_run *run, size_t i)
-{
-    return !run->reduce || run->parts <= 1 || (int)(i % (size_t)run->parts) == run->part;
-}
 
 /* Messages received before they were sent, in one 64th of the messages. */
 static int xsm_viol_part(void *ctx, size_t part)
@@ -741,7 +736,7 @@ static int xsm_viol_part(void *ctx, size_t part)
     xsm_viol_ctx *c = ctx;
     const xsm_run *run = c->run;
     c->count[part] = 0;
-    if (!xsm_counts_here(run, part))
+    if (!xsm_run_mine(run, part))
         return 0;
     size_t lo = run->nmsgs / XSM_VIOL_PARTS * part, hi = part + 1 == XSM_VIOL_PARTS ? run->nmsgs : lo + run->nmsgs / XSM_VIOL_PARTS;
     uint64_t v = 0;
@@ -779,7 +774,7 @@ uint64_t xsm_align_violations(const xsm_run *run)
     size_t cap = 0;
     for (size_t ci = 0; ci < run->ncolls && v != UINT64_MAX; ci++) {
         const xsm_collective *c = &run->colls[ci];
-        if (!xsm_counts_here(run, ci))
+        if (!xsm_run_mine(run, ci))
             continue;
         if (c->n > cap) {
             xsm_coll_point *p = realloc(pt, c->n * sizeof *p);

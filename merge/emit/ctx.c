@@ -430,13 +430,11 @@ typedef struct xsm_build_ctx {
     int split; /* collective mode: a rank nobody here iterates is counted by its owner */
 } xsm_build_ctx;
 
-static int xsm_owns(const xsm_run *run, size_t r) { return (int)(r % (size_t)run->parts) == run->part; }
-
 static int xsm_erank_build_one(void *ctx, size_t r)
 {
     xsm_build_ctx *c = ctx;
     int want_order = !c->order || c->order[r];
-    if (!c->e->run->ranks[r].present || (c->split && !want_order && !xsm_owns(c->e->run, r)))
+    if (!c->e->run->ranks[r].present || (c->split && !want_order && !xsm_run_mine(c->e->run, r)))
         return 0;
     return xsm_erank_build(c->e, (int32_t)r, want_order, &c->nevents[r]);
 }
@@ -459,7 +457,7 @@ static int xsm_emit_tally(xsm_emit *e, const unsigned char *order, uint64_t *nev
     }
     for (size_t r = 0; r < run->nranks; r++) {
         const xsm_erank *er = &e->ranks[r];
-        if (xsm_owns(run, r)) {
+        if (xsm_run_mine(run, r)) {
             int64_t *v = &t[XSM_ETALLY * r];
             v[0] = (int64_t)er->ntids, v[1] = (int64_t)er->ngpu, v[2] = (int64_t)er->ncounters;
             v[3] = (int64_t)er->nmemdev, v[4] = (int64_t)nev[r];
@@ -469,7 +467,7 @@ static int xsm_emit_tally(xsm_emit *e, const unsigned char *order, uint64_t *nev
     for (size_t r = 0; r < run->nranks; r++) {
         xsm_erank *er = &e->ranks[r];
         const int64_t *v = &t[XSM_ETALLY * r];
-        if (!run->ranks[r].present || (order && !order[r] && !xsm_owns(run, r))) {
+        if (!run->ranks[r].present || (order && !order[r] && !xsm_run_mine(run, r))) {
             er->ntids = (size_t)v[0], er->ngpu = (size_t)v[1], er->ncounters = (size_t)v[2];
             er->nmemdev = (size_t)v[3], nev[r] = (uint64_t)v[4];
         }

@@ -443,18 +443,12 @@ static int xsm_erank_build_one(void *ctx, size_t r)
  * events of the ranks this process did not build, from their owners (every
  * process read every row of every rank for them: 0.16 of np 2's 0.17
  * CPU-s here). Those ranks keep counts without sets: only their owners
- * and trace.json's process, which build them, write their tracks. */
+ * and trace.json's process, which build them, write their tracks. t: XSM_ETALLY
+ * zeroed numbers per rank, summed over the processes here (collective). */
 enum { XSM_ETALLY = 5 };
-static int xsm_emit_tally(xsm_emit *e, const unsigned char *order, uint64_t *nev)
+static void xsm_emit_tally(xsm_emit *e, const unsigned char *order, uint64_t *nev, int64_t *t)
 {
     const xsm_run *run = e->run;
-    int64_t *t = calloc(XSM_ETALLY * run->nranks + 1, sizeof *t);
-    int64_t bad = !t;
-    run->reduce(run->sync_ctx, &bad, 1, XSM_REDUCE_MAX);
-    if (bad) {
-        free(t);
-        return -1;
-    }
     for (size_t r = 0; r < run->nranks; r++) {
         const xsm_erank *er = &e->ranks[r];
         if (xsm_run_mine(run, r)) {
@@ -472,8 +466,6 @@ static int xsm_emit_tally(xsm_emit *e, const unsigned char *order, uint64_t *nev
             er->nmemdev = (size_t)v[3], nev[r] = (uint64_t)v[4];
         }
     }
-    free(t);
-    return 0;
 }
 
 int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, char *err, size_t errlen)
@@ -492,9 +484,13 @@ int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, c
     xsm_build_ctx bc = {e, order, nev, split};
     bad = bad || !nev || xsm_parallel_for(run->nranks, xsm_erank_build_one, &bc) != 0;
     if (split) {
-        int64_t b = bad;
+        int64_t *t = calloc(XSM_ETALLY * run->nranks + 1, sizeof *t);
+        int64_t b = bad || !t;
         run->reduce(run->sync_ctx, &b, 1, XSM_REDUCE_MAX);
-        bad = b || xsm_emit_tally(e, order, nev);
+        bad = b != 0;
+        if (!bad)
+            xsm_emit_tally(e, order, nev, t);
+        free(t);
     }
     for (size_t r = 0; !bad && r < run->nranks; r++)
         e->nevents += nev[r];

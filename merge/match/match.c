@@ -642,9 +642,11 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
         int64_t u[2] = {0, 0};
         for (size_t r = 0; r < run->nranks; r++) {
             const xsm_rank_plan *pl = &c.plan[r];
-            for (size_t i = pl->sfirst; xsm_mine(&c, r) && i < pl->sfirst + pl->nsend; i++)
+            if (!xsm_mine(&c, r))
+                continue;
+            for (size_t i = pl->sfirst; i < pl->sfirst + pl->nsend; i++)
                 u[0] += xsm_unmatched_send(&c, i);
-            for (size_t j = pl->rfirst; xsm_mine(&c, r) && j < pl->rfirst + pl->nrecv; j++)
+            for (size_t j = pl->rfirst; j < pl->rfirst + pl->nrecv; j++)
                 u[1] += xsm_unmatched_recv(&c, j);
         }
         run->reduce(run->sync_ctx, u, 2, XSM_REDUCE_SUM);

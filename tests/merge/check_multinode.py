@@ -1,0 +1,134 @@
+"""Collective mode across nodes: `mpirun --host a:K1,b:K2 xsmerge RUN -o OUT`
+on a cluster, emulated here by Open MPI's rsh launcher with an agent
+(fake_rsh.sh) that starts each "node"'s daemon on this machine. Open MPI
+then puts the processes of each host in their own shared-memory
+communicator and connects the hosts over TCP, so xsmerge takes its
+across-nodes paths: no process maps another node's tables (they are sent
+whole), the analysis runs on process 0, trace.pftrace's places go from
+node to node. Every layout (one process a node, two a node, uneven) must
+write exactly the serial merge's bytes and summary, for the run kinds of
+merge_collective, with and without the helper that starts before MPI_Init,
+streamed, and a damaged file must give the serial merge's error (or with
+--partial its notes and files)."""
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+
+from mergetest import XSMERGE, check, finish, make_run, tmpdir, xsmerge
+
+maker, agent = sys.argv[1], sys.argv[2]
+mpiexec = os.environ.get("MPIEXEC") or "mpirun"
+base = tmpdir()
+env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1", TMPDIR=base)
+# host names of this test only, so that two tests never share a node's
+# shared-memory directory
+tag = str(os.getpid())
+hosts_a, hosts_b = "nodeA" + tag, "nodeB" + tag
+layouts = (("%s:1,%s:1" % (hosts_a, hosts_b), 2), ("%s:2,%s:2" % (hosts_a, hosts_b), 4),
+           ("%s:1,%s:2" % (hosts_a, hosts_b), 3))
+
+
+def merge_on_nodes(hosts, k, run, out, *extra, more=None):
+    cmd = [mpiexec, "--mca", "plm_rsh_agent", agent, "--host", hosts, "-np", str(k), XSMERGE, run, "-o", out] + list(extra)
+    return subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **(more or {})), timeout=240)
+
+
+def same_dirs(serial, par, what):
+    files = sorted(os.listdir(serial))
+    check(files == sorted(os.listdir(par)) if os.path.isdir(par) else False,
+          "same files %s: %s vs %s" % (what, files, sorted(os.listdir(par)) if os.path.isdir(par) else None))
+    for f in files:
+        same = os.path.exists(os.path.join(par, f)) and filecmp.cmp(os.path.join(serial, f), os.path.join(par, f),
+                                                                   shallow=False)
+        check(same, "%s identical %s" % (f, what))
+
+
+def xsmerge_lines(stderr, out):
+    # mpirun adds its own lines (exit codes); keep xsmerge's, paths made alike
+    return "".join(x for x in stderr.replace(out, "OUT").splitlines(True) if x.startswith("xsmerge"))
+
+
+# is this an Open MPI whose rsh launcher takes the agent? (another MPI's
+# mpiexec has its own way to name hosts: say so rather than pass quietly;
+# the probe runs `true`, so that a failing xsmerge is never taken for it)
+p = subprocess.run([mpiexec, "--mca", "plm_rsh_agent", agent, "--host", layouts[0][0], "-np", "2", "true"],
+                   capture_output=True, text=True, env=env, timeout=120)
+if p.returncode != 0:
+    print("note: %s cannot start processes on emulated hosts (%s); multi-node collective mode is not tested here"
+          % (mpiexec, (p.stderr.strip().splitlines() or ["no message"])[-1]))
+    sys.exit(77)
+
+runs = [make_run(maker, "big", os.path.join(base, "big"), 5, 3000),
+        make_run(maker, "journal", os.path.join(base, "journal")),
+        make_run(maker, "skew", os.path.join(base, "skew")),
+        make_run(maker, "big", os.path.join(base, "many"), 70, 200),
+        make_run(maker, "golden", os.path.join(base, "golden")),
+        make_run(maker, "icoll", os.path.join(base, "icoll")),
+        make_run(maker, "mpithreads", os.path.join(base, "mpithreads")),
+        make_run(maker, "gpumpi", os.path.join(base, "gpumpi")),
+        make_run(maker, "halocoll", os.path.join(base, "halocoll")),
+        make_run(maker, "unrecv", os.path.join(base, "unrecv"), 3)]
+
+for run in runs:
+    serial = run + "-serial"
+    rc, so, se = xsmerge(run, "-o", serial)
+    check(rc == 0, "serial merge of %s (%s)" % (run, se))
+    for hosts, k in layouts:
+        for early in ("", "0"):
+            if early and k != 4:
+                continue
+            par = "%s-%s-np%d-%s" % (run, hosts.replace(",", "_").replace(":", ""), k, early)
+            p = merge_on_nodes(hosts, k, run, par, more={"XSPROF_MERGE_EARLY": early})
+            what = "%s on %s, XSPROF_MERGE_EARLY=%r" % (os.path.basename(run), hosts, early)
+            check(p.returncode == 0, "merge %s: %s" % (what, p.stderr[-2000:]))
+            same_dirs(serial, par, "(%s)" % what)
+            check(xsmerge_lines(p.stderr, par) == se.replace(serial, "OUT"), "%s: stderr differs:\n%s\n--- serial:\n%s" % (what, p.stderr, se))
+            check(p.stdout == so, "%s: summary differs:\n%s\n--- serial:\n%s" % (what, p.stdout, so))
+
+# the paths taken: two processes of a node never map the tables or divide
+# matching when another node takes part (each sends its loads whole), the
+# helper's loads are used on every node
+p = merge_on_nodes(layouts[1][0], 4, runs[0], runs[0] + "-times", more={"XSPROF_MERGE_TIMES": "1"})
+early = p.stderr.count("time load (begun before MPI_Init)")
+mapped = p.stderr.count("time read (event tables mapped)")
+check(p.returncode == 0 and early == 4 and mapped == 0,
+      "2 nodes x 2: %d processes loaded early (want 4), %d mapped (want 0): %s" % (early, mapped, p.stderr[-2000:]))
+
+# streamed across nodes: the files of a streamed serial merge
+for run in (runs[0], runs[2]):
+    serial = run + "-serial-stream"
+    rc, so, se = xsmerge(run, "-o", serial, "--stream", "-q")
+    check(rc == 0, "serial streamed merge of %s: %s" % (run, se))
+    for hosts, k in layouts:
+        par = run + "-stream-np%d" % k
+        p = merge_on_nodes(hosts, k, run, par, "--stream", "-q")
+        check(p.returncode == 0, "streamed merge on %s: %s" % (hosts, p.stderr[-2000:]))
+        same_dirs(serial, par, "(streamed %s on %s)" % (os.path.basename(run), hosts))
+
+# a damaged file (rank 2 of 5): the serial merge's one error line, or with
+# --partial its notes and files, whichever node met it
+damaged = os.path.join(base, "damaged")
+make_run(maker, "big", damaged, 5, 3000)
+with open(os.path.join(damaged, "rank-00002.h5"), "r+b") as f:
+    f.seek(4096)
+    f.write(b"\xff" * 8192)
+for extra in ((), ("--partial",)):
+    out = damaged + "-serial" + "".join(extra)
+    rc, so, se = xsmerge(damaged, "-o", out, *extra)
+    for hosts, k in layouts:
+        par = "%s-np%d%s" % (damaged, k, "".join(extra))
+        p = merge_on_nodes(hosts, k, damaged, par, *extra)
+        what = "damaged run %s on %s" % (" ".join(extra), hosts)
+        check(p.returncode == rc, "%s: exit %d, serial %d" % (what, p.returncode, rc))
+        check(xsmerge_lines(p.stderr, par) == se.replace(out, "OUT"), "%s: stderr differs:\n%s\n--- serial:\n%s" % (what, p.stderr, se))
+        if rc == 0:
+            same_dirs(out, par, "(%s)" % what)
+        else:
+            check("rank-00002.h5" in se and not os.path.exists(par), "%s: one error naming the file: %r" % (what, se))
+
+for h in (hosts_a, hosts_b):
+    shutil.rmtree(os.path.join(base, "xsprof-fake-node-%s-%d" % (h, os.getuid())), ignore_errors=True)
+finish("merge_multinode")

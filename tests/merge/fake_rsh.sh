@@ -1,0 +1,17 @@
+#!/bin/sh
+# tests/merge/fake_rsh.sh HOST COMMAND... — Open MPI's rsh launch agent for
+# tests that need several nodes on one machine: `mpirun --mca plm_rsh_agent
+# fake_rsh.sh --host nodeA:2,nodeB:2` starts each node's daemon here instead
+# of over ssh. Open MPI then treats the hosts as separate nodes: their
+# processes are not in one MPI_COMM_TYPE_SHARED communicator and talk over
+# TCP. Each node gets its own directory for its session files and the
+# shared-memory transport's segments, which Open MPI names by the real
+# hostname: two "nodes" here would otherwise open each other's (vader's
+# segments). The daemon does not share its hwloc topology in memory
+# (rtc_hwloc_vmhole=none): writing it crashed one daemon in ten here when
+# two ran on one machine.
+host=$1
+shift
+dir=${TMPDIR:-/tmp}/xsprof-fake-node-$host-$(id -u)
+mkdir -p "$dir" || exit 1
+exec env OMPI_MCA_rtc_hwloc_vmhole=none TMPDIR="$dir" OMPI_MCA_btl_vader_backing_directory="$dir" sh -c "$*"

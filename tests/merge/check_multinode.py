@@ -33,7 +33,15 @@ layouts = (("%s:1,%s:1" % (hosts_a, hosts_b), 2), ("%s:2,%s:2" % (hosts_a, hosts
 
 def merge_on_nodes(hosts, k, run, out, *extra, more=None):
     cmd = [mpiexec, "--mca", "plm_rsh_agent", agent, "--host", hosts, "-np", str(k), XSMERGE, run, "-o", out] + list(extra)
-    return subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **(more or {})), timeout=240)
+    for attempt in range(3):
+        p = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **(more or {})), timeout=240)
+        # two daemons on one machine: about one start in 400 fails in Open
+        # MPI's own start-up (its PMIx store), before xsmerge runs; again
+        if "ORTE was unable to reliably start" not in p.stderr:
+            break
+        print("note: a daemon of the emulated nodes did not start (attempt %d): %s" % (
+            attempt + 1, (p.stderr.strip().splitlines() or [""])[0]))
+    return p
 
 
 def same_dirs(serial, par, what):
@@ -96,6 +104,31 @@ early = p.stderr.count("time load (begun before MPI_Init)")
 mapped = p.stderr.count("time read (event tables mapped)")
 check(p.returncode == 0 and early == 4 and mapped == 0,
       "2 nodes x 2: %d processes loaded early (want 4), %d mapped (want 0): %s" % (early, mapped, p.stderr[-2000:]))
+
+# a time window (and a rank selection) compacts the tables, so they are not
+# mapped on one node either: each process converts and matches its own
+# copies, and the counting passes and trace preparation are divided by
+# allreduce, on one node as across nodes
+for run, extra in ((runs[0], ("--from", "2ms", "--to", "7ms")), (runs[2], ("--from", "50us", "--to", "200us")),
+                   (runs[0], ("--from", "1ms", "--ranks", "0-1,3"))):
+    serial = run + "-serial-window"
+    shutil.rmtree(serial, ignore_errors=True)
+    rc, so, se = xsmerge(run, "-o", serial, *extra)
+    check(rc == 0, "serial merge %s of %s: %s" % (extra, run, se))
+    one = subprocess.run([mpiexec, "-np", "2", XSMERGE, run, "-o", run + "-window-np2", *extra], capture_output=True,
+                         text=True, env=env, timeout=240)
+    for hosts, k, p, par in ((None, 2, one, run + "-window-np2"),) + tuple(
+            (h, k, None, run + "-window-np%d-nodes" % k) for h, k in layouts[:2]):
+        if p is None:
+            shutil.rmtree(par, ignore_errors=True)
+            p = merge_on_nodes(hosts, k, run, par, *extra)
+        what = "%s %s on %s" % (os.path.basename(run), " ".join(extra), hosts or "one node")
+        check(p.returncode == 0, "merge %s: %s" % (what, p.stderr[-2000:]))
+        same_dirs(serial, par, "(%s)" % what)
+        check(p.stdout == so and xsmerge_lines(p.stderr, par) == se.replace(serial, "OUT"),
+              "%s: summary or notes differ:\n%s%s\n--- serial:\n%s%s" % (what, p.stdout, p.stderr, so, se))
+    for d in [serial, run + "-window-np2"] + [run + "-window-np%d-nodes" % k for h, k in layouts[:2]]:
+        shutil.rmtree(d, ignore_errors=True)
 
 # streamed across nodes: the files of a streamed serial merge
 for run in (runs[0], runs[2]):

@@ -9,9 +9,11 @@
 # segments, which Open MPI names by the real hostname: two "nodes" here
 # would otherwise open each other's. The daemon does not share its hwloc
 # topology in memory (rtc_hwloc_vmhole=none): writing it crashed one
-# daemon in ten here when two ran on one machine.
+# daemon in ten here when two ran on one machine; nor does PMIx keep its
+# job data in shared memory (gds=hash), whose store failed a start now and
+# then (the test starts again when a daemon failed all the same).
 host=$1
 shift
 dir=${TMPDIR:-/tmp}/xsprof-fake-node-$host-$(id -u)
 mkdir -p "$dir" || exit 1
-exec env OMPI_MCA_rtc_hwloc_vmhole=none TMPDIR="$dir" OMPI_MCA_orte_tmpdir_base="$dir" OMPI_MCA_btl_vader_backing_directory="$dir" sh -c "$*"
+exec env OMPI_MCA_rtc_hwloc_vmhole=none PMIX_MCA_gds=hash TMPDIR="$dir" OMPI_MCA_orte_tmpdir_base="$dir" OMPI_MCA_btl_vader_backing_directory="$dir" sh -c "$*"

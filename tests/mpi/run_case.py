@@ -8,12 +8,14 @@ usage: run_case.py --name N --np P --mode M [--preload] [--no-plain]
                    [--env K=V ...] [--check=ARG ...] -- PROGRAM ARGS...
 Environment (set by xsprof_add_test): MPIEXEC, XSPROF_MPI_LIB, XSPROF_BUILD."""
 import argparse
+import atexit
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 
 def main():
@@ -38,6 +40,11 @@ def main():
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     base = [mpiexec, "-np", str(a.np), "--oversubscribe"]
     if a.nodes:
+        # the emulated nodes' session and shared-memory directories go
+        # under a directory of this test's, removed at the end
+        tmp = tempfile.mkdtemp(prefix="xsprof-nodes-")
+        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+        os.environ["TMPDIR"] = tmp
         half = a.np // 2
         hosts = "nodeA%d:%d,nodeB%d:%d" % (os.getpid(), half, os.getpid(), a.np - half)
         base += ["--mca", "plm_rsh_agent", a.nodes, "--host", hosts]

@@ -588,6 +588,154 @@ int xsm_par_place(int *rank, int *size, int *local)
     return 0;
 }
 
+/* merged.h5's chunks from the helpers. A helper's chunks go to the writer
+ * through a window of nonblocking sends, so that it encodes on while the
+ * writer reaches them; the writer receives each helper's in order. */
+#define XSM_PAR_TAG_H5 8
+#define XSM_PAR_H5_WINDOW 4
+
+typedef struct xsm_par_h5 {
+    int procs[64]; /* helper index -> process, when the helpers are few */
+    int *many;     /* else here */
+    int n;
+    MPI_Request req[XSM_PAR_H5_WINDOW];
+    unsigned char *buf[XSM_PAR_H5_WINDOW];
+    size_t cap[XSM_PAR_H5_WINDOW];
+    unsigned next;
+    unsigned char *scratch; /* the writer's, for chunks it drops */
+    size_t scratch_cap;
+} xsm_par_h5;
+
+static xsm_par_h5 xsm_h5_state;
+
+static int xsm_par_h5_proc(const xsm_par_h5 *s, int h) { return s->many ? s->many[h] : s->procs[h]; }
+
+static int xsm_par_h5_send(void *ctx, const void *bytes, size_t len)
+{
+    xsm_par_h5 *s = ctx;
+    unsigned k = s->next++ % XSM_PAR_H5_WINDOW;
+    if (s->req[k] != MPI_REQUEST_NULL)
+        xsm_par_wait(&s->req[k]);
+    if (len > s->cap[k]) {
+        unsigned char *b = realloc(s->buf[k], len);
+        if (!b) { /* no copy to keep: a blocking send of the caller's bytes */
+            MPI_Send(bytes, (int)len, MPI_BYTE, 0, XSM_PAR_TAG_H5, MPI_COMM_WORLD);
+            return 0;
+        }
+        s->buf[k] = b;
+        s->cap[k] = len;
+    }
+    if (len)
+        memcpy(s->buf[k], bytes, len);
+    MPI_Isend(s->buf[k], (int)len, MPI_BYTE, 0, XSM_PAR_TAG_H5, MPI_COMM_WORLD, &s->req[k]);
+    return 0;
+}
+
+static size_t xsm_par_h5_recv(void *ctx, int h, void *buf, size_t cap)
+{
+    xsm_par_h5 *s = ctx;
+    int src = xsm_par_h5_proc(s, h), count = 0;
+    MPI_Status st;
+    /* without spinning: a helper sharing the core (an oversubscribed
+     * merge) would otherwise encode the awaited chunk all the slower */
+    int here = 0;
+    double until = xsm_now() + 0.0005;
+    while (!here && xsm_now() < until)
+        MPI_Iprobe(src, XSM_PAR_TAG_H5, MPI_COMM_WORLD, &here, &st);
+    struct timespec nap = {0, 100000};
+    while (!here) {
+        nanosleep(&nap, NULL);
+        MPI_Iprobe(src, XSM_PAR_TAG_H5, MPI_COMM_WORLD, &here, &st);
+    }
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    size_t len = (size_t)count;
+    if (buf && len <= cap) {
+        MPI_Recv(buf, count, MPI_BYTE, src, XSM_PAR_TAG_H5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        return len;
+    }
+    /* dropped (the writer failed) or too long: received all the same, or
+     * the helper would wait forever */
+    if (len > s->scratch_cap) {
+        unsigned char *b = realloc(s->scratch, len);
+        if (!b) {
+            fprintf(stderr, "xsmerge: out of memory receiving merged.h5's chunks\n");
+            MPI_Abort(MPI_COMM_WORLD, 1); /* the only way not to leave a helper waiting */
+        }
+        s->scratch = b;
+        s->scratch_cap = len;
+    }
+    MPI_Recv(s->scratch, count, MPI_BYTE, src, XSM_PAR_TAG_H5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return buf ? (size_t)-1 : len;
+}
+
+static void xsm_par_h5_done(void *ctx)
+{
+    xsm_par_h5 *s = ctx;
+    for (int k = 0; k < XSM_PAR_H5_WINDOW; k++) {
+        if (s->req[k] != MPI_REQUEST_NULL)
+            xsm_par_wait(&s->req[k]);
+        free(s->buf[k]);
+        s->buf[k] = NULL;
+        s->cap[k] = 0;
+    }
+    free(s->scratch);
+    free(s->many);
+    s->scratch = NULL;
+    s->many = NULL;
+}
+
+int xsm_par_h5_share(const xsm_par *par, int rc, int helps, int level, xsm_h5_share *sh)
+{
+    memset(sh, 0, sizeof *sh);
+    if (!par->share || par->size < 2)
+        return 0;
+    int bad = 0;
+    xsm_allreduce(&rc, &bad, 1, MPI_INT, MPI_MAX);
+    int *all = malloc((size_t)par->size * sizeof *all);
+    int mine = par->rank > 0 && helps && all ? 1 : 0, none = 0;
+    xsm_allreduce(&(int){!all}, &none, 1, MPI_INT, MPI_MAX); /* anyone out of memory: no helpers */
+    if (bad || none) {
+        free(all);
+        return 0;
+    }
+    MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    xsm_par_h5 *s = &xsm_h5_state;
+    memset(s, 0, sizeof *s);
+    for (int k = 0; k < XSM_PAR_H5_WINDOW; k++)
+        s->req[k] = MPI_REQUEST_NULL;
+    int n = 1;
+    for (int p = 1; p < par->size; p++)
+        n += all[p];
+    if (n > 64 && !(s->many = malloc((size_t)n * sizeof *s->many)))
+        n = 0; /* out of memory here: nobody can know, so all write alone below */
+    int ok = n > 1, all_ok = 0;
+    xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    if (!all_ok) {
+        free(s->many);
+        s->many = NULL;
+        free(all);
+        return 0;
+    }
+    int *to = s->many ? s->many : s->procs;
+    to[0] = 0;
+    for (int p = 1, h = 1; p < par->size; p++) {
+        if (all[p]) {
+            if (p == par->rank)
+                sh->me = h;
+            to[h++] = p;
+        }
+    }
+    free(all);
+    s->n = n;
+    sh->n = n;
+    sh->level = (int)xsm_par_bcast_i64(par, level);
+    sh->send = xsm_par_h5_send;
+    sh->recv = xsm_par_h5_recv;
+    sh->done = xsm_par_h5_done;
+    sh->ctx = s;
+    return 1;
+}
+
 #else /* built without MPI: always serial */
 
 int xsm_par_place(int *rank, int *size, int *local)
@@ -633,6 +781,16 @@ uint64_t xsm_par_min_u64(const xsm_par *par, uint64_t v)
 {
     (void)par;
     return v;
+}
+
+int xsm_par_h5_share(const xsm_par *par, int rc, int helps, int level, xsm_h5_share *sh)
+{
+    (void)par;
+    (void)rc;
+    (void)helps;
+    (void)level;
+    memset(sh, 0, sizeof *sh);
+    return 0;
 }
 
 void xsm_par_barrier(const xsm_par *par) { (void)par; }

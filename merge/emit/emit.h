@@ -106,6 +106,26 @@ typedef struct xsm_h5src_ops {
 /* open's rank for a source over all ranks (xsm_emit_source_all) */
 #define XSM_ALL_RANKS SIZE_MAX
 
+/* Collective mode: the chunks of merged.h5's event tables are encoded by
+ * several processes, the helpers (NULL in xsm_emit: the writer alone).
+ * Chunk c of a table is encoded by helper c % n; helper 0 is the writer,
+ * which receives the others' chunks in that order and stores them all.
+ * Every helper walks the same tables with the same deflate level, so
+ * the division is the same everywhere and the file's bytes are the serial
+ * merge's. */
+typedef struct xsm_h5_share {
+    int n, me;  /* helpers; this process's index (0: the writer) */
+    int level;  /* merged.h5's deflate level, process 0's */
+    /* helper -> writer: one chunk's bytes; len 0 says the helper failed */
+    int (*send)(void *ctx, const void *bytes, size_t len);
+    /* writer: the next chunk of helper h into buf (cap bytes); its length,
+     * 0 when that helper failed, (size_t)-1 when it does not fit */
+    size_t (*recv)(void *ctx, int h, void *buf, size_t cap);
+    /* helper: every chunk sent has been received */
+    void (*done)(void *ctx);
+    void *ctx;
+} xsm_h5_share;
+
 struct xsm_emit {
     const xsm_run *run;
     uint32_t key[XSM_KEY_N]; /* global name ids of enum xsm_key */
@@ -121,6 +141,7 @@ struct xsm_emit {
     const xsm_h5src_ops *h5src; /* merged.h5's rows; NULL: the model */
     void *h5src_ctx;
     uint64_t h5src_nmsgs;
+    const xsm_h5_share *h5share; /* merged.h5's chunks encoded by several processes (model only) */
 };
 
 #define XSM_EMIT_MAX_THREADS 8
@@ -231,6 +252,12 @@ int xsm_emit_pftrace_join(xsm_pf_writers *w, char *err, size_t errlen);
 int xsm_emit_pftrace_span(const xsm_emit *e, const char *dir, size_t lo, size_t hi, int fd, uint64_t at,
                           uint64_t *bytes, char *err, size_t errlen);
 int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen);
+/* A helper's part of merged.h5 (e->h5share, me > 0): encodes its chunks
+ * of every event table and sends them to the writer; 0, or 1 (out of
+ * memory: the writer is told and says so). */
+int xsm_emit_h5_help(const xsm_emit *e);
+/* merged.h5's deflate level: XSPROF_MERGE_H5_DEFLATE, 0-9, default 1. */
+int xsm_emit_h5_level(void);
 
 /* Create dir/name for writing, exclusively and without following links. */
 FILE *xsm_emit_create(const char *dir, const char *name, char *err, size_t errlen);

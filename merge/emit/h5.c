@@ -22,7 +22,7 @@
 
 /* XSPROF_MERGE_H5_DEFLATE: 1 (default; higher levels cost more time than
  * they save bytes here) to 9, 0 for no filters at all. */
-static int xsm_h5_deflate_level(void)
+int xsm_emit_h5_level(void)
 {
     const char *v = getenv("XSPROF_MERGE_H5_DEFLATE");
     if (v && *v >= '0' && *v <= '9' && !v[1])
@@ -275,7 +275,7 @@ static int xsm_h5ds_open(xsm_h5 *h, const char *name, hid_t type, hsize_t n, xsm
     int ok = space >= 0 && dcpl >= 0;
     if (n && ok)
         ok = H5Pset_chunk(dcpl, 1, chunk) >= 0;
-    int level = xsm_h5_deflate_level();
+    int level = h->e->h5share ? h->e->h5share->level : xsm_emit_h5_level();
     if (n && ok && !vlen) {
         if (level)
             ok = H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, (unsigned)level) >= 0 && H5Pset_fletcher32(dcpl) >= 0;
@@ -401,11 +401,11 @@ static int xsm_h5_attr_num(hid_t obj, const char *name, hid_t type, const void *
  * mode's reader (e->h5src). */
 typedef void (*xsm_conv_fn)(const xsm_emit *e, int32_t r, const void *src, size_t n, void *out, const int64_t *aux);
 
-static uint64_t xsm_h5_rows(const xsm_h5 *h, size_t r, int table)
+static uint64_t xsm_h5_rows(const xsm_emit *e, size_t r, int table)
 {
-    const xsprof_rank_data *d = &h->e->run->ranks[r].d;
-    if (h->e->h5src)
-        return h->e->h5src->rows(h->e->h5src_ctx, (int32_t)r, table);
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    if (e->h5src && table != XSPROF_IO_T_COUNT)
+        return e->h5src->rows(e->h5src_ctx, (int32_t)r, table);
     switch (table) {
     case XSPROF_IO_T_REGIONS: return d->nregions;
     case XSPROF_IO_T_ARGS: return d->nargs;
@@ -434,16 +434,131 @@ static const void *xsm_h5_model_rows(const xsprof_rank_data *d, int table, size_
 
 enum { XSM_T_THREADS = XSPROF_IO_T_COUNT }; /* the threads table: from the model in both modes */
 
+/* Each rank's first row of a table (present ranks in rank order) and,
+ * at off[nranks], the rows in all. NULL when out of memory. */
+static uint64_t *xsm_h5_offsets(const xsm_emit *e, int table)
+{
+    const xsm_run *run = e->run;
+    uint64_t *off = malloc((run->nranks + 1) * sizeof *off), total = 0;
+    for (size_t r = 0; off && r < run->nranks; r++) {
+        off[r] = total;
+        if (run->ranks[r].present)
+            total += xsm_h5_rows(e, r, table);
+    }
+    if (off)
+        off[run->nranks] = total;
+    return off;
+}
+
+/* Collective mode: whether the chunks of a table of `total` rows are
+ * encoded by the helpers (xsm_h5_share): as the writer encodes them itself
+ * (filters on, more than one chunk, a codec for the type), decided alike
+ * in every process; *codec is then set up (free it). */
+static int xsm_h5_shared(const xsm_emit *e, int type, uint64_t total, xsprof_chunk_codec *codec)
+{
+    if (!e->h5share || e->h5src || !e->h5share->level || total <= XSM_H5_CHUNK)
+        return 0;
+    hid_t t = xsm_h5_type(type), ft = t >= 0 ? H5Tcopy(t) : -1;
+    int ok = ft >= 0 && H5Tpack(ft) >= 0 &&
+             xsprof_chunk_codec_init(codec, t, ft, XSM_H5_CHUNK, e->h5share->level) == XSPROF_OK;
+    if (ft >= 0)
+        H5Tclose(ft);
+    if (t >= 0)
+        H5Tclose(t);
+    return ok;
+}
+
+/* Rows [first, first + n) of a table, across the ranks (off: from
+ * xsm_h5_offsets), converted into out, zeroed first (padding bytes too:
+ * identical files). */
+static void xsm_h5_build(const xsm_emit *e, int table, size_t rowsize, xsm_conv_fn conv, const int64_t *aux,
+                         const uint64_t *off, uint64_t first, size_t n, unsigned char *out)
+{
+    const xsm_run *run = e->run;
+    memset(out, 0, n * rowsize);
+    size_t lo = 0, hi = run->nranks; /* the rank holding `first`: off[r] <= first < off[r + 1] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (off[mid] <= first)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    for (size_t r = lo, done = 0; r < run->nranks && done < n; r++) {
+        uint64_t pos = first + done, end = off[r + 1];
+        if (pos >= end)
+            continue; /* an absent or empty rank */
+        size_t k = end - pos < n - done ? (size_t)(end - pos) : n - done;
+        conv(e, (int32_t)r, xsm_h5_model_rows(&run->ranks[r].d, table, (size_t)(pos - off[r])), k,
+             out + done * rowsize, aux ? aux + r : NULL);
+        done += k;
+    }
+}
+
+/* The writer's side of a shared table: chunk c from helper c % n (itself
+ * for 0), stored in order. After a failure (here, earlier, or a helper's)
+ * the helpers' chunks are still received, so that none waits forever. */
+static int xsm_h5_table_shared(xsm_h5 *h, xsm_h5ds *d, const xsprof_chunk_codec *codec, int table, size_t rowsize,
+                               xsm_conv_fn conv, const int64_t *aux, const uint64_t *off, uint64_t total, int failed)
+{
+    const xsm_h5_share *sh = h->e->h5share;
+    size_t cap = xsprof_chunk_encoded_max(codec);
+    unsigned char *rows = failed ? NULL : malloc(XSM_H5_CHUNK * rowsize), *out = failed ? NULL : malloc(cap);
+    xsprof_chunk_work w;
+    memset(&w, 0, sizeof w);
+    int bad = failed || !rows || !out;
+    for (uint64_t c = 0, first = 0; first < total; c++, first += XSM_H5_CHUNK) {
+        size_t n = total - first < XSM_H5_CHUNK ? (size_t)(total - first) : XSM_H5_CHUNK, len = 0;
+        int from = (int)(c % (uint64_t)sh->n);
+        if (from != 0) {
+            len = sh->recv(sh->ctx, from, bad ? NULL : out, bad ? 0 : cap);
+            if (!bad && (len == 0 || len == (size_t)-1)) {
+                snprintf(xsm_h5_why, sizeof xsm_h5_why, "%s", len ? "a helper's chunk is too long"
+                                                                  : "a helper process ran out of memory");
+                bad = 1;
+            }
+        } else if (!bad) {
+            xsm_h5_build(h->e, table, rowsize, conv, aux, off, first, n, rows);
+            if (!(len = xsprof_chunk_encode(codec, rows, n, &w, out)))
+                bad = 1;
+        }
+        if (!bad && xsm_h5ds_store(d, 0, n, out, len) != XSPROF_OK)
+            bad = 1;
+        xsm_progress_step(n);
+    }
+    d->pos = d->flushed = d->n; /* nothing left for xsm_h5ds_close */
+    xsprof_chunk_work_free(&w);
+    free(rows);
+    free(out);
+    return bad ? -1 : 0;
+}
+
+/* failed: an earlier part failed; a shared table is still walked (the
+ * helpers' chunks received), any other skipped. */
 static int xsm_h5_table(xsm_h5 *h, const char *name, int type, size_t rowsize, int table, xsm_conv_fn conv,
-                        const int64_t *aux)
+                        const int64_t *aux, int failed)
 {
     const xsm_run *run = h->e->run;
     const xsm_h5src_ops *src = table == XSM_T_THREADS ? NULL : h->e->h5src;
     hsize_t total = 0;
     for (size_t r = 0; r < run->nranks; r++)
         if (run->ranks[r].present)
-            total += table == XSM_T_THREADS ? run->ranks[r].d.nthreads : xsm_h5_rows(h, r, table);
+            total += xsm_h5_rows(h->e, r, table);
+    xsprof_chunk_codec codec;
     xsm_h5ds d;
+    if (xsm_h5_shared(h->e, type, total, &codec)) {
+        uint64_t *off = failed ? NULL : xsm_h5_offsets(h->e, table);
+        memset(&d, 0, sizeof d);
+        d.ds = d.type = -1;
+        int bad = failed || !off || xsm_h5ds_open(h, name, xsm_h5_type(type), total, &d) != 0;
+        bad = xsm_h5_table_shared(h, &d, &codec, table, rowsize, conv, aux, off, total, bad) != 0 || bad;
+        bad = xsm_h5ds_close(&d) != 0 || bad;
+        xsprof_chunk_codec_free(&codec);
+        free(off);
+        return bad ? -1 : 0;
+    }
+    if (failed)
+        return -1;
     if (xsm_h5ds_open(h, name, xsm_h5_type(type), total, &d)) {
         xsm_h5ds_close(&d);
         return -1;
@@ -452,7 +567,7 @@ static int xsm_h5_table(xsm_h5 *h, const char *name, int type, size_t rowsize, i
     for (size_t r = 0; r < run->nranks && !bad; r++) {
         if (!run->ranks[r].present)
             continue;
-        size_t n = table == XSM_T_THREADS ? run->ranks[r].d.nthreads : xsm_h5_rows(h, r, table);
+        size_t n = xsm_h5_rows(h->e, r, table);
         for (size_t i = 0; i < n && !bad; i += XSM_BATCH) {
             size_t k = n - i < XSM_BATCH ? n - i : XSM_BATCH;
             const void *rows = src ? h->src_rows : xsm_h5_model_rows(&run->ranks[r].d, table, i);
@@ -735,6 +850,126 @@ static int xsm_h5_attrs(xsm_h5 *h)
     return bad ? -1 : 0;
 }
 
+/* The event tables, in file order (the helpers walk the same list).
+ * aux: 1 = each rank's first /args row, 2 = its first /regions row. */
+typedef struct xsm_h5_tab {
+    const char *name;
+    int type;
+    size_t rowsize;
+    int table;
+    xsm_conv_fn conv;
+    int aux;
+} xsm_h5_tab;
+
+static const xsm_h5_tab xsm_h5_tables[] = {
+    {"regions", T_REGION, sizeof(xsm_h5_region), XSPROF_IO_T_REGIONS, xsm_conv_region, 1},
+    {"args", T_ARG, sizeof(xsm_h5_arg), XSPROF_IO_T_ARGS, xsm_conv_arg, 2},
+    {"mpi", T_MPI, sizeof(xsm_h5_mpi), XSPROF_IO_T_MPI, xsm_conv_mpi, 0},
+    {"gpu", T_GPU, sizeof(xsm_h5_gpu), XSPROF_IO_T_GPU, xsm_conv_gpu, 0},
+    {"instants", T_INSTANT, sizeof(xsm_h5_instant), XSPROF_IO_T_INSTANTS, xsm_conv_instant, 0},
+    {"counters", T_COUNTER, sizeof(xsm_h5_counter), XSPROF_IO_T_COUNTERS, xsm_conv_counter, 0},
+    {"memory", T_MEM, sizeof(xsm_h5_mem), XSPROF_IO_T_MEM, xsm_conv_mem, 0},
+    {"threads", T_THREAD, sizeof(xsm_h5_thread), XSM_T_THREADS, xsm_conv_thread, 0},
+};
+
+/* Each rank's first row of /regions (reg) and /args (arg). */
+static void xsm_h5_first_rows(const xsm_emit *e, int64_t *reg, int64_t *arg)
+{
+    int64_t ro = 0, ao = 0;
+    for (size_t r = 0; r < e->run->nranks; r++) {
+        reg[r] = ro;
+        arg[r] = ao;
+        if (e->run->ranks[r].present) {
+            ro += (int64_t)xsm_h5_rows(e, r, XSPROF_IO_T_REGIONS);
+            ao += (int64_t)xsm_h5_rows(e, r, XSPROF_IO_T_ARGS);
+        }
+    }
+}
+
+int xsm_emit_h5_help(const xsm_emit *e)
+{
+    const xsm_h5_share *sh = e->h5share;
+    const xsm_run *run = e->run;
+    int64_t *reg_off = calloc(run->nranks + 1, sizeof *reg_off);
+    int64_t *arg_off = calloc(run->nranks + 1, sizeof *arg_off);
+    unsigned char *rows = malloc(XSM_H5_CHUNK * sizeof(xsm_h5_arg)), *out = NULL;
+    size_t out_cap = 0;
+    xsprof_chunk_work w;
+    memset(&w, 0, sizeof w);
+    int bad = !reg_off || !arg_off || !rows;
+    if (!bad)
+        xsm_h5_first_rows(e, reg_off, arg_off);
+    for (size_t k = 0; k < sizeof xsm_h5_tables / sizeof *xsm_h5_tables; k++) {
+        const xsm_h5_tab *t = &xsm_h5_tables[k];
+        uint64_t total = 0;
+        for (size_t r = 0; r < run->nranks; r++)
+            if (run->ranks[r].present)
+                total += xsm_h5_rows(e, r, t->table);
+        xsprof_chunk_codec codec;
+        if (!xsm_h5_shared(e, t->type, total, &codec))
+            continue;
+        uint64_t *off = bad ? NULL : xsm_h5_offsets(e, t->table);
+        size_t cap = xsprof_chunk_encoded_max(&codec);
+        if (!bad && cap > out_cap) {
+            free(out);
+            out_cap = (out = malloc(cap)) ? cap : 0;
+        }
+        bad = bad || !off || !out;
+        const int64_t *aux = t->aux == 1 ? arg_off : t->aux == 2 ? reg_off : NULL;
+        uint64_t c = (uint64_t)sh->me;
+        for (uint64_t first = c * XSM_H5_CHUNK; first < total; c += (uint64_t)sh->n, first = c * XSM_H5_CHUNK) {
+            size_t n = total - first < XSM_H5_CHUNK ? (size_t)(total - first) : XSM_H5_CHUNK, len = 0;
+            if (!bad) {
+                xsm_h5_build(e, t->table, t->rowsize, t->conv, aux, off, first, n, rows);
+                bad = !(len = xsprof_chunk_encode(&codec, rows, n, &w, out));
+            }
+            sh->send(sh->ctx, out, bad ? 0 : len); /* 0: the writer says a helper failed */
+        }
+        free(off);
+        xsprof_chunk_codec_free(&codec);
+    }
+    sh->done(sh->ctx);
+    xsprof_chunk_work_free(&w);
+    free(out);
+    free(rows);
+    free(reg_off);
+    free(arg_off);
+    return bad;
+}
+
+/* Every event table; failed: an earlier part failed (the shared tables
+ * are still walked, see xsm_h5_table). */
+static int xsm_h5_tables_write(xsm_h5 *h, const int64_t *reg_off, const int64_t *arg_off, int failed)
+{
+    int bad = failed;
+    for (size_t k = 0; k < sizeof xsm_h5_tables / sizeof *xsm_h5_tables; k++) {
+        const xsm_h5_tab *t = &xsm_h5_tables[k];
+        const int64_t *aux = t->aux == 1 ? arg_off : t->aux == 2 ? reg_off : NULL;
+        bad = xsm_h5_table(h, t->name, t->type, t->rowsize, t->table, t->conv, aux, bad) != 0 || bad;
+    }
+    return bad;
+}
+
+/* The end of xsm_emit_h5: when it stopped before its tables (walked 0),
+ * the helpers' chunks are received all the same (they would wait
+ * forever); then what it holds goes. Returns rc. */
+static int xsm_h5_drain(xsm_h5 *h, int rc, int walked, int64_t *reg_off, int64_t *arg_off, int64_t *mpi_off,
+                        hid_t fcpl)
+{
+    if (!walked && h->e->h5share)
+        xsm_h5_tables_write(h, NULL, NULL, 1);
+    if (h->dcpl_track >= 0)
+        H5Pclose(h->dcpl_track);
+    if (fcpl >= 0)
+        H5Pclose(fcpl);
+    free(reg_off);
+    free(arg_off);
+    free(mpi_off);
+    free(h->batch);
+    free(h->src_rows);
+    return rc;
+}
+
 int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
 {
     char path[8192];
@@ -752,18 +987,14 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     int rc = 0;
     if (!reg_off || !arg_off || !mpi_off || !h.batch || (e->h5src && !h.src_rows) || fcpl < 0) {
         rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing merged.h5");
-        goto out;
+        return xsm_h5_drain(&h, rc, 0, reg_off, arg_off, mpi_off, fcpl);
     }
-    int64_t ro = 0, ao = 0, mo = 0;
+    xsm_h5_first_rows(e, reg_off, arg_off);
+    int64_t mo = 0;
     for (size_t r = 0; r < run->nranks; r++) {
-        reg_off[r] = ro;
-        arg_off[r] = ao;
         mpi_off[r] = mo;
-        if (run->ranks[r].present) {
-            ro += (int64_t)xsm_h5_rows(&h, r, XSPROF_IO_T_REGIONS);
-            ao += (int64_t)xsm_h5_rows(&h, r, XSPROF_IO_T_ARGS);
-            mo += (int64_t)xsm_h5_rows(&h, r, XSPROF_IO_T_MPI);
-        }
+        if (run->ranks[r].present)
+            mo += (int64_t)xsm_h5_rows(e, r, XSPROF_IO_T_MPI);
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported as one line below */
     xsm_h5_why[0] = 0;
@@ -771,36 +1002,19 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     h.file = H5Fcreate(path, H5F_ACC_EXCL, fcpl, H5P_DEFAULT);
     if (h.file < 0) {
         rc = xsm_err_set(err, errlen, "xsmerge: %s: cannot create (exists or not writable)", path);
-        goto out;
+        return xsm_h5_drain(&h, rc, 0, reg_off, arg_off, mpi_off, fcpl);
     }
     h.dcpl_track = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_obj_track_times(h.dcpl_track, 0);
     xsm_progress_begin("writing merged.h5", e->nevents);
-    int bad = xsm_h5_attrs(&h) || xsm_h5_strings(&h) ||
-              xsm_h5_table(&h, "regions", T_REGION, sizeof(xsm_h5_region), XSPROF_IO_T_REGIONS, xsm_conv_region, arg_off) ||
-              xsm_h5_table(&h, "args", T_ARG, sizeof(xsm_h5_arg), XSPROF_IO_T_ARGS, xsm_conv_arg, reg_off) ||
-              xsm_h5_table(&h, "mpi", T_MPI, sizeof(xsm_h5_mpi), XSPROF_IO_T_MPI, xsm_conv_mpi, NULL) ||
-              xsm_h5_table(&h, "gpu", T_GPU, sizeof(xsm_h5_gpu), XSPROF_IO_T_GPU, xsm_conv_gpu, NULL) ||
-              xsm_h5_table(&h, "instants", T_INSTANT, sizeof(xsm_h5_instant), XSPROF_IO_T_INSTANTS, xsm_conv_instant, NULL) ||
-              xsm_h5_table(&h, "counters", T_COUNTER, sizeof(xsm_h5_counter), XSPROF_IO_T_COUNTERS, xsm_conv_counter, NULL) ||
-              xsm_h5_table(&h, "memory", T_MEM, sizeof(xsm_h5_mem), XSPROF_IO_T_MEM, xsm_conv_mem, NULL) ||
-              xsm_h5_table(&h, "threads", T_THREAD, sizeof(xsm_h5_thread), XSM_T_THREADS, xsm_conv_thread, NULL) ||
-              xsm_h5_small(&h, mpi_off);
+    int bad = xsm_h5_attrs(&h) || xsm_h5_strings(&h);
+    bad = xsm_h5_tables_write(&h, reg_off, arg_off, bad) || bad;
+    bad = bad || xsm_h5_small(&h, mpi_off);
     xsm_progress_end();
     if ((H5Fclose(h.file) < 0 && xsm_h5_failed()) || bad)
         rc = h.read_failed ? 1 /* the reader said why */
                            : xsm_err_set(err, errlen, "xsmerge: %s: HDF5 write failed%s%s", path,
                                          xsm_h5_why[0] ? ": " : "", xsm_h5_why);
     h.file = -1;
-out:
-    if (h.dcpl_track >= 0)
-        H5Pclose(h.dcpl_track);
-    if (fcpl >= 0)
-        H5Pclose(fcpl);
-    free(reg_off);
-    free(arg_off);
-    free(mpi_off);
-    free(h.batch);
-    free(h.src_rows);
-    return rc;
+    return xsm_h5_drain(&h, rc, 1, reg_off, arg_off, mpi_off, fcpl);
 }

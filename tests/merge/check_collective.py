@@ -152,6 +152,31 @@ p = subprocess.run([mpiexec, "-np", "3", "--oversubscribe", XSMERGE, unrecv, "-o
                    capture_output=True, text=True, env=env, timeout=240)
 check(p.returncode == 0 and p.stdout == so, "summary under mpirun -np 3:\n%s" % p.stdout)
 same_dirs(unrecv + "-serial", unrecv + "-np3", "(unmatched receives, 3 processes)")
+# merged.h5's chunks encoded by the processes that write no other product
+# (tables of more than one 8192-row chunk): with 4 processes process 2
+# helps the writer, with --outputs h5 every process does, unless the node
+# has fewer cores than processes (then none helps); the serial merge's
+# bytes, and the helpers say so in their phases
+bigh5 = make_run(maker, "big", os.path.join(base, "bigh5"), 5, 30000)
+rc, so, se = xsmerge(bigh5, "-o", bigh5 + "-serial", "-q")
+check(rc == 0, "serial merge of %s: %s" % (bigh5, se))
+cores = os.cpu_count() or 1
+for k, outputs, helpers in ((4, None, 1), (2, "h5", 1), (3, "h5,pftrace", 2), (3, None, 0)):
+    helpers = helpers if k <= cores else 0
+    par = "%s-np%d-%s" % (bigh5, k, outputs)
+    extra = ["--outputs", outputs] if outputs else []
+    p = subprocess.run([mpiexec, "-np", str(k), "--oversubscribe", XSMERGE, bigh5, "-o", par, "-q", *extra],
+                       capture_output=True, text=True, env=dict(env, XSPROF_MERGE_TIMES="1"), timeout=240)
+    check(p.returncode == 0, "mpirun -np %d %s: %s" % (k, extra, p.stderr[-2000:]))
+    if outputs:  # without the reports' tables in merged.h5: the serial merge of the same products
+        ser = bigh5 + "-serial-" + outputs
+        if not os.path.isdir(ser):
+            xsmerge(bigh5, "-o", ser, "-q", *extra)
+        same_dirs(ser, par, "(merged.h5 helped, -np %d %s)" % (k, outputs))
+    else:
+        same_dirs(bigh5 + "-serial", par, "(merged.h5 helped, -np %d)" % k)
+    said = p.stderr.count("time merged.h5 (helping)")
+    check(said == helpers, "-np %d %s: %d processes helped with merged.h5, expected %d" % (k, extra, said, helpers))
 # a bad input fails the same way collectively: one line, exit 1
 bad = os.path.join(base, "bad")
 os.makedirs(bad)
@@ -180,6 +205,18 @@ else:
                   "no space" in said[0].lower(), "-np %d, disk full: exit 1, one line (%d %r)" % (k, p.returncode, said))
             left = os.listdir(out) if os.path.isdir(out) else []
             check(left == [], "-np %d, disk full: nothing left behind: %s" % (k, left))
+        # merged.h5 fails while helpers send it chunks: they are received
+        # all the same (nobody waits forever), one line names the file
+        bigdisk = make_run(maker, "big", os.path.join(base, "bigdisk"), 5, 80000)  # merged.h5 ~0.9 MB
+        for k in (2, 3):
+            out = os.path.join(disk, "h5np%d" % k)
+            p = subprocess.run([mpiexec, "-np", str(k), "--oversubscribe", XSMERGE, bigdisk, "-o", out, "-q",
+                                "--outputs", "h5"], capture_output=True, text=True, env=env, timeout=240)
+            said = [l for l in p.stderr.splitlines() if l.startswith("xsmerge:")]
+            check(p.returncode == 1 and len(said) == 1 and os.path.join(out, "merged.h5") in said[0],
+                  "-np %d, merged.h5 on a full disk: exit 1, one line (%d %r)" % (k, p.returncode, said))
+            left = os.listdir(out) if os.path.isdir(out) else []
+            check(left == [], "-np %d, merged.h5 on a full disk: nothing left behind: %s" % (k, left))
     finally:
         subprocess.run(["umount", disk])
 finish("merge_collective")

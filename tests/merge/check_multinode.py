@@ -78,7 +78,10 @@ runs = [make_run(maker, "big", os.path.join(base, "big"), 5, 3000),
         make_run(maker, "mpithreads", os.path.join(base, "mpithreads")),
         make_run(maker, "gpumpi", os.path.join(base, "gpumpi")),
         make_run(maker, "halocoll", os.path.join(base, "halocoll")),
-        make_run(maker, "unrecv", os.path.join(base, "unrecv"), 3)]
+        make_run(maker, "unrecv", os.path.join(base, "unrecv"), 3),
+        # tables of several 8192-row chunks: with 4 processes process 2
+        # encodes half of merged.h5's chunks on the other node
+        make_run(maker, "big", os.path.join(base, "bigh5"), 5, 30000)]
 
 for run in runs:
     serial = run + "-serial"
@@ -104,6 +107,12 @@ early = p.stderr.count("time load (begun before MPI_Init)")
 mapped = p.stderr.count("time read (event tables mapped)")
 check(p.returncode == 0 and early == 4 and mapped == 0,
       "2 nodes x 2: %d processes loaded early (want 4), %d mapped (want 0): %s" % (early, mapped, p.stderr[-2000:]))
+# ... and merged.h5's chunks: processes 1 and 2 write no other product
+# (across nodes the analysis runs on process 0, trace.json on 3) and help,
+# when a node has a core for each of its two processes
+helped = p.stderr.count("time merged.h5 (helping)")
+want = 2 if (os.cpu_count() or 1) >= 2 else 0
+check(helped == want, "2 nodes x 2: %d processes helped with merged.h5, expected %d" % (helped, want))
 
 # a time window (and a rank selection) compacts the tables, so they are not
 # mapped on one node either: each process converts and matches its own

@@ -16,7 +16,7 @@ import re
 import subprocess
 import sys
 
-from mergetest import XSMERGE, check, finish, make_run, tmpdir, xsmerge
+from mergetest import XSMERGE, check, collective_runs, finish, make_run, same_dirs, tmpdir, xsmerge
 
 maker = sys.argv[1]
 mpiexec = os.environ.get("MPIEXEC") or "mpirun"
@@ -24,35 +24,13 @@ base = tmpdir()
 env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_rmaps_base_oversubscribe="1")
 
-runs = [make_run(maker, "big", os.path.join(base, "big"), 5, 3000),
-        make_run(maker, "journal", os.path.join(base, "journal")),
-        make_run(maker, "skew", os.path.join(base, "skew")),
-        # more rank files than one window of the exchange (64) broadcasts at once
-        make_run(maker, "big", os.path.join(base, "many"), 70, 200),
-        # matching divided among the processes: nonblocking requests and
-        # wildcards, nonblocking collectives, MPI from several threads
-        make_run(maker, "golden", os.path.join(base, "golden")),
-        make_run(maker, "icoll", os.path.join(base, "icoll")),
-        make_run(maker, "mpithreads", os.path.join(base, "mpithreads")),
-        # trace preparation divided: GPU streams, counters and memory
-        # tracks counted by their owners; halos over a split communicator
-        make_run(maker, "gpumpi", os.path.join(base, "gpumpi")),
-        make_run(maker, "halocoll", os.path.join(base, "halocoll"))]
+runs = collective_runs(maker, base)
 # rank 2 of a 5-rank run damaged: process 0's share with two processes
 damaged = os.path.join(base, "damaged")
 make_run(maker, "big", damaged, 5, 3000)
 with open(os.path.join(damaged, "rank-00002.h5"), "r+b") as f:
     f.seek(4096)
     f.write(b"\xff" * 8192)
-
-
-def same_dirs(serial, par, what):
-    files = sorted(os.listdir(serial))
-    check(files == sorted(os.listdir(par)), "same files %s: %s vs %s" % (what, files, sorted(os.listdir(par))))
-    for f in files:
-        same = os.path.exists(os.path.join(par, f)) and filecmp.cmp(os.path.join(serial, f), os.path.join(par, f),
-                                                                   shallow=False)
-        check(same, "%s identical %s" % (f, what))
 
 
 for run in runs:

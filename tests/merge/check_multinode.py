@@ -10,13 +10,12 @@ write exactly the serial merge's bytes and summary, for the run kinds of
 merge_collective, with and without the helper that starts before MPI_Init,
 streamed, and a damaged file must give the serial merge's error (or with
 --partial its notes and files)."""
-import filecmp
 import os
 import shutil
 import subprocess
 import sys
 
-from mergetest import XSMERGE, check, finish, make_run, tmpdir, xsmerge
+from mergetest import XSMERGE, check, collective_runs, finish, make_run, same_dirs, tmpdir, xsmerge
 
 maker, agent = sys.argv[1], sys.argv[2]
 mpiexec = os.environ.get("MPIEXEC") or "mpirun"
@@ -44,16 +43,6 @@ def merge_on_nodes(hosts, k, run, out, *extra, more=None):
     return p
 
 
-def same_dirs(serial, par, what):
-    files = sorted(os.listdir(serial))
-    check(files == sorted(os.listdir(par)) if os.path.isdir(par) else False,
-          "same files %s: %s vs %s" % (what, files, sorted(os.listdir(par)) if os.path.isdir(par) else None))
-    for f in files:
-        same = os.path.exists(os.path.join(par, f)) and filecmp.cmp(os.path.join(serial, f), os.path.join(par, f),
-                                                                   shallow=False)
-        check(same, "%s identical %s" % (f, what))
-
-
 def xsmerge_lines(stderr, out):
     # mpirun adds its own lines (exit codes); keep xsmerge's, paths made alike
     return "".join(x for x in stderr.replace(out, "OUT").splitlines(True) if x.startswith("xsmerge"))
@@ -69,18 +58,10 @@ if p.returncode != 0:
           % (mpiexec, (p.stderr.strip().splitlines() or ["no message"])[-1]))
     sys.exit(77)
 
-runs = [make_run(maker, "big", os.path.join(base, "big"), 5, 3000),
-        make_run(maker, "journal", os.path.join(base, "journal")),
-        make_run(maker, "skew", os.path.join(base, "skew")),
-        make_run(maker, "big", os.path.join(base, "many"), 70, 200),
-        make_run(maker, "golden", os.path.join(base, "golden")),
-        make_run(maker, "icoll", os.path.join(base, "icoll")),
-        make_run(maker, "mpithreads", os.path.join(base, "mpithreads")),
-        make_run(maker, "gpumpi", os.path.join(base, "gpumpi")),
-        make_run(maker, "halocoll", os.path.join(base, "halocoll")),
+runs = collective_runs(maker, base) + [
         make_run(maker, "unrecv", os.path.join(base, "unrecv"), 3),
-        # tables of several 8192-row chunks: with 4 processes process 2
-        # encodes half of merged.h5's chunks on the other node
+        # tables of several 8192-row chunks: with 2 x 2 processes, 1 and 2
+        # encode a third of merged.h5's chunks each, 2 on the other node
         make_run(maker, "big", os.path.join(base, "bigh5"), 5, 30000)]
 
 for run in runs:

@@ -1,6 +1,7 @@
 """tests/merge/mergetest.py — helpers shared by the merge test scripts:
 make a run with merge_make_runs, run xsmerge, report failures."""
 import atexit
+import filecmp
 import os
 import shutil
 import subprocess
@@ -49,6 +50,36 @@ def xsmerge(*args, env=None):
         e.update(env)
     p = subprocess.run([XSMERGE] + [str(a) for a in args], capture_output=True, text=True, env=e)
     return p.returncode, p.stdout, p.stderr
+
+
+def collective_runs(maker, base):
+    """The runs both collective-mode tests merge serially and under mpirun."""
+    j = os.path.join
+    return [make_run(maker, "big", j(base, "big"), 5, 3000),
+            make_run(maker, "journal", j(base, "journal")),
+            make_run(maker, "skew", j(base, "skew")),
+            # more rank files than one window of the exchange (64) broadcasts at once
+            make_run(maker, "big", j(base, "many"), 70, 200),
+            # matching divided among the processes: nonblocking requests and
+            # wildcards, nonblocking collectives, MPI from several threads
+            make_run(maker, "golden", j(base, "golden")),
+            make_run(maker, "icoll", j(base, "icoll")),
+            make_run(maker, "mpithreads", j(base, "mpithreads")),
+            # trace preparation divided: GPU streams, counters and memory
+            # tracks counted by their owners; halos over a split communicator
+            make_run(maker, "gpumpi", j(base, "gpumpi")),
+            make_run(maker, "halocoll", j(base, "halocoll"))]
+
+
+def same_dirs(serial, par, what):
+    """Every file of the serial merge's output, byte for byte, and no other."""
+    files = sorted(os.listdir(serial))
+    got = sorted(os.listdir(par)) if os.path.isdir(par) else None
+    check(files == got, "same files %s: %s vs %s" % (what, files, got))
+    for f in files:
+        same = os.path.exists(os.path.join(par, f)) and filecmp.cmp(os.path.join(serial, f), os.path.join(par, f),
+                                                                   shallow=False)
+        check(same, "%s identical %s" % (f, what))
 
 
 def finish(name):

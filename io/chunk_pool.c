@@ -390,6 +390,10 @@ static int ck_job_encode(ck_job *j, xsprof_chunk_work *w)
  * publish it. 0 when there was none. */
 static int ck_claim_run(xsprof_chunk_pool *p, xsprof_chunk_work *w)
 {
+    /* chunks submitted encoded (xsprof_chunk_pool_submit_encoded) are
+     * done already: passed over in their turn */
+    while (p->claimed < p->submitted && p->jobs[p->claimed % p->nslots].state != CK_QUEUED)
+        p->claimed++;
     if (p->claimed == p->submitted)
         return 0;
     ck_job *j = &p->jobs[p->claimed++ % p->nslots];
@@ -542,6 +546,33 @@ xsprof_status xsprof_chunk_pool_submit(xsprof_chunk_pool *p, int table, const xs
     j->state = CK_QUEUED;
     p->submitted++;
     pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    return XSPROF_OK;
+}
+
+xsprof_status xsprof_chunk_pool_submit_encoded(xsprof_chunk_pool *p, int table, size_t n, const void *bytes,
+                                               size_t len, int *failed_table)
+{
+    xsprof_status s = ck_write_ready(p);
+    while (s == XSPROF_OK && p->submitted - p->written == p->nslots) {
+        ck_help_or_wait(p);
+        s = ck_write_ready(p);
+    }
+    ck_job *j = &p->jobs[p->submitted % p->nslots];
+    if (s == XSPROF_OK && ck_grow(&j->out, &j->out_cap, len ? len : 1))
+        s = ck_fail(p, XSPROF_ERR_NOMEM, table);
+    if (s != XSPROF_OK) {
+        *failed_table = p->failed_table;
+        return s;
+    }
+    memcpy(j->out, bytes, len);
+    j->out_len = len;
+    j->table = table;
+    j->codec = NULL;
+    j->n = n;
+    pthread_mutex_lock(&p->lock);
+    j->state = CK_DONE; /* nothing to encode: written in its turn */
+    p->submitted++;
     pthread_mutex_unlock(&p->lock);
     return XSPROF_OK;
 }

@@ -71,6 +71,12 @@ XSPROF_HIDDEN xsprof_chunk_pool *xsprof_chunk_pool_create(unsigned nthreads, xsp
 XSPROF_HIDDEN xsprof_status xsprof_chunk_pool_submit(xsprof_chunk_pool *p, int table, const xsprof_chunk_codec *c,
                                                      const void *rows, size_t n, int *failed_table);
 
+/* Queue a chunk of `n` rows of `table` encoded elsewhere (`len` bytes,
+ * copied; say another process): written through fn in its turn, between
+ * the chunks submitted before and after it. */
+XSPROF_HIDDEN xsprof_status xsprof_chunk_pool_submit_encoded(xsprof_chunk_pool *p, int table, size_t n,
+                                                             const void *bytes, size_t len, int *failed_table);
+
 /* Encode and write everything queued. */
 XSPROF_HIDDEN xsprof_status xsprof_chunk_pool_finish(xsprof_chunk_pool *p, int *failed_table);
 

@@ -720,6 +720,7 @@ int main(int argc, char **argv)
         }
     }
     if (h5help) {
+        e.threads = xsm_cpu_share(par.local); /* the node's other helpers encode too */
         rc = xsm_emit_h5_help(&e) ? xsm_err_set(err, sizeof err, "xsmerge: out of memory writing merged.h5") : 0;
         xsm_progress_mark("merged.h5 (helping)");
     }

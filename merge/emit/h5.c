@@ -496,38 +496,38 @@ static void xsm_h5_build(const xsm_emit *e, int table, size_t rowsize, xsm_conv_
 }
 
 /* The writer's side of a shared table: chunk c from helper c % n (itself
- * for 0), stored in order. After a failure (here, earlier, or a helper's)
- * the helpers' chunks are still received, so that none waits forever. */
+ * for 0), stored in order: its own chunks encoded by the dataset's pool
+ * (its threads), the helpers' queued between them as they are. After a
+ * failure (here, earlier, or a helper's) the helpers' chunks are still
+ * received, so that none waits forever. */
 static int xsm_h5_table_shared(xsm_h5 *h, xsm_h5ds *d, const xsprof_chunk_codec *codec, int table, size_t rowsize,
                                xsm_conv_fn conv, const int64_t *aux, const uint64_t *off, uint64_t total, int failed)
 {
     const xsm_h5_share *sh = h->e->h5share;
     size_t cap = xsprof_chunk_encoded_max(codec);
     unsigned char *rows = failed ? NULL : malloc(XSM_H5_CHUNK * rowsize), *out = failed ? NULL : malloc(cap);
-    xsprof_chunk_work w;
-    memset(&w, 0, sizeof w);
-    int bad = failed || !rows || !out;
+    int bad = failed || !rows || !out || !d->pool, ft;
     for (uint64_t c = 0, first = 0; first < total; c++, first += XSM_H5_CHUNK) {
-        size_t n = total - first < XSM_H5_CHUNK ? (size_t)(total - first) : XSM_H5_CHUNK, len = 0;
+        size_t n = total - first < XSM_H5_CHUNK ? (size_t)(total - first) : XSM_H5_CHUNK;
         int from = (int)(c % (uint64_t)sh->n);
         if (from != 0) {
-            len = sh->recv(sh->ctx, from, bad ? NULL : out, bad ? 0 : cap);
+            size_t len = sh->recv(sh->ctx, from, bad ? NULL : out, bad ? 0 : cap);
             if (!bad && (len == 0 || len == (size_t)-1)) {
                 snprintf(xsm_h5_why, sizeof xsm_h5_why, "%s", len ? "a helper's chunk is too long"
                                                                   : "a helper process ran out of memory");
                 bad = 1;
+            } else if (!bad) {
+                bad = xsprof_chunk_pool_submit_encoded(d->pool, 0, n, out, len, &ft) != XSPROF_OK;
             }
         } else if (!bad) {
             xsm_h5_build(h->e, table, rowsize, conv, aux, off, first, n, rows);
-            if (!(len = xsprof_chunk_encode(codec, rows, n, &w, out)))
-                bad = 1;
+            bad = xsprof_chunk_pool_submit(d->pool, 0, &d->codec, rows, n, &ft) != XSPROF_OK;
         }
-        if (!bad && xsm_h5ds_store(d, 0, n, out, len) != XSPROF_OK)
-            bad = 1;
         xsm_progress_step(n);
     }
+    if (!bad)
+        bad = xsprof_chunk_pool_finish(d->pool, &ft) != XSPROF_OK;
     d->pos = d->flushed = d->n; /* nothing left for xsm_h5ds_close */
-    xsprof_chunk_work_free(&w);
     free(rows);
     free(out);
     return bad ? -1 : 0;
@@ -886,17 +886,31 @@ static void xsm_h5_first_rows(const xsm_emit *e, int64_t *reg, int64_t *arg)
     }
 }
 
+/* A helper's pool writes its chunks by sending them to the writer, in
+ * order, from the submitting thread. */
+typedef struct xsm_h5_sink {
+    const xsm_h5_share *sh;
+    uint64_t sent;
+} xsm_h5_sink;
+
+static xsprof_status xsm_h5_sink_send(void *user, int table, size_t n, const void *bytes, size_t len)
+{
+    (void)table;
+    (void)n;
+    xsm_h5_sink *k = user;
+    k->sh->send(k->sh->ctx, bytes, len);
+    k->sent++;
+    return XSPROF_OK;
+}
+
 int xsm_emit_h5_help(const xsm_emit *e)
 {
     const xsm_h5_share *sh = e->h5share;
     const xsm_run *run = e->run;
     int64_t *reg_off = calloc(run->nranks + 1, sizeof *reg_off);
     int64_t *arg_off = calloc(run->nranks + 1, sizeof *arg_off);
-    unsigned char *rows = malloc(XSM_H5_CHUNK * sizeof(xsm_h5_arg)), *out = NULL;
-    size_t out_cap = 0;
-    xsprof_chunk_work w;
-    memset(&w, 0, sizeof w);
-    int bad = !reg_off || !arg_off || !rows;
+    unsigned char *rows = malloc(XSM_H5_CHUNK * sizeof(xsm_h5_arg));
+    int bad = !reg_off || !arg_off || !rows, ft;
     if (!bad)
         xsm_h5_first_rows(e, reg_off, arg_off);
     for (size_t k = 0; k < sizeof xsm_h5_tables / sizeof *xsm_h5_tables; k++) {
@@ -909,28 +923,32 @@ int xsm_emit_h5_help(const xsm_emit *e)
         if (!xsm_h5_shared(e, t->type, total, &codec))
             continue;
         uint64_t *off = bad ? NULL : xsm_h5_offsets(e, t->table);
-        size_t cap = xsprof_chunk_encoded_max(&codec);
-        if (!bad && cap > out_cap) {
-            free(out);
-            out_cap = (out = malloc(cap)) ? cap : 0;
-        }
-        bad = bad || !off || !out;
+        xsm_h5_sink sink = {sh, 0};
+        xsprof_chunk_pool *pool = bad || !off ? NULL
+                                              : xsprof_chunk_pool_create(e->threads > 1 ? (unsigned)e->threads : 1,
+                                                                         xsm_h5_sink_send, &sink);
+        bad = bad || !pool;
         const int64_t *aux = t->aux == 1 ? arg_off : t->aux == 2 ? reg_off : NULL;
-        uint64_t c = (uint64_t)sh->me;
-        for (uint64_t first = c * XSM_H5_CHUNK; first < total; c += (uint64_t)sh->n, first = c * XSM_H5_CHUNK) {
-            size_t n = total - first < XSM_H5_CHUNK ? (size_t)(total - first) : XSM_H5_CHUNK, len = 0;
+        uint64_t owned = 0;
+        for (uint64_t c = (uint64_t)sh->me; c * XSM_H5_CHUNK < total; c += (uint64_t)sh->n, owned++) {
+            uint64_t first = c * XSM_H5_CHUNK;
+            size_t n = total - first < XSM_H5_CHUNK ? (size_t)(total - first) : XSM_H5_CHUNK;
             if (!bad) {
                 xsm_h5_build(e, t->table, t->rowsize, t->conv, aux, off, first, n, rows);
-                bad = !(len = xsprof_chunk_encode(&codec, rows, n, &w, out));
+                bad = xsprof_chunk_pool_submit(pool, 0, &codec, rows, n, &ft) != XSPROF_OK;
             }
-            sh->send(sh->ctx, out, bad ? 0 : len); /* 0: the writer says a helper failed */
+        }
+        if (!bad)
+            bad = xsprof_chunk_pool_finish(pool, &ft) != XSPROF_OK;
+        xsprof_chunk_pool_destroy(pool); /* after a failure: what it held is dropped */
+        while (sink.sent < owned) { /* ... and said: an empty chunk for each */
+            sh->send(sh->ctx, NULL, 0);
+            sink.sent++;
         }
         free(off);
         xsprof_chunk_codec_free(&codec);
     }
     sh->done(sh->ctx);
-    xsprof_chunk_work_free(&w);
-    free(out);
     free(rows);
     free(reg_off);
     free(arg_off);

@@ -331,6 +331,32 @@ static void check_pool(void)
                   got.calls, got.sum == want.sum);
         xsprof_chunk_pool_destroy(p);
     }
+    /* every third chunk submitted encoded (merge's helpers send theirs so,
+     * between the writer's own): the same writes in the same order, with
+     * workers passing over them, and with the submitting thread alone */
+    for (unsigned threads = 1; threads <= 4; threads += 3) {
+        sink got = {0};
+        xsprof_chunk_pool *p = xsprof_chunk_pool_create(threads, sink_write, &got);
+        CHECK(p != NULL, "pool");
+        xsprof_status st = XSPROF_OK;
+        int table = 5;
+        for (int k = 0; k < NCHUNKS && p && st == XSPROF_OK; k++) {
+            size_t n = k == NCHUNKS - 1 ? 77 : 512;
+            fill_rows(rows, k);
+            if (k % 3 == 1) {
+                size_t len = xsprof_chunk_encode(&c, rows, n, &w, out);
+                st = xsprof_chunk_pool_submit_encoded(p, k % 3, n, out, len, &table);
+            } else {
+                st = xsprof_chunk_pool_submit(p, k % 3, &c, rows, n, &table);
+            }
+        }
+        if (p && st == XSPROF_OK)
+            st = xsprof_chunk_pool_finish(p, &table);
+        CHECK(st == XSPROF_OK && got.calls == NCHUNKS && got.sum == want.sum,
+              "pool with encoded chunks, %u threads: %d, %d writes, same %d", threads, st, got.calls,
+              got.sum == want.sum);
+        xsprof_chunk_pool_destroy(p);
+    }
     free(rows);
     xsprof_chunk_work_free(&w);
     free(out);

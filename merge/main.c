@@ -734,6 +734,8 @@ int main(int argc, char **argv)
         static const char *const task_name[XSM_TASK_N] = {"trace.json", "pftrace", "merged.h5"};
         xsm_progress_mark(task_name[t]);
     }
+    if (e.h5share && !h5help)
+        h5sh.done(h5sh.ctx); /* the writer's buffers (a helper's went with its part) */
     xsm_emit_free(&e); /* safe after a failed init too */
     if (an_on) {
         char aerr[4096];

@@ -707,7 +707,7 @@ int xsm_par_h5_share(const xsm_par *par, int rc, int helps, int level, xsm_h5_sh
     for (int p = 1; p < par->size; p++)
         n += all[p];
     if (n > 64 && !(s->many = malloc((size_t)n * sizeof *s->many)))
-        n = 0; /* out of memory here: nobody can know, so all write alone below */
+        n = 0; /* out of memory here: all agree below to write alone */
     int ok = n > 1, all_ok = 0;
     xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
     if (!all_ok) {

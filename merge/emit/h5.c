@@ -434,6 +434,16 @@ static const void *xsm_h5_model_rows(const xsprof_rank_data *d, int table, size_
 
 enum { XSM_T_THREADS = XSPROF_IO_T_COUNT }; /* the threads table: from the model in both modes */
 
+/* Rows of a table over the present ranks. */
+static uint64_t xsm_h5_total(const xsm_emit *e, int table)
+{
+    uint64_t total = 0;
+    for (size_t r = 0; r < e->run->nranks; r++)
+        if (e->run->ranks[r].present)
+            total += xsm_h5_rows(e, r, table);
+    return total;
+}
+
 /* Each rank's first row of a table (present ranks in rank order) and,
  * at off[nranks], the rows in all. NULL when out of memory. */
 static uint64_t *xsm_h5_offsets(const xsm_emit *e, int table)
@@ -540,10 +550,7 @@ static int xsm_h5_table(xsm_h5 *h, const char *name, int type, size_t rowsize, i
 {
     const xsm_run *run = h->e->run;
     const xsm_h5src_ops *src = table == XSM_T_THREADS ? NULL : h->e->h5src;
-    hsize_t total = 0;
-    for (size_t r = 0; r < run->nranks; r++)
-        if (run->ranks[r].present)
-            total += xsm_h5_rows(h->e, r, table);
+    hsize_t total = xsm_h5_total(h->e, table);
     xsprof_chunk_codec codec;
     xsm_h5ds d;
     if (xsm_h5_shared(h->e, type, total, &codec)) {
@@ -872,6 +879,12 @@ static const xsm_h5_tab xsm_h5_tables[] = {
     {"threads", T_THREAD, sizeof(xsm_h5_thread), XSM_T_THREADS, xsm_conv_thread, 0},
 };
 
+/* A table's aux array (see xsm_h5_tab). */
+static const int64_t *xsm_h5_aux(const xsm_h5_tab *t, const int64_t *reg_off, const int64_t *arg_off)
+{
+    return t->aux == 1 ? arg_off : t->aux == 2 ? reg_off : NULL;
+}
+
 /* Each rank's first row of /regions (reg) and /args (arg). */
 static void xsm_h5_first_rows(const xsm_emit *e, int64_t *reg, int64_t *arg)
 {
@@ -915,10 +928,7 @@ int xsm_emit_h5_help(const xsm_emit *e)
         xsm_h5_first_rows(e, reg_off, arg_off);
     for (size_t k = 0; k < sizeof xsm_h5_tables / sizeof *xsm_h5_tables; k++) {
         const xsm_h5_tab *t = &xsm_h5_tables[k];
-        uint64_t total = 0;
-        for (size_t r = 0; r < run->nranks; r++)
-            if (run->ranks[r].present)
-                total += xsm_h5_rows(e, r, t->table);
+        uint64_t total = xsm_h5_total(e, t->table);
         xsprof_chunk_codec codec;
         if (!xsm_h5_shared(e, t->type, total, &codec))
             continue;
@@ -928,7 +938,7 @@ int xsm_emit_h5_help(const xsm_emit *e)
                                               : xsprof_chunk_pool_create(e->threads > 1 ? (unsigned)e->threads : 1,
                                                                          xsm_h5_sink_send, &sink);
         bad = bad || !pool;
-        const int64_t *aux = t->aux == 1 ? arg_off : t->aux == 2 ? reg_off : NULL;
+        const int64_t *aux = xsm_h5_aux(t, reg_off, arg_off);
         uint64_t owned = 0;
         for (uint64_t c = (uint64_t)sh->me; c * XSM_H5_CHUNK < total; c += (uint64_t)sh->n, owned++) {
             uint64_t first = c * XSM_H5_CHUNK;
@@ -962,7 +972,7 @@ static int xsm_h5_tables_write(xsm_h5 *h, const int64_t *reg_off, const int64_t 
     int bad = failed;
     for (size_t k = 0; k < sizeof xsm_h5_tables / sizeof *xsm_h5_tables; k++) {
         const xsm_h5_tab *t = &xsm_h5_tables[k];
-        const int64_t *aux = t->aux == 1 ? arg_off : t->aux == 2 ? reg_off : NULL;
+        const int64_t *aux = xsm_h5_aux(t, reg_off, arg_off);
         bad = xsm_h5_table(h, t->name, t->type, t->rowsize, t->table, t->conv, aux, bad) != 0 || bad;
     }
     return bad;

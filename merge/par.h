@@ -36,7 +36,7 @@ int xsm_par_pftrace(const xsm_par *par, const struct xsm_emit *e, const char *di
  * the writer, process 0, and every process that says it helps (one that
  * writes no other product). Fills *sh and returns 1 when any process
  * helps, and all processes' rc are 0 (so that the writer writes); else 0.
- * Collective. Helpers call sh->done at the end. */
+ * Collective. Every process given it calls sh->done at the end. */
 int xsm_par_h5_share(const xsm_par *par, int rc, int helps, int level, struct xsm_h5_share *sh);
 int64_t xsm_par_bcast_i64(const xsm_par *par, int64_t v);
 /* The least v of all processes. Collective. */

@@ -121,7 +121,8 @@ typedef struct xsm_h5_share {
     /* writer: the next chunk of helper h into buf (cap bytes); its length,
      * 0 when that helper failed, (size_t)-1 when it does not fit */
     size_t (*recv)(void *ctx, int h, void *buf, size_t cap);
-    /* helper: every chunk sent has been received */
+    /* at the end, in every process given the share: a helper waits until
+     * its chunks are received; the buffers go */
     void (*done)(void *ctx);
     void *ctx;
 } xsm_h5_share;

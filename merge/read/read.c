@@ -543,24 +543,21 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
         rc = 1;
     if (!rc)
         rc = xsm_validate(run_dir, opts, c, l, n, mask, masklen, notes, run, err, errlen);
-    if (!rc && par && par->mapped) { /* every process converts the times of what it loaded */
-        run->sync = par->sync;
+    if (!rc && par && (par->mapped || par->size > 1)) {
+        /* the passes that only count or prepare are divided by reduce (the
+         * clock's violation counts, trace preparation's track sets), also
+         * where each process holds copies of its own (across nodes, or
+         * tables compacted by --from/--to: two single-core "nodes", 5
+         * M-event ring, clock 0.08-0.09 -> 0.06-0.07 CPU-s, trace
+         * preparation 0.13-0.15 -> 0.10 a process) */
         run->sync_ctx = par->ctx;
-        run->shm = par->shm; /* and match is divided among them */
         run->part = par->rank;
         run->parts = par->size;
         run->reduce = par->reduce;
-    } else if (!rc && par && par->size > 1) {
-        /* each process holds copies of its own (across nodes, or tables
-         * compacted by --from/--to) and converts and matches them all, but
-         * what only counts or prepares is divided by reduce as on one node:
-         * the clock's violation counts, trace preparation's track sets
-         * (two single-core "nodes", 5 M-event ring: clock 0.08-0.09 ->
-         * 0.06-0.07 CPU-s, trace preparation 0.13-0.15 -> 0.10 a process) */
-        run->part = par->rank;
-        run->parts = par->size;
-        run->reduce = par->reduce;
-        run->sync_ctx = par->ctx;
+        if (par->mapped) { /* every process converts the times of what it loaded */
+            run->sync = par->sync;
+            run->shm = par->shm; /* and match is divided among them */
+        }
     }
     for (size_t i = 0; i < n; i++) {
         xsm_read_release(&l[i].d);

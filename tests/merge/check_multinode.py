@@ -31,7 +31,9 @@ layouts = (("%s:1,%s:1" % (hosts_a, hosts_b), 2), ("%s:2,%s:2" % (hosts_a, hosts
 
 
 def merge_on_nodes(hosts, k, run, out, *extra, more=None):
-    cmd = [mpiexec, "--mca", "plm_rsh_agent", agent, "--host", hosts, "-np", str(k), XSMERGE, run, "-o", out] + list(extra)
+    """hosts None: all k processes on this one node."""
+    nodes = ["--mca", "plm_rsh_agent", agent, "--host", hosts] if hosts else []
+    cmd = [mpiexec] + nodes + ["-np", str(k), XSMERGE, run, "-o", out] + list(extra)
     for attempt in range(3):
         p = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **(more or {})), timeout=240)
         # two daemons on one machine: about one start in 400 fails in Open
@@ -105,20 +107,16 @@ for run, extra in ((runs[0], ("--from", "2ms", "--to", "7ms")), (runs[2], ("--fr
     shutil.rmtree(serial, ignore_errors=True)
     rc, so, se = xsmerge(run, "-o", serial, *extra)
     check(rc == 0, "serial merge %s of %s: %s" % (extra, run, se))
-    one = subprocess.run([mpiexec, "-np", "2", XSMERGE, run, "-o", run + "-window-np2", *extra], capture_output=True,
-                         text=True, env=env, timeout=240)
-    for hosts, k, p, par in ((None, 2, one, run + "-window-np2"),) + tuple(
-            (h, k, None, run + "-window-np%d-nodes" % k) for h, k in layouts[:2]):
-        if p is None:
-            shutil.rmtree(par, ignore_errors=True)
-            p = merge_on_nodes(hosts, k, run, par, *extra)
+    for hosts, k in ((None, 2),) + layouts[:2]:
+        par = "%s-window-np%d-%s" % (run, k, "nodes" if hosts else "one")
+        p = merge_on_nodes(hosts, k, run, par, *extra)
         what = "%s %s on %s" % (os.path.basename(run), " ".join(extra), hosts or "one node")
         check(p.returncode == 0, "merge %s: %s" % (what, p.stderr[-2000:]))
         same_dirs(serial, par, "(%s)" % what)
         check(p.stdout == so and xsmerge_lines(p.stderr, par) == se.replace(serial, "OUT"),
               "%s: summary or notes differ:\n%s%s\n--- serial:\n%s%s" % (what, p.stdout, p.stderr, so, se))
-    for d in [serial, run + "-window-np2"] + [run + "-window-np%d-nodes" % k for h, k in layouts[:2]]:
-        shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(par, ignore_errors=True)
+    shutil.rmtree(serial, ignore_errors=True)
 
 # streamed across nodes: the files of a streamed serial merge
 for run in (runs[0], runs[2]):

@@ -429,8 +429,8 @@ static int xsm_stream_estimate(const xsm_opts *o, uint64_t budget, int procs, FI
     return better;
 }
 
-/* Under mpirun every process holds the whole model (par.h; on one node
- * its event tables once for all, which this share does not count), so the
+/* Under mpirun every process holds the whole model (par.h; its event
+ * tables once for all the node's, which this share does not count), so the
  * processes of a node share its budget, the least share decides, and
  * process 0 decides for all (one note, one choice). */
 static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
@@ -591,11 +591,11 @@ int main(int argc, char **argv)
     char err[4096] = "";
     /* collective mode: this process's rank files load while MPI starts
      * (XSPROF_MERGE_EARLY=0: after; =N: at most N of them) */
-    int prank, psize, plocal;
+    int prank, plocal; /* on this node, which loads every file */
     const char *early = getenv("XSPROF_MERGE_EARLY");
     long early_max = early && *early ? strtol(early, NULL, 10) : LONG_MAX;
-    if (!o.stream && early_max > 0 && xsm_par_place(&prank, &psize, &plocal))
-        o.load.early = xsm_read_early_start(o.run_dir, &o.load, prank, psize, xsm_cpu_share(plocal),
+    if (!o.stream && early_max > 0 && xsm_par_place(&prank, &plocal))
+        o.load.early = xsm_read_early_start(o.run_dir, &o.load, prank, plocal, xsm_cpu_share(plocal),
                                             xsm_memory_budget() / (uint64_t)plocal, (size_t)early_max);
     xsm_par par;
     if (xsm_par_start(&argc, &argv, &par, err, sizeof err)) {

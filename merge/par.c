@@ -39,18 +39,32 @@ static void xsm_par_wait(MPI_Request *req)
     }
 }
 
-static void xsm_bcast(void *buf, int count, MPI_Datatype type, int root)
+/* The merging processes of this node (MPI_COMM_TYPE_SHARED): they load
+ * the run's files together and share the tables (xsm_par.share). */
+static MPI_Comm xsm_node = MPI_COMM_NULL;
+
+static void xsm_bcast_in(MPI_Comm comm, void *buf, int count, MPI_Datatype type, int root)
 {
     MPI_Request req;
-    MPI_Ibcast(buf, count, type, root, MPI_COMM_WORLD, &req);
+    MPI_Ibcast(buf, count, type, root, comm, &req);
     xsm_par_wait(&req);
+}
+
+static void xsm_allreduce_in(MPI_Comm comm, const void *in, void *out, int count, MPI_Datatype type, MPI_Op op)
+{
+    MPI_Request req;
+    MPI_Iallreduce(in, out, count, type, op, comm, &req);
+    xsm_par_wait(&req);
+}
+
+static void xsm_bcast(void *buf, int count, MPI_Datatype type, int root)
+{
+    xsm_bcast_in(MPI_COMM_WORLD, buf, count, type, root);
 }
 
 static void xsm_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op)
 {
-    MPI_Request req;
-    MPI_Iallreduce(in, out, count, type, op, MPI_COMM_WORLD, &req);
-    xsm_par_wait(&req);
+    xsm_allreduce_in(MPI_COMM_WORLD, in, out, count, type, op);
 }
 
 /* Launched by a process manager that set up a world for us. */
@@ -105,34 +119,35 @@ static xsm_memloc xsm_locate(const xsprof_rank_data *d)
     return m;
 }
 
-/* Whether every process can map every other's memory file: each names
- * the one its helper filled (xsm_read_early_start; at most one), all try
- * the others', and all agree. The mappings stay for the entries. */
+/* Whether every process of the node can map every other's memory file:
+ * each names the one its helper filled (xsm_read_early_start; at most
+ * one), all try the others', and all agree. The mappings stay for the
+ * entries. */
 static int xsm_par_probe(const xsm_par *par, const xsm_loaded *l, size_t n)
 {
     xsm_memloc me = {0};
     for (size_t i = 0; i < n && !me.pid; i++)
-        if ((int)(i % (size_t)par->size) == par->rank && l[i].status == 0)
+        if ((int)(i % (size_t)par->local) == par->lrank && l[i].status == 0)
             me = xsm_locate(&l[i].d);
-    xsm_memloc *all = calloc((size_t)par->size, sizeof *all);
+    xsm_memloc *all = calloc((size_t)par->local, sizeof *all);
     int ok = all != NULL, all_ok = 0;
-    xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    xsm_allreduce_in(xsm_node, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
     if (!all_ok) {
         free(all);
         return 0;
     }
     MPI_Request req;
-    MPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, MPI_COMM_WORLD, &req);
+    MPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, xsm_node, &req);
     xsm_par_wait(&req);
     int any = 0;
-    for (int p = 0; ok && p < par->size; p++) {
+    for (int p = 0; ok && p < par->local; p++) {
         any |= all[p].pid != 0;
-        if (p != par->rank && all[p].pid && !xsm_read_map_peer(all[p].pid, all[p].fd, all[p].len))
+        if (p != par->lrank && all[p].pid && !xsm_read_map_peer(all[p].pid, all[p].fd, all[p].len))
             ok = 0;
     }
     ok = ok && any; /* the same everywhere: all saw the same table */
     free(all);
-    xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    xsm_allreduce_in(xsm_node, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
     return all_ok;
 }
 
@@ -142,7 +157,7 @@ static void xsm_ibcast_bytes(void *p, size_t n, int root, MPI_Request *req, size
 {
     for (size_t off = 0; off < n; off += (size_t)1 << 30) {
         size_t k = n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30);
-        MPI_Ibcast((char *)p + off, (int)k, MPI_BYTE, root, MPI_COMM_WORLD, &req[(*nreq)++]);
+        MPI_Ibcast((char *)p + off, (int)k, MPI_BYTE, root, xsm_node, &req[(*nreq)++]);
     }
 }
 
@@ -188,7 +203,8 @@ static int xsm_unpack_strings(xsprof_rank_data *d, const char *p, size_t len, ui
     return 0;
 }
 
-/* Each entry goes from the process that loaded it to all others: the fixed
+/* Each entry goes from the process that loaded it to the node's others
+ * (every node loaded all: nothing crosses nodes): the fixed
  * part, then every table straight from its array into a fresh one (no
  * intermediate copy), then the strings packed. The tables of a window of
  * entries travel at once (nonblocking broadcasts, waited for together), so
@@ -204,39 +220,39 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
     int64_t plen[XSM_SHARE_WINDOW];
     uint32_t nstr[XSM_SHARE_WINDOW];
     xsm_memloc loc[XSM_SHARE_WINDOW];
-    /* one node: event tables a helper loaded into a memory file are mapped
-     * by the others instead of sent (no copy, one copy per node) */
-    par->mapped = par->map_ok && par->local == par->size && xsm_par_probe(par, l, n);
+    /* event tables a helper loaded into a memory file are mapped by the
+     * node's others instead of sent (no copy, one copy per node) */
+    par->mapped = par->map_ok && par->local > 1 && xsm_par_probe(par, l, n);
     for (size_t w0 = 0; w0 < n; w0 += XSM_SHARE_WINDOW) {
         size_t w1 = n - w0 < XSM_SHARE_WINDOW ? n : w0 + XSM_SHARE_WINDOW;
         int ok = 1, all_ok;
         size_t pieces = 0;
         /* the fixed parts, entry by entry (small), and room for the rest */
         for (size_t i = w0; i < w1; i++) {
-            int owner = (int)(i % (size_t)par->size);
-            int mine = owner == par->rank;
+            int owner = (int)(i % (size_t)par->local);
+            int mine = owner == par->lrank;
             packed[i - w0] = NULL;
             plen[i - w0] = -1;
             int64_t status = mine ? l[i].status : 0;
-            xsm_bcast(&status, 1, MPI_INT64_T, owner);
+            xsm_bcast_in(xsm_node, &status, 1, MPI_INT64_T, owner);
             if (status == -1)
                 continue; /* not selected: not loaded anywhere */
             xsm_loaded head;
             if (mine)
                 head = l[i];
-            MPI_Bcast(&head, (int)sizeof head, MPI_BYTE, owner, MPI_COMM_WORLD);
+            MPI_Bcast(&head, (int)sizeof head, MPI_BYTE, owner, xsm_node);
             xsm_memloc *m = &loc[i - w0];
             memset(m, 0, sizeof *m);
             if (par->mapped) {
                 if (mine)
                     *m = xsm_locate(&l[i].d);
-                MPI_Bcast(m, (int)sizeof *m, MPI_BYTE, owner, MPI_COMM_WORLD);
+                MPI_Bcast(m, (int)sizeof *m, MPI_BYTE, owner, xsm_node);
             }
             size_t slen = 0;
             if (mine)
                 packed[i - w0] = xsm_pack_strings(&l[i].d, &slen);
             int64_t len64 = mine ? (packed[i - w0] ? (int64_t)slen : -1) : 0;
-            xsm_bcast(&len64, 1, MPI_INT64_T, owner);
+            xsm_bcast_in(xsm_node, &len64, 1, MPI_INT64_T, owner);
             plen[i - w0] = len64;
             nstr[i - w0] = head.d.nstrings;
             if (len64 < 0) {
@@ -281,13 +297,13 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
         }
         MPI_Request *req = ok ? malloc((pieces + 1) * sizeof *req) : NULL;
         ok = ok && req;
-        xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+        xsm_allreduce_in(xsm_node, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
         if (all_ok) {
             size_t nreq = 0;
             for (size_t i = w0; i < w1; i++) {
                 if (plen[i - w0] < 0)
                     continue;
-                int owner = (int)(i % (size_t)par->size);
+                int owner = (int)(i % (size_t)par->local);
                 xsprof_rank_data *d = &l[i].d;
                 int shared = loc[i - w0].pid != 0;
 #define X(a, cnt, ev) \
@@ -299,10 +315,10 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
             }
             MPI_Waitall((int)nreq, req, MPI_STATUSES_IGNORE); /* polls: the copies run in here */
             for (size_t i = w0; i < w1; i++)
-                if (plen[i - w0] >= 0 && (int)(i % (size_t)par->size) != par->rank &&
+                if (plen[i - w0] >= 0 && (int)(i % (size_t)par->local) != par->lrank &&
                     xsm_unpack_strings(&l[i].d, packed[i - w0], (size_t)plen[i - w0], nstr[i - w0]) != 0)
                     ok = 0;
-            xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
+            xsm_allreduce_in(xsm_node, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
         }
         free(req);
         for (size_t i = w0; i < w1; i++)
@@ -314,7 +330,13 @@ static int xsm_par_share(xsm_loaded *l, size_t n, void *ctx, char *err, size_t e
     return 0;
 }
 
-static void xsm_par_sync(void *ctx) { xsm_par_barrier(ctx); }
+static void xsm_par_sync(void *ctx)
+{
+    (void)ctx;
+    MPI_Request req;
+    MPI_Ibarrier(xsm_node, &req);
+    xsm_par_wait(&req);
+}
 
 static void xsm_par_reduce(void *ctx, int64_t *v, size_t n, int op)
 {
@@ -324,12 +346,21 @@ static void xsm_par_reduce(void *ctx, int64_t *v, size_t n, int op)
     for (size_t i = 0; i < n; i += 64) {
         size_t k = n - i < 64 ? n - i : 64;
         memcpy(in, v + i, k * sizeof *in);
-        xsm_allreduce(in, v + i, (int)k, MPI_INT64_T, mop);
+        xsm_allreduce_in(xsm_node, in, v + i, (int)k, MPI_INT64_T, mop);
     }
 }
 
-/* xsm_run.shm: process 0 makes a memory file, the others open it through
- * /proc (as they map each other's tables, same node) and map it writable. */
+static int xsm_par_same(void *ctx, uint64_t v)
+{
+    (void)ctx;
+    uint64_t in[2] = {v, ~v}, out[2];
+    xsm_allreduce(in, out, 2, MPI_UINT64_T, MPI_MIN);
+    return out[0] == v && out[1] == ~v;
+}
+
+/* xsm_run.shm: the node's first process makes a memory file, the others
+ * open it through /proc (as they map each other's tables) and map it
+ * writable. */
 static void *xsm_par_shm(void *ctx, size_t bytes)
 {
     const xsm_par *par = ctx;
@@ -340,10 +371,10 @@ static void *xsm_par_shm(void *ctx, size_t bytes)
     void *p = NULL;
     size_t len = bytes ? bytes : 1;
     int ok = bytes > 0, all_ok = 0;
-    xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN); /* someone cannot go on: nobody makes one */
+    xsm_allreduce_in(xsm_node, &ok, &all_ok, 1, MPI_INT, MPI_MIN); /* someone cannot go on: nobody makes one */
     if (!all_ok)
         return NULL;
-    if (par->rank == 0) {
+    if (par->lrank == 0) {
         who.fd = memfd_create("xsmerge-shared", MFD_CLOEXEC);
         void *m = who.fd >= 0 && ftruncate(who.fd, (off_t)len) == 0
                       ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, who.fd, 0)
@@ -351,12 +382,12 @@ static void *xsm_par_shm(void *ctx, size_t bytes)
         p = m == MAP_FAILED ? NULL : m;
         who.ok = p != NULL;
     }
-    xsm_bcast(&who, (int)sizeof who, MPI_BYTE, 0);
-    if (who.ok && par->rank != 0)
+    xsm_bcast_in(xsm_node, &who, (int)sizeof who, MPI_BYTE, 0);
+    if (who.ok && par->lrank != 0)
         p = xsm_read_open_peer(who.pid, who.fd, len, 1);
     ok = p != NULL;
-    xsm_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN);
-    if (par->rank == 0 && who.fd >= 0)
+    xsm_allreduce_in(xsm_node, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    if (par->lrank == 0 && who.fd >= 0)
         close(who.fd); /* every process has mapped it or given up */
     if (!all_ok && p)
         munmap(p, len);
@@ -422,17 +453,19 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
         return xsm_err_set(err, errlen, "xsmerge: MPI_Init failed in collective mode");
     MPI_Comm_rank(MPI_COMM_WORLD, &par->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &par->size);
-    MPI_Comm node; /* the processes that share this node's cores and memory */
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-        MPI_Comm_size(node, &par->local);
-        MPI_Comm_free(&node);
+    /* the processes that share this node's cores and memory, in world order */
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &xsm_node) != MPI_SUCCESS ||
+        xsm_node == MPI_COMM_NULL) {
+        MPI_Finalize();
+        return xsm_err_set(err, errlen, "xsmerge: MPI cannot tell which processes share a node in collective mode");
     }
-    if (par->local < 1)
-        par->local = 1;
+    MPI_Comm_size(xsm_node, &par->local);
+    MPI_Comm_rank(xsm_node, &par->lrank);
     par->share = xsm_par_share;
     par->sync = xsm_par_sync;
     par->shm = xsm_par_shm;
     par->reduce = xsm_par_reduce;
+    par->same = xsm_par_same;
     par->ctx = par;
     return 0;
 }
@@ -559,20 +592,26 @@ void xsm_par_barrier(const xsm_par *par)
 
 void xsm_par_end(const xsm_par *par)
 {
-    if (par->share)
-        MPI_Finalize();
+    if (!par->share)
+        return;
+    if (xsm_node != MPI_COMM_NULL)
+        MPI_Comm_free(&xsm_node);
+    MPI_Finalize();
 }
 
-/* The launcher's variables, read before MPI starts. */
-int xsm_par_place(int *rank, int *size, int *local)
+/* The launcher's variables, read before MPI starts: the world's rank and
+ * size, the node's size and this process's rank on the node. On one node
+ * the world's rank is the node's (Open MPI's and Hydra's local ranks follow
+ * world order, as MPI_Comm_split_type's do; xsm_early_fits checks). */
+int xsm_par_place(int *node_rank, int *local)
 {
-    static const char *const vars[][3] = {
-        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-        {"PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"},
-        {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"},
+    static const char *const vars[][4] = {
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+        {"PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "MPI_LOCALRANKID"},
+        {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_RANK"},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *r = getenv(vars[i][0]), *s = getenv(vars[i][1]), *l = getenv(vars[i][2]);
+        const char *r = getenv(vars[i][0]), *s = getenv(vars[i][1]), *l = getenv(vars[i][2]), *lr = getenv(vars[i][3]);
         if (!r || !s || !*r || !*s)
             continue;
         char *end1, *end2;
@@ -580,9 +619,16 @@ int xsm_par_place(int *rank, int *size, int *local)
         if (*end1 || *end2 || sv < 1 || rv < 0 || rv >= sv || sv > INT32_MAX)
             return 0;
         long lv = l && *l ? strtol(l, NULL, 10) : sv; /* unknown: all on this node, the fewest threads */
-        *rank = (int)rv;
-        *size = (int)sv;
-        *local = lv >= 1 && lv <= sv ? (int)lv : (int)sv;
+        if (lv < 1 || lv > sv)
+            lv = sv;
+        long lrv = rv;
+        if (lv < sv) { /* across nodes: the node's own numbering */
+            lrv = lr && *lr ? strtol(lr, &end1, 10) : -1;
+            if (!lr || !*lr || *end1 || lrv < 0 || lrv >= lv)
+                return 0;
+        }
+        *node_rank = (int)lrv;
+        *local = (int)lv;
         return 1;
     }
     return 0;
@@ -738,10 +784,9 @@ int xsm_par_h5_share(const xsm_par *par, int rc, int helps, int level, xsm_h5_sh
 
 #else /* built without MPI: always serial */
 
-int xsm_par_place(int *rank, int *size, int *local)
+int xsm_par_place(int *node_rank, int *local)
 {
-    (void)rank;
-    (void)size;
+    (void)node_rank;
     (void)local;
     return 0;
 }

@@ -1,10 +1,11 @@
 /* merge/par.h — collective mode: `mpirun -np K xsmerge RUN -o OUT`.
  * MPI is initialised only when a launcher started this process (its rank
- * variables are set), so a plain `xsmerge` never touches MPI. Rank files are
- * divided among the K processes for loading; every process then holds the
- * whole model (same bytes, so same alignment and matching: on one node the
- * event tables are mapped from the process that loaded them, which alone
- * converts their times) and the output files are divided among them.
+ * variables are set), so a plain `xsmerge` never touches MPI. Every node
+ * loads all rank files, divided among its processes; every process then
+ * holds the whole model (same bytes, so same alignment and matching: the
+ * event tables are mapped from the node's process that loaded them, which
+ * alone converts their times, and matching is divided among the node's
+ * processes) and the output files are divided among all K.
  * Owner: merge. */
 #ifndef XSPROF_MERGE_PAR_H
 #define XSPROF_MERGE_PAR_H
@@ -13,10 +14,11 @@
 #include <stdint.h>
 #include "merge/read/read.h"
 
-/* This process's rank among `size` merging processes and the number on its
- * node, as the launcher's environment gives them before MPI starts (Open
- * MPI, MPICH/Hydra, MVAPICH). Returns 1 when known, else 0. */
-int xsm_par_place(int *rank, int *size, int *local);
+/* This process's rank among the merging processes of its node and their
+ * number (the node loads the run's files: xsm_par.lrank, lsize), as the
+ * launcher's environment gives them before MPI starts (Open MPI,
+ * MPICH/Hydra, MVAPICH). Returns 1 when known, else 0. */
+int xsm_par_place(int *node_rank, int *local);
 /* Fills par (rank 0 of 1 when not launched by mpirun). Returns 0, or 1. */
 int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errlen);
 /* Combine the exit codes of all processes: the largest wins; *first gets

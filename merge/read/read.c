@@ -238,7 +238,8 @@ static void xsm_step_one(void) { xsm_progress_step(1); }
 static int xsm_fork_ok = 1;
 
 /* Whether process rank of size loads candidate i: selected by --ranks,
- * and i % size == rank (collective mode divides by position). */
+ * and i % size == rank (collective mode divides by position among the
+ * processes of a node). */
 static int xsm_load_mine(const xsm_candidate *c, size_t i, const unsigned char *mask, int rank, int size)
 {
     if (mask && c[i].rank >= 0 && !mask[c[i].rank])
@@ -263,7 +264,7 @@ xsm_early *xsm_read_early_start(const char *run_dir, const xsm_load_opts *opts, 
     unsigned char *mask = NULL, *want = NULL;
     size_t n = 0;
     char err[256];
-    if (size < 2 || rank < 0 || rank >= size || !xsm_fork_ok || (opts && opts->stream) ||
+    if (size < 1 || rank < 0 || rank >= size || !xsm_fork_ok || (opts && opts->stream) ||
         xsm_read_scan(run_dir, &c, &n, err, sizeof err))
         return NULL; /* the load says what is wrong */
     /* only when the run fits as main.c's estimate would say, the report's
@@ -477,6 +478,28 @@ static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xs
     return 0;
 }
 
+/* What one process sees of the run directory (names and sizes of its rank
+ * files), hashed (FNV-1a); 0 when it could not scan it. */
+static uint64_t xsm_scan_hash(int failed, const xsm_candidate *c, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+#define XSM_MIX(p, len)                                    \
+    for (size_t k = 0; k < (len); k++)                     \
+        h = (h ^ ((const unsigned char *)(p))[k]) * 1099511628211ull;
+    for (size_t i = 0; !failed && i < n; i++) {
+        const char *path[2] = {c[i].h5, c[i].xsj};
+        XSM_MIX(&c[i].rank, sizeof c[i].rank)
+        for (int j = 0; j < 2; j++) {
+            struct stat st;
+            int64_t size = path[j][0] && stat(path[j], &st) == 0 ? (int64_t)st.st_size : -1;
+            XSM_MIX(path[j], strlen(path[j]) + 1)
+            XSM_MIX(&size, sizeof size)
+        }
+    }
+#undef XSM_MIX
+    return failed ? 0 : h | 1;
+}
+
 int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_par *par, FILE *notes, xsm_run *run,
                      char *err, size_t errlen)
 {
@@ -485,7 +508,19 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     xsm_candidate *c = NULL;
     size_t n = 0;
     xsm_early *early = opts ? opts->early : NULL; /* ours to use or cancel */
-    if (xsm_read_scan(run_dir, &c, &n, err, errlen)) {
+    int failed = xsm_read_scan(run_dir, &c, &n, err, errlen);
+    /* every node loads every file: a directory that some nodes see
+     * otherwise (local to a node, or not yet synchronised) would give them
+     * other runs, and a process that cannot scan it would leave the others
+     * waiting for its share */
+    if (par && par->same && !par->same(par->ctx, xsm_scan_hash(failed, c, n)) && !failed) {
+        failed = xsm_err_set(err, errlen,
+                             "xsmerge: %s: the merging processes do not all see the same rank files "
+                             "(a directory local to a node?); give every node the same run directory",
+                             run_dir);
+        free(c);
+    }
+    if (failed) {
         xsm_early_cancel(early);
         return 1;
     }
@@ -505,7 +540,7 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     }
     size_t todo = 0;
     for (size_t i = 0; i < n; i++) {
-        l[i].status = xsm_load_mine(c, i, mask, par ? par->rank : 0, par ? par->size : 1) ? 0 : -1;
+        l[i].status = xsm_load_mine(c, i, mask, par ? par->lrank : 0, par ? par->local : 1) ? 0 : -1;
         todo += l[i].status == 0;
     }
     xsm_progress_mark("start");
@@ -517,7 +552,7 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
      * small ones or XSPROF_MERGE_READERS asks (collective mode divides the
      * files among its processes anyway). */
     int procs = par || !xsm_fork_ok || xsm_stream_load ? 1 : xsm_read_procs(c, l, n);
-    if (early && (!par || xsm_stream_load || !xsm_early_fits(early, c, l, n, par->rank, par->size))) {
+    if (early && (!par || xsm_stream_load || !xsm_early_fits(early, c, l, n, par->lrank, par->local))) {
         xsm_early_cancel(early);
         early = NULL;
     }
@@ -543,7 +578,7 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
         rc = 1;
     if (!rc)
         rc = xsm_validate(run_dir, opts, c, l, n, mask, masklen, notes, run, err, errlen);
-    if (!rc && par && (par->mapped || par->size > 1)) {
+    if (!rc && par && par->local > 1) {
         /* the passes that only count or prepare are divided by reduce (the
          * clock's violation counts, trace preparation's track sets), also
          * where each process holds copies of its own (across nodes, or
@@ -551,8 +586,8 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
          * M-event ring, clock 0.08-0.09 -> 0.06-0.07 CPU-s, trace
          * preparation 0.13-0.15 -> 0.10 a process) */
         run->sync_ctx = par->ctx;
-        run->part = par->rank;
-        run->parts = par->size;
+        run->part = par->lrank;
+        run->parts = par->local;
         run->reduce = par->reduce;
         if (par->mapped) { /* every process converts the times of what it loaded */
             run->sync = par->sync;

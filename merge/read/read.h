@@ -41,19 +41,26 @@ typedef struct xsm_loaded {
 typedef struct xsm_par {
     int rank, size; /* this process among the merging processes */
     int local;      /* the merging processes on this process's node (1 when serial) */
-    /* Give every process every entry of loaded[] (status != -1 on exactly one
-     * process each). Returns 0, or 1 with err set. */
+    int lrank;      /* this process among those (rank on one node) */
+    /* The processes of a node divide the run's files among them (i % local
+     * == lrank; every node loads them all, so no table crosses nodes), and
+     * share them: give every process of the node every entry of loaded[]
+     * (status != -1 on exactly one process of the node each). Returns 0,
+     * or 1 with err set. sync, shm and reduce are the node's too. */
     int (*share)(xsm_loaded *loaded, size_t n, void *ctx, char *err, size_t errlen);
     void *ctx;
-    /* Wait for every process (collective): after each process converted the
-     * times of the shared tables it owns (xsm_run.sync). */
+    /* Wait for every process of the node: after each converted the times
+     * of the shared tables it owns (xsm_run.sync). */
     void (*sync)(void *ctx);
     /* A region shared by the processes of one node (xsm_run.shm). */
     void *(*shm)(void *ctx, size_t bytes);
-    /* Combine n values of every process, each by op (xsm_run.reduce). */
+    /* Combine n values of the node's processes, each by op (xsm_run.reduce). */
     void (*reduce)(void *ctx, int64_t *v, size_t n, int op);
     int map_ok; /* share may map other processes' tables (the caller's choice) */
-    int mapped; /* share did (the same on every process): their times wait on sync */
+    int mapped; /* share did (the same on every process of the node): their times wait on sync */
+    /* 1 when every merging process, on every node, gives the same v
+     * (collective): they all see the same rank files. */
+    int (*same)(void *ctx, uint64_t v);
 } xsm_par;
 
 /* Load the entries of l[] whose status is 0 (xsm_loaded as `load` fills
@@ -106,7 +113,8 @@ int xsm_early_finish(xsm_early *e, xsm_loaded *l, size_t n, void (*load)(const x
 /* Stop the helper and free e (NULL: nothing). */
 void xsm_early_cancel(xsm_early *e);
 
-/* Start loading before MPI_Init for process `rank` of `size` (read.c:
+/* Start loading before MPI_Init for process `rank` of the `size` on its
+ * node (read.c:
  * the scan, --ranks and the division of xsm_run_load_par), when the run
  * surely fits in memory; the helper takes at most `max` files (the
  * process the rest). NULL when not started. */

@@ -164,6 +164,26 @@ p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, bad, "-o", 
                    capture_output=True, text=True, env=env, timeout=120)
 check(p.returncode == 1, "collective bad input exits 1 (%d)" % p.returncode)
 check(p.stderr.count("rank-00000.h5: not an HDF5 file") == 1, "one error line: %r" % p.stderr)
+# every node loads every rank file, so the processes must all see the same
+# ones: a relative run directory resolved in two working directories (as a
+# directory local to each node would be) holding other files is refused
+# with one line and nothing written, as is a directory one process cannot
+# see (missing there: all end instead of waiting for that one's share)
+views = os.path.join(base, "views")
+for sub, nranks in (("a", 3), ("b", 2)):
+    os.makedirs(os.path.join(views, sub))
+    make_run(maker, "big", os.path.join(views, sub, "run"), nranks, 500)
+os.makedirs(os.path.join(views, "c"))
+said = "do not all see the same rank files"  # process 0's line, which sees its files
+for other in ("b", "c"):
+    out = os.path.join(views, "out-" + other)
+    p = subprocess.run([mpiexec, "--oversubscribe", "-np", "1", "-wdir", os.path.join(views, "a"), XSMERGE, "run",
+                        "-o", out, "-q", ":", "-np", "1", "-wdir", os.path.join(views, other), XSMERGE, "run",
+                        "-o", out, "-q"], capture_output=True, text=True, env=env, timeout=120)
+    lines = [x for x in p.stderr.splitlines() if x.startswith("xsmerge")]
+    check(p.returncode == 1 and len(lines) == 1 and said in lines[0] and not os.path.exists(out),
+          "processes seeing other rank files (%s): exit 1, one line with %r, no output (%d %r)"
+          % (other, said, p.returncode, p.stderr))
 # trace.pftrace's places go from process to process while they write: a
 # write that fails (a full disk: a 512 KiB tmpfs; a file size limit would
 # stop Open MPI's own shared memory first) still ends every process, with

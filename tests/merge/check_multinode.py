@@ -3,9 +3,10 @@ on a cluster, emulated here by Open MPI's rsh launcher with an agent
 (fake_rsh.sh) that starts each "node"'s daemon on this machine. Open MPI
 then puts the processes of each host in their own shared-memory
 communicator and connects the hosts over TCP, so xsmerge takes its
-across-nodes paths: no process maps another node's tables (they are sent
-whole), the analysis runs on process 0, trace.pftrace's places go from
-node to node. Every layout (one process a node, two a node, uneven) must
+across-nodes paths: every node loads every rank file, its processes
+dividing them and mapping each other's tables (no table crosses nodes),
+the analysis runs on process 0, trace.pftrace's places go from node to
+node. Every layout (one process a node, two a node, uneven) must
 write exactly the serial merge's bytes and summary, for the run kinds of
 merge_collective, with and without the helper that starts before MPI_Init,
 streamed, and a damaged file must give the serial merge's error (or with
@@ -82,14 +83,23 @@ for run in runs:
             check(xsmerge_lines(p.stderr, par) == se.replace(serial, "OUT"), "%s: stderr differs:\n%s\n--- serial:\n%s" % (what, p.stderr, se))
             check(p.stdout == so, "%s: summary differs:\n%s\n--- serial:\n%s" % (what, p.stdout, so))
 
-# the paths taken: two processes of a node never map the tables or divide
-# matching when another node takes part (each sends its loads whole), the
-# helper's loads are used on every node
+# the paths taken: the two processes of each node divide the run's files,
+# map each other's tables and divide matching, as on one node; the
+# helper's loads are used on every node; with one process on a node it
+# loads every file itself
 p = merge_on_nodes(layouts[1][0], 4, runs[0], runs[0] + "-times", more={"XSPROF_MERGE_TIMES": "1"})
 early = p.stderr.count("time load (begun before MPI_Init)")
 mapped = p.stderr.count("time read (event tables mapped)")
-check(p.returncode == 0 and early == 4 and mapped == 0,
-      "2 nodes x 2: %d processes loaded early (want 4), %d mapped (want 0): %s" % (early, mapped, p.stderr[-2000:]))
+divided = p.stderr.count("time match (divided)")
+check(p.returncode == 0 and early == 4 and mapped == 4 and divided == 4,
+      "2 nodes x 2: %d processes loaded early, %d mapped, %d divided matching (want 4 each): %s"
+      % (early, mapped, divided, p.stderr[-2000:]))
+q = merge_on_nodes(layouts[2][0], 3, runs[0], runs[0] + "-times3", more={"XSPROF_MERGE_TIMES": "1"})
+alone = [x for x in q.stderr.splitlines() if x.startswith("xsmerge[0/3]: time read ")]
+mapped = q.stderr.count("time read (event tables mapped)")
+check(q.returncode == 0 and len(alone) == 1 and "mapped" not in alone[0] and mapped == 2,
+      "1 + 2 processes: process 0 alone on its node maps nothing, the other node's two map (%d): %s"
+      % (mapped, q.stderr[-2000:]))
 # ... and merged.h5's chunks: processes 1 and 2 write no other product
 # (across nodes the analysis runs on process 0, trace.json on 3) and help,
 # when a node has a core for each of its two processes

@@ -630,10 +630,15 @@ int main(int argc, char **argv)
     o.load.early = NULL; /* the load used or cancelled it */
     /* threads start from here on: a baseline run loaded later is read here */
     xsm_read_allow_fork(0);
-    /* every process validated the same data, so they agree; only the lead speaks */
-    if (rc) {
-        if (lead)
+    /* every process validated the same data, so the errors agree; but a
+     * node may fail alone (out of memory sharing its tables): all end, and
+     * the first that failed speaks */
+    int first;
+    if (xsm_par_agree(&par, rc, 1, &first)) {
+        if (par.rank == first)
             fprintf(stderr, "%s\n", err);
+        if (!rc)
+            xsm_run_free(&run);
         xsm_par_end(&par);
         return 1;
     }
@@ -646,7 +651,6 @@ int main(int argc, char **argv)
         if (!rc && mkdir(staging, 0777) != 0)
             rc = xsm_err_set(err, sizeof err, "xsmerge: %s: cannot create: %s", staging, strerror(errno));
     }
-    int first;
     if (xsm_par_agree(&par, rc, 1, &first)) {
         if (lead)
             fprintf(stderr, "%s\n", err);

@@ -432,11 +432,43 @@ static const void *xsm_h5_model_rows(const xsprof_rank_data *d, int table, size_
     }
 }
 
-enum { XSM_T_THREADS = XSPROF_IO_T_COUNT }; /* the threads table: from the model in both modes */
+/* the threads table: from the model in both modes; the messages: the
+ * model's matched messages (run->msgs), not a rank's rows */
+enum { XSM_T_THREADS = XSPROF_IO_T_COUNT, XSM_T_MSGS };
+_Static_assert(sizeof(xsm_h5_msg) <= sizeof(xsm_h5_arg), "a helper's chunk of rows holds a chunk of messages");
+
+/* Message rows: from the streaming reader's records (in, with their
+ * times) or the model's messages (msgs, times from their rows); mpi_off:
+ * each rank's first /mpi row. */
+static void xsm_conv_msgs(const xsm_emit *e, const xsm_h5_msgrec *in, const xsm_message *msgs, size_t n,
+                          xsm_h5_msg *o, const int64_t *mpi_off)
+{
+    const xsm_run *run = e->run;
+    for (size_t q = 0; q < n; q++) {
+        const xsm_message *m = in ? &in[q].m : &msgs[q];
+        int64_t sb, se, ve;
+        if (in) {
+            sb = in[q].send_begin;
+            se = in[q].send_end;
+            ve = in[q].recv_end;
+        } else {
+            sb = run->ranks[m->src].d.mpi[m->send_row].t_begin;
+            se = run->ranks[m->src].d.mpi[m->send_row].t_end;
+            ve = run->ranks[m->dst].d.mpi[m->recv_row].t_end;
+        }
+        int64_t so = mpi_off[m->src], vo = mpi_off[m->dst];
+        o[q] = (xsm_h5_msg){m->src, m->dst, m->comm, m->tag, m->bytes, so + (int64_t)m->send_row,
+                            vo + (int64_t)m->recv_row, vo + (int64_t)m->recv_call_row,
+                            m->recv_post_row >= 0 ? vo + m->recv_post_row : -1,
+                            m->send_completion_row >= 0 ? so + m->send_completion_row : -1, sb, se, ve};
+    }
+}
 
 /* Rows of a table over the present ranks. */
 static uint64_t xsm_h5_total(const xsm_emit *e, int table)
 {
+    if (table == XSM_T_MSGS)
+        return e->h5src ? e->h5src_nmsgs : e->run->nmsgs;
     uint64_t total = 0;
     for (size_t r = 0; r < e->run->nranks; r++)
         if (e->run->ranks[r].present)
@@ -479,13 +511,17 @@ static int xsm_h5_shared(const xsm_emit *e, int type, uint64_t total, xsprof_chu
 }
 
 /* Rows [first, first + n) of a table, across the ranks (off: from
- * xsm_h5_offsets), converted into out, zeroed first (padding bytes too:
- * identical files). */
+ * xsm_h5_offsets; the messages: aux is each rank's first /mpi row),
+ * converted into out, zeroed first (padding bytes too: identical files). */
 static void xsm_h5_build(const xsm_emit *e, int table, size_t rowsize, xsm_conv_fn conv, const int64_t *aux,
                          const uint64_t *off, uint64_t first, size_t n, unsigned char *out)
 {
     const xsm_run *run = e->run;
     memset(out, 0, n * rowsize);
+    if (table == XSM_T_MSGS) {
+        xsm_conv_msgs(e, NULL, run->msgs + first, n, (xsm_h5_msg *)(void *)out, aux);
+        return;
+    }
     size_t lo = 0, hi = run->nranks; /* the rank holding `first`: off[r] <= first < off[r + 1] */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -543,6 +579,24 @@ static int xsm_h5_table_shared(xsm_h5 *h, xsm_h5ds *d, const xsprof_chunk_codec 
     return bad ? -1 : 0;
 }
 
+/* A shared table (xsm_h5_shared said so and set up codec, freed here):
+ * created and its chunks stored by xsm_h5_table_shared, also after a
+ * failure (failed), so that the helpers' chunks are received. */
+static int xsm_h5_shared_write(xsm_h5 *h, const char *name, int type, size_t rowsize, int table, xsm_conv_fn conv,
+                               const int64_t *aux, hsize_t total, xsprof_chunk_codec *codec, int failed)
+{
+    xsm_h5ds d;
+    uint64_t *off = failed || table == XSM_T_MSGS ? NULL : xsm_h5_offsets(h->e, table);
+    memset(&d, 0, sizeof d);
+    d.ds = d.type = -1;
+    int bad = failed || (!off && table != XSM_T_MSGS) || xsm_h5ds_open(h, name, xsm_h5_type(type), total, &d) != 0;
+    bad = xsm_h5_table_shared(h, &d, codec, table, rowsize, conv, aux, off, total, bad) != 0 || bad;
+    bad = xsm_h5ds_close(&d) != 0 || bad;
+    xsprof_chunk_codec_free(codec);
+    free(off);
+    return bad ? -1 : 0;
+}
+
 /* failed: an earlier part failed; a shared table is still walked (the
  * helpers' chunks received), any other skipped. */
 static int xsm_h5_table(xsm_h5 *h, const char *name, int type, size_t rowsize, int table, xsm_conv_fn conv,
@@ -553,17 +607,8 @@ static int xsm_h5_table(xsm_h5 *h, const char *name, int type, size_t rowsize, i
     hsize_t total = xsm_h5_total(h->e, table);
     xsprof_chunk_codec codec;
     xsm_h5ds d;
-    if (xsm_h5_shared(h->e, type, total, &codec)) {
-        uint64_t *off = failed ? NULL : xsm_h5_offsets(h->e, table);
-        memset(&d, 0, sizeof d);
-        d.ds = d.type = -1;
-        int bad = failed || !off || xsm_h5ds_open(h, name, xsm_h5_type(type), total, &d) != 0;
-        bad = xsm_h5_table_shared(h, &d, &codec, table, rowsize, conv, aux, off, total, bad) != 0 || bad;
-        bad = xsm_h5ds_close(&d) != 0 || bad;
-        xsprof_chunk_codec_free(&codec);
-        free(off);
-        return bad ? -1 : 0;
-    }
+    if (xsm_h5_shared(h->e, type, total, &codec))
+        return xsm_h5_shared_write(h, name, type, rowsize, table, conv, aux, total, &codec, failed);
     if (failed)
         return -1;
     if (xsm_h5ds_open(h, name, xsm_h5_type(type), total, &d)) {
@@ -696,13 +741,11 @@ static int xsm_h5_strings(xsm_h5 *h)
     return xsm_h5ds_close(&d) || bad ? -1 : 0;
 }
 
-static int xsm_h5_small(xsm_h5 *h, const int64_t *mpi_off)
+static int xsm_h5_ranks(xsm_h5 *h)
 {
-    const xsm_emit *e = h->e;
-    const xsm_run *run = e->run;
+    const xsm_run *run = h->e->run;
     int bad = 0;
     xsm_h5ds d;
-    /* ranks */
     xsm_h5_rank *rk = calloc(run->nranks + 1, sizeof *rk);
     if (!rk)
         return -1;
@@ -724,42 +767,48 @@ static int xsm_h5_small(xsm_h5 *h, const int64_t *mpi_off)
     bad |= xsm_h5ds_open(h, "ranks", xsm_h5_type(T_RANK), run->nranks, &d) || xsm_h5ds_append(&d, rk, run->nranks);
     bad |= xsm_h5ds_close(&d);
     free(rk);
-    /* messages */
+    return bad ? -1 : 0;
+}
+
+/* The matched messages: chunks encoded by the helpers too (as the event
+ * tables) when shared, walked after a failure (failed) all the same. */
+static int xsm_h5_messages(xsm_h5 *h, const int64_t *mpi_off, int failed)
+{
+    const xsm_emit *e = h->e;
+    uint64_t nmsgs = xsm_h5_total(e, XSM_T_MSGS);
+    xsprof_chunk_codec codec;
+    if (xsm_h5_shared(e, T_MSG, nmsgs, &codec))
+        return xsm_h5_shared_write(h, "messages", T_MSG, sizeof(xsm_h5_msg), XSM_T_MSGS, NULL, mpi_off, nmsgs, &codec,
+                                   failed);
+    if (failed)
+        return -1;
     xsm_h5ds dm;
     /* streaming: the messages and their times from the reader, in batches */
     const xsm_h5src_ops *src = e->h5src;
-    uint64_t nmsgs = src ? e->h5src_nmsgs : run->nmsgs;
-    bad |= xsm_h5ds_open(h, "messages", xsm_h5_type(T_MSG), nmsgs, &dm);
+    int bad = xsm_h5ds_open(h, "messages", xsm_h5_type(T_MSG), nmsgs, &dm);
     for (size_t i = 0; i < nmsgs && !bad; i += XSM_BATCH) {
         size_t k = nmsgs - i < XSM_BATCH ? nmsgs - i : XSM_BATCH;
         xsm_h5_msg *o = h->batch;
-        xsm_h5_msgrec *in = h->src_rows;
+        xsm_h5_msgrec *in = src ? h->src_rows : NULL;
         if (src && src->msgs(e->h5src_ctx, i, k, in, h->err, h->errlen)) {
             h->read_failed = bad = 1;
             break;
         }
         memset(o, 0, k * sizeof *o);
-        for (size_t q = 0; q < k; q++) {
-            const xsm_message *m = src ? &in[q].m : &run->msgs[i + q];
-            int64_t sb, se, ve;
-            if (src) {
-                sb = in[q].send_begin;
-                se = in[q].send_end;
-                ve = in[q].recv_end;
-            } else {
-                sb = run->ranks[m->src].d.mpi[m->send_row].t_begin;
-                se = run->ranks[m->src].d.mpi[m->send_row].t_end;
-                ve = run->ranks[m->dst].d.mpi[m->recv_row].t_end;
-            }
-            int64_t so = mpi_off[m->src], vo = mpi_off[m->dst];
-            o[q] = (xsm_h5_msg){m->src, m->dst, m->comm, m->tag, m->bytes, so + (int64_t)m->send_row,
-                                vo + (int64_t)m->recv_row, vo + (int64_t)m->recv_call_row,
-                                m->recv_post_row >= 0 ? vo + m->recv_post_row : -1,
-                                m->send_completion_row >= 0 ? so + m->send_completion_row : -1, sb, se, ve};
-        }
+        xsm_conv_msgs(e, in, in ? NULL : e->run->msgs + i, k, o, mpi_off);
         bad |= xsm_h5ds_append(&dm, o, k);
     }
     bad |= xsm_h5ds_close(&dm);
+    return bad ? -1 : 0;
+}
+
+/* The collectives, their members and the communicators. */
+static int xsm_h5_colls(xsm_h5 *h, const int64_t *mpi_off)
+{
+    const xsm_emit *e = h->e;
+    const xsm_run *run = e->run;
+    int bad = 0;
+    xsm_h5ds d;
     /* collectives and their members */
     size_t nmembers = 0;
     for (size_t i = 0; i < run->ncolls; i++)
@@ -899,6 +948,17 @@ static void xsm_h5_first_rows(const xsm_emit *e, int64_t *reg, int64_t *arg)
     }
 }
 
+/* Each rank's first /mpi row (the messages' rows point there). */
+static void xsm_h5_mpi_first_rows(const xsm_emit *e, int64_t *mpi)
+{
+    int64_t mo = 0;
+    for (size_t r = 0; r < e->run->nranks; r++) {
+        mpi[r] = mo;
+        if (e->run->ranks[r].present)
+            mo += (int64_t)xsm_h5_rows(e, r, XSPROF_IO_T_MPI);
+    }
+}
+
 /* A helper's pool writes its chunks by sending them to the writer, in
  * order, from the submitting thread. */
 typedef struct xsm_h5_sink {
@@ -916,52 +976,67 @@ static xsprof_status xsm_h5_sink_send(void *user, int table, size_t n, const voi
     return XSPROF_OK;
 }
 
-int xsm_emit_h5_help(const xsm_emit *e)
+/* A helper's share of one table: chunks me, me + n, ... built and
+ * encoded on its pool, sent in order; after a failure (*bad) an empty
+ * chunk for each, so that the writer never waits. */
+static void xsm_h5_help_table(const xsm_emit *e, int type, size_t rowsize, int table, xsm_conv_fn conv,
+                              const int64_t *aux, unsigned char *rows, int *bad)
 {
     const xsm_h5_share *sh = e->h5share;
+    uint64_t total = xsm_h5_total(e, table);
+    xsprof_chunk_codec codec;
+    int ft;
+    if (!xsm_h5_shared(e, type, total, &codec))
+        return;
+    uint64_t *off = *bad || table == XSM_T_MSGS ? NULL : xsm_h5_offsets(e, table);
+    xsm_h5_sink sink = {sh, 0};
+    int ok = !*bad && (off || table == XSM_T_MSGS);
+    xsprof_chunk_pool *pool =
+        ok ? xsprof_chunk_pool_create(e->threads > 1 ? (unsigned)e->threads : 1, xsm_h5_sink_send, &sink) : NULL;
+    *bad = *bad || !pool;
+    uint64_t owned = 0;
+    for (uint64_t c = (uint64_t)sh->me; c * XSM_H5_CHUNK < total; c += (uint64_t)sh->n, owned++) {
+        uint64_t first = c * XSM_H5_CHUNK;
+        size_t n = total - first < XSM_H5_CHUNK ? (size_t)(total - first) : XSM_H5_CHUNK;
+        if (!*bad) {
+            xsm_h5_build(e, table, rowsize, conv, aux, off, first, n, rows);
+            *bad = xsprof_chunk_pool_submit(pool, 0, &codec, rows, n, &ft) != XSPROF_OK;
+        }
+    }
+    if (!*bad)
+        *bad = xsprof_chunk_pool_finish(pool, &ft) != XSPROF_OK;
+    xsprof_chunk_pool_destroy(pool); /* after a failure: what it held is dropped */
+    while (sink.sent < owned) {      /* ... and said: an empty chunk for each */
+        sh->send(sh->ctx, NULL, 0);
+        sink.sent++;
+    }
+    free(off);
+    xsprof_chunk_codec_free(&codec);
+}
+
+int xsm_emit_h5_help(const xsm_emit *e)
+{
     const xsm_run *run = e->run;
     int64_t *reg_off = calloc(run->nranks + 1, sizeof *reg_off);
     int64_t *arg_off = calloc(run->nranks + 1, sizeof *arg_off);
+    int64_t *mpi_off = calloc(run->nranks + 1, sizeof *mpi_off);
     unsigned char *rows = malloc(XSM_H5_CHUNK * sizeof(xsm_h5_arg));
-    int bad = !reg_off || !arg_off || !rows, ft;
-    if (!bad)
+    int bad = !reg_off || !arg_off || !mpi_off || !rows;
+    if (!bad) {
         xsm_h5_first_rows(e, reg_off, arg_off);
+        xsm_h5_mpi_first_rows(e, mpi_off);
+    }
+    /* the writer's order: the event tables, then the messages */
     for (size_t k = 0; k < sizeof xsm_h5_tables / sizeof *xsm_h5_tables; k++) {
         const xsm_h5_tab *t = &xsm_h5_tables[k];
-        uint64_t total = xsm_h5_total(e, t->table);
-        xsprof_chunk_codec codec;
-        if (!xsm_h5_shared(e, t->type, total, &codec))
-            continue;
-        uint64_t *off = bad ? NULL : xsm_h5_offsets(e, t->table);
-        xsm_h5_sink sink = {sh, 0};
-        xsprof_chunk_pool *pool = bad || !off ? NULL
-                                              : xsprof_chunk_pool_create(e->threads > 1 ? (unsigned)e->threads : 1,
-                                                                         xsm_h5_sink_send, &sink);
-        bad = bad || !pool;
-        const int64_t *aux = xsm_h5_aux(t, reg_off, arg_off);
-        uint64_t owned = 0;
-        for (uint64_t c = (uint64_t)sh->me; c * XSM_H5_CHUNK < total; c += (uint64_t)sh->n, owned++) {
-            uint64_t first = c * XSM_H5_CHUNK;
-            size_t n = total - first < XSM_H5_CHUNK ? (size_t)(total - first) : XSM_H5_CHUNK;
-            if (!bad) {
-                xsm_h5_build(e, t->table, t->rowsize, t->conv, aux, off, first, n, rows);
-                bad = xsprof_chunk_pool_submit(pool, 0, &codec, rows, n, &ft) != XSPROF_OK;
-            }
-        }
-        if (!bad)
-            bad = xsprof_chunk_pool_finish(pool, &ft) != XSPROF_OK;
-        xsprof_chunk_pool_destroy(pool); /* after a failure: what it held is dropped */
-        while (sink.sent < owned) { /* ... and said: an empty chunk for each */
-            sh->send(sh->ctx, NULL, 0);
-            sink.sent++;
-        }
-        free(off);
-        xsprof_chunk_codec_free(&codec);
+        xsm_h5_help_table(e, t->type, t->rowsize, t->table, t->conv, xsm_h5_aux(t, reg_off, arg_off), rows, &bad);
     }
-    sh->done(sh->ctx);
+    xsm_h5_help_table(e, T_MSG, sizeof(xsm_h5_msg), XSM_T_MSGS, NULL, mpi_off, rows, &bad);
+    e->h5share->done(e->h5share->ctx);
     free(rows);
     free(reg_off);
     free(arg_off);
+    free(mpi_off);
     return bad;
 }
 
@@ -984,8 +1059,10 @@ static int xsm_h5_tables_write(xsm_h5 *h, const int64_t *reg_off, const int64_t 
 static int xsm_h5_drain(xsm_h5 *h, int rc, int walked, int64_t *reg_off, int64_t *arg_off, int64_t *mpi_off,
                         hid_t fcpl)
 {
-    if (!walked && h->e->h5share)
+    if (!walked && h->e->h5share) {
         xsm_h5_tables_write(h, NULL, NULL, 1);
+        xsm_h5_messages(h, NULL, 1);
+    }
     if (h->dcpl_track >= 0)
         H5Pclose(h->dcpl_track);
     if (fcpl >= 0)
@@ -1018,12 +1095,7 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
         return xsm_h5_drain(&h, rc, 0, reg_off, arg_off, mpi_off, fcpl);
     }
     xsm_h5_first_rows(e, reg_off, arg_off);
-    int64_t mo = 0;
-    for (size_t r = 0; r < run->nranks; r++) {
-        mpi_off[r] = mo;
-        if (run->ranks[r].present)
-            mo += (int64_t)xsm_h5_rows(e, r, XSPROF_IO_T_MPI);
-    }
+    xsm_h5_mpi_first_rows(e, mpi_off);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported as one line below */
     xsm_h5_why[0] = 0;
     H5Pset_obj_track_times(fcpl, 0);
@@ -1037,7 +1109,9 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     xsm_progress_begin("writing merged.h5", e->nevents);
     int bad = xsm_h5_attrs(&h) || xsm_h5_strings(&h);
     bad = xsm_h5_tables_write(&h, reg_off, arg_off, bad) || bad;
-    bad = bad || xsm_h5_small(&h, mpi_off);
+    bad = bad || xsm_h5_ranks(&h);
+    bad = xsm_h5_messages(&h, mpi_off, bad) || bad;
+    bad = bad || xsm_h5_colls(&h, mpi_off);
     xsm_progress_end();
     if ((H5Fclose(h.file) < 0 && xsm_h5_failed()) || bad)
         rc = h.read_failed ? 1 /* the reader said why */

@@ -75,9 +75,11 @@ int xsm_h5msgs_place(xsm_stream *s, char *err, size_t errlen)
                 rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing merged.h5");
                 break;
             }
-            if (p->n && (id != p->first + p->n || p->n == XSM_PLACE_RUN) && xsm_place_flush(s->h5msgs_fd, p))
+            if (p->n && (id != p->first + p->n || p->n == XSM_PLACE_RUN) && xsm_place_flush(s->h5msgs_fd, p)) {
                 rc = xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
                                  s->h5msgs_path, strerror(errno));
+                break; /* the run stays full: no room for this one */
+            }
             if (!p->n)
                 p->first = id;
             p->rec[p->n++] = *x;

@@ -146,6 +146,9 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
             int64_t t = xsm_parse_time(val);
             if (t < 0)
                 return xsm_bad_usage("invalid time (use e.g. 2.5s, 300ms, 40us, 100ns)", val);
+            if (a[2] == 't' && t == 0) /* 0 would read as "no limit" */
+                return xsm_bad_usage("--to must be after the job's first event (the window counts from it, t = 0)",
+                                     val);
             if (a[2] == 'f')
                 o->load.from_ns = t;
             else if (a[2] == 't')
@@ -210,6 +213,12 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
     int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON | XSM_OUT_H5));
     if (o->stream && !o->outputs_given)
         o->outputs = XSM_OUT_PFTRACE;
+    /* they compare or extend the report: without it they would do nothing */
+    if ((o->report.baseline_dir || o->report.diff_dir || o->report.callgrind) && !(o->outputs & XSM_OUT_REPORT))
+        return xsm_bad_usage(o->report.baseline_dir ? "--baseline needs the report: add report to --outputs"
+                             : o->report.diff_dir   ? "--diff needs the report: add report to --outputs"
+                                                    : "--format callgrind needs the report: add report to --outputs",
+                             NULL);
     const char *env = getenv("XSPROF_MERGE_STREAM");
     if (env && strcmp(env, "1") == 0 && streamable)
         o->stream = 1;

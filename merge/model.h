@@ -12,7 +12,8 @@
 
 typedef struct xsm_rank {
     xsprof_rank_data d;   /* loaded rank file or recovered journal */
-    int present;          /* 0 when the rank is missing (--partial) */
+    int present;          /* 0 when the rank is missing (--partial) or left out */
+    int left_out;         /* not present because --ranks chose others: not missing */
     int64_t correction_ns; /* largest clock-condition correction applied */
     /* Added by merge (additive): streaming mode (merge/stream/) leaves the
      * event tables in the file: its handle, and the rows it holds. */

@@ -421,12 +421,16 @@ uint32_t xsm_strtab_intern(xsm_strtab *t, const char *s)
     return t->n++;
 }
 
-int xsm_rankset_parse(const char *spec, size_t n, unsigned char **mask, char *err, size_t errlen)
+int xsm_rankset_parse(const char *spec, size_t n, unsigned char **mask, long *top, char *err, size_t errlen)
 {
     unsigned char *m = calloc(n ? n : 1, 1);
     if (!m)
         return xsm_err_set(err, errlen, "out of memory");
     const char *p = spec;
+    if (top)
+        *top = -1;
+    if (!*p)
+        goto bad;
     while (*p) {
         char *end;
         errno = 0;
@@ -444,6 +448,8 @@ int xsm_rankset_parse(const char *spec, size_t n, unsigned char **mask, char *er
         }
         for (long r = a; r <= b && (size_t)r < n; r++)
             m[r] = 1;
+        if (top && b > *top)
+            *top = b;
         if (*p == ',')
             p++;
         else if (*p)

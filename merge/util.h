@@ -122,9 +122,10 @@ void xsm_strtab_free(xsm_strtab *t);
 /* Returns the id, or UINT32_MAX when memory ran out. */
 uint32_t xsm_strtab_intern(xsm_strtab *t, const char *s);
 
-/* Rank set "0-7,12": returns 0 and a malloc'd mask of `n` flags, or 1 with
- * err set for a malformed list. */
-int xsm_rankset_parse(const char *spec, size_t n, unsigned char **mask, char *err, size_t errlen);
+/* Rank set "0-7,12": returns 0 and a malloc'd mask of `n` flags (and in
+ * *top, unless NULL, the largest rank named, which may be >= n), or 1 with
+ * err set for a malformed or empty list. */
+int xsm_rankset_parse(const char *spec, size_t n, unsigned char **mask, long *top, char *err, size_t errlen);
 
 /* dir + "/" + name into buf (truncated to n, always terminated). */
 void xsm_path(char *buf, size_t n, const char *dir, const char *name);

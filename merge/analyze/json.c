@@ -604,7 +604,7 @@ static void drops(const xsm_an *a, xsm_buf *b, int h)
     int first = 1;
     for (size_t r = 0; r < a->nranks; r++) {
         const xsm_rank *k = &a->run->ranks[r];
-        if (k->present && !k->d.dropped && !k->d.truncated && !k->d.recovered)
+        if ((k->present && !k->d.dropped && !k->d.truncated && !k->d.recovered) || k->left_out)
             continue;
         if (!first)
             xsm_buf_puts(b, ",");

@@ -255,7 +255,7 @@ int xsm_an_health(xsm_an *a, int gpu)
     for (size_t r = 0; r < a->nranks; r++) {
         const xsm_rank *k = &a->run->ranks[r];
         if (!k->present) {
-            a->missing++;
+            a->missing += !k->left_out; /* a rank --ranks left out is not missing */
             continue;
         }
         a->dropped_total += k->d.dropped;

@@ -24,7 +24,7 @@ static void health(const xsm_an *a, xsm_buf *b)
                        (unsigned long long)a->dropped_total);
     for (size_t r = 0; r < a->nranks; r++) {
         const xsm_rank *k = &a->run->ranks[r];
-        if (!k->present)
+        if (!k->present && !k->left_out)
             xsm_buf_printf(b, "  ! rank %zu is missing: its time is not in any table\n", r);
         else if (k->d.truncated || k->d.recovered)
             xsm_buf_printf(b, "  ! rank %zu ended early (%s)%s: its timeline stops at %.3f s\n", r,

@@ -275,7 +275,7 @@ xsm_early *xsm_read_early_start(const char *run_dir, const xsm_load_opts *opts, 
     int fits = budget && xsm_read_need(c, n, budget, 100, &rows) <= budget;
     xsm_early *e = NULL;
     size_t masklen = (size_t)c[n - 1].rank + 1;
-    int bad_ranks = opts && opts->ranks && xsm_rankset_parse(opts->ranks, masklen, &mask, err, sizeof err);
+    int bad_ranks = opts && opts->ranks && xsm_rankset_parse(opts->ranks, masklen, &mask, NULL, err, sizeof err);
     if (fits && !bad_ranks && (want = calloc(n + 1, 1))) {
         for (size_t i = 0; i < n; i++)
             want[i] = (unsigned char)xsm_load_mine(c, i, mask, rank, size);
@@ -450,6 +450,7 @@ static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xs
     }
     run->nranks = (size_t)size;
     for (int32_t r = 0; r < size; r++) {
+        run->ranks[r].left_out = owner[r] == SIZE_MAX && mask && ((size_t)r >= masklen || !mask[r]);
         if (owner[r] == SIZE_MAX)
             continue;
         xsm_loaded *x = &l[owner[r]];
@@ -526,10 +527,27 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     }
     unsigned char *mask = NULL;
     size_t masklen = (size_t)c[n - 1].rank + 1;
-    if (opts && opts->ranks && xsm_rankset_parse(opts->ranks, masklen, &mask, err, errlen)) {
+    long top = -1;
+    if (opts && opts->ranks && xsm_rankset_parse(opts->ranks, masklen, &mask, &top, err, errlen)) {
         xsm_early_cancel(early);
         free(c);
         return 1;
+    }
+    if (mask) { /* say so when --ranks names ranks the run has no file of */
+        size_t chosen = 0;
+        for (size_t i = 0; i < n; i++)
+            chosen += c[i].rank < 0 || mask[c[i].rank];
+        if (!chosen) {
+            xsm_err_set(err, errlen, "xsmerge: %s: --ranks '%s' selects none of its ranks (rank files %d to %d)",
+                        run_dir, opts->ranks, (int)c[0].rank, (int)c[n - 1].rank);
+            xsm_early_cancel(early);
+            free(c);
+            free(mask);
+            return 1;
+        }
+        if (notes && top >= (long)masklen)
+            fprintf(notes, "xsmerge: note: --ranks '%s' names ranks up to %ld; the run's last rank file is rank %d\n",
+                    opts->ranks, top, (int)c[n - 1].rank);
     }
     xsm_loaded *l = calloc(n, sizeof *l);
     if (!l) {

@@ -202,9 +202,18 @@ check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and
 check(not os.path.isdir(out) or os.listdir(out) == [], "analysis tables: nothing left behind")
 
 # bad options
-for args in (["--from", "soon"], ["--ranks", "a-b"], ["--bogus"], []):
+# (--to 0 would read as no limit; --baseline, --diff and --format add to
+# the report and did nothing, exit 0, when it was not written)
+for args, said in ((["--from", "soon"], "invalid time"), (["--ranks", "a-b"], "expected a list"),
+                   (["--ranks", ""], "expected a list"), (["--bogus"], "unknown option"), ([], "missing"),
+                   (["--to", "0"], "--to must be after"), (["--from", "2ms", "--to", "0ns"], "--to must be after"),
+                   (["--baseline", golden, "--stream"], "--baseline needs the report"),
+                   (["--baseline", golden, "--outputs", "pftrace,h5"], "--baseline needs the report"),
+                   (["--diff", golden, "--outputs", "json"], "--diff needs the report"),
+                   (["--format", "callgrind", "--stream", "--outputs", "pftrace"], "--format callgrind needs")):
     rc, so, se = xsmerge(golden, "-o", os.path.join(base, "o"), *args) if args else xsmerge(golden)
-    check(rc == 1 and "xsmerge:" in se, "bad usage %s: exit 1 (%d %r)" % (args, rc, se))
+    check(rc == 1 and se.startswith("xsmerge: ") and said in se.splitlines()[0] and not os.path.exists(os.path.join(base, "o")),
+          "bad usage %s: exit 1, says %r, writes nothing (%d %r)" % (args, said, rc, se))
 rc, so, se = xsmerge("--help")
 check(rc == 0 and "--partial" in so and "XSPROF_" in so and "exit codes" in so, "--help documents options")
 finish("merge_bad_inputs")

@@ -140,6 +140,19 @@ check("unmatched" not in se, "no unmatched notes for unselected ranks: %s" % se)
 with h5py.File(os.path.join(out3, "merged.h5"), "r") as h:
     check([(int(m["src"]), int(m["dst"])) for m in h["messages"][:]] == [(0, 2), (2, 0)], "--ranks keeps 0<->2")
     check(list(h["ranks"]["present"]) == [1, 0, 1], "rank 1 not present")
+# ... and a rank left out by --ranks is not a missing one in the report
+rep = json.load(open(os.path.join(out3, "report.json")))
+check('"missing_ranks":0' in json.dumps(rep, separators=(",", ":")), "--ranks 0,2: no missing rank in report.json")
+check("is missing" not in open(os.path.join(out3, "report.txt")).read(), "--ranks 0,2: report.txt says no rank is missing")
+# ranks the run has no file of: a note when some are, one line and exit 1 when all are
+rc, so, se = xsmerge(run, "-o", os.path.join(base, "out3b"), "-q", "--ranks", "1-9")
+check(rc == 0, "--ranks 1-9 merges ranks 1 and 2: %s" % se)
+rc, so, se = xsmerge(run, "-o", os.path.join(base, "out3c"), "--ranks", "1-9")
+check(rc == 0 and "names ranks up to 9; the run's last rank file is rank 2" in se, "--ranks 1-9: a note: %s" % se)
+rc, so, se = xsmerge(run, "-o", os.path.join(base, "out3d"), "--ranks", "5,99999999999")
+check(rc == 1 and se.strip().count("\n") == 0 and "selects none of its ranks (rank files 0 to 2)" in se,
+      "--ranks 5,99999999999: one line, exit 1 (%d %r)" % (rc, se))
+check(not os.path.exists(os.path.join(base, "out3d")), "--ranks selecting nothing writes nothing")
 
 # time window: [2.5 us, 6 us] keeps what overlaps it
 out4 = os.path.join(base, "out4")

@@ -7,6 +7,7 @@
 #include "merge/emit/emit.h"
 #include "merge/par.h"
 #include "merge/progress.h"
+#include "merge/staging.h"
 #include "merge/read/read.h"
 #include "merge/stream/stream.h"
 #include "merge/util.h"
@@ -106,9 +107,11 @@ static int64_t xsm_parse_time(const char *s)
     return ns > 9e18 ? -1 : (int64_t)ns;
 }
 
+/* Under mpirun every process parses the same command line: the first says it. */
 static int xsm_bad_usage(const char *msg, const char *arg)
 {
-    fprintf(stderr, "xsmerge: %s%s%s\nTry 'xsmerge --help'.\n", msg, arg ? ": " : "", arg ? arg : "");
+    if (xsm_par_env_rank() <= 0)
+        fprintf(stderr, "xsmerge: %s%s%s\nTry 'xsmerge --help'.\n", msg, arg ? ": " : "", arg ? arg : "");
     return 1;
 }
 
@@ -225,26 +228,6 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
     return -1;
 }
 
-static int xsm_mkdir_p(const char *path, char *err, size_t errlen)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return xsm_err_set(err, errlen, "xsmerge: %s: cannot create output directory: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return xsm_err_set(err, errlen, "xsmerge: %s: cannot create output directory: %s", buf, strerror(errno));
-    struct stat st;
-    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
-        return xsm_err_set(err, errlen, "xsmerge: %s: not a directory", buf);
-    return 0;
-}
-
 /* Products are written into the staging directory, which is gone when the
  * error is read: name the file where it was going (OUT/trace.json). */
 static void xsm_err_unstage(char *err, size_t errlen, const char *staging, const char *out)
@@ -256,24 +239,6 @@ static void xsm_err_unstage(char *err, size_t errlen, const char *staging, const
     char tail[8192];
     snprintf(tail, sizeof tail, "%s", at + n);
     snprintf(at, errlen - (size_t)(at - err), "%s%s", out, tail);
-}
-
-/* Remove a staging directory and the files in it. */
-static void xsm_rm_staging(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char path[8192];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        xsm_path(path, sizeof path, dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
 }
 
 static int xsm_is_trace_json(const char *name)
@@ -458,15 +423,17 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
     /* as the in-memory flow: one staging directory named by process 0 */
     int lead = par->rank == 0, first = 0, rc = 0;
     char staging[8192];
-    snprintf(staging, sizeof staging, "%s/.xsmerge-tmp-%lld", o->out_dir,
-             (long long)xsm_par_bcast_i64(par, (int64_t)getpid()));
-    if (lead && !(rc = xsm_mkdir_p(o->out_dir, err, errlen)) && mkdir(staging, 0777) != 0)
-        rc = xsm_err_set(err, errlen, "xsmerge: %s: cannot create: %s", staging, strerror(errno));
+    int64_t pid = xsm_par_bcast_i64(par, (int64_t)getpid());
+    xsm_staging_path(staging, sizeof staging, o->out_dir, pid, xsm_par_bcast_i64(par, xsm_staging_host()));
+    int made = 0;
+    if (lead)
+        rc = xsm_staging_make(o->out_dir, staging, &made, notes, err, errlen);
     if (xsm_par_agree(par, rc, 1, &first)) {
         if (lead)
             fprintf(stderr, "%s\n", err);
         return 1;
     }
+    xsm_staging_guard(staging);
     xsm_stream_summary sum = {0};
     int what = (o->outputs & XSM_OUT_PFTRACE ? XSM_STREAM_PFTRACE : 0) | (o->outputs & XSM_OUT_JSON ? XSM_STREAM_JSON : 0) |
                (o->outputs & XSM_OUT_H5 ? XSM_STREAM_H5 : 0) | (o->outputs & XSM_OUT_REPORT ? XSM_STREAM_REPORT : 0);
@@ -478,8 +445,11 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
     rc = xsm_par_agree(par, mine, 1, &first); /* the same everywhere */
     if (rc == 2) {
         xsm_par_barrier(par);
+        xsm_staging_guard(NULL);
         if (lead) {
-            xsm_rm_staging(staging);
+            xsm_staging_rm(staging);
+            if (made)
+                rmdir(o->out_dir); /* the in-memory merge makes it again once it may write */
             /* a reader's error is said again by the in-memory merge: not twice */
             if (notes)
                 fprintf(notes, "xsmerge: note: streaming: %s; merging in memory\n",
@@ -494,6 +464,7 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
         fprintf(stderr, "%s\n", err);
     }
     xsm_par_barrier(par);
+    xsm_staging_guard(NULL);
     if (!lead)
         return rc;
     if (rc == 0 && xsm_publish(staging, o->out_dir, err, errlen)) {
@@ -501,7 +472,9 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
         rc = 1;
     }
     if (rc) {
-        xsm_rm_staging(staging);
+        xsm_staging_rm(staging);
+        if (made)
+            rmdir(o->out_dir); /* only when empty: nothing of the user's goes */
         return 1;
     }
     if (notes)
@@ -654,12 +627,10 @@ int main(int argc, char **argv)
 
     char staging[8192];
     int64_t pid = xsm_par_bcast_i64(&par, (int64_t)getpid());
-    snprintf(staging, sizeof staging, "%s/.xsmerge-tmp-%lld", o.out_dir, (long long)pid);
-    if (lead) {
-        rc = xsm_mkdir_p(o.out_dir, err, sizeof err);
-        if (!rc && mkdir(staging, 0777) != 0)
-            rc = xsm_err_set(err, sizeof err, "xsmerge: %s: cannot create: %s", staging, strerror(errno));
-    }
+    xsm_staging_path(staging, sizeof staging, o.out_dir, pid, xsm_par_bcast_i64(&par, xsm_staging_host()));
+    int made = 0;
+    if (lead)
+        rc = xsm_staging_make(o.out_dir, staging, &made, notes, err, sizeof err);
     if (xsm_par_agree(&par, rc, 1, &first)) {
         if (lead)
             fprintf(stderr, "%s\n", err);
@@ -667,6 +638,7 @@ int main(int argc, char **argv)
         xsm_par_end(&par);
         return 1;
     }
+    xsm_staging_guard(staging);
 
     /* Which ranks this process iterates: all for trace.json, else its share
      * of the trace.pftrace segments (merged.h5 reads rows directly). */
@@ -778,17 +750,22 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s\n", err);
         }
         xsm_par_barrier(&par);
-        if (lead)
-            xsm_rm_staging(staging);
+        xsm_staging_guard(NULL);
+        if (lead) {
+            xsm_staging_rm(staging);
+            if (made)
+                rmdir(o.out_dir); /* only when empty: nothing of the user's goes */
+        }
         xsm_run_free(&run);
         xsm_par_end(&par);
         return 1;
     }
     xsm_par_barrier(&par);
+    xsm_staging_guard(NULL);
     if (lead) {
         if (xsm_publish(staging, o.out_dir, err, sizeof err)) {
             fprintf(stderr, "%s\n", err);
-            xsm_rm_staging(staging);
+            xsm_staging_rm(staging);
             all = 1;
         } else if (!o.load.quiet) {
             fprintf(stderr, "xsmerge: %zu ranks, %zu messages, %zu collectives; clock violations %llu -> %llu; wrote %s\n",

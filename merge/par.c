@@ -17,6 +17,26 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* The launchers' variables: world rank and size, node size and rank
+ * (Open MPI, MPICH/Hydra, MVAPICH). */
+static const char *const xsm_par_vars[][4] = {
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "MPI_LOCALRANKID"},
+    {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_RANK"},
+};
+
+int xsm_par_env_rank(void)
+{
+    for (size_t i = 0; i < sizeof xsm_par_vars / sizeof xsm_par_vars[0]; i++) {
+        const char *r = getenv(xsm_par_vars[i][0]);
+        char *end;
+        long v = r && *r ? strtol(r, &end, 10) : -1;
+        if (r && *r)
+            return *end || v < 0 || v > INT32_MAX ? -1 : (int)v;
+    }
+    return -1;
+}
+
 #if XSPROF_HAVE_MPI
 #include <mpi.h>
 #include <time.h>
@@ -605,13 +625,9 @@ void xsm_par_end(const xsm_par *par)
  * world order, as MPI_Comm_split_type's do; xsm_early_fits checks). */
 int xsm_par_place(int *node_rank, int *local)
 {
-    static const char *const vars[][4] = {
-        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-        {"PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "MPI_LOCALRANKID"},
-        {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_RANK"},
-    };
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *r = getenv(vars[i][0]), *s = getenv(vars[i][1]), *l = getenv(vars[i][2]), *lr = getenv(vars[i][3]);
+    for (size_t i = 0; i < sizeof xsm_par_vars / sizeof xsm_par_vars[0]; i++) {
+        const char *const *v = xsm_par_vars[i];
+        const char *r = getenv(v[0]), *s = getenv(v[1]), *l = getenv(v[2]), *lr = getenv(v[3]);
         if (!r || !s || !*r || !*s)
             continue;
         char *end1, *end2;

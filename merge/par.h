@@ -19,6 +19,9 @@
  * launcher's environment gives them before MPI starts (Open MPI,
  * MPICH/Hydra, MVAPICH). Returns 1 when known, else 0. */
 int xsm_par_place(int *node_rank, int *local);
+/* This process's world rank as the launcher's environment gives it before
+ * MPI starts; -1 when not launched (or unreadable). */
+int xsm_par_env_rank(void);
 /* Fills par (rank 0 of 1 when not launched by mpirun). Returns 0, or 1. */
 int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errlen);
 /* Combine the exit codes of all processes: the largest wins; *first gets

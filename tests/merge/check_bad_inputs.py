@@ -201,6 +201,41 @@ check(p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and
       "analysis tables over a file size limit of %d KiB: one line, exit 1 (%d %r)" % (kib, p.returncode, p.stderr))
 check(not os.path.isdir(out) or os.listdir(out) == [], "analysis tables: nothing left behind")
 
+# an interrupted merge (Ctrl-C, a job's time limit, a closed terminal)
+# leaves no staging directory with its partial products; one killed
+# outright (SIGKILL) leaves its own, which the next merge into that
+# directory removes, with a note
+import glob
+import time
+longer = make_run(maker, "big", os.path.join(base, "longer"), 8, 200000)
+
+
+def interrupt(out, sig, extra=()):
+    p = subprocess.Popen([XSMERGE, longer, "-o", out, "-q"] + list(extra), stderr=subprocess.PIPE, text=True)
+    while not glob.glob(os.path.join(out, ".xsmerge-tmp-*")) and p.poll() is None:
+        time.sleep(0.002)
+    time.sleep(0.05)
+    p.send_signal(sig)
+    err = p.communicate()[1]
+    return p.returncode, err, sorted(os.listdir(out)) if os.path.isdir(out) else []
+
+
+for sig, extra in ((signal.SIGINT, ()), (signal.SIGTERM, ()), (signal.SIGHUP, ()),
+                   (signal.SIGTERM, ("--stream", "--outputs", "pftrace,json,h5"))):
+    out = os.path.join(base, "interrupted-%d%s" % (sig, "-stream" if extra else ""))
+    rc, err, left = interrupt(out, sig, extra)
+    if rc == 0:
+        print("note: the merge ended before %s reached it; not checked" % sig.name)
+        continue
+    check(rc == -sig and left == [], "%s %s: dies of it (%d) and leaves nothing: %s %r" % (sig.name, extra, rc, left, err))
+out = os.path.join(base, "killed")
+rc, err, left = interrupt(out, signal.SIGKILL)
+if rc == -signal.SIGKILL:
+    check(len(left) == 1 and left[0].startswith(".xsmerge-tmp-"), "SIGKILL leaves its staging directory: %s" % left)
+    rc, so, se = xsmerge(golden, "-o", out, "--outputs", "pftrace")
+    check(rc == 0 and "removed %s, left by an interrupted merge" % os.path.join(out, left[0]) in se and
+          os.listdir(out) == ["trace.pftrace"], "the next merge sweeps it, with a note: %r %s" % (se, os.listdir(out)))
+
 # bad options
 # (--to 0 would read as no limit; --baseline, --diff and --format add to
 # the report and did nothing, exit 0, when it was not written)

@@ -164,6 +164,11 @@ p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, bad, "-o", 
                    capture_output=True, text=True, env=env, timeout=120)
 check(p.returncode == 1, "collective bad input exits 1 (%d)" % p.returncode)
 check(p.stderr.count("rank-00000.h5: not an HDF5 file") == 1, "one error line: %r" % p.stderr)
+# ... and so does a bad command line, which every process parses before MPI starts
+p = subprocess.run([mpiexec, "-np", "3", "--oversubscribe", XSMERGE, bad, "-o", bad + "-out", "--bogus"],
+                   capture_output=True, text=True, env=env, timeout=120)
+check(p.returncode != 0 and p.stderr.count("xsmerge: unknown option: --bogus") == 1,
+      "collective bad option: said once (%d %r)" % (p.returncode, p.stderr))
 # every node loads every rank file, so the processes must all see the same
 # ones: a relative run directory resolved in two working directories (as a
 # directory local to each node would be) holding other files is refused

@@ -416,6 +416,10 @@ static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
     return (int)xsm_par_bcast_i64(par, on);
 }
 
+/* Set when streaming gave up on a rank file it could not read chunk by
+ * chunk: said once the in-memory merge read it (if it fails it says why). */
+static int xsm_stream_fell_back;
+
 /* --stream: returns the exit code, or -1 to merge in memory (a note says
  * why). */
 static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, char *err, size_t errlen)
@@ -450,10 +454,12 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
             xsm_staging_rm(staging);
             if (made)
                 rmdir(o->out_dir); /* the in-memory merge makes it again once it may write */
-            /* a reader's error is said again by the in-memory merge: not twice */
-            if (notes)
-                fprintf(notes, "xsmerge: note: streaming: %s; merging in memory\n",
-                        strncmp(err, "xsmerge: ", 9) == 0 || !err[0] ? "a rank file cannot be read chunk by chunk" : err);
+            /* a reader's error is said again by the in-memory merge: not
+             * twice, and the note only if that merge gets through */
+            if (notes && (strncmp(err, "xsmerge: ", 9) == 0 || !err[0]))
+                xsm_stream_fell_back = 1;
+            else if (notes)
+                fprintf(notes, "xsmerge: note: streaming: %s; merging in memory\n", err);
         }
         xsm_par_barrier(par); /* the in-memory merge makes the staging directory again */
         err[0] = 0;
@@ -570,7 +576,7 @@ int main(int argc, char **argv)
     int rc = xsm_parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    char err[4096] = "";
+    char err[16384] = ""; /* room for a message naming paths of PATH_MAX */
     /* collective mode: this process's rank files load while MPI starts
      * (XSPROF_MERGE_EARLY=0: after; =N: at most N of them) */
     int prank, plocal; /* on this node, which loads every file */
@@ -768,6 +774,8 @@ int main(int argc, char **argv)
             xsm_staging_rm(staging);
             all = 1;
         } else if (!o.load.quiet) {
+            if (xsm_stream_fell_back)
+                fprintf(stderr, "xsmerge: note: streaming: a rank file cannot be read chunk by chunk; merged in memory\n");
             fprintf(stderr, "xsmerge: %zu ranks, %zu messages, %zu collectives; clock violations %llu -> %llu; wrote %s\n",
                     run.nranks, run.nmsgs, run.ncolls, (unsigned long long)run.clock.violations_before,
                     (unsigned long long)run.clock.violations_after, o.out_dir);

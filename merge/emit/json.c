@@ -15,6 +15,7 @@
  * texts in batch order, choosing where parts end event by event exactly as
  * a single thread would: the bytes do not depend on the thread count. */
 #include "merge/emit/emit.h"
+#include "merge/emit/memtrack.h"
 #include "merge/progress.h"
 #include "core/record.h" /* kinds of mpi, gpu and arg rows */
 
@@ -623,10 +624,11 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
         nmem += e->ranks[r].nmemdev;
     }
     double *memtot = calloc(nmem + 1, sizeof *memtot); /* per rank and memory device */
+    xsm_memtrack *live = xsm_memtrack_new();           /* what a free releases */
     xsm_jlbl lbl = {0};
     xsm_jpipe p = {.e = e, .lbl = &lbl, .nb = 2 * nt + 2};
     p.b = calloc(p.nb, sizeof *p.b);
-    int ok = memoff && memtot && p.b && xsm_j_labels(e, &lbl) == 0;
+    int ok = memoff && memtot && live && p.b && xsm_j_labels(e, &lbl) == 0;
     for (size_t i = 0; ok && i < p.nb; i++) {
         p.b[i].ev = malloc(XSM_JB_EVENTS * sizeof *p.b[i].ev);
         p.b[i].ends = malloc(XSM_JB_EVENTS * sizeof *p.b[i].ends);
@@ -637,6 +639,7 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     if (!ok || !(src = ops->open(e, XSM_ALL_RANKS, err, errlen))) {
         free(memoff);
         free(memtot);
+        xsm_memtrack_free(live);
         xsm_j_labels_free(e, &lbl);
         xsm_jpipe_free(&p);
         return !ok ? xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.json") : 1;
@@ -669,7 +672,12 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
             if (ev.kind == XSM_EV_MEM) {
                 const xsprof_io_mem *m = ev.rec;
                 size_t k = memoff[ev.rank] + xsm_emit_memdev_index(&e->ranks[ev.rank], m->device);
-                tot = memtot[k] += m->kind == XSPROF_MEM_FREE ? -(double)m->size : (double)m->size;
+                int64_t delta;
+                if (xsm_memtrack_apply(live, ev.rank, m, &delta)) {
+                    got = -1;
+                    break;
+                }
+                tot = memtot[k] += (double)delta;
             }
             if (xsm_jbatch_add(b, &ev, tot) != 0) {
                 got = -1;
@@ -721,6 +729,7 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     }
     free(memoff);
     free(memtot);
+    xsm_memtrack_free(live);
     xsm_j_labels_free(e, &lbl);
     xsm_jpipe_free(&p);
     if (!rc && part.part == 0) {

@@ -23,6 +23,7 @@
  * tests/merge/perfetto_min.proto lists the subset used here. */
 #include "merge/emit/emit.h"
 #include "merge/emit/pb.h"
+#include "merge/emit/memtrack.h"
 #include "merge/emit/place.h"
 #include "merge/progress.h"
 #include "core/record.h" /* kinds of mpi, gpu and arg rows */
@@ -142,6 +143,7 @@ typedef struct xsm_pf {
     uint64_t def_track; /* the sequence's default track (0: none) */
     uint32_t recv_name; /* global id of "recv" */
     double *memtot; /* running memory totals of the rank, per device */
+    xsm_memtrack *live; /* its live allocations: what a free releases */
 } xsm_pf;
 
 static int xsm_pend_less(const xsm_pend *a, const xsm_pend *b)
@@ -649,7 +651,10 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         const xsprof_io_mem *m = ev->rec;
         size_t i = xsm_emit_memdev_index(er, m->device);
         double *tot = &pf->memtot[i];
-        *tot += m->kind == XSPROF_MEM_FREE ? -(double)m->size : (double)m->size;
+        int64_t delta;
+        if (xsm_memtrack_apply(pf->live, r, m, &delta))
+            return -1;
+        *tot += (double)delta;
         te = xsm_pf_event_begin(pf, m->t);
         xsm_pb_uint(p, PB_TE_TYPE, TE_COUNTER);
         xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_mem(er, i));
@@ -671,12 +676,13 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir,
     pf.sent_name = calloc(e->names.n + 2, 1);
     pf.sent_key = calloc(e->names.n + 2, 1);
     pf.sent_comm = calloc(e->ncomms + 1, 1);
+    pf.live = xsm_memtrack_new();
     pf.recv_name = e->key[XSM_KEY_RECV]; /* name of the flow-terminus instants */
     const xsm_src_ops *ops = xsm_emit_source(e);
     void *src = NULL;
     int rc = 0;
     *bytes = 0;
-    if (!pf.memtot || !pf.sent_name || !pf.sent_key || !pf.sent_comm)
+    if (!pf.memtot || !pf.sent_name || !pf.sent_key || !pf.sent_comm || !pf.live)
         rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
     else if (!(src = ops->open(e, r, err, errlen)))
         rc = 1;
@@ -713,6 +719,7 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir,
     free(pf.sent_name);
     free(pf.sent_key);
     free(pf.sent_comm);
+    xsm_memtrack_free(pf.live);
     return rc;
 }
 

@@ -173,5 +173,11 @@ for kind in ("golden", "gpu", "backrecv"):
         check("cycles" in names and "memory (host)" in names and "memory (GPU 0)" in names, "counter tracks")
         check(len(flows) == 1 and flows == term, "launch -> kernel flow")
         check("double_counter_value: 2500000" in text, "counter value")
+        # the host memory counter rises by the allocation and falls back at
+        # its free, which (as the recorder writes frees) carries no size
+        host = [int(field(p, "    uuid")[0]) for p in pk if "track_descriptor" in p and '"memory (host)"' in p]
+        vals = [float(field(p, "    double_counter_value")[0]) for p in pk
+                if host and field(p, "    track_uuid") == [str(host[0])] and field(p, "    double_counter_value")]
+        check(vals == [4096.0, 0.0], "memory (host) counter values %s" % vals)
         check("worker (thread 1)" in names, "second thread named")
 finish("merge_perfetto")

@@ -762,7 +762,7 @@ static int gpu(const char *dir)
     xsf_instant(f, 0, "checkpoint", 2200);
     xsf_mem(f, 0, XSPROF_MEM_ALLOC, -1, 1100, 0x1000, 4096);
     xsf_mem(f, 0, XSPROF_MEM_ALLOC, 0, 1200, 0x7000, 1 << 20);
-    xsf_mem(f, 0, XSPROF_MEM_FREE, -1, 2900, 0x1000, 4096);
+    xsf_mem(f, 0, XSPROF_MEM_FREE, -1, 2900, 0x1000, 0); /* as the recorder writes a free: no size */
     xsprof_rec_gpu g;
     memset(&g, 0, sizeof g);
     g.kind = XSPROF_GPU_API; g.t_begin = 1300; g.t_end = 1400; g.correlation = 42; g.thread = 0;

@@ -56,13 +56,20 @@ MPI_Status *xsprof_mpi_statuses_own(xsprof_mpi_call *c, int n, MPI_Status *user)
 
 /* ---- helpers ------------------------------------------------------------ */
 
+/* 64-bit sizes: a derived type may pass 2 GiB (MPI_Type_size says MPI_UNDEFINED). */
 static uint64_t type_bytes(int64_t count, MPI_Datatype t) {
     if (count <= 0 || t == NULL || t == MPI_DATATYPE_NULL)
         return 0;
-    int sz = 0;
-    if (PMPI_Type_size(t, &sz) != MPI_SUCCESS || sz < 0)
+    MPI_Count sz = 0;
+    if (PMPI_Type_size_x(t, &sz) != MPI_SUCCESS || sz < 0 || sz == MPI_UNDEFINED)
         return 0;
     return (uint64_t)count * (uint64_t)sz;
+}
+
+/* Bytes a send or an RMA operation moves: none to MPI_PROC_NULL, where the
+ * call is a no-op (recorded, never matched). */
+static uint64_t peer_bytes(const xsprof_mpi_call *c, int count, MPI_Datatype t) {
+    return c->peer == MPI_PROC_NULL ? 0 : type_bytes(count, t);
 }
 
 static int64_t sum_counts(const int *counts, int n) {
@@ -79,9 +86,10 @@ static uint64_t sum_typed(const int *counts, const MPI_Datatype *types, int n) {
     return s;
 }
 
+/* Bytes a receive got; MPI_Get_count's int says MPI_UNDEFINED past 2 GiB. */
 static uint64_t status_bytes(const MPI_Status *st) {
-    int n = 0;
-    if (!st || PMPI_Get_count(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0)
+    MPI_Count n = 0;
+    if (!st || PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0)
         return 0;
     return (uint64_t)n;
 }
@@ -250,6 +258,10 @@ static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, cons
         r.peer = ri->peer;
         r.tag = ri->tag;
         r.seq = ri->seq;
+        if (cancelled) {
+            xsprof_seq_release(ri);
+            r.seq = 0;
+        }
         if (st && st != MPI_STATUS_IGNORE && !cancelled) {
             if (st->MPI_SOURCE != MPI_PROC_NULL && ri->comm) {
                 r.peer = xsprof_comm_world(ri->comm, st->MPI_SOURCE);
@@ -390,9 +402,27 @@ void xsprof_mpi_pre(xsprof_mpi_call *c) {
     errno = c->saved_errno;
 }
 
-static void mark_cancelled(xsprof_req_info *ri, void *arg) {
-    (void)arg;
-    ri->flags |= XSPROF_MPI_F_CANCELLED;
+typedef struct cancel_probe {
+    MPI_Request req;
+    xsprof_req_info gone; /* the receive's entry as it was, when it is cancelled */
+    int cancelled;
+} cancel_probe;
+
+/* Whether the cancel worked shows in the completion status only (MPI_Test_cancelled),
+ * and the receive may already be complete: look without completing it. Runs
+ * under the entry's lock, so no Wait of another thread frees the request
+ * meanwhile (its claim waits for the lock). */
+static void probe_cancelled(xsprof_req_info *ri, void *arg) {
+    cancel_probe *p = arg;
+    if (!ri->is_recv || !ri->active || !ri->seq)
+        return;
+    int done = 0;
+    MPI_Status st;
+    if (PMPI_Request_get_status(p->req, &done, &st) != MPI_SUCCESS || !done ||
+        PMPI_Test_cancelled(&st, &p->cancelled) != MPI_SUCCESS || !p->cancelled)
+        return;
+    p->gone = *ri;
+    ri->seq = 0;
 }
 
 static void mark_started(xsprof_req_info *ri, void *arg) {
@@ -405,6 +435,38 @@ static void mark_started(xsprof_req_info *ri, void *arg) {
         ri->seq = xsprof_seq_next(ri->comm->gid, ri->peer, ri->tag, 0);
     else if (ri->is_recv && !(ri->flags & XSPROF_MPI_F_WILDCARD_TAG))
         ri->seq = xsprof_seq_next(ri->comm->gid, ri->peer, ri->tag, 1);
+}
+
+/* MPI_Start, and MPI_Startall as the MPI_Start of each of its requests: one
+ * row per request, the post of its send or receive with the number this
+ * start gave it (the merge keys a send at its post). The call's time is
+ * shared among the rows, so it counts once. */
+static void post_start(xsprof_mpi_call *c, const xsprof_rec_mpi *call) {
+    int all = xsprof_mpi_ops[c->op].wkind == XSPROF_W_STARTALL;
+    MPI_Request *reqs = all ? c->reqs : c->req;
+    int n = all ? c->nreq : 1;
+    if (n <= 0 || !reqs) {
+        emit(call);
+        return;
+    }
+    int64_t span = call->t_end - call->t_begin;
+    for (int i = 0; i < n; i++) {
+        xsprof_rec_mpi r = *call;
+        r.t_begin = call->t_begin + span * i / n;
+        r.t_end = call->t_begin + span * (i + 1) / n;
+        r.flags |= XSPROF_MPI_F_PERSISTENT;
+        xsprof_req_info ri;
+        if (xsprof_req_update(reqs[i], mark_started, NULL, &ri)) {
+            r.kind = ri.is_send ? XSPROF_MPI_ISEND : ri.is_recv ? XSPROF_MPI_IRECV : XSPROF_MPI_OTHER;
+            r.comm = ri.comm ? ri.comm->gid : XSPROF_COMM_NONE;
+            r.peer = ri.peer;
+            r.tag = ri.tag;
+            r.seq = ri.seq;
+            r.request = ri.id;
+            r.bytes_sent = ri.bytes;
+        }
+        emit(&r);
+    }
 }
 
 /* Sets the peer/tag/seq fields of a post and of its request entry. */
@@ -461,7 +523,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
                  : persistent ? XSPROF_MPI_OTHER : XSPROF_MPI_ISEND;
         r.peer = xsprof_comm_world(ce, c->peer);
         r.tag = c->tag;
-        r.bytes_sent = type_bytes(c->scount, c->stype);
+        r.bytes_sent = peer_bytes(c, c->scount, c->stype);
         if (ok && !persistent && r.peer != XSPROF_MPI_NONE)
             r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 0);
         if (ok && o->wkind != XSPROF_W_SEND && o->wkind != XSPROF_W_SSEND)
@@ -509,16 +571,16 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         /* Receives of one (source, tag) match in posting order: number them now. */
         if (ok && !persistent && src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && r.peer != XSPROF_MPI_NONE)
             r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1);
-        if (ok && src != MPI_PROC_NULL) {
+        /* from MPI_PROC_NULL too: the request is real, its completion links to this post */
+        if (ok)
             track_post(c, &r, ce, XSPROF_MPI_IRECV, persistent);
-        }
         break;
     }
     case XSPROF_W_SENDRECV: {
         r.kind = XSPROF_MPI_SENDRECV;
         r.peer = xsprof_comm_world(ce, c->peer);
         r.tag = c->tag;
-        r.bytes_sent = type_bytes(c->scount, c->stype);
+        r.bytes_sent = peer_bytes(c, c->scount, c->stype);
         if (ok && r.peer != XSPROF_MPI_NONE)
             r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 0);
         emit(&r);
@@ -551,38 +613,19 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         if ((c->has & XSPROF_R_PEER) && ce)
             r.peer = xsprof_comm_world(ce, c->peer);
         if (o->rule == XSPROF_RULE_SINGLE) {
-            r.bytes_sent = type_bytes(1, c->stype);
+            r.bytes_sent = peer_bytes(c, 1, c->stype);
             r.bytes_recv = r.bytes_sent;
         } else {
-            r.bytes_sent = (c->has & XSPROF_R_STYPE) ? type_bytes(c->scount, c->stype) : 0;
-            r.bytes_recv = (c->has & XSPROF_R_RTYPE) ? type_bytes(c->rcount, c->rtype) : 0;
+            r.bytes_sent = (c->has & XSPROF_R_STYPE) ? peer_bytes(c, c->scount, c->stype) : 0;
+            r.bytes_recv = (c->has & XSPROF_R_RTYPE) ? peer_bytes(c, c->rcount, c->rtype) : 0;
         }
         if (ok && (c->has & XSPROF_R_REQ))
             track_post(c, &r, ce, r.kind, 0);
         break;
     case XSPROF_W_START:
-    case XSPROF_W_STARTALL: {
-        r.flags |= XSPROF_MPI_F_PERSISTENT;
-        MPI_Request *reqs = o->wkind == XSPROF_W_START ? c->req : c->reqs;
-        int n = o->wkind == XSPROF_W_START ? 1 : c->nreq;
-        xsprof_req_info ri;
-        int found = 0;
-        for (int i = 0; ok && i < n; i++)
-            found = xsprof_req_update(reqs[i], mark_started, NULL, &ri);
-        if (o->wkind == XSPROF_W_START) {
-            if (found) {
-                r.kind = ri.is_send ? XSPROF_MPI_ISEND : ri.is_recv ? XSPROF_MPI_IRECV : XSPROF_MPI_OTHER;
-                r.comm = ri.comm ? ri.comm->gid : XSPROF_COMM_NONE;
-                r.peer = ri.peer;
-                r.tag = ri.tag;
-                r.seq = ri.seq;
-                r.request = ri.id;
-                r.bytes_sent = ri.bytes;
-            }
-        } else
-            r.count = (uint32_t)n;
-        break;
-    }
+    case XSPROF_W_STARTALL:
+        post_start(c, &r);
+        goto out;
     case XSPROF_W_WAIT:
         post_wait(c, rc, &r);
         goto out;
@@ -594,10 +637,15 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         }
         break;
     }
-    case XSPROF_W_CANCEL:
-        if (ok)
-            xsprof_req_update(c->s->req_snap[0], mark_cancelled, NULL, NULL);
+    case XSPROF_W_CANCEL: {
+        /* A receive cancelled already gives its number back now, before the
+         * program posts the next receive on its key; else its completion
+         * will (complete()). */
+        cancel_probe p = {.req = c->s->req_snap[0]};
+        if (ok && xsprof_req_update(p.req, probe_cancelled, &p, NULL) && p.cancelled)
+            xsprof_seq_release(&p.gone);
         break;
+    }
     case XSPROF_W_PROBE:
         if (ok && (!(c->has & XSPROF_R_FLAG) || *c->flag) && ce && c->status->MPI_SOURCE != MPI_PROC_NULL) {
             r.peer = xsprof_comm_world(ce, c->status->MPI_SOURCE);

@@ -198,7 +198,8 @@ static inline uint64_t seq_bump(_Atomic uint64_t *n) {
     return v;
 }
 
-uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, int dir) {
+/* The counter of a key, made on first use; NULL when the table is full. */
+static seq_slot *seq_find(uint32_t gid, int32_t peer, int32_t tag, int dir) {
     uint64_t k1 = ((uint64_t)gid << 32) | (uint32_t)peer;
     uint64_t k2 = ((uint64_t)(uint32_t)tag << 1) | (uint64_t)(dir & 1);
     uint64_t h = mix64(k1 ^ mix64(k2));
@@ -212,15 +213,50 @@ uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, int dir) {
                 s->k1 = k1;
                 s->k2 = k2;
                 atomic_store_explicit(&s->state, 2, memory_order_release);
-                return seq_bump(&s->n);
+                return s;
             }
             st = expect;
         }
         while (st == 1)
             st = atomic_load_explicit(&s->state, memory_order_acquire);
         if (s->k1 == k1 && s->k2 == k2)
-            return seq_bump(&s->n);
+            return s;
     }
     xsprof_anomaly("MPI message sequence table full");
-    return 0;
+    return NULL;
+}
+
+uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, int dir) {
+    seq_slot *s = seq_find(gid, peer, tag, dir);
+    return s ? seq_bump(&s->n) : 0;
+}
+
+static void renumber(xsprof_req_info *ri, const xsprof_req_info *gone) {
+    if (ri->is_recv && ri->active && ri->comm == gone->comm && ri->peer == gone->peer && ri->tag == gone->tag &&
+        ri->seq > gone->seq)
+        ri->seq--;
+}
+
+void xsprof_seq_release(const xsprof_req_info *gone) {
+    if (!gone->is_recv || !gone->seq || !gone->comm)
+        return;
+    seq_slot *s = seq_find(gone->comm->gid, gone->peer, gone->tag, 1);
+    if (!s)
+        return;
+    /* A message matches the receive posted first, so the receives posted
+     * after a cancelled one on its key are all still waiting, each one
+     * number too far: they move down, and so does the counter. */
+    pthread_once(&g_req_once, req_init);
+    for (int i = 0; i < XSPROF_REQ_STRIPES; i++) {
+        req_stripe *st = &g_req[i];
+        pthread_mutex_lock(&st->lock);
+        for (size_t j = 0; j < st->cap; j++)
+            if (st->slots[j].key)
+                renumber(&st->slots[j].info, gone);
+        pthread_mutex_unlock(&st->lock);
+    }
+    uint64_t n = atomic_load_explicit(&s->n, memory_order_relaxed);
+    while (n >= gone->seq &&
+           !atomic_compare_exchange_weak_explicit(&s->n, &n, n - 1, memory_order_relaxed, memory_order_relaxed))
+        ;
 }

@@ -223,6 +223,10 @@ XSPROF_HIDDEN int xsprof_req_update(MPI_Request r, void (*fn)(xsprof_req_info *,
                                     xsprof_req_info *out);
 /* Next per-(comm, peer, tag) sequence number for direction dir (0 send, 1 recv). */
 XSPROF_HIDDEN uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, int dir);
+/* A receive that was cancelled took no message: give its number (gone->seq,
+ * on gone's comm, peer and tag) back. gone's own entry, if still tracked,
+ * must no longer hold it. */
+XSPROF_HIDDEN void xsprof_seq_release(const xsprof_req_info *gone);
 
 /* ---- clock alignment (sync.c) and topology (topo.c) ------------------- */
 

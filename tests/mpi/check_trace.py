@@ -160,7 +160,8 @@ def check_messages(ranks, comms):
     for r in ranks.values():
         for m in r.mpi:
             if m["kind"] in (K_ISEND,) and m["request"]:
-                posts[(r.rank, m["request"])] = m
+                # a persistent request posts once per start, each with its own seq
+                posts[(r.rank, m["request"], m["seq"])] = m
     nchecked = raw_violations = 0
     for key, v in sends.items():
         if key not in recvs or key[1] == key[2]:
@@ -169,9 +170,9 @@ def check_messages(ranks, comms):
         rr, rm = recvs[key][0]
         t_send = sm["t_begin"]
         if sm["kind"] == K_COMPLETION:
-            post = posts.get((sr, sm["request"]))
+            post = posts.get((sr, sm["request"], sm["seq"]))
             if post is None:
-                continue  # persistent: the start is not a separate record
+                continue
             t_send = post["t_begin"]
         a = ranks[sr]
         b = ranks[rr]
@@ -259,8 +260,9 @@ def mode_calls(ranks, comms, n, fortran=False):
     for rank, r in ranks.items():
         right, left = (rank + 1) % n, (rank - 1) % n
         c = ops(r)
+        # MPI_Startall: one row per request it starts (2 requests, 2 rounds)
         want = {"MPI_Send": 2 if rank % 2 == 0 and rank < n - (n % 2) else 1, "MPI_Isend": 4, "MPI_Irecv": 4,
-                "MPI_Waitall": 3, "MPI_Wait": 2, "MPI_Send_init": 1, "MPI_Recv_init": 1, "MPI_Startall": 2,
+                "MPI_Waitall": 3, "MPI_Wait": 2, "MPI_Send_init": 1, "MPI_Recv_init": 1, "MPI_Startall": 4,
                 "MPI_Request_free": 2, "MPI_Sendrecv": 1, "MPI_Barrier": 2, "MPI_Allreduce": 3, "MPI_Bcast": 1,
                 "MPI_Gather": 1, "MPI_Comm_split": 1, "MPI_Comm_dup": 1, "MPI_Allgatherv": 1, "MPI_Comm_free": 2,
                 "MPI_Init": 1, "MPI_Finalize": 1, "MPI_Pcontrol": 2}
@@ -289,6 +291,9 @@ def mode_calls(ranks, comms, n, fortran=False):
         pc = [m for m in r.mpi if m["kind"] == K_COMPLETION and m["tag"] == 44]
         expect(len(pc) == 4 and all(m["flags"] & F_PERSISTENT for m in pc) and
                sorted(m["seq"] for m in pc) == [1, 1, 2, 2], "rank %d: persistent completions %s" % (rank, pc))
+        ps = [(m["kind"], m["peer"], m["seq"]) for m in find(r, "MPI_Startall") if m["flags"] & F_PERSISTENT]
+        expect(sorted(ps) == [(K_ISEND, right, 1), (K_ISEND, right, 2), (K_IRECV, left, 1), (K_IRECV, left, 2)],
+               "rank %d: Startall posts (kind, peer, seq) %s" % (rank, ps))
         sr = [m for m in r.mpi if m["op"] == "MPI_Sendrecv"]
         expect(len(sr) == 2 and sr[0]["peer"] == right and sr[1]["kind"] == K_COMPLETION and sr[1]["peer"] == left
                and sr[1]["bytes_recv"] == 8, "rank %d: Sendrecv %s" % (rank, sr))
@@ -342,7 +347,8 @@ def mode_threads(ranks, comms, n):
 
 def mode_py(ranks, comms, n):
     """tests/mpi/mpi4py_prog.py: buffer Send/Recv (tag 7), a pickled isend
-    received with Mprobe/Mrecv (tag 8), collectives, a split."""
+    received with Mprobe/Mrecv (tag 8), Startall of a persistent pair (tag 9),
+    collectives, a split."""
     for rank, r in ranks.items():
         right, left = (rank + 1) % n, (rank - 1) % n
         c = ops(r)
@@ -352,6 +358,9 @@ def mode_py(ranks, comms, n):
         expect(len(mr) == 1 and mr[0]["peer"] == left and mr[0]["comm"] == 0 and mr[0]["bytes_recv"] > 0,
                "rank %d: pickled receive (Mrecv) %s" % (rank, mr))
         expect(c["MPI_Barrier"] == 1 and c["MPI_Comm_split"] == 1, "rank %d: mpi4py calls %s" % (rank, dict(c)))
+        ps = sorted((m["kind"], m["peer"], m["seq"], m["bytes_sent"]) for m in find(r, "MPI_Startall", tag=9))
+        expect(ps == sorted([(K_IRECV, left, i, 0) for i in (1, 2, 3)] + [(K_ISEND, right, i, 128) for i in (1, 2, 3)]),
+               "rank %d: Startall posts (kind, peer, seq, bytes) %s" % (rank, ps))
         expect(r.meta.get("command", "").find("mpi4py_prog.py") >= 0, "rank %d: command %s" % (rank, r.meta))
 
 
@@ -478,6 +487,66 @@ def mode_more(ranks, comms, n):
         expect(len(find(r, "MPI_Win_fence")) == 3, "rank %d: Win_fence records" % rank)
 
 
+def mode_edge(ranks, comms, n):
+    """tests/mpi/mpi_p2p_edge.c: Startall, cancelled receives, MPI_PROC_NULL."""
+    p2p = (K_SEND, K_SSEND, K_RECV, K_ISEND, K_IRECV, K_SENDRECV, K_COMPLETION)
+    for rank, r in ranks.items():
+        right, left = (rank + 1) % n, (rank - 1) % n
+        up, dn = (rank + 1 if rank + 1 < n else NONE), (rank - 1 if rank > 0 else NONE)
+        # Startall: one post per request and start, numbered like MPI_Start's
+        sa = [m for m in find(r, "MPI_Startall") if m["tag"] in (1, 2)]
+        got = sorted((m["kind"], m["peer"], m["tag"], m["seq"], m["bytes_sent"]) for m in sa)
+        want = sorted((k, p, t, i, b) for i in range(1, 6) for k, p, t, b in
+                      ((K_IRECV, left, 1, 0), (K_IRECV, right, 2, 0), (K_ISEND, right, 1, 128), (K_ISEND, left, 2, 128)))
+        expect(got == want, "rank %d: Startall posts %s, expected %s" % (rank, got, want))
+        expect(all(m["request"] and m["flags"] & F_PERSISTENT for m in sa), "rank %d: Startall requests %s" % (rank, sa))
+        # cancelled receives take no number; the late cancel is a receive
+        rc = [m for m in r.mpi if m["kind"] == K_COMPLETION and m["flags"] & F_RECV]
+        cn = sorted((m["tag"], m["seq"], m["bytes_recv"]) for m in rc if m["flags"] & F_CANCELLED)
+        expect(cn == [(5, 0, 0), (6, 0, 0), (7, 0, 0)], "rank %d: cancelled receives (tag, seq, bytes) %s" % (rank, cn))
+        for tag, seqs, nbytes in ((5, [1, 2, 3], 4), (6, [1], 4), (7, [1], 4), (3, [1], 32)):
+            got = sorted(m["seq"] for m in rc if m["tag"] == tag and not m["flags"] & F_CANCELLED and
+                         m["peer"] == left and m["bytes_recv"] == nbytes)
+            expect(got == seqs, "rank %d: tag %d receives numbered %s, expected %s" % (rank, tag, got, seqs))
+        late = find(r, "MPI_Recv", tag=3)
+        expect(len(late) == 1 and late[0]["seq"] == 2, "rank %d: Recv after the late cancel %s" % (rank, late))
+        # MPI_PROC_NULL: recorded, moves no byte, takes no number, posts link to completions
+        for m in r.mpi:
+            if m["kind"] in p2p and m["coll"] == 0 and m["peer"] == NONE and not m["flags"] & F_CANCELLED:
+                expect(m["bytes_sent"] == 0 and m["bytes_recv"] == 0 and m["seq"] == 0,
+                       "rank %d: %s to/from MPI_PROC_NULL %s" % (rank, m["op"], m))
+            if m["kind"] in (K_ISEND, K_IRECV):
+                expect(m["request"] != 0, "rank %d: %s post without a request id %s" % (rank, m["op"], m))
+        ops_p2p = ("MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Sendrecv", "MPI_Send_init", "MPI_Recv_init",
+                   "MPI_Startall")
+        pn = [(m["op"], m["tag"]) for m in r.mpi if m["kind"] != K_COMPLETION and m["peer"] == NONE and
+              m["op"] in ops_p2p]
+        # a blocking receive's tag comes from its status, which MPI_PROC_NULL leaves empty
+        want = [("MPI_Send", 11), ("MPI_Recv", NONE), ("MPI_Send_init", 12), ("MPI_Recv_init", 12),
+                ("MPI_Startall", 12), ("MPI_Startall", 12)]
+        if dn == NONE:
+            want += [("MPI_Irecv", 8), ("MPI_Isend", 9)] * 3
+        if up == NONE:
+            want += [("MPI_Irecv", 9), ("MPI_Isend", 8)] * 3 + [("MPI_Sendrecv", 10)]
+        expect(sorted(pn) == sorted(want), "rank %d: MPI_PROC_NULL calls %s, expected %s" % (rank, sorted(pn), sorted(want)))
+        pc = [m for m in r.mpi if m["kind"] == K_COMPLETION and m["peer"] == NONE and m["tag"] in (8, 9, 12)]
+        expect(len(pc) == (6 if dn == NONE else 0) + (6 if up == NONE else 0) + 2,
+               "rank %d: %d completions of MPI_PROC_NULL requests" % (rank, len(pc)))
+
+
+def mode_big(ranks, comms, n):
+    """tests/mpi/mpi_p2p_edge.c big: two messages of 257 x 8 MiB (> 2 GiB)."""
+    big = 257 << 23
+    s, r = ranks[0], ranks[1]
+    expect([m["bytes_sent"] for m in find(s, "MPI_Send") + find(s, "MPI_Isend")] == [big, big],
+           "big sends %s" % (find(s, "MPI_Send") + find(s, "MPI_Isend")))
+    sc = [m["bytes_sent"] for m in s.mpi if m["kind"] == K_COMPLETION and m["peer"] == 1]
+    expect(sc == [big], "big Isend completion %s" % sc)
+    expect([m["bytes_recv"] for m in find(r, "MPI_Recv")] == [big], "big Recv %s" % find(r, "MPI_Recv"))
+    rc = [m["bytes_recv"] for m in r.mpi if m["kind"] == K_COMPLETION and m["flags"] & F_RECV]
+    expect(rc == [big], "big Irecv completion %s" % rc)
+
+
 def mode_fpass(ranks, comms, n, *_):
     """tests/mpi/mpi_fortran_passthrough.f90: the calls passed through to
     Open MPI's Fortran binding are recorded by name, once each, with a
@@ -494,7 +563,7 @@ def mode_fpass(ranks, comms, n, *_):
             expect(m["t_end"] >= m["t_begin"], "rank %d: %s ends before it begins" % (rank, m["op"]))
 
 
-MODES = {"fpass": mode_fpass, "calls": mode_calls, "calls_f": lambda *a: mode_calls(*a, fortran=True), "more": mode_more, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
+MODES = {"edge": mode_edge, "big": mode_big, "fpass": mode_fpass, "calls": mode_calls, "calls_f": lambda *a: mode_calls(*a, fortran=True), "more": mode_more, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
 
 
 def main():

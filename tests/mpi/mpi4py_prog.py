@@ -1,5 +1,6 @@
 """tests/mpi/mpi4py_prog.py — an mpi4py program (no xsprof import): pickled
-and buffer point-to-point, a collective, a split communicator."""
+and buffer point-to-point, persistent requests (Startall), a collective, a
+split communicator."""
 from mpi4py import MPI
 import numpy as np
 
@@ -17,6 +18,13 @@ else:
 req = comm.isend({"from": rank}, dest=right, tag=8)
 obj = comm.recv(source=left, tag=8)
 req.wait()
+# persistent requests started together, three rounds (tag 9)
+pr = [comm.Recv_init(inb, source=left, tag=9), comm.Send_init(out, dest=right, tag=9)]
+for _ in range(3):
+    MPI.Prequest.Startall(pr)
+    MPI.Request.Waitall(pr)
+for p in pr:
+    p.Free()
 total = comm.allreduce(rank, op=MPI.SUM)
 half = comm.Split(rank % 2, rank)
 hs = half.allreduce(1)

@@ -5,7 +5,8 @@ without xsprof, then with it (LD_PRELOAD, or linked), compare the outputs
 check the rank files with check_trace.py.
 
 usage: run_case.py --name N --np P --mode M [--preload] [--no-plain]
-                   [--env K=V ...] [--check=ARG ...] -- PROGRAM ARGS...
+                   [--env K=V ...] [--check=ARG ...] [--merge [--matched] [--messages K]]
+                   -- PROGRAM ARGS...
 Environment (set by xsprof_add_test): MPIEXEC, XSPROF_MPI_LIB, XSPROF_BUILD."""
 import argparse
 import atexit
@@ -17,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 
+import h5py
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -27,6 +30,10 @@ def main():
     ap.add_argument("--no-plain", action="store_true")
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--merge", action="store_true", help="also merge with xsmerge: zero clock violations")
+    ap.add_argument("--matched", action="store_true",
+                    help="with --merge: the merged trace matches every send with its receive and every "
+                         "nonblocking receive with its completion")
+    ap.add_argument("--messages", type=int, metavar="K", help="with --merge: --matched, and exactly K messages")
     ap.add_argument("--check", action="append", default=[], help="argument for check_trace.py")
     ap.add_argument("--nodes", metavar="AGENT",
                     help="run on two emulated nodes of np/2 ranks each: Open MPI's rsh launcher with this agent "
@@ -101,6 +108,20 @@ def main():
     if clock["violations_after"] != 0:
         print("FAIL: messages received before they were sent in the merged trace")
         return 1
+    if a.matched or a.messages is not None:
+        with open(os.path.join(out, "report.json")) as f:
+            drops = json.load(f)["drops"]
+        with h5py.File(os.path.join(out, "merged.h5"), "r") as f:
+            nmsg = len(f["messages"])
+        # unmatched_recvs also counts nonblocking receives posted but never completed
+        print("merged trace: %d messages, %d unmatched sends, %d unmatched receives" %
+              (nmsg, drops["unmatched_sends"], drops["unmatched_recvs"]))
+        if drops["unmatched_sends"] or drops["unmatched_recvs"]:
+            print("FAIL: unmatched messages in the merged trace")
+            return 1
+        if a.messages is not None and nmsg != a.messages:
+            print("FAIL: expected %d messages" % a.messages)
+            return 1
     return 0
 
 

@@ -99,6 +99,10 @@ int xsm_select_window(xsm_run *run, int64_t from, int64_t to, char *err, size_t 
         run->colls[k++] = c;
     }
     run->ncolls = k;
+    /* the run now ends where the window does (the report's duration is
+     * the window's, not the whole run's from the window's first event) */
+    if (run->t_end > to)
+        run->t_end = to;
 out:
     for (size_t r = 0; r < run->nranks; r++)
         free(remap[r]);

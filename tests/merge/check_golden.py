@@ -162,6 +162,12 @@ with h5py.File(os.path.join(out4, "merged.h5"), "r") as h:
     mpi = h["mpi"][:]
     check(all(int(r["t_end"]) >= 2500 and int(r["t_begin"]) <= 6000 for r in mpi), "window rows overlap it")
     check([(int(m["src"]), int(m["dst"])) for m in h["messages"][:]] == [(2, 0)], "only the message inside")
+    kept = [(int(r["t_begin"]), int(r["t_end"])) for t in ("regions", "mpi") for r in h[t][:]]
+    check(int(h.attrs["t_end_ns"]) == 6000, "the windowed run ends at --to: %s" % h.attrs["t_end_ns"])
+# the report covers the window's rows (it said the whole run's end less the window's start)
+span = (max(6000, max(e for b, e in kept)) - min(b for b, e in kept)) / 1e9
+got = json.load(open(os.path.join(out4, "report.json")))["job"]["duration_s"]
+check(abs(got - span) < 1e-9, "window: report duration %s s, kept rows span %s s" % (got, span))
 
 # a missing rank: error without --partial, merged with it
 os.remove(os.path.join(run, "rank-00001.h5"))

@@ -137,6 +137,18 @@ static inline int xsm_an_is_sync(const xsprof_io_mpi *m)
            k == XSPROF_MPI_COLL || (k == XSPROF_MPI_WAIT && m->count > 0);
 }
 
+/* A rank's MPI time is the union of its calls' intervals: calls of
+ * several threads at once count once (their sum passed the wall time).
+ * Intervals come in order of begin; *cover is the union's end so far
+ * (INT64_MIN at first), *sum its length. */
+static inline void xsm_an_cover(int64_t *cover, int64_t *sum, int64_t b, int64_t e)
+{
+    if (e <= *cover)
+        return;
+    *sum += e - (b > *cover ? b : *cover);
+    *cover = e;
+}
+
 /* The calls a receive completes in. */
 static inline int xsm_an_is_recv_call(int k)
 {
@@ -193,7 +205,7 @@ typedef struct xsm_rankstat {
     /* the measured window: from MPI_Init's exit to MPI_Finalize's entry when
      * the rank has them, else the span; wall time and MPI share use it */
     int64_t t_first, t_last;
-    int64_t mpi_ns, wait_ns, gpu_ns;
+    int64_t mpi_ns, wait_ns, gpu_ns; /* mpi_ns: xsm_an_cover */
     uint32_t main_thread;
     xsm_cstat *cs; size_t ncs; /* per cnode (missing tail = zero) */
     xsm_seg *seg; size_t nseg; /* main-thread timeline */

@@ -224,6 +224,31 @@ static int call_row_cmp_ctx_sort(const xsprof_io_mpi *m, size_t x, size_t y)
 }
 
 /* qsort has no context argument in C11: sort indices with a small merge sort */
+typedef struct xsm_busy {
+    int64_t b, e;
+} xsm_busy;
+
+static int busy_cmp(const void *x, const void *y)
+{
+    const xsm_busy *p = x, *q = y;
+    return p->b < q->b ? -1 : p->b > q->b;
+}
+
+/* The length of the union of v's intervals, as the streamed analysis sums
+ * it (rows in order of begin). Sorts v when threads interleave. */
+static int64_t mpi_union(xsm_busy *v, size_t n)
+{
+    size_t i = 1;
+    while (i < n && v[i - 1].b <= v[i].b)
+        i++;
+    if (i < n)
+        qsort(v, n, sizeof *v, busy_cmp);
+    int64_t cover = INT64_MIN, sum = 0;
+    for (i = 0; i < n; i++)
+        xsm_an_cover(&cover, &sum, v[i].b, v[i].e);
+    return sum;
+}
+
 static void sort_rows(const xsprof_io_mpi *m, size_t *v, size_t *tmp, size_t n)
 {
     if (n < 2)
@@ -287,11 +312,14 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
     size_t *tmp = malloc((d->nmpi + 1) * sizeof *tmp);
     inst *in = malloc((d->nregions + 1) * sizeof *in);
     signed char *opcls = malloc((size_t)d->nstrings + 1); /* per string id: -1 unknown, 0 other, 1 init, 2 finalize */
-    if (!iv || !rs->encl || !rs->call || !rs->opname || !rs->calls_sorted || !tmp || !in || !opcls) {
+    xsm_busy *busy = malloc((d->nmpi + 1) * sizeof *busy); /* the calls counted in MPI time */
+    size_t nbusy = 0;
+    if (!iv || !rs->encl || !rs->call || !rs->opname || !rs->calls_sorted || !tmp || !in || !opcls || !busy) {
         free(iv);
         free(tmp);
         free(in);
         free(opcls);
+        free(busy);
         return -1;
     }
     memset(opcls, -1, (size_t)d->nstrings + 1);
@@ -361,9 +389,10 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
             if (m->t_begin < fin_begin)
                 fin_begin = m->t_begin;
         } else {
-            rs->mpi_ns += m->t_end - m->t_begin;
+            busy[nbusy++] = (xsm_busy){m->t_begin, m->t_end};
         }
     }
+    rs->mpi_ns = mpi_union(busy, nbusy);
     if (!have_main && have_reg)
         rs->main_thread = reg_thread;
     if (rs->t_first > rs->t_last)
@@ -466,6 +495,7 @@ out:
     free(tmp);
     free(in);
     free(opcls);
+    free(busy);
     return rc;
 }
 

@@ -272,7 +272,7 @@ struct xsm_anrank {
     struct xsm_wov { uint32_t row; int32_t src; uint64_t send_row; } *wo;
     size_t nwo, capwo;
     xsm_req *req; size_t nreq, capreq;
-    int64_t t_first, t_last, init_end, fin_begin, mpi_ns;
+    int64_t t_first, t_last, init_end, fin_begin, mpi_ns, mpi_cover;
     /* GPU activity (has_gpu ranks): devices, rows, the last kernels and waits */
     int has_gpu;
     xsm_sgpu *gpu; size_t ngpu, capgpu;
@@ -328,6 +328,7 @@ static xsm_anrank *anrank_new(xsm_sanalysis *sa, int32_t r, int has_gpu)
     x->t_first = INT64_MAX;
     x->t_last = INT64_MIN;
     x->init_end = INT64_MIN;
+    x->mpi_cover = INT64_MIN;
     x->fin_begin = INT64_MAX;
     x->has_gpu = has_gpu;
     if (has_gpu && (!(x->ks = malloc(XSM_GPU_KEEP * sizeof *x->ks)) || !(x->ws = malloc(XSM_GPU_KEEP * sizeof *x->ws)))) {
@@ -1311,7 +1312,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         if (m->t_begin < x->fin_begin)
             x->fin_begin = m->t_begin;
     } else {
-        x->mpi_ns += m->t_end - m->t_begin;
+        xsm_an_cover(&x->mpi_cover, &x->mpi_ns, m->t_begin, m->t_end); /* rows come in order of begin */
     }
     sframe *f = open_frame(x, m->thread, m->t_begin, m->t_end, m->op, 1);
     if (!f)

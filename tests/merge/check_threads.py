@@ -10,9 +10,12 @@ the streamed trace.pftrace is the in-memory one.
 
 usage: check_threads.py MERGE_MAKE_RUNS"""
 import filecmp
+import json
 import os
 import shutil
 import sys
+
+import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mergetest import check, finish, make_run, tmpdir, xsmerge  # noqa: E402
@@ -33,6 +36,22 @@ for name, run in sorted(runs.items()):
         have = sorted(os.listdir(out)) if os.path.isdir(out) else []
         check(all(f in have for f in ALL), "%s %s: products %s" % (name, mode, have))
         outs[mode] = out
+    if name == "mpithreads":  # MPI calls of two threads at once: the rank's MPI time counts them once
+        for mode, out in sorted(outs.items()):
+            with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
+                mpi = h["mpi"][:]
+            rep = json.load(open(os.path.join(out, "report.json")))
+            for r in rep["ranks"]:
+                iv = sorted((int(m["t_begin"]), int(m["t_end"])) for m in mpi if int(m["rank"]) == r["rank"])
+                union, cover = 0, None
+                for b, e in iv:
+                    if cover is None or b >= cover:
+                        union, cover = union + e - b, e
+                    elif e > cover:
+                        union, cover = union + e - cover, e
+                check(abs(r["mpi_s"] - union * 1e-9) < 1e-9 and r["mpi_share"] <= 1,
+                      "%s rank %d: MPI %s s (share %s), the union of its calls %s s" %
+                      (mode, r["rank"], r["mpi_s"], r["mpi_share"], union * 1e-9))
     a, b = (os.path.join(outs[m], "trace.pftrace") for m in ("memory", "stream"))
     check(os.path.exists(a) and os.path.exists(b) and filecmp.cmp(a, b, shallow=False),
           "%s: streamed trace.pftrace is the in-memory one" % name)

@@ -374,7 +374,10 @@ void xsprof_mpi_pre(xsprof_mpi_call *c) {
          * may get the same handle value for a new one */
         for (int i = 0; i < c->nreq; i++) {
             c->snap[i] = src[i];
-            xsprof_req_claim(src[i], 0, (uint64_t)(uintptr_t)c);
+            /* an inactive persistent request completes nothing: MPI
+             * returns an empty status for it, as for MPI_REQUEST_NULL */
+            if (xsprof_req_claim(src[i], 0, (uint64_t)(uintptr_t)c) < 0)
+                c->snap[i] = MPI_REQUEST_NULL;
         }
         break;
     }

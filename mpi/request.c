@@ -130,10 +130,13 @@ int xsprof_req_claim(MPI_Request r, uint64_t from, uint64_t to) {
     req_stripe *s = stripe_of(key, &h);
     pthread_mutex_lock(&s->lock);
     req_slot *slot = find(s, key, h, from);
-    if (slot)
+    int rc = slot != NULL;
+    if (slot && to && slot->info.persistent && !slot->info.active)
+        rc = -1;
+    else if (slot)
         slot->info.claim = to;
     pthread_mutex_unlock(&s->lock);
-    return slot != NULL;
+    return rc;
 }
 
 int xsprof_req_take(MPI_Request r, xsprof_req_info *out, int freeing, uint64_t claim) {

@@ -212,7 +212,9 @@ typedef struct xsprof_req_info {
 
 XSPROF_HIDDEN uint64_t xsprof_req_new_id(void);
 XSPROF_HIDDEN void xsprof_req_insert(MPI_Request r, const xsprof_req_info *info);
-/* Move the oldest entry of r claimed by `from` to claim `to` (0 = unclaimed). */
+/* Move the oldest entry of r claimed by `from` to claim `to` (0 = unclaimed).
+ * 1 done, 0 r not tracked, -1 r is an inactive persistent request (not
+ * started since its last completion): no call claims it. */
 XSPROF_HIDDEN int xsprof_req_claim(MPI_Request r, uint64_t from, uint64_t to);
 /* Completion of r: copy out its oldest entry claimed by `claim` and remove
  * it; a persistent entry stays (inactive, unclaimed) unless `freeing`.

@@ -536,9 +536,10 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
     case XSPROF_W_MRECV:
         r.kind = XSPROF_MPI_RECV;
         if (o->wkind == XSPROF_W_MRECV) {
-            xsprof_req_info mi;
+            xsprof_req_info mi = {0};
             ce = xsprof_req_take(c->s->req_snap[0], &mi, 1, 0) ? mi.comm : NULL;
             r.comm = ce ? ce->gid : XSPROF_COMM_NONE;
+            r.seq = mi.seq; /* numbered when the probe matched it */
         } else {
             if (c->src == MPI_ANY_SOURCE)
                 r.flags |= XSPROF_MPI_F_WILDCARD_SRC;
@@ -549,7 +550,8 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
             r.peer = xsprof_comm_world(ce, c->status->MPI_SOURCE);
             r.tag = c->status->MPI_TAG;
             r.bytes_recv = status_bytes(c->status);
-            r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1);
+            if (!r.seq)
+                r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1);
         }
         break;
     case XSPROF_W_IRECV:
@@ -558,12 +560,14 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         persistent = o->wkind == XSPROF_W_PRECV;
         r.kind = persistent ? XSPROF_MPI_OTHER : XSPROF_MPI_IRECV;
         int src = c->src, tag = c->tag;
+        uint64_t mseq = 0;
         if (o->wkind == XSPROF_W_IMRECV) {
-            xsprof_req_info mi;
+            xsprof_req_info mi = {0};
             ce = xsprof_req_take(c->s->req_snap[0], &mi, 1, 0) ? mi.comm : NULL;
             r.comm = ce ? ce->gid : XSPROF_COMM_NONE;
             src = MPI_ANY_SOURCE; /* known at completion */
             tag = MPI_ANY_TAG;
+            mseq = mi.seq; /* numbered when the probe matched it */
         }
         if (src == MPI_ANY_SOURCE)
             r.flags |= XSPROF_MPI_F_WILDCARD_SRC;
@@ -574,6 +578,8 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         /* Receives of one (source, tag) match in posting order: number them now. */
         if (ok && !persistent && src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && r.peer != XSPROF_MPI_NONE)
             r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1);
+        if (mseq)
+            r.seq = mseq;
         /* from MPI_PROC_NULL too: the request is real, its completion links to this post */
         if (ok)
             track_post(c, &r, ce, XSPROF_MPI_IRECV, persistent);
@@ -654,8 +660,11 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
             r.peer = xsprof_comm_world(ce, c->status->MPI_SOURCE);
             r.tag = c->status->MPI_TAG;
             if (c->msg && *c->msg != MPI_MESSAGE_NULL) {
-                /* Mrecv/Imrecv have no communicator argument: remember it. */
-                xsprof_req_info mi = {.comm = ce};
+                /* Mrecv/Imrecv have no communicator argument: remember it.
+                 * The probe is the match (the message leaves MPI's queue):
+                 * it takes the message's number now, before a receive the
+                 * program posts later on the same key takes the next one. */
+                xsprof_req_info mi = {.comm = ce, .seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1)};
                 xsprof_req_insert((MPI_Request)(void *)*c->msg, &mi);
             }
         }

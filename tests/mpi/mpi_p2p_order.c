@@ -2,8 +2,11 @@
  * numbers, and when, decides which send the merge pairs a receive with
  * (run_case.py --messages): persistent requests left inactive in a
  * Waitall, Waitany, Testsome, Wait or Test (MPI completes nothing for
- * them: an empty status at once). Built without xsprof; prints results
- * that must not change. */
+ * them: an empty status at once), and messages matched by MPI_Mprobe /
+ * MPI_Improbe before the program posts another receive on the same key
+ * (the probed message is the earlier one). The two messages of a key have
+ * different sizes, so a receive paired with the wrong send shows as a
+ * byte mismatch. Built without xsprof; prints results that must not change. */
 #include <mpi.h>
 #include <stdio.h>
 
@@ -41,6 +44,34 @@ static int inactive(int left, int right) {
     return (int)(r[0][3] + r[1][1]) * 100 + n * 10 + flag;
 }
 
+/* Tag 3 (Mprobe, Mrecv) and tag 4 (Improbe, Imrecv): 4 ints then 8 ints
+ * from the left; the probe matches the first, a receive posted after it
+ * gets the second. 4 messages received per rank. */
+static int probed(int left, int right) {
+    int a[4] = {1, 2, 3, 4}, b[8] = {5, 6, 7, 8, 9, 10, 11, 12}, ra[4] = {0}, rb[8] = {0}, sum = 0;
+    MPI_Request sq[4], q;
+    MPI_Message m;
+    MPI_Status st;
+    for (int tag = 3; tag <= 4; tag++) {
+        MPI_Isend(a, 4, MPI_INT, right, tag, MPI_COMM_WORLD, &sq[2 * (tag - 3)]);
+        MPI_Isend(b, 8, MPI_INT, right, tag, MPI_COMM_WORLD, &sq[2 * (tag - 3) + 1]);
+    }
+    MPI_Mprobe(left, 3, MPI_COMM_WORLD, &m, &st);
+    MPI_Irecv(rb, 8, MPI_INT, left, 3, MPI_COMM_WORLD, &q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    MPI_Mrecv(ra, 4, MPI_INT, &m, MPI_STATUS_IGNORE);
+    sum += ra[3] + rb[7];
+    int flag = 0;
+    while (!flag)
+        MPI_Improbe(MPI_ANY_SOURCE, 4, MPI_COMM_WORLD, &flag, &m, &st);
+    MPI_Recv(rb, 8, MPI_INT, left, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Imrecv(ra, 4, MPI_INT, &m, &q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    sum += ra[3] + rb[7];
+    MPI_Waitall(4, sq, MPI_STATUSES_IGNORE);
+    return sum;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
@@ -48,7 +79,8 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     int in = inactive(left, right);
-    printf("rank %d: inactive %d\n", rank, in);
+    int pr = probed(left, right);
+    printf("rank %d: inactive %d probed %d\n", rank, in, pr);
     MPI_Finalize();
     return 0;
 }

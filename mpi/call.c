@@ -235,6 +235,24 @@ static void coll_bytes(const xsprof_mpi_call *c, const xsprof_comm_entry *ce, xs
         r->root = c->root == MPI_ROOT ? xsprof_mpi_g.rank : xsprof_comm_world(ce, c->root);
 }
 
+/* ---- receive numbers ---------------------------------------------------- */
+
+/* A receive's number, taken under its key's lock (see xsprof_seq_lock). */
+static uint64_t recv_seq_next(uint32_t gid, int32_t peer, int32_t tag) {
+    int lk = xsprof_seq_lock(gid, peer, tag);
+    uint64_t n = xsprof_seq_next(gid, peer, tag, 1);
+    xsprof_seq_unlock(lk);
+    return n;
+}
+
+static void recv_seq_release(const xsprof_req_info *gone) {
+    if (!gone->seq || !gone->comm)
+        return;
+    int lk = xsprof_seq_lock(gone->comm->gid, gone->peer, gone->tag);
+    xsprof_seq_release(gone);
+    xsprof_seq_unlock(lk);
+}
+
 /* ---- completions ------------------------------------------------------ */
 
 /* One COMPLETION record for a request completed by the call in r_call. */
@@ -259,7 +277,7 @@ static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, cons
         r.tag = ri->tag;
         r.seq = ri->seq;
         if (cancelled) {
-            xsprof_seq_release(ri);
+            recv_seq_release(ri);
             r.seq = 0;
         }
         if (st && st != MPI_STATUS_IGNORE && !cancelled) {
@@ -269,7 +287,7 @@ static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, cons
                 r.bytes_recv = status_bytes(st);
                 /* wildcard receives get their number when the match is known */
                 if (!r.seq)
-                    r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1);
+                    r.seq = recv_seq_next(r.comm, r.peer, r.tag);
             }
         }
     } else {
@@ -382,9 +400,28 @@ void xsprof_mpi_pre(xsprof_mpi_call *c) {
         break;
     }
     case XSPROF_W_REQFREE:
-    case XSPROF_W_CANCEL:
         c->s->req_snap[0] = *c->req;
         break;
+    case XSPROF_W_IRECV:
+        /* Receives on one key are numbered in the order MPI has them posted
+         * (the order they match in, which a cancel's renumbering relies on):
+         * with threads, hold the key from before the post until it is
+         * numbered and tracked. */
+        if (xsprof_mpi_g.thread_level == MPI_THREAD_MULTIPLE && c->src >= 0 && c->tag != MPI_ANY_TAG) {
+            xsprof_comm_entry *ce = xsprof_comm_find(c->comm); /* asks MPI nothing: the handle may be bad */
+            if (ce)
+                c->seq_lock = xsprof_seq_lock(ce->gid, xsprof_comm_world(ce, c->src), c->tag);
+        }
+        break;
+    case XSPROF_W_CANCEL: {
+        c->s->req_snap[0] = *c->req;
+        /* a numbered receive's key stays locked until post has given its
+         * number back, if the cancel works */
+        xsprof_req_info ri;
+        if (xsprof_req_update(*c->req, NULL, NULL, &ri) && ri.is_recv && ri.active && ri.seq && ri.comm)
+            c->seq_lock = xsprof_seq_lock(ri.comm->gid, ri.peer, ri.tag);
+        break;
+    }
     case XSPROF_W_MRECV:
     case XSPROF_W_IMRECV:
         c->s->req_snap[0] = (MPI_Request)(void *)*c->msg;
@@ -459,7 +496,13 @@ static void post_start(xsprof_mpi_call *c, const xsprof_rec_mpi *call) {
         r.t_end = call->t_begin + span * (i + 1) / n;
         r.flags |= XSPROF_MPI_F_PERSISTENT;
         xsprof_req_info ri;
-        if (xsprof_req_update(reqs[i], mark_started, NULL, &ri)) {
+        int lk = 0;
+        if (xsprof_req_update(reqs[i], NULL, NULL, &ri) && ri.is_recv && ri.comm &&
+            !(ri.flags & XSPROF_MPI_F_WILDCARD_TAG))
+            lk = xsprof_seq_lock(ri.comm->gid, ri.peer, ri.tag);
+        int tracked = xsprof_req_update(reqs[i], mark_started, NULL, &ri);
+        xsprof_seq_unlock(lk);
+        if (tracked) {
             r.kind = ri.is_send ? XSPROF_MPI_ISEND : ri.is_recv ? XSPROF_MPI_IRECV : XSPROF_MPI_OTHER;
             r.comm = ri.comm ? ri.comm->gid : XSPROF_COMM_NONE;
             r.peer = ri.peer;
@@ -551,7 +594,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
             r.tag = c->status->MPI_TAG;
             r.bytes_recv = status_bytes(c->status);
             if (!r.seq)
-                r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1);
+                r.seq = recv_seq_next(r.comm, r.peer, r.tag);
         }
         break;
     case XSPROF_W_IRECV:
@@ -575,14 +618,20 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
             r.flags |= XSPROF_MPI_F_WILDCARD_TAG;
         r.peer = src == MPI_ANY_SOURCE || !ce ? XSPROF_MPI_NONE : xsprof_comm_world(ce, src);
         r.tag = tag == MPI_ANY_TAG ? XSPROF_MPI_NONE : tag;
-        /* Receives of one (source, tag) match in posting order: number them now. */
-        if (ok && !persistent && src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && r.peer != XSPROF_MPI_NONE)
+        /* Receives of one (source, tag) match in posting order: number them
+         * now, and track the entry before a cancel can renumber the key. */
+        int lk = 0;
+        if (ok && !persistent && src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && r.peer != XSPROF_MPI_NONE) {
+            if (!c->seq_lock)
+                lk = xsprof_seq_lock(r.comm, r.peer, r.tag);
             r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1);
+        }
         if (mseq)
             r.seq = mseq;
         /* from MPI_PROC_NULL too: the request is real, its completion links to this post */
         if (ok)
             track_post(c, &r, ce, XSPROF_MPI_IRECV, persistent);
+        xsprof_seq_unlock(lk);
         break;
     }
     case XSPROF_W_SENDRECV: {
@@ -664,7 +713,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
                  * The probe is the match (the message leaves MPI's queue):
                  * it takes the message's number now, before a receive the
                  * program posts later on the same key takes the next one. */
-                xsprof_req_info mi = {.comm = ce, .seq = xsprof_seq_next(r.comm, r.peer, r.tag, 1)};
+                xsprof_req_info mi = {.comm = ce, .seq = recv_seq_next(r.comm, r.peer, r.tag)};
                 xsprof_req_insert((MPI_Request)(void *)*c->msg, &mi);
             }
         }
@@ -713,6 +762,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
     if (xsprof_mpi_group_on(c->op))
         emit(&r);
 out:
+    xsprof_seq_unlock(c->seq_lock);
     free(c->own_statuses);
     free(c->snap_heap);
     errno = e;

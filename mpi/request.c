@@ -44,9 +44,14 @@ typedef struct req_stripe {
 static req_stripe g_req[XSPROF_REQ_STRIPES];
 static pthread_once_t g_req_once = PTHREAD_ONCE_INIT;
 
+#define XSPROF_KEY_LOCKS 64
+static pthread_mutex_t g_key_lock[XSPROF_KEY_LOCKS]; /* see xsprof_seq_lock */
+
 static void req_init(void) {
     for (int i = 0; i < XSPROF_REQ_STRIPES; i++)
         pthread_mutex_init(&g_req[i].lock, NULL);
+    for (int i = 0; i < XSPROF_KEY_LOCKS; i++)
+        pthread_mutex_init(&g_key_lock[i], NULL);
 }
 
 static inline req_stripe *stripe_of(uintptr_t key, uint64_t *h) {
@@ -147,6 +152,19 @@ int xsprof_req_take(MPI_Request r, xsprof_req_info *out, int freeing, uint64_t c
     req_stripe *s = stripe_of(key, &h);
     pthread_mutex_lock(&s->lock);
     req_slot *slot = find(s, key, h, claim);
+    int lk = 0;
+    if (slot && claim && slot->info.is_recv && slot->info.seq && slot->info.comm &&
+        xsprof_mpi_g.thread_level == MPI_THREAD_MULTIPLE) {
+        /* A receive that completed just after a cancel took effect on its
+         * key may still be renumbered: read its number once the cancel's
+         * release is done (key lock before table lock). The entry stays
+         * claimed meanwhile, so it is still ours. */
+        xsprof_req_info k = slot->info;
+        pthread_mutex_unlock(&s->lock);
+        lk = xsprof_seq_lock(k.comm->gid, k.peer, k.tag);
+        pthread_mutex_lock(&s->lock);
+        slot = find(s, key, h, claim);
+    }
     if (slot) {
         *out = slot->info;
         if (slot->info.persistent && !freeing) {
@@ -156,6 +174,7 @@ int xsprof_req_take(MPI_Request r, xsprof_req_info *out, int freeing, uint64_t c
             erase(s, slot);
     }
     pthread_mutex_unlock(&s->lock);
+    xsprof_seq_unlock(lk);
     return slot != NULL;
 }
 
@@ -168,7 +187,8 @@ int xsprof_req_update(MPI_Request r, void (*fn)(xsprof_req_info *, void *), void
     pthread_mutex_lock(&s->lock);
     req_slot *slot = find(s, key, h, 0);
     if (slot) {
-        fn(&slot->info, arg);
+        if (fn)
+            fn(&slot->info, arg);
         if (out)
             *out = slot->info;
     }
@@ -232,6 +252,22 @@ static seq_slot *seq_find(uint32_t gid, int32_t peer, int32_t tag, int dir) {
 uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, int dir) {
     seq_slot *s = seq_find(gid, peer, tag, dir);
     return s ? seq_bump(&s->n) : 0;
+}
+
+/* Only MPI_THREAD_MULTIPLE lets a receive be numbered while another thread
+ * gives a cancelled one's number back; below it nothing is locked. */
+int xsprof_seq_lock(uint32_t gid, int32_t peer, int32_t tag) {
+    if (xsprof_mpi_g.thread_level != MPI_THREAD_MULTIPLE || peer == XSPROF_MPI_NONE)
+        return 0;
+    pthread_once(&g_req_once, req_init);
+    int i = (int)(mix64(((uint64_t)gid << 32 | (uint32_t)peer) ^ mix64((uint32_t)tag)) % XSPROF_KEY_LOCKS);
+    pthread_mutex_lock(&g_key_lock[i]);
+    return i + 1;
+}
+
+void xsprof_seq_unlock(int lock) {
+    if (lock)
+        pthread_mutex_unlock(&g_key_lock[lock - 1]);
 }
 
 static void renumber(xsprof_req_info *ri, const xsprof_req_info *gone) {

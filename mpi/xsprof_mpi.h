@@ -98,6 +98,7 @@ typedef struct xsprof_mpi_call {
     MPI_Status *own_statuses; /* malloc'd statuses, freed by post */
     MPI_Request *snap_heap;
     uintptr_t comm_key;     /* handle freed by the call (Comm_free, Win_free) */
+    int seq_lock;           /* key lock taken by pre, released by post (Irecv; Cancel of a receive) */
     struct xsprof_comm_entry *freed; /* its registry entry, found before the call */
 } xsprof_mpi_call;
 
@@ -220,15 +221,24 @@ XSPROF_HIDDEN int xsprof_req_claim(MPI_Request r, uint64_t from, uint64_t to);
  * it; a persistent entry stays (inactive, unclaimed) unless `freeing`.
  * 0 when r is not tracked. */
 XSPROF_HIDDEN int xsprof_req_take(MPI_Request r, xsprof_req_info *out, int freeing, uint64_t claim);
-/* Apply fn to the entry of r under its lock; copy the result to out (may be NULL). */
+/* Apply fn (NULL: none) to the entry of r under its lock; copy the result to out (may be NULL). */
 XSPROF_HIDDEN int xsprof_req_update(MPI_Request r, void (*fn)(xsprof_req_info *, void *), void *arg,
                                     xsprof_req_info *out);
 /* Next per-(comm, peer, tag) sequence number for direction dir (0 send, 1 recv). */
 XSPROF_HIDDEN uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, int dir);
 /* A receive that was cancelled took no message: give its number (gone->seq,
  * on gone's comm, peer and tag) back. gone's own entry, if still tracked,
- * must no longer hold it. */
+ * must no longer hold it. Called with gone's key locked (xsprof_seq_lock). */
 XSPROF_HIDDEN void xsprof_seq_release(const xsprof_req_info *gone);
+/* Lock of a receive key (comm gid, world peer, tag), held while a receive on
+ * it is numbered and its request entry written, and from before MPI_Cancel
+ * until a cancelled receive's number is given back: else a thread could
+ * take a number the release is about to free, or write an entry the
+ * renumbering has already passed. Returns what xsprof_seq_unlock takes
+ * (0: nothing locked, below MPI_THREAD_MULTIPLE). Taken before any request
+ * table lock. */
+XSPROF_HIDDEN int xsprof_seq_lock(uint32_t gid, int32_t peer, int32_t tag);
+XSPROF_HIDDEN void xsprof_seq_unlock(int lock);
 
 /* ---- clock alignment (sync.c) and topology (topo.c) ------------------- */
 

@@ -266,8 +266,8 @@ static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, cons
     r.root = ri->root;
     r.coll_seq = ri->coll_seq;
     r.flags = ri->flags;
-    int cancelled = 0;
-    if (st && st != MPI_STATUS_IGNORE)
+    int cancelled = (ri->flags & XSPROF_MPI_F_CANCELLED) != 0; /* seen at MPI_Cancel */
+    if (!cancelled && st && st != MPI_STATUS_IGNORE)
         PMPI_Test_cancelled(st, &cancelled);
     if (cancelled)
         r.flags |= XSPROF_MPI_F_CANCELLED;
@@ -463,12 +463,15 @@ static void probe_cancelled(xsprof_req_info *ri, void *arg) {
         return;
     p->gone = *ri;
     ri->seq = 0;
+    /* its completion says so even without a status (MPI_Request_free) */
+    ri->flags |= XSPROF_MPI_F_CANCELLED;
 }
 
 static void mark_started(xsprof_req_info *ri, void *arg) {
     (void)arg;
     ri->active = 1; /* the id stays the one of the *_init call */
     ri->seq = 0;
+    ri->flags &= (uint16_t)~XSPROF_MPI_F_CANCELLED;
     if (ri->peer == XSPROF_MPI_NONE || !ri->comm)
         return;
     if (ri->is_send)

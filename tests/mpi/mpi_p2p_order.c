@@ -4,7 +4,9 @@
  * Waitall, Waitany, Testsome, Wait or Test (MPI completes nothing for
  * them: an empty status at once), and messages matched by MPI_Mprobe /
  * MPI_Improbe before the program posts another receive on the same key
- * (the probed message is the earlier one). The two messages of a key have
+ * (the probed message is the earlier one), and receives cancelled then
+ * freed with MPI_Request_free (no status says they were cancelled: they
+ * must not stay receives). The two messages of a key have
  * different sizes, so a receive paired with the wrong send shows as a
  * byte mismatch. Built without xsprof; prints results that must not change. */
 #include <mpi.h>
@@ -72,6 +74,23 @@ static int probed(int left, int right) {
     return sum;
 }
 
+/* Tag 5: an Irecv and a started persistent receive, each cancelled and
+ * freed, then one message. 1 message received per rank. */
+static int cancel_free(int left, int right) {
+    int x = 0, y = 0, v = right;
+    MPI_Request a, p;
+    MPI_Irecv(&x, 1, MPI_INT, left, 5, MPI_COMM_WORLD, &a);
+    MPI_Recv_init(&x, 1, MPI_INT, left, 5, MPI_COMM_WORLD, &p);
+    MPI_Start(&p);
+    MPI_Cancel(&a);
+    MPI_Request_free(&a);
+    MPI_Cancel(&p);
+    MPI_Request_free(&p);
+    MPI_Barrier(MPI_COMM_WORLD); /* nothing is sent on tag 5 before every rank cancelled */
+    MPI_Sendrecv(&v, 1, MPI_INT, right, 5, &y, 1, MPI_INT, left, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return y;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
@@ -80,7 +99,8 @@ int main(int argc, char **argv) {
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     int in = inactive(left, right);
     int pr = probed(left, right);
-    printf("rank %d: inactive %d probed %d\n", rank, in, pr);
+    int cf = cancel_free(left, right);
+    printf("rank %d: inactive %d probed %d cancel_free %d\n", rank, in, pr, cf);
     MPI_Finalize();
     return 0;
 }

@@ -513,14 +513,17 @@ static int v_add(xsm_anrank *x, int32_t g, int64_t ns)
 }
 
 /* The main thread's piece [cursor, t) belongs to its innermost open frame:
- * a region's counts in the interval. */
+ * a region's counts in the interval, and so does time outside every region
+ * (as name -1, waits.c window_touch); an MPI call's does not. */
 static int v_advance(xsm_anrank *x, const sthread *t, int64_t to)
 {
     if (to <= x->cursor)
         return 0;
     int64_t from = x->cursor;
     x->cursor = to;
-    if (!t->sp || t->st[t->sp - 1].is_mpi)
+    if (!t->sp)
+        return v_add(x, -1, to - from);
+    if (t->st[t->sp - 1].is_mpi)
         return 0;
     int32_t g = gname(x, t->st[t->sp - 1].name);
     return g < 0 ? -1 : v_add(x, g, to - from);

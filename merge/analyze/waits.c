@@ -526,23 +526,37 @@ typedef struct delay_ctx {
     unsigned char *mark;
 } delay_ctx;
 
-static void window_touch(const xsm_an *a, delay_ctx *x, int32_t r, int64_t t0, int64_t t1, double *acc)
+static void touch(delay_ctx *x, int32_t nm, int64_t ns, double *acc)
+{
+    acc[nm] += (double)ns; /* ns, exact: equal excesses tie exactly, the first touched wins */
+    if (!x->mark[nm]) {
+        x->mark[nm] = 1;
+        x->touched[x->ntouched++] = nm;
+    }
+}
+
+/* The exclusive time of each region of r's main thread in [t0, t1), and
+ * under name `none` the time outside every region there (the gaps between
+ * its segments; MPI calls count for nothing), in time order as the streamed
+ * analysis meets them (sprofile.c v_advance). */
+static void window_touch(const xsm_an *a, delay_ctx *x, int32_t r, int64_t t0, int64_t t1, double *acc, int32_t none)
 {
     const xsm_rankstat *rs = &a->rs[r];
+    int64_t pos = t0;
     for (size_t i = xsm_an_seg_after(rs, t0); i < rs->nseg && rs->seg[i].t0 < t1; i++) {
         const xsm_seg *s = &rs->seg[i];
+        if (s->t0 > pos)
+            touch(x, none, s->t0 - pos, acc);
+        if (s->t1 > pos)
+            pos = s->t1;
         if (a->cn[s->cnode].is_mpi)
             continue;
         int64_t b = s->t0 > t0 ? s->t0 : t0, e = s->t1 < t1 ? s->t1 : t1;
-        if (e <= b)
-            continue;
-        int32_t nm = a->cn[s->cnode].name;
-        acc[nm] += (double)(e - b); /* ns, exact: equal excesses tie exactly, the first touched wins */
-        if (!x->mark[nm]) {
-            x->mark[nm] = 1;
-            x->touched[x->ntouched++] = nm;
-        }
+        if (e > b)
+            touch(x, a->cn[s->cnode].name, e - b, acc);
     }
+    if (t1 > pos)
+        touch(x, none, t1 - pos, acc);
 }
 
 /* The innermost region open on r's main thread at time t (the causing
@@ -877,14 +891,14 @@ static int delay_analysis(xsm_an *a)
                 crow[ncrow++] = pc;
         }
         x.ntouched = 0;
-        window_touch(a, &x, w->causer, w->cause_prev, w->t_cause, x.acc_c);
-        window_touch(a, &x, w->waiter, w->wait_prev, wcall, x.acc_w);
+        window_touch(a, &x, w->causer, w->cause_prev, w->t_cause, x.acc_c, (int32_t)nn);
+        window_touch(a, &x, w->waiter, w->wait_prev, wcall, x.acc_w, (int32_t)nn);
         size_t n = 0;
         for (size_t k = 0; k < x.ntouched; k++) {
             int32_t nm = x.touched[k];
             double d = x.acc_c[nm] - x.acc_w[nm];
             if (d > 0) {
-                reg[n] = nm;
+                reg[n] = nm == (int32_t)nn ? -1 : nm; /* outside every region */
                 dl[n++] = d;
             }
         }

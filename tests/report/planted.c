@@ -1,7 +1,7 @@
 /* tests/report/planted.c — an MPI program that plants one known problem, so
  * the report can be checked against what was planted. Usage:
  *   planted MODE MS [ITER]
- * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | steady
+ * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | outside | steady
  * MS: the planted delay (a sleep inside a region), ITER: repetitions (steady).
  * Regions are recorded through xsprof's API when libxsprof-mpi.so is loaded
  * (LD_PRELOAD); the program is not linked against xsprof, so the symbols are
@@ -124,6 +124,15 @@ int main(int argc, char **argv)
         begin("collect");
         MPI_Reduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         end();
+    } else if (strcmp(mode, "outside") == 0) {
+        /* the last rank is late outside every region; `tiny`, a little
+         * longer there too, must not take the blame for the whole delay */
+        end(); /* leave `main` */
+        if (rank == size - 1)
+            sleep_ms(ms);
+        in_region("tiny", rank == size - 1 ? 10 : 1);
+        MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        begin("main");
     } else if (strcmp(mode, "steady") == 0) {
         /* the same work on every rank: for regression checks */
         for (int i = 0; i < iter; i++) {

@@ -1074,6 +1074,8 @@ static int close_until(xsm_anrank *x, sthread *t, int64_t t0)
             x->nv = 0;
             x->has_sync = 1;
             x->sync_row = f->row;
+        } else if (main && f->is_mpi && x->opcls[f->name < x->d->nstrings ? f->name : x->d->nstrings] == 1) {
+            x->nv = 0; /* MPI_Init's exit starts the measured window, and the first interval (waits.c) */
         }
     }
     return 0;

@@ -297,6 +297,16 @@ for extra in ((), ("--stream", "--outputs", "report")):
     got = roots.get("Wait at Barrier", {})
     check(rc == 0 and roots.keys() == {"Wait at Barrier"} and got.keys() == {(1, None)} and abs(got[(1, None)] - 1900) < 1e-3,
           "outside %s: the Barrier wait to rank 1 outside every region (%s)" % (extra, roots))
+# a region before MPI_Init (merge_make_runs preinit): rank 1's 5 us `setup`
+# lies before the measured window, where the first synchronisation interval
+# starts: the 2.9 us Barrier wait all goes to its 3 us longer `work`, in
+# memory as streamed (streamed, `setup` took 5/8 of it)
+run18 = make_run(maker, "preinit", os.path.join(base, "run18"))
+for extra in ((), ("--stream", "--outputs", "report")):
+    rc, roots = root_causes(run18, os.path.join(base, "out18" + "".join(extra).replace(",", "")), extra)
+    got = roots.get("Wait at Barrier", {})
+    check(rc == 0 and roots.keys() == {"Wait at Barrier"} and got.keys() == {(1, "work")} and
+          abs(got[(1, "work")] - 2900) < 1e-3, "preinit %s: the Barrier wait all to rank 1's work (%s)" % (extra, roots))
 # Wrong Order, in memory as streamed: a Waitall that completes an earlier
 # message at the same nanosecond as the late one (its end) waits in a Late
 # Sender, not a Wrong Order (merge_make_runs waitall_tie: the in-memory

@@ -51,6 +51,10 @@
  *           ended, outside every region; rank 0's longer `stencil` leaves
  *           no excess: the wait is explained by no region (as streamed),
  *           not by the region before the call
+ *   preinit 2 ranks: rank 1 runs `setup` for 5 us before MPI_Init, then
+ *           `work` 3 us longer than rank 0 before a Barrier: the first
+ *           interval starts at MPI_Init's exit (the measured window), so
+ *           all the wait goes to `work`, none to `setup` (as streamed)
  *   waitall_tie 2 ranks: a Waitall completes two messages at its end, one
  *           sent late (Late Sender), one sent before the call: no Wrong
  *           Order (same-nanosecond receives are not each other's later one)
@@ -512,6 +516,28 @@ static int outside(const char *dir)
         xsf_region(f[r], 0, "stencil", 0, 0, r ? 1000 : 3000);
         xsprof_rec_mpi m = M();
         m.t_begin = r ? 5000 : 3100; m.t_end = 5100; m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_BARRIER;
+        m.coll_seq = 1;
+        xsf_mpi(f[r], 0, "MPI_Barrier", m);
+    }
+    return close_all(f, 2);
+}
+
+/* The preinit run (2 ranks): rank 1 runs `setup` [0, 5000] before its
+ * MPI_Init [5000, 6000], rank 0's MPI_Init is [100, 6000]; then `work`
+ * [6000, 9000] on rank 1, [6000, 6100] on rank 0, and a Barrier from the
+ * end of `work` to 9100: rank 0 waits 2.9 us, all for `work`. */
+static int preinit(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    xsf_region(f[1], 0, "setup", 0, 0, 5000);
+    for (int r = 0; r < 2; r++) {
+        xsprof_rec_mpi m = M();
+        m.t_begin = r ? 5000 : 100; m.t_end = 6000; m.kind = XSPROF_MPI_OTHER;
+        xsf_mpi(f[r], 0, "MPI_Init", m);
+        xsf_region(f[r], 0, "work", 0, 6000, r ? 9000 : 6100);
+        m = M(); m.t_begin = r ? 9000 : 6100; m.t_end = 9100; m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_BARRIER;
         m.coll_seq = 1;
         xsf_mpi(f[r], 0, "MPI_Barrier", m);
     }
@@ -1109,6 +1135,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "halo")) return halo(dir);
     if (!strcmp(kind, "halocoll")) return halocoll(dir);
     if (!strcmp(kind, "outside")) return outside(dir);
+    if (!strcmp(kind, "preinit")) return preinit(dir);
     if (!strcmp(kind, "waitall_tie")) return waitall_tie(dir);
     if (!strcmp(kind, "pollwo")) return pollwo(dir);
     if (!strcmp(kind, "overlap")) return overlap(dir);

@@ -1397,16 +1397,48 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw,
                         *cls == 3 && !nfl && !best))
             return x->failed = -1;
-    } else if (x->nreq) {
-        /* waits a call of another thread caused: the main thread's interval
-         * up to the call's begin and its region then, as waits.c takes them */
+    } else {
+        /* a call of another thread: the main thread's interval up to the
+         * call's begin and its region then, as waits.c takes them, for the
+         * waits this call caused and the ones it suffered */
         sthread *mt = thread_of(x, x->main_thread);
         if (!mt || close_until(x, mt, m->t_begin) || v_advance(x, mt, m->t_begin))
             return x->failed = -1;
-        xsm_vec v;
-        v_snap(x, &v);
-        if (settle_waiting(x, row, &v, innermost_region(mt), m->t_begin))
+        v_snap(x, &f->v);
+        if (x->nreq && settle_waiting(x, row, &f->v, innermost_region(mt), m->t_begin))
             return x->failed = -1;
+    }
+    if (m->thread != x->main_thread) {
+        /* the waits pass 1 reported for this call of another thread before
+         * it came (a blocking send's Late Receivers, collective waits): in
+         * its region, as waits.c; of its point-to-point waits one counts,
+         * the longest (the Late Sender of equals), as recent_wait keeps
+         * them on the main thread */
+        xsm_pwait lr = {0};
+        int has_lr = 0;
+        for (size_t i = 0; i < x->npend;) {
+            if (x->pend[i].row != (uint32_t)row) {
+                i++;
+                continue;
+            }
+            xsm_pwait q = x->pend[i];
+            memmove(&x->pend[i], &x->pend[i + 1], (x->npend - i - 1) * sizeof *x->pend); /* keep their order */
+            x->npend--;
+            if (q.kind == XSM_WAIT_LATE_RECEIVER) {
+                if (!has_lr || q.ns > lr.ns)
+                    lr = q;
+                has_lr = 1;
+            } else if (wait_found(x, q.kind, q.causer, q.causer_row, m->op, f->encl, &f->v, NULL, q.ns, row, m->t_begin,
+                                  m->t_end)) {
+                return x->failed = -1;
+            }
+        }
+        if (has_lr && (!best || lr.ns > wait)) {
+            best = NULL;
+            if (wait_found(x, lr.kind, lr.causer, lr.causer_row, m->op, f->encl, &f->v, NULL, lr.ns, row, m->t_begin,
+                           m->t_end))
+                return x->failed = -1;
+        }
     }
     if (best && !defer &&
         wait_found(x, kind, best->peer, best->peer_row, m->op, f->encl, &f->v, pw.ok ? &pw : NULL, wait, row, wait_tb,

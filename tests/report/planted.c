@@ -1,7 +1,8 @@
 /* tests/report/planted.c — an MPI program that plants one known problem, so
  * the report can be checked against what was planted. Usage:
  *   planted MODE MS [ITER]
- * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | outside | steady
+ * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | outside | threads (2 ranks)
+ *       | steady
  * MS: the planted delay (a sleep inside a region), ITER: repetitions (steady).
  * Regions are recorded through xsprof's API when libxsprof-mpi.so is loaded
  * (LD_PRELOAD); the program is not linked against xsprof, so the symbols are
@@ -10,6 +11,8 @@
  * competes with the planted one. */
 #include <errno.h>
 #include <mpi.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +47,23 @@ static void in_region(const char *name, int ms)
     end();
 }
 
+/* threads mode: thread t of each rank exchanges one message with thread t
+ * of the other rank (tag t) in a Sendrecv; rank 1's threads first spend
+ * the planted delay in `produce` */
+static int g_rank, g_ms;
+
+static void *exchange(void *p)
+{
+    int t = (int)(intptr_t)p;
+    double x = t, y = 0;
+    if (g_rank == 1)
+        in_region("produce", g_ms);
+    begin("exchange");
+    MPI_Sendrecv(&x, 1, MPI_DOUBLE, 1 - g_rank, t, &y, 1, MPI_DOUBLE, 1 - g_rank, t, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    end();
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -54,7 +74,16 @@ int main(int argc, char **argv)
     int ms = atoi(argv[2]), iter = argc > 3 ? atoi(argv[3]) : 1;
     int rank, size;
     double x = 1, y = 0;
-    MPI_Init(&argc, &argv);
+    if (strcmp(mode, "threads") == 0) { /* two threads per rank call MPI at once */
+        int provided = 0;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided != MPI_THREAD_MULTIPLE) {
+            fprintf(stderr, "planted: no MPI_THREAD_MULTIPLE\n");
+            MPI_Abort(MPI_COMM_WORLD, 77);
+        }
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     begin("main");
@@ -132,6 +161,19 @@ int main(int argc, char **argv)
             sleep_ms(ms);
         in_region("tiny", rank == size - 1 ? 10 : 1);
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        begin("main");
+    } else if (strcmp(mode, "threads") == 0 && size == 2) {
+        /* rank 0's threads wait in their Sendrecvs for rank 1's (two Late
+         * Senders, not also Late Receivers); the main threads only wait
+         * for them, outside every region */
+        pthread_t th[2];
+        g_rank = rank;
+        g_ms = ms;
+        end(); /* leave `main` */
+        for (int t = 0; t < 2; t++)
+            pthread_create(&th[t], NULL, exchange, (void *)(intptr_t)t);
+        for (int t = 0; t < 2; t++)
+            pthread_join(th[t], NULL);
         begin("main");
     } else if (strcmp(mode, "steady") == 0) {
         /* the same work on every rank: for regression checks */

@@ -99,6 +99,11 @@ EXPECT = {
     # the delay lies outside every region (None): not in `tiny`, where the
     # late rank also spent 9 ms more
     "outside": ("Wait at NxN", None, lambda n, r: r == [n - 1] + list(range(n - 1)), lambda n: n - 1),
+    # two threads per rank (MPI_THREAD_MULTIPLE), each of rank 0's waits in
+    # a Sendrecv (in `exchange`) for rank 1's; the delay analysis follows the
+    # main threads, which wait outside every region (the root region null:
+    # the finding names the waiting region)
+    "threads": ("Late Sender", "exchange", lambda n, r: r == [1, 0], lambda n: 2),
 }
 
 

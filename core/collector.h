@@ -74,6 +74,12 @@ XSPROF_HIDDEN int xsprof_core_shadowed(void);
 /* Defined (1) in libxsprof-mpi only: this copy has the MPI wrappers. */
 XSPROF_HIDDEN extern const int xsprof_mpi_linked __attribute__((weak));
 
+/* Creates this rank's journal now when the session records (else its
+ * first record does): the file, the first chunks, the writer thread and
+ * the start hooks then cost the caller's time (mpi/: inside MPI_Init,
+ * whose exit starts the measured window), not the program's first event's. */
+XSPROF_HIDDEN xsprof_status xsprof_recording_prepare(void);
+
 /* Hooks run once when this process starts to really record (its journal
  * is created): messages that only matter for a profiled process, not for
  * every program that merely loads the library. At most 8. */

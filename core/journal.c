@@ -29,6 +29,7 @@ typedef struct journal {
     _Atomic int open;
     char dir[PATH_MAX];
     char path[PATH_MAX];
+    char failed_dir[PATH_MAX]; /* where opening failed (said once): not tried again */
     xsprof_journal_header *hdr; /* header + string area mapping */
     size_t hdr_map_len;
     uint32_t chunk_size;
@@ -168,11 +169,12 @@ static void chunk_prefault(xsprof_chunk_header *c) {
         ((volatile char *)c)[off] = 0;
 }
 
-/* Lock held. `writer`: the writer thread, which prefaults outside the lock
- * so recording threads can take other spares meanwhile (journal_open keeps
- * the lock: nobody may see a half-open journal). */
-static void spares_refill(int writer) {
-    while (!g_j.enospc && g_j.nspare < g_j.spare_target && g_j.mapped < g_j.budget) {
+/* Lock held; up to `want` spares. `writer`: the writer thread, which
+ * prefaults outside the lock so recording threads can take other spares
+ * meanwhile (journal_open keeps the lock: nobody may see a half-open
+ * journal). */
+static void spares_refill(int writer, uint32_t want) {
+    while (!g_j.enospc && g_j.nspare < want && g_j.mapped < g_j.budget) {
         xsprof_chunk_header *c = chunk_grow();
         if (!c)
             break;
@@ -198,6 +200,10 @@ xsprof_status xsprof_journal_open(void) {
     if (!*dir) {
         pthread_mutex_unlock(&g_j.lock);
         return XSPROF_ERR_STATE;
+    }
+    if (g_j.failed_dir[0] && !strcmp(dir, g_j.failed_dir)) {
+        pthread_mutex_unlock(&g_j.lock);
+        return XSPROF_ERR_IO;
     }
     snprintf(g_j.dir, sizeof g_j.dir, "%s", dir);
     char h5[PATH_MAX];
@@ -274,14 +280,23 @@ xsprof_status xsprof_journal_open(void) {
     atomic_store_explicit((_Atomic uint32_t *)&h->state, XSPROF_JOURNAL_RUNNING, memory_order_relaxed);
     memcpy(h->magic, XSPROF_JOURNAL_MAGIC, 8); /* last: a reader sees a complete header or none */
     g_j.hdr = h;
-    spares_refill(0);
+    /* two spares now, the writer makes the rest: prefaulting all 16 MiB
+     * here took 20-40 ms of the thread that happened to record first */
+    spares_refill(0, g_j.spare_target < 2 ? g_j.spare_target : 2);
     if (pthread_create(&g_j.writer, NULL, writer_main, NULL) == 0)
         g_j.writer_started = 1;
     else
         xsprof_log(XSPROF_LOG_WARN, "cannot start the writer thread; records beyond the first chunks are dropped");
     g_j.open = 1;
     st = XSPROF_OK;
+    /* tests: a slow file system's journal setup, which must land inside
+     * MPI_Init's record (tests/mpi mpi_setup_in_init) */
+    int64_t delay_ms = xsprof_config_int("XSPROF_TEST_JOURNAL_DELAY_MS", 0);
+    if (delay_ms > 0)
+        nanosleep(&(struct timespec){delay_ms / 1000, delay_ms % 1000 * 1000000}, NULL);
 out:
+    if (st != XSPROF_OK) /* the warning said profiling is off: keep it so */
+        snprintf(g_j.failed_dir, sizeof g_j.failed_dir, "%s", dir);
     pthread_mutex_unlock(&g_j.lock);
     if (st == XSPROF_OK) {
         xsprof_names_flush_to_journal();
@@ -381,7 +396,7 @@ static void *writer_main(void *arg) {
         xsprof_clock_calibrate();
         pthread_mutex_lock(&g_j.lock);
         full_drain();
-        spares_refill(1);
+        spares_refill(1, g_j.spare_target);
         struct timespec now, dl;
         clock_gettime(CLOCK_MONOTONIC, &now);
         if ((double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) * 1e-9 >= g_j.flush_s) {

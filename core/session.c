@@ -150,6 +150,12 @@ xsprof_status xsprof_identity_set(int rank, int size, const char *run_dir) {
     return xsprof_journal_relocate(g_output_dir, rank);
 }
 
+xsprof_status xsprof_recording_prepare(void) {
+    if (!atomic_load(&xsprof_g.collecting))
+        return XSPROF_ERR_DISABLED;
+    return xsprof_journal_open();
+}
+
 xsprof_status xsprof_meta_set(const char *key, const char *value) {
     if (!key || !value)
         return XSPROF_ERR_INVALID;

@@ -563,6 +563,22 @@ def mode_fpass(ranks, comms, n, *_):
             expect(m["t_end"] >= m["t_begin"], "rank %d: %s ends before it begins" % (rank, m["op"]))
 
 
+def mode_setup(ranks, comms, n, delay_ms):
+    """XSPROF_TEST_JOURNAL_DELAY_MS=delay_ms slows the journal's creation:
+    it happens inside the MPI_Init wrapper, so every rank's MPI_Init row
+    lasts at least that long (before, the journal opened at MPI_Init's own
+    record, after its end: the report counted the setup as the program's
+    work)."""
+    for rank, r in ranks.items():
+        init = [m for m in r.mpi if m["op"] in ("MPI_Init", "MPI_Init_thread")]
+        expect(len(init) == 1, "rank %d: %d MPI_Init rows" % (rank, len(init)))
+        for m in init:
+            took = (m["t_end"] - m["t_begin"]) / 1e6
+            print("rank %d: %s %.1f ms (journal setup delayed %d ms)" % (rank, m["op"], took, delay_ms))
+            expect(took >= delay_ms, "rank %d: %s lasted %.1f ms, less than the journal's delayed setup (%d ms)"
+                   % (rank, m["op"], took, delay_ms))
+
+
 MODES = {"edge": mode_edge, "big": mode_big, "fpass": mode_fpass, "calls": mode_calls, "calls_f": lambda *a: mode_calls(*a, fortran=True), "more": mode_more, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
 
 
@@ -570,11 +586,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run_dir")
     ap.add_argument("nranks", type=int)
-    ap.add_argument("mode", choices=list(MODES) + ["clock"])
+    ap.add_argument("mode", choices=list(MODES) + ["clock", "setup"])
     ap.add_argument("--skew", default="")
     ap.add_argument("--drift", default="")
     ap.add_argument("--periodic", type=int, default=0, help="clock: at least this many periodic samples per rank")
     ap.add_argument("--nodes", type=int, default=0, help="clock: the alignment saw this many nodes (rank 0's metadata)")
+    ap.add_argument("--journal-delay-ms", type=int, default=0, help="setup: XSPROF_TEST_JOURNAL_DELAY_MS")
     a = ap.parse_args()
     ranks = load(a.run_dir, a.nranks)
     if ranks is None:
@@ -594,6 +611,9 @@ def main():
         counts = {r.rank: sum(1 for c in r.clock if c["phase"] == 1) for r in ranks.values()}
         expect(len(set(counts.values())) == 1 and min(counts.values()) >= a.periodic,
                "periodic clock samples per rank %s, expected the same number >= %d" % (counts, a.periodic))
+    elif a.mode == "setup":
+        mode_setup(ranks, comms, a.nranks, a.journal_delay_ms)
+        mode_calls(ranks, comms, a.nranks)
     else:
         MODES[a.mode](ranks, comms, a.nranks)
     print("checked %d ranks, %d MPI records, %d messages (%d causality-checked), %d collective calls" %

@@ -98,7 +98,29 @@ typedef struct xsm_run {
      * divided by it among the processes the same way as match. */
     void (*reduce)(void *ctx, int64_t *v, size_t n, int op);
     size_t msgs_shm_len; /* msgs is such a region of this length (0: malloc) */
+    /* Added by merge (additive): --from/--to in aligned time (ns since
+     * t = 0; win_to INT64_MAX without --to), set by read/select.c and the
+     * streamed merge. The events kept overlap it; the report clips every
+     * interval it measures to it (xsm_run_clip). win 0: no window. */
+    int win;
+    int64_t win_from, win_to;
 } xsm_run;
+
+/* [*b, *e] clipped to run's window (unchanged without one). An event kept
+ * overlaps it, so *b <= *e stays true of a well-formed one. */
+static inline void xsm_run_clip(const xsm_run *run, int64_t *b, int64_t *e)
+{
+    if (!run->win)
+        return;
+    if (*b < run->win_from)
+        *b = run->win_from;
+    if (*b > run->win_to)
+        *b = run->win_to;
+    if (*e > run->win_to)
+        *e = run->win_to;
+    if (*e < run->win_from)
+        *e = run->win_from;
+}
 
 /* Whether this process does item i of a pass divided by xsm_run.reduce
  * (i % parts == part; every item when nothing is divided). */

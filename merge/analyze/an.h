@@ -149,6 +149,13 @@ static inline void xsm_an_cover(int64_t *cover, int64_t *sum, int64_t b, int64_t
     *cover = e;
 }
 
+/* The length of [b, e] inside run's --from/--to window (xsm_run_clip). */
+static inline int64_t xsm_an_clipped(const xsm_run *run, int64_t b, int64_t e)
+{
+    xsm_run_clip(run, &b, &e);
+    return e - b;
+}
+
 /* The calls a receive completes in. */
 static inline int xsm_an_is_recv_call(int k)
 {
@@ -474,8 +481,9 @@ FILE *xsm_sanalysis_instances(const xsm_sanalysis *sa, uint64_t *n);
 FILE *xsm_spath_pieces(const xsm_spath *p, uint64_t *n);
 
 /* A rank's measured window (between MPI start-up and shutdown when it has
- * them) from its accumulator. */
-void xsm_an_window(const xsm_anrank_out *v, int64_t *t_first, int64_t *t_last);
+ * them) from its accumulator; a rank without events has an empty one at
+ * the start of run's --from/--to window (at 0 without one). */
+void xsm_an_window(const xsm_run *run, const xsm_anrank_out *v, int64_t *t_first, int64_t *t_last);
 /* xsm_spath_walk with each rank's window and main thread given. */
 int xsm_spath_walk_at(xsm_spath *p, const int64_t *first, const int64_t *last, const uint32_t *main_thread);
 /* The critical path of a streamed analysis (spath.c) into a. */

@@ -59,6 +59,10 @@ static int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, 
         a->t0 = a->t1 = 0;
     if (run->t_end > a->t1)
         a->t1 = run->t_end;
+    if (run->win) { /* --from/--to: the window, as far as the run goes (t_end is at most its end) */
+        a->t0 = run->win_from;
+        a->t1 = run->t_end > a->t0 ? run->t_end : a->t0;
+    }
     if (sa) { /* what merged.h5's tables read back (xsm_analyze_h5) */
         a->sw_file = xsm_sanalysis_instances(sa, &a->sw_n);
         a->scp_file = xsm_spath_pieces(path, &a->scp_n);

@@ -143,24 +143,26 @@ static int gpu_rank(xsm_an *a, int32_t r, size_t *cap)
         xsm_gpudev *gd = &a->gpu[di];
         switch (g->kind) {
         case XSPROF_GPU_KERNEL: {
-            double s = (double)(g->t_end - g->t_begin) * 1e-9;
+            int64_t gb = g->t_begin, ge = g->t_end; /* inside --from/--to */
+            xsm_run_clip(a->run, &gb, &ge);
+            double s = (double)(ge - gb) * 1e-9;
             gd->kernels++;
             gd->kernel_s += s;
-            rs->gpu_ns += g->t_end - g->t_begin;
+            rs->gpu_ns += ge - gb;
             kdev[nk] = g->device;
-            k[nk++] = (span){g->t_begin, g->t_end};
+            k[nk++] = (span){gb, ge};
             /* overlap with this rank's waits: the GPU kept working while the CPU waited */
             size_t lo = 0, hi = nws;
             while (lo < hi) {
                 size_t mid = (lo + hi) / 2;
-                if (ws[mid].b < g->t_end)
+                if (ws[mid].b < ge)
                     lo = mid + 1;
                 else
                     hi = mid;
             }
             int64_t ov = 0;
-            for (size_t j = lo; j-- > 0 && wmax[j] > g->t_begin;) {
-                int64_t b = ws[j].b > g->t_begin ? ws[j].b : g->t_begin, e = ws[j].e < g->t_end ? ws[j].e : g->t_end;
+            for (size_t j = lo; j-- > 0 && wmax[j] > gb;) {
+                int64_t b = ws[j].b > gb ? ws[j].b : gb, e = ws[j].e < ge ? ws[j].e : ge;
                 if (e > b)
                     ov += e - b;
             }

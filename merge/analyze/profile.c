@@ -335,10 +335,12 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
     uint32_t reg_thread = 0;
     for (size_t i = 0; i < d->nregions; i++) {
         const xsprof_io_region *g = &d->regions[i];
-        if (g->t_begin < rs->t_first)
-            rs->t_first = g->t_begin;
-        if (g->t_end > rs->t_last)
-            rs->t_last = g->t_end;
+        int64_t b = g->t_begin, e = g->t_end; /* inside --from/--to */
+        xsm_run_clip(a->run, &b, &e);
+        if (b < rs->t_first)
+            rs->t_first = b;
+        if (e > rs->t_last)
+            rs->t_last = e;
         if (g->category == XSPROF_CAT_MPI) /* MPI calls come from the mpi table */
             continue;
         if (!have_reg || g->t_begin < reg_t) {
@@ -349,7 +351,7 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
         int32_t nm = xsm_an_sname(a, r, g->name);
         if (nm < 0)
             goto out;
-        iv[n++] = (ival){g->t_begin, g->t_end < g->t_begin ? g->t_begin : g->t_end, g->thread, nm, 0, g->depth, 0};
+        iv[n++] = (ival){b, e < b ? b : e, g->thread, nm, 0, g->depth, 0};
     }
     size_t nreg = n; /* iv[0, nreg): regions, then the MPI calls */
     for (size_t i = 0; i < d->nmpi; i++) {
@@ -357,10 +359,12 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
         rs->encl[i] = -1;
         rs->call[i] = -1;
         rs->opname[i] = -1;
-        if (m->t_begin < rs->t_first)
-            rs->t_first = m->t_begin;
-        if (m->t_end > rs->t_last)
-            rs->t_last = m->t_end;
+        int64_t b = m->t_begin, e = m->t_end; /* inside --from/--to */
+        xsm_run_clip(a->run, &b, &e);
+        if (b < rs->t_first)
+            rs->t_first = b;
+        if (e > rs->t_last)
+            rs->t_last = e;
         if (m->kind == XSPROF_MPI_COMPLETION)
             continue;
         if (!have_main || m->t_begin < main_t) {
@@ -372,7 +376,7 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
         if (nm < 0)
             goto out;
         rs->opname[i] = nm;
-        iv[n++] = (ival){m->t_begin, m->t_end < m->t_begin ? m->t_begin : m->t_end, m->thread, nm, 1, 0, i};
+        iv[n++] = (ival){b, e < b ? b : e, m->thread, nm, 1, 0, i};
         rs->calls_sorted[rs->ncalls_sorted++] = i;
         rs->call[i] = (int64_t)i;
         /* MPI start-up and shutdown bound the measured window (as in mpiP):
@@ -383,20 +387,20 @@ static int rank_profile(xsm_an *a, cn_map *map, int32_t r, moments *mo, uint64_t
             *cls = strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0 ? 1 : strcmp(opn, "MPI_Finalize") == 0 ? 2 : 0;
         }
         if (*cls == 1) {
-            if (m->t_end > init_end)
-                init_end = m->t_end;
+            if (e > init_end)
+                init_end = e;
         } else if (*cls == 2) {
-            if (m->t_begin < fin_begin)
-                fin_begin = m->t_begin;
+            if (b < fin_begin)
+                fin_begin = b;
         } else {
-            busy[nbusy++] = (xsm_busy){m->t_begin, m->t_end};
+            busy[nbusy++] = (xsm_busy){b, e};
         }
     }
     rs->mpi_ns = mpi_union(busy, nbusy);
     if (!have_main && have_reg)
         rs->main_thread = reg_thread;
-    if (rs->t_first > rs->t_last)
-        rs->t_first = rs->t_last = 0;
+    if (rs->t_first > rs->t_last) /* no event: an empty window where the report's starts */
+        rs->t_first = rs->t_last = a->run->win ? a->run->win_from : 0;
     rs->span_first = rs->t_first;
     rs->span_last = rs->t_last;
     if (init_end > rs->t_first && init_end <= rs->t_last)
@@ -688,8 +692,8 @@ static int ops_from_rows(xsm_an *a)
                 goto out;
             if (m->kind == XSPROF_MPI_COMPLETION)
                 op_add(o, r, 0, 0, 0, (m->flags & XSPROF_MPI_F_RECV) ? m->bytes_recv : 0);
-            else /* a post only knows the buffer size */
-                op_add(o, r, 1, (double)(m->t_end - m->t_begin) * 1e-9, m->bytes_sent,
+            else /* a post only knows the buffer size; time inside --from/--to */
+                op_add(o, r, 1, (double)xsm_an_clipped(a->run, m->t_begin, m->t_end) * 1e-9, m->bytes_sent,
                        m->kind != XSPROF_MPI_IRECV ? m->bytes_recv : 0);
         }
     }
@@ -842,11 +846,11 @@ static int counts_fit(uint64_t **v, size_t *cap, size_t n)
     return 0;
 }
 
-void xsm_an_window(const xsm_anrank_out *v, int64_t *t_first, int64_t *t_last)
+void xsm_an_window(const xsm_run *run, const xsm_anrank_out *v, int64_t *t_first, int64_t *t_last)
 {
     int64_t f = v->t_first, l = v->t_last;
     if (f > l)
-        f = l = 0;
+        f = l = run->win ? run->win_from : 0;
     if (v->init_end > f && v->init_end <= l)
         f = v->init_end;
     if (v->fin_begin < l && v->fin_begin >= f)
@@ -864,8 +868,8 @@ static int rank_fold(xsm_an *a, cn_map *map, int32_t r, const xsm_anrank_out *v,
     rs->span_first = v->t_first;
     rs->span_last = v->t_last;
     if (rs->span_first > rs->span_last)
-        rs->span_first = rs->span_last = 0;
-    xsm_an_window(v, &rs->t_first, &rs->t_last);
+        rs->span_first = rs->span_last = a->run->win ? a->run->win_from : 0;
+    xsm_an_window(a->run, v, &rs->t_first, &rs->t_last);
     rs->mpi_ns = v->mpi_ns;
     rs->main_thread = v->main_thread;
     int32_t *cmap = malloc((v->ncn + 1) * sizeof *cmap);

@@ -316,7 +316,7 @@ int xsm_spath_walk(xsm_spath *p, const xsm_sanalysis *sa)
         for (size_t r = 0; r < R; r++) {
             xsm_anrank_out v;
             xsm_sanalysis_view(sa, (int32_t)r, &v);
-            xsm_an_window(&v, &first[r], &last[r]);
+            xsm_an_window(p->run, &v, &first[r], &last[r]);
             main[r] = v.main_thread;
         }
         rc = xsm_spath_walk_at(p, first, last, main);
@@ -462,6 +462,7 @@ static int frame(xsm_spath *p, int64_t t0, int64_t t1, uint32_t sid)
     if (p->gid[k] == -2)
         p->gid[k] = xsm_names_intern(&p->names, xsprof_rank_data_string(d, sid));
     int32_t g = p->gid[k];
+    xsm_run_clip(p->run, &t0, &t1); /* inside --from/--to, as profile.c's timeline */
     if (g < 0 || frames_close(p, t0))
         return p->failed = -1;
     int64_t end = t1 < t0 ? t0 : t1;

@@ -824,7 +824,8 @@ int xsm_sanalysis_gpu(xsm_sanalysis *sa, int32_t r, const xsprof_io_gpu *g)
     xsm_sgpu *gd = &x->gpu[d];
     switch (g->kind) {
     case XSPROF_GPU_KERNEL: {
-        int64_t b = g->t_begin, e = g->t_end;
+        int64_t b = g->t_begin, e = g->t_end; /* inside --from/--to, as misc.c */
+        xsm_run_clip(sa->run, &b, &e);
         gd->kernels++;
         gd->kernel_ns += e - b;
         x->gpu_ns += e - b;
@@ -1132,13 +1133,15 @@ int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g
     xsm_anrank *x = sa->acc[r];
     if (!x || x->failed)
         return -1;
-    if (g->t_begin < x->t_first)
-        x->t_first = g->t_begin;
-    if (g->t_end > x->t_last)
-        x->t_last = g->t_end;
+    int64_t b = g->t_begin, e = g->t_end; /* inside --from/--to, as profile.c */
+    xsm_run_clip(sa->run, &b, &e);
+    if (b < x->t_first)
+        x->t_first = b;
+    if (e > x->t_last)
+        x->t_last = e;
     if (g->category == XSPROF_CAT_MPI) /* MPI calls come from the mpi table */
         return 0;
-    if (!open_frame(x, g->thread, g->t_begin, g->t_end, g->name, 0))
+    if (!open_frame(x, g->thread, b, e, g->name, 0))
         return x->failed = -1;
     return 0;
 }
@@ -1275,10 +1278,14 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     xsm_anrank *x = sa->acc[r];
     if (!x || x->failed)
         return -1;
-    if (m->t_begin < x->t_first)
-        x->t_first = m->t_begin;
-    if (m->t_end > x->t_last)
-        x->t_last = m->t_end;
+    /* the profile's times are inside --from/--to (profile.c); the waits
+     * are the kept calls' own */
+    int64_t cb = m->t_begin, ce = m->t_end;
+    xsm_run_clip(sa->run, &cb, &ce);
+    if (cb < x->t_first)
+        x->t_first = cb;
+    if (ce > x->t_last)
+        x->t_last = ce;
     xsm_sop *o = op_of(x, m->op);
     if (!o)
         return x->failed = -1;
@@ -1288,7 +1295,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         return 0;
     }
     o->calls++;
-    o->ns += m->t_end - m->t_begin;
+    o->ns += ce - cb;
     o->bytes_sent += m->bytes_sent;
     if (m->kind != XSPROF_MPI_IRECV) /* a post only knows the buffer size */
         o->bytes_recv += m->bytes_recv;
@@ -1298,7 +1305,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         if (x->have_first && m->thread != x->first_thread) { /* the interval so far was another thread's */
             x->nv = 0;
             x->has_sync = 0;
-            x->cursor = m->t_begin;
+            x->cursor = cb;
         }
     }
     /* MPI start-up and shutdown bound the measured window (profile.c) */
@@ -1311,15 +1318,15 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
                                                                                     : 0;
     }
     if (*cls == 1) {
-        if (m->t_end > x->init_end)
-            x->init_end = m->t_end;
+        if (ce > x->init_end)
+            x->init_end = ce;
     } else if (*cls == 2) {
-        if (m->t_begin < x->fin_begin)
-            x->fin_begin = m->t_begin;
+        if (cb < x->fin_begin)
+            x->fin_begin = cb;
     } else {
-        xsm_an_cover(&x->mpi_cover, &x->mpi_ns, m->t_begin, m->t_end); /* rows come in order of begin */
+        xsm_an_cover(&x->mpi_cover, &x->mpi_ns, cb, ce); /* rows come in order of begin */
     }
-    sframe *f = open_frame(x, m->thread, m->t_begin, m->t_end, m->op, 1);
+    sframe *f = open_frame(x, m->thread, cb, ce, m->op, 1);
     if (!f)
         return x->failed = -1;
     f->sync = xsm_an_is_sync(m);

@@ -1,5 +1,6 @@
 /* merge/read/select.c — --from/--to: keep the events that overlap the
- * window, after alignment (times are ns since the job's first event). */
+ * window, after alignment (times are ns since the job's first event), and
+ * note the window in the run for the report (xsm_run_clip). */
 #include "merge/read/read.h"
 #include "merge/util.h"
 
@@ -100,9 +101,13 @@ int xsm_select_window(xsm_run *run, int64_t from, int64_t to, char *err, size_t 
     }
     run->ncolls = k;
     /* the run now ends where the window does (the report's duration is
-     * the window's, not the whole run's from the window's first event) */
+     * the window's, not the whole run's from the window's first event);
+     * the report clips what it measures to the window */
     if (run->t_end > to)
         run->t_end = to;
+    run->win = 1;
+    run->win_from = from;
+    run->win_to = to;
 out:
     for (size_t r = 0; r < run->nranks; r++)
         free(remap[r]);

@@ -164,10 +164,11 @@ with h5py.File(os.path.join(out4, "merged.h5"), "r") as h:
     check([(int(m["src"]), int(m["dst"])) for m in h["messages"][:]] == [(2, 0)], "only the message inside")
     kept = [(int(r["t_begin"]), int(r["t_end"])) for t in ("regions", "mpi") for r in h[t][:]]
     check(int(h.attrs["t_end_ns"]) == 6000, "the windowed run ends at --to: %s" % h.attrs["t_end_ns"])
-# the report covers the window's rows (it said the whole run's end less the window's start)
-span = (max(6000, max(e for b, e in kept)) - min(b for b, e in kept)) / 1e9
+    check(min(b for b, e in kept) < 2500 < 6000 < max(e for b, e in kept), "the trace keeps whole rows: %s" % kept)
+# the report describes the window (it said the whole run's end less the
+# window's start, then the kept rows' span, 19 us)
 got = json.load(open(os.path.join(out4, "report.json")))["job"]["duration_s"]
-check(abs(got - span) < 1e-9, "window: report duration %s s, kept rows span %s s" % (got, span))
+check(abs(got - 3.5e-6) < 1e-12, "window: report duration %s s, the window's 3.5 us" % got)
 
 # a missing rank: error without --partial, merged with it
 os.remove(os.path.join(run, "rank-00001.h5"))
@@ -410,4 +411,58 @@ for extra in ((), ("--stream", "--outputs", "report")):
           "polling %s: a 29.97 us Late Sender from the polls (%s)" % (extra, ls))
 rep = json.load(open(os.path.join(base, "out8", "report.json")))
 check(not [f for f in rep["findings"] if f["kind"] == "Polling"], "chain: no Polling finding")
+# --from/--to: the report describes the window (merge_make_runs window,
+# both ranks: main [1, 20] us holds step [2, 12] (setup [2, 3], compute
+# [3.5, 4.5], a Barrier from 5 us on rank 0, 5.5 us on rank 1, to 6 us,
+# compute [7, 11]) and step [13, 18] (compute [13.5, 14.5], [15, 17.5]);
+# MPI_Init [0, 1], MPI_Finalize [20, 21]). With --from 4us --to 14us the
+# trace keeps main, the steps and the compute across either edge whole;
+# the report clips every interval to [4, 14] us: main 10 us (1 exclusive),
+# step 8 + 1 = 9 us (9 - 5 of compute - the Barrier: 3 us exclusive on
+# rank 0, 3.5 on rank 1), compute 0.5 + 4 + 0.5 = 5 us; each rank's wall
+# time the window's 10 us (Init and Finalize lie outside it). It used to
+# count the dropped `setup` and compute [15, 17.5] and the parts of the
+# kept ones outside the window as `step`'s exclusive time (8 us on rank
+# 0) and give main its whole 19 us.
+run19 = make_run(maker, "window", os.path.join(base, "run19"))
+US = 1e-6
+want_regions = {"main": (1, 10, (1, 1)), "step": (2, 9, (3, 3.5)), "compute": (3, 5, (5, 5))}
+for extra in ((), ("--stream", "--outputs", "report,h5")):
+    out = os.path.join(base, "out19" + "".join(extra).replace(",", ""))
+    rc, so, se = xsmerge(run19, "-o", out, "-q", "--from", "4us", "--to", "14us", *extra)
+    check(rc == 0, "window %s: exit %d (%s)" % (extra, rc, se))
+    if rc:
+        continue
+    rep = json.load(open(os.path.join(out, "report.json")))
+    check(rep["job"]["analysis"] == ("streamed" if extra else "in-memory"), "window %s: %s" % (extra, rep["job"]["analysis"]))
+    check(abs(rep["job"]["duration_s"] - 10 * US) < 1e-12, "window %s: duration %s, the window's 10 us" %
+          (extra, rep["job"]["duration_s"]))
+    got = {g["name"]: [(p["rank"], p["calls"], round(p["incl_s"] / US, 6), round(p["excl_s"] / US, 6))
+                       for p in g["per_rank"]] for g in rep["regions"]}
+    want = {n: [(r, c, incl, ex[r]) for r in (0, 1)] for n, (c, incl, ex) in want_regions.items()}
+    check(got == want, "window %s: regions (rank, calls, incl us, excl us) %s == %s" % (extra, got, want))
+    ranks = [(q["rank"], round(q["wall_s"] / US, 6), round(q["mpi_s"] / US, 6), round(q["compute_s"] / US, 6),
+              round(q["start_s"] / US, 6), round(q["end_s"] / US, 6)) for q in rep["ranks"]]
+    check(ranks == [(0, 10, 1, 9, 0, 10), (1, 10, 0.5, 9.5, 0, 10)],
+          "window %s: ranks (wall, mpi, compute, start, end in us from the window's start) %s" % (extra, ranks))
+    ops = [(o["op"], o["calls"], round(o["seconds"] / US, 6)) for o in rep["mpi"]]
+    check(ops == [("MPI_Barrier", 2, 1.5)], "window %s: MPI operations inside the window %s" % (extra, ops))
+    # the wait is the kept Barrier's own, found by its rows
+    ws = [(w["kind"], w["instances"], round(w["seconds"] / US, 6),
+           [(r["rank"], r["region"], round(r["seconds"] / US, 6)) for r in w["root_causes"]])
+          for w in rep["wait_states"] if w["instances"]]
+    check(ws == [("Wait at Barrier", 1, 0.5, [(1, "step", 0.5)])], "window %s: waits %s" % (extra, ws))
+    check(abs(rep["critical_path"]["length_s"] - 10 * US) < 1e-12, "window %s: critical path %s" % (extra, rep["critical_path"]))
+    with open(os.path.join(out, "flame.folded")) as f:
+        flame = f.read().splitlines()
+    check("rank 0;main;step 3" in flame and "rank 0;main;step;compute 5" in flame and
+          not [l for l in flame if "setup" in l], "window %s: flame.folded %s" % (extra, flame))
+    # the trace keeps the rows that overlap the window whole
+    with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
+        strings = [x.decode() if isinstance(x, bytes) else x for x in h["strings"][:]]
+        regs = sorted((int(r["rank"]), strings[int(r["name"])], int(r["t_begin"]), int(r["t_end"])) for r in h["regions"][:])
+    check([x for x in regs if x[0] == 0] == [(0, "compute", 3500, 4500), (0, "compute", 7000, 11000),
+                                             (0, "compute", 13500, 14500), (0, "main", 1000, 20000),
+                                             (0, "step", 2000, 12000), (0, "step", 13000, 18000)],
+          "window %s: merged.h5 keeps whole rows %s" % (extra, regs))
 finish("merge_golden")

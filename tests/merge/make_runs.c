@@ -86,7 +86,11 @@
  *           spans 300 short messages of thread 0 and is stored after them
  *           (MPI calls out of begin-time order by 300 rows)
  *   mpithreads_far the same with 5000 short messages (beyond the
- *           streaming merge's default window) */
+ *           streaming merge's default window)
+ *   window  2 ranks: `main` holds two `step`s whose children (`setup`,
+ *           `compute`, a Barrier) lie before, across, inside and after
+ *           [4 us, 14 us]: the report of --from 4us --to 14us clips
+ *           every interval to it (exact times in check_golden.py) */
 #include "fixture.h"
 
 #include <stdio.h>
@@ -500,6 +504,39 @@ static int halocoll(const char *dir)
         m = M(); m.t_begin = t + 5000; m.t_end = t + 5100; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 2;
         m.bytes_recv = 64; m.seq = (uint64_t)step;
         xsf_mpi(f[1], 0, "MPI_Recv", m);
+    }
+    return close_all(f, 2);
+}
+
+/* The window run (2 ranks, times in ns, the same on both but for the
+ * Barrier: rank 0 enters it at 5000, rank 1 at 5500):
+ *   MPI_Init [0, 1000], MPI_Finalize [20000, 21000]
+ *   main [1000, 20000]
+ *     step [2000, 12000]: setup [2000, 3000], compute [3500, 4500],
+ *                         MPI_Barrier [5000 or 5500, 6000], compute [7000, 11000]
+ *     step [13000, 18000]: compute [13500, 14500], compute [15000, 17500] */
+static int window(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    for (int r = 0; r < 2; r++) {
+        xsprof_rec_mpi m = M();
+        m.t_begin = 0; m.t_end = 1000; m.kind = XSPROF_MPI_OTHER;
+        xsf_mpi(f[r], 0, "MPI_Init", m);
+        xsf_region(f[r], 0, "main", 0, 1000, 20000);
+        xsf_region(f[r], 0, "step", 1, 2000, 12000);
+        xsf_region(f[r], 0, "setup", 2, 2000, 3000);
+        xsf_region(f[r], 0, "compute", 2, 3500, 4500);
+        m = M(); m.t_begin = r ? 5500 : 5000; m.t_end = 6000; m.kind = XSPROF_MPI_COLL; m.coll = XSPROF_COLL_BARRIER;
+        m.coll_seq = 1;
+        xsf_mpi(f[r], 0, "MPI_Barrier", m);
+        xsf_region(f[r], 0, "compute", 2, 7000, 11000);
+        xsf_region(f[r], 0, "step", 1, 13000, 18000);
+        xsf_region(f[r], 0, "compute", 2, 13500, 14500);
+        xsf_region(f[r], 0, "compute", 2, 15000, 17500);
+        m = M(); m.t_begin = 20000; m.t_end = 21000; m.kind = XSPROF_MPI_OTHER;
+        xsf_mpi(f[r], 0, "MPI_Finalize", m);
     }
     return close_all(f, 2);
 }
@@ -1111,7 +1148,7 @@ static int mpithreads(const char *dir, int n)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|latelr|backrecv|unrecv|gpu|gpumpi|empty|deep|icoll|icoll_late|zerocoll|mpithreads|mpithreads_far|big|bigskew DIR [NRANKS EVENTS]\n");
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|latelr|backrecv|unrecv|gpu|gpumpi|empty|deep|icoll|icoll_late|zerocoll|mpithreads|mpithreads_far|window|big|bigskew DIR [NRANKS EVENTS]\n");
         return 2;
     }
     const char *kind = argv[1], *dir = argv[2];
@@ -1145,6 +1182,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "polling")) return polling(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);
+    if (!strcmp(kind, "window")) return window(dir);
     if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));
     if (!strcmp(kind, "bigskew") && argc >= 5) return big_ring(dir, atoi(argv[3]), atol(argv[4]), 1);
     fprintf(stderr, "merge_make_runs: unknown kind %s\n", kind);

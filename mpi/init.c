@@ -154,4 +154,16 @@ void xsprof_mpi_finalize_before(unsigned op, int64_t t0) {
         xsprof_comm_registry_fini();
 }
 
+void xsprof_mpi_abort_before(unsigned op, int64_t t0, int errorcode) {
+    char state[64];
+    snprintf(state, sizeof state, "MPI_Abort (errorcode %d)", errorcode);
+    xsprof_end_state_set(state); /* if the process still exits through atexit */
+    if (g_initialized && atomic_load(&xsprof_mpi_g.on)) {
+        /* Open MPI kills the caller: no handler runs, so the journal says
+         * why (the reader takes the last end_state) */
+        xsprof_meta_set("end_state", state);
+        xsprof_mpi_record_plain(op, t0, xsprof_clock_now());
+    }
+}
+
 void xsprof_mpi_pcontrol(int level) { atomic_store(&xsprof_mpi_g.paused, level == 0); }

@@ -132,6 +132,8 @@ XSPROF_HIDDEN extern xsprof_mpi_state xsprof_mpi_g;
 
 /* Called by the MPI_Init/MPI_Init_thread wrappers after PMPI_Init*. */
 XSPROF_HIDDEN void xsprof_mpi_init_after(int thread_level);
+/* MPI_Abort: its row and the end state, before PMPI_Abort ends the job. */
+XSPROF_HIDDEN void xsprof_mpi_abort_before(unsigned op, int64_t t0, int errorcode);
 /* Called by the MPI_Finalize wrapper before PMPI_Finalize: final clock
  * sample, the MPI_Finalize record (op, from t0), xsprof_finalize. */
 XSPROF_HIDDEN void xsprof_mpi_finalize_before(unsigned op, int64_t t0);

@@ -1,7 +1,8 @@
 /* pmpi_wrappers/special.c — the hand-written wrappers: MPI_Init,
  * MPI_Init_thread and MPI_Finalize bracket the MPI life cycle of the rank
  * (identity, communicator registry, clocks, topology, writing the rank
- * file); MPI_Pcontrol pauses and resumes recording. */
+ * file); MPI_Abort is recorded before it ends the job; MPI_Pcontrol
+ * pauses and resumes recording. */
 #include <errno.h>
 #include "mpi/xsprof_mpi.h"
 #include "ops.h"
@@ -43,6 +44,16 @@ int MPI_Finalize(void)
     xsprof_mpi_finalize_before(XSPROF_OP_MPI_Finalize, t0);
     errno = e;
     return PMPI_Finalize();
+}
+
+int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+    int e = errno;
+    /* PMPI_Abort does not return: the row goes in first, ending where the
+     * call begins; the journal keeps it when the process dies */
+    xsprof_mpi_abort_before(XSPROF_OP_MPI_Abort, xsprof_clock_now(), errorcode);
+    errno = e;
+    return PMPI_Abort(comm, errorcode);
 }
 
 int MPI_Pcontrol(const int level, ...)

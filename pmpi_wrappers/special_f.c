@@ -31,3 +31,8 @@ XSPROF_FORTRAN void mpi_pcontrol_(MPI_Fint *level);
 void mpi_pcontrol_(MPI_Fint *level) { MPI_Pcontrol(*level); }
 XSPROF_F_ALIASES(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint *level))
 XSPROF_OMPI_F08_ALIAS(pcontrol, mpi_pcontrol, (MPI_Fint *level))
+
+XSPROF_FORTRAN void mpi_abort_(MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr);
+void mpi_abort_(MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr) { *ierr = MPI_Abort(MPI_Comm_f2c(*comm), *errorcode); }
+XSPROF_F_ALIASES(mpi_abort, MPI_ABORT, (MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr))
+XSPROF_OMPI_F08_ALIAS(abort, mpi_abort, (MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr))

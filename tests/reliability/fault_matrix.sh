@@ -157,7 +157,7 @@ check_merge() {
     tail -5 "$work/xsmerge.log"
     return
   fi
-  "$py" "$here/merged_check.py" "$work/summary.json" "$work/merged" || fail "merged output"
+  "$py" "$here/merged_check.py" "$work/summary.json" "$work/merged" ${2:+"$2"} || fail "merged output"
 }
 
 run="$work/run"
@@ -172,14 +172,14 @@ segv | abort | kill9 | term | exit3)
   others="t:SIGTERM|killed"
   case $case_ in
   segv) specs=("$others" "t:SIGSEGV|killed" "$others" "$others") ;;
-  abort) specs=("$others" "t" "$others" "$others") ;;
+  abort) specs=("$others" "t:MPI_Abort (errorcode 7)" "$others" "$others") ;;
   kill9) specs=("$others" "t:killed" "$others" "$others") ;;
   term) specs=("$others" "$others" "$others" "$others") ;;
   exit3) specs=("t:exit" "t:exit|SIGTERM|killed" "t:exit|SIGTERM|killed" "t:exit|SIGTERM|killed") ;;
   esac
   [ "$case_" = exit3 ] && [ "$rc_plain" != 3 ] && fail "exit(3) gave exit status $rc_plain without xsprof"
   check_data "$run" "${specs[@]}"
-  check_merge "$run"
+  check_merge "$run" $([ "$case_" = abort ] && echo 1)
   ;;
 unwritable)
   # Root ignores permission bits, so use what fails for root too: (a) an

@@ -5,8 +5,10 @@ completed and what the rank data holds (fault_check's summary):
   - merged.h5 /ranks labels each rank with the same end_state, truncated and
     recovered (from a journal) flags;
   - merged.h5 /regions holds, per rank, exactly the "fault.iter" regions the
-    rank data holds (all the application completed, per fault_check).
-usage: merged_check.py SUMMARY_JSON OUT_DIR"""
+    rank data holds (all the application completed, per fault_check);
+  - ABORT_RANK given: that rank has exactly one MPI_Abort row in /mpi (the
+    wrapper records it before PMPI_Abort ends the job).
+usage: merged_check.py SUMMARY_JSON OUT_DIR [ABORT_RANK]"""
 import json
 import sys
 
@@ -23,6 +25,12 @@ def main():
         strings = [s.decode() if isinstance(s, bytes) else str(s) for s in f["strings"][:]]
         ranks = {int(r["rank"]): r for r in f["ranks"][:]}
         regions = f["regions"][:]
+        if len(sys.argv) > 3:
+            who = int(sys.argv[3])
+            aborts = [(int(m["rank"]), int(m["t_begin"])) for m in f["mpi"][:] if strings[int(m["op"])] == "MPI_Abort"]
+            print(f"MPI_Abort rows (rank, t_begin): {aborts}")
+            if [r for r, t in aborts] != [who]:
+                bad.append(f"MPI_Abort rows on ranks {[r for r, t in aborts]}, expected one on rank {who}")
         for s in summary:
             r = s["rank"]
             if s["source"] == "none":

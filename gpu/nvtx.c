@@ -33,8 +33,9 @@ typedef struct xsprof_nvtx_event {
     uint32_t name;
     uint32_t domain;   /* index into g_domains, 0 = default domain */
     uint32_t category; /* NVTX category, 0 = none */
-    int payload_kind;  /* 0 none, XSPROF_ARG_INT, XSPROF_ARG_DOUBLE */
+    int payload_kind;  /* 0 none, XSPROF_ARG_INT, XSPROF_ARG_DOUBLE, XSPROF_ARG_STRING */
     int64_t payload_i;
+    uint32_t payload_s; /* string id: an unsigned 64-bit payload past INT64_MAX */
     double payload_d;
     int64_t t_begin;
 } xsprof_nvtx_event;
@@ -104,12 +105,65 @@ static void xsprof_nvtx_pending_apply(void)
         xsprof_thread_name(name);
 }
 
-/* Linux wchar_t is UTF-32: encode to UTF-8 without depending on the locale. */
+/* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms,
+ * no surrogates, nothing past U+10FFFF), 0 when p does not start one. */
+static size_t xsprof_nvtx_utf8_seq(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    unsigned char lo = 0x80, hi = 0xBF;
+    size_t n;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* Copy `in` into out[len] as valid UTF-8: every byte that does not begin a
+ * valid sequence becomes U+FFFD, and a name too long for `out` is cut
+ * between characters, never inside one. The trace formats (JSON, Perfetto
+ * strings) require UTF-8, and NVTX takes any bytes. */
+static void xsprof_nvtx_utf8_clean(const char *in, char *out, size_t len)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p;) {
+        size_t n = xsprof_nvtx_utf8_seq(p);
+        const char *src = n ? (const char *)p : "\xEF\xBF\xBD";
+        size_t w = n ? n : 3;
+        if (o + w >= len)
+            break;
+        memcpy(out + o, src, w);
+        o += w;
+        p += n ? n : 1;
+    }
+    out[o] = '\0';
+}
+
+/* Linux wchar_t is UTF-32: encode to UTF-8 without depending on the locale;
+ * surrogates and values past U+10FFFF become U+FFFD. */
 static void xsprof_nvtx_utf8(const wchar_t *w, char *out, size_t len)
 {
     size_t o = 0;
     for (; w && *w && o + 5 < len; w++) {
         uint32_t c = (uint32_t)*w;
+        if ((c >= 0xD800 && c <= 0xDFFF) || c >= 0x110000)
+            c = 0xFFFD;
         if (c < 0x80) {
             out[o++] = (char)c;
         } else if (c < 0x800) {
@@ -119,7 +173,7 @@ static void xsprof_nvtx_utf8(const wchar_t *w, char *out, size_t len)
             out[o++] = (char)(0xE0 | (c >> 12));
             out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
             out[o++] = (char)(0x80 | (c & 0x3F));
-        } else if (c < 0x110000) {
+        } else {
             out[o++] = (char)(0xF0 | (c >> 18));
             out[o++] = (char)(0x80 | ((c >> 12) & 0x3F));
             out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
@@ -132,15 +186,9 @@ static void xsprof_nvtx_utf8(const wchar_t *w, char *out, size_t len)
 static uint32_t xsprof_nvtx_intern(const char *s)
 {
     xsprof_name_id id = 0;
-    char cut[XSPROF_NAME_MAX + 1];
-    if (!s || !*s)
-        s = "(unnamed)";
-    if (strlen(s) > XSPROF_NAME_MAX) {
-        memcpy(cut, s, XSPROF_NAME_MAX);
-        cut[XSPROF_NAME_MAX] = '\0';
-        s = cut;
-    }
-    xsprof_string_intern(s, &id);
+    char clean[XSPROF_NAME_MAX + 1];
+    xsprof_nvtx_utf8_clean(s && *s ? s : "(unnamed)", clean, sizeof clean);
+    xsprof_string_intern(clean, &id);
     return id;
 }
 
@@ -178,8 +226,15 @@ static void xsprof_nvtx_event_from_attr(const nvtxEventAttributes_t *a, uint32_t
     }
     switch (a->payloadType) {
     case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
-        ev->payload_kind = XSPROF_ARG_INT;
-        ev->payload_i = (int64_t)a->payload.ullValue;
+        if (a->payload.ullValue <= INT64_MAX) {
+            ev->payload_kind = XSPROF_ARG_INT;
+            ev->payload_i = (int64_t)a->payload.ullValue;
+        } else { /* past int64 args: exact in decimal rather than negative */
+            char num[24];
+            snprintf(num, sizeof num, "%llu", (unsigned long long)a->payload.ullValue);
+            ev->payload_kind = XSPROF_ARG_STRING;
+            ev->payload_s = xsprof_nvtx_intern(num);
+        }
         break;
     case NVTX_PAYLOAD_TYPE_INT64:
         ev->payload_kind = XSPROF_ARG_INT;
@@ -253,6 +308,9 @@ static void xsprof_nvtx_region_write(const xsprof_nvtx_event *ev, uint16_t depth
     } else if (ev->payload_kind == XSPROF_ARG_DOUBLE) {
         xsprof_nvtx_arg(&args[n], g_key_payload, XSPROF_ARG_DOUBLE, depth);
         args[n++].v.d = ev->payload_d;
+    } else if (ev->payload_kind == XSPROF_ARG_STRING) {
+        xsprof_nvtx_arg(&args[n], g_key_payload, XSPROF_ARG_STRING, depth);
+        args[n++].v.s = ev->payload_s;
     }
     if (range_id) {
         xsprof_nvtx_arg(&args[n], g_key_range, XSPROF_ARG_INT, depth);
@@ -538,8 +596,10 @@ static void NVTX_API xsprof_nvtx_name_category_w(uint32_t category, const wchar_
     errno = saved_errno;
 }
 
-static void xsprof_nvtx_name_thread(uint32_t os_tid, const char *name)
+static void xsprof_nvtx_name_thread(uint32_t os_tid, const char *raw)
 {
+    char name[sizeof g_pending[0].name];
+    xsprof_nvtx_utf8_clean(raw ? raw : "", name, sizeof name);
     if ((int)os_tid == xsprof_nvtx_os_tid()) {
         xsprof_thread_name(name);
         return;
@@ -550,7 +610,7 @@ static void xsprof_nvtx_name_thread(uint32_t os_tid, const char *name)
             if (!g_pending[i].os_tid)
                 atomic_fetch_add(&g_npending, 1);
             g_pending[i].os_tid = (int)os_tid;
-            snprintf(g_pending[i].name, sizeof g_pending[i].name, "%s", name ? name : "");
+            memcpy(g_pending[i].name, name, sizeof name);
             break;
         }
     }

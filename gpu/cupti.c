@@ -386,7 +386,10 @@ static void xsprof_gpu_rec_init(xsprof_rec_gpu *out, uint32_t kind, uint64_t sta
     out->h.size = xsprof_rec_size(sizeof *out);
     out->kind = kind;
     out->t_begin = (int64_t)start + offset_ns;
-    out->t_end = (int64_t)end + offset_ns;
+    /* An end before the start (CUPTI leaves end 0 when it could not time the
+     * end) is a record of unknown duration: zero-length, never negative,
+     * which would subtract from the GPU time of the report. */
+    out->t_end = end < start ? out->t_begin : (int64_t)end + offset_ns;
     out->device = out->stream = out->context = XSPROF_NA;
 }
 

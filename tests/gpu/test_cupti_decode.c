@@ -56,6 +56,15 @@ static const expect g_expect[] = {
     {"Sync: stream", XSPROF_GPU_SYNC, 1, 13, 106, 5, 2000000, 2100000, 0, {0}, {0}, 0, 0, 0},
     {"cudaLaunchKernel", XSPROF_GPU_API, NA, NA, 101, NA, 990000, 995000, 0, {0}, {0}, 0, 0, 1},
     {"cuLaunchKernel", XSPROF_GPU_API, NA, NA, 107, NA, 2200000, 2210000, 0, {0}, {0}, 0, 0, 1},
+    /* Edge values: an end before the start and an end CUPTI left 0 are
+     * zero-length (never negative), the largest correlation id is kept,
+     * unknown copy, memory and sync kinds get names, no device stays NA. */
+    {"edge_backwards", XSPROF_GPU_KERNEL, 1, 13, UINT32_MAX, 5, 3000000, 3000000, 0, {0}, {0}, 0, 0, 0},
+    {"edge_end_zero", XSPROF_GPU_KERNEL, 1, 13, UINT32_MAX - 1, 5, 3100000, 3100000, 0, {0}, {0}, 0, 0, 0},
+    {"edge_zero_length", XSPROF_GPU_KERNEL, 1, 13, 0, 5, 3200000, 3200000, 0, {0}, {0}, 0, 0, 0},
+    {"Memcpy Unknown (Unknown -> Unknown)", XSPROF_GPU_MEMCPY_OTHER, 1, 13, UINT32_MAX, 5, 3300000, 3300000, 0, {0},
+     {0}, 0, 0, 0},
+    {"Sync: unknown", XSPROF_GPU_SYNC, NA, NA, 5, 999, 3400000, 3400000, 0, {0}, {0}, 0, 0, 0},
 };
 #define NEXPECT (sizeof g_expect / sizeof *g_expect)
 
@@ -161,6 +170,47 @@ static size_t fill(uint8_t *buf, uint32_t os_tid)
     a->processId = (uint32_t)getpid();
     a->threadId = os_tid;
     a->correlationId = 107;
+    const struct {
+        const char *name;
+        uint64_t start, end;
+        uint32_t corr;
+    } edges[] = {
+        {"edge_backwards", 3000000, 2999000, UINT32_MAX},
+        {"edge_end_zero", 3100000, 0, UINT32_MAX - 1},
+        {"edge_zero_length", 3200000, 3200000, 0},
+    };
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) {
+        k = (CUpti_ActivityKernel10 *)(buf + off);
+        off += sizeof *k;
+        k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        k->name = edges[i].name;
+        k->start = edges[i].start;
+        k->end = edges[i].end;
+        k->deviceId = 1;
+        k->contextId = 5;
+        k->streamId = 13;
+        k->correlationId = edges[i].corr;
+    }
+    CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)(buf + off);
+    off += sizeof *m;
+    m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m->copyKind = 200;
+    m->srcKind = 99;
+    m->dstKind = 99;
+    m->start = m->end = 3300000;
+    m->deviceId = 1;
+    m->contextId = 5;
+    m->streamId = 13;
+    m->correlationId = UINT32_MAX;
+    s = (CUpti_ActivitySynchronization2 *)(buf + off); /* a context never seen: no device */
+    off += sizeof *s;
+    s->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    s->type = 77;
+    s->start = 3400000;
+    s->end = 3399999;
+    s->correlationId = 5;
+    s->contextId = 999;
+    s->streamId = UINT32_MAX;
     return off;
 }
 

@@ -244,6 +244,56 @@ void xsm_out_printf(xsm_out *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+size_t xsm_utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!n)
+        return 0;
+    /* the second byte's range excludes overlong forms, surrogates and
+     * values past U+10FFFF */
+    unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    unsigned hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+void xsm_out_pb_utf8(xsm_out *b, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t out = 0, i = 0;
+    for (i = 0; i < n;) { /* the length first: the field is length-delimited */
+        size_t k = u[i] < 0x80 ? 1 : xsm_utf8_len(u + i);
+        k = k && i + k <= n ? k : 0;
+        out += k ? k : 3;
+        i += k ? k : 1;
+    }
+    uint64_t v = out;
+    char var[10];
+    size_t nv = 0;
+    do {
+        var[nv++] = (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    xsm_out_put(b, var, nv);
+    if (out == n) {
+        xsm_out_put(b, s, n);
+        return;
+    }
+    for (i = 0; i < n;) {
+        size_t k = u[i] < 0x80 ? 1 : xsm_utf8_len(u + i);
+        k = k && i + k <= n ? k : 0;
+        xsm_out_put(b, k ? s + i : "\xef\xbf\xbd", k ? k : 3);
+        i += k ? k : 1;
+    }
+}
+
 void xsm_out_json_str(xsm_out *b, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
@@ -263,8 +313,17 @@ void xsm_out_json_str(xsm_out *b, const char *s)
             if (*c < 0x20 || *c == 0x7f) {
                 *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
                 *o++ = hex[*c >> 4]; *o++ = hex[*c & 15];
-            } else {
+            } else if (*c < 0x80) {
                 *o++ = (char)*c;
+            } else {
+                size_t k = xsm_utf8_len(c);
+                if (!k) { /* not UTF-8: U+FFFD, 3 bytes for 1 (room: 6 a byte) */
+                    *o++ = (char)0xef; *o++ = (char)0xbf; *o++ = (char)0xbd;
+                } else {
+                    memcpy(o, c, k);
+                    o += k;
+                    c += k - 1;
+                }
             }
         }
     }

@@ -97,8 +97,17 @@ static inline void xsm_out_put(xsm_out *b, const void *data, size_t n)
     xsm_out_put_slow(b, data, n);
 }
 void xsm_out_printf(xsm_out *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* JSON string literal with escaping, including the quotes. */
+/* JSON string literal with escaping, including the quotes; bytes that
+ * start no valid UTF-8 sequence become U+FFFD (JSON must be UTF-8). */
 void xsm_out_json_str(xsm_out *b, const char *s);
+/* Length (1-4) of the valid UTF-8 sequence at p, 0 when the bytes there
+ * start none (RFC 3629: no overlong form, surrogate or value past
+ * U+10FFFF); a NUL byte never continues a sequence. */
+size_t xsm_utf8_len(const unsigned char *p);
+/* Protobuf string fields: s (n bytes) as a length-delimited field, with
+ * bytes that start no valid UTF-8 sequence replaced by U+FFFD. Names come
+ * from the programs (NVTX, regions, hosts) and may be in any encoding. */
+void xsm_out_pb_utf8(xsm_out *b, const char *s, size_t n);
 /* Non-negative ns as microseconds with 3 decimals ("12.345"). */
 void xsm_out_us(xsm_out *b, int64_t ns);
 void xsm_out_i64(xsm_out *b, int64_t v);

@@ -78,10 +78,15 @@ void xsm_buf_json_str(xsm_buf *b, const char *s, int html_safe)
         case '\r': xsm_buf_put(b, "\\r", 2); break;
         case '\t': xsm_buf_put(b, "\\t", 2); break;
         default:
-            if (*p < 0x20 || (html_safe && (*p == '<' || *p == '>' || *p == '&')))
+            if (*p < 0x20 || (html_safe && (*p == '<' || *p == '>' || *p == '&'))) {
                 xsm_buf_printf(b, "\\u%04x", *p);
-            else
+            } else if (*p < 0x80) {
                 xsm_buf_put(b, (const char *)p, 1);
+            } else { /* JSON is UTF-8: a byte that starts no sequence becomes U+FFFD */
+                size_t k = xsm_utf8_len(p);
+                xsm_buf_put(b, k ? (const char *)p : "\xef\xbf\xbd", k ? k : 3);
+                p += k ? k - 1 : 0;
+            }
         }
     }
     xsm_buf_put(b, "\"", 1);
@@ -99,13 +104,19 @@ void xsm_buf_json_num(xsm_buf *b, double v)
 
 void xsm_buf_html_str(xsm_buf *b, const char *s)
 {
-    for (const char *p = s ? s : ""; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
         switch (*p) {
         case '<': xsm_buf_puts(b, "&lt;"); break;
         case '>': xsm_buf_puts(b, "&gt;"); break;
         case '&': xsm_buf_puts(b, "&amp;"); break;
         case '"': xsm_buf_puts(b, "&quot;"); break;
-        default: xsm_buf_put(b, p, 1);
+        default: {
+            /* flame.svg is XML: no control characters but tab and line
+             * ends, only UTF-8; anything else becomes U+FFFD */
+            size_t k = *p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r' ? 0 : xsm_utf8_len(p);
+            xsm_buf_put(b, k ? (const char *)p : "\xef\xbf\xbd", k ? k : 3);
+            p += k ? k - 1 : 0;
+        }
         }
     }
 }

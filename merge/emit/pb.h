@@ -109,7 +109,13 @@ static inline void xsm_pb_bytes(xsm_out *o, uint32_t field, const void *p, size_
     xsm_out_put(o, p, n);
 }
 
-static inline void xsm_pb_str(xsm_out *o, uint32_t field, const char *s) { xsm_pb_bytes(o, field, s, strlen(s)); }
+/* A string field: valid UTF-8 (protobuf's rule; protoc and Perfetto's
+ * parser flag anything else). */
+static inline void xsm_pb_str(xsm_out *o, uint32_t field, const char *s)
+{
+    xsm_pb_key(o, field, XSM_PB_LEN);
+    xsm_out_pb_utf8(o, s, strlen(s));
+}
 
 /* Open a nested message; returns the offset to pass to xsm_pb_end. The
  * length gets one byte now (most messages are shorter than 128 bytes) and

@@ -180,4 +180,37 @@ for kind in ("golden", "gpu", "backrecv"):
                 if host and field(p, "    track_uuid") == [str(host[0])] and field(p, "    double_counter_value")]
         check(vals == [4096.0, 0.0], "memory (host) counter values %s" % vals)
         check("worker (thread 1)" in names, "second thread named")
+
+# names in no valid encoding (merge_make_runs badnames): every product
+# parses, a valid name is kept whole, each bad byte is one U+FFFD
+run = make_run(maker, "badnames", os.path.join(base, "badnames"))
+out = os.path.join(base, "out-badnames")
+rc, so, se = xsmerge(run, "-o", out, "-q")
+check(rc == 0, "badnames merges (%s)" % se)
+with open(os.path.join(out, "trace.pftrace"), "rb") as f:
+    p = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", os.path.dirname(proto), proto],
+                       stdin=f, capture_output=True)
+check(p.returncode == 0 and b"UTF-8" not in p.stderr, "badnames: trace.pftrace's strings are UTF-8 (%s)" % p.stderr[-300:])
+want = {"caf\ufffd latin1", "cut \ufffd\ufffd", "surrogate \ufffd\ufffd\ufffd", "ctl \x01\x1f <&\">",
+        "ok \u00e9\u20ac\U0001f600"}
+for prod in ("trace.json", "report.json"):
+    try:
+        raw = open(os.path.join(out, prod), "rb").read()
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        check(False, "badnames: %s does not load: %s" % (prod, e))
+        continue
+    if prod == "trace.json":
+        got = {e["name"] for e in doc["traceEvents"] if e["ph"] == "X"}
+        check(got == want, "badnames: trace.json names %r" % sorted(got))
+        threads = {e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+        check("w\ufffd\ufffdorker (thread 1)" in threads, "badnames: thread name %r" % sorted(threads))
+    else:
+        text = raw.decode("utf-8")
+        check(all(json.dumps(w, ensure_ascii=False)[1:-1] in text for w in want), "badnames: report.json names")
+try:
+    import xml.etree.ElementTree as ET
+    ET.parse(os.path.join(out, "flame.svg"))
+except Exception as e:  # noqa: BLE001 (any parse error is the finding)
+    check(False, "badnames: flame.svg is not XML: %s" % e)
 finish("merge_perfetto")

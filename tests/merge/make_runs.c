@@ -922,6 +922,27 @@ static int empty(const char *dir)
     return bad;
 }
 
+/* Names in no valid encoding, as programs pass them (Latin-1 bytes, a cut
+ * multi-byte character, a surrogate, control characters) beside valid
+ * UTF-8: every product must still parse (JSON, protobuf, XML). */
+static int badnames(const char *dir)
+{
+    static const char *names[] = {"caf\xe9 latin1", "cut \xe2\x82", "surrogate \xed\xa0\x80",
+                                  "ctl \x01\x1f <&\">", "ok \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"};
+    int bad = 0;
+    for (int r = 0; r < 2; r++) {
+        xsf *f = world2(dir, r, 0);
+        if (!f)
+            return 1;
+        xsf_thread(f, 1, "w\xff\xfeorker");
+        int64_t t = 1000;
+        for (int i = 0; i < 5; i++, t += 1000)
+            xsf_region(f, i % 2, names[i], 0, t, t + 800 + 100 * r);
+        bad |= xsf_close(f, XSPROF_JOURNAL_FINALIZED, 1) != 0;
+    }
+    return bad;
+}
+
 /* Ring exchange: each step a region, a send to the right neighbour, a
  * receive from the left one; about 3 events per step. */
 /* The ring of `big`; with skew, each rank's clock is off by an error its
@@ -1148,7 +1169,7 @@ static int mpithreads(const char *dir, int n)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|latelr|backrecv|unrecv|gpu|gpumpi|empty|deep|icoll|icoll_late|zerocoll|mpithreads|mpithreads_far|window|big|bigskew DIR [NRANKS EVENTS]\n");
+        fprintf(stderr, "usage: merge_make_runs golden|journal|foreign|skew|latelr|backrecv|unrecv|gpu|gpumpi|empty|deep|icoll|icoll_late|zerocoll|mpithreads|mpithreads_far|badnames|window|big|bigskew DIR [NRANKS EVENTS]\n");
         return 2;
     }
     const char *kind = argv[1], *dir = argv[2];
@@ -1183,6 +1204,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);
     if (!strcmp(kind, "window")) return window(dir);
+    if (!strcmp(kind, "badnames")) return badnames(dir);
     if (!strcmp(kind, "big") && argc >= 5) return big(dir, atoi(argv[3]), atol(argv[4]));
     if (!strcmp(kind, "bigskew") && argc >= 5) return big_ring(dir, atoi(argv[3]), atol(argv[4]), 1);
     fprintf(stderr, "merge_make_runs: unknown kind %s\n", kind);

@@ -130,6 +130,13 @@ def same_path(a, b):
         same(parts(a["regions"]), parts(b["regions"])) and same(parts(a["ranks"]), parts(b["ranks"]))
 
 
+class Noisy(Exception):
+    """A check of what the planted sleeps produced: on 2 shared cores a
+    descheduled rank can shift a wait by more than the tolerance or make
+    another wait the largest, so a miss reruns the program (3 runs at most);
+    the checks of what xsmerge computes from a run fail at once."""
+
+
 def planted(mode, np, ms, stream=False):
     kind, region, ranks_ok, waiters = EXPECT[mode]
     rundir = profile("planted-" + mode + ("-stream" if stream else ""), mode, np, ms)
@@ -165,19 +172,19 @@ def planted(mode, np, ms, stream=False):
     want = ms / 1000.0 * waiters(np)
     print(f"planted {mode}: expect {kind} in {region}, {want:.3f} s; got {top['kind']} in {top['region']}, "
           f"{top['seconds_lost']:.4f} s, ranks {top['ranks']}")
-    if top["kind"] != kind:
-        fail(f"top finding kind {top['kind']!r}, planted {kind!r}")
-    if top["region"] != region:
-        fail(f"top finding region {top['region']!r}, planted {region!r}")
-    if not ranks_ok(np, top["ranks"]):
-        fail(f"top finding ranks {top['ranks']}")
-    if abs(top["seconds_lost"] - want) > 0.10 * want:
-        fail(f"top finding {top['seconds_lost']:.4f} s, planted {want:.4f} s (more than 10 % off)")
-    ws = {w["kind"]: w for w in rep["wait_states"]}[kind]
-    if not ws["sites"] or ws["seconds"] < top["seconds_lost"] - 1e-9:
-        fail(f"wait_states row for {kind} does not hold the finding")
+    ws = {w["kind"]: w for w in rep["wait_states"]}.get(top["kind"])
+    if not ws or not ws["sites"] or ws["seconds"] < top["seconds_lost"] - 1e-9:
+        fail(f"wait_states row for {top['kind']} does not hold the finding")
     if not stream:
         check_h5_waits(out, rep)
+    if top["kind"] != kind:
+        raise Noisy(f"top finding kind {top['kind']!r}, planted {kind!r}")
+    if top["region"] != region:
+        raise Noisy(f"top finding region {top['region']!r}, planted {region!r}")
+    if not ranks_ok(np, top["ranks"]):
+        raise Noisy(f"top finding ranks {top['ranks']}")
+    if abs(top["seconds_lost"] - want) > 0.10 * want:
+        raise Noisy(f"top finding {top['seconds_lost']:.4f} s, planted {want:.4f} s (more than 10 % off)")
     print(f"ok: {mode}{' --stream' if stream else ''} error {100.0 * (top['seconds_lost'] - want) / want:+.1f}%")
 
 
@@ -361,7 +368,14 @@ def main():
         fail(__doc__)
     what = sys.argv[1]
     if what == "planted":
-        planted(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), len(sys.argv) > 5 and sys.argv[5] == "stream")
+        for attempt in (1, 2, 3):
+            try:
+                planted(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), len(sys.argv) > 5 and sys.argv[5] == "stream")
+                break
+            except Noisy as e:
+                print(f"run {attempt} of 3: {e}", flush=True)
+                if attempt == 3:
+                    fail(str(e))
     elif what == "html":
         html(sys.argv[2:])
     elif what == "regression":

@@ -379,6 +379,11 @@ static const char *xsprof_synckind(uint32_t t)
     }
 }
 
+/* Records CUPTI could not time at all (start 0): placed at CUPTI's time
+ * zero they would stretch the merged timeline back by hours, so they are
+ * counted instead (rank metadata gpu_untimed_records). */
+static atomic_uint_fast64_t g_untimed;
+
 static void xsprof_gpu_rec_init(xsprof_rec_gpu *out, uint32_t kind, uint64_t start, uint64_t end, int64_t offset_ns)
 {
     memset(out, 0, sizeof *out);
@@ -484,6 +489,8 @@ xsprof_status xsprof_cupti_decode(const CUpti_Activity *rec, int64_t offset_ns, 
     default:
         return XSPROF_ERR_UNSUPPORTED;
     }
+    if (out->t_begin == offset_ns) /* start 0: untimed */
+        return XSPROF_ERR_FORMAT;
     return xsprof_string_intern(name, &out->name);
 }
 
@@ -505,8 +512,11 @@ void CUPTIAPI xsprof_cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint
         CUpti_Activity *rec = NULL;
         while (g_cupti.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
             xsprof_rec_gpu out;
-            if (xsprof_cupti_decode(rec, offset, &out) == XSPROF_OK)
+            xsprof_status st = xsprof_cupti_decode(rec, offset, &out);
+            if (st == XSPROF_OK)
                 xsprof_buf_append(&out, out.h.size, atomic_load(&g_final));
+            else if (st == XSPROF_ERR_FORMAT)
+                atomic_fetch_add(&g_untimed, 1);
         }
     }
     size_t dropped = 0;
@@ -561,6 +571,11 @@ static void xsprof_cupti_finalize(void)
     xsprof_meta_set("gpu_dropped_records", n);
     if (dropped)
         xsprof_log(XSPROF_LOG_WARN, "CUPTI dropped %" PRIu64 " GPU activity records (buffers full)", dropped);
+    uint64_t untimed = (uint64_t)atomic_load(&g_untimed);
+    snprintf(n, sizeof n, "%" PRIu64, untimed);
+    xsprof_meta_set("gpu_untimed_records", n);
+    if (untimed)
+        xsprof_log(XSPROF_LOG_WARN, "CUPTI gave %" PRIu64 " GPU activity records without timestamps: left out", untimed);
     errno = saved;
 }
 

@@ -202,6 +202,14 @@ static size_t fill(uint8_t *buf, uint32_t os_tid)
     m->contextId = 5;
     m->streamId = 13;
     m->correlationId = UINT32_MAX;
+    k = (CUpti_ActivityKernel10 *)(buf + off); /* untimed (start 0): left out, counted */
+    off += sizeof *k;
+    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k->name = "edge_untimed";
+    k->deviceId = 1;
+    k->contextId = 5;
+    k->streamId = 13;
+    k->correlationId = 9;
     s = (CUpti_ActivitySynchronization2 *)(buf + off); /* a context never seen: no device */
     off += sizeof *s;
     s->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
@@ -255,6 +263,8 @@ int main(int argc, char **argv)
     CHECK_EQ(r.t_begin, 1010);
     CHECK_EQ(r.t_end, 1020);
     CHECK(xsprof_cupti_decode((const CUpti_Activity *)&k, 0, NULL) == XSPROF_ERR_INVALID);
+    k.start = k.end = 0;
+    CHECK(xsprof_cupti_decode((const CUpti_Activity *)&k, 1000, &r) == XSPROF_ERR_FORMAT);
     k.kind = CUPTI_ACTIVITY_KIND_MARKER;
     CHECK(xsprof_cupti_decode((const CUpti_Activity *)&k, 0, &r) == XSPROF_ERR_UNSUPPORTED);
 

@@ -5,6 +5,14 @@ set(_xs_targets xsprof xsprof-memory)
 if(TARGET xsprof-mpi)
   list(APPEND _xs_targets xsprof-mpi)
 endif()
+# A program that reaches MPI only through symbols libxsprof-mpi does not
+# define (the mpi_f08 module, or MPI called from another shared library) and
+# calls no xsprof function would lose xsprof to --as-needed, the default of
+# Debian's and Ubuntu's gcc, and be recorded by nothing, silently: the
+# installed targets (and the .pc files) keep their library on the link line.
+foreach(t ${_xs_targets})
+  target_link_options(${t} INTERFACE "$<INSTALL_INTERFACE:LINKER:--no-as-needed>")
+endforeach()
 install(TARGETS ${_xs_targets} EXPORT xsprofTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -22,4 +22,25 @@ XSPROF_OUTPUT=$work/run-pc "$work/consumer-pc"
 [ -s "$work/run-pc/rank-00000.h5" ] || { echo "pkg-config consumer wrote no rank file"; exit 1; }
 # The MPI flavour resolves too.
 pkg-config --libs xsprof-mpi | grep -q -- -lxsprof-mpi
-echo "install test: both consumers built and recorded"
+# 3. An MPI program that calls no xsprof function and reaches MPI through
+# the mpi_f08 module (symbols libxsprof-mpi does not define) is still
+# recorded when linked both ways: the link flags keep libxsprof-mpi although
+# gcc passes --as-needed here.
+if command -v mpifort >/dev/null && [ -n "${MPIEXEC:-}" ] &&
+   echo 'program p; use mpi_f08; end program' > "$work/probe.f90" &&
+   mpifort "$work/probe.f90" -o "$work/probe" >/dev/null 2>&1; then
+  f08=$XSPROF_SOURCE/tests/install/consumer_f08
+  mpifort "$f08/consumer_f08.f90" $(pkg-config --libs xsprof-mpi) -o "$work/f08-pc"
+  cmake -S "$f08" -B "$work/bf" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+  cmake --build "$work/bf" >/dev/null
+  for exe in "$work/f08-pc" "$work/bf/consumer_f08"; do
+    out=$work/run-$(basename "$exe")
+    XSPROF_GPU=0 "$MPIEXEC" -n 2 -x XSPROF_GPU -x XSPROF_OUTPUT="$out" "$exe"
+    for r in 0 1; do
+      [ -s "$out/rank-0000$r.h5" ] || { echo "$exe (mpi_f08, linked -lxsprof-mpi) wrote no rank-0000$r.h5"; exit 1; }
+    done
+  done
+else
+  echo "install test: no mpi_f08 here; the Fortran consumer is skipped"
+fi
+echo "install test: the consumers built and recorded"

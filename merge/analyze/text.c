@@ -64,9 +64,11 @@ static void findings(const xsm_an *a, xsm_buf *b, size_t max)
 static void rank_table(const xsm_an *a, xsm_buf *b, size_t max)
 {
     xsm_buf_puts(b, "rank  host              wall        MPI    wait(in MPI)     GPU   MPI%\n");
-    size_t shown = 0;
-    for (size_t r = 0; r < a->nranks && shown < max; r++) {
+    size_t shown = 0, present = 0;
+    for (size_t r = 0; r < a->nranks; r++) {
         if (!a->rs[r].present)
+            continue;
+        if (present++ >= max)
             continue;
         shown++;
         char w[32], m[32], wt[32], g[32];
@@ -78,8 +80,9 @@ static void rank_table(const xsm_an *a, xsm_buf *b, size_t max)
         xsm_buf_printf(b, "%4zu  %-16.16s %9s %10s %15s %7s %5.1f%s\n", r, a->run->ranks[r].d.host, w, m, wt, g,
                        wall > 0 ? 100.0 * (double)a->rs[r].mpi_ns * 1e-9 / wall : 0.0, a->rs[r].outlier ? "  outlier" : "");
     }
-    if (shown < a->nranks)
-        xsm_buf_printf(b, "  ... %zu more ranks in report.json\n", a->nranks - shown);
+    /* ranks that are missing or that --ranks left out are in no table */
+    if (shown < present)
+        xsm_buf_printf(b, "  ... %zu more ranks in report.json\n", present - shown);
 }
 
 void xsm_report_summary(const xsm_an *a, xsm_buf *b)
@@ -95,7 +98,14 @@ void xsm_report_summary(const xsm_an *a, xsm_buf *b)
     }
     char d[32];
     xsm_fmt_dur(d, sizeof d, (double)(a->t1 - a->t0) * 1e-9);
-    xsm_buf_printf(b, "xsprof report: %zu ranks on %zu host%s, %s", a->nranks, hosts, hosts == 1 ? "" : "s", d);
+    size_t left_out = 0;
+    for (size_t r = 0; r < a->nranks; r++)
+        left_out += a->run->ranks[r].left_out != 0;
+    if (left_out)
+        xsm_buf_printf(b, "xsprof report: %zu of %zu ranks (--ranks) on %zu host%s, %s", a->nranks - left_out, a->nranks,
+                       hosts, hosts == 1 ? "" : "s", d);
+    else
+        xsm_buf_printf(b, "xsprof report: %zu ranks on %zu host%s, %s", a->nranks, hosts, hosts == 1 ? "" : "s", d);
     if (a->run->command[0])
         xsm_buf_printf(b, ", command: %.200s", a->run->command);
     xsm_buf_puts(b, "\n\n");

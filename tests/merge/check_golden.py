@@ -144,6 +144,12 @@ with h5py.File(os.path.join(out3, "merged.h5"), "r") as h:
 rep = json.load(open(os.path.join(out3, "report.json")))
 check('"missing_ranks":0' in json.dumps(rep, separators=(",", ":")), "--ranks 0,2: no missing rank in report.json")
 check("is missing" not in open(os.path.join(out3, "report.txt")).read(), "--ranks 0,2: report.txt says no rank is missing")
+# the rank tables list the two merged ranks and send the reader to report.json
+# for no other (they said "... 1 more ranks in report.json", which has no data
+# for it); the summary says how many ranks were merged
+txt = open(os.path.join(out3, "report.txt")).read()
+check("more ranks in report.json" not in txt, "--ranks 0,2: no rank is said to be in report.json only: %s" % txt)
+check(txt.startswith("xsprof report: 2 of 3 ranks (--ranks) on "), "--ranks 0,2: the summary says 2 of 3 ranks: %s" % txt[:80])
 # ranks the run has no file of: a note when some are, one line and exit 1 when all are
 rc, so, se = xsmerge(run, "-o", os.path.join(base, "out3b"), "-q", "--ranks", "1-9")
 check(rc == 0, "--ranks 1-9 merges ranks 1 and 2: %s" % se)

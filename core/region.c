@@ -119,6 +119,10 @@ static xsprof_status arg_put(const char *key, xsprof_rec_arg *a) {
     if (xsprof_skip_)
         return XSPROF_ERR_DISABLED; /* the innermost open region is not recorded */
     if (!t || !t->depth) {
+        /* a scope begun while collection is off leaves no frame and no
+         * skip count: its arguments are not misuse */
+        if (!atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed))
+            return XSPROF_ERR_DISABLED;
         xsprof_anomaly("region argument outside a region");
         return XSPROF_ERR_STATE;
     }

@@ -68,10 +68,24 @@ static void scenario(const char *tag, begin_fn begin, end_fn end) {
 #undef END
 }
 
+/* XSPROF_SCOPE while the session is stopped begins nothing at all (the
+ * inline check returns before the skip count): an argument given inside it
+ * is refused as disabled, as in a skipped region, not counted as misuse
+ * ("region argument outside a region", a warning per call). */
+static void scope_stopped(void) {
+    CHECK(xsprof_session_stop() == XSPROF_OK);
+    {
+        XSPROF_SCOPE("scope_stopped");
+        CHECK(xsprof_region_arg_int("k", 3) == XSPROF_ERR_DISABLED);
+    }
+    CHECK(xsprof_session_start() == XSPROF_OK);
+}
+
 int main(void) {
     memsink_install();
     scenario("inline", NULL, NULL);
     scenario("exported", &xsprof_region_begin_id, &xsprof_region_end);
+    scope_stopped();
     CHECK(xsprof_region_end() == XSPROF_ERR_UNBALANCED); /* everything above was balanced */
     CHECK(xsprof_finalize() == XSPROF_OK);
     CHECK(memsink_loaded);
@@ -91,6 +105,7 @@ int main(void) {
         snprintf(n, sizeof n, "child_%s", tags[i]);
         CHECK((r = find(n)) && r->depth == 1);
     }
+    CHECK(find("scope_stopped") == NULL);
     CHECK(memsink_data.anomalies == 1); /* the deliberate end without begin only */
     printf("test_skip: ok (%zu regions)\n", memsink_data.nregions);
     return 0;

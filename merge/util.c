@@ -264,31 +264,31 @@ size_t xsm_utf8_len(const unsigned char *p)
     return n;
 }
 
-void xsm_out_pb_utf8(xsm_out *b, const char *s, size_t n)
+/* Bytes at u[i] taken as one piece: a valid sequence inside n, else 0
+ * (one byte replaced). */
+static size_t xsm_utf8_piece(const unsigned char *u, size_t i, size_t n)
+{
+    size_t k = u[i] < 0x80 ? 1 : xsm_utf8_len(u + i);
+    return k && i + k <= n ? k : 0;
+}
+
+size_t xsm_utf8_fixed_len(const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
-    size_t out = 0, i = 0;
-    for (i = 0; i < n;) { /* the length first: the field is length-delimited */
-        size_t k = u[i] < 0x80 ? 1 : xsm_utf8_len(u + i);
-        k = k && i + k <= n ? k : 0;
+    size_t out = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = xsm_utf8_piece(u, i, n);
         out += k ? k : 3;
         i += k ? k : 1;
     }
-    uint64_t v = out;
-    char var[10];
-    size_t nv = 0;
-    do {
-        var[nv++] = (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    xsm_out_put(b, var, nv);
-    if (out == n) {
-        xsm_out_put(b, s, n);
-        return;
-    }
-    for (i = 0; i < n;) {
-        size_t k = u[i] < 0x80 ? 1 : xsm_utf8_len(u + i);
-        k = k && i + k <= n ? k : 0;
+    return out;
+}
+
+void xsm_out_utf8_fixed(xsm_out *b, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k = xsm_utf8_piece(u, i, n);
         xsm_out_put(b, k ? s + i : "\xef\xbf\xbd", k ? k : 3);
         i += k ? k : 1;
     }

@@ -104,10 +104,11 @@ void xsm_out_json_str(xsm_out *b, const char *s);
  * start none (RFC 3629: no overlong form, surrogate or value past
  * U+10FFFF); a NUL byte never continues a sequence. */
 size_t xsm_utf8_len(const unsigned char *p);
-/* Protobuf string fields: s (n bytes) as a length-delimited field, with
- * bytes that start no valid UTF-8 sequence replaced by U+FFFD. Names come
- * from the programs (NVTX, regions, hosts) and may be in any encoding. */
-void xsm_out_pb_utf8(xsm_out *b, const char *s, size_t n);
+/* s (n bytes) with every byte that starts no valid UTF-8 sequence
+ * replaced by U+FFFD (3 bytes): its length, and the bytes themselves.
+ * Names come from the programs (NVTX, regions, hosts) in any encoding. */
+size_t xsm_utf8_fixed_len(const char *s, size_t n);
+void xsm_out_utf8_fixed(xsm_out *b, const char *s, size_t n);
 /* Non-negative ns as microseconds with 3 decimals ("12.345"). */
 void xsm_out_us(xsm_out *b, int64_t ns);
 void xsm_out_i64(xsm_out *b, int64_t v);

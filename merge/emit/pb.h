@@ -113,8 +113,14 @@ static inline void xsm_pb_bytes(xsm_out *o, uint32_t field, const void *p, size_
  * parser flag anything else). */
 static inline void xsm_pb_str(xsm_out *o, uint32_t field, const char *s)
 {
+    size_t n = strlen(s), fixed = xsm_utf8_fixed_len(s, n);
+    if (fixed == n) {
+        xsm_pb_bytes(o, field, s, n);
+        return;
+    }
     xsm_pb_key(o, field, XSM_PB_LEN);
-    xsm_out_pb_utf8(o, s, strlen(s));
+    xsm_pb_varint(o, fixed);
+    xsm_out_utf8_fixed(o, s, n);
 }
 
 /* Open a nested message; returns the offset to pass to xsm_pb_end. The

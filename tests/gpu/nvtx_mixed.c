@@ -1,6 +1,7 @@
 /* tests/gpu/nvtx_mixed.c — xsprof regions with args and NVTX ranges
  * interleaved on one thread: NVTX ranges must not take (or lose) the args of
- * the xsprof regions around and inside them. Reads its own rank file back.
+ * the xsprof regions around and inside them; ranges left open at finalize
+ * are counted. Reads its own rank file back.
  *
  * usage: nvtx_mixed RUN_DIR   (XSPROF_OUTPUT must equal RUN_DIR) */
 #include <nvtx3/nvToolsExt.h>
@@ -61,6 +62,9 @@ int main(int argc, char **argv)
     xsprof_region_end();
     nvtxRangePop();
     xsprof_region_end();
+    /* left open: counted at finalize, not lost silently */
+    nvtxRangePushA("never_popped");
+    nvtxRangeStartA("never_ended");
     if (xsprof_finalize() != XSPROF_OK)
         return 1;
 
@@ -92,6 +96,12 @@ int main(int argc, char **argv)
                "time nesting user_outer > nvtx_mid > user_inner > nvtx_lib");
     }
     expect(d.anomalies == 0, "no anomalies");
+    const char *open = NULL;
+    for (size_t i = 0; i < d.nmeta; i++)
+        if (!strcmp(xsprof_rank_data_string(&d, d.meta[i].key), "nvtx_open_at_finalize"))
+            open = xsprof_rank_data_string(&d, d.meta[i].value);
+    expect(open && !strcmp(open, "2"), "nvtx_open_at_finalize is 2 (the pushed and the started range)");
+    expect(!find(&d, "never_popped") && !find(&d, "never_ended"), "ranges without an end are not recorded");
     xsprof_rank_data_free(&d);
     if (!g_fail)
         printf("nvtx mixed: xsprof args intact around NVTX ranges\n");

@@ -106,6 +106,17 @@ typedef struct xsm_run {
     int64_t win_from, win_to;
 } xsm_run;
 
+/* --from/--to on the run (to: INT64_MAX without --to): it ends at the
+ * window's end at most, and the report clips what it measures to it. */
+static inline void xsm_run_window_set(xsm_run *run, int64_t from, int64_t to)
+{
+    if (run->t_end > to)
+        run->t_end = to;
+    run->win = 1;
+    run->win_from = from;
+    run->win_to = to;
+}
+
 /* [*b, *e] clipped to run's window (unchanged without one). An event kept
  * overlaps it, so *b <= *e stays true of a well-formed one. */
 static inline void xsm_run_clip(const xsm_run *run, int64_t *b, int64_t *e)

@@ -272,6 +272,13 @@ static size_t xsm_utf8_piece(const unsigned char *u, size_t i, size_t n)
     return k && i + k <= n ? k : 0;
 }
 
+size_t xsm_out_utf8_char(xsm_out *b, const unsigned char *p)
+{
+    size_t k = xsm_utf8_len(p);
+    xsm_out_put(b, k ? (const char *)p : "\xef\xbf\xbd", k ? k : 3);
+    return k ? k : 1;
+}
+
 size_t xsm_utf8_fixed_len(const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;

@@ -108,6 +108,9 @@ size_t xsm_utf8_len(const unsigned char *p);
  * replaced by U+FFFD (3 bytes): its length, and the bytes themselves.
  * Names come from the programs (NVTX, regions, hosts) in any encoding. */
 size_t xsm_utf8_fixed_len(const char *s, size_t n);
+/* Puts the character at p (NUL-terminated): its valid UTF-8 sequence, or
+ * U+FFFD for a byte that starts none. Returns the bytes of p it took. */
+size_t xsm_out_utf8_char(xsm_out *b, const unsigned char *p);
 void xsm_out_utf8_fixed(xsm_out *b, const char *s, size_t n);
 /* Non-negative ns as microseconds with 3 decimals ("12.345"). */
 void xsm_out_us(xsm_out *b, int64_t ns);

@@ -83,9 +83,7 @@ void xsm_buf_json_str(xsm_buf *b, const char *s, int html_safe)
             } else if (*p < 0x80) {
                 xsm_buf_put(b, (const char *)p, 1);
             } else { /* JSON is UTF-8: a byte that starts no sequence becomes U+FFFD */
-                size_t k = xsm_utf8_len(p);
-                xsm_buf_put(b, k ? (const char *)p : "\xef\xbf\xbd", k ? k : 3);
-                p += k ? k - 1 : 0;
+                p += xsm_out_utf8_char(b, p) - 1;
             }
         }
     }
@@ -113,9 +111,10 @@ void xsm_buf_html_str(xsm_buf *b, const char *s)
         default: {
             /* flame.svg is XML: no control characters but tab and line
              * ends, only UTF-8; anything else becomes U+FFFD */
-            size_t k = *p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r' ? 0 : xsm_utf8_len(p);
-            xsm_buf_put(b, k ? (const char *)p : "\xef\xbf\xbd", k ? k : 3);
-            p += k ? k - 1 : 0;
+            if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
+                xsm_buf_puts(b, "\xef\xbf\xbd");
+            else
+                p += xsm_out_utf8_char(b, p) - 1;
         }
         }
     }

@@ -100,14 +100,9 @@ int xsm_select_window(xsm_run *run, int64_t from, int64_t to, char *err, size_t 
         run->colls[k++] = c;
     }
     run->ncolls = k;
-    /* the run now ends where the window does (the report's duration is
-     * the window's, not the whole run's from the window's first event);
-     * the report clips what it measures to the window */
-    if (run->t_end > to)
-        run->t_end = to;
-    run->win = 1;
-    run->win_from = from;
-    run->win_to = to;
+    /* the report's duration is the window's, not the whole run's from the
+     * window's first event */
+    xsm_run_window_set(run, from, to);
 out:
     for (size_t r = 0; r < run->nranks; r++)
         free(remap[r]);

@@ -100,6 +100,93 @@ static int xsm_is_req(const xsprof_io_mpi *m)
                           m->kind == XSPROF_MPI_ICOLL || m->kind == XSPROF_MPI_COMPLETION);
 }
 
+/* A receive of the rank, for xsm_recv_order_fix. */
+typedef struct xsm_runit {
+    xsm_p2p_key *k;
+    int64_t t;   /* posted: its Irecv's begin, else its own */
+    size_t prow; /* the row t is of (ties) */
+    int floating;
+} xsm_runit;
+
+static int xsm_runit_cmp(const void *a, const void *b)
+{
+    const xsm_runit *x = a, *y = b;
+    if (x->k->comm != y->k->comm) return x->k->comm < y->k->comm ? -1 : 1;
+    if (x->k->src != y->k->src) return x->k->src < y->k->src ? -1 : 1;
+    if (x->k->tag != y->k->tag) return x->k->tag < y->k->tag ? -1 : 1;
+    if (x->floating != y->floating) return x->floating - y->floating;
+    if (!x->floating && x->k->seq != y->k->seq) return x->k->seq < y->k->seq ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->prow < y->prow ? -1 : x->prow > y->prow;
+}
+
+static int xsm_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int xsm_runit_before(const xsm_runit *x, const xsm_runit *y)
+{
+    return x->t < y->t || (x->t == y->t && x->prow < y->prow);
+}
+
+/* MPI matches the receives of one (comm, source, tag) in posting order
+ * (non-overtaking), but the collector numbers a receive posted without a
+ * known key (MPI_ANY_SOURCE, MPI_ANY_TAG, also persistent ones: its post
+ * row has no number) when it completes: a receive posted after it and
+ * numbered first, or two such receives completed the other way round,
+ * would each be paired with the other's send. In every key that has such
+ * "floating" receives the numbers the collector gave out are dealt again
+ * in posting order; receives numbered at their post keep their order among
+ * themselves. k: the rank's n receive keys (rows of d). */
+static int xsm_recv_order_fix(const xsprof_rank_data *d, const int64_t *post_of, xsm_p2p_key *k, size_t n)
+{
+    size_t nf = 0;
+    for (size_t i = 0; post_of && i < n; i++) {
+        int64_t po = post_of[k[i].row];
+        nf += po >= 0 && d->mpi[po].kind == XSPROF_MPI_IRECV && d->mpi[po].seq == 0 && k[i].seq;
+    }
+    if (!nf)
+        return 0;
+    xsm_runit *u = malloc(n * sizeof *u);
+    uint64_t *num = malloc(n * sizeof *num);
+    xsm_p2p_key **ord = malloc(n * sizeof *ord);
+    int rc = u && num && ord ? 0 : -1;
+    size_t nu = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (!k[i].seq)
+            continue; /* unnumbered: pairs with nothing */
+        int64_t po = post_of[k[i].row];
+        int irecv = po >= 0 && d->mpi[po].kind == XSPROF_MPI_IRECV;
+        size_t pr = irecv ? (size_t)po : k[i].row;
+        u[nu++] = (xsm_runit){&k[i], d->mpi[pr].t_begin, pr, irecv && d->mpi[po].seq == 0};
+    }
+    if (!rc)
+        qsort(u, nu, sizeof *u, xsm_runit_cmp);
+    for (size_t a = 0, b; !rc && a < nu; a = b) {
+        size_t f = a; /* [a, f) numbered at post, by number; [f, b) floating, by post */
+        for (b = a; b < nu && u[b].k->comm == u[a].k->comm && u[b].k->src == u[a].k->src && u[b].k->tag == u[a].k->tag;
+             b++)
+            f += !u[b].floating;
+        if (f == b)
+            continue;
+        for (size_t j = a; j < b; j++)
+            num[j - a] = u[j].k->seq;
+        qsort(num, b - a, sizeof *num, xsm_u64_cmp);
+        /* the two runs merged by post: the order MPI matched them in */
+        size_t x = a, y = f, o = 0;
+        while (x < f || y < b)
+            ord[o++] = y == b || (x < f && !xsm_runit_before(&u[y], &u[x])) ? u[x++].k : u[y++].k;
+        for (size_t j = 0; j < o; j++)
+            ord[j]->seq = num[j];
+    }
+    free(u);
+    free(num);
+    free(ord);
+    return rc;
+}
+
 /* Per rank: pair nonblocking posts with completions (same request, the most
  * recent post before the completion), find the call that holds each
  * completion, and emit the rank's send, receive and collective keys. */
@@ -112,6 +199,7 @@ static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_rank_counts cnt, xsm
     /* Blocking traffic only (no request, no completion): nothing to pair,
      * so none of the per-row link arrays (24 bytes a row) is needed. */
     int links = nreq || ncompl;
+    size_t nrecv0 = recvs->n;
     /* completion -> post row, post -> completion row, completion -> holding call */
     int64_t *post_of = NULL, *compl_of = NULL, *call_of = NULL;
     xsm_req *req = NULL;
@@ -225,7 +313,7 @@ static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_rank_counts cnt, xsm
             *lk = (xsm_p2p_link){post, call};
         }
     }
-    rc = 0;
+    rc = links ? xsm_recv_order_fix(d, post_of, (xsm_p2p_key *)recvs->p + nrecv0, recvs->n - nrecv0) : 0;
 out:
     free(post_of);
     free(compl_of);

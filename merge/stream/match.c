@@ -198,6 +198,7 @@ typedef struct xsm_req_state {
     int counted, completed;
     int icoll;        /* a nonblocking collective waits for this request's completion */
     int kind;         /* of the post */
+    int floating;     /* a receive numbered at its completion (numt) */
     uint32_t icomm;
     uint64_t iseq;
     int64_t it;       /* its post's begin */
@@ -228,7 +229,32 @@ typedef struct xsm_mrank {
      * loop's Late Sender, whose Wrong Order is checked too */
     uint8_t polled;
     uint32_t other_op; /* + 1: the last op name found not a poll (0 none) */
+    int64_t *numt;     /* XSM_NUMT latest posts numbered, by key hash, from the first floating post */
 } xsm_mrank;
+
+/* merge/match deals the numbers of a key with floating receives (posted
+ * without a known key, numbered by the collector at completion) out again
+ * in posting order, which needs every receive of the rank at hand. A
+ * stream sees a receive's key when it completes and must pair it then, so
+ * it only notices when that would change a number: a floating receive
+ * completing after a receive of its key (or of one sharing its hash slot)
+ * that was posted later got its number. The merge then goes in memory.
+ * numt keeps, per slot, the latest post of a receive numbered so far. */
+#define XSM_NUMT 1024
+
+static size_t xsm_numt_slot(uint32_t comm, int32_t src, int32_t tag)
+{
+    return (size_t)(xsm_match_key_hash(comm, src, 0, tag, 0) % XSM_NUMT);
+}
+
+/* A receive of (comm, src, tag) posted at t was numbered (no-op before a floating post). */
+static void xsm_numt_note(xsm_mrank *m, uint32_t comm, int32_t src, int32_t tag, int64_t t)
+{
+    if (m->numt && src >= 0) {
+        int64_t *e = &m->numt[xsm_numt_slot(comm, src, tag)];
+        *e = t > *e ? t : *e;
+    }
+}
 
 /* A wait on its way to the waits file. */
 typedef struct xsm_cwq {
@@ -925,7 +951,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     if (c->wo && xsm_wo_run(c, now))
         return 1;
     int64_t po = -1, po_t = 0;
-    int po_irecv = 0, po_isend = 0;
+    int po_irecv = 0, po_isend = 0, po_float = 0;
     uint32_t po_comm = UINT32_MAX;
     if (xsm_is_req(row)) {
         if (row->kind != XSPROF_MPI_COMPLETION) {
@@ -947,6 +973,16 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
             q->comm = row->comm;
             q->completed = 0;
             q->counted = row->kind == XSPROF_MPI_IRECV && !(row->flags & (XSPROF_MPI_F_CANCELLED | XSPROF_MPI_F_FREED));
+            q->floating = row->kind == XSPROF_MPI_IRECV && !row->seq;
+            if (q->floating && !m->numt) {
+                m->numt = malloc(XSM_NUMT * sizeof *m->numt);
+                if (!m->numt)
+                    return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+                for (size_t k = 0; k < XSM_NUMT; k++)
+                    m->numt[k] = INT64_MIN;
+            }
+            if (row->kind == XSPROF_MPI_IRECV && row->seq)
+                xsm_numt_note(m, row->comm, row->peer, row->tag, row->t_begin);
             m->open_posts += (uint64_t)q->counted;
         } else {
             xsm_req_state *q = xsm_req_slot(m, row->request, 0);
@@ -964,6 +1000,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
                 po_t = q->it;
                 po_isend = q->kind == XSPROF_MPI_ISEND;
                 po_irecv = q->kind == XSPROF_MPI_IRECV;
+                po_float = q->floating;
                 po_comm = q->comm;
                 if (!q->completed) {
                     q->completed = 1;
@@ -1055,6 +1092,16 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         comm = po_comm;
     else if (comm == UINT32_MAX && ca >= 0)
         comm = ca_comm;
+    if (m->numt && row->seq) {
+        if (po_float && m->numt[xsm_numt_slot(comm, row->peer, row->tag)] > po_t)
+            return xsm_err_set(c->err, c->errlen,
+                               "rank %d completed a receive posted with MPI_ANY_SOURCE or MPI_ANY_TAG after a receive "
+                               "posted later on its key", (int)r) ? 2 : 2;
+        /* (a receive numbered at its post was noted then, unless an
+         * Imrecv's, whose post had no key: a floating receive completed
+         * before it misses it) */
+        xsm_numt_note(m, comm, row->peer, row->tag, po >= 0 && po_irecv ? po_t : row->t_begin);
+    }
     uint32_t call = i;
     int64_t call_end = row->t_end;
     int call_kept = kept;
@@ -1357,6 +1404,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         xsm_sheap_free(&m->emit);
         free(m->thr);
         free(m->req);
+        free(m->numt);
         if (sr->present && !rc) {
             sr->msg_base = base;
             base += sr->nmatched;

@@ -471,4 +471,27 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
                                              (0, "compute", 13500, 14500), (0, "main", 1000, 20000),
                                              (0, "step", 2000, 12000), (0, "step", 13000, 18000)],
           "window %s: merged.h5 keeps whole rows %s" % (extra, regs))
+# Receives the collector numbered at completion (MPI_ANY_SOURCE / ANY_TAG
+# posts carry seq 0) completed out of posting order: MPI gave each key's
+# first posted receive the first message (16 bytes), so each message pairs
+# with the receive whose completion got its bytes. The stream cannot renumber
+# as it goes: it says so and merges in memory; when each receive completed
+# in posting order (wildinorder) nothing changes and it streams.
+for kind, first in (("wildorder", 1), ("wildinorder", 2)):
+    run20 = make_run(maker, kind, os.path.join(base, kind))
+    for extra in ((), ("--stream", "--outputs", "h5")):
+        out = os.path.join(base, kind + "".join(extra))
+        rc, so, se = xsmerge(run20, "-o", out, *extra)
+        check(rc == 0, "%s %s: exit %d (%s)" % (kind, extra, rc, se))
+        if rc:
+            continue
+        said = "posted with MPI_ANY_SOURCE or MPI_ANY_TAG after a receive posted later" in se
+        check(said == (bool(extra) and kind == "wildorder"), "%s %s: the stream says whether it merges in memory: %s" %
+              (kind, extra, se))
+        with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
+            mpi = h["mpi"][:]
+            got = sorted((int(x["tag"]), int(x["bytes"]), int(mpi[x["recv_row"]]["bytes_recv"]),
+                          int(x["recv_post_row"]) >= 0) for x in h["messages"][:])
+        want = [(t, b, b, t != 3 or b == 16) for t in range(first, 4) for b in (16, 32)]
+        check(got == want, "%s %s: (tag, sent, received, posted by an Irecv) %s" % (kind, extra, got))
 finish("merge_golden")

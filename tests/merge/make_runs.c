@@ -763,6 +763,63 @@ static int backrecv(const char *dir)
     return close2(f);
 }
 
+/* Receives numbered at completion out of posting order (what the
+ * collector records for MPI_ANY_SOURCE / MPI_ANY_TAG receives, whose post
+ * rows have seq 0). Rank 0 sends 16 then 32 bytes on tags 1, 2 and 3.
+ * Rank 1, tag 1: an ANY_SOURCE Irecv posted before a fixed one (seq 1 at
+ * its post), the fixed one waited first, so the wildcard took seq 2; tag
+ * 2: two ANY_SOURCE Irecvs waited second first; tag 3: an ANY_TAG Irecv
+ * waited after a blocking MPI_Recv (numbered at its end). MPI matched each
+ * key's receives in posting order: the first posted got the 16 bytes.
+ * inorder: tags 2 and 3 only, each receive completed in posting order (no
+ * number to change). */
+static int wildorder(const char *dir, int inorder)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    xsprof_rec_mpi m;
+    for (int tag = inorder ? 2 : 1; tag <= 3; tag++) {
+        int64_t b = tag * 10000;
+        for (int k = 0; k < 2; k++) {
+            m = M(); m.t_begin = b + 1000 + 100 * k; m.t_end = m.t_begin + 50; m.kind = XSPROF_MPI_SEND; m.peer = 1;
+            m.tag = tag; m.bytes_sent = 16 << k; m.seq = (uint64_t)k + 1;
+            xsf_mpi(f[0], 0, "MPI_Send", m);
+        }
+        uint64_t q1 = (uint64_t)tag * 2 - 1, q2 = q1 + 1;
+        m = M(); m.t_begin = b + 500; m.t_end = b + 520; m.kind = XSPROF_MPI_IRECV; m.request = q1;
+        m.flags = tag == 3 ? XSPROF_MPI_F_WILDCARD_TAG : XSPROF_MPI_F_WILDCARD_SRC;
+        m.peer = tag == 3 ? 0 : XSPROF_MPI_NONE;
+        m.tag = tag == 3 ? XSPROF_MPI_NONE : tag;
+        xsf_mpi(f[1], 0, "MPI_Irecv", m);
+        if (tag != 3) {
+            m = M(); m.t_begin = b + 600; m.t_end = b + 620; m.kind = XSPROF_MPI_IRECV; m.request = q2; m.tag = tag;
+            m.peer = tag == 1 ? 0 : XSPROF_MPI_NONE;
+            m.seq = tag == 1 ? 1 : 0;
+            m.flags = tag == 1 ? 0 : XSPROF_MPI_F_WILDCARD_SRC;
+            xsf_mpi(f[1], 0, "MPI_Irecv", m);
+        }
+        /* the first posted: 16 bytes, waited at 1600-1800 (inorder 1040-1080) */
+        int64_t w1 = inorder ? b + 1040 : b + 1600;
+        m = M(); m.t_begin = w1; m.t_end = w1 + (inorder ? 40 : 200); m.kind = XSPROF_MPI_WAIT; m.count = 1;
+        m.comm = UINT32_MAX;
+        xsf_mpi(f[1], 0, "MPI_Wait", m);
+        recv_completion(f[1], "MPI_Wait", w1 + (inorder ? 20 : 100), q1, 0, tag, inorder ? 1 : 2, 16);
+        if (tag == 3) { /* the second posted: the blocking Recv */
+            m = M(); m.t_begin = b + 1100; m.t_end = b + 1400; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = tag;
+            m.bytes_recv = 32; m.seq = inorder ? 2 : 1;
+            xsf_mpi(f[1], 0, "MPI_Recv", m);
+        } else { /* waited at 1200-1500 */
+            m = M(); m.t_begin = b + 1200; m.t_end = b + 1500; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+            xsf_mpi(f[1], 0, "MPI_Wait", m);
+            recv_completion(f[1], "MPI_Wait", b + 1300, q2, 0, tag, inorder ? 2 : 1, 32);
+        }
+    }
+    xsf_region(f[0], 0, "main", 0, 50, 40000);
+    xsf_region(f[1], 0, "main", 0, 60, 40000);
+    return close2(f);
+}
+
 /* Rank 0 sends a message rank 1 never receives (tag 8); then, `steps`
  * times, rank 1 receives tag 1 late from rank 0 (a Late Sender): no message
  * sent before that receive is received after it, so it is no Wrong Order.
@@ -1180,6 +1237,8 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "skew")) return skew(dir);
     if (!strcmp(kind, "latelr")) return latelr(dir);
     if (!strcmp(kind, "backrecv")) return backrecv(dir);
+    if (!strcmp(kind, "wildorder")) return wildorder(dir, 0);
+    if (!strcmp(kind, "wildinorder")) return wildorder(dir, 1);
     if (!strcmp(kind, "unrecv")) return unrecv(dir, argc >= 4 ? atoi(argv[3]) : 1);
     if (!strcmp(kind, "gpu")) return gpu(dir);
     if (!strcmp(kind, "gpumpi")) return gpumpi(dir);

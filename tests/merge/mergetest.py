@@ -65,6 +65,8 @@ def collective_runs(maker, base):
             make_run(maker, "golden", j(base, "golden")),
             make_run(maker, "icoll", j(base, "icoll")),
             make_run(maker, "mpithreads", j(base, "mpithreads")),
+            # receives numbered at completion dealt out again in posting order
+            make_run(maker, "wildorder", j(base, "wildorder")),
             # trace preparation divided: GPU streams, counters and memory
             # tracks counted by their owners; halos over a split communicator
             make_run(maker, "gpumpi", j(base, "gpumpi")),

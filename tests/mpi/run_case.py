@@ -34,6 +34,8 @@ def main():
                     help="with --merge: the merged trace matches every send with its receive and every "
                          "nonblocking receive with its completion")
     ap.add_argument("--messages", type=int, metavar="K", help="with --merge: --matched, and exactly K messages")
+    ap.add_argument("--stream-same", action="store_true",
+                    help="with --merge: merge again with --stream; the same messages table")
     ap.add_argument("--check", action="append", default=[], help="argument for check_trace.py")
     ap.add_argument("--nodes", metavar="AGENT",
                     help="run on two emulated nodes of np/2 ranks each: Open MPI's rsh launcher with this agent "
@@ -122,6 +124,34 @@ def main():
         if a.messages is not None and nmsg != a.messages:
             print("FAIL: expected %d messages" % a.messages)
             return 1
+    # every merged message pairs a receive with its own send: the bytes the
+    # receive got (its status) are the bytes sent
+    # (merged.h5's message rows index its mpi table of all ranks)
+    with h5py.File(os.path.join(out, "merged.h5"), "r") as f:
+        msgs = f["messages"][:]
+        got = f["mpi"]["bytes_recv"]
+    bad = [(int(m["src"]), int(m["dst"]), int(m["tag"]), int(m["bytes"]), int(got[m["recv_row"]]))
+           for m in msgs if got[m["recv_row"]] != m["bytes"]]
+    if bad:
+        print("FAIL: %d merged messages pair a receive with another send (src, dst, tag, sent, received): %s" %
+              (len(bad), bad[:8]))
+        return 1
+    print("merged trace: every receive's byte count is its send's (%d messages)" % len(msgs))
+    if a.stream_same:
+        sout = run_dir + "-streamed"
+        shutil.rmtree(sout, ignore_errors=True)
+        p = subprocess.run([os.environ["XSMERGE"], run_dir, "-o", sout, "--stream", "--outputs", "pftrace,h5"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print(p.stdout.strip())
+        if p.returncode != 0:
+            print("FAIL: xsmerge --stream exited with %d" % p.returncode)
+            return 1
+        with h5py.File(os.path.join(sout, "merged.h5"), "r") as f:
+            smsgs = f["messages"][:]
+        if smsgs.tolist() != msgs.tolist():
+            print("FAIL: the streamed merge pairs messages differently")
+            return 1
+        print("streamed merge: the same %d messages" % len(smsgs))
     return 0
 
 

@@ -51,6 +51,31 @@ static _Thread_local int t_depth;
 static _Thread_local int t_overflow; /* pushes beyond the stack, popped without a record */
 static _Thread_local int t_os_tid;
 
+/* How many pushes each thread holds open, where finalize can read them:
+ * the stacks are thread-local, and a thread that ended (or still runs)
+ * while holding ranges must not make them vanish. One entry per thread that
+ * ever pushed, never freed (a thread's is read after it ended). */
+typedef struct xsprof_nvtx_tdepth {
+    atomic_int open;
+    struct xsprof_nvtx_tdepth *next;
+} xsprof_nvtx_tdepth;
+static _Thread_local xsprof_nvtx_tdepth *t_tdepth;
+static _Atomic(xsprof_nvtx_tdepth *) g_tdepths;
+
+static void xsprof_nvtx_tdepth_set(int open)
+{
+    if (!t_tdepth) {
+        xsprof_nvtx_tdepth *e = calloc(1, sizeof *e);
+        if (!e)
+            return; /* this thread's open ranges go uncounted */
+        e->next = atomic_load(&g_tdepths);
+        while (!atomic_compare_exchange_weak(&g_tdepths, &e->next, e))
+            ;
+        t_tdepth = e;
+    }
+    atomic_store_explicit(&t_tdepth->open, open, memory_order_relaxed);
+}
+
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t g_domain_name[XSPROF_NVTX_DOMAINS]; /* string ids; slot 0 = default domain */
 static atomic_uint g_ndomains = 1;
@@ -373,12 +398,14 @@ static int xsprof_nvtx_push(const xsprof_nvtx_event *ev)
     int depth = t_depth + t_overflow;
     if (t_depth >= XSPROF_NVTX_STACK) {
         t_overflow++;
+        xsprof_nvtx_tdepth_set(t_depth + t_overflow);
         xsprof_anomaly("nvtx push deeper than 128 levels");
         return depth;
     }
     t_stack[t_depth] = *ev;
     t_stack[t_depth].t_begin = xsprof_clock_now();
     t_depth++;
+    xsprof_nvtx_tdepth_set(t_depth + t_overflow);
     return depth;
 }
 
@@ -387,6 +414,7 @@ static int xsprof_nvtx_pop(uint32_t domain)
 {
     if (t_overflow) {
         t_overflow--;
+        xsprof_nvtx_tdepth_set(t_depth + t_overflow);
         return t_depth + t_overflow;
     }
     int i = t_depth - 1;
@@ -399,6 +427,7 @@ static int xsprof_nvtx_pop(uint32_t domain)
     xsprof_nvtx_region_write(&t_stack[i], (uint16_t)(XSPROF_NVTX_DEPTH_BASE + i), NULL, 0, xsprof_clock_now());
     memmove(&t_stack[i], &t_stack[i + 1], (size_t)(t_depth - 1 - i) * sizeof t_stack[0]);
     t_depth--;
+    xsprof_nvtx_tdepth_set(t_depth);
     return i;
 }
 
@@ -772,13 +801,15 @@ static void xsprof_nvtx_fill(const NvtxExportTableCallbacks *etbl, NvtxCallbackM
             *table[slots[i].id] = slots[i].fn;
 }
 
-/* Finalize hook: ranges still open then (pushed on the finalizing thread,
- * or started and never ended) have no end to record; they are counted
- * (metadata nvtx_open_at_finalize) and said, not lost silently. Other
- * threads' pushes live in their own stacks, out of reach here. */
+/* Finalize hook: ranges still open then (pushed on any thread, ended or
+ * still running, or started and never ended) have no end to record; they
+ * are counted (metadata nvtx_open_at_finalize) and said, not lost
+ * silently. */
 static void xsprof_nvtx_finalize(void)
 {
-    int open = t_depth + t_overflow;
+    int open = 0;
+    for (xsprof_nvtx_tdepth *e = atomic_load(&g_tdepths); e; e = e->next)
+        open += atomic_load_explicit(&e->open, memory_order_relaxed);
     pthread_mutex_lock(&g_lock);
     for (uint32_t i = 0; i < XSPROF_NVTX_OPEN; i++)
         open += g_open[i].id != 0;

@@ -1,12 +1,15 @@
 /* tests/gpu/nvtx_mixed.c — xsprof regions with args and NVTX ranges
  * interleaved on one thread: NVTX ranges must not take (or lose) the args of
  * the xsprof regions around and inside them; ranges left open at finalize
- * are counted. Reads its own rank file back.
+ * are counted, also those pushed by a thread that ended before it and by
+ * one still running then. Reads its own rank file back.
  *
  * usage: nvtx_mixed RUN_DIR   (XSPROF_OUTPUT must equal RUN_DIR) */
 #include <nvtx3/nvToolsExt.h>
 #include <xsprof/xsprof.h>
 
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +44,29 @@ static const xsprof_io_arg *arg_of(const xsprof_rank_data *d, const xsprof_io_re
     return NULL;
 }
 
+static sem_t g_pushed, g_finalized;
+
+/* Two pushes never popped, then the thread ends. */
+static void *ended(void *arg)
+{
+    (void)arg;
+    nvtxRangePushA("thread_ended_outer");
+    nvtxRangePushA("thread_ended_inner");
+    nvtxRangePushA("thread_ended_popped");
+    nvtxRangePop();
+    return NULL;
+}
+
+/* One push still open while the main thread finalizes. */
+static void *running(void *arg)
+{
+    (void)arg;
+    nvtxRangePushA("thread_running");
+    sem_post(&g_pushed);
+    sem_wait(&g_finalized);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
@@ -65,8 +91,17 @@ int main(int argc, char **argv)
     /* left open: counted at finalize, not lost silently */
     nvtxRangePushA("never_popped");
     nvtxRangeStartA("never_ended");
+    pthread_t te, tr;
+    sem_init(&g_pushed, 0, 0);
+    sem_init(&g_finalized, 0, 0);
+    if (pthread_create(&te, NULL, ended, NULL) || pthread_join(te, NULL) ||
+        pthread_create(&tr, NULL, running, NULL))
+        return 1;
+    sem_wait(&g_pushed);
     if (xsprof_finalize() != XSPROF_OK)
         return 1;
+    sem_post(&g_finalized);
+    pthread_join(tr, NULL);
 
     char path[4200], err[512];
     snprintf(path, sizeof path, "%s/rank-00000.h5", argv[1]);
@@ -100,8 +135,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < d.nmeta; i++)
         if (!strcmp(xsprof_rank_data_string(&d, d.meta[i].key), "nvtx_open_at_finalize"))
             open = xsprof_rank_data_string(&d, d.meta[i].value);
-    expect(open && !strcmp(open, "2"), "nvtx_open_at_finalize is 2 (the pushed and the started range)");
-    expect(!find(&d, "never_popped") && !find(&d, "never_ended"), "ranges without an end are not recorded");
+    expect(open && !strcmp(open, "5"), "nvtx_open_at_finalize is 5 (pushed here, started here, 2 pushed by an "
+                                       "ended thread, 1 by a running one)");
+    expect(!find(&d, "never_popped") && !find(&d, "never_ended") && !find(&d, "thread_ended_outer") &&
+               !find(&d, "thread_running"),
+           "ranges without an end are not recorded");
+    expect(find(&d, "thread_ended_popped") != NULL, "the ended thread's popped range is recorded");
     xsprof_rank_data_free(&d);
     if (!g_fail)
         printf("nvtx mixed: xsprof args intact around NVTX ranges\n");

@@ -301,9 +301,12 @@ void xsm_out_utf8_fixed(xsm_out *b, const char *s, size_t n)
     }
 }
 
-void xsm_out_json_str(xsm_out *b, const char *s)
+void xsm_out_json_str(xsm_out *b, const char *s) { xsm_out_json_esc(b, s, 0); }
+
+void xsm_out_json_esc(xsm_out *b, const char *s, int html_safe)
 {
     static const char hex[] = "0123456789abcdef";
+    s = s ? s : "";
     size_t n = strlen(s);
     if (xsm_out_reserve(b, n * 6 + 2))
         return;
@@ -317,7 +320,7 @@ void xsm_out_json_str(xsm_out *b, const char *s)
         case '\t': *o++ = '\\'; *o++ = 't'; break;
         case '\r': *o++ = '\\'; *o++ = 'r'; break;
         default:
-            if (*c < 0x20 || *c == 0x7f) {
+            if (*c < 0x20 || *c == 0x7f || (html_safe && (*c == '<' || *c == '>' || *c == '&'))) {
                 *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
                 *o++ = hex[*c >> 4]; *o++ = hex[*c & 15];
             } else if (*c < 0x80) {

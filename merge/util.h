@@ -100,6 +100,9 @@ void xsm_out_printf(xsm_out *b, const char *fmt, ...) __attribute__((format(prin
 /* JSON string literal with escaping, including the quotes; bytes that
  * start no valid UTF-8 sequence become U+FFFD (JSON must be UTF-8). */
 void xsm_out_json_str(xsm_out *b, const char *s);
+/* The same (s NULL: ""); html_safe also escapes < > & so that the literal
+ * can sit inside an HTML <script>. */
+void xsm_out_json_esc(xsm_out *b, const char *s, int html_safe);
 /* Length (1-4) of the valid UTF-8 sequence at p, 0 when the bytes there
  * start none (RFC 3629: no overlong form, surrogate or value past
  * U+10FFFF); a NUL byte never continues a sequence. */

@@ -67,28 +67,7 @@ void xsm_buf_printf(xsm_buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-void xsm_buf_json_str(xsm_buf *b, const char *s, int html_safe)
-{
-    xsm_buf_put(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
-        case '"': xsm_buf_put(b, "\\\"", 2); break;
-        case '\\': xsm_buf_put(b, "\\\\", 2); break;
-        case '\n': xsm_buf_put(b, "\\n", 2); break;
-        case '\r': xsm_buf_put(b, "\\r", 2); break;
-        case '\t': xsm_buf_put(b, "\\t", 2); break;
-        default:
-            if (*p < 0x20 || (html_safe && (*p == '<' || *p == '>' || *p == '&'))) {
-                xsm_buf_printf(b, "\\u%04x", *p);
-            } else if (*p < 0x80) {
-                xsm_buf_put(b, (const char *)p, 1);
-            } else { /* JSON is UTF-8: a byte that starts no sequence becomes U+FFFD */
-                p += xsm_out_utf8_char(b, p) - 1;
-            }
-        }
-    }
-    xsm_buf_put(b, "\"", 1);
-}
+void xsm_buf_json_str(xsm_buf *b, const char *s, int html_safe) { xsm_out_json_esc(b, s, html_safe); }
 
 void xsm_buf_json_num(xsm_buf *b, double v)
 {

@@ -518,6 +518,17 @@ static void post_start(xsprof_mpi_call *c, const xsprof_rec_mpi *call) {
     }
 }
 
+/* MPI_Mrecv/MPI_Imrecv: the message's entry, left by the probe that
+ * matched (and numbered) it: its communicator (NULL if unknown) into r,
+ * its number into *seq. */
+static xsprof_comm_entry *probed_take(xsprof_mpi_call *c, xsprof_rec_mpi *r, uint64_t *seq) {
+    xsprof_req_info mi = {0};
+    xsprof_comm_entry *ce = xsprof_req_take(c->s->req_snap[0], &mi, 1, 0) ? mi.comm : NULL;
+    r->comm = ce ? ce->gid : XSPROF_COMM_NONE;
+    *seq = mi.seq;
+    return ce;
+}
+
 /* Sets the peer/tag/seq fields of a post and of its request entry. */
 static void track_post(xsprof_mpi_call *c, xsprof_rec_mpi *r, xsprof_comm_entry *ce, int kind, int persistent) {
     xsprof_req_info ri = {.id = xsprof_req_new_id(), .comm = ce, .op = c->op, .root = r->root, .kind = (uint8_t)kind,
@@ -582,10 +593,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
     case XSPROF_W_MRECV:
         r.kind = XSPROF_MPI_RECV;
         if (o->wkind == XSPROF_W_MRECV) {
-            xsprof_req_info mi = {0};
-            ce = xsprof_req_take(c->s->req_snap[0], &mi, 1, 0) ? mi.comm : NULL;
-            r.comm = ce ? ce->gid : XSPROF_COMM_NONE;
-            r.seq = mi.seq; /* numbered when the probe matched it */
+            ce = probed_take(c, &r, &r.seq);
         } else {
             if (c->src == MPI_ANY_SOURCE)
                 r.flags |= XSPROF_MPI_F_WILDCARD_SRC;
@@ -608,12 +616,9 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         int src = c->src, tag = c->tag;
         uint64_t mseq = 0;
         if (o->wkind == XSPROF_W_IMRECV) {
-            xsprof_req_info mi = {0};
-            ce = xsprof_req_take(c->s->req_snap[0], &mi, 1, 0) ? mi.comm : NULL;
-            r.comm = ce ? ce->gid : XSPROF_COMM_NONE;
+            ce = probed_take(c, &r, &mseq);
             src = MPI_ANY_SOURCE; /* known at completion */
             tag = MPI_ANY_TAG;
-            mseq = mi.seq; /* numbered when the probe matched it */
         }
         if (src == MPI_ANY_SOURCE)
             r.flags |= XSPROF_MPI_F_WILDCARD_SRC;

@@ -772,3 +772,9 @@ int xsm_parallel_for(size_t n, int (*fn)(void *ctx, size_t i), void *ctx)
         pthread_join(t[k], NULL);
     return atomic_load(&p.failed) ? -1 : 0;
 }
+
+int xsm_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}

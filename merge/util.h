@@ -167,4 +167,7 @@ int xsm_parallel_threads(int n);
 /* Monotonic seconds, for the progress bar only (never for output). */
 double xsm_now(void);
 
+/* qsort comparator of uint64_t values, ascending. */
+int xsm_u64_cmp(const void *a, const void *b);
+
 #endif

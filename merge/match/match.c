@@ -120,12 +120,6 @@ static int xsm_runit_cmp(const void *a, const void *b)
     return x->prow < y->prow ? -1 : x->prow > y->prow;
 }
 
-static int xsm_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int xsm_runit_before(const xsm_runit *x, const xsm_runit *y)
 {
     return x->t < y->t || (x->t == y->t && x->prow < y->prow);

@@ -178,12 +178,6 @@ static int xsm_outl_cmp(const void *a, const void *b)
     return xsm_skey_less(x, y) ? -1 : xsm_skey_less(y, x);
 }
 
-static int xsm_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 int xsm_outl_finish(xsm_outl *o)
 {
     if (!o->n)

@@ -94,23 +94,61 @@ static uint64_t status_bytes(const MPI_Status *st) {
     return (uint64_t)n;
 }
 
-/* In and out degree of a process topology (neighbourhood collectives). */
-static void neighbor_degrees(MPI_Comm comm, int *in, int *out) {
+/* The neighbourhood of a process topology, as the neighbourhood
+ * collectives see it: in and out degree, and on a Cartesian grid which of
+ * its 2 x ndims neighbours exist (at a non-periodic border a neighbour is
+ * MPI_PROC_NULL: its block stays in the buffer and moves nowhere). */
+typedef struct nb_view {
+    int in, out;
+    int nd;       /* Cartesian dimensions, 0 for another topology */
+    MPI_Comm comm;
+} nb_view;
+
+static nb_view neighbors_of(MPI_Comm comm) {
+    nb_view v = {0, 0, 0, comm};
     int kind = MPI_UNDEFINED, me = 0;
-    *in = *out = 0;
     PMPI_Topo_test(comm, &kind);
     PMPI_Comm_rank(comm, &me);
     if (kind == MPI_CART) {
-        int nd = 0;
-        PMPI_Cartdim_get(comm, &nd);
-        *in = *out = 2 * nd;
+        PMPI_Cartdim_get(comm, &v.nd);
+        v.in = v.out = 2 * v.nd;
     } else if (kind == MPI_GRAPH) {
-        PMPI_Graph_neighbors_count(comm, me, in);
-        *out = *in;
+        PMPI_Graph_neighbors_count(comm, me, &v.in);
+        v.out = v.in;
     } else if (kind == MPI_DIST_GRAPH) {
         int w = 0;
-        PMPI_Dist_graph_neighbors_count(comm, in, out, &w);
+        PMPI_Dist_graph_neighbors_count(comm, &v.in, &v.out, &w);
     }
+    return v;
+}
+
+/* Does neighbour k exist? Cartesian order: per dimension the one in the
+ * negative direction, then the positive one (MPI_Cart_shift by 1); the
+ * same list for sources and destinations. */
+static int nb_real(const nb_view *v, int k) {
+    if (!v->nd)
+        return 1;
+    int src = MPI_PROC_NULL, dst = MPI_PROC_NULL;
+    PMPI_Cart_shift(v->comm, k / 2, 1, &src, &dst);
+    return (k % 2 ? dst : src) != MPI_PROC_NULL;
+}
+
+/* Bytes of the blocks of the n neighbours that exist: one count and type
+ * for all (counts NULL), or per neighbour (types too, for the w forms). */
+static uint64_t nb_bytes(const nb_view *v, int n, int count, MPI_Datatype t, const int *counts,
+                         const MPI_Datatype *types) {
+    uint64_t s = 0;
+    for (int k = 0; k < n; k++) {
+        if (!nb_real(v, k))
+            continue;
+        if (!counts)
+            s += type_bytes(count, t);
+        else if (types)
+            s += type_bytes(counts[k], types[k]);
+        else
+            s += type_bytes(counts[k], t);
+    }
+    return s;
 }
 
 static void emit(const xsprof_rec_mpi *r) {
@@ -138,14 +176,24 @@ void xsprof_mpi_record_plain(unsigned op, int64_t t0, int64_t t1) {
 
 /* ---- collectives ------------------------------------------------------ */
 
+/* Bytes a collective moves for this process and its root's world rank.
+ * On an intercommunicator a rooted collective goes from one group to the
+ * other: the root passes MPI_ROOT, the rest of its group MPI_PROC_NULL
+ * (they take no part: no bytes, and no root they could name) and the other
+ * group the root's rank in the root's group, never its own. */
 static void coll_bytes(const xsprof_mpi_call *c, const xsprof_comm_entry *ce, xsprof_rec_mpi *r) {
     int me = 0, n = ce->rworld ? ce->rsize : ce->size;
     PMPI_Comm_rank(c->comm, &me);
-    int root = (c->has & XSPROF_R_ROOT) && (c->root == me || c->root == MPI_ROOT);
+    int rooted = (c->has & XSPROF_R_ROOT) != 0, inter = ce->rworld != NULL;
+    if (rooted && inter && c->root == MPI_PROC_NULL)
+        return; /* r->root stays XSPROF_MPI_NONE */
+    int root = rooted && (inter ? c->root == MPI_ROOT : c->root == me);
     int inplace = c->sbuf == MPI_IN_PLACE;
     int rin = c->rbuf == MPI_IN_PLACE;
+    /* inter: a root only sends (Bcast, Scatter) or only receives (Reduce, Gather) */
+    int sends = !(inter && root), recvs = !inter || !root;
     uint64_t sent = 0, recv = 0;
-    int din = 0, dout = 0;
+    nb_view nb;
     switch ((enum xsprof_mpi_rule)xsprof_mpi_ops[c->op].rule) {
     case XSPROF_RULE_BCAST:
         if (root)
@@ -154,28 +202,38 @@ static void coll_bytes(const xsprof_mpi_call *c, const xsprof_comm_entry *ce, xs
             recv = type_bytes(c->scount, c->stype);
         break;
     case XSPROF_RULE_REDUCE:
-        sent = type_bytes(c->scount, c->stype);
-        recv = root ? sent : 0;
+        sent = sends ? type_bytes(c->scount, c->stype) : 0;
+        recv = root ? type_bytes(c->scount, c->stype) : 0;
         break;
     case XSPROF_RULE_ALLREDUCE:
+        sent = recv = type_bytes(c->scount, c->stype);
+        break;
     case XSPROF_RULE_SCAN:
         sent = recv = type_bytes(c->scount, c->stype);
         break;
+    case XSPROF_RULE_EXSCAN: /* nothing comes before rank 0 (its receive buffer stays undefined) */
+        sent = type_bytes(c->scount, c->stype);
+        recv = me ? sent : 0;
+        break;
     case XSPROF_RULE_GATHER:
-        sent = inplace ? type_bytes(c->rcount, c->rtype) : type_bytes(c->scount, c->stype);
+        sent = !sends ? 0 : inplace ? type_bytes(c->rcount, c->rtype) : type_bytes(c->scount, c->stype);
         recv = root ? type_bytes((int64_t)c->rcount * n, c->rtype) : 0;
         break;
     case XSPROF_RULE_GATHERV:
-        sent = inplace && c->rcounts ? type_bytes(c->rcounts[me], c->rtype) : type_bytes(c->scount, c->stype);
+        sent = !sends                     ? 0
+               : inplace && c->rcounts ? type_bytes(c->rcounts[me], c->rtype)
+                                       : type_bytes(c->scount, c->stype);
         recv = root ? type_bytes(sum_counts(c->rcounts, n), c->rtype) : 0;
         break;
     case XSPROF_RULE_SCATTER:
         sent = root ? type_bytes((int64_t)c->scount * n, c->stype) : 0;
-        recv = rin ? type_bytes(c->scount, c->stype) : type_bytes(c->rcount, c->rtype);
+        recv = !recvs ? 0 : rin ? type_bytes(c->scount, c->stype) : type_bytes(c->rcount, c->rtype);
         break;
     case XSPROF_RULE_SCATTERV:
         sent = root ? type_bytes(sum_counts(c->scounts, n), c->stype) : 0;
-        recv = rin && c->scounts ? type_bytes(c->scounts[me], c->stype) : type_bytes(c->rcount, c->rtype);
+        recv = !recvs                     ? 0
+               : rin && c->scounts ? type_bytes(c->scounts[me], c->stype)
+                                   : type_bytes(c->rcount, c->rtype);
         break;
     case XSPROF_RULE_ALLGATHER:
         sent = inplace ? type_bytes(c->rcount, c->rtype) : type_bytes(c->scount, c->stype);
@@ -197,42 +255,44 @@ static void coll_bytes(const xsprof_mpi_call *c, const xsprof_comm_entry *ce, xs
         recv = sum_typed(c->rcounts, c->rtypes, n);
         sent = inplace ? recv : sum_typed(c->scounts, c->stypes, n);
         break;
+    /* Reduce_scatter: recvcounts has an entry per process of the local
+     * group, whose send buffers hold their sum (intercommunicators too) */
     case XSPROF_RULE_REDSCAT:
-        sent = type_bytes(sum_counts(c->rcounts, n), c->stype);
+        sent = type_bytes(sum_counts(c->rcounts, ce->size), c->stype);
         recv = c->rcounts ? type_bytes(c->rcounts[me], c->stype) : 0;
         break;
     case XSPROF_RULE_REDSCAT_BLOCK:
-        sent = type_bytes((int64_t)c->rcount * n, c->stype);
+        sent = type_bytes((int64_t)c->rcount * ce->size, c->stype);
         recv = type_bytes(c->rcount, c->stype);
         break;
     case XSPROF_RULE_NB_ALLGATHER:
     case XSPROF_RULE_NB_ALLTOALL:
-        neighbor_degrees(c->comm, &din, &dout);
-        sent = type_bytes((int64_t)c->scount * dout, c->stype);
-        recv = type_bytes((int64_t)c->rcount * din, c->rtype);
+        nb = neighbors_of(c->comm);
+        sent = nb_bytes(&nb, nb.out, c->scount, c->stype, NULL, NULL);
+        recv = nb_bytes(&nb, nb.in, c->rcount, c->rtype, NULL, NULL);
         break;
     case XSPROF_RULE_NB_ALLGATHERV:
-        neighbor_degrees(c->comm, &din, &dout);
-        sent = type_bytes((int64_t)c->scount * dout, c->stype);
-        recv = type_bytes(sum_counts(c->rcounts, din), c->rtype);
+        nb = neighbors_of(c->comm);
+        sent = nb_bytes(&nb, nb.out, c->scount, c->stype, NULL, NULL);
+        recv = nb_bytes(&nb, nb.in, 0, c->rtype, c->rcounts, NULL);
         break;
     case XSPROF_RULE_NB_ALLTOALLV:
-        neighbor_degrees(c->comm, &din, &dout);
-        sent = type_bytes(sum_counts(c->scounts, dout), c->stype);
-        recv = type_bytes(sum_counts(c->rcounts, din), c->rtype);
+        nb = neighbors_of(c->comm);
+        sent = nb_bytes(&nb, nb.out, 0, c->stype, c->scounts, NULL);
+        recv = nb_bytes(&nb, nb.in, 0, c->rtype, c->rcounts, NULL);
         break;
     case XSPROF_RULE_NB_ALLTOALLW:
-        neighbor_degrees(c->comm, &din, &dout);
-        sent = sum_typed(c->scounts, c->stypes, dout);
-        recv = sum_typed(c->rcounts, c->rtypes, din);
+        nb = neighbors_of(c->comm);
+        sent = c->scounts && c->stypes ? nb_bytes(&nb, nb.out, 0, NULL, c->scounts, c->stypes) : 0;
+        recv = c->rcounts && c->rtypes ? nb_bytes(&nb, nb.in, 0, NULL, c->rcounts, c->rtypes) : 0;
         break;
     default:
         break;
     }
     r->bytes_sent = sent;
     r->bytes_recv = recv;
-    if (c->has & XSPROF_R_ROOT)
-        r->root = c->root == MPI_ROOT ? xsprof_mpi_g.rank : xsprof_comm_world(ce, c->root);
+    if (rooted)
+        r->root = inter && root ? xsprof_mpi_g.rank : xsprof_comm_world(ce, c->root);
 }
 
 /* ---- receive numbers ---------------------------------------------------- */

@@ -23,7 +23,7 @@ WKINDS = ["OTHER", "SEND", "SSEND", "RECV", "ISEND", "IRECV", "SENDRECV", "COLL"
 COLLS = {"-": "NONE", "BARRIER": "BARRIER", "NXN": "NXN", "ONE2N": "ONE2N", "N2ONE": "N2ONE",
          "SCAN": "SCAN", "NEIGHBOR": "NEIGHBOR"}
 RULES = ["barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv", "allgather",
-         "allgatherv", "alltoall", "alltoallv", "alltoallw", "redscat", "redscat_block", "scan", "nb_allgather",
+         "allgatherv", "alltoall", "alltoallv", "alltoallw", "redscat", "redscat_block", "scan", "exscan", "nb_allgather",
          "nb_allgatherv", "nb_alltoall", "nb_alltoallv", "nb_alltoallw", "single", "wait", "waitall", "waitany",
          "waitsome", "test", "testall", "testany", "testsome", "members"]
 # role -> (descriptor field, cast, XSPROF_R_* bit or None)

@@ -256,7 +256,10 @@ def check_collectives(ranks, comms):
                 if root != NONE and members is not None and root not in members:
                     err("rank %d: %s root %d is not a member of comm %u" % (r.rank, op, root, cid))
     for cid, by_rank in seqs.items():
-        if len(set(map(tuple, by_rank.values()))) != 1:
+        # a member that names no root took no part (an intercommunicator's
+        # MPI_PROC_NULL): the others agree on it
+        if len(set(tuple(x[:2] for x in v) for v in by_rank.values())) != 1 or any(
+                len({lst[i][2] for lst in by_rank.values()} - {NONE}) > 1 for i in range(len(next(iter(by_rank.values()))))):
             err("comm %u: members disagree on the collective sequence: %s" % (cid, by_rank))
         members = comms.get(cid, (None, ()))[1]
         if sorted(by_rank) != sorted(members):
@@ -559,6 +562,74 @@ def mode_edge(ranks, comms, n):
                "rank %d: %d completions of MPI_PROC_NULL requests" % (rank, len(pc)))
 
 
+def mode_colledge(ranks, comms, n):
+    """tests/mpi/mpi_coll_edge.c: (bytes sent, bytes received, root) of each
+    collective on each rank, known by construction."""
+    A, B = (3,), (2, 1, 0)  # the intercommunicator's groups, B in local-rank order
+    def per(f):
+        return {r: f(r) for r in range(4)}
+    ends = lambda r, end, mid: end if r in (0, 3) else mid
+    want = {
+        ("MPI_Bcast", 1): per(lambda r: (12, 0, 3) if r in A else (0, 12, 3)),
+        ("MPI_Scatter", 2): per(lambda r: (24, 0, 3) if r in A else (0, 8, 3)),
+        ("MPI_Gather", 3): per(lambda r: (16, 0, 1) if r in A else (0, 16, 1) if r == 1 else (0, 0, NONE)),
+        ("MPI_Reduce", 4): per(lambda r: (20, 0, 1) if r in A else (0, 20, 1) if r == 1 else (0, 0, NONE)),
+        ("MPI_Bcast", 5): per(lambda r: (0, 4, 1) if r in A else (4, 0, 1) if r == 1 else (0, 0, NONE)),
+        ("MPI_Reduce_scatter_block", 6): per(lambda r: (12, 12, NONE) if r in A else (12, 4, NONE)),
+        ("MPI_Reduce_scatter", 7): per(lambda r: (12, 12, NONE) if r in A else (12, 4, NONE)),
+        ("MPI_Neighbor_alltoall", 1): per(lambda r: ends(r, (8, 8, NONE), (16, 16, NONE))),
+        ("MPI_Neighbor_allgather", 2): per(lambda r: ends(r, (12, 12, NONE), (24, 24, NONE))),
+        ("MPI_Neighbor_alltoallv", 3): per(lambda r: {0: (8, 4, NONE), 3: (4, 8, NONE)}.get(r, (12, 12, NONE))),
+        ("MPI_Ineighbor_alltoall", 4): per(lambda r: ends(r, (4, 4, NONE), (8, 8, NONE))),
+        ("MPI_Neighbor_alltoall", 1, "grid"): per(lambda r: (12, 12, NONE)),
+        ("MPI_Exscan", 2): per(lambda r: (4, 0 if r == 0 else 4, NONE)),
+    }
+    carts = [cid for cid, (name, m, p) in comms.items() if name == "MPI_Cart_create"]
+    for rank, r in ranks.items():
+        colls = [m for m in r.mpi if m["kind"] in (K_COLL, K_ICOLL)]
+        used = [m["comm"] for m in colls if m["comm"] in carts]
+        line = used[0] if used else None  # the grid is used after the line
+        got = {}
+        for m in colls:
+            key = (m["op"], m["coll_seq"]) + (("grid",) if m["comm"] in carts and m["comm"] != line else ())
+            got[key] = (m["bytes_sent"], m["bytes_recv"], m["root"])
+        for key, by_rank in want.items():
+            expect(got.get(key) == by_rank[rank], "rank %d: %s (sent, received, root) %s, expected %s" %
+                   (rank, " ".join(map(str, key)), got.get(key), by_rank[rank]))
+
+
+def merged_colledge(out):
+    """The merged trace of mpi_coll_edge: the collectives' roots are the ones
+    their members name, and the members that took no part (MPI_PROC_NULL)
+    synchronise with nobody: the merge leaves the Reduce's root leaving
+    50 ms before they came, and them leaving the late Bcast 50 ms before
+    its root came."""
+    with h5py.File(os.path.join(out, "merged.h5"), "r") as f:
+        st = f["strings"][()]
+        name = lambda i: st[i].decode() if isinstance(st[i], bytes) else str(st[i])
+        mpi = f["mpi"][()]
+        cm = f["collective_members"][()]
+        colls = f["collectives"][()]
+    inter = [c for c in colls if name(c["op"]) == "MPI_Reduce"]
+    expect(len(inter) == 1, "one merged MPI_Reduce (%d)" % len(inter))
+    for c in colls:
+        rows = cm[c["members"]:c["members"] + c["n"]]
+        named = {int(mpi[x["row"]]["root"]) for x in rows} - {NONE}
+        expect(named <= {int(c["root"])}, "merged %s (comm %d, seq %d): root %d, its members name %s" %
+               (name(c["op"]), c["comm"], c["coll_seq"], c["root"], named))
+        if c["comm"] != inter[0]["comm"] or name(c["op"]) not in ("MPI_Reduce", "MPI_Bcast") or c["coll_seq"] < 4:
+            continue
+        t = {int(x["rank"]): (int(x["t_begin"]), int(x["t_end"])) for x in rows}
+        if name(c["op"]) == "MPI_Reduce":  # the root (world 1) left before ranks 0 and 2 came
+            gap = min(t[0][0], t[2][0]) - t[1][1]
+            expect(gap > 25000000, "merged MPI_Reduce: the root left %.3f ms before the members without a part came, "
+                   "expected about 50 (they are no part of it)" % (gap / 1e6))
+        else:  # ranks 0 and 2 left before the root (world 1) came
+            gap = t[1][0] - max(t[0][1], t[2][1])
+            expect(gap > 25000000, "merged late MPI_Bcast: the members without a part left %.3f ms before the root "
+                   "came, expected about 50 (they wait for nobody)" % (gap / 1e6))
+
+
 def mode_big(ranks, comms, n):
     """tests/mpi/mpi_p2p_edge.c big: two messages of 257 x 8 MiB (> 2 GiB)."""
     big = 257 << 23
@@ -604,7 +675,9 @@ def mode_setup(ranks, comms, n, delay_ms):
                    % (rank, m["op"], took, delay_ms))
 
 
-MODES = {"edge": mode_edge, "big": mode_big, "fpass": mode_fpass, "calls": mode_calls, "calls_f": lambda *a: mode_calls(*a, fortran=True), "more": mode_more, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
+MODES = {"edge": mode_edge, "big": mode_big, "fpass": mode_fpass, "calls": mode_calls, "calls_f": lambda *a: mode_calls(*a, fortran=True), "more": mode_more, "colledge": mode_colledge, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
+
+MERGED = {"colledge": merged_colledge}
 
 
 def main():
@@ -617,7 +690,12 @@ def main():
     ap.add_argument("--periodic", type=int, default=0, help="clock: at least this many periodic samples per rank")
     ap.add_argument("--nodes", type=int, default=0, help="clock: the alignment saw this many nodes (rank 0's metadata)")
     ap.add_argument("--journal-delay-ms", type=int, default=0, help="setup: XSPROF_TEST_JOURNAL_DELAY_MS")
+    ap.add_argument("--merged", metavar="OUT", help="check the mode's expectations of xsmerge's output OUT instead")
     a = ap.parse_args()
+    if a.merged:
+        MERGED[a.mode](a.merged)
+        print("%d problems in the merged trace" % len(errors) if errors else "merged trace OK")
+        return 1 if errors else 0
     ranks = load(a.run_dir, a.nranks)
     if ranks is None:
         return 1

@@ -450,10 +450,16 @@ static int xsm_deps_build(const xsm_run *run, xsm_rstate *st, int64_t lat, const
                 }
                 break;
             }
-            case XSPROF_COLL_N2ONE:
-                if (i != root)
-                    break;
-                __attribute__((fallthrough)); /* the root waits for every entry */
+            case XSPROF_COLL_N2ONE: /* the root waits for the entries of those that give it data */
+                for (size_t j = 0; i == root && j < c->n; j++) {
+                    xsm_rstate *o = &st[c->ranks[j]];
+                    if (j == i || !xsm_coll_sends(&run->ranks[c->ranks[j]].d.mpi[c->rows[j]]))
+                        continue;
+                    o->pinned[o->gb[c->rows[j]]] = 1;
+                    if (xsm_dep_add(s, (xsm_dep){exit_g, XSM_DEP_P2P, c->ranks[j], o->gb[c->rows[j]], 0, 0}))
+                        return -1;
+                }
+                break;
             default: /* barrier, NxN, neighbour, unclassified */
                 for (size_t j = 0; j < c->n; j++)
                     st[c->ranks[j]].pinned[st[c->ranks[j]].gb[c->rows[j]]] = 1;
@@ -790,7 +796,7 @@ uint64_t xsm_align_violations(const xsm_run *run)
             const xsprof_io_mpi *row = &run->ranks[c->ranks[i]].d.mpi[c->rows[i]];
             pt[i] = (xsm_coll_point){row->t_begin, x >= 0 ? run->ranks[c->ranks[i]].d.mpi[x].t_end : 0, x >= 0,
                                      c->coll_kind == XSPROF_COLL_SCAN ? xsm_comm_rank(run, c->comm, c->ranks[i]) : -1,
-                                     xsm_coll_receives(c->coll_kind, row)};
+                                     xsm_coll_receives(c->coll_kind, row), xsm_coll_sends(row)};
         }
         v += xsm_align_coll_late(c->coll_kind, pt, c->n, c->root >= 0 ? xsm_coll_member(c, c->root) : SIZE_MAX);
     }
@@ -823,10 +829,13 @@ uint64_t xsm_align_coll_late(int kind, const xsm_coll_point *m, size_t n, size_t
                 if (m[j].pos >= 0 && m[j].pos <= m[i].pos && m[j].entry > need)
                     need = m[j].entry;
             break;
-        case XSPROF_COLL_N2ONE:
+        case XSPROF_COLL_N2ONE: /* the root, on the entries of those that give it data */
             if (i != root)
                 continue;
-            need = last_entry;
+            need = INT64_MIN;
+            for (size_t j = 0; j < n; j++)
+                if (j != i && m[j].sends && m[j].entry > need)
+                    need = m[j].entry;
             break;
         default:
             need = last_entry;

@@ -115,12 +115,19 @@ static inline int xsm_coll_receives(int kind, const xsprof_io_mpi *m)
     return !data || m->bytes_recv > 0;
 }
 
+/* Does a member (its entry row m) give the root of an N-to-1 collective
+ * data, so that the root cannot leave before it entered? Not when it sends
+ * nothing: a zero count, or a member of an intercommunicator's root group
+ * other than the root (MPI_PROC_NULL: it takes no part). */
+static inline int xsm_coll_sends(const xsprof_io_mpi *m) { return m->bytes_sent > 0; }
+
 /* One member of a collective instance, for xsm_align_coll_late. */
 typedef struct xsm_coll_point {
     int64_t entry, exit;
     int has_exit; /* 0: a nonblocking collective whose completion was not recorded */
     int64_t pos;  /* its position in the communicator (scans), -1 unknown */
     int receives; /* xsm_coll_receives: 0, its exit depends on no entry */
+    int sends;    /* xsm_coll_sends: an N-to-1 root waits for its entry */
 } xsm_coll_point;
 /* Exits of one instance that precede an entry they depend on (kind: enum
  * xsprof_coll_kind; root: index of the root member, SIZE_MAX none). */

@@ -390,6 +390,7 @@ typedef struct member {
     int64_t call;      /* mpi row of the blocking call, -1: not known */
     int64_t e, x;      /* that call's entry and exit */
     int receives;      /* takes data from the others (merge/align xsm_coll_receives) */
+    int sends;         /* gives an N-to-1 root data (merge/align xsm_coll_sends) */
 } member;
 
 static int coll_waits(xsm_an *a)
@@ -422,7 +423,7 @@ static int coll_waits(xsm_an *a)
                 continue;
             const xsprof_rank_data *d = &run->ranks[r].d;
             const xsprof_io_mpi *m = &d->mpi[c->rows[k]];
-            member x = {r, m->t_begin, -1, 0, 0, xsm_coll_receives(kind, m)};
+            member x = {r, m->t_begin, -1, 0, 0, xsm_coll_receives(kind, m), xsm_coll_sends(m)};
             if (m->kind == XSPROF_MPI_COLL) {
                 x.call = (int64_t)c->rows[k];
             } else if (m->kind == XSPROF_MPI_ICOLL && m->request) {
@@ -456,7 +457,7 @@ static int coll_waits(xsm_an *a)
                 minX = mb[k].x;
             if (mb[k].rank == c->root)
                 root = &mb[k];
-            else if (mb[k].arrive > lastE) {
+            else if (mb[k].sends && mb[k].arrive > lastE) { /* the last that gives the root data */
                 lastE = mb[k].arrive;
                 lastr = mb[k].rank;
             }

@@ -821,7 +821,11 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
         c->coll_seq = ck[a].seq;
         c->op = first->op;
         c->coll_kind = first->coll;
-        c->root = first->root;
+        /* the root a member names: on an intercommunicator the members of
+         * the root's group other than the root (MPI_PROC_NULL) name none */
+        c->root = XSPROF_MPI_NONE;
+        for (size_t k = a; k < b && c->root < 0; k++)
+            c->root = run->ranks[ck[k].rank].d.mpi[ck[k].row].root;
         c->ranks = malloc((b - a) * sizeof *c->ranks);
         c->rows = malloc((b - a) * sizeof *c->rows);
         if (!c->ranks || !c->rows)

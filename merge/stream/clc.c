@@ -443,6 +443,7 @@ static int xsm_gather(xsm_cctx *c, xsm_crank *k, int64_t *lower, size_t *blocker
             switch (st->h.need) {
             case XSM_CNEED_ROOT: need = j == st->h.root; break;
             case XSM_CNEED_SCAN: need = j != i && st->m[j].pos >= 0 && st->m[j].pos <= st->m[i].pos; break;
+            case XSM_CNEED_SENDERS: need = j != i && st->m[j].sends; break;
             default: need = 1;
             }
             if (!need)

@@ -296,8 +296,9 @@ typedef struct xsm_cdep {
 } xsm_cdep;
 
 /* One collective in the coll file: this head, then n members. `need` says
- * whose entries an exit waits for: XSM_CNEED_ALL, _ROOT, _SCAN. */
-enum { XSM_CNEED_ALL = 0, XSM_CNEED_ROOT = 1, XSM_CNEED_SCAN = 2 };
+ * whose entries an exit waits for: XSM_CNEED_ALL, _ROOT, _SCAN, _SENDERS
+ * (the members that give the root data, xsm_cmem.sends). */
+enum { XSM_CNEED_ALL = 0, XSM_CNEED_ROOT = 1, XSM_CNEED_SCAN = 2, XSM_CNEED_SENDERS = 3 };
 typedef struct xsm_ccoll {
     uint64_t id;
     uint32_t n, nexits;
@@ -306,7 +307,7 @@ typedef struct xsm_ccoll {
 } xsm_ccoll;
 typedef struct xsm_cmem {
     int32_t rank;
-    uint32_t pad;
+    uint32_t sends;  /* merge/align xsm_coll_sends */
     int64_t pos;     /* position in the communicator (scans), -1 unknown */
 } xsm_cmem;
 

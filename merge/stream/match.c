@@ -170,6 +170,7 @@ typedef struct xsm_cmember {
     uint32_t call_row, call_op;
     int64_t call_b, call_e;
     int receives; /* xsm_coll_receives */
+    int sends;    /* xsm_coll_sends */
 } xsm_cmember;
 
 typedef struct xsm_cinst {
@@ -401,12 +402,23 @@ static int xsm_cmember_cmp(const void *a, const void *b)
     return x->row < y->row ? -1 : x->row > y->row;
 }
 
+/* The root an instance's members name, as merge/match takes it: the
+ * first (by rank) that names one (an intercommunicator's MPI_PROC_NULL
+ * members name none). Members sorted by rank. */
+static int32_t xsm_cinst_root(const xsm_cinst *ci)
+{
+    for (size_t i = 0; i < ci->n; i++)
+        if (ci->m[i].root >= 0)
+            return ci->m[i].root;
+    return XSPROF_MPI_NONE;
+}
+
 /* Violations of one collective, as merge/align counts them. */
 static uint64_t xsm_coll_violations(const xsm_mctx *c, xsm_cinst *ci)
 {
     qsort(ci->m, ci->n, sizeof *ci->m, xsm_cmember_cmp);
     int kind = ci->m[0].kind;
-    int32_t root_rank = ci->m[0].root;
+    int32_t root_rank = xsm_cinst_root(ci);
     size_t root = SIZE_MAX;
     xsm_coll_point *pt = malloc(ci->n * sizeof *pt);
     if (!pt)
@@ -414,7 +426,8 @@ static uint64_t xsm_coll_violations(const xsm_mctx *c, xsm_cinst *ci)
     for (size_t i = 0; i < ci->n; i++) {
         const xsm_cmember *x = &ci->m[i];
         pt[i] = (xsm_coll_point){x->entry, x->exit, x->has_exit,
-                                 kind == XSPROF_COLL_SCAN ? xsm_comm_rank_of(c, ci->comm, x->rank) : -1, x->receives};
+                                 kind == XSPROF_COLL_SCAN ? xsm_comm_rank_of(c, ci->comm, x->rank) : -1, x->receives,
+                                 x->sends};
         if (root_rank >= 0 && x->rank == root_rank && root == SIZE_MAX)
             root = i;
     }
@@ -446,7 +459,7 @@ static int xsm_coll_keep(xsm_mctx *c, xsm_cinst *ci)
     k->coll_seq = ci->seq;
     k->op = ci->m[0].op;
     k->coll_kind = ci->m[0].kind;
-    k->root = ci->m[0].root;
+    k->root = xsm_cinst_root(ci);
     k->n = ci->n;
     for (size_t i = 0; i < ci->n; i++) {
         k->ranks[i] = ci->m[i].rank;
@@ -530,7 +543,7 @@ static int xsm_wo_run(xsm_mctx *c, int64_t now)
 static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
 {
     int kind = ci->m[0].kind;
-    int32_t root_rank = ci->m[0].root;
+    int32_t root_rank = xsm_cinst_root(ci);
     if ((kind != XSPROF_COLL_BARRIER && kind != XSPROF_COLL_NXN && kind != XSPROF_COLL_ONE2N &&
          kind != XSPROF_COLL_N2ONE) || c->done)
         return 0;
@@ -548,8 +561,8 @@ static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
             minX = x->call_e;
         if (x->rank == root_rank && !rootm)
             rootm = x;
-        else if (x->rank != root_rank && (!lastm || x->entry > lastm->entry))
-            lastm = x;
+        else if (x->rank != root_rank && x->sends && (!lastm || x->entry > lastm->entry))
+            lastm = x; /* the last that gives the root data */
     }
     if (nm < 2 || ((kind == XSPROF_COLL_ONE2N || kind == XSPROF_COLL_N2ONE) && !rootm))
         return 0;
@@ -695,7 +708,7 @@ static int xsm_coll_add(xsm_mctx *c, int32_t r, uint32_t row, const xsprof_io_mp
      * without a request: no constraint, as merge/align) */
     ci->m[ci->n++] = (xsm_cmember){r,         row,       m->t_begin, m->t_end, m->coll, m->root, blocking, row, m->op,
                                    m->t_end,  blocking,  row,        m->op,    m->t_begin, m->t_end,
-                                   xsm_coll_receives(m->coll, m)};
+                                   xsm_coll_receives(m->coll, m), xsm_coll_sends(m)};
     /* the summary counts collectives as merge/read/select.c leaves them */
     if (!ci->kept && xsm_stream_keep(c->s, m->t_begin, m->t_end)) {
         ci->kept = 1;
@@ -758,12 +771,16 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
     xsm_stream *s = c->s;
     int kind = ci->m[0].kind;
     uint32_t root = UINT32_MAX;
-    for (size_t i = 0; i < ci->n && ci->m[0].root >= 0; i++)
-        if (ci->m[i].rank == ci->m[0].root) {
+    int32_t root_rank = xsm_cinst_root(ci);
+    for (size_t i = 0; i < ci->n && root_rank >= 0; i++)
+        if (ci->m[i].rank == root_rank) {
             root = (uint32_t)i;
             break;
         }
-    uint32_t need = kind == XSPROF_COLL_ONE2N ? XSM_CNEED_ROOT : kind == XSPROF_COLL_SCAN ? XSM_CNEED_SCAN : XSM_CNEED_ALL;
+    uint32_t need = kind == XSPROF_COLL_ONE2N   ? XSM_CNEED_ROOT
+                    : kind == XSPROF_COLL_SCAN  ? XSM_CNEED_SCAN
+                    : kind == XSPROF_COLL_N2ONE ? XSM_CNEED_SENDERS
+                                                : XSM_CNEED_ALL;
     xsm_ccoll h = {s->coll_ids++, (uint32_t)ci->n, 0, root, need};
     xsm_cmem *mem = malloc(ci->n * sizeof *mem);
     unsigned char *waits = calloc(ci->n, 1);
@@ -773,7 +790,7 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
     }
     for (size_t i = 0; i < ci->n; i++)
-        mem[i] = (xsm_cmem){ci->m[i].rank, 0,
+        mem[i] = (xsm_cmem){ci->m[i].rank, (uint32_t)ci->m[i].sends,
                             kind == XSPROF_COLL_SCAN ? xsm_comm_rank_of(c, ci->comm, ci->m[i].rank) : -1};
     for (size_t i = 0; i < ci->n; i++) {
         if (!ci->m[i].has_exit || !ci->m[i].receives)
@@ -793,10 +810,14 @@ static int xsm_coll_collect(xsm_mctx *c, xsm_cinst *ci)
                 xsm_bits_set(s->r[ci->m[j].rank].sent, ci->m[j].row);
             }
             break;
-        case XSPROF_COLL_N2ONE:
-            if (i != root)
-                break;
-            __attribute__((fallthrough)); /* the root waits for every entry */
+        case XSPROF_COLL_N2ONE: /* the root waits for those that give it data */
+            for (size_t j = 0; i == root && j < ci->n; j++) {
+                if (j == i || !ci->m[j].sends)
+                    continue;
+                waits[i] = 1;
+                xsm_bits_set(s->r[ci->m[j].rank].sent, ci->m[j].row);
+            }
+            break;
         default:
             waits[i] = 1;
             for (size_t j = 0; j < ci->n; j++)

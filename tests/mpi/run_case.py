@@ -35,8 +35,10 @@ def main():
                          "nonblocking receive with its completion")
     ap.add_argument("--messages", type=int, metavar="K", help="with --merge: --matched, and exactly K messages")
     ap.add_argument("--stream-same", action="store_true",
-                    help="with --merge: merge again with --stream; the same messages table")
+                    help="with --merge: merge again with --stream; the same messages and collectives tables")
     ap.add_argument("--check", action="append", default=[], help="argument for check_trace.py")
+    ap.add_argument("--merged-check", action="store_true",
+                    help="with --merge: also check the mode's expectations of the merged trace (check_trace.py --merged)")
     ap.add_argument("--nodes", metavar="AGENT",
                     help="run on two emulated nodes of np/2 ranks each: Open MPI's rsh launcher with this agent "
                          "(tests/merge/fake_rsh.sh) starts each host's daemon here")
@@ -137,6 +139,10 @@ def main():
               (len(bad), bad[:8]))
         return 1
     print("merged trace: every receive's byte count is its send's (%d messages)" % len(msgs))
+    if a.merged_check:
+        rc = subprocess.run(check[:5] + ["--merged", out]).returncode
+        if rc:
+            return rc
     if a.stream_same:
         sout = run_dir + "-streamed"
         shutil.rmtree(sout, ignore_errors=True)
@@ -148,10 +154,16 @@ def main():
             return 1
         with h5py.File(os.path.join(sout, "merged.h5"), "r") as f:
             smsgs = f["messages"][:]
+            scolls = f["collectives"][:].tolist(), f["collective_members"][:].tolist()
+        with h5py.File(os.path.join(out, "merged.h5"), "r") as f:
+            colls = f["collectives"][:].tolist(), f["collective_members"][:].tolist()
         if smsgs.tolist() != msgs.tolist():
             print("FAIL: the streamed merge pairs messages differently")
             return 1
-        print("streamed merge: the same %d messages" % len(smsgs))
+        if scolls != colls:
+            print("FAIL: the streamed merge makes other collective instances (roots, members, times)")
+            return 1
+        print("streamed merge: the same %d messages and %d collectives" % (len(smsgs), len(colls[0])))
     return 0
 
 

@@ -1401,8 +1401,10 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
             x->pwl_row = x->pwl.ok ? row + 1 : 0;
             x->pwl_peer = lrc;
         }
+        /* idle: a poll that completed nothing (one that completed a
+         * nonblocking collective has no flow, but its wait comes later) */
         if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw,
-                        *cls == 3 && !nfl && !best))
+                        *cls == 3 && !nfl && !best && !m->count))
             return x->failed = -1;
     } else {
         /* a call of another thread: the main thread's interval up to the

@@ -82,6 +82,11 @@
  *           us in `pack`, then sends to
  *           rank 0, which computed 1 us and waits 8.5 us in MPI_Recv (the
  *           polls do not end rank 1's interval: most of it to `compute`)
+ *   icollpoll 3 ranks: an Iallreduce that rank 0 completes first (Wait,
+ *           2.5 us), rank 1 in a polling loop (its completing MPI_Test
+ *           at 3 us, then 3 more that complete nothing) and rank 2 last
+ *           (Wait at 5 us): rank 1's 100 ns NxN Completion is in the Test
+ *           that completed the collective, not an idle poll
  *   mpithreads     2 ranks, 2 threads: thread 1's one long send/receive
  *           spans 300 short messages of thread 0 and is stored after them
  *           (MPI calls out of begin-time order by 300 rows)
@@ -634,6 +639,37 @@ static int pollwo(const char *dir)
     xsf_mpi(f[0], 0, "MPI_Wait", m);
     recv_completion(f[0], "MPI_Wait", 12050, 5, 1, 1, 1, 8);
     return close_all(f, 2);
+}
+
+static int icollpoll(const char *dir)
+{
+    static const int32_t world[] = {0, 1, 2};
+    xsf *f[3];
+    for (int r = 0; r < 3; r++) {
+        if (!(f[r] = xsf_create(dir, r, 3, JOB, START, "node0")))
+            return 1;
+        xsf_thread(f[r], 0, "main");
+        xsf_comm(f[r], 0, "MPI_COMM_WORLD", UINT32_MAX, 3, world);
+        xsf_clock(f[r], XSPROF_CLOCK_INIT, 0, 0, 200);
+        xsprof_rec_mpi m = M();
+        m.kind = XSPROF_MPI_ICOLL; m.coll = XSPROF_COLL_NXN; m.coll_seq = 1; m.request = 5;
+        m.bytes_sent = m.bytes_recv = 8; m.t_begin = 1000; m.t_end = 1100;
+        xsf_mpi(f[r], 0, "MPI_Iallreduce", m);
+        if (r == 1) /* polls before the collective completes */
+            failed_tests(f[r], 5, 5, 1200, 0);
+        /* the call that completes it: rank 1's Test at 3000, the others' Waits */
+        const int64_t b[3] = {2000, 3000, 5000}, e[3] = {2500, 3100, 5100};
+        m = M();
+        m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX; m.t_begin = b[r]; m.t_end = e[r];
+        xsf_mpi(f[r], 0, r == 1 ? "MPI_Test" : "MPI_Wait", m);
+        m = M();
+        m.kind = XSPROF_MPI_COMPLETION; m.request = 5; m.coll = XSPROF_COLL_NXN; m.coll_seq = 1;
+        m.t_begin = m.t_end = e[r];
+        xsf_mpi(f[r], 0, r == 1 ? "MPI_Test" : "MPI_Wait", m);
+        if (r == 1) /* polls for something else, before rank 2 completes the collective */
+            failed_tests(f[r], 6, 3, 3300, 0);
+    }
+    return close_all(f, 3);
 }
 
 static int polling(const char *dir)
@@ -1260,6 +1296,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "pollsend")) return pollsend(dir);
     if (!strcmp(kind, "isendlr")) return isendlr(dir);
     if (!strcmp(kind, "polling")) return polling(dir);
+    if (!strcmp(kind, "icollpoll")) return icollpoll(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);
     if (!strcmp(kind, "mpithreads_far")) return mpithreads(dir, 5000);
     if (!strcmp(kind, "window")) return window(dir);

@@ -115,6 +115,9 @@ enum xsprof_coll_kind {
 #define XSPROF_MPI_F_PERSISTENT 0x8 /* request is persistent (*_init / Start) */
 #define XSPROF_MPI_F_RECV 0x10      /* COMPLETION of a receive (else of a send/collective) */
 #define XSPROF_MPI_F_FREED 0x20     /* request freed before completion */
+#define XSPROF_MPI_F_TRUNCATED 0x40 /* receive of a message longer than its buffer (MPI_ERR_TRUNCATE):
+                                       matched and numbered all the same; bytes_recv as its status
+                                       counts them (Open MPI: the whole message) */
 
 typedef struct xsprof_rec_mpi {
     xsprof_rec_hdr h;

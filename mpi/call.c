@@ -94,6 +94,14 @@ static uint64_t status_bytes(const MPI_Status *st) {
     return (uint64_t)n;
 }
 
+/* MPI_ERR_TRUNCATE: a receive's message was longer than its buffer. The
+ * call failed, but the message is matched and consumed, and the status
+ * names it: it is a receive like any other. */
+static int is_truncate(int rc) {
+    int cls = MPI_SUCCESS;
+    return rc != MPI_SUCCESS && PMPI_Error_class(rc, &cls) == MPI_SUCCESS && cls == MPI_ERR_TRUNCATE;
+}
+
 /* The neighbourhood of a process topology, as the neighbourhood
  * collectives see it: in and out degree, and on a Cartesian grid which of
  * its 2 x ndims neighbours exist (at a non-periodic border a neighbour is
@@ -316,7 +324,8 @@ static void recv_seq_release(const xsprof_req_info *gone) {
 /* ---- completions ------------------------------------------------------ */
 
 /* One COMPLETION record for a request completed by the call in r_call. */
-static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, const MPI_Status *st, unsigned op) {
+static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, const MPI_Status *st, unsigned op,
+                     int truncated) {
     xsprof_rec_mpi r;
     rec_init(&r, op, call->t_end, call->t_end);
     r.kind = XSPROF_MPI_COMPLETION;
@@ -345,6 +354,8 @@ static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, cons
                 r.peer = xsprof_comm_world(ri->comm, st->MPI_SOURCE);
                 r.tag = st->MPI_TAG;
                 r.bytes_recv = status_bytes(st);
+                if (truncated)
+                    r.flags |= XSPROF_MPI_F_TRUNCATED;
                 /* wildcard receives get their number when the match is known */
                 if (!r.seq)
                     r.seq = recv_seq_next(r.comm, r.peer, r.tag);
@@ -365,13 +376,20 @@ static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, cons
 
 /* dry: only count (the call record, which carries the count, goes first). */
 static void completed_one(xsprof_mpi_call *c, const xsprof_rec_mpi *call, MPI_Request snap, const MPI_Status *st,
-                          uint32_t *count, int dry) {
+                          int truncated, uint32_t *count, int dry) {
     if (snap == MPI_REQUEST_NULL)
         return;
     (*count)++;
     xsprof_req_info ri;
     if (!dry && xsprof_req_take(snap, &ri, 0, (uint64_t)(uintptr_t)c))
-        complete(call, &ri, st, c->op);
+        complete(call, &ri, st, c->op, truncated);
+}
+
+/* A request of a multiple completion that failed with MPI_ERR_IN_STATUS
+ * completed when its status says so, or that its message was truncated. */
+static int status_done(const MPI_Status *st, int ok, int *truncated) {
+    *truncated = !ok && st && is_truncate(st->MPI_ERROR);
+    return !st || ok || st->MPI_ERROR == MPI_SUCCESS || *truncated;
 }
 
 static uint32_t wait_pass(xsprof_mpi_call *c, int rc, const xsprof_rec_mpi *call, int dry) {
@@ -380,35 +398,38 @@ static uint32_t wait_pass(xsprof_mpi_call *c, int rc, const xsprof_rec_mpi *call
     uint32_t count = 0;
     int ok = rc == MPI_SUCCESS;
     int all_ok = ok || rc == MPI_ERR_IN_STATUS;
+    int trunc = is_truncate(rc); /* one request, completed with its message truncated */
     switch (rule) {
     case XSPROF_RULE_WAIT:
-        if (ok)
-            completed_one(c, call, c->snap[0], c->status, &count, dry);
+        if (ok || trunc)
+            completed_one(c, call, c->snap[0], c->status, trunc, &count, dry);
         break;
     case XSPROF_RULE_TEST:
-        if (ok && c->flag && *c->flag)
-            completed_one(c, call, c->snap[0], c->status, &count, dry);
+        if ((ok || trunc) && c->flag && *c->flag)
+            completed_one(c, call, c->snap[0], c->status, trunc, &count, dry);
         break;
     case XSPROF_RULE_WAITALL:
     case XSPROF_RULE_TESTALL:
         if (all_ok && (rule == XSPROF_RULE_WAITALL || (c->flag && *c->flag)))
-            for (int i = 0; i < c->nreq; i++)
-                if (!sts || ok || sts[i].MPI_ERROR == MPI_SUCCESS)
-                    completed_one(c, call, c->snap[i], sts ? &sts[i] : NULL, &count, dry);
+            for (int i = 0; i < c->nreq; i++) {
+                int t = 0;
+                if (status_done(sts ? &sts[i] : NULL, ok, &t))
+                    completed_one(c, call, c->snap[i], sts ? &sts[i] : NULL, t, &count, dry);
+            }
         break;
     case XSPROF_RULE_WAITANY:
     case XSPROF_RULE_TESTANY:
-        if (ok && c->index && *c->index != MPI_UNDEFINED && *c->index >= 0 && *c->index < c->nreq &&
+        if ((ok || trunc) && c->index && *c->index != MPI_UNDEFINED && *c->index >= 0 && *c->index < c->nreq &&
             (rule == XSPROF_RULE_WAITANY || (c->flag && *c->flag)))
-            completed_one(c, call, c->snap[*c->index], c->status, &count, dry);
+            completed_one(c, call, c->snap[*c->index], c->status, trunc, &count, dry);
         break;
     case XSPROF_RULE_WAITSOME:
     case XSPROF_RULE_TESTSOME:
         if (all_ok && c->outcount && *c->outcount != MPI_UNDEFINED)
             for (int k = 0; k < *c->outcount; k++) {
-                int i = c->indices[k];
-                if (i >= 0 && i < c->nreq)
-                    completed_one(c, call, c->snap[i], sts ? &sts[k] : NULL, &count, dry);
+                int i = c->indices[k], t = !ok && sts && is_truncate(sts[k].MPI_ERROR);
+                if (i >= 0 && i < c->nreq) /* listed: completed, with or without an error */
+                    completed_one(c, call, c->snap[i], sts ? &sts[k] : NULL, t, &count, dry);
             }
         break;
     default:
@@ -618,9 +639,12 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
     rec_init(&r, c->op, c->t_begin, t_end);
     r.coll = o->coll;
     int ok = rc == MPI_SUCCESS;
+    /* a receive that truncated its message still received it (is_truncate) */
+    int trunc = !ok && (o->wkind == XSPROF_W_RECV || o->wkind == XSPROF_W_MRECV || o->wkind == XSPROF_W_SENDRECV ||
+                        o->wkind == XSPROF_W_WAIT) && is_truncate(rc);
     /* A failed call may hold invalid handles: record that it happened, ask
      * MPI nothing about its arguments (MPI_ERR_IN_STATUS: see the WAIT rules). */
-    if (!ok && !(o->wkind == XSPROF_W_WAIT && rc == MPI_ERR_IN_STATUS)) {
+    if (!ok && !trunc && !(o->wkind == XSPROF_W_WAIT && rc == MPI_ERR_IN_STATUS)) {
         if (xsprof_mpi_group_on(c->op))
             emit(&r);
         goto out;
@@ -660,10 +684,12 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
             if (c->tag == MPI_ANY_TAG)
                 r.flags |= XSPROF_MPI_F_WILDCARD_TAG;
         }
-        if (ok && ce && c->status->MPI_SOURCE != MPI_PROC_NULL) {
+        if ((ok || trunc) && ce && c->status->MPI_SOURCE != MPI_PROC_NULL) {
             r.peer = xsprof_comm_world(ce, c->status->MPI_SOURCE);
             r.tag = c->status->MPI_TAG;
             r.bytes_recv = status_bytes(c->status);
+            if (trunc)
+                r.flags |= XSPROF_MPI_F_TRUNCATED;
             if (!r.seq)
                 r.seq = recv_seq_next(r.comm, r.peer, r.tag);
         }
@@ -707,13 +733,13 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         r.peer = xsprof_comm_world(ce, c->peer);
         r.tag = c->tag;
         r.bytes_sent = peer_bytes(c, c->scount, c->stype);
-        if (ok && r.peer != XSPROF_MPI_NONE)
+        if ((ok || trunc) && r.peer != XSPROF_MPI_NONE)
             r.seq = xsprof_seq_next(r.comm, r.peer, r.tag, 0);
         emit(&r);
-        if (ok && c->status->MPI_SOURCE != MPI_PROC_NULL) {
+        if ((ok || trunc) && c->status->MPI_SOURCE != MPI_PROC_NULL) {
             xsprof_req_info ri = {.comm = ce, .is_recv = 1, .peer = XSPROF_MPI_NONE, .tag = XSPROF_MPI_NONE,
                                   .root = XSPROF_MPI_NONE};
-            complete(&r, &ri, c->status, c->op);
+            complete(&r, &ri, c->status, c->op, trunc);
         }
         goto out;
     }
@@ -759,7 +785,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
         xsprof_req_info ri;
         if (ok && xsprof_req_take(c->s->req_snap[0], &ri, 1, 0) && ri.active) {
             ri.flags |= XSPROF_MPI_F_FREED;
-            complete(&r, &ri, NULL, c->op);
+            complete(&r, &ri, NULL, c->op, 0);
         }
         break;
     }

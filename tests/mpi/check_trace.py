@@ -27,7 +27,7 @@ import sys
 import h5py
 
 K_SEND, K_SSEND, K_RECV, K_ISEND, K_IRECV, K_SENDRECV, K_WAIT, K_COLL, K_ICOLL, K_COMPLETION = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
-F_RECV, F_PERSISTENT, F_FREED, F_CANCELLED = 0x10, 0x8, 0x20, 0x4
+F_RECV, F_PERSISTENT, F_FREED, F_CANCELLED, F_TRUNCATED = 0x10, 0x8, 0x20, 0x4, 0x40
 NONE = -1
 COMM_NONE = 0xFFFFFFFF
 
@@ -630,6 +630,16 @@ def merged_colledge(out):
                    "came, expected about 50 (they wait for nobody)" % (gap / 1e6))
 
 
+def mode_trunc(ranks, comms, n):
+    """tests/mpi/mpi_p2p_trunc.c: per rank and tag 1..6 the first message
+    from the left (32 bytes into 16) is a truncated receive, numbered 1."""
+    for rank, r in ranks.items():
+        left = (rank - 1) % n
+        tr = sorted((m["tag"], m["peer"], m["seq"]) for m in r.mpi if m["flags"] & F_TRUNCATED and
+                    (m["kind"] == K_RECV or (m["kind"] == K_COMPLETION and m["flags"] & F_RECV)))
+        expect(tr == [(t, left, 1) for t in range(1, 7)], "rank %d: truncated receives (tag, peer, seq) %s" % (rank, tr))
+
+
 def mode_big(ranks, comms, n):
     """tests/mpi/mpi_p2p_edge.c big: two messages of 257 x 8 MiB (> 2 GiB)."""
     big = 257 << 23
@@ -675,7 +685,7 @@ def mode_setup(ranks, comms, n, delay_ms):
                    % (rank, m["op"], took, delay_ms))
 
 
-MODES = {"edge": mode_edge, "big": mode_big, "fpass": mode_fpass, "calls": mode_calls, "calls_f": lambda *a: mode_calls(*a, fortran=True), "more": mode_more, "colledge": mode_colledge, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
+MODES = {"edge": mode_edge, "big": mode_big, "fpass": mode_fpass, "calls": mode_calls, "calls_f": lambda *a: mode_calls(*a, fortran=True), "more": mode_more, "colledge": mode_colledge, "trunc": mode_trunc, "nocoll": mode_nocoll, "threads": mode_threads, "py": mode_py, "generic": lambda *a: None}
 
 MERGED = {"colledge": merged_colledge}
 

@@ -460,7 +460,7 @@ static int xsm_deps_build(const xsm_run *run, xsm_rstate *st, int64_t lat, const
                         return -1;
                 }
                 break;
-            default: /* barrier, NxN, neighbour, unclassified */
+            default: /* barrier, NxN, unclassified */
                 for (size_t j = 0; j < c->n; j++)
                     st[c->ranks[j]].pinned[st[c->ranks[j]].gb[c->rows[j]]] = 1;
                 if (xsm_dep_add(s, (xsm_dep){exit_g, XSM_DEP_COLL, -1, 0, 0, ci}))

@@ -107,9 +107,14 @@ int xsm_align_logical_identity(const xsm_run *run);
  * return at once; HPL-style codes issue them), a zero-count Allreduce
  * likewise. Bcast/Scatter non-roots, Reduce/Gather roots, NxN and scan
  * members depend on others when they receive bytes; a Barrier always;
- * neighbourhood and unclassified collectives as all-to-all. */
+ * unclassified collectives as all-to-all. A neighbourhood collective
+ * waits for its neighbours only, which the trace does not name: no
+ * constraint (as all-to-all, a rank two hops from a late one "left before
+ * it came", and the clock correction moved it by the lateness). */
 static inline int xsm_coll_receives(int kind, const xsprof_io_mpi *m)
 {
+    if (kind == XSPROF_COLL_NEIGHBOR)
+        return 0;
     int data = kind == XSPROF_COLL_NXN || kind == XSPROF_COLL_ONE2N || kind == XSPROF_COLL_N2ONE ||
                kind == XSPROF_COLL_SCAN;
     return !data || m->bytes_recv > 0;

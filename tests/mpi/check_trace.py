@@ -581,6 +581,7 @@ def mode_colledge(ranks, comms, n):
         ("MPI_Neighbor_allgather", 2): per(lambda r: ends(r, (12, 12, NONE), (24, 24, NONE))),
         ("MPI_Neighbor_alltoallv", 3): per(lambda r: {0: (8, 4, NONE), 3: (4, 8, NONE)}.get(r, (12, 12, NONE))),
         ("MPI_Ineighbor_alltoall", 4): per(lambda r: ends(r, (4, 4, NONE), (8, 8, NONE))),
+        ("MPI_Neighbor_allgather", 5): per(lambda r: ends(r, (4, 4, NONE), (8, 8, NONE))),
         ("MPI_Neighbor_alltoall", 1, "grid"): per(lambda r: (12, 12, NONE)),
         ("MPI_Exscan", 2): per(lambda r: (4, 0 if r == 0 else 4, NONE)),
     }
@@ -603,7 +604,9 @@ def merged_colledge(out):
     their members name, and the members that took no part (MPI_PROC_NULL)
     synchronise with nobody: the merge leaves the Reduce's root leaving
     50 ms before they came, and them leaving the late Bcast 50 ms before
-    its root came."""
+    its root came. A neighbourhood collective synchronises neighbours
+    only: ranks 2 and 3 of the line leave the one rank 0 comes to 50 ms
+    late before it comes."""
     with h5py.File(os.path.join(out, "merged.h5"), "r") as f:
         st = f["strings"][()]
         name = lambda i: st[i].decode() if isinstance(st[i], bytes) else str(st[i])
@@ -617,9 +620,13 @@ def merged_colledge(out):
         named = {int(mpi[x["row"]]["root"]) for x in rows} - {NONE}
         expect(named <= {int(c["root"])}, "merged %s (comm %d, seq %d): root %d, its members name %s" %
                (name(c["op"]), c["comm"], c["coll_seq"], c["root"], named))
+        t = {int(x["rank"]): (int(x["t_begin"]), int(x["t_end"])) for x in rows}
+        if name(c["op"]) == "MPI_Neighbor_allgather" and c["coll_seq"] == 5:
+            gap = t[0][0] - max(t[2][1], t[3][1])
+            expect(gap > 25000000, "merged late MPI_Neighbor_allgather: ranks 2 and 3 left %.3f ms before rank 0 "
+                   "came, expected about 50 (it is no neighbour of theirs)" % (gap / 1e6))
         if c["comm"] != inter[0]["comm"] or name(c["op"]) not in ("MPI_Reduce", "MPI_Bcast") or c["coll_seq"] < 4:
             continue
-        t = {int(x["rank"]): (int(x["t_begin"]), int(x["t_end"])) for x in rows}
         if name(c["op"]) == "MPI_Reduce":  # the root (world 1) left before ranks 0 and 2 came
             gap = min(t[0][0], t[2][0]) - t[1][1]
             expect(gap > 25000000, "merged MPI_Reduce: the root left %.3f ms before the members without a part came, "

@@ -12,7 +12,8 @@
  *    PROC_NULL members left theirs: they synchronise with nobody;
  *  - neighbourhood collectives on a non-periodic 1-D Cartesian grid
  *    (MPI_PROC_NULL neighbours at the ends move nothing), blocking and
- *    nonblocking, and on a 2x2 grid periodic in one dimension only;
+ *    nonblocking, one that rank 0 enters 50 ms late (only its neighbour
+ *    waits), and on a 2x2 grid periodic in one dimension only;
  *  - MPI_Exscan: rank 0 receives nothing.
  * check_trace.py (mode "colledge") knows the bytes each rank moves. */
 #include <mpi.h>
@@ -90,6 +91,11 @@ int main(int argc, char **argv) {
     MPI_Ineighbor_alltoall(v, 1, MPI_INT, nb, 1, MPI_INT, line, &rq); /* 4 per neighbour */
     MPI_Wait(&rq, MPI_STATUS_IGNORE);
     acc += nb[0];
+    /* rank 0 comes 50 ms late: ranks 2 and 3, whose neighbours are on
+     * time, need not wait for it */
+    if (rank == 0)
+        usleep(50000);
+    MPI_Neighbor_allgather(v, 1, MPI_INT, nb, 1, MPI_INT, line); /* 4 per neighbour */
     /* 2x2, periodic in dimension 1 only: 3 neighbours each (dimension 1's
      * two are the same process, both blocks move) */
     dims[0] = dims[1] = 2;

@@ -313,12 +313,22 @@ static uint64_t recv_seq_next(uint32_t gid, int32_t peer, int32_t tag) {
     return n;
 }
 
-static void recv_seq_release(const xsprof_req_info *gone) {
-    if (!gone->seq || !gone->comm)
-        return;
-    int lk = xsprof_seq_lock(gone->comm->gid, gone->peer, gone->tag);
-    xsprof_seq_release(gone);
+/* A floating receive's number, once its key is known. */
+static uint64_t recv_seq_floating(uint32_t gid, int32_t peer, int32_t tag) {
+    int lk = xsprof_seq_lock(gid, peer, tag);
+    uint64_t n = xsprof_seq_next_floating(gid, peer, tag);
     xsprof_seq_unlock(lk);
+    return n;
+}
+
+/* 0, or the number a cancelled receive leaves void (xsprof_seq_release). */
+static uint64_t recv_seq_release(const xsprof_req_info *gone) {
+    if (!gone->seq || !gone->comm)
+        return 0;
+    int lk = xsprof_seq_lock(gone->comm->gid, gone->peer, gone->tag);
+    uint64_t hole = xsprof_seq_release(gone);
+    xsprof_seq_unlock(lk);
+    return hole;
 }
 
 /* ---- completions ------------------------------------------------------ */
@@ -345,10 +355,8 @@ static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, cons
         r.peer = ri->peer;
         r.tag = ri->tag;
         r.seq = ri->seq;
-        if (cancelled) {
-            recv_seq_release(ri);
-            r.seq = 0;
-        }
+        if (cancelled) /* no number, or the one it leaves void */
+            r.seq = ri->seq ? recv_seq_release(ri) : ri->hole;
         if (st && st != MPI_STATUS_IGNORE && !cancelled) {
             if (st->MPI_SOURCE != MPI_PROC_NULL && ri->comm) {
                 r.peer = xsprof_comm_world(ri->comm, st->MPI_SOURCE);
@@ -356,9 +364,10 @@ static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, cons
                 r.bytes_recv = status_bytes(st);
                 if (truncated)
                     r.flags |= XSPROF_MPI_F_TRUNCATED;
-                /* wildcard receives get their number when the match is known */
+                /* wildcard receives get their number when the match is known
+                 * (a Sendrecv's receive, no request, was posted just now) */
                 if (!r.seq)
-                    r.seq = recv_seq_next(r.comm, r.peer, r.tag);
+                    r.seq = ri->id ? recv_seq_floating(r.comm, r.peer, r.tag) : recv_seq_next(r.comm, r.peer, r.tag);
             }
         }
     } else {
@@ -548,10 +557,14 @@ static void probe_cancelled(xsprof_req_info *ri, void *arg) {
     ri->flags |= XSPROF_MPI_F_CANCELLED;
 }
 
+/* A cancelled receive's void number, for its completion. */
+static void keep_hole(xsprof_req_info *ri, void *arg) { ri->hole = *(const uint64_t *)arg; }
+
 static void mark_started(xsprof_req_info *ri, void *arg) {
     (void)arg;
     ri->active = 1; /* the id stays the one of the *_init call */
     ri->seq = 0;
+    ri->hole = 0;
     ri->flags &= (uint16_t)~XSPROF_MPI_F_CANCELLED;
     if (ri->peer == XSPROF_MPI_NONE || !ri->comm)
         return;
@@ -794,8 +807,9 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
          * program posts the next receive on its key; else its completion
          * will (complete()). */
         cancel_probe p = {.req = c->s->req_snap[0]};
-        if (ok && xsprof_req_update(p.req, probe_cancelled, &p, NULL) && p.cancelled)
-            xsprof_seq_release(&p.gone);
+        if (ok && xsprof_req_update(p.req, probe_cancelled, &p, NULL) && p.cancelled &&
+            (p.gone.hole = xsprof_seq_release(&p.gone)))
+            xsprof_req_update(p.req, keep_hole, &p.gone.hole, NULL);
         break;
     }
     case XSPROF_W_PROBE:

@@ -206,6 +206,7 @@ typedef struct seq_slot {
     _Atomic int state;
     uint64_t k1, k2;
     _Atomic uint64_t n;
+    _Atomic uint64_t floating; /* the highest number a floating receive took (xsprof_seq_release) */
 } seq_slot;
 
 static seq_slot g_seq[XSPROF_SEQ_SLOTS];
@@ -254,6 +255,17 @@ uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, int dir) {
     return s ? seq_bump(&s->n) : 0;
 }
 
+uint64_t xsprof_seq_next_floating(uint32_t gid, int32_t peer, int32_t tag) {
+    seq_slot *s = seq_find(gid, peer, tag, 1);
+    if (!s)
+        return 0;
+    uint64_t n = seq_bump(&s->n);
+    /* under the key's lock with MPI_THREAD_MULTIPLE: numbers come in order */
+    if (n > atomic_load_explicit(&s->floating, memory_order_relaxed))
+        atomic_store_explicit(&s->floating, n, memory_order_relaxed);
+    return n;
+}
+
 /* Only MPI_THREAD_MULTIPLE lets a receive be numbered while another thread
  * gives a cancelled one's number back; below it nothing is locked. */
 int xsprof_seq_lock(uint32_t gid, int32_t peer, int32_t tag) {
@@ -276,12 +288,17 @@ static void renumber(xsprof_req_info *ri, const xsprof_req_info *gone) {
         ri->seq--;
 }
 
-void xsprof_seq_release(const xsprof_req_info *gone) {
+uint64_t xsprof_seq_release(const xsprof_req_info *gone) {
     if (!gone->is_recv || !gone->seq || !gone->comm)
-        return;
+        return 0;
     seq_slot *s = seq_find(gone->comm->gid, gone->peer, gone->tag, 1);
     if (!s)
-        return;
+        return 0;
+    /* A floating receive posted before the cancelled one completed on its
+     * key after it was numbered, with a higher number: moving the numbers
+     * down would leave that one a number too high. */
+    if (atomic_load_explicit(&s->floating, memory_order_relaxed) > gone->seq)
+        return gone->seq;
     /* A message matches the receive posted first, so the receives posted
      * after a cancelled one on its key are all still waiting, each one
      * number too far: they move down, and so does the counter. */
@@ -298,4 +315,5 @@ void xsprof_seq_release(const xsprof_req_info *gone) {
     while (n >= gone->seq &&
            !atomic_compare_exchange_weak_explicit(&s->n, &n, n - 1, memory_order_relaxed, memory_order_relaxed))
         ;
+    return 0;
 }

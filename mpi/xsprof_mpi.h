@@ -211,6 +211,7 @@ typedef struct xsprof_req_info {
     uint8_t kind;       /* enum xsprof_mpi_kind of the post */
     uint8_t coll;
     uint8_t persistent, active, is_recv, is_send;
+    uint64_t hole;      /* a receive cancelled at MPI_Cancel: the number it left void (xsprof_seq_release) */
     uint64_t claim;     /* the Wait/Test call processing it, 0 = none */
 } xsprof_req_info;
 
@@ -229,10 +230,18 @@ XSPROF_HIDDEN int xsprof_req_update(MPI_Request r, void (*fn)(xsprof_req_info *,
                                     xsprof_req_info *out);
 /* Next per-(comm, peer, tag) sequence number for direction dir (0 send, 1 recv). */
 XSPROF_HIDDEN uint64_t xsprof_seq_next(uint32_t gid, int32_t peer, int32_t tag, int dir);
+/* The same for a receive posted without its key (MPI_ANY_SOURCE/ANY_TAG),
+ * numbered when it completed on (gid, peer, tag). */
+XSPROF_HIDDEN uint64_t xsprof_seq_next_floating(uint32_t gid, int32_t peer, int32_t tag);
 /* A receive that was cancelled took no message: give its number (gone->seq,
  * on gone's comm, peer and tag) back. gone's own entry, if still tracked,
- * must no longer hold it. Called with gone's key locked (xsprof_seq_lock). */
-XSPROF_HIDDEN void xsprof_seq_release(const xsprof_req_info *gone);
+ * must no longer hold it. Called with gone's key locked (xsprof_seq_lock).
+ * Returns 0, or gone->seq when the number stays void instead: a floating
+ * receive (posted earlier, so it matched first) completed with a number
+ * above it, which is written and cannot move down; the cancelled receive's
+ * completion then names the void number and the merge closes the gap
+ * (merge/match xsm_recv_order_fix). */
+XSPROF_HIDDEN uint64_t xsprof_seq_release(const xsprof_req_info *gone);
 /* Lock of a receive key (comm gid, world peer, tag), held while a receive on
  * it is numbered and its request entry written, and from before MPI_Cancel
  * until a cancelled receive's number is given back: else a thread could

@@ -156,6 +156,21 @@ static int xsm_recv_order_fix(const xsprof_rank_data *d, const int64_t *post_of,
         size_t pr = irecv ? (size_t)po : k[i].row;
         u[nu++] = (xsm_runit){&k[i], d->mpi[pr].t_begin, pr, irecv && d->mpi[po].seq == 0};
     }
+    /* numbers a cancelled receive left void (mpi/ xsprof_seq_release: a
+     * floating receive had taken a higher one): the numbers above close up */
+    size_t nh = 0;
+    xsm_p2p_key *hole = NULL;
+    for (size_t i = 0; !rc && i < d->nmpi; i++) {
+        const xsprof_io_mpi *m = &d->mpi[i];
+        if (m->kind != XSPROF_MPI_COMPLETION || !m->seq || (m->flags & (XSPROF_MPI_F_RECV | XSPROF_MPI_F_CANCELLED)) !=
+                                                              (XSPROF_MPI_F_RECV | XSPROF_MPI_F_CANCELLED))
+            continue;
+        xsm_p2p_key *v = realloc(hole, (nh + 1) * sizeof *hole);
+        if (!v)
+            rc = -1;
+        else
+            (hole = v)[nh++] = (xsm_p2p_key){m->comm, m->peer, 0, m->tag, m->seq, i};
+    }
     if (!rc)
         qsort(u, nu, sizeof *u, xsm_runit_cmp);
     for (size_t a = 0, b; !rc && a < nu; a = b) {
@@ -165,8 +180,13 @@ static int xsm_recv_order_fix(const xsprof_rank_data *d, const int64_t *post_of,
             f += !u[b].floating;
         if (f == b)
             continue;
-        for (size_t j = a; j < b; j++)
-            num[j - a] = u[j].k->seq;
+        for (size_t j = a; j < b; j++) {
+            uint64_t x = u[j].k->seq, below = 0;
+            for (size_t h = 0; h < nh; h++)
+                below += hole[h].comm == u[a].k->comm && hole[h].src == u[a].k->src && hole[h].tag == u[a].k->tag &&
+                         hole[h].seq < x;
+            num[j - a] = x - below;
+        }
         qsort(num, b - a, sizeof *num, xsm_u64_cmp);
         /* the two runs merged by post: the order MPI matched them in */
         size_t x = a, y = f, o = 0;
@@ -178,6 +198,7 @@ static int xsm_recv_order_fix(const xsprof_rank_data *d, const int64_t *post_of,
     free(u);
     free(num);
     free(ord);
+    free(hole);
     return rc;
 }
 

@@ -1106,6 +1106,13 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     int recv = row->kind == XSPROF_MPI_RECV ||
                (row->kind == XSPROF_MPI_COMPLETION && (row->flags & XSPROF_MPI_F_RECV) &&
                 !(row->flags & XSPROF_MPI_F_CANCELLED));
+    /* a cancelled receive that left its number void: the numbers above it
+     * close up (merge/match xsm_recv_order_fix), which needs every receive */
+    if (row->kind == XSPROF_MPI_COMPLETION && (row->flags & XSPROF_MPI_F_CANCELLED) &&
+        (row->flags & XSPROF_MPI_F_RECV) && row->seq)
+        return xsm_err_set(c->err, c->errlen,
+                           "rank %d cancelled a receive after a receive posted before it with MPI_ANY_SOURCE or "
+                           "MPI_ANY_TAG took a higher number of its key", (int)r) ? 2 : 2;
     if (!recv || row->peer < 0 || !xsm_present(c, row->peer))
         return 0;
     uint32_t comm = row->comm;

@@ -160,10 +160,12 @@ def check_messages(ranks, comms):
             if is_recv and m["peer"] != NONE:
                 key = (m["comm"], m["peer"], r.rank, m["tag"], m["seq"])
                 recvs[key].append((r.rank, m))
+    # (a key with floating receives may keep a number a cancelled receive
+    # left void, the merge closes such gaps: only its sizes are compared)
     for key, v in sends.items():
         if len(v) != 1:
             err("message %s sent %d times" % (key, len(v)))
-        if key not in recvs:
+        if key not in recvs and key[:4] not in floating:
             err("message %s sent (%s) but never received" % (key, v[0][1]["op"]))
         elif key[:4] not in floating and v[0][1]["bytes_sent"] != recvs[key][0][1]["bytes_recv"]:
             err("message %s: %d bytes sent, %d received" % (key, v[0][1]["bytes_sent"],
@@ -171,7 +173,7 @@ def check_messages(ranks, comms):
     for key, v in recvs.items():
         if len(v) != 1:
             err("message %s received %d times" % (key, len(v)))
-        if key not in sends:
+        if key not in sends and key[:4] not in floating:
             err("message %s received (%s) but never sent" % (key, v[0][1]["op"]))
     # a key with floating receives: the same messages (sizes) both ways
     for k4 in floating:

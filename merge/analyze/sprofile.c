@@ -166,6 +166,7 @@ typedef struct xsm_recent {
     int64_t def_ns;
     int64_t def_tb;    /* when that wait began (a polling loop's: before the call) */
     int idle;          /* a poll that completed nothing, no wait came for it */
+    int32_t hold_c;    /* the causer asked to keep its call for the held Late Sender (recent_hold), -1 none */
 } xsm_recent;
 
 /* A collective wait that came before its call. */
@@ -189,7 +190,24 @@ typedef struct xsm_req {
     xsm_pairw pw;      /* its pairwise interval (Late Senders) */
     uint64_t wrow;     /* the waiting call */
     int64_t wb;        /* when the wait began */
+    int hold;          /* a Late Sender its waiter still holds (recent_hold): prepared, not counted */
 } xsm_req;
+
+/* What settle takes from the causer for a wait, by value: worked out when
+ * the causing call leaves the causer's XSM_RECENT calls while its waiter
+ * still holds the Late Sender until its next call (recent_wait), to count
+ * then. A causer that made more calls than that before the waiter's next
+ * one used to lose the wait's cause (root rank -1). */
+typedef struct xsm_prep {
+    uint64_t wrow, crow; /* the waiting and the causing call */
+    int32_t causer;
+    int64_t ctb;         /* when the causing call began */
+    int32_t fallback;
+    size_t n, ncarry;
+    int32_t reg[XSM_VMAX];
+    double dl[XSM_VMAX];
+    xsm_carry carry[XSM_PAIR_SPAN];
+} xsm_prep;
 
 #define XSM_RECENT 16
 /* GPU ranks: kernels and waits kept to find their overlaps, whichever
@@ -272,6 +290,7 @@ struct xsm_anrank {
     struct xsm_wov { uint32_t row; int32_t src; uint64_t send_row; } *wo;
     size_t nwo, capwo;
     xsm_req *req; size_t nreq, capreq;
+    xsm_prep *prep; size_t nprep, capprep; /* for the Late Senders this rank holds */
     int64_t t_first, t_last, init_end, fin_begin, mpi_ns, mpi_cover;
     /* GPU activity (has_gpu ranks): devices, rows, the last kernels and waits */
     int has_gpu;
@@ -356,6 +375,7 @@ static void anrank_free(xsm_anrank *x)
     free(x->pend);
     free(x->wo);
     free(x->req);
+    free(x->prep);
     free(x->gpu);
     free(x->ks);
     free(x->ws);
@@ -707,18 +727,16 @@ static int settle_add(void *ctx, int32_t rank, int32_t region, double seconds)
  * where the causing rank spent more of its interval than the waiter did,
  * and what made the causer late when the interval began (the waits it
  * suffered in call pc, when has_pc), explain the wait; with neither, the
- * causer's innermost region at its call. The site goes to the waiter, and
- * the wait's causes stay with it for the waits it makes later. */
-static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl, int64_t ctb, int has_pc, uint64_t pc,
-                  uint64_t nsc)
+ * causer's innermost region at its call. settle_prep takes these from the
+ * causer c at its call q->row (interval vc, region cencl, begin ctb). */
+static int settle_prep(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl, int64_t ctb, int has_pc,
+                       uint64_t pc, uint64_t nsc, xsm_prep *o)
 {
-    xsm_anrank *w = c->sa->acc[q->waiter];
-    double s = (double)q->ns * 1e-9, dl[XSM_VMAX];
-    int32_t reg[XSM_VMAX], fallback = -1;
-    size_t n = 0, ncrow = 0, ncarry = 0;
     uint64_t crow[XSM_PAIR_SPAN];
+    size_t ncrow = 0;
     xsm_vec pv;
     const xsm_vec *wv = &q->v;
+    *o = (xsm_prep){q->wrow, q->row, c->rank, ctb, -1, 0, 0, {0}, {0}, {{0}}};
     if (q->pw.ok && pair_causer(c, &q->pw, nsc, vc, &pv, crow, &ncrow)) {
         vc = &pv;
         wv = &q->pw.v;
@@ -728,25 +746,45 @@ static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t ce
     for (uint32_t i = 0; i < vc->n; i++) {
         double d = (double)(vc->e[i].ns - v_get(wv, vc->e[i].g));
         if (d > 0) {
-            reg[n] = vc->e[i].g;
-            dl[n++] = d;
+            o->reg[o->n] = vc->e[i].g;
+            o->dl[o->n++] = d;
         }
     }
-    const xsm_carry *carry[XSM_PAIR_SPAN];
-    for (size_t k = 0; k < ncrow; k++)
-        if ((carry[ncarry] = xsm_carries_get(&c->car, crow[k], ctb)))
-            ncarry++;
-    if (!n && cencl >= 0 && (fallback = gname(c, (uint32_t)cencl)) < 0)
+    for (size_t k = 0; k < ncrow; k++) {
+        const xsm_carry *cy = xsm_carries_get(&c->car, crow[k], ctb);
+        if (cy)
+            o->carry[o->ncarry++] = *cy;
+    }
+    if (!o->n && cencl >= 0 && (o->fallback = gname(c, (uint32_t)cencl)) < 0)
         return -1;
-    settle_add_ctx ac = {c->sa, q->kind};
+    return 0;
+}
+
+/* The wait's delay costs from o: the site goes to the waiter w, and the
+ * wait's causes stay with it for the waits it makes later. */
+static int settle_commit(xsm_anrank *w, const xsm_req *q, const xsm_prep *o)
+{
+    const xsm_carry *carry[XSM_PAIR_SPAN];
+    for (size_t k = 0; k < o->ncarry; k++)
+        carry[k] = &o->carry[k];
+    settle_add_ctx ac = {w->sa, q->kind};
     xsm_dist d;
-    if (xsm_delay_costs(c->rank, reg, dl, n, fallback, s, carry, ncarry, &d, settle_add, &ac))
+    if (xsm_delay_costs(o->causer, o->reg, o->dl, o->n, o->fallback, (double)q->ns * 1e-9, carry, o->ncarry, &d,
+                        settle_add, &ac))
         return -1;
     int32_t root = d.e[0].region;
-    xsm_carries_put(&w->car, q->wrow, ctb, q->ns, q->kind, &d);
-    if (q->wb != INT64_MIN && inst_put(w, q->kind, c->rank, q->op, q->encl, root, d.e[0].rank, q->wrow, q->wb, q->ns, ctb))
+    xsm_carries_put(&w->car, q->wrow, o->ctb, q->ns, q->kind, &d);
+    if (q->wb != INT64_MIN &&
+        inst_put(w, q->kind, o->causer, q->op, q->encl, root, d.e[0].rank, q->wrow, q->wb, q->ns, o->ctb))
         return -1; /* (INT64_MIN: its call never came, no place in time) */
-    return wait_add(w, q->kind, c->rank, q->op, q->encl, root, q->ns);
+    return wait_add(w, q->kind, o->causer, q->op, q->encl, root, q->ns);
+}
+
+static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl, int64_t ctb, int has_pc, uint64_t pc,
+                  uint64_t nsc)
+{
+    xsm_prep o;
+    return settle_prep(c, q, vc, cencl, ctb, has_pc, pc, nsc, &o) ? -1 : settle_commit(c->sa->acc[q->waiter], q, &o);
 }
 
 /* ---- GPU activity ------------------------------------------------------------- */
@@ -1017,10 +1055,11 @@ static void mem_finish(xsm_anrank *x)
 }
 
 /* A wait of the waiter's call (its interval v) caused by call `crow` of rank
- * `causer`: settled there, now when that call has passed (recently), else
- * when it comes. */
+ * `causer`: settled there, now when that call has passed (recently; else
+ * from prep, when not NULL: that call's, taken before it left), else when
+ * it comes. */
 static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, uint32_t op, int64_t encl, const xsm_vec *v,
-                      const xsm_pairw *pw, int64_t ns, uint64_t row, int64_t tb, int64_t te)
+                      const xsm_pairw *pw, int64_t ns, uint64_t row, int64_t tb, int64_t te, const xsm_prep *prep)
 {
     /* the wait's span in its call [tb, te]: from the entry, NxN Completion's up to the exit */
     if (tb < te)
@@ -1037,7 +1076,7 @@ static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, ui
      * whose call never came (tb == te) has no place on it */
     if (sa->path && te > tb && xsm_spath_wait(sa->path, w->rank, tb + ns, causer))
         return -1;
-    xsm_req q = {crow, kind, w->rank, op, encl, ns, *v, {0}, row, te > tb ? tb : INT64_MIN};
+    xsm_req q = {crow, kind, w->rank, op, encl, ns, *v, {0}, row, te > tb ? tb : INT64_MIN, 0};
     if (pw)
         q.pw = *pw;
     for (size_t k = 0; k < c->nrecent; k++) {
@@ -1045,6 +1084,8 @@ static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, ui
         if (p->row == crow)
             return settle(c, &q, &p->v, p->encl, p->tb, p->has_pc, p->pc, p->nsync);
     }
+    if (prep)
+        return settle_commit(w, &q, prep);
     if (xsm_grow((void **)&c->req, &c->capreq, c->nreq, sizeof *c->req))
         return -1;
     c->req[c->nreq++] = q;
@@ -1201,17 +1242,79 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
         return 0;
     }
     return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, recent_pw(x, p, kind, causer), ns, p->row, p->tb,
-                      p->te);
+                      p->te, NULL);
 }
 
-/* The point-to-point wait a call kept. */
+/* The latest call p holds its Late Sender (recent_wait): its causing call
+ * is asked to keep what settle needs from it when it leaves its rank's
+ * recent calls before p's wait is settled (recent_evict). */
+static int recent_hold(xsm_anrank *x, xsm_recent *p)
+{
+    xsm_sanalysis *sa = x->sa;
+    int32_t c = p->def_causer;
+    if (c < 0 || (size_t)c >= sa->run->nranks || !sa->acc[c] || c == x->rank)
+        return 0;
+    xsm_anrank *ca = sa->acc[c];
+    if (xsm_grow((void **)&ca->req, &ca->capreq, ca->nreq, sizeof *ca->req))
+        return -1;
+    ca->req[ca->nreq++] = (xsm_req){p->def_crow, p->def_kind, x->rank, p->op, p->encl, p->def_ns, p->v, p->pw, p->row,
+                                    p->def_tb, 1};
+    p->hold_c = c;
+    return 0;
+}
+
+/* Call p of rank c leaves its recent calls: the Late Senders it caused
+ * that their waiters still hold take what settle needs from it now. */
+static int recent_evict(xsm_anrank *c, const xsm_recent *p)
+{
+    for (size_t i = 0; i < c->nreq; i++) {
+        const xsm_req *q = &c->req[i];
+        if (!q->hold || q->row != p->row)
+            continue;
+        xsm_anrank *w = c->sa->acc[q->waiter];
+        if (!w || w->failed)
+            continue;
+        if (xsm_grow((void **)&w->prep, &w->capprep, w->nprep, sizeof *w->prep) ||
+            settle_prep(c, q, &p->v, p->encl, p->tb, p->has_pc, p->pc, p->nsync, &w->prep[w->nprep]))
+            return -1;
+        w->nprep++;
+    }
+    return 0;
+}
+
+/* The point-to-point wait a call kept: its Late Sender's hold ends (the
+ * causer's request goes, and what its call left, when it left, settles it
+ * if the call has left the recent ones). */
 static int recent_flush(xsm_anrank *x, xsm_recent *p)
 {
+    xsm_prep o;
+    int has = 0;
+    if (p->hold_c >= 0) {
+        xsm_anrank *c = x->sa->acc[p->hold_c];
+        for (size_t i = 0; i < c->nreq;) {
+            if (c->req[i].hold && c->req[i].waiter == x->rank && c->req[i].wrow == p->row)
+                c->req[i] = c->req[--c->nreq];
+            else
+                i++;
+        }
+        for (size_t i = 0; i < x->nprep;) {
+            if (x->prep[i].wrow != p->row) {
+                i++;
+                continue;
+            }
+            if (p->has_def && x->prep[i].causer == p->def_causer && x->prep[i].crow == p->def_crow) {
+                o = x->prep[i];
+                has = 1;
+            }
+            x->prep[i] = x->prep[--x->nprep];
+        }
+        p->hold_c = -1;
+    }
     if (!p->has_def)
         return 0;
     p->has_def = 0;
     return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v,
-                      recent_pw(x, p, p->def_kind, p->def_causer), p->def_ns, p->row, p->def_tb, p->te);
+                      recent_pw(x, p, p->def_kind, p->def_causer), p->def_ns, p->row, p->def_tb, p->te, has ? &o : NULL);
 }
 
 /* The waits call `row` of rank x caused, which came before it: compared
@@ -1221,7 +1324,7 @@ static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t
     int has_pc = x->has_sync; /* the interval v began at the last synchronising call */
     uint64_t pc = x->sync_row;
     for (size_t i = 0; i < x->nreq;) {
-        if (x->req[i].row != row) {
+        if (x->req[i].row != row || x->req[i].hold) { /* a hold waits for the call to leave (recent_evict) */
             i++;
             continue;
         }
@@ -1250,8 +1353,12 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
      * here when the receiver's wait comes (hpcc: 106 Testany later) */
     int again = idle && last && last->idle;
     xsm_recent *p = again ? last : &x->recent[x->irecent];
+    if (!again && x->nrecent == XSM_RECENT && x->nreq && recent_evict(x, p))
+        return -1;
     *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
-                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, idle};
+                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, idle, -1};
+    if (ls && recent_hold(x, p))
+        return -1;
     if (!again) {
         x->irecent = (x->irecent + 1) % XSM_RECENT;
         if (x->nrecent < XSM_RECENT)
@@ -1438,20 +1545,20 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
                     lr = q;
                 has_lr = 1;
             } else if (wait_found(x, q.kind, q.causer, q.causer_row, m->op, f->encl, &f->v, NULL, q.ns, row, m->t_begin,
-                                  m->t_end)) {
+                                  m->t_end, NULL)) {
                 return x->failed = -1;
             }
         }
         if (has_lr && (!best || lr.ns > wait)) {
             best = NULL;
             if (wait_found(x, lr.kind, lr.causer, lr.causer_row, m->op, f->encl, &f->v, NULL, lr.ns, row, m->t_begin,
-                           m->t_end))
+                           m->t_end, NULL))
                 return x->failed = -1;
         }
     }
     if (best && !defer &&
         wait_found(x, kind, best->peer, best->peer_row, m->op, f->encl, &f->v, pw.ok ? &pw : NULL, wait, row, wait_tb,
-                   m->t_end))
+                   m->t_end, NULL))
         return x->failed = -1;
     /* the messages this call received: the pairwise intervals of later
      * Late Senders from their senders start at its end */
@@ -1527,7 +1634,7 @@ int xsm_sanalysis_finish(xsm_sanalysis *sa)
             continue;
         for (size_t i = 0; i < x->npend; i++) /* their call never came: no region, no interval */
             if (wait_found(x, x->pend[i].kind, x->pend[i].causer, x->pend[i].causer_row, x->pend[i].op, -1, &none, NULL,
-                           x->pend[i].ns, x->pend[i].row, 0, 0))
+                           x->pend[i].ns, x->pend[i].row, 0, 0, NULL))
                 return -1;
         x->npend = 0;
     }
@@ -1535,6 +1642,8 @@ int xsm_sanalysis_finish(xsm_sanalysis *sa)
         xsm_anrank *x = sa->acc[r];
         for (size_t i = 0; x && i < x->nreq; i++) { /* their causing call never came: no cause known */
             const xsm_req *q = &x->req[i];
+            if (q->hold) /* its waiter settled it (recent_flush) */
+                continue;
             xsm_anrank *w = sa->acc[q->waiter];
             if ((q->wb != INT64_MIN &&
                  inst_put(w, q->kind, x->rank, q->op, q->encl, -1, -1, q->wrow, q->wb, q->ns, q->wb + q->ns)) ||

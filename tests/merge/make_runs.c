@@ -70,6 +70,12 @@
  *           at 41 us, after rank 1, which sent (MPI_Isend at 15 us after
  *           `slow`), polled its request with 100 MPI_Test calls: the Late
  *           Sender's cause (`slow`) lies 100 calls back on rank 1
+ *   farcause 2 ranks: rank 0's MPI_Sendrecv waits 4 us for rank 1's Send
+ *           (a Late Sender, which the streamed analysis holds until rank
+ *           0's next call in case the call's Late Receiver is longer);
+ *           rank 1 makes 20 more calls before that next call comes, so
+ *           the causing Send is no longer among its recent calls then
+ *           (its cause used to be lost streamed: root rank -1)
  *   isendlr 2 ranks: rank 0 Isends to rank 1 after 0.1 us of `pack` and
  *           waits in MPI_Wait from 0.2 us; rank 1 runs `unpack` for 1.5
  *           us, a Barrier on MPI_COMM_SELF and 25 ns of `post`, then
@@ -443,6 +449,41 @@ static int pollsend(const char *dir)
     xsf_mpi(f[1], 0, "MPI_Isend", m);
     failed_tests(f[1], 7, 100, 15200, 0);
     isend_wait(f[1], 40000, 40100, 40050, 7);
+    return close_all(f, 2);
+}
+
+/* farcause: see the list at the top. Rank 1 posts its receive of rank 0's
+ * message first (no Late Receiver), runs `slow` and Sends at 5000; rank 0
+ * runs `work` and waits in its Sendrecv from 1000; then rank 1 makes 20
+ * MPI_Comm_rank calls and completes its receive before rank 0, after
+ * `compute`, calls again at 9000. */
+static int farcause(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    xsprof_rec_mpi m;
+    m = M(); m.t_begin = 0; m.t_end = 50; m.kind = XSPROF_MPI_IRECV; m.peer = 0; m.tag = 2; m.request = 4;
+    xsf_mpi(f[1], 0, "MPI_Irecv", m);
+    xsf_region(f[1], 0, "slow", 0, 100, 5000);
+    m = M(); m.t_begin = 5000; m.t_end = 5100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
+    m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Send", m);
+    for (int i = 0; i < 20; i++) {
+        m = M(); m.t_begin = 5200 + 100 * i; m.t_end = m.t_begin + 50; m.kind = XSPROF_MPI_OTHER;
+        xsf_mpi(f[1], 0, "MPI_Comm_rank", m);
+    }
+    m = M(); m.t_begin = 8000; m.t_end = 8100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f[1], 0, "MPI_Wait", m);
+    recv_completion(f[1], "MPI_Wait", 8050, 4, 0, 2, 1, 8);
+    xsf_region(f[0], 0, "work", 0, 0, 1000);
+    m = M(); m.t_begin = 1000; m.t_end = 5200; m.kind = XSPROF_MPI_SENDRECV; m.peer = 1; m.tag = 2; m.bytes_sent = 8;
+    m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Sendrecv", m);
+    recv_completion(f[0], "MPI_Sendrecv", 5200, 0, 1, 1, 1, 8);
+    xsf_region(f[0], 0, "compute", 0, 5300, 9000);
+    m = M(); m.t_begin = 9000; m.t_end = 9100; m.kind = XSPROF_MPI_OTHER;
+    xsf_mpi(f[0], 0, "MPI_Comm_rank", m);
     return close_all(f, 2);
 }
 
@@ -1295,6 +1336,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "pollwait")) return pollwait(dir);
     if (!strcmp(kind, "pollsend")) return pollsend(dir);
     if (!strcmp(kind, "isendlr")) return isendlr(dir);
+    if (!strcmp(kind, "farcause")) return farcause(dir);
     if (!strcmp(kind, "polling")) return polling(dir);
     if (!strcmp(kind, "icollpoll")) return icollpoll(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);

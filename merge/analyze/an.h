@@ -168,7 +168,9 @@ int xsm_comm_holds(const xsprof_rank_data *d, uint32_t comm, int32_t w, size_t n
  * Recv, Wait or Test that began after the send did counts the polls before
  * it (xsm_is_poll_op, rows that synchronise nothing) since the last
  * synchronising call, the last XSM_POLL_KEEP of them, up to the send's
- * begin, as a Late Sender. */
+ * begin, as a Late Sender; an Isend completed by a Wait or Test that began
+ * after its receive was posted counts them up to the post as a Late
+ * Receiver. */
 #define XSM_POLL_KEEP 1024
 /* xsm_is_poll_op (analyze.h): the calls of a polling loop. */
 

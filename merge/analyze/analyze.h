@@ -95,6 +95,13 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
  * Wrong Order (its Late Sender wait, if it has one, is one). */
 int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, int kind, int32_t causer,
                        uint64_t causer_row, int64_t ns);
+/* A polling loop's Late Receiver, given before its call: rank r's call
+ * `row` (named op), a Wait or Test that completed an Isend, began after
+ * call causer_row of `causer` posted the receive at t_post; its time is
+ * that of the polls before the call, since the last synchronising one, up
+ * to t_post (waits.c poll_wait). */
+int xsm_sanalysis_pollwait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, int32_t causer, uint64_t causer_row,
+                           int64_t t_post);
 /* After the last row: closes what is still open. */
 int xsm_sanalysis_finish(xsm_sanalysis *sa);
 

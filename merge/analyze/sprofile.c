@@ -169,13 +169,15 @@ typedef struct xsm_recent {
     int32_t hold_c;    /* the causer asked to keep its call for the held Late Sender (recent_hold), -1 none */
 } xsm_recent;
 
-/* A collective wait that came before its call. */
+/* A wait pass 1 found that came before its call (a collective's, a Late
+ * Receiver's). */
 typedef struct xsm_pwait {
     uint32_t row, op;
     int kind;
     int32_t causer;
     uint64_t causer_row;
     int64_t ns;
+    int64_t t_post;    /* a polling loop's Late Receiver: the receive's post (its polls before it), else INT64_MIN */
 } xsm_pwait;
 
 /* A wait for a call of this (the causing) rank still to come. */
@@ -1226,7 +1228,7 @@ static const xsm_pairw *recent_pw(const xsm_anrank *x, const xsm_recent *p, int 
 
 /* A wait of a recent call p: the latest call's point-to-point ones wait
  * for the others of the call (the longest counts). */
-static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, uint64_t crow, int64_t ns)
+static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, uint64_t crow, int64_t ns, int64_t tb)
 {
     p->idle = 0;
     int latest = x->nrecent && p == &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT];
@@ -1237,12 +1239,12 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
             p->def_causer = causer;
             p->def_crow = crow;
             p->def_ns = ns;
-            p->def_tb = p->tb;
+            p->def_tb = tb;
         }
         return 0;
     }
-    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, recent_pw(x, p, kind, causer), ns, p->row, p->tb,
-                      p->te, NULL);
+    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, recent_pw(x, p, kind, causer), ns, p->row, tb, p->te,
+                      NULL);
 }
 
 /* The latest call p holds its Late Sender (recent_wait): its causing call
@@ -1373,10 +1375,23 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
         }
         xsm_pwait q = x->pend[i];
         x->pend[i] = x->pend[--x->npend];
-        if (recent_wait(x, p, q.kind, q.causer, q.causer_row, q.ns))
+        if (recent_wait(x, p, q.kind, q.causer, q.causer_row, q.ns, q.t_post != INT64_MIN ? q.t_post - q.ns : p->tb))
             return -1;
     }
     return 0;
+}
+
+/* The main thread's time in the polls since its last synchronising call
+ * (the last XSM_POLL_KEEP) before `until`. */
+static int64_t poll_time(const xsm_anrank *x, int64_t until)
+{
+    int64_t ns = 0;
+    for (size_t k = 0; k < x->npoll; k++) {
+        int64_t e = x->poll[k][1] < until ? x->poll[k][1] : until;
+        if (e > x->poll[k][0])
+            ns += e - x->poll[k][0];
+    }
+    return ns;
 }
 
 int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint64_t row, const struct xsm_evflow *fl,
@@ -1453,12 +1468,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
             continue;
         int64_t until = fl[i].sent < m->t_end ? fl[i].sent : m->t_end, ns = until - m->t_begin, tb = m->t_begin;
         if (ns <= 0 && polled) {
-            ns = 0;
-            for (size_t k = 0; k < x->npoll; k++) {
-                int64_t e = x->poll[k][1] < fl[i].sent ? x->poll[k][1] : fl[i].sent;
-                if (e > x->poll[k][0])
-                    ns += e - x->poll[k][0];
-            }
+            ns = poll_time(x, fl[i].sent);
             tb = (fl[i].sent < m->t_begin ? fl[i].sent : m->t_begin) - ns;
         }
         if (ns > wait) {
@@ -1466,6 +1476,21 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
             best = &fl[i];
             wait_tb = tb;
         }
+    }
+    /* a polling loop's Late Receivers of this call (an Isend's completing
+     * Wait or Test that began after the receive was posted): its polls
+     * before the post, while they are known (waits.c poll_wait) */
+    for (size_t i = 0; i < x->npend;) {
+        xsm_pwait *q = &x->pend[i];
+        if (q->row != (uint32_t)row || q->t_post == INT64_MIN) {
+            i++;
+            continue;
+        }
+        q->ns = polled && m->kind == XSPROF_MPI_WAIT ? poll_time(x, q->t_post) : 0;
+        if (q->ns > 0)
+            i++;
+        else
+            *q = x->pend[--x->npend];
     }
     if (m->thread == x->main_thread) { /* the polling loop so far */
         if (f->sync) {
@@ -1592,11 +1617,26 @@ int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, 
     for (size_t k = 0; k < x->nrecent; k++) { /* newest first */
         xsm_recent *p = &x->recent[(x->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
         if (p->row == row)
-            return recent_wait(x, p, kind, causer, causer_row, ns) ? (x->failed = -1) : 0;
+            return recent_wait(x, p, kind, causer, causer_row, ns, p->tb) ? (x->failed = -1) : 0;
     }
     if (xsm_grow((void **)&x->pend, &x->cappend, x->npend, sizeof *x->pend))
         return x->failed = -1;
-    x->pend[x->npend++] = (xsm_pwait){(uint32_t)row, op, kind, causer, causer_row, ns};
+    x->pend[x->npend++] = (xsm_pwait){(uint32_t)row, op, kind, causer, causer_row, ns, INT64_MIN};
+    return 0;
+}
+
+int xsm_sanalysis_pollwait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, int32_t causer, uint64_t causer_row,
+                           int64_t t_post)
+{
+    xsm_anrank *x = sa->acc[r];
+    if (!x || x->failed)
+        return -1;
+    for (size_t k = 0; k < x->nrecent; k++) /* came after its call: its polls are no longer known */
+        if (x->recent[k].row == row)
+            return 0;
+    if (xsm_grow((void **)&x->pend, &x->cappend, x->npend, sizeof *x->pend))
+        return x->failed = -1;
+    x->pend[x->npend++] = (xsm_pwait){(uint32_t)row, op, XSM_WAIT_LATE_RECEIVER, causer, causer_row, 0, t_post};
     return 0;
 }
 
@@ -1633,7 +1673,7 @@ int xsm_sanalysis_finish(xsm_sanalysis *sa)
         if (!x)
             continue;
         for (size_t i = 0; i < x->npend; i++) /* their call never came: no region, no interval */
-            if (wait_found(x, x->pend[i].kind, x->pend[i].causer, x->pend[i].causer_row, x->pend[i].op, -1, &none, NULL,
+            if (x->pend[i].t_post == INT64_MIN && wait_found(x, x->pend[i].kind, x->pend[i].causer, x->pend[i].causer_row, x->pend[i].op, -1, &none, NULL,
                            x->pend[i].ns, x->pend[i].row, 0, 0, NULL))
                 return -1;
         x->npend = 0;

@@ -9,6 +9,7 @@
  *                     already sent when the receive began, is received later
  *   Late Receiver     Ssend (or a send that only returned after the receive
  *                     was posted: rendezvous) blocks before the receive is posted
+ *                     (an Isend polled for: its polls before the post)
  *   Wait at Barrier, Wait at NxN   last entry - own entry
  *   NxN Completion    own exit - first exit
  *   Late Broadcast    non-root of Bcast/Scatter: root entry - own entry
@@ -200,7 +201,9 @@ static unsigned char *poll_names(const xsm_an *a)
 /* A receive completed by a Recv, Wait or Test that began after the send
  * did, on a rank that had been polling: the time of its polls (poll_names)
  * since its last synchronising call, the last XSM_POLL_KEEP of them, before
- * the send began. t_send: the send's begin; call: the completing call. */
+ * the send began. t_send: the send's begin; call: the completing call.
+ * Also an Isend's completing Wait or Test that began after its receive was
+ * posted (t_send: the post): the sender's polls before it. */
 static int64_t poll_wait(const xsm_an *a, const unsigned char *poll, int32_t r, size_t call, int64_t t_send)
 {
     const xsm_rankstat *rs = &a->rs[r];
@@ -304,10 +307,18 @@ static int p2p_waits(xsm_an *a)
          * still blocked when the receive was posted waited for it */
         if (!sync && cs->t_end < e_post)
             continue;
-        int64_t until = e_post < cs->t_end ? e_post : cs->t_end;
-        if (until <= cs->t_begin)
-            continue;
-        xsm_wait w = {XSM_WAIT_LATE_RECEIVER, m->src, m->dst, (size_t)scall, -1, -1, cs->t_begin, until, e_post, 0, 0, -1, 1, -1};
+        int64_t until = e_post < cs->t_end ? e_post : cs->t_end, from = cs->t_begin;
+        if (until <= cs->t_begin) {
+            /* the Wait or Test that completed an Isend began after the
+             * receive was posted: a polling loop's polls before the post
+             * waited for it, as a receiver's do for a send */
+            int64_t ns = poll_wait(a, poll, m->src, (size_t)scall, e_post);
+            if (ns <= 0)
+                continue;
+            until = e_post;
+            from = until - ns;
+        }
+        xsm_wait w = {XSM_WAIT_LATE_RECEIVER, m->src, m->dst, (size_t)scall, -1, -1, from, until, e_post, 0, 0, -1, 1, -1};
         if (cand_push(&c, &nc, &cap, &w, i) != 0)
             goto out;
     }

@@ -186,7 +186,7 @@ typedef struct xsm_cwait_rec {
     int32_t kind;   /* XSM_WAIT_* */
     int32_t causer; /* -1: no single rank */
     uint32_t causer_row;
-    uint32_t pad;
+    uint32_t poll;  /* 1: a polling loop's Late Receiver (its time is the analysis's): ns is the receive's post */
 } xsm_cwait_rec;
 
 /* merged.h5's rows of table t of rank r (h5src.c): those inside --from/--to. */

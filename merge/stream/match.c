@@ -501,17 +501,24 @@ static int xsm_cwq_write(xsm_mctx *c, int32_t rank)
 /* A wait of `kind` in call `row` (named op) of `rank`, caused by call
  * causer_row of `causer` (-1: none), for that rank's waits file: the
  * reports read it at the first call that ends at or after p. */
-static int xsm_wait_put_at(xsm_mctx *c, int64_t p, int32_t rank, uint32_t row, uint32_t op, int kind, int32_t causer,
-                           uint32_t causer_row, int64_t ns)
+static int xsm_wait_put_rec(xsm_mctx *c, int64_t p, int32_t rank, const xsm_cwait_rec *w)
 {
     xsm_mrank *m = &c->m[rank];
     if (m->nwq == XSM_CWQ_HOLD && xsm_cwq_write(c, rank))
         return 1;
     if (xsm_grow((void **)&m->wq, &m->capwq, m->nwq, sizeof *m->wq))
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
-    xsm_cwq q = {{p, ns, row, op, kind, causer, causer_row, 0}, m->wseq++};
+    xsm_cwq q = {*w, m->wseq++};
+    q.w.p = p;
     xsm_bheap_push(m->wq, &m->nwq, sizeof q, &q, xsm_cwq_less);
     return 0;
+}
+
+static int xsm_wait_put_at(xsm_mctx *c, int64_t p, int32_t rank, uint32_t row, uint32_t op, int kind, int32_t causer,
+                           uint32_t causer_row, int64_t ns)
+{
+    xsm_cwait_rec w = {p, ns, row, op, kind, causer, causer_row, 0};
+    return xsm_wait_put_rec(c, p, rank, &w);
 }
 
 static int xsm_wait_put(xsm_mctx *c, int32_t rank, uint32_t row, uint32_t op, int kind, int32_t causer,
@@ -871,15 +878,21 @@ static xsm_isl *xsm_isl_get(xsm_mctx *c, int32_t r, uint32_t row)
 static void xsm_isl_del(xsm_mctx *c, xsm_isl *e) { xsm_ktab_del(&c->isl, e); }
 
 /* Both halves known: the call that completed the Isend waited for the
- * receive's post when it was still blocked then (waits.c). */
+ * receive's post when it was still blocked then (waits.c); when it began
+ * after the post, the polls before it did, which the analysis has (a
+ * polling loop's Late Receiver: the post's time goes with it). */
 static int xsm_isl_done(xsm_mctx *c, xsm_isl *e)
 {
     int32_t src = (int32_t)(e->key >> 32) - 1;
     int64_t until = e->post_t < e->ce ? e->post_t : e->ce;
     int rc = 0;
-    if (e->ce >= e->post_t && until > e->cb)
+    if (e->ce >= e->post_t && until > e->cb) {
         rc = xsm_wait_put_at(c, e->ce, src, e->call_row, e->call_op, XSM_WAIT_LATE_RECEIVER, e->dst, e->post_row,
                              until - e->cb);
+    } else if (e->ce >= e->post_t) {
+        xsm_cwait_rec w = {e->ce, e->post_t, e->call_row, e->call_op, XSM_WAIT_LATE_RECEIVER, e->dst, e->post_row, 1};
+        rc = xsm_wait_put_rec(c, e->ce, src, &w);
+    }
     xsm_isl_del(c, e);
     return rc;
 }

@@ -72,6 +72,15 @@ static void xsm_rep_sift(const xsm_rep_rank *v, size_t *h, size_t n, size_t i)
     }
 }
 
+/* A wait of pass 1 into the analysis (a polling loop's Late Receiver
+ * with its receive's post, from t0 as the rows are). */
+static int xsm_rep_wait(const xsm_stream *s, xsm_sanalysis *sa, int32_t r, const xsm_cwait_rec *w)
+{
+    if (w->poll)
+        return xsm_sanalysis_pollwait(sa, r, w->row, w->op, w->causer, w->causer_row, w->ns - s->t0);
+    return xsm_sanalysis_wait(sa, r, w->row, w->op, w->kind, w->causer, w->causer_row, w->ns);
+}
+
 /* One event of rank r into the analysis. An MPI call comes after the waits
  * pass 1 found that are due by its end (times here are from t0): its own
  * Wrong Order verdicts are among them (the analysis keeps a wait that
@@ -90,7 +99,7 @@ static int xsm_rep_event(xsm_stream *s, xsm_sanalysis *sa, int32_t r, xsm_rep_ra
     const xsprof_io_mpi *m = ev->rec;
     while (k->rd.has && m->kind != XSPROF_MPI_COMPLETION && k->rd.w.p - s->t0 <= m->t_end) {
         const xsm_cwait_rec *w = &k->rd.w;
-        if (xsm_sanalysis_wait(sa, r, w->row, w->op, w->kind, w->causer, w->causer_row, w->ns) || xsm_cw_next(&k->rd))
+        if (xsm_rep_wait(s, sa, r, w) || xsm_cw_next(&k->rd))
             return -1;
     }
     return xsm_sanalysis_mpi(sa, r, m, ev->row, ev->mflows, ev->nmflows);
@@ -437,8 +446,7 @@ static int xsm_rep_read(xsm_stream *s, xsm_spath *p, FILE *inst, int alone, xsm_
         xsm_cw_reader *rd = &v[r].rd;
         while (rd->has) {
             const xsm_cwait_rec *w = &rd->w;
-            if (xsm_sanalysis_wait(sa, (int32_t)r, w->row, w->op, w->kind, w->causer, w->causer_row, w->ns) ||
-                xsm_cw_next(rd)) {
+            if (xsm_rep_wait(s, sa, (int32_t)r, w) || xsm_cw_next(rd)) {
                 if (rd->failed)
                     goto cw_failed;
                 xsm_rep_an_err(s, sa, p, err, errlen);

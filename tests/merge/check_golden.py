@@ -366,6 +366,28 @@ for extra in ((), ("--stream", "--outputs", "report,h5")):
         with h5py.File(os.path.join(out13, "merged.h5"), "r") as h:
             ws = [(int(w["waiter"]), int(w["causer"]), int(w["t_begin"]), int(w["t_end"])) for w in h["analysis"]["waits"][:]]
         check(ws == [(0, 1, 8000, 15000)], "pollwait %s: merged.h5 has the wait from 8 to 15 us (%s)" % (extra, ws))
+# the sender's side (merge_make_runs polllr): rank 0 Issends and polls
+# its request with 100 MPI_Test calls of 100 ns; rank 1 posts its receive
+# at 15 us after `slow`. The 70 polls before the post are a Late Receiver
+# of 7 us in the completing Test, ending at the post (merged.h5: 8 to 15
+# us), caused by `slow`; the critical path crosses to rank 1 there. (No
+# wait state at all before: only a Late Sender's polls were counted.)
+run21 = make_run(maker, "polllr", os.path.join(base, "run21"))
+for extra in ((), ("--stream", "--outputs", "report,h5")):
+    out21 = os.path.join(base, "out21" + "".join(extra).replace(",", ""))
+    rc, so, se = xsmerge(run21, "-o", out21, "-q", *extra)
+    rep = json.load(open(os.path.join(out21, "report.json"))) if rc == 0 else {"wait_states": [], "critical_path": {}}
+    lr = [w for w in rep["wait_states"] if w["instances"]]
+    got = [(w["kind"], r["rank"], r["region"], round(r["seconds"] * 1e9, 3)) for w in lr for r in w["root_causes"]]
+    sites = [(x["op"], x["waiting_rank"], x["causing_rank"]) for w in lr for x in w["sites"]]
+    cp = {r["rank"]: round(r["seconds"] * 1e9) for r in rep["critical_path"].get("ranks", [])}
+    check(got == [("Late Receiver", 1, "slow", 7000.0)] and sites == [("MPI_Test", 0, 1)] and cp == {0: 6100, 1: 15000},
+          "polllr %s: a 7 us Late Receiver in the polling loop, rank 1's slow, the path crossing at the post (%s, %s, %s)"
+          % (extra, got, sites, cp))
+    if rc == 0:
+        with h5py.File(os.path.join(out21, "merged.h5"), "r") as h:
+            ws = [(int(w["waiter"]), int(w["causer"]), int(w["t_begin"]), int(w["t_end"])) for w in h["analysis"]["waits"][:]]
+        check(ws == [(0, 1, 8000, 15000)], "polllr %s: merged.h5 has the wait from 8 to 15 us (%s)" % (extra, ws))
 # the sender polled too (merge_make_runs pollsend): rank 1's Isend, after
 # `slow`, lies 100 unsuccessful MPI_Test calls back when rank 0's
 # completing Test comes; the streamed analysis keeps a run of such polls

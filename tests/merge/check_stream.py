@@ -56,7 +56,7 @@ base = tmpdir()
 R = {}
 for kind in ("golden", "journal", "foreign", "skew", "latelr", "unrecv", "gpu", "gpumpi", "empty", "deep", "icoll",
              "icoll_late", "zerocoll", "mpithreads", "mpithreads_far", "chain", "halo", "halocoll", "outside", "waitall_tie", "pollwo",
-             "overlap", "pollwait", "pollsend", "isendlr", "icollpoll", "window", "farcause"):
+             "overlap", "pollwait", "pollsend", "isendlr", "icollpoll", "window", "farcause", "polllr"):
     R[kind] = make_run(maker, kind, os.path.join(base, kind))
 R["ring"] = make_run(maker, "big", os.path.join(base, "ring"), 4, 3000)
 R["ring1"] = make_run(maker, "big", os.path.join(base, "ring1"), 1, 3000)
@@ -604,14 +604,15 @@ def part_report():
     # Sender, and the longer one counts; unrecv: a send never received is
     # no message in flight for Wrong Order; farcause: a Sendrecv's Late
     # Sender, held until the waiter's next call, keeps its cause although
-    # the causer made 20 calls since its Send)
+    # the causer made 20 calls since its Send; polllr: a polling loop's
+    # Late Receiver, the sender's polls before the receive was posted)
     cases = [("golden", ()), ("golden", ("--ranks", "0,2")), ("golden", ("--from", "2.5us", "--to", "6us")),
              ("golden", ("--min-latency", "5us")), ("ring", ()), ("ring", ("--from", "1ms", "--to", "5ms")),
              ("skew", ()), ("latelr", ()), ("unrecv", ()), ("unrecv_many", ()), ("bigskew", ()),
              ("bigskew", ("--ranks", "1-4")), ("gpu", ()), ("gpumpi", ()), ("deep", ()), ("icoll", ()),
              ("icoll_late", ()), ("mpithreads", ()), ("journal", ()), ("empty", ()), ("bigring", ()),
              ("chain", ()), ("halo", ()), ("halocoll", ()), ("outside", ()), ("waitall_tie", ()), ("pollwo", ()), ("overlap", ()), ("pollwait", ()), ("pollsend", ()), ("isendlr", ()),
-             ("icollpoll", ()), ("farcause", ()), ("window", ("--from", "4us", "--to", "14us")), ("window", ("--from", "4us")), ("window", ("--to", "5.2us"))]
+             ("icollpoll", ()), ("farcause", ()), ("polllr", ()), ("window", ("--from", "4us", "--to", "14us")), ("window", ("--from", "4us")), ("window", ("--to", "5.2us"))]
     nstreamed = nsegs = nwo = nwaits = 0
     for run, opts in cases:
         what = "%s %s --stream --outputs h5,report" % (run, " ".join(opts))

@@ -70,6 +70,11 @@
  *           at 41 us, after rank 1, which sent (MPI_Isend at 15 us after
  *           `slow`), polled its request with 100 MPI_Test calls: the Late
  *           Sender's cause (`slow`) lies 100 calls back on rank 1
+ *   polllr  2 ranks: pollsend's sender side as a Late Receiver: rank 0
+ *           Issends at 500 and polls its request, 100 MPI_Test calls of 100
+ *           ns with 100 ns of `work` between, the Test at 21 us completing
+ *           it; rank 1 computes `slow` and posts its receive at 15 us: the
+ *           70 polls before the post are a Late Receiver of 7 us
  *   farcause 2 ranks: rank 0's MPI_Sendrecv waits 4 us for rank 1's Send
  *           (a Late Sender, which the streamed analysis holds until rank
  *           0's next call in case the call's Late Receiver is longer);
@@ -449,6 +454,28 @@ static int pollsend(const char *dir)
     xsf_mpi(f[1], 0, "MPI_Isend", m);
     failed_tests(f[1], 7, 100, 15200, 0);
     isend_wait(f[1], 40000, 40100, 40050, 7);
+    return close_all(f, 2);
+}
+
+/* polllr: see the list at the top. */
+static int polllr(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    xsprof_rec_mpi m = M();
+    m.t_begin = 500; m.t_end = 600; m.kind = XSPROF_MPI_ISEND; m.peer = 1; m.tag = 1; m.bytes_sent = 8; m.seq = 1;
+    m.request = 5;
+    xsf_mpi(f[0], 0, "MPI_Issend", m);
+    failed_tests(f[0], 5, 100, 1000, 1);
+    m = M(); m.t_begin = 21000; m.t_end = 21100; m.kind = XSPROF_MPI_WAIT; m.count = 1; m.comm = UINT32_MAX;
+    xsf_mpi(f[0], 0, "MPI_Test", m);
+    m = M(); m.t_begin = m.t_end = 21050; m.kind = XSPROF_MPI_COMPLETION; m.request = 5;
+    xsf_mpi(f[0], 0, "MPI_Test", m);
+    xsf_region(f[1], 0, "slow", 0, 0, 15000);
+    m = M(); m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 1; m.bytes_recv = 8;
+    m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Recv", m);
     return close_all(f, 2);
 }
 
@@ -1337,6 +1364,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "pollsend")) return pollsend(dir);
     if (!strcmp(kind, "isendlr")) return isendlr(dir);
     if (!strcmp(kind, "farcause")) return farcause(dir);
+    if (!strcmp(kind, "polllr")) return polllr(dir);
     if (!strcmp(kind, "polling")) return polling(dir);
     if (!strcmp(kind, "icollpoll")) return icollpoll(dir);
     if (!strcmp(kind, "mpithreads")) return mpithreads(dir, 300);

@@ -2,7 +2,7 @@
  * the report can be checked against what was planted. Usage:
  *   planted MODE MS [ITER]
  * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | outside | threads (2 ranks)
- *       | steady
+ *       | poll_receiver | steady
  * MS: the planted delay (a sleep inside a region), ITER: repetitions (steady).
  * Regions are recorded through xsprof's API when libxsprof-mpi.so is loaded
  * (LD_PRELOAD); the program is not linked against xsprof, so the symbols are
@@ -36,6 +36,13 @@ static void end(void)
 static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void sleep_us(int us)
+{
+    struct timespec ts = {0, (long)us * 1000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
 }
@@ -131,6 +138,30 @@ int main(int argc, char **argv)
         if (rank == 0) {
             begin("exchange");
             MPI_Ssend(&x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD);
+            end();
+        } else if (rank == 1) {
+            in_region("prepare", ms);
+            begin("receive");
+            MPI_Recv(&y, 1, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            end();
+        } else {
+            in_region("other", ms);
+        }
+    } else if (strcmp(mode, "poll_receiver") == 0) {
+        /* rank 0 Issends and polls its request with MPI_Test (50 us apart)
+         * while rank 1 prepares before posting the receive: the polls
+         * before the post are a Late Receiver */
+        if (rank == 0) {
+            MPI_Request rq;
+            int flag = 0;
+            begin("exchange");
+            MPI_Issend(&x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD, &rq);
+            for (;;) {
+                MPI_Test(&rq, &flag, MPI_STATUS_IGNORE);
+                if (flag)
+                    break;
+                sleep_us(50);
+            }
             end();
         } else if (rank == 1) {
             in_region("prepare", ms);

@@ -8,6 +8,9 @@ and check what the report says against what was planted.
                                              the same from xsmerge --stream (a streamed
                                              analysis), whose regions, MPI table and
                                              communication match the in-memory report
+  report_e2e.py pollrecv NP PLANTED_MS       an Issend polled with MPI_Test while the receive is
+                                             posted late: the polls before the post are one Late
+                                             Receiver (exactly, from the trace), the same streamed
   report_e2e.py html [PAGE...]               report.html (and PAGEs) render in headless chromium without script errors
   report_e2e.py regression                   a 20 % slowdown exits 3, an identical run does not
   report_e2e.py streampath NP ITER           ITER Allreduce steps on NP ranks (a critical path of
@@ -186,6 +189,62 @@ def planted(mode, np, ms, stream=False):
     if abs(top["seconds_lost"] - want) > 0.10 * want:
         raise Noisy(f"top finding {top['seconds_lost']:.4f} s, planted {want:.4f} s (more than 10 % off)")
     print(f"ok: {mode}{' --stream' if stream else ''} error {100.0 * (top['seconds_lost'] - want) / want:+.1f}%")
+
+
+def pollrecv(np, ms):
+    """The sender's polls (MPI_Test of its Issend) before the receive was
+    posted are a Late Receiver in the Test that completed the send (waits.c
+    poll_wait): one wait of exactly their time, the last 1024 of them,
+    clipped at the post, caused by rank 1's `prepare`; the streamed
+    analysis finds the same. Before, no wait state at all."""
+    import h5py
+    rundir = profile("pollrecv", "poll_receiver", np, ms)
+    work = os.path.dirname(rundir)
+    outs = {}
+    for kind, extra in (("memory", ()), ("stream", ("--stream", "--outputs", "h5,report"))):
+        outs[kind] = os.path.join(work, "out-" + kind)
+        if merge(rundir, outs[kind], *extra).returncode != 0:
+            fail(f"xsmerge {' '.join(extra)} failed")
+    ref, rep = load_report(outs["memory"]), load_report(outs["stream"])
+    with h5py.File(os.path.join(outs["memory"], "merged.h5"), "r") as h:
+        names = [x.decode() if isinstance(x, bytes) else x for x in h["strings"][:]]
+        mpi = h["mpi"][:]
+        waits = h["analysis"]["waits"][:].tolist()
+    name = lambda r: names[int(r["op"])]
+    r0 = [r for r in mpi if int(r["rank"]) == 0 and int(r["kind"]) != 10]  # calls, not completions
+    r1 = [r for r in mpi if int(r["rank"]) == 1 and name(r) == "MPI_Recv"]
+    isend = [i for i, r in enumerate(r0) if name(r) == "MPI_Issend"]
+    if len(isend) != 1 or len(r1) != 1:
+        fail(f"the trace has {len(isend)} MPI_Issend on rank 0, {len(r1)} MPI_Recv on rank 1")
+    loop = r0[isend[0] + 1:]
+    done = [i for i, r in enumerate(loop) if name(r) == "MPI_Test" and int(r["count"]) > 0]
+    if not done:
+        fail("no MPI_Test completed the Issend")
+    polls, test = loop[:done[0]], loop[done[0]]
+    post = int(r1[0]["t_begin"])
+    if int(test["t_begin"]) < post:  # the completing Test was already running when the receive came
+        raise Noisy("the Test that completed the Issend began before the receive was posted")
+    if any(name(r) != "MPI_Test" for r in polls):
+        fail(f"calls other than MPI_Test in the polling loop: {sorted({name(r) for r in polls})}")
+    want = sum(max(0, min(int(r["t_end"]), post) - int(r["t_begin"])) for r in polls[-1024:]) * 1e-9
+    print(f"{len(polls)} polls, {want * 1e3:.3f} ms of them before the post")
+    lr = {w["kind"]: w for w in ref["wait_states"]}["Late Receiver"]
+    sites = [(x["region"], x["op"], x["waiting_rank"], x["causing_rank"]) for x in lr["sites"]]
+    if lr["instances"] != 1 or sites != [("exchange", "MPI_Test", 0, 1)] or abs(lr["seconds"] - want) > 2e-9:
+        fail(f"Late Receiver {lr['instances']} x {lr['seconds']} s at {sites}; the polls before the post: {want} s "
+             f"in rank 0's MPI_Test for rank 1")
+    if not lr["root_causes"] or (lr["root_causes"][0]["rank"], lr["root_causes"][0]["region"]) != (1, "prepare"):
+        fail(f"Late Receiver root causes {lr['root_causes']}, not rank 1's prepare first")
+    lw = [w for w in waits if w[0] == 2]  # (kind, waiter, causer, op, region, root_region, mpi_row, t_begin, t_end, ...)
+    if len(lw) != 1 or lw[0][1:3] != (0, 1) or lw[0][8] != post or lw[0][8] - lw[0][7] != round(want * 1e9):
+        fail(f"merged.h5 Late Receiver rows {lw}: one of rank 0 for rank 1, ending at the post {post}")
+    for k in ("wait_states", "critical_path"):
+        if not alike(rep[k], ref[k]):
+            fail(f"--stream report.json {k} differs from the in-memory one:\n{rep[k]}\n{ref[k]}")
+    with h5py.File(os.path.join(outs["stream"], "merged.h5"), "r") as h:
+        if sorted(h["analysis"]["waits"][:].tolist()) != sorted(waits):
+            fail("--stream merged.h5 /analysis/waits differs from the in-memory one")
+    print(f"ok: a {want * 1e3:.3f} ms Late Receiver of {len(polls)} polls, caused by prepare, as streamed")
 
 
 def check_h5_waits(out, rep):
@@ -371,6 +430,15 @@ def main():
         for attempt in (1, 2, 3):
             try:
                 planted(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), len(sys.argv) > 5 and sys.argv[5] == "stream")
+                break
+            except Noisy as e:
+                print(f"run {attempt} of 3: {e}", flush=True)
+                if attempt == 3:
+                    fail(str(e))
+    elif what == "pollrecv":
+        for attempt in (1, 2, 3):
+            try:
+                pollrecv(int(sys.argv[2]), int(sys.argv[3]))
                 break
             except Noisy as e:
                 print(f"run {attempt} of 3: {e}", flush=True)

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -570,8 +571,7 @@ int xsm_par_pftrace(const xsm_par *par, const xsm_emit *e, const char *dir, char
     free(sreq);
     if (fd >= 0 && close(fd) != 0 && !rc)
         rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(errno));
-    xsm_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX);
-    return rc ? 1 : any;
+    return xsm_par_agree_said(par, rc ? 1 : 0, 1, err, errlen);
 }
 
 int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first)
@@ -583,6 +583,14 @@ int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first)
     xsm_allreduce(&rc, &all, 1, MPI_INT, MPI_MAX);
     xsm_allreduce(&mine, &low, 1, MPI_INT, MPI_MIN);
     *first = low;
+    return all;
+}
+
+int xsm_par_agree_said(const xsm_par *par, int rc, int bad, char *err, size_t errlen)
+{
+    int first, all = xsm_par_agree(par, rc, bad, &first);
+    if (par->share && first < par->size)
+        xsm_bcast(err, errlen < INT_MAX ? (int)errlen : INT_MAX, MPI_CHAR, first);
     return all;
 }
 
@@ -823,6 +831,15 @@ int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first)
     (void)par;
     (void)bad;
     *first = 0;
+    return rc;
+}
+
+int xsm_par_agree_said(const xsm_par *par, int rc, int bad, char *err, size_t errlen)
+{
+    (void)par;
+    (void)bad;
+    (void)err;
+    (void)errlen;
     return rc;
 }
 

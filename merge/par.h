@@ -27,13 +27,18 @@ int xsm_par_start(int *argc, char ***argv, xsm_par *par, char *err, size_t errle
 /* Combine the exit codes of all processes: the largest wins; *first gets
  * the lowest process whose code was `bad` (it prints its error). */
 int xsm_par_agree(const xsm_par *par, int rc, int bad, int *first);
+/* xsm_par_agree for a step whose outcome every process returns: err gets
+ * the message of the lowest process whose code was `bad`, everywhere (a
+ * process that did not fail itself would say an empty line). */
+int xsm_par_agree_said(const xsm_par *par, int rc, int bad, char *err, size_t errlen);
 /* trace.pftrace written by all processes together: process p encodes the
  * segments (one per rank, see xsm_emit_pftrace_rank) of ranks p, p + K,
  * ... straight into the final file, each at the end of the rank before
  * it, which that rank's process sends as soon as it is known (emit/place.h
  * holds a segment's bytes until then).
  * Same bytes as a serial xsm_emit_pftrace.
- * Collective: every process calls it. */
+ * Collective: every process calls it; when one failed, every one returns
+ * 1 with its message (xsm_par_agree_said). */
 struct xsm_emit;
 struct xsm_h5_share;
 int xsm_par_pftrace(const xsm_par *par, const struct xsm_emit *e, const char *dir, char *err, size_t errlen);

@@ -208,6 +208,19 @@ else:
                   "no space" in said[0].lower(), "-np %d, disk full: exit 1, one line (%d %r)" % (k, p.returncode, said))
             left = os.listdir(out) if os.path.isdir(out) else []
             check(left == [], "-np %d, disk full: nothing left behind: %s" % (k, left))
+        # ... also when only process 1 fails: rank 0's segment (~290 KB,
+        # written first) fits, rank 1's does not; process 0 then said an
+        # empty line, the error was process 1's alone
+        ring = make_run(maker, "big", os.path.join(base, "ring5k"), 2, 5000)  # trace.pftrace ~580 KB
+        out = os.path.join(disk, "ring")
+        p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, ring, "-o", out, "-q", "--outputs",
+                            "pftrace"], capture_output=True, text=True, env=env, timeout=240)
+        said = [l for l in p.stderr.splitlines() if l.startswith("xsmerge:")]
+        check(p.returncode == 1 and len(said) == 1 and os.path.join(out, "trace.pftrace") in said[0] and
+              "no space" in said[0].lower() and not p.stderr.startswith("\n"),
+              "-np 2, disk full in process 1's segment: exit 1, one line naming the file (%d %r)" % (p.returncode,
+                                                                                                   p.stderr[:300]))
+        check(not os.path.isdir(out) or os.listdir(out) == [], "-np 2, disk full in process 1's segment: nothing left")
         # merged.h5 fails while helpers send it chunks: they are received
         # all the same (nobody waits forever), one line names the file
         bigdisk = make_run(maker, "big", os.path.join(base, "bigdisk"), 5, 80000)  # merged.h5 ~0.9 MB

@@ -784,6 +784,13 @@ static int xsm_stream_agree(const xsm_par *par, int rc)
     return par ? xsm_par_agree(par, rc, 1, &first) : rc;
 }
 
+/* ... for a failure every process returns: with the first failing
+ * process's message (main.c's speaker may not have failed itself) */
+static int xsm_stream_agree_said(const xsm_par *par, int rc, char *err, size_t errlen)
+{
+    return par ? xsm_par_agree_said(par, rc, 1, err, errlen) : rc;
+}
+
 /* Streaming keeps, per rank, a spill file and the logical clock's records
  * or knots open, and the rank file itself when it could not be read
  * without HDF5 (io/reader.h: `attached` of them; 40 ranks with their files
@@ -937,7 +944,7 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     if (!rc)
         rc = xsm_smatch_run(&s, err, errlen);
     xsm_progress_mark("stream-match");
-    if ((rc = xsm_stream_agree(par, rc)) != 0)
+    if ((rc = xsm_stream_agree_said(par, rc, err, errlen)) != 0)
         goto out;
     /* t = 0 at the job's first event, as merge/align's origin */
     int64_t t0 = INT64_MAX, t1 = INT64_MIN;
@@ -970,7 +977,7 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         else
             sr->gflows = NULL; /* the emit context owns them now */
     }
-    if ((rc = xsm_stream_agree(par, rc)) != 0)
+    if ((rc = xsm_stream_agree_said(par, rc, err, errlen)) != 0)
         goto out; /* every process stops before the collective writes */
     xsm_emit_number_tracks(&e);
     if (nf) {
@@ -1023,7 +1030,7 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         else if (arc && !rc)
             rc = xsm_err_set(err, errlen, "%s", aerr);
     }
-    rc = xsm_stream_agree(par, rc);
+    rc = xsm_stream_agree_said(par, rc, err, errlen);
     sum->nranks = n;
     sum->nmsgs = s.nmsgs;
     sum->ncolls = s.ncolls;

@@ -221,6 +221,19 @@ else:
               "-np 2, disk full in process 1's segment: exit 1, one line naming the file (%d %r)" % (p.returncode,
                                                                                                    p.stderr[:300]))
         check(not os.path.isdir(out) or os.listdir(out) == [], "-np 2, disk full in process 1's segment: nothing left")
+        # streamed, trace.json (process 1's) fails after trace.pftrace fit
+        # (1.6 MB free: 0.6 MB of trace.pftrace, 1.9 MB of trace.json);
+        # process 0 said an empty line there too
+        subprocess.run(["mount", "-o", "remount,size=1600k", disk], check=True)
+        p = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", XSMERGE, ring, "-o", out, "-q", "--stream",
+                            "--outputs", "pftrace,json"], capture_output=True, text=True, env=env, timeout=240)
+        said = [l for l in p.stderr.splitlines() if l.startswith("xsmerge:")]
+        check(p.returncode == 1 and len(said) == 1 and os.path.join(out, "trace") in said[0] and
+              "no space" in said[0].lower() and not p.stderr.startswith("\n"),
+              "-np 2 --stream, disk full in process 1's trace.json: exit 1, one line naming the file (%d %r)" % (
+                  p.returncode, p.stderr[:300]))
+        check(not os.path.isdir(out) or os.listdir(out) == [], "-np 2 --stream, trace.json on a full disk: nothing left")
+        subprocess.run(["mount", "-o", "remount,size=512k", disk], check=True)
         # merged.h5 fails while helpers send it chunks: they are received
         # all the same (nobody waits forever), one line names the file
         bigdisk = make_run(maker, "big", os.path.join(base, "bigdisk"), 5, 80000)  # merged.h5 ~0.9 MB

@@ -37,7 +37,9 @@ static const char xsm_usage[] =
     "merged.h5, report.txt, report.json, report.html, flame.folded, flame.svg.\n"
     "\n"
     "options:\n"
-    "  -o, --output DIR      output directory (created if needed; required)\n"
+    "  -o, --output DIR      output directory (created if needed; required);\n"
+    "                        products of an earlier merge not written again\n"
+    "                        are removed from it\n"
     "  --partial             merge the readable ranks when some are missing,\n"
     "                        damaged or from another run (default: exit 1)\n"
     "  --from T, --to T      keep only events overlapping [T_from, T_to], times\n"
@@ -242,15 +244,22 @@ static void xsm_err_unstage(char *err, size_t errlen, const char *staging, const
     snprintf(at, errlen - (size_t)(at - err), "%s%s", out, tail);
 }
 
-static int xsm_is_trace_json(const char *name)
+/* A file a merge writes into OUT_DIR (the products and trace.json's parts). */
+static int xsm_is_product(const char *name)
 {
-    if (strcmp(name, "trace.json") == 0)
-        return 1;
+    static const char *const names[] = {"trace.pftrace", "trace.json",   "merged.h5",     "report.txt",
+                                        "report.json",   "report.html",  "flame.folded",  "flame.svg",
+                                        "flame-diff.svg", "callgrind.out"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return 1;
     return strncmp(name, "trace-part", 10) == 0 && strlen(name) > 15 && strcmp(name + strlen(name) - 5, ".json") == 0;
 }
 
-/* Move every file of staging into out; drop trace JSON files of an earlier
- * merge that this one does not replace (a part count may have shrunk). */
+/* Move every file of staging into out; drop the products of an earlier
+ * merge that this one does not replace (a part count may have shrunk,
+ * --outputs or --format may ask for less): a merged.h5 or report of
+ * another run beside the new trace would pass for this merge's. */
 static int xsm_publish(const char *staging, const char *out, char *err, size_t errlen)
 {
     char a[8192], b[8192];
@@ -258,7 +267,7 @@ static int xsm_publish(const char *staging, const char *out, char *err, size_t e
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
-            if (!xsm_is_trace_json(e->d_name))
+            if (!xsm_is_product(e->d_name))
                 continue;
             xsm_path(a, sizeof a, staging, e->d_name);
             if (access(a, F_OK) != 0) {

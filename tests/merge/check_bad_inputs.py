@@ -236,6 +236,34 @@ if rc == -signal.SIGKILL:
     check(rc == 0 and "removed %s, left by an interrupted merge" % os.path.join(out, left[0]) in se and
           os.listdir(out) == ["trace.pftrace"], "the next merge sweeps it, with a note: %r %s" % (se, os.listdir(out)))
 
+# an OUT_DIR holding an earlier merge's products: afterwards it holds this
+# merge's alone (beside the user's own files). Before, only stale trace
+# JSON went: another run's merged.h5 and reports stayed beside the new
+# trace.pftrace, and a callgrind.out or flame-diff.svg beside a new report
+journal = make_run(maker, "journal", os.path.join(base, "journal"))
+reused = os.path.join(base, "reused")
+rc, so, se = xsmerge(golden, "-o", reused, "-q", "--format", "callgrind", "--diff", golden)
+full = sorted(os.listdir(reused))
+check(rc == 0 and "callgrind.out" in full and "flame-diff.svg" in full, "full merge with extras: %s %r" % (full, se))
+with open(os.path.join(reused, "notes.txt"), "w") as f:
+    f.write("the user's\n")
+for args, want in ((["--outputs", "pftrace"], ["notes.txt", "trace.pftrace"]),
+                   ([], sorted(set(full) - {"callgrind.out", "flame-diff.svg"}) + ["notes.txt"]),
+                   (["--outputs", "h5,json", "--stream"], ["merged.h5", "notes.txt", "trace.json"])):
+    rc, so, se = xsmerge(journal, "-o", reused, "-q", *args)
+    got = sorted(os.listdir(reused))
+    check(rc == 0 and got == sorted(want), "merge %s into a used OUT_DIR: only its products stay: %s (%r)" % (
+        args, got, se))
+# ... also under mpirun
+if shutil.which("mpirun"):
+    rc, so, se = xsmerge(golden, "-o", reused, "-q")
+    p = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", XSMERGE, journal, "-o", reused, "-q", "--outputs",
+                        "pftrace,h5"], capture_output=True, text=True,
+                       env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
+    got = sorted(os.listdir(reused))
+    check(p.returncode == 0 and got == ["merged.h5", "notes.txt", "trace.pftrace"],
+          "mpirun -np 2 into a used OUT_DIR: %s (%r)" % (got, p.stderr[-500:]))
+
 # bad options
 # (--to 0 would read as no limit; --baseline, --diff and --format add to
 # the report and did nothing, exit 0, when it was not written)

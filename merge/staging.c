@@ -104,8 +104,10 @@ int xsm_staging_make(const char *out_dir, const char *staging, int *made, FILE *
     int rc = xsm_mkdir_p(out_dir, err, errlen);
     if (!rc)
         xsm_staging_sweep(out_dir, notes);
+    /* named by OUT_DIR: the staging directory is none of the user's */
     if (!rc && mkdir(staging, 0777) != 0)
-        rc = xsm_err_set(err, errlen, "xsmerge: %s: cannot create: %s", staging, strerror(errno));
+        rc = xsm_err_set(err, errlen, "xsmerge: %s: cannot write into the output directory: %s", out_dir,
+                         strerror(errno));
     if (rc && *made)
         rmdir(out_dir);
     return rc;

@@ -264,6 +264,23 @@ if shutil.which("mpirun"):
     check(p.returncode == 0 and got == ["merged.h5", "notes.txt", "trace.pftrace"],
           "mpirun -np 2 into a used OUT_DIR: %s (%r)" % (got, p.stderr[-500:]))
 
+# an OUT_DIR that cannot be written (a read-only file system; as root a
+# mode of 555 would not stop the merge): one line naming OUT_DIR, not the
+# hidden staging directory the user never asked for
+rodir = os.path.join(base, "readonly")
+os.makedirs(rodir)
+if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", rodir], capture_output=True).returncode:
+    print("note: cannot mount a tmpfs here; a read-only OUT_DIR is not tested")
+else:
+    try:
+        for extra in ((), ("--stream",)):
+            rc, so, se = xsmerge(golden, "-o", rodir, "-q", *extra)
+            check(rc == 1 and se.count("\n") == 1 and se.startswith("xsmerge: %s: " % rodir) and
+                  ".xsmerge-tmp" not in se and "Read-only file system" in se,
+                  "read-only OUT_DIR %s: one line naming it and why (%d %r)" % (extra, rc, se))
+    finally:
+        subprocess.run(["umount", rodir])
+
 # bad options
 # (--to 0 would read as no limit; --baseline, --diff and --format add to
 # the report and did nothing, exit 0, when it was not written)

@@ -647,8 +647,9 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
     xsm_align_origin_span(run, xsm_align_logical_identity(run) ? span : NULL);
     free(span);
     xsm_progress_mark("clock");
-    if (opts && (opts->from_ns > 0 || opts->to_ns > 0) &&
-        xsm_select_window(run, opts->from_ns, opts->to_ns > 0 ? opts->to_ns : INT64_MAX, err, errlen)) {
+    if (opts && (xsm_window_check(run, opts->from_ns, err, errlen) ||
+                 ((opts->from_ns > 0 || opts->to_ns > 0) &&
+                  xsm_select_window(run, opts->from_ns, opts->to_ns > 0 ? opts->to_ns : INT64_MAX, err, errlen)))) {
         xsm_run_free(run);
         return 1;
     }

@@ -174,4 +174,9 @@ int xsm_run_load_par(const char *run_dir, const xsm_load_opts *opts, const xsm_p
  * Returns 0, or 1 on OOM. */
 int xsm_select_window(xsm_run *run, int64_t from_ns, int64_t to_ns, char *err, size_t errlen);
 
+/* 1 with err set when --from (from_ns) is after the run's last event
+ * (run->t_end, before the window clamps it): the window would hold nothing,
+ * as --ranks naming no rank file selects nothing. In memory and streamed. */
+int xsm_window_check(const xsm_run *run, int64_t from_ns, char *err, size_t errlen);
+
 #endif

@@ -109,3 +109,29 @@ out:
     free(remap);
     return rc;
 }
+
+/* ns as "19 us", "1.5 ms": the largest unit that keeps it at 1 or more */
+static void xsm_fmt_ns(char *buf, size_t n, int64_t ns)
+{
+    static const char *const unit[] = {"ns", "us", "ms", "s"};
+    double v = (double)ns;
+    int u = 0;
+    while (u < 3 && v >= 1000) {
+        v /= 1000;
+        u++;
+    }
+    (void)xsm_err_set(buf, n, "%.6g %s", v, unit[u]);
+}
+
+int xsm_window_check(const xsm_run *run, int64_t from_ns, char *err, size_t errlen)
+{
+    if (from_ns <= run->t_end)
+        return 0;
+    char a[64], b[64];
+    xsm_fmt_ns(a, sizeof a, from_ns);
+    xsm_fmt_ns(b, sizeof b, run->t_end);
+    return xsm_err_set(err, errlen,
+                       "xsmerge: %s: --from %s is after the run's last event (%s from its first); the window holds "
+                       "nothing",
+                       run->run_dir, a, b);
+}

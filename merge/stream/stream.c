@@ -957,9 +957,11 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     s.t0 = t0 == INT64_MAX ? 0 : t0;
     run.t0_ref_ns = s.t0;
     run.t_end = t0 == INT64_MAX ? 0 : t1 - t0;
+    if (s.win && xsm_window_check(&run, o.from_ns, err, errlen))
+        rc = 1; /* as in memory: the window holds nothing */
     if (s.win) /* from t = 0, as xsm_select_window's */
         xsm_run_window_set(&run, o.from_ns, o.to_ns > 0 ? o.to_ns : INT64_MAX);
-    if (s.h5 && xsm_h5msgs_place(&s, err, errlen))
+    if (!rc && s.h5 && xsm_h5msgs_place(&s, err, errlen))
         rc = 1;
     if (!rc && xsm_emit_init(&e, &run, order, err, errlen))
         rc = 1;

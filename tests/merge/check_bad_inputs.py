@@ -294,6 +294,25 @@ for args, said in ((["--from", "soon"], "invalid time"), (["--ranks", "a-b"], "e
     rc, so, se = xsmerge(golden, "-o", os.path.join(base, "o"), *args) if args else xsmerge(golden)
     check(rc == 1 and se.startswith("xsmerge: ") and said in se.splitlines()[0] and not os.path.exists(os.path.join(base, "o")),
           "bad usage %s: exit 1, says %r, writes nothing (%d %r)" % (args, said, rc, se))
+# a window that starts after the run's last event (golden ends at 19 us; 1ms
+# meant 1 us?) selects nothing, as a --ranks naming no rank file does: it
+# wrote an empty trace, exit 0, without a word. The same line in memory,
+# streamed and under mpirun, and nothing written
+said = "xsmerge: %s: --from 1 ms is after the run's last event (19 us from its first); the window holds nothing" % golden
+mpienv = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+for pre, extra in (([], ()), ([], ("--stream",)), ([], ("--stream", "--outputs", "pftrace,json,h5,report")),
+                   (["mpirun", "-np", "2", "--oversubscribe"], ()), (["mpirun", "-np", "2", "--oversubscribe"], ("--stream",))):
+    if pre and not shutil.which("mpirun"):
+        continue
+    out = os.path.join(base, "late-window")
+    p = subprocess.run(pre + [XSMERGE, golden, "-o", out, "--from", "1ms", *extra], capture_output=True, text=True,
+                       env=mpienv)
+    mine = [l for l in p.stderr.splitlines() if l.startswith("xsmerge")]
+    check(p.returncode == 1 and mine == [said] and (pre or p.stderr.count("\n") == 1) and not os.path.exists(out),
+          "%s --from past the end %s: exit 1, one line (%d %r)" % (" ".join(pre), extra, p.returncode, p.stderr[-600:]))
+rc, so, se = xsmerge(golden, "-o", os.path.join(base, "end-window"), "-q", "--from", "19us", "--outputs", "pftrace")
+check(rc == 0, "--from at the last event still merges it (%r)" % se)
+
 rc, so, se = xsmerge("--help")
 check(rc == 0 and "--partial" in so and "XSPROF_" in so and "exit codes" in so, "--help documents options")
 finish("merge_bad_inputs")

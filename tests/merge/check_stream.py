@@ -132,7 +132,7 @@ CASES = [
     # --from/--to: rows outside are cut, messages with an end outside too,
     # a flow whose receive's call is outside ends nowhere (as in memory)
     ("golden", ("--from", "2.5us", "--to", "6us"), "stream"), ("golden", ("--to", "3us"), "stream"),
-    ("golden", ("--from", "0.1us"), "stream"), ("golden", ("--from", "1ms"), "stream"),
+    ("golden", ("--from", "0.1us"), "stream"), ("golden", ("--from", "18us"), "stream"),
     ("golden", ("--from", "2.5us", "--to", "6us", "--ranks", "0,2"), "stream"),
     ("deep", ("--from", "10us", "--to", "400us"), None), ("gpu", ("--from", "1us", "--to", "3us"), "stream-default"),
     ("icoll", ("--from", "1.2us", "--to", "3.45us"), "stream"),

@@ -48,7 +48,7 @@ static const char xsm_usage[] =
     "                        the time inside the window\n"
     "  --ranks LIST          merge only these ranks, e.g. 0-7,12\n"
     "  --min-latency T       smallest send-begin to receive-end latency the clock\n"
-    "                        correction enforces (default 0)\n"
+    "                        correction enforces (default 0, at most 1s)\n"
     "  --baseline DIR        compare with a previous run (run or output dir);\n"
     "                        exit 3 when a metric regressed beyond --threshold\n"
     "  --threshold P%        regression threshold in percent (default 5%)\n"
@@ -152,6 +152,10 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
             int64_t t = xsm_parse_time(val);
             if (t < 0)
                 return xsm_bad_usage("invalid time (use e.g. 2.5s, 300ms, 40us, 100ns)", val);
+            /* a bare number is seconds: "5" meant 5 us, and every message
+             * of a chain adds it (past 2^63 ns the times overflow) */
+            if (a[2] == 'm' && t > 1000000000)
+                return xsm_bad_usage("--min-latency must be at most 1s (a bare number is seconds)", val);
             if (a[2] == 't' && t == 0) /* 0 would read as "no limit" */
                 return xsm_bad_usage("--to must be after the job's first event (the window counts from it, t = 0)",
                                      val);

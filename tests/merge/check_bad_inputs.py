@@ -287,6 +287,11 @@ else:
 for args, said in ((["--from", "soon"], "invalid time"), (["--ranks", "a-b"], "expected a list"),
                    (["--ranks", ""], "expected a list"), (["--bogus"], "unknown option"), ([], "missing"),
                    (["--to", "0"], "--to must be after"), (["--from", "2ms", "--to", "0ns"], "--to must be after"),
+                   # seconds, not us: 5 s per message stretched the run to
+                   # days; 1e8 s pushed the times past 2^63 ns, which
+                   # wrapped and saturated into a trace that looked fine
+                   (["--min-latency", "5"], "--min-latency must be at most 1s"),
+                   (["--min-latency", "1e8"], "--min-latency must be at most 1s"),
                    (["--baseline", golden, "--stream"], "--baseline needs the report"),
                    (["--baseline", golden, "--outputs", "pftrace,h5"], "--baseline needs the report"),
                    (["--diff", golden, "--outputs", "json"], "--diff needs the report"),

@@ -362,7 +362,9 @@ static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xs
          * reader names the first problem as it always did */
         if (!partial || (opts && opts->stream))
             return xsm_err_set(err, errlen, "%s", l[i].err);
-        xsm_note(notes, "%s (skipped, --partial)%s", l[i].err, "");
+        /* the error's "xsmerge: " would follow the note's */
+        xsm_note(notes, "%s (skipped, --partial)%s",
+                 l[i].err + (strncmp(l[i].err, "xsmerge: ", 9) == 0 ? 9 : 0), "");
         l[i].status = -1;
     }
     size_t ref = xsm_reference(l, n);

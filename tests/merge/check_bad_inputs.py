@@ -111,6 +111,7 @@ for it in range(25):
 rc, so, se = xsmerge(os.path.join(base, "random"), "-o", os.path.join(base, "partial"), "--partial")
 check(rc == 0, "--partial with a damaged rank exits 0 (%s)" % se)
 check("rank-00001.h5" in se and "skipped" in se, "--partial names the skipped file")
+check("note: xsmerge:" not in se, "--partial's note says 'xsmerge:' once: %r" % se)
 check(os.path.exists(os.path.join(base, "partial", "trace.pftrace")), "--partial writes the trace")
 rc, so, se = xsmerge(foreign, "-o", os.path.join(base, "partial2"), "--partial", "-q")
 check(rc == 0, "--partial drops the foreign file")

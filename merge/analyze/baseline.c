@@ -269,14 +269,14 @@ static int metrics_from_json(const char *path, metrics *m, char *err, size_t err
 {
     char *text = file_read(path, NULL);
     if (!text) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno ? errno : EIO));
+        snprintf(err, errlen, "xsmerge: baseline %s: cannot read: %s", path, strerror(errno ? errno : EIO));
         return -1;
     }
     jv root;
     jp p = {text, 0};
     int rc = -1;
     if (jparse(&p, &root) != 0 || root.t != J_OBJ) {
-        snprintf(err, errlen, "%s: not a valid report (JSON syntax)", path);
+        snprintf(err, errlen, "xsmerge: baseline %s: not a valid report (JSON syntax)", path);
         jv_free(&root);
         free(text);
         return -1;
@@ -284,7 +284,8 @@ static int metrics_from_json(const char *path, metrics *m, char *err, size_t err
     const jv *schema = jget(&root, "schema"), *regs = jget(&root, "regions"), *ranks = jget(&root, "ranks");
     if (!schema || schema->t != J_STR || strcmp(schema->str, "xsprof-report/1") != 0 || !regs || regs->t != J_ARR || !ranks ||
         ranks->t != J_ARR) {
-        snprintf(err, errlen, "%s: not an xsprof-report/1 file (schema, regions or ranks missing)", path);
+        snprintf(err, errlen, "xsmerge: baseline %s: not an xsprof-report/1 file (schema, regions or ranks missing)",
+                 path);
         goto out;
     }
     m->v = calloc(regs->nkids + ranks->nkids + 1, sizeof *m->v);
@@ -367,7 +368,7 @@ int xsm_baseline_folded(const char *dir, xsm_buf *out, char *err, size_t errlen)
         size_t n;
         char *t = file_read(p, &n);
         if (!t) {
-            snprintf(err, errlen, "%s: cannot read: %s", p, strerror(errno ? errno : EIO));
+            snprintf(err, errlen, "xsmerge: %s: cannot read: %s", p, strerror(errno ? errno : EIO));
             return 1;
         }
         xsm_buf_put(out, t, n);

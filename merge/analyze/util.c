@@ -105,6 +105,7 @@ void xsm_buf_free(xsm_buf *b)
     memset(b, 0, sizeof *b);
 }
 
+/* Errors name dst: the temporary file is gone when they are read. */
 int xsm_file_write_atomic(const char *dir, const char *name, const char *data, size_t len, char *err, size_t errlen)
 {
     char tmp[4600], dst[4600];
@@ -114,7 +115,7 @@ int xsm_file_write_atomic(const char *dir, const char *name, const char *data, s
     /* exclusive create, no symlink following: never write through a planted link */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        snprintf(err, errlen, "xsmerge: %s: cannot create: %s", dst, strerror(errno));
         return -1;
     }
     size_t off = 0;
@@ -123,7 +124,7 @@ int xsm_file_write_atomic(const char *dir, const char *name, const char *data, s
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
+            snprintf(err, errlen, "xsmerge: %s: write failed: %s", dst, strerror(errno));
             close(fd);
             unlink(tmp);
             return -1;
@@ -131,12 +132,12 @@ int xsm_file_write_atomic(const char *dir, const char *name, const char *data, s
         off += (size_t)w;
     }
     if (close(fd) != 0) {
-        snprintf(err, errlen, "%s: close failed: %s", tmp, strerror(errno));
+        snprintf(err, errlen, "xsmerge: %s: write failed: %s", dst, strerror(errno));
         unlink(tmp);
         return -1;
     }
     if (rename(tmp, dst) != 0) {
-        snprintf(err, errlen, "%s: rename failed: %s", dst, strerror(errno));
+        snprintf(err, errlen, "xsmerge: %s: rename failed: %s", dst, strerror(errno));
         unlink(tmp);
         return -1;
     }

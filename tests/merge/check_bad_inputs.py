@@ -161,6 +161,19 @@ for outs, extra, name, kib, env in (("pftrace", (), "trace.pftrace", 1024, {}), 
     left = os.listdir(out) if os.path.isdir(out) else []
     check(left == [], "%s: nothing left behind: %s" % (what, left))
 
+# the reports over a file size limit (report.json, 7 KB, is written
+# first): one line naming the product, not the hidden temporary file it was
+# written to ('OUT/.report.json.PID.tmp: write failed', without 'xsmerge:')
+for extra in ((), ("--stream",)):
+    out = os.path.join(base, "full-report%s" % "".join(extra))
+    p = subprocess.run([XSMERGE, golden, "-o", out, "-q", "--outputs", "report"] + list(extra), capture_output=True,
+                       text=True, preexec_fn=small_files(4))
+    check(p.returncode == 1 and p.stderr.count("\n") == 1 and
+          p.stderr.startswith("xsmerge: %s: write failed: " % os.path.join(out, "report.json")) and
+          "too large" in p.stderr.lower(), "the reports %s over a file size limit: one line naming report.json (%d %r)"
+          % (extra, p.returncode, p.stderr))
+    check(not os.path.isdir(out) or os.listdir(out) == [], "the reports over a file size limit: nothing left behind")
+
 # a disk that fills up (not a per-file limit) while a streamed merged.h5
 # places its spilled messages (the spill fit, the placed copy does not;
 # until session 21 the placing wrote past its buffer there and aborted),
@@ -282,6 +295,11 @@ else:
     finally:
         subprocess.run(["umount", rodir])
 
+badbase = os.path.join(base, "badbase")
+os.makedirs(badbase)
+with open(os.path.join(badbase, "report.json"), "w") as f:
+    f.write("{")
+
 # bad options
 # (--to 0 would read as no limit; --baseline, --diff and --format add to
 # the report and did nothing, exit 0, when it was not written)
@@ -296,6 +314,9 @@ for args, said in ((["--from", "soon"], "invalid time"), (["--ranks", "a-b"], "e
                    (["--baseline", golden, "--stream"], "--baseline needs the report"),
                    (["--baseline", golden, "--outputs", "pftrace,h5"], "--baseline needs the report"),
                    (["--diff", golden, "--outputs", "json"], "--diff needs the report"),
+                   # a baseline whose report.json is damaged: said without
+                   # 'xsmerge:' (and that it is the baseline's) before
+                   (["--baseline", badbase], "baseline %s: not a valid report" % os.path.join(badbase, "report.json")),
                    (["--format", "callgrind", "--stream", "--outputs", "pftrace"], "--format callgrind needs")):
     rc, so, se = xsmerge(golden, "-o", os.path.join(base, "o"), *args) if args else xsmerge(golden)
     check(rc == 1 and se.startswith("xsmerge: ") and said in se.splitlines()[0] and not os.path.exists(os.path.join(base, "o")),

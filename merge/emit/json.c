@@ -220,8 +220,12 @@ static void xsm_jpart_put(xsm_jpart *p, const char *text, size_t n)
     p->first = 0;
 }
 
+/* The first part is named trace.json unless another follows, and no other
+ * follows a part that failed: name it so (the user never sees part00). */
 static int xsm_jpart_failed(const xsm_jpart *p, char *err, size_t errlen)
 {
+    if (p->part == 0)
+        return xsm_err_set(err, errlen, "xsmerge: %s/trace.json: write failed: %s", p->dir, strerror(errno));
     return xsm_err_set(err, errlen, "xsmerge: %s/trace-part%02d.json: write failed: %s", p->dir, p->part, strerror(errno));
 }
 

@@ -142,10 +142,12 @@ def small_files(kib):
 # uncompressed merged.h5; at 1 MiB the spill itself fails, said as a
 # temporary file of the merge.
 raw = {"XSPROF_MERGE_H5_DEFLATE": "0"}
-for outs, extra, name, kib, env in (("pftrace", (), "trace.pftrace", 1024, {}), ("json", (), "trace", 1024, {}),
+# (trace.json's first part, which becomes trace.json when no other follows,
+# was said as trace-part00.json: a file the user never gets)
+for outs, extra, name, kib, env in (("pftrace", (), "trace.pftrace", 1024, {}), ("json", (), "trace.json", 1024, {}),
                                     ("h5", (), "merged.h5", 64, {}), ("h5", (), "merged.h5", 1024, raw),
                                     ("pftrace", ("--stream",), "trace.pftrace", 1024, {}),
-                                    ("json", ("--stream",), "trace", 1024, {}),
+                                    ("json", ("--stream",), "trace.json", 1024, {}),
                                     ("h5", ("--stream",), "merged.h5", 3072, raw),
                                     ("h5", ("--stream",), "a temporary file of the merge", 1024, {})):
     out = os.path.join(base, "full-%s%s-%d%s" % (outs, "-stream" if extra else "", kib, "-raw" if env else ""))

@@ -169,14 +169,19 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
             XSM_NEED_VAL();
             o->outputs = 0;
             o->outputs_given = 1;
-            char list[256];
-            snprintf(list, sizeof list, "%s", val);
-            for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (strcmp(tok, "json") == 0) o->outputs |= XSM_OUT_JSON;
-                else if (strcmp(tok, "pftrace") == 0) o->outputs |= XSM_OUT_PFTRACE;
-                else if (strcmp(tok, "h5") == 0) o->outputs |= XSM_OUT_H5;
-                else if (strcmp(tok, "report") == 0) o->outputs |= XSM_OUT_REPORT;
-                else return xsm_bad_usage("unknown product in --outputs (known: pftrace, json, h5, report)", tok);
+            /* the whole list, however long (a copy into 256 bytes dropped
+             * what followed); empty entries (a,,b, a trailing comma) name
+             * nothing */
+            for (const char *tok = val; *tok; tok += strcspn(tok, ","), tok += *tok == ',') {
+                size_t n = strcspn(tok, ",");
+                char name[256];
+                snprintf(name, sizeof name, "%.*s", (int)(n < 255 ? n : 255), tok);
+                if (n == 0) continue;
+                else if (strcmp(name, "json") == 0) o->outputs |= XSM_OUT_JSON;
+                else if (strcmp(name, "pftrace") == 0) o->outputs |= XSM_OUT_PFTRACE;
+                else if (strcmp(name, "h5") == 0) o->outputs |= XSM_OUT_H5;
+                else if (strcmp(name, "report") == 0) o->outputs |= XSM_OUT_REPORT;
+                else return xsm_bad_usage("unknown product in --outputs (known: pftrace, json, h5, report)", name);
             }
             if (!o->outputs)
                 return xsm_bad_usage("--outputs names no product", val);

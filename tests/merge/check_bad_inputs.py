@@ -316,6 +316,8 @@ for args, said in ((["--from", "soon"], "invalid time"), (["--ranks", "a-b"], "e
                    (["--baseline", golden, "--stream"], "--baseline needs the report"),
                    (["--baseline", golden, "--outputs", "pftrace,h5"], "--baseline needs the report"),
                    (["--diff", golden, "--outputs", "json"], "--diff needs the report"),
+                   # past 255 characters the list was cut and the rest ignored
+                   (["--outputs", "pftrace," * 40 + "bogus"], "unknown product in --outputs"),
                    # a baseline whose report.json is damaged: said without
                    # 'xsmerge:' (and that it is the baseline's) before
                    (["--baseline", badbase], "baseline %s: not a valid report" % os.path.join(badbase, "report.json")),

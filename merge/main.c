@@ -350,9 +350,6 @@ static void xsm_malloc_reuse(int on)
  * else half of what the kernel says is available (0: unknown). */
 static uint64_t xsm_memory_budget(void)
 {
-    const char *v = getenv("XSPROF_MERGE_MEMORY_LIMIT");
-    if (v && *v)
-        return strtoull(v, NULL, 10);
     FILE *f = fopen("/proc/meminfo", "r");
     unsigned long long kb = 0;
     char line[256];
@@ -361,7 +358,7 @@ static uint64_t xsm_memory_budget(void)
             break;
     if (f)
         fclose(f);
-    return (uint64_t)kb * 1024 / 2;
+    return xsm_env_size("XSPROF_MERGE_MEMORY_LIMIT", (uint64_t)kb * 1024 / 2, 0, UINT64_MAX >> 1);
 }
 
 /* A browser gives the Perfetto UI about 2 GB, and its trace processor
@@ -371,8 +368,7 @@ static void xsm_note_large_trace(const char *out_dir, FILE *notes)
 {
     char path[8300];
     struct stat st;
-    const char *v = getenv("XSPROF_MERGE_UI_MB");
-    double mb = v && *v ? strtod(v, NULL) : 512;
+    double mb = (double)xsm_env_size("XSPROF_MERGE_UI_MB", 512, 1, (uint64_t)1 << 30);
     snprintf(path, sizeof path, "%s/trace.pftrace", out_dir);
     if (!notes || stat(path, &st) != 0 || (double)st.st_size <= mb * (1 << 20))
         return;

@@ -2,10 +2,12 @@
 #include "merge/util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -777,4 +779,29 @@ int xsm_u64_cmp(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
+}
+
+uint64_t xsm_env_size(const char *name, uint64_t dflt, uint64_t lo, uint64_t hi)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*v != '-' && end != v && !*end && !errno && x >= lo && x <= hi)
+        return x;
+    /* "1e30" read as 1, "0.5" as 0: a typo must not change the output
+     * silently; said once per variable (some are read twice) */
+    static const char *said[8];
+    size_t k = 0;
+    while (k < 8 && said[k] && strcmp(said[k], name))
+        k++;
+    if (k < 8 && said[k])
+        return dflt;
+    if (k < 8)
+        said[k] = name;
+    fprintf(stderr, "xsmerge: warning: %s=%s is not a whole number from %" PRIu64 " to %" PRIu64 "; using %" PRIu64 "\n",
+            name, v, lo, hi, dflt);
+    return dflt;
 }

@@ -446,9 +446,7 @@ static uint64_t xsm_j_limit(void)
         if (v >= 4096)
             return v;
     }
-    s = getenv("XSPROF_MERGE_JSON_PART_MB");
-    unsigned long long mb = s && *s ? strtoull(s, NULL, 10) : 0;
-    return (mb ? mb : 256ull) << 20;
+    return xsm_env_size("XSPROF_MERGE_JSON_PART_MB", 256, 1, (uint64_t)1 << 20) << 20;
 }
 
 /* ---- batches: events copied out of the source, formatted on threads ------- */

@@ -358,7 +358,7 @@ static uint64_t xsm_memory_budget(void)
             break;
     if (f)
         fclose(f);
-    return xsm_env_size("XSPROF_MERGE_MEMORY_LIMIT", (uint64_t)kb * 1024 / 2, 0, UINT64_MAX >> 1);
+    return (uint64_t)xsm_env_num("XSPROF_MERGE_MEMORY_LIMIT", (double)kb * 1024 / 2, 0, 0x1p62);
 }
 
 /* A browser gives the Perfetto UI about 2 GB, and its trace processor
@@ -368,7 +368,7 @@ static void xsm_note_large_trace(const char *out_dir, FILE *notes)
 {
     char path[8300];
     struct stat st;
-    double mb = (double)xsm_env_size("XSPROF_MERGE_UI_MB", 512, 1, (uint64_t)1 << 30);
+    double mb = xsm_env_num("XSPROF_MERGE_UI_MB", 512, 0, 0x1p30);
     snprintf(path, sizeof path, "%s/trace.pftrace", out_dir);
     if (!notes || stat(path, &st) != 0 || (double)st.st_size <= mb * (1 << 20))
         return;

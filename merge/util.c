@@ -2,7 +2,6 @@
 #include "merge/util.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -781,18 +780,18 @@ int xsm_u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-uint64_t xsm_env_size(const char *name, uint64_t dflt, uint64_t lo, uint64_t hi)
+double xsm_env_num(const char *name, double dflt, double lo, double hi)
 {
     const char *v = getenv(name);
     if (!v || !*v)
         return dflt;
     char *end = NULL;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (*v != '-' && end != v && !*end && !errno && x >= lo && x <= hi)
+    double x = strtod(v, &end);
+    if (end != v && !*end && x >= lo && x <= hi) /* NaN fails the range */
         return x;
-    /* "1e30" read as 1, "0.5" as 0: a typo must not change the output
-     * silently; said once per variable (some are read twice) */
+    /* "1e30" was read as 1 and "0.5" as 0 by strtoull: a typo must not
+     * change the output silently; said once per variable (some are read
+     * twice) */
     static const char *said[8];
     size_t k = 0;
     while (k < 8 && said[k] && strcmp(said[k], name))
@@ -801,7 +800,7 @@ uint64_t xsm_env_size(const char *name, uint64_t dflt, uint64_t lo, uint64_t hi)
         return dflt;
     if (k < 8)
         said[k] = name;
-    fprintf(stderr, "xsmerge: warning: %s=%s is not a whole number from %" PRIu64 " to %" PRIu64 "; using %" PRIu64 "\n",
-            name, v, lo, hi, dflt);
+    fprintf(stderr, "xsmerge: warning: %s=%s is not a number from %.15g to %.15g; using %.15g\n", name, v, lo, hi,
+            dflt);
     return dflt;
 }

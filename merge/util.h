@@ -167,9 +167,10 @@ int xsm_parallel_threads(int n);
 /* Monotonic seconds, for the progress bar only (never for output). */
 double xsm_now(void);
 
-/* A size from environment variable `name`: a whole number in [lo, hi];
- * unset or empty: dflt; anything else: dflt, with a warning on stderr. */
-uint64_t xsm_env_size(const char *name, uint64_t dflt, uint64_t lo, uint64_t hi);
+/* A number from environment variable `name` (decimal, all of it) in
+ * [lo, hi]; unset or empty: dflt; anything else: dflt, with a warning on
+ * stderr. */
+double xsm_env_num(const char *name, double dflt, double lo, double hi);
 
 /* qsort comparator of uint64_t values, ascending. */
 int xsm_u64_cmp(const void *a, const void *b);

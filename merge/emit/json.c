@@ -446,7 +446,7 @@ static uint64_t xsm_j_limit(void)
         if (v >= 4096)
             return v;
     }
-    return xsm_env_size("XSPROF_MERGE_JSON_PART_MB", 256, 1, (uint64_t)1 << 20) << 20;
+    return (uint64_t)(xsm_env_num("XSPROF_MERGE_JSON_PART_MB", 256, 1, 0x1p20) * 0x1p20);
 }
 
 /* ---- batches: events copied out of the source, formatted on threads ------- */

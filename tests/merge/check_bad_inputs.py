@@ -170,20 +170,20 @@ for outs, extra, name, kib, env in (("pftrace", (), "trace.pftrace", 1024, {}), 
     left = os.listdir(out) if os.path.isdir(out) else []
     check(left == [], "%s: nothing left behind: %s" % (what, left))
 
-# xsmerge's size variables are whole numbers: "1e30" was read as 1 (trace.json
-# of this 5 MB run in 1 MB parts), "0.5" as 0 and 2^64 + x wrapped, silently;
-# now one warning naming the variable, and its default (XSPROF_MERGE_UI_MB
-# is read for a note, which -q leaves out)
+# xsmerge's size variables: "1e30" was read as 1 (trace.json of this 5 MB run
+# in 1 MB parts), "0.5" as 0 and 2^64 + x wrapped, silently; now a number out
+# of range or not a number gets one warning naming the variable, and its
+# default (XSPROF_MERGE_UI_MB is read for a note, which -q leaves out)
 for name, value in (("XSPROF_MERGE_JSON_PART_MB", "1e30"), ("XSPROF_MERGE_JSON_PART_MB", "0.5"),
-                    ("XSPROF_MERGE_JSON_PART_MB", "99999999999999999999"), ("XSPROF_MERGE_UI_MB", "1e3"),
-                    ("XSPROF_MERGE_MEMORY_LIMIT", "-1")):
+                    ("XSPROF_MERGE_JSON_PART_MB", "99999999999999999999"), ("XSPROF_MERGE_JSON_PART_MB", "64MB"),
+                    ("XSPROF_MERGE_UI_MB", "lots"), ("XSPROF_MERGE_MEMORY_LIMIT", "-1")):
     out = os.path.join(base, "env-%s-%s" % (name, value))
     quiet = ["-q"] if name != "XSPROF_MERGE_UI_MB" else []
     p = subprocess.run([XSMERGE, ring, "-o", out, "--outputs", "json,pftrace"] + quiet, capture_output=True, text=True,
                        env=dict(os.environ, **{name: value}))
     warned = [x for x in own_lines(p.stderr).splitlines() if x.startswith("xsmerge: warning: ")]
-    check(p.returncode == 0 and len(warned) == 1 and warned[0].startswith("xsmerge: warning: %s=%s is not a whole "
-                                                                            "number" % (name, value)),
+    check(p.returncode == 0 and len(warned) == 1 and warned[0].startswith("xsmerge: warning: %s=%s is not a number "
+                                                                            "from" % (name, value)),
           "%s=%s: exit 0 and one warning (%d %r)" % (name, value, p.returncode, p.stderr))
     check(sorted(os.listdir(out)) == ["trace.json", "trace.pftrace"] if os.path.isdir(out) else False,
           "%s=%s: the default's products %s" % (name, value, os.listdir(out) if os.path.isdir(out) else None))

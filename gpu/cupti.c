@@ -43,21 +43,22 @@ int xsprof_cupti_active(void) { return atomic_load(&g_active); }
 const char *xsprof_cupti_disabled_reason(void) { return g_reason; }
 uint64_t xsprof_cupti_dropped(void) { return (uint64_t)atomic_load(&g_dropped); }
 
-enum { XSPROF_GPU_WARN_NOW = 0, XSPROF_GPU_WARN_QUIET = 1, XSPROF_GPU_WARN_JOB_ONCE = 2 };
+enum { XSPROF_GPU_WARN_NOW = 0, XSPROF_GPU_WARN_QUIET = 1, XSPROF_GPU_INFO_JOB_ONCE = 2 };
 
-static void xsprof_cupti_warn(void)
+static void xsprof_cupti_say(int level)
 {
     if (atomic_exchange(&g_warned, 1) == 0)
-        xsprof_log(XSPROF_LOG_WARN, "GPU collection disabled: %s (CPU and MPI profiling continue)", g_reason);
+        xsprof_log(level, "GPU collection disabled: %s (CPU and MPI profiling continue)", g_reason);
 }
 
-/* Under XSPROF_GPU=auto a node without a GPU is normal: warn once per job
- * (rank 0), and only in a process that records, not in every program that
- * inherits LD_PRELOAD (shells, launchers). */
-static void xsprof_cupti_warn_job_once(void)
+/* Under XSPROF_GPU=auto ("when present") a node without a GPU driver is
+ * normal, not a problem: one info line per job (rank 0, seen with
+ * XSPROF_LOG=info), and only in a process that records, not in every
+ * program that inherits LD_PRELOAD (shells, launchers). */
+static void xsprof_cupti_info_job_once(void)
 {
     if (xsprof_identity_rank() == 0)
-        xsprof_cupti_warn();
+        xsprof_cupti_say(XSPROF_LOG_INFO);
 }
 
 /* One warning (see the policies above), the reason kept in the rank file
@@ -68,9 +69,9 @@ static void xsprof_cupti_disable(const char *reason, int policy)
     atomic_store(&g_active, 0);
     xsprof_meta_set("gpu_disabled_reason", g_reason);
     if (policy == XSPROF_GPU_WARN_NOW)
-        xsprof_cupti_warn();
-    else if (policy == XSPROF_GPU_WARN_JOB_ONCE)
-        xsprof_start_hook_add(xsprof_cupti_warn_job_once);
+        xsprof_cupti_say(XSPROF_LOG_WARN);
+    else if (policy == XSPROF_GPU_INFO_JOB_ONCE)
+        xsprof_start_hook_add(xsprof_cupti_info_job_once);
 }
 
 #if XSPROF_HAVE_CUPTI
@@ -667,7 +668,7 @@ xsprof_status xsprof_cupti_start(void)
         return XSPROF_ERR_DISABLED;
     }
     if (mode == XSPROF_GPU_MODE_AUTO && !xsprof_driver_present(why, sizeof why)) {
-        xsprof_cupti_disable(why, XSPROF_GPU_WARN_JOB_ONCE);
+        xsprof_cupti_disable(why, XSPROF_GPU_INFO_JOB_ONCE);
         return XSPROF_ERR_UNSUPPORTED;
     }
     return xsprof_cupti_enable();

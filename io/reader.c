@@ -451,11 +451,12 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
     if (!rd_table_reader || rd_table_reader(t.ds, t.mem, t.row, t.dim, buf) != 0) {
         hid_t dxpl = rd_dxpl(t.dim, t.row);
         herr_t e = H5Dread(t.ds, t.mem, H5S_ALL, H5S_ALL, dxpl, buf);
+        char h5[256];
+        if (e < 0) /* before the next HDF5 call clears the error stack */
+            xsprof_h5_last_error(h5, sizeof h5);
         if (dxpl != H5P_DEFAULT)
             H5Pclose(dxpl);
         if (e < 0) {
-            char h5[256];
-            xsprof_h5_last_error(h5, sizeof h5);
             rd_release(buf);
             s = rd_fail(r, XSPROF_ERR_FORMAT, "cannot read dataset %s (HDF5: %s)", name, h5[0] ? h5 : "error");
             goto out;

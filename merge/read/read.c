@@ -354,6 +354,8 @@ static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xs
                         size_t errlen)
 {
     int partial = opts && opts->partial;
+    /* every problem --partial can skip says so, where other files remain */
+    const char *hint = n > 1 ? "; use --partial to merge the other ranks" : "";
     char line[2048];
     for (size_t i = 0; i < n; i++) {
         if (l[i].status != 1)
@@ -361,7 +363,7 @@ static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xs
         /* streaming hands a damaged file to the in-memory merge, whose
          * reader names the first problem as it always did */
         if (!partial || (opts && opts->stream))
-            return xsm_err_set(err, errlen, "%s", l[i].err);
+            return xsm_err_set(err, errlen, "%s%s", l[i].err, partial ? "" : hint);
         /* the error's "xsmerge: " would follow the note's */
         xsm_note(notes, "%s (skipped, --partial)%s",
                  l[i].err + (strncmp(l[i].err, "xsmerge: ", 9) == 0 ? 9 : 0), "");
@@ -393,7 +395,7 @@ static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xs
             (void)xsm_err_set(line, sizeof line, "belongs to another run (started %.0f s apart from %s)", (double)skew * 1e-9,
                      xsm_loaded_path(&c[ref]));
         if (!partial)
-            return xsm_err_set(err, errlen, "xsmerge: %s: %s", xsm_loaded_path(&c[i]), line);
+            return xsm_err_set(err, errlen, "xsmerge: %s: %s%s", xsm_loaded_path(&c[i]), line, hint);
         xsm_note(notes, "%s: %s (skipped, --partial)", xsm_loaded_path(&c[i]), line);
         l[i].status = -1;
     }
@@ -417,7 +419,7 @@ static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xs
         }
         if (!partial) {
             free(owner);
-            return xsm_err_set(err, errlen, "xsmerge: %s: %s", xsm_loaded_path(&c[i]), line);
+            return xsm_err_set(err, errlen, "xsmerge: %s: %s%s", xsm_loaded_path(&c[i]), line, hint);
         }
         xsm_note(notes, "%s: %s (skipped, --partial)", xsm_loaded_path(&c[i]), line);
         l[i].status = -1;

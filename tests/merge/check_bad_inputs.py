@@ -54,6 +54,21 @@ def late_start(d):
         h.attrs.modify("start_realtime_ns", np.int64(h.attrs["start_realtime_ns"] + 3600 * 10**9))
 
 
+def bad_checksum(d):
+    """one byte changed inside a compressed data chunk of /events/regions:
+    the chunk fails its Fletcher32 checksum"""
+    p = os.path.join(d, "rank-00001.h5")
+    with h5py.File(p, "r") as h:
+        ds = h["events/regions"]
+        check(ds.fletcher32, "rank files checksum their chunks")
+        info = ds.id.get_chunk_info(0)
+    with open(p, "r+b") as f:
+        f.seek(info.byte_offset + info.size // 2)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0xFF]))
+
+
 def bad_journal(d):
     os.remove(os.path.join(d, "rank-00001.h5"))
     with open(os.path.join(d, "rank-00001.xsj"), "wb") as f:
@@ -66,20 +81,23 @@ with open(notafile, "w") as f:
 empty = os.path.join(base, "empty")
 os.mkdir(empty)
 
+# (name, run, the path the error names, what it says, whether it offers
+# --partial: every problem --partial can skip)
 cases = [
-    ("missing directory", os.path.join(base, "nope"), os.path.join(base, "nope"), "No such file"),
-    ("empty directory", empty, empty, "no rank files"),
-    ("non-HDF5 file", notafile, notafile, ""),
-    ("truncated file", variant("trunc", truncate), "rank-00001.h5", ""),
-    ("random bytes", variant("random", random_bytes), "rank-00001.h5", "HDF5"),
-    ("file from another run", foreign, "rank-00002.h5", "another run"),
-    ("same job id, started an hour later", variant("late", late_start), "rank-00001.h5", "another run"),
-    ("two files claim one rank", variant("dup", duplicate), "rank-00001.h5", "claims rank 0"),
-    ("wrong format version", variant("version", wrong_version), "rank-00001.h5", "version"),
-    ("dataset of wrong type", variant("dtype", wrong_type), "rank-00001.h5", "mpi"),
-    ("damaged journal", variant("journal", bad_journal), "rank-00001.xsj", ""),
+    ("missing directory", os.path.join(base, "nope"), os.path.join(base, "nope"), "No such file", False),
+    ("empty directory", empty, empty, "no rank files", False),
+    ("non-HDF5 file", notafile, notafile, "", False),
+    ("truncated file", variant("trunc", truncate), "rank-00001.h5", "", True),
+    ("random bytes", variant("random", random_bytes), "rank-00001.h5", "HDF5", True),
+    ("bad chunk checksum", variant("checksum", bad_checksum), "rank-00001.h5", "/events/regions", True),
+    ("file from another run", foreign, "rank-00002.h5", "another run", True),
+    ("same job id, started an hour later", variant("late", late_start), "rank-00001.h5", "another run", True),
+    ("two files claim one rank", variant("dup", duplicate), "rank-00001.h5", "claims rank 0", True),
+    ("wrong format version", variant("version", wrong_version), "rank-00001.h5", "version", True),
+    ("dataset of wrong type", variant("dtype", wrong_type), "rank-00001.h5", "mpi", True),
+    ("damaged journal", variant("journal", bad_journal), "rank-00001.xsj", "", True),
 ]
-for name, run, expect_path, expect_text in cases:
+for name, run, expect_path, expect_text, skippable in cases:
     out = os.path.join(base, "out-" + name.replace(" ", "_"))
     rc, so, se = xsmerge(run, "-o", out, "-q")
     lines = se.strip().splitlines()
@@ -87,6 +105,9 @@ for name, run, expect_path, expect_text in cases:
     check(len(lines) == 1, "%s: one error line (got %r)" % (name, se))
     check(expect_path in se, "%s: error names %s: %r" % (name, expect_path, se))
     check(expect_text.lower() in se.lower(), "%s: error says %r: %r" % (name, expect_text, se))
+    check(("--partial" in se) == skippable, "%s: %s --partial: %r" % (name, "offers" if skippable else "no", se))
+    if name == "bad chunk checksum":
+        check("checksum" in se.lower(), "%s: error names the checksum failure: %r" % (name, se))
     products = os.listdir(out) if os.path.isdir(out) else []
     check(products == [], "%s: no output left (%s)" % (name, products))
 

@@ -7,10 +7,13 @@ prints, from OUT_DIR/merged.h5 (written by `xsmerge RUN -o OUT_DIR`):
   - per rank: wall time of the measured window, time in MPI and time
     waiting in MPI, by wait-state kind;
   - the N longest wait states (default 10): who waited, in which MPI call
-    and region, for which rank, and the MPI row (its peer, tag and bytes);
+    and region, for which rank, and the message it waited for (from
+    /messages: sender, tag, bytes) or the collective's bytes;
   - the critical path: how much of it each rank holds.
-Names are ids into /strings; a wait's `mpi_row` is a row of /mpi. The
-schema is in merge/README.md ("merged.h5")."""
+Names are ids into /strings; a wait's `mpi_row` is a row of /mpi (for a
+Wait or a polling loop, that row is the Wait or the first poll: its own
+peer and tag are -1, so the message comes from /messages). The schema is in
+merge/README.md ("merged.h5")."""
 import os
 import sys
 
@@ -31,6 +34,26 @@ def dur(ns):
         if abs(s) >= scale:
             return f"{s / scale:.3g} {unit}"
     return f"{ns:.0f} ns"
+
+
+def message_of(w, msgs, late_sender):
+    """The message a point-to-point wait is about: the one the waiting call
+    received (Late Sender) or sent (Late Receiver), else, for a polling
+    loop whose row is its first poll, the one between the two ranks in
+    flight when the wait ended. None for a collective wait."""
+    row, waiter, causer = int(w["mpi_row"]), int(w["waiter"]), int(w["causer"])
+    if late_sender:
+        mine = msgs[msgs["dst"] == waiter]
+        hit = mine[(mine["recv_call_row"] == row) | (mine["recv_row"] == row)]
+        pair = mine[mine["src"] == causer]
+    else:
+        mine = msgs[msgs["src"] == waiter]
+        hit = mine[(mine["send_row"] == row) | (mine["send_completion_row"] == row)]
+        pair = mine[mine["dst"] == causer]
+    if not len(hit):
+        t = int(w["t_end"])
+        hit = pair[(pair["send_begin"] <= t) & (pair["recv_end"] >= t)]
+    return hit[0] if len(hit) else None
 
 
 def main():
@@ -68,13 +91,20 @@ def main():
 
         print(f"\nlongest wait states (of {len(waits)}):")
         order = np.argsort(-(waits["t_end"] - waits["t_begin"]), kind="stable")[:top]
+        msgs = h["messages"][:]
         for w in waits[order]:
-            row = mpi[int(w["mpi_row"])]  # the waiting MPI call
+            kind = kinds[int(w["kind"])]
             causer = f"rank {int(w['causer'])}" if int(w["causer"]) >= 0 else "no single rank"
-            print(f"  {dur(int(w['t_end']) - int(w['t_begin']))}  {kinds[int(w['kind'])]}: rank "
+            if kind.startswith("Late Sender") or kind.startswith("Late Receiver"):
+                m = message_of(w, msgs, kind.startswith("Late Sender"))
+                what = (f"message {int(m['src'])} -> {int(m['dst'])} tag {int(m['tag'])} bytes {int(m['bytes'])}"
+                        if m is not None else "message not in /messages")
+            else:
+                row = mpi[int(w["mpi_row"])]  # the collective call itself
+                what = f"collective bytes {int(row['bytes_sent']) + int(row['bytes_recv'])}"
+            print(f"  {dur(int(w['t_end']) - int(w['t_begin']))}  {kind}: rank "
                   f"{int(w['waiter'])} in {name(w['op'])} (region {name(w['region'])}) at "
-                  f"{dur(int(w['t_begin']))}, waiting for {causer} (delayed in {name(w['root_region'])}); "
-                  f"call peer {int(row['peer'])} tag {int(row['tag'])} bytes {int(row['bytes_sent']) + int(row['bytes_recv'])}")
+                  f"{dur(int(w['t_begin']))}, waiting for {causer} (delayed in {name(w['root_region'])}); {what}")
 
         total = sum(int(p["t_end"]) - int(p["t_begin"]) for p in path_)
         print(f"\ncritical path: {dur(total)} in {len(path_)} pieces")

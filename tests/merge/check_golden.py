@@ -99,8 +99,19 @@ example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
 p = subprocess.run([sys.executable, example, out], capture_output=True, text=True)
 check(p.returncode == 0 and "longest wait states (of 5)" in p.stdout and
       "1 us  Late Sender: rank 0 in MPI_Recv (region main) at 2 us, waiting for rank 2" in p.stdout and
-      "peer 2 tag 9 bytes 200" in p.stdout and "critical path: 18.5 us in 4 pieces" in p.stdout and
+      "message 2 -> 0 tag 9 bytes 200" in p.stdout and "Wait at NxN" in p.stdout and
+      "collective bytes 16" in p.stdout and "peer -1" not in p.stdout and
+      "critical path: 18.5 us in 4 pieces" in p.stdout and
       "rank 1: 6.5 us (35 %)" in p.stdout, "examples/merged_h5.py on the golden run: %s %s" % (p.stdout, p.stderr))
+# a Late Sender found in a polling loop: its row is the first MPI_Test (no
+# peer, tag or bytes of its own); the example names the message it awaited
+poll = make_run(maker, "pollwait", os.path.join(base, "pollwait"))
+rc, so, se = xsmerge(poll, "-o", os.path.join(base, "pollwait-out"), "-q")
+check(rc == 0, "pollwait merges: %s" % se)
+p = subprocess.run([sys.executable, example, os.path.join(base, "pollwait-out")], capture_output=True, text=True)
+check(p.returncode == 0 and "Late Sender: rank 0 in MPI_Test" in p.stdout and
+      "message 1 -> 0 tag 1 bytes 8" in p.stdout, "examples/merged_h5.py on a polling Late Sender: %s %s" %
+      (p.stdout, p.stderr))
 p = subprocess.run([sys.executable, example, os.path.join(base, "nowhere")], capture_output=True, text=True)
 check(p.returncode == 1 and "merged.h5" in p.stderr and len(p.stderr.strip().splitlines()) == 1,
       "examples/merged_h5.py without a merged.h5: one line (%r)" % p.stderr[-300:])

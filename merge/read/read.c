@@ -474,9 +474,10 @@ static int xsm_validate(const char *run_dir, const xsm_load_opts *opts, const xs
         x->status = -1;
     }
     free(owner);
-    (void)xsm_err_set(run->job_id, sizeof run->job_id, "%s", rd->job_id);
+    /* from a rank moved into the run: rd's file was moved and cleared above */
     for (size_t r = 0; r < run->nranks; r++)
         if (run->ranks[r].present) {
+            (void)xsm_err_set(run->job_id, sizeof run->job_id, "%s", run->ranks[r].d.job_id);
             (void)xsm_err_set(run->command, sizeof run->command, "%s", run->ranks[r].d.command);
             break;
         }

@@ -105,6 +105,8 @@ def main():
     if p.returncode != 0:
         print("FAIL: xsmerge exited with %d" % p.returncode)
         return 1
+    if check_job_id(run_dir, out):
+        return 1
     with open(os.path.join(out, "report.json")) as f:
         clock = json.load(f)["clock"]
     print("merged trace: clock violations before %d, after %d, max residual %.3f us" %
@@ -157,6 +159,8 @@ def main():
             scolls = f["collectives"][:].tolist(), f["collective_members"][:].tolist()
         with h5py.File(os.path.join(out, "merged.h5"), "r") as f:
             colls = f["collectives"][:].tolist(), f["collective_members"][:].tolist()
+        if check_job_id(run_dir, sout):
+            return 1
         if smsgs.tolist() != msgs.tolist():
             print("FAIL: the streamed merge pairs messages differently")
             return 1
@@ -164,6 +168,38 @@ def main():
             print("FAIL: the streamed merge makes other collective instances (roots, members, times)")
             return 1
         print("streamed merge: the same %d messages and %d collectives" % (len(smsgs), len(colls[0])))
+    return 0
+
+
+def check_job_id(run_dir, out):
+    """The launcher's job id of the rank files is the merged products' too
+    (report.json, merged.h5, trace.json when written): 1 when not."""
+    ids = set()
+    for name in os.listdir(run_dir):
+        if name.endswith(".h5"):
+            with h5py.File(os.path.join(run_dir, name), "r") as f:
+                v = f.attrs["job_id"]
+                ids.add(v.decode() if isinstance(v, bytes) else str(v))
+    if len(ids) != 1 or not next(iter(ids)):
+        print("FAIL: the rank files do not name one job id: %s" % sorted(ids))
+        return 1
+    want = ids.pop()
+    got = {}
+    path = os.path.join(out, "report.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            got["report.json job.job_id"] = json.load(f)["job"]["job_id"]
+    with h5py.File(os.path.join(out, "merged.h5"), "r") as f:
+        v = f.attrs["job_id"]
+        got["merged.h5 job_id"] = v.decode() if isinstance(v, bytes) else str(v)
+    path = os.path.join(out, "trace.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            got["trace.json otherData.job_id"] = json.load(f)["otherData"]["job_id"]
+    bad = {k: v for k, v in got.items() if v != want}
+    if bad:
+        print("FAIL: %s: job id %r, the rank files say %r" % (out, bad, want))
+        return 1
     return 0
 
 

@@ -2,7 +2,14 @@
  * perf_event_open (XSPROF_COUNTERS=task-clock,page-faults,cycles,...).
  * Each thread opens its own events on first use; a region's delta is stored
  * as an integer argument named after the counter. Unsupported events (e.g.
- * hardware counters in a VM) are reported once and skipped. */
+ * hardware counters in a VM) are reported once and skipped.
+ *
+ * The events form two groups, software and hardware, each read with one
+ * read() (PERF_FORMAT_GROUP), so a region boundary costs one or two system
+ * calls however many counters are asked for (one per counter before). Two
+ * groups, not one: the kernel schedules a group all or nothing, and software
+ * events must keep counting when the hardware group cannot get the PMU. An
+ * event the kernel will not add to its group is read alone. */
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <string.h>
@@ -71,18 +78,33 @@ xsprof_status xsprof_counters_parse(const char *spec) {
 
 int xsprof_counters_active(void) { return atomic_load_explicit(&g_active, memory_order_relaxed); }
 
+static int event_open(const counter_def *d, int leader) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = d->type;
+    a.config = d->config;
+    a.exclude_kernel = d->type == PERF_TYPE_HARDWARE;
+    a.exclude_hv = 1;
+    a.read_format = PERF_FORMAT_GROUP; /* a member's own read returns its group too */
+    return (int)syscall(SYS_perf_event_open, &a, 0, -1, leader, PERF_FLAG_FD_CLOEXEC);
+}
+
 static void thread_open(xsprof_thread *t) {
     t->perf_open = 1;
+    int members[2] = {0, 0};
+    t->perf_leader[0] = t->perf_leader[1] = -1;
     for (int i = 0; i < g_nsel; i++) {
         const counter_def *d = &g_known[g_sel[i]];
-        struct perf_event_attr a;
-        memset(&a, 0, sizeof a);
-        a.size = sizeof a;
-        a.type = d->type;
-        a.config = d->config;
-        a.exclude_kernel = d->type == PERF_TYPE_HARDWARE;
-        a.exclude_hv = 1;
-        int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        int g = d->type == PERF_TYPE_HARDWARE;
+        int fd = -1;
+        t->perf_slot[i] = -1;
+        if (t->perf_leader[g] >= 0 && (fd = event_open(d, t->perf_leader[g])) >= 0)
+            t->perf_slot[i] = (int8_t)members[g]++;
+        else if ((fd = event_open(d, -1)) >= 0 && t->perf_leader[g] < 0) {
+            t->perf_leader[g] = fd;
+            t->perf_slot[i] = (int8_t)members[g]++;
+        }
         t->perf_fd[i] = fd;
         if (fd < 0) {
             uint32_t bit = 1u << i;
@@ -93,13 +115,29 @@ static void thread_open(xsprof_thread *t) {
     }
 }
 
+/* Reads fd's group (PERF_FORMAT_GROUP: the number of events, then their
+ * values in the order they joined) into v; the count read, 0 on failure. */
+static uint64_t group_read(int fd, uint64_t v[9]) {
+    ssize_t n = fd >= 0 ? read(fd, v, 9 * sizeof *v) : -1;
+    return n >= (ssize_t)sizeof *v && v[0] <= 8 && (size_t)n >= (v[0] + 1) * sizeof *v ? v[0] : 0;
+}
+
 void xsprof_counters_read(xsprof_thread *t, int64_t *out) {
     int saved = errno;
     if (!t->perf_open)
         thread_open(t);
+    uint64_t grp[2][9], ngrp[2];
+    for (int g = 0; g < 2; g++)
+        ngrp[g] = group_read(t->perf_leader[g], grp[g]);
     for (int i = 0; i < g_nsel; i++) {
-        uint64_t v = 0;
-        out[i] = (t->perf_fd[i] >= 0 && read(t->perf_fd[i], &v, sizeof v) == sizeof v) ? (int64_t)v : -1;
+        int g = g_known[g_sel[i]].type == PERF_TYPE_HARDWARE, s = t->perf_slot[i];
+        uint64_t one[9];
+        if (t->perf_fd[i] < 0)
+            out[i] = -1;
+        else if (s >= 0 && (uint64_t)s < ngrp[g])
+            out[i] = (int64_t)grp[g][1 + s];
+        else /* read alone: its own group of one */
+            out[i] = group_read(t->perf_fd[i], one) == 1 ? (int64_t)one[1] : -1;
     }
     errno = saved;
 }

@@ -40,6 +40,8 @@ typedef struct xsprof_thread {
     int64_t obs_skip[XSPROF_MAX_OBSERVERS];
     int perf_fd[8];
     int perf_open;            /* 0 not tried, 1 open, -1 unavailable */
+    int perf_leader[2];       /* counters.c: software and hardware group leaders, -1 none */
+    int8_t perf_slot[8];      /* a counter's place in its group's read, -1: read alone */
     struct xsprof_thread *next;
     void *pending;            /* buffer.c: definition reserved before the journal existed */
     xsprof_frame stack[XSPROF_MAX_DEPTH];

@@ -117,6 +117,16 @@ static void *writer_main(void *arg);
 
 /* Map one more chunk at the end of the file; called with the lock held by
  * the writer (or by journal_open before the writer exists). */
+/* The writer's heartbeat: a reader that finds a RUNNING journal with a
+ * recent one knows the rank is still running, not killed; on any host,
+ * whatever its own pid space (io/journal_read.c). */
+static void journal_alive_mark(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    atomic_store_explicit((_Atomic int64_t *)&g_j.hdr->alive_realtime_ns,
+                          (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, memory_order_relaxed);
+}
+
 static xsprof_chunk_header *chunk_grow(void) {
     xsprof_journal_header *h = g_j.hdr;
     uint64_t idx = atomic_load_explicit((_Atomic uint64_t *)&h->nchunks, memory_order_relaxed);
@@ -278,8 +288,10 @@ xsprof_status xsprof_journal_open(void) {
     snprintf(h->clock_source, sizeof h->clock_source, "%s", xsprof_clock_source());
     snprintf(h->xsprof_version, sizeof h->xsprof_version, "%s", XSPROF_VERSION_STRING);
     atomic_store_explicit((_Atomic uint32_t *)&h->state, XSPROF_JOURNAL_RUNNING, memory_order_relaxed);
-    memcpy(h->magic, XSPROF_JOURNAL_MAGIC, 8); /* last: a reader sees a complete header or none */
+    h->alive_period_ns = (int64_t)(g_j.flush_s * 1e9); /* the writer's longest sleep */
     g_j.hdr = h;
+    journal_alive_mark();
+    memcpy(h->magic, XSPROF_JOURNAL_MAGIC, 8); /* last: a reader sees a complete header or none */
     /* two spares now, the writer makes the rest: prefaulting all 16 MiB
      * here took 20-40 ms of the thread that happened to record first */
     spares_refill(0, g_j.spare_target < 2 ? g_j.spare_target : 2);
@@ -399,6 +411,7 @@ static void *writer_main(void *arg) {
         spares_refill(1, g_j.spare_target);
         struct timespec now, dl;
         clock_gettime(CLOCK_MONOTONIC, &now);
+        journal_alive_mark();
         if ((double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) * 1e-9 >= g_j.flush_s) {
             /* Periodic flush: start writeback (without waiting for it, so
              * spares keep coming) so data also survives a node crash. */

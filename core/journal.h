@@ -61,6 +61,10 @@ typedef struct xsprof_journal_header {
     char clock_source[32];     /* e.g. "CLOCK_MONOTONIC" */
     char xsprof_version[32];
     char end_state[64];        /* set at finalize, before the sink runs; "" before */
+    int64_t alive_realtime_ns; /* atomic: CLOCK_REALTIME of the writer's last round
+                                  (at least every alive_period_ns while the process
+                                  lives); 0 in journals from before it existed */
+    int64_t alive_period_ns;
 } xsprof_journal_header;
 
 typedef struct xsprof_chunk_header {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/journal.h"
@@ -667,6 +668,42 @@ static xsprof_status jr_check_header(jr_ctx *c)
     return XSPROF_OK;
 }
 
+/* Whether process pid of this host is gone (or a zombie): 1, else 0. */
+static int jr_pid_gone(int64_t pid)
+{
+    char path[64], st[512];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    size_t n = fread(st, 1, sizeof st - 1, f);
+    fclose(f);
+    st[n] = 0;
+    const char *close_paren = strrchr(st, ')'); /* "pid (comm) S ...": comm may hold anything */
+    return close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z';
+}
+
+/* A RUNNING journal whose writer marked it alive within three of its
+ * periods (and 2 s for clocks of other nodes) belongs to a running process;
+ * one whose heartbeat stopped, to a process killed without a handler. On
+ * the writer's own host its pid says so at once (a merge right after a
+ * kill). */
+static int jr_writer_alive(const xsprof_journal_header *h)
+{
+    if (h->state != XSPROF_JOURNAL_RUNNING || h->alive_realtime_ns <= 0 || h->alive_period_ns <= 0)
+        return 0;
+    char host[sizeof h->host + 1] = "";
+    if (gethostname(host, sizeof host - 1) != 0)
+        host[0] = 0;
+    if (h->pid > 0 && host[0] && !strncmp(host, h->host, sizeof h->host) && jr_pid_gone(h->pid))
+        return 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t age = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - h->alive_realtime_ns;
+    int64_t slack = 2000000000;
+    return age > -slack && age < 3 * h->alive_period_ns + slack;
+}
+
 xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xsprof_journal_stats *stats,
                                    xsprof_io_rows_fn fn, void *user, char *err, size_t errlen)
 {
@@ -712,6 +749,7 @@ xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xspr
 
     const xsprof_journal_header *h = &c.hdr;
     stats->state = h->state;
+    stats->writer_alive = jr_writer_alive(h);
     stats->signal = h->signal;
     jr_copy_field(stats->header_end_state, sizeof stats->header_end_state, h->end_state,
                   strnlen(h->end_state, sizeof h->end_state));
@@ -780,8 +818,8 @@ void xsprof_journal_end_state(const xsprof_journal_stats *st, char *buf, size_t 
             snprintf(buf, len, "signal %d", st->signal);
         break;
     }
-    default:
-        snprintf(buf, len, "killed (no handler ran)");
+    default: /* RUNNING: alive, or died without a handler */
+        snprintf(buf, len, "%s", st->writer_alive ? "running" : "killed (no handler ran)");
         break;
     }
 }

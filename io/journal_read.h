@@ -45,6 +45,7 @@ typedef struct xsprof_journal_stats {
     uint64_t orphan_args; /* ARG records whose region never completed */
     char meta_end_state[64]; /* META "end_state" written at finalize, "" if none */
     char header_end_state[64]; /* header end_state (core sets it at finalize), "" if none */
+    int writer_alive;   /* RUNNING with a recent heartbeat: the process still runs */
 } xsprof_journal_stats;
 
 /* Parse `path`. Fills the identity fields of `out` (rank, size, pid, host,

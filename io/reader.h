@@ -25,7 +25,7 @@ typedef struct xsprof_rank_data {
     char clock_source[32];
     char xsprof_version[32];
     char mpi_version[128];
-    char end_state[64];         /* "finalized", "signal 11 (SIGSEGV)", "killed (no handler ran)" ... */
+    char end_state[64];         /* "finalized", "signal 11 (SIGSEGV)", "killed (no handler ran)", "running" ... */
     int64_t start_realtime_ns;
     int64_t start_clock_ns;
     uint64_t dropped;

@@ -6,6 +6,7 @@
  *   segv     writes to an inaccessible page (xsprof's handler marks the journal)
  *   hdf5     THREADS threads each record regions while writing their own
  *            dataset into the program's own HDF5 file (DIR/app.h5), then exit
+ *   alive    closes stdout and waits to be killed
  * usage: io_e2e_app MODE N [APP_H5] */
 #include <hdf5.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "xsprof/xsprof.h"
 
@@ -95,6 +97,11 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (!strcmp(mode, "sigkill"))
         raise(SIGKILL);
+    if (!strcmp(mode, "alive")) {
+        fclose(stdout); /* the test reads to the end, then looks at the journal */
+        for (;;)
+            pause();
+    }
     if (!strcmp(mode, "segv")) {
         /* A real fault, not a NULL store: UBSan would stop a NULL store
          * before it faults, and the test is about the signal. */

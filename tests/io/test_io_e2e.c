@@ -1,7 +1,9 @@
 /* End to end through libxsprof.so: runs io_e2e_app (see io_e2e_app.c) with
  * XSPROF_OUTPUT set, reads how many regions it completed from its stdout,
  * then checks the rank file (normal exit) or the journal it left (SIGKILL,
- * SIGSEGV): exactly those regions, with their args, and the right end state.
+ * SIGSEGV): exactly those regions, with their args, and the right end state;
+ * alive: the journal of a process still running reads as "running", and as
+ * "killed (no handler ran)" once its heartbeat stops after a SIGKILL.
  * usage: test_io_e2e APP BASE_DIR MODE N */
 #include <dirent.h>
 #include <errno.h>
@@ -35,7 +37,10 @@ static void clean_dir(const char *dir)
     }
 }
 
-/* Run the app; returns its wait status and the last "completed N". */
+static pid_t g_alive_pid = -1; /* mode alive: the app, left running */
+
+/* Run the app; returns its wait status and the last "completed N" (mode
+ * alive: 0, the app left running in g_alive_pid). */
 static int run_app(const char *app, const char *dir, const char *mode, const char *n, const char *app_h5,
                    long *completed)
 {
@@ -69,11 +74,15 @@ static int run_app(const char *app, const char *dir, const char *mode, const cha
         len += (size_t)r;
     buf[len] = 0;
     close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
     *completed = -1;
     for (char *p = strstr(buf, "completed "); p; p = strstr(p + 1, "completed "))
         *completed = atol(p + 10);
+    if (!strcmp(mode, "alive")) {
+        g_alive_pid = pid;
+        return 0;
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
     return status;
 }
 
@@ -175,6 +184,28 @@ int main(int argc, char **argv)
         xsprof_rank_data_free(&d);
         if (!strcmp(mode, "hdf5"))
             check_app_file(app_h5);
+    } else if (!strcmp(mode, "alive")) {
+        s = xsprof_journal_load(xsj, &d, err, sizeof err);
+        CHECK(s == XSPROF_OK, "journal_load while running: %s", err);
+        if (s == XSPROF_OK) {
+            check_regions(mode, &d, completed, 0);
+            CHECK(!strcmp(d.end_state, "running"), "a running process's journal: end_state %s", d.end_state);
+        }
+        xsprof_rank_data_free(&d);
+        kill(g_alive_pid, SIGKILL);
+        waitpid(g_alive_pid, &st, 0);
+        /* the heartbeat's age passes three periods (1 s each) and 2 s of
+         * slack: killed; a bound of 60 s ends the loop, not the test's logic */
+        char state[1100] = "";
+        for (int i = 0; i < 120; i++) {
+            s = xsprof_journal_load(xsj, &d, err, sizeof err);
+            snprintf(state, sizeof state, "%s", s == XSPROF_OK ? d.end_state : err);
+            xsprof_rank_data_free(&d);
+            if (s != XSPROF_OK || strcmp(state, "running"))
+                break;
+            usleep(500000);
+        }
+        CHECK(!strcmp(state, "killed (no handler ran)"), "after SIGKILL the journal reads %s", state);
     } else {
         int sig = !strcmp(mode, "sigkill") ? SIGKILL : SIGSEGV;
         CHECK(WIFSIGNALED(st) && WTERMSIG(st) == sig, "app status %d, expected death by signal %d", st, sig);

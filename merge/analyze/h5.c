@@ -88,7 +88,8 @@ static int xsm_ah_table_fill(hid_t g, const char *name, int which, size_t n, xsm
     hid_t space = H5Screate_simple(1, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE), ds = -1;
     int ok = t >= 0 && ft >= 0 && H5Tpack(ft) >= 0 && space >= 0 && dcpl >= 0 && H5Pset_obj_track_times(dcpl, 0) >= 0;
     if (ok && n)
-        ok = H5Pset_chunk(dcpl, 1, chunk) >= 0 && H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, 1) >= 0;
+        ok = H5Pset_chunk(dcpl, 1, chunk) >= 0 && H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, 1) >= 0 &&
+             H5Pset_fletcher32(dcpl) >= 0; /* as every other table of merged.h5 (merge/README) */
     if (ok)
         ok = (ds = H5Dcreate2(g, name, ft, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) >= 0;
     void *buf = ok && n ? malloc((n < XSM_AH_BATCH ? n : XSM_AH_BATCH) * H5Tget_size(t)) : NULL;

@@ -93,6 +93,17 @@ with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
     check(ops0.get("MPI_Allreduce") == 1 and ops0.get("MPI_Send") == 2, "MPI calls of rank 0 %s" % ops0)
     check([strings[int(g["name"])] for g in an["regions"][:]] == ["main"] * 3, "one region row per rank")
 
+# every table of merged.h5 with rows is checksummed (merge/README: shuffle,
+# deflate, fletcher32), the analysis tables too; not the variable-length
+# strings, whose text lives in HDF5's global heap, which no filter covers
+with h5py.File(os.path.join(out, "merged.h5"), "r") as f:
+    tables = []
+    f.visititems(lambda name, obj: tables.append((name, obj)) if isinstance(obj, h5py.Dataset) else None)
+    bare = [name for name, ds in tables
+            if ds.shape and ds.shape[0] and h5py.check_string_dtype(ds.dtype) is None and not ds.fletcher32]
+    check(any(name.startswith("analysis/") for name, ds in tables), "merged.h5 has analysis tables")
+    check(not bare, "merged.h5 tables without a checksum: %s" % bare)
+
 # the example that reads merged.h5 from Python says what the tables hold
 import subprocess
 example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "merged_h5.py")

@@ -309,9 +309,24 @@ def html(extra_pages):
     base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             "--user-data-dir=" + prof]
+    if "<noscript>" not in text or "report.txt" not in text.split("<noscript>")[1].split("</noscript>")[0]:
+        fail("report.html says nothing to a browser without JavaScript (<noscript> pointing to report.txt)")
     try:
         # the script drew the sections from the data
-        render(base, page, (rep["findings"][0]["kind"], "<svg", "rank 2", "solve", "MPI_Allreduce"))
+        dom = render(base + ["--window-size=800,600"], page,
+                     (rep["findings"][0]["kind"], "<svg", "rank 2", "solve", "MPI_Allreduce"))
+        # 800 px wide: charts shrink and wide tables scroll inside, the page does not
+        m = re.search(r'id="xs-ok"[^>]*data-client-width="(\d+)"[^>]*data-scroll-width="(\d+)"', dom)
+        if not m or int(m.group(2)) > int(m.group(1)):
+            fail("report.html is wider than an 800 px window: %s" % (m.groups() if m else "no widths"))
+        # `quoted` words of findings are code, never shown with their backticks
+        shown = re.sub(r"<script.*?</script>", "", dom, flags=re.S | re.I)
+        quoted = [f for f in rep["findings"] if "`" in f["message"] + f["recommendation"]]
+        if "`" in shown or (quoted and "<code>" not in shown):
+            fail("report.html shows backticks instead of code (%d findings quote something)" % len(quoted))
+        for f in rep["findings"]:
+            if len(f["ranks"]) == 1 and "ranks %d" % f["ranks"][0] in shown:
+                fail("report.html says 'ranks %d' of one rank" % f["ranks"][0])
         # a streamed analysis's page draws its critical path and warns of nothing left out
         cp = load_report(out_s)["critical_path"]
         dom = render(base, os.path.join(out_s, "report.html"),

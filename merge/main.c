@@ -49,8 +49,11 @@ static const char xsm_usage[] =
     "  --ranks LIST          merge only these ranks, e.g. 0-7,12\n"
     "  --min-latency T       smallest send-begin to receive-end latency the clock\n"
     "                        correction enforces (default 0, at most 1s)\n"
-    "  --baseline DIR        compare with a previous run (run or output dir);\n"
-    "                        exit 3 when a metric regressed beyond --threshold\n"
+    "  --baseline DIR        compare with a previous run (run or output dir, or a\n"
+    "                        report.json); repeat it (or DIR,DIR) for several runs:\n"
+    "                        their median is the reference and their spread the\n"
+    "                        noise; exit 3 when a metric regressed beyond both\n"
+    "                        --threshold and that spread\n"
     "  --threshold P%        regression threshold in percent (default 5%)\n"
     "  --diff DIR            also write a differential flame graph against DIR\n"
     "  --format callgrind    also write callgrind.out (for KCachegrind)\n"
@@ -192,7 +195,12 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
             o->load.ranks = val;
         } else if (strcmp(a, "--baseline") == 0) {
             XSM_NEED_VAL();
-            o->report.baseline_dir = val;
+            /* repeated: one comma list (analyze/baseline.c splits it) */
+            static char list[16384];
+            size_t used = strlen(list);
+            if (snprintf(list + used, sizeof list - used, "%s%s", used ? "," : "", val) >= (int)(sizeof list - used))
+                return xsm_bad_usage("--baseline: too many or too long paths", val);
+            o->report.baseline_dir = list;
         } else if (strcmp(a, "--threshold") == 0) {
             XSM_NEED_VAL();
             char *end;

@@ -539,7 +539,7 @@ void xsm_callgrind_write(const xsm_an *a, xsm_buf *b);
 
 /* Baseline comparison. Appends regression findings to `a`, writes a section
  * into `b`. Returns 0 nothing passed the threshold, 3 regression, 1 error. */
-int xsm_baseline_compare(xsm_an *a, const char *dir, double threshold_pct, xsm_buf *b, char *err, size_t errlen);
+int xsm_baseline_compare(xsm_an *a, const char *list, double threshold_pct, xsm_buf *b, char *err, size_t errlen);
 /* Folded stacks of a baseline dir (its flame.folded, or a run dir analysed
  * now). 0 ok, 1 error. */
 int xsm_baseline_folded(const char *dir, xsm_buf *out, char *err, size_t errlen);

@@ -10,7 +10,7 @@
 #include "io/format.h"
 
 typedef struct xsm_report_opts {
-    const char *baseline_dir; /* --baseline: previous run (run dir or xsmerge output dir) */
+    const char *baseline_dir; /* --baseline: earlier runs, a comma list (run dirs, output dirs, report.json) */
     double threshold_pct;     /* --threshold, default 5 */
     const char *diff_dir;     /* --diff: baseline for a differential flame graph */
     int callgrind;            /* --format callgrind: also write callgrind.out */

@@ -1,12 +1,18 @@
 /* merge/analyze/baseline.c — `--baseline` regression check and the baseline
- * side of `--diff`. A baseline is either an xsmerge output directory (its
- * report.json / flame.folded are read) or a run directory (loaded through
- * the merge pipeline and analysed the same way as the current run).
+ * side of `--diff`. A baseline is an xsmerge output directory (its
+ * report.json / flame.folded are read), a report.json file, or a run
+ * directory (loaded through the merge pipeline and analysed the same way as
+ * the current run). `--baseline` takes several (repeated, or a comma list):
+ * earlier runs of the same job, whose spread is the noise of the machine.
  *
  * Compared: mean exclusive time per region (MPI calls inside excluded, so
  * waiting for other ranks does not count as the region getting slower) and
- * compute time (wall - MPI) per rank. Only what holds at least 1 % of the baseline's mean rank time is
- * compared, so tiny regions whose relative noise is large cannot trip CI. */
+ * compute time (wall - MPI) per rank, each against the median of the
+ * baselines. A metric regressed when it is slower than that median by more
+ * than the threshold AND by more than the baselines' spread (max - min), so
+ * run-to-run noise the baselines already show is not taken for a
+ * regression. Only what holds at least 1 % of the baseline's mean rank time
+ * is compared, so tiny regions whose relative noise is large cannot trip CI. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -345,6 +351,9 @@ static int an_from_run_dir(const char *dir, xsm_run *run, xsm_an *a, char *err, 
 static int metrics_load(const char *dir, metrics *m, char *err, size_t errlen)
 {
     char p[4600];
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISREG(st.st_mode)) /* a report.json itself */
+        return metrics_from_json(dir, m, err, errlen);
     snprintf(p, sizeof p, "%s/report.json", dir);
     if (is_file(dir, "report.json"))
         return metrics_from_json(p, m, err, errlen);
@@ -398,37 +407,95 @@ static const metric *metric_find(const metrics *m, const char *name, int32_t ran
 
 /* What is compared must hold at least this share of the baseline's mean rank time. */
 #define XSM_BASELINE_MIN_SHARE 0.01
+#define XSM_BASELINE_MAX 64
 
-int xsm_baseline_compare(xsm_an *a, const char *dir, double thr, xsm_buf *b, char *err, size_t errlen)
+static int dbl_cmp(const void *x, const void *y)
 {
-    metrics old = {0}, cur = {0};
-    int rc = 1;
-    if (metrics_load(dir, &old, err, errlen) != 0)
-        goto out;
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Splits the comma list `list` into paths (in `store`); their number, or -1. */
+static int baseline_paths(const char *list, char *store, size_t len, const char **path, int max)
+{
+    if (snprintf(store, len, "%s", list) >= (int)len)
+        return -1;
+    int n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(store, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == max)
+            return -1;
+        path[n++] = tok;
+    }
+    return n;
+}
+
+int xsm_baseline_compare(xsm_an *a, const char *list, double thr, xsm_buf *b, char *err, size_t errlen)
+{
+    metrics old[XSM_BASELINE_MAX], cur = {0};
+    const char *path[XSM_BASELINE_MAX];
+    char store[16384];
+    int nb = baseline_paths(list, store, sizeof store, path, XSM_BASELINE_MAX), loaded = 0, rc = 1;
+    if (nb < 1) {
+        snprintf(err, errlen, "xsmerge: --baseline: expected 1 to %d earlier runs, got '%.200s'", XSM_BASELINE_MAX,
+                 list);
+        return 1;
+    }
+    for (; loaded < nb; loaded++) {
+        memset(&old[loaded], 0, sizeof old[loaded]);
+        if (metrics_load(path[loaded], &old[loaded], err, errlen) != 0)
+            goto out;
+    }
     if (metrics_from_an(a, &cur) != 0) {
         snprintf(err, errlen, "baseline comparison: out of memory");
         goto out;
     }
-    xsm_buf_printf(b, "\n==== Regression check against %s (threshold %.1f%%) ====\n", dir, thr);
-    size_t compared = 0, slower = 0;
-    double floor_s = XSM_BASELINE_MIN_SHARE * old.mean_rank_s;
+    if (nb == 1)
+        xsm_buf_printf(b, "\n==== Regression check against %s (threshold %.1f%%) ====\n", path[0], thr);
+    else
+        xsm_buf_printf(b, "\n==== Regression check against the median of %d baselines (threshold %.1f%%, and beyond "
+                       "their own spread) ====\n", nb, thr);
+    for (int k = 0; nb > 1 && k < nb; k++)
+        xsm_buf_printf(b, "  baseline %d: %s\n", k + 1, path[k]);
+    size_t compared = 0, slower = 0, noise = 0;
+    double floor_s = XSM_BASELINE_MIN_SHARE * old[0].mean_rank_s;
     for (size_t i = 0; i < cur.n; i++) {
-        const metric *c = &cur.v[i], *o = metric_find(&old, c->name, c->rank);
-        if (!o || o->value < floor_s || o->value <= 0)
+        const metric *c = &cur.v[i];
+        double v[XSM_BASELINE_MAX];
+        int nv = 0;
+        for (int k = 0; k < nb; k++) {
+            const metric *o = metric_find(&old[k], c->name, c->rank);
+            if (o)
+                v[nv++] = o->value;
+        }
+        if (!nv)
+            continue;
+        qsort(v, (size_t)nv, sizeof *v, dbl_cmp);
+        double ref = nv % 2 ? v[nv / 2] : 0.5 * (v[nv / 2 - 1] + v[nv / 2]);
+        if (ref < floor_s || ref <= 0)
             continue;
         compared++;
-        double pct = 100.0 * (c->value - o->value) / o->value;
-        char d1[32], d2[32], what[512];
+        double pct = 100.0 * (c->value - ref) / ref, spread = 100.0 * (v[nv - 1] - v[0]) / ref;
+        char d1[32], d2[32], what[512], base[96];
         xsm_fmt_dur(d1, sizeof d1, c->value);
-        xsm_fmt_dur(d2, sizeof d2, o->value);
+        xsm_fmt_dur(d2, sizeof d2, ref);
         if (c->name)
             snprintf(what, sizeof what, "region `%s` (mean exclusive time per rank)", c->name);
         else
             snprintf(what, sizeof what, "rank %d compute time", c->rank);
         if (pct <= thr)
             continue;
+        if (nv > 1)
+            snprintf(base, sizeof base, "the baselines' median (%d runs, spread %.1f%%)", nv, spread);
+        else
+            snprintf(base, sizeof base, "the baseline");
+        if (pct <= spread) { /* slower, but no more than the baselines differ among themselves */
+            noise++;
+            xsm_buf_printf(b, "  within noise %s: %s vs %s in %s (%+.1f%%)\n", what, d1, d2, base, pct);
+            continue;
+        }
         slower++;
-        xsm_buf_printf(b, "  SLOWER %s: %s vs %s in the baseline (%+.1f%%)\n", what, d1, d2, pct);
+        xsm_buf_printf(b, "  SLOWER %s: %s vs %s in %s (%+.1f%%)\n", what, d1, d2, base, pct);
         xsm_finding f;
         memset(&f, 0, sizeof f);
         size_t nr = c->name ? cur.nranks : 1;
@@ -445,24 +512,30 @@ int xsm_baseline_compare(xsm_an *a, const char *dir, double thr, xsm_buf *b, cha
             f.ranks[f.nranks++] = c->rank;
         }
         snprintf(f.kind, sizeof f.kind, "Regression");
-        f.seconds_lost = (c->value - o->value) * (double)(c->name ? cur.nranks : 1);
+        f.seconds_lost = (c->value - ref) * (double)(c->name ? cur.nranks : 1);
         f.severity = pct >= 2 * thr ? "high" : "medium";
         f.region = c->name ? xsm_names_find(&a->names, c->name) : -1;
-        snprintf(f.message, sizeof f.message, "%s takes %s against %s in the baseline (%+.1f%%, threshold %.1f%%)", what, d1, d2, pct,
-                 thr);
+        snprintf(f.message, sizeof f.message, "%s takes %s against %s in %s (%+.1f%%, threshold %.1f%%)", what, d1, d2,
+                 base, pct, thr);
         snprintf(f.recommendation, sizeof f.recommendation,
-                 "compare the two runs' flame graphs (xsmerge RUN --diff %s) to see which calls grew", dir);
+                 "compare the two runs' flame graphs (xsmerge RUN --diff %s) to see which calls grew", path[0]);
         if (xsm_an_finding_add(a, &f) != 0) {
             free(f.ranks);
             snprintf(err, errlen, "baseline comparison: out of memory");
             goto out;
         }
     }
-    xsm_buf_printf(b, "  %zu region/rank times compared, %zu slower by more than %.1f%%: %s\n", compared, slower, thr,
-                   slower ? "REGRESSION" : "ok");
+    if (nb > 1)
+        xsm_buf_printf(b, "  %zu region/rank times compared, %zu slower by more than %.1f%% and the baselines' "
+                       "spread, %zu slower only within it: %s\n", compared, slower, thr, noise,
+                       slower ? "REGRESSION" : "ok");
+    else
+        xsm_buf_printf(b, "  %zu region/rank times compared, %zu slower by more than %.1f%%: %s\n", compared, slower,
+                       thr, slower ? "REGRESSION" : "ok");
     rc = slower ? 3 : 0;
 out:
-    metrics_free(&old);
+    for (int k = 0; k <= loaded && k < nb; k++) /* the one that failed to load too: zeroed or partial */
+        metrics_free(&old[k]);
     metrics_free(&cur);
     return rc;
 }

@@ -406,6 +406,26 @@ static void test_late_bcast(void)
     fx_free(&run);
 }
 
+/* A Late Broadcast where the waits differ: the finding gives their range and
+ * names the rank that waited little apart, not a mean over all (ranks 0 and
+ * 2 wait 100 and 98 ms, rank 3 50 us: "80 ms each on average" before). */
+static void test_late_bcast_range(void)
+{
+    xsm_run run;
+    fx_init(&run, 4);
+    double e[] = {0, 100, 2, 99.95}, x[] = {101, 101, 101, 101};
+    region(&run, 1, S_PREPARE, 0, 100 * MS, 0);
+    coll(&run, S_BCAST, XSPROF_COLL_ONE2N, 1, e, x);
+    xsm_an a;
+    analyse(&run, &a);
+    const xsm_finding *f = top(&a);
+    CHECK(f && strcmp(f->kind, "Late Broadcast") == 0 && strstr(f->message, "ranks 0,2 wait 98.0 ms to 100 ms each") &&
+              strstr(f->message, "rank 3 50.0 us (198 ms in total)") && !strstr(f->message, "average"),
+          "top finding: %s", f ? f->message : "none");
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
 static void test_early_reduce(void)
 {
     xsm_run run;
@@ -755,6 +775,7 @@ int main(int argc, char **argv)
     test_barrier();
     test_nxn();
     test_late_bcast();
+    test_late_bcast_range();
     test_nonblocking_nxn();
     test_early_reduce();
     test_outlier_and_gpu();

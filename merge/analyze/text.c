@@ -63,26 +63,31 @@ static void findings(const xsm_an *a, xsm_buf *b, size_t max)
 
 static void rank_table(const xsm_an *a, xsm_buf *b, size_t max)
 {
-    xsm_buf_puts(b, "rank  host              wall        MPI    wait(in MPI)     GPU   MPI%\n");
-    size_t shown = 0, present = 0;
+    xsm_buf_puts(b, "rank  host              wall    compute        MPI    wait(in MPI)     GPU   MPI%\n");
+    size_t shown = 0, present = 0, outliers = 0;
     for (size_t r = 0; r < a->nranks; r++) {
         if (!a->rs[r].present)
             continue;
         if (present++ >= max)
             continue;
         shown++;
-        char w[32], m[32], wt[32], g[32];
-        double wall = rank_wall(a, r);
+        outliers += a->rs[r].outlier != 0;
+        char w[32], c[32], m[32], wt[32], g[32];
+        double wall = rank_wall(a, r), mpi = (double)a->rs[r].mpi_ns * 1e-9;
         xsm_fmt_dur(w, sizeof w, wall);
-        xsm_fmt_dur(m, sizeof m, (double)a->rs[r].mpi_ns * 1e-9);
+        xsm_fmt_dur(c, sizeof c, wall - mpi);
+        xsm_fmt_dur(m, sizeof m, mpi);
         xsm_fmt_dur(wt, sizeof wt, (double)a->rs[r].wait_ns * 1e-9);
         xsm_fmt_dur(g, sizeof g, (double)a->rs[r].gpu_ns * 1e-9);
-        xsm_buf_printf(b, "%4zu  %-16.16s %9s %10s %15s %7s %5.1f%s\n", r, a->run->ranks[r].d.host, w, m, wt, g,
-                       wall > 0 ? 100.0 * (double)a->rs[r].mpi_ns * 1e-9 / wall : 0.0, a->rs[r].outlier ? "  outlier" : "");
+        xsm_buf_printf(b, "%4zu  %-16.16s %9s %10s %10s %15s %7s %5.1f%s\n", r, a->run->ranks[r].d.host, w, c, m, wt,
+                       g, wall > 0 ? 100.0 * mpi / wall : 0.0, a->rs[r].outlier ? "  outlier" : "");
     }
     /* ranks that are missing or that --ranks left out are in no table */
     if (shown < present)
         xsm_buf_printf(b, "  ... %zu more ranks in report.json\n", present - shown);
+    if (outliers) /* profile.c's test, said where the word is seen */
+        xsm_buf_puts(b, "  outlier: compute time (wall - MPI) more than 2 standard deviations (at least 1% of their "
+                        "mean) from the other ranks' mean\n");
 }
 
 void xsm_report_summary(const xsm_an *a, xsm_buf *b)

@@ -479,6 +479,30 @@ static void test_outlier_and_gpu(void)
     fx_free(&run);
 }
 
+/* report.txt's rank table shows the compute time the outlier flag is about,
+ * and says what the flag means (issue 38: "outlier" stood unexplained
+ * beside columns that did not show compute time) */
+static void test_outlier_rank_text(void)
+{
+    xsm_run run;
+    fx_init(&run, 4);
+    for (int r = 0; r < 4; r++)
+        region(&run, r, S_MAIN, 0, (r == 3 ? 30 : 10) * MS + r * MS / 10, 0);
+    xsm_an a;
+    analyse(&run, &a);
+    CHECK(a.rs[3].outlier && !a.rs[0].outlier, "rank 3 is the outlier");
+    xsm_buf b = {0};
+    xsm_report_text(&a, &b);
+    const char *row = b.p ? strstr(b.p, "\n   3  ") : NULL;
+    CHECK(b.p && strstr(b.p, "wall    compute        MPI"), "rank table has a compute column: %s", b.p ? b.p : "");
+    CHECK(row && strstr(row, "30.3 ms") && strstr(row, "outlier"), "rank 3's row shows its compute time and the flag");
+    CHECK(b.p && strstr(b.p, "outlier: compute time (wall - MPI) more than 2 standard deviations"),
+          "the flag is explained");
+    xsm_buf_free(&b);
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
 static char *slurp(const char *path);
 
 /* dropped records, a truncated rank and a missing rank come first in the text */
@@ -776,6 +800,7 @@ int main(int argc, char **argv)
     test_nxn();
     test_late_bcast();
     test_late_bcast_range();
+    test_outlier_rank_text();
     test_nonblocking_nxn();
     test_early_reduce();
     test_outlier_and_gpu();

@@ -45,6 +45,9 @@ static void health(const xsm_an *a, xsm_buf *b)
     xsm_buf_puts(b, "\n");
 }
 
+/* report.txt and report.html show the first 7 findings; report.json has all */
+#define XSM_FINDINGS_SHOWN 7
+
 static void findings(const xsm_an *a, xsm_buf *b, size_t max)
 {
     if (!a->nf) {
@@ -59,6 +62,8 @@ static void findings(const xsm_an *a, xsm_buf *b, size_t max)
         xsm_buf_printf(b, "%2zu. [%s] %s, %s lost\n    %s\n    -> %s\n", i + 1, f->severity, f->kind, d, f->message,
                        f->recommendation);
     }
+    if (a->nf > max)
+        xsm_buf_printf(b, "  ... %zu more finding%s in report.json (findings)\n", a->nf - max, a->nf - max == 1 ? "" : "s");
 }
 
 static void rank_table(const xsm_an *a, xsm_buf *b, size_t max)
@@ -173,7 +178,7 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
     xsm_report_summary(a, b);
     char d1[32], d2[32], d3[32], d4[32];
     xsm_buf_puts(b, "\n==== Findings ====\n");
-    findings(a, b, a->nf);
+    findings(a, b, XSM_FINDINGS_SHOWN);
     xsm_buf_puts(b, "\n==== Ranks ====\n");
     rank_table(a, b, a->nranks);
 

@@ -324,6 +324,10 @@ def html(extra_pages):
         quoted = [f for f in rep["findings"] if "`" in f["message"] + f["recommendation"]]
         if "`" in shown or (quoted and "<code>" not in shown):
             fail("report.html shows backticks instead of code (%d findings quote something)" % len(quoted))
+        # the first 7 findings, as report.txt; report.json has all
+        nshown = shown.count('class="finding sev-')
+        if nshown != min(7, len(rep["findings"])) or (len(rep["findings"]) > 7) != ("report.json lists all" in shown):
+            fail("report.html shows %d of %d findings" % (nshown, len(rep["findings"])))
         for f in rep["findings"]:
             if len(f["ranks"]) == 1 and "ranks %d" % f["ranks"][0] in shown:
                 fail("report.html says 'ranks %d' of one rank" % f["ranks"][0])

@@ -503,6 +503,40 @@ static void test_outlier_rank_text(void)
     fx_free(&run);
 }
 
+/* report.txt lists the first 7 findings and says how many more report.json
+ * holds (the demo's 12 findings were all listed, variants of one cause
+ * among them) */
+static void test_findings_shown(void)
+{
+    xsm_run run;
+    build_nxn(&run, 1.0);
+    xsm_an a;
+    analyse(&run, &a);
+    size_t before = a.nf;
+    for (int i = 0; i < 10; i++) {
+        xsm_finding f;
+        memset(&f, 0, sizeof f);
+        f.ranks = malloc(sizeof *f.ranks);
+        f.ranks[f.nranks++] = 0;
+        snprintf(f.kind, sizeof f.kind, "Regression");
+        f.seconds_lost = 1e-3 * (i + 1);
+        f.severity = "low";
+        f.region = -1;
+        snprintf(f.message, sizeof f.message, "planted finding %d", i);
+        snprintf(f.recommendation, sizeof f.recommendation, "none");
+        CHECK(xsm_an_finding_add(&a, &f) == 0, "finding added");
+    }
+    xsm_buf b = {0};
+    xsm_report_text(&a, &b);
+    const char *sec = b.p ? strstr(b.p, "==== Findings ====") : NULL;
+    char more[64];
+    snprintf(more, sizeof more, "... %zu more findings in report.json", before + 10 - 7);
+    CHECK(sec && strstr(sec, "\n 7. ") && !strstr(sec, "\n 8. ") && strstr(sec, more), "7 findings and '%s'", more);
+    xsm_buf_free(&b);
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
 static char *slurp(const char *path);
 
 /* dropped records, a truncated rank and a missing rank come first in the text */
@@ -801,6 +835,7 @@ int main(int argc, char **argv)
     test_late_bcast();
     test_late_bcast_range();
     test_outlier_rank_text();
+    test_findings_shown();
     test_nonblocking_nxn();
     test_early_reduce();
     test_outlier_and_gpu();

@@ -33,7 +33,8 @@ static const char xsm_usage[] =
     "Merges the per-rank files of an xsprof run (RUN_DIR/rank-NNNNN.h5, and the\n"
     "journals rank-NNNNN.xsj of ranks that died) into one aligned timeline and\n"
     "its analysis. Writes into OUT_DIR: trace.pftrace (Perfetto), trace.json\n"
-    "(Chrome trace events; trace-partNN.json when larger than the part size),\n"
+    "(Chrome trace events; by default only while it fits one part, with\n"
+    "--outputs json split into trace-partNN.json when larger),\n"
     "merged.h5, report.txt, report.json, report.html, flame.folded, flame.svg.\n"
     "\n"
     "options:\n"
@@ -741,9 +742,19 @@ int main(int argc, char **argv)
     for (int t = 0; !rc && t < XSM_TASK_N; t++) {
         if (xsm_task_owner(t, par.size) != par.rank || !(o.outputs & task_flag[t]))
             continue;
-        if (t == XSM_TASK_JSON)
+        if (t == XSM_TASK_JSON) {
+            e.json_whole = !o.outputs_given;
             rc = xsm_emit_json(&e, staging, err, sizeof err);
-        else
+            if (rc == 2) { /* the default products: trace.json only while it fits one part */
+                rc = 0;
+                if (!o.load.quiet)
+                    fprintf(stderr,
+                            "xsmerge: note: trace.json left out: it would pass one part of %.0f MB "
+                            "(XSPROF_MERGE_JSON_PART_MB); trace.pftrace holds the same timeline. `--outputs json` "
+                            "writes it in parts, or merge a part of the run with --from/--to/--ranks\n",
+                            xsm_env_num("XSPROF_MERGE_JSON_PART_MB", 256, 1, 0x1p20));
+            }
+        } else
             rc = xsm_emit_h5(&e, staging, err, sizeof err);
         static const char *const task_name[XSM_TASK_N] = {"trace.json", "pftrace", "merged.h5"};
         xsm_progress_mark(task_name[t]);

@@ -143,6 +143,8 @@ struct xsm_emit {
     void *h5src_ctx;
     uint64_t h5src_nmsgs;
     const xsm_h5_share *h5share; /* merged.h5's chunks encoded by several processes (model only) */
+    int json_whole; /* trace.json only if it fits one part (the default products): else xsm_emit_json
+                       writes nothing and returns 2 */
 };
 
 #define XSM_EMIT_MAX_THREADS 8

@@ -210,6 +210,7 @@ typedef struct xsm_jpart {
     int part;
     int first;      /* nothing written after the header yet */
     uint64_t limit; /* bytes per part */
+    int too_big;    /* e->json_whole and a second part was due: trace.json is left out */
 } xsm_jpart;
 
 /* Appends one piece of text holding one or more objects. */
@@ -274,6 +275,10 @@ static int xsm_jpart_close(xsm_jpart *p, char *err, size_t errlen)
 static int xsm_jpart_event(xsm_jpart *p, const char *text, size_t n, char *err, size_t errlen)
 {
     if (!p->first && xsm_out_total(&p->o) + 65536 > p->limit) {
+        if (p->e->json_whole) {
+            p->too_big = 1;
+            return 1;
+        }
         if (xsm_jpart_close(p, err, errlen))
             return 1;
         p->part++;
@@ -614,9 +619,16 @@ static void xsm_jpipe_free(xsm_jpipe *p)
     free(p->b);
 }
 
+/* Bytes a trace.json event takes at least ({"ph":"X","pid":0,"tid":0,
+ * "ts":0,"name":"x"} and its separator): a run whose events cannot fit one
+ * part is known too big without writing it. */
+#define XSM_J_MIN_EVENT_BYTES 40
+
 int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
 {
     const xsm_run *run = e->run;
+    if (e->json_whole && e->nevents * XSM_J_MIN_EVENT_BYTES > xsm_j_limit())
+        return 2;
     size_t nmem = 0, nt = e->threads > 1 ? (size_t)e->threads : 1;
     if (nt > XSM_EMIT_MAX_THREADS)
         nt = XSM_EMIT_MAX_THREADS;
@@ -728,6 +740,12 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     else if (part.f) {
         xsm_out_free(&part.o);
         fclose(part.f);
+    }
+    if (part.too_big) { /* what was written of the first part goes */
+        char a[8192];
+        snprintf(a, sizeof a, "%s/trace-part00.json", dir);
+        unlink(a);
+        rc = 2;
     }
     free(memoff);
     free(memtot);

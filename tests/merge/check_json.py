@@ -61,7 +61,8 @@ rc, so, se = xsmerge(big, "-o", whole, "-q")
 check(rc == 0, "big run merges")
 one = validate(os.path.join(whole, "trace.json"))
 parts_dir = os.path.join(base, "big-parts")
-rc, so, se = xsmerge(big, "-o", parts_dir, "-q", env={"XSPROF_MERGE_JSON_PART_BYTES": "200000"})
+rc, so, se = xsmerge(big, "-o", parts_dir, "-q", "--outputs", "pftrace,json,h5,report",
+                     env={"XSPROF_MERGE_JSON_PART_BYTES": "200000"})
 check(rc == 0, "split merge")
 parts = sorted(glob.glob(os.path.join(parts_dir, "trace-part*.json")))
 check(len(parts) > 3, "several parts (%d)" % len(parts))
@@ -77,6 +78,20 @@ for p in parts:
     last_end = max(xs)
     events += [e for e in ev if e["ph"] != "M"]
 check(len(events) == sum(1 for e in one if e["ph"] != "M"), "parts hold every event")
+# the default products hold trace.json only while it fits one part: past
+# it, none (no part either), one note, the other products as always. Two
+# part sizes: below what the events need at the least (known before
+# writing), and below the trace's real size only (found while writing)
+nev = sum(1 for e in one if e["ph"] != "M")
+for size in (200000, max(nev * 45, os.path.getsize(os.path.join(whole, "trace.json")) // 2)):
+    d = os.path.join(base, "big-default-%d" % size)
+    rc, so, se = xsmerge(big, "-o", d, env={"XSPROF_MERGE_JSON_PART_BYTES": str(size)})
+    names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    check(rc == 0 and not [n for n in names if n.endswith(".json") and n.startswith("trace")],
+          "default products past one part of %d bytes: no trace.json (%s)" % (size, names))
+    check(all(n in names for n in ("trace.pftrace", "merged.h5", "report.json", "report.txt")),
+          "the other default products are written (%s)" % names)
+    check(se.count("trace.json left out") == 1 and "--outputs json" in se, "one note says how to get it: %r" % se)
 # a later merge with fewer parts replaces the old ones
 rc, so, se = xsmerge(big, "-o", parts_dir, "-q")
 check(rc == 0 and os.path.exists(os.path.join(parts_dir, "trace.json")) and

@@ -32,7 +32,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#define ROUNDS 2500
+#define ROUNDS 1000
 #define NT 4
 #define NIDLE 4096
 #define STALL_S 60

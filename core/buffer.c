@@ -81,7 +81,7 @@ void *xsprof_buf_reserve_def(uint32_t size) {
 }
 
 void xsprof_buf_commit(void *rec) {
-    xsprof_thread *t = xsprof_tls;
+    xsprof_thread *t = xsprof_tl_.thread;
     if (!t || !rec)
         return;
     pending *p = t->pending;

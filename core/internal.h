@@ -23,7 +23,7 @@ typedef struct xsprof_frame {
     int64_t counters[8]; /* perf counter values at begin */
 } xsprof_frame;
 
-/* Per-thread state: reached through one initial-exec TLS pointer. */
+/* Per-thread state, reached through xsprof_tl_.thread. */
 typedef struct xsprof_thread {
     uint32_t tid;
     int32_t os_tid;
@@ -65,7 +65,20 @@ typedef struct xsprof_global {
 } xsprof_global;
 
 XSPROF_HIDDEN extern xsprof_global xsprof_g;
-XSPROF_HIDDEN extern __thread xsprof_thread *xsprof_tls __attribute__((tls_model("initial-exec")));
+/* The library's thread-local state: one small variable (so dlopen works),
+ * the public xsprof_skip_ an alias of its first member (region.c). */
+typedef struct xsprof_tl {
+    uint32_t skip;          /* xsprof_skip_ */
+    xsprof_thread *thread;  /* NULL until the thread's first record */
+} xsprof_tl;
+XSPROF_HIDDEN extern __thread xsprof_tl xsprof_tl_;
+/* Its address, taken once per function: gcc recomputes a TLS address at
+ * each use (one descriptor call each), unless the value is opaque. */
+static inline xsprof_tl *xsprof_tl_get(void) {
+    xsprof_tl *tl = &xsprof_tl_;
+    __asm__("" : "+r"(tl));
+    return tl;
+}
 
 /* session.c */
 XSPROF_HIDDEN void xsprof_core_init(void);

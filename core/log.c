@@ -28,7 +28,7 @@ void xsprof_log(int level, const char *fmt, ...) {
     int saved = errno;
     char line[1024];
     static const char *tag[] = {"error", "warning", "info", "debug"};
-    xsprof_thread *t = xsprof_tls;
+    xsprof_thread *t = xsprof_tl_.thread;
     int n;
     if (t && t->tid)
         n = snprintf(line, sizeof line, "xsprof[rank %d thread %u] %s: ", xsprof_g.rank, t->tid, tag[level]);

@@ -10,8 +10,13 @@
 #include "clock.h"
 #include "internal.h"
 
-/* initial-exec: one %fs-relative access, here and in executables */
-__thread uint32_t xsprof_skip_ __attribute__((tls_model("initial-exec")));
+/* The default TLS model, so the library has no STATIC_TLS flag and loads
+ * with dlopen. Executables still reach xsprof_skip_ in one %fs-relative
+ * access (the compiler or the linker gives them initial-exec); the library
+ * reaches it and its thread pointer in one variable, one TLS descriptor call
+ * per function (-mtls-dialect=gnu2, CMakeLists.txt). */
+__thread xsprof_tl xsprof_tl_;
+extern __thread uint32_t xsprof_skip_ __attribute__((alias("xsprof_tl_")));
 
 static int64_t g_warn_region_ns = -1; /* XSPROF_WARN_REGION_MS, set by session.c */
 void xsprof_region_warn_set(int64_t ms);
@@ -20,30 +25,32 @@ void xsprof_region_warn_set(int64_t ms) { g_warn_region_ns = ms > 0 ? ms * 10000
 /* Out of line only when the inline check found collection on and the name
  * not filtered; everything that does not record ends up skipped. */
 xsprof_status xsprof_region_begin_id_(xsprof_name_id id) {
+    xsprof_tl *tl = xsprof_tl_get();
     const xsprof_name_entry *e = xsprof_name_entry_get(id & ~XSPROF_NAME_FILTERED_);
     if (__builtin_expect(!e || e->filtered || !atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed), 0)) {
-        xsprof_skip_++;
+        tl->skip++;
         return !e ? XSPROF_ERR_INVALID : e->filtered ? XSPROF_OK : XSPROF_ERR_DISABLED;
     }
-    xsprof_thread *t = xsprof_tls;
+    xsprof_thread *t = tl->thread;
     if (__builtin_expect(!t, 0) && !(t = xsprof_thread_get())) {
-        xsprof_skip_++;
+        tl->skip++;
         return XSPROF_ERR_NOMEM;
     }
     uint32_t d = t->depth;
     if (__builtin_expect(d >= XSPROF_MAX_DEPTH, 0)) {
         xsprof_anomaly("region nesting deeper than 256");
-        xsprof_skip_++;
+        tl->skip++;
         return XSPROF_ERR_INVALID;
     }
     xsprof_frame *f = &t->stack[d];
     t->depth = d + 1;
     /* Depth as the program nests, skipped regions included (what observers
      * and the trace have always seen), kept below the NVTX depths. */
-    uint32_t pd = (d ? t->stack[d - 1].pdepth + 1 : 0) + xsprof_skip_;
+    uint32_t skip = tl->skip;
+    uint32_t pd = (d ? t->stack[d - 1].pdepth + 1 : 0) + skip;
     f->pdepth = pd < XSPROF_MAX_DEPTH ? pd : XSPROF_MAX_DEPTH - 1;
-    f->saved_skip = xsprof_skip_;
-    xsprof_skip_ = 0;
+    f->saved_skip = skip;
+    tl->skip = 0;
     f->name = e->id;
     f->nargs = 0;
     f->sampled = 0;
@@ -59,7 +66,7 @@ xsprof_status xsprof_region_begin(const char *name) {
     xsprof_name_id id;
     xsprof_status st = xsprof_name_intern(name, &id);
     if (st) {
-        xsprof_skip_++; /* keep begin/end balanced even when the name is refused */
+        xsprof_tl_.skip++; /* keep begin/end balanced even when the name is refused */
         return st;
     }
     return xsprof_region_begin_id(id);
@@ -72,14 +79,15 @@ xsprof_status(xsprof_region_end)(void) { return xsprof_region_end_inline_(); }
 
 /* Only reached when the thread has no skipped region open (inline check). */
 xsprof_status xsprof_region_end_(void) {
-    xsprof_thread *t = xsprof_tls;
+    xsprof_tl *tl = xsprof_tl_get();
+    xsprof_thread *t = tl->thread;
     if (__builtin_expect(!t || !t->depth, 0)) {
         xsprof_anomaly("region end without begin");
         return XSPROF_ERR_UNBALANCED;
     }
     uint32_t d = --t->depth;
     xsprof_frame *f = &t->stack[d];
-    xsprof_skip_ = f->saved_skip;
+    tl->skip = f->saved_skip;
     int64_t t1 = xsprof_clock_read();
     if (xsprof_counters_active())
         xsprof_counters_emit(t, f->counters, (uint16_t)f->pdepth);
@@ -113,10 +121,10 @@ xsprof_status xsprof_region_end_(void) {
 /* Arguments go to the innermost open region; written now, attached by the
  * reader to the next REGION record of the same depth. */
 static xsprof_status arg_put(const char *key, xsprof_rec_arg *a) {
-    xsprof_thread *t = xsprof_tls;
+    xsprof_thread *t = xsprof_tl_.thread;
     if (!key)
         return XSPROF_ERR_INVALID;
-    if (xsprof_skip_)
+    if (xsprof_tl_.skip)
         return XSPROF_ERR_DISABLED; /* the innermost open region is not recorded */
     if (!t || !t->depth) {
         /* a scope begun while collection is off leaves no frame and no

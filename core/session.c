@@ -57,7 +57,7 @@ static void at_fork_child(void) {
     atomic_store(&xsprof_g.state, XSPROF_STATE_FAILED);
     atomic_store(&xsprof_g.collecting, 0);
     __atomic_store_n(&xsprof_scope_on_, 0, __ATOMIC_RELAXED);
-    xsprof_thread *t = xsprof_tls;
+    xsprof_thread *t = xsprof_tl_.thread;
     if (t) {
         t->chunk = NULL;
         t->cur = t->end = NULL;

@@ -12,7 +12,6 @@
 #include "clock.h"
 #include "internal.h"
 
-__thread xsprof_thread *xsprof_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t g_thread_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 /* States of threads that exited after finalize with their chunk still
@@ -30,11 +29,11 @@ static void drops_publish(xsprof_thread *t) {
 
 static void thread_exit(void *arg) {
     xsprof_thread *t = arg;
-    xsprof_tls = t; /* destructors run after the TLS pointer may be cleared */
-    if (t->depth || xsprof_skip_) {
+    xsprof_tl_.thread = t; /* destructors run after the TLS pointer may be cleared */
+    if (t->depth || xsprof_tl_.skip) {
         xsprof_anomaly("thread exited with open regions");
         t->depth = 0;
-        xsprof_skip_ = 0;
+        xsprof_tl_.skip = 0;
     }
     xsprof_counters_thread_close(t);
     pthread_mutex_lock(&xsprof_g.lock);
@@ -55,7 +54,7 @@ static void thread_exit(void *arg) {
         g_retired = t;
     }
     pthread_mutex_unlock(&xsprof_g.lock);
-    xsprof_tls = NULL;
+    xsprof_tl_.thread = NULL;
     if (!keep)
         free(t);
 }
@@ -63,7 +62,7 @@ static void thread_exit(void *arg) {
 static void key_create(void) { pthread_key_create(&g_thread_key, thread_exit); }
 
 xsprof_thread *xsprof_thread_get(void) {
-    xsprof_thread *t = xsprof_tls;
+    xsprof_thread *t = xsprof_tl_.thread;
     if (t)
         return t;
     pthread_once(&g_key_once, key_create);
@@ -78,7 +77,7 @@ xsprof_thread *xsprof_thread_get(void) {
     xsprof_g.threads = t;
     pthread_mutex_unlock(&xsprof_g.lock);
     pthread_setspecific(g_thread_key, t);
-    xsprof_tls = t;
+    xsprof_tl_.thread = t;
     char name[32];
     if (t->os_tid == (int32_t)getpid())
         snprintf(name, sizeof name, "main");
@@ -172,7 +171,7 @@ int xsprof_guard_enter(void) {
 }
 
 void xsprof_guard_leave(void) {
-    xsprof_thread *t = xsprof_tls;
+    xsprof_thread *t = xsprof_tl_.thread;
     if (t)
         t->busy = 0;
 }

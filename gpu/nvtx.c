@@ -46,7 +46,10 @@ typedef struct xsprof_nvtx_open {
     uint32_t thread;
 } xsprof_nvtx_open;
 
-static _Thread_local xsprof_nvtx_event t_stack[XSPROF_NVTX_STACK];
+/* The stack is on the heap, allocated at a thread's first push and freed at
+ * its exit: a 6 KB thread-local array made the library's TLS block too
+ * large for glibc's static TLS surplus, so dlopen failed. */
+static _Thread_local xsprof_nvtx_event *t_stack;
 static _Thread_local int t_depth;
 static _Thread_local int t_overflow; /* pushes beyond the stack, popped without a record */
 static _Thread_local int t_os_tid;
@@ -393,13 +396,41 @@ static void xsprof_nvtx_mark_write(xsprof_nvtx_event *ev, int depth)
 
 /* ---- push/pop ---------------------------------------------------------- */
 
+static pthread_key_t g_stack_key;
+static pthread_once_t g_stack_once = PTHREAD_ONCE_INIT;
+static int g_stack_key_ok;
+
+/* At thread exit the ranges still pushed can no longer be popped with a
+ * record; a later pop (another destructor) pairs as an overflow one. */
+static void xsprof_nvtx_stack_free(void *stack)
+{
+    free(stack);
+    t_stack = NULL;
+    t_overflow += t_depth;
+    t_depth = 0;
+}
+
+static void xsprof_nvtx_stack_key(void) { g_stack_key_ok = pthread_key_create(&g_stack_key, xsprof_nvtx_stack_free) == 0; }
+
+static int xsprof_nvtx_stack_get(void)
+{
+    if (t_stack)
+        return 1;
+    pthread_once(&g_stack_once, xsprof_nvtx_stack_key);
+    if (!g_stack_key_ok || !(t_stack = calloc(XSPROF_NVTX_STACK, sizeof *t_stack)))
+        return 0;
+    pthread_setspecific(g_stack_key, t_stack);
+    return 1;
+}
+
 static int xsprof_nvtx_push(const xsprof_nvtx_event *ev)
 {
     int depth = t_depth + t_overflow;
-    if (t_depth >= XSPROF_NVTX_STACK) {
+    if (t_depth >= XSPROF_NVTX_STACK || !xsprof_nvtx_stack_get()) {
         t_overflow++;
         xsprof_nvtx_tdepth_set(t_depth + t_overflow);
-        xsprof_anomaly("nvtx push deeper than 128 levels");
+        xsprof_anomaly(t_depth >= XSPROF_NVTX_STACK ? "nvtx push deeper than 128 levels"
+                                                   : "nvtx push without memory for the thread's stack");
         return depth;
     }
     t_stack[t_depth] = *ev;

@@ -1,12 +1,13 @@
-"""NVTX capture through LD_PRELOAD alone.
+"""NVTX capture through LD_PRELOAD alone, or through NVTX_INJECTION64_PATH alone.
 
 Runs nvtx_app (compiled against the NVTX headers only, not linked with
-xsprof) with LD_PRELOAD=$XSPROF_LIB and checks that every range, mark,
+xsprof) with LD_PRELOAD=$XSPROF_LIB (or, with `inject`, with only
+NVTX_INJECTION64_PATH naming the library, which NVTX then dlopens) and checks that every range, mark,
 domain, category, payload and thread name arrives in the rank file with the
 right names, nesting and durations; then, when xsmerge is built, that the
 same ranges appear in the merged trace.json.
 
-usage: check_nvtx.py NVTX_APP WORK_DIR [LIBRARY]   (default $XSPROF_LIB)
+usage: check_nvtx.py NVTX_APP WORK_DIR [LIBRARY [inject]]   (default $XSPROF_LIB)
 Durations are only checked from below: the app sleeps inside each range.
 """
 import json
@@ -164,9 +165,14 @@ def main():
     os.makedirs(work)
     run_dir = os.path.join(work, "run")
     env = dict(os.environ)
-    env["LD_PRELOAD"] = sys.argv[3] if len(sys.argv) > 3 else env["XSPROF_LIB"]
+    lib = sys.argv[3] if len(sys.argv) > 3 else env["XSPROF_LIB"]
     env["XSPROF_OUTPUT"] = run_dir
-    env.pop("NVTX_INJECTION64_PATH", None)  # xsprof must set it itself
+    if sys.argv[4:] == ["inject"]:
+        env.pop("LD_PRELOAD", None)
+        env["NVTX_INJECTION64_PATH"] = lib
+    else:
+        env["LD_PRELOAD"] = lib
+        env.pop("NVTX_INJECTION64_PATH", None)  # xsprof must set it itself
     p = subprocess.run([app], env=env, capture_output=True, text=True)
     check(p.returncode == 0, "nvtx_app failed (%d): %s" % (p.returncode, p.stderr))
     check("nvtx_app done" in p.stdout, "nvtx_app output changed: %r" % p.stdout)

@@ -124,6 +124,10 @@ XSPROF_HIDDEN void xsprof_names_fork_prepare(void);
 XSPROF_HIDDEN void xsprof_names_fork_parent(void);
 XSPROF_HIDDEN void xsprof_names_fork_child(void);
 
+/* funcname.c: the qualified name XSPROF_FUNCTION() records, from the
+ * compiler's pretty name (out always terminated; returns its length) */
+XSPROF_HIDDEN size_t xsprof_funcname_compact(const char *pretty, char *out, size_t cap);
+
 /* filter.c */
 XSPROF_HIDDEN xsprof_status xsprof_filter_parse(const char *spec);
 XSPROF_HIDDEN int xsprof_filter_excludes(const char *name);

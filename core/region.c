@@ -176,19 +176,30 @@ xsprof_status xsprof_region_arg_shape(const char *key, const int64_t *dims, int 
     return arg_put(key, &a);
 }
 
-/* Scope macros: the token says whether this scope began a region (0 when
- * the inline check in xsprof_scope_begin_ found collection off). */
-int xsprof_scope_enter_(xsprof_name_id *cache, const char *name) {
-    xsprof_name_id id = __atomic_load_n(cache, __ATOMIC_RELAXED);
-    if (!id) {
-        /* Ids are stored +1 so 0 means "not interned yet". */
-        if (xsprof_name_intern(name, &id) != XSPROF_OK) {
-            xsprof_region_begin(name); /* refused: counted as skipped */
-            return 1;
-        }
-        __atomic_store_n(cache, id + 1, __ATOMIC_RELAXED);
-    } else
-        id -= 1;
+/* Scope macros, past the inline check: a dynamic name, or a site not (yet)
+ * filled for this constant. The token says whether this scope began a
+ * region (0 when the inline check found collection off). */
+int xsprof_scope_enter_(xsprof_site_ *site, const char *name, int kind) {
+    const char *key = name; /* what the site's fast path compares */
+    char qualified[XSPROF_NAME_MAX + 1];
+    if (kind == XSPROF_SITE_FUNCTION_ && name) {
+        xsprof_funcname_compact(name, qualified, sizeof qualified);
+        name = qualified;
+    }
+    xsprof_name_id id;
+    if (xsprof_name_intern(name, &id) != XSPROF_OK) {
+        xsprof_region_begin(name); /* refused: counted as skipped */
+        return 1;
+    }
+    /* The first constant a site sees fills it, once: claimed with a CAS so
+     * that the pointer published is always the one the id was made for. */
+    static const char claimed;
+    const char *expect = NULL;
+    if (kind != XSPROF_SITE_DYNAMIC_ &&
+        __atomic_compare_exchange_n(&site->name, &expect, &claimed, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        site->id = id;
+        __atomic_store_n(&site->name, key, __ATOMIC_RELEASE);
+    }
     xsprof_region_begin_id(id);
     return 1;
 }

@@ -142,18 +142,35 @@ XSPROF_API int64_t xsprof_clock_now(void);
 XSPROF_API const char *xsprof_clock_name(void);
 
 /* ---- scope macros: end the region when the C scope is left ----------- */
+/* XSPROF_SCOPE(name) records `name` each time the scope is entered, whether
+ * it is a literal or computed at run time (op.c_str(), a buffer filled by
+ * snprintf):
+ *  - a name the compiler sees as constant (__builtin_constant_p: string
+ *    literals) is interned once per call site; the site also keeps the
+ *    pointer it was interned for, so a site that sees another constant
+ *    (XSPROF_SCOPE(n) in an inline function inlined with several literals)
+ *    interns that one instead of recording the first;
+ *  - any other name is interned (hashed and looked up) at every entry, so a
+ *    reused buffer with new contents records the new contents.
+ * XSPROF_FUNCTION() records the enclosing function's qualified name
+ * (ns::Class::method, ns::outer()::lambda in C++; the plain name in C),
+ * interned once per site. Several scopes may share one line. */
+typedef struct xsprof_site_ {
+    const char *name;  /* the constant the id is for; NULL until filled */
+    xsprof_name_id id;
+} xsprof_site_;
+enum { XSPROF_SITE_DYNAMIC_ = 0, XSPROF_SITE_LITERAL_ = 1, XSPROF_SITE_FUNCTION_ = 2 };
 XSPROF_API void xsprof_scope_cleanup_(int *token);
-XSPROF_API int xsprof_scope_enter_(xsprof_name_id *cache, const char *name);
+XSPROF_API int xsprof_scope_enter_(xsprof_site_ *site, const char *name, int kind);
 /* xsprof_scope_on_ is read inline so a stopped session costs one load and
  * one branch, no call; the cleanup token keeps begin and end paired when
  * the session changes inside the scope. */
-static inline int xsprof_scope_begin_(xsprof_name_id *cache, const char *name) {
+static inline int xsprof_scope_begin_(xsprof_site_ *site, const char *name, int kind) {
     if (!__atomic_load_n(&xsprof_scope_on_, __ATOMIC_RELAXED))
         return 0;
-    xsprof_name_id id = __atomic_load_n(cache, __ATOMIC_RELAXED); /* id + 1, 0 until interned */
-    if (__builtin_expect(id == 0, 0))
-        return xsprof_scope_enter_(cache, name);
-    xsprof_region_begin_id_inline_(id - 1);
+    if (__builtin_expect(kind == XSPROF_SITE_DYNAMIC_ || __atomic_load_n(&site->name, __ATOMIC_ACQUIRE) != name, 0))
+        return xsprof_scope_enter_(site, name, kind);
+    xsprof_region_begin_id_inline_(site->id);
     return 1;
 }
 
@@ -166,12 +183,17 @@ static inline void xsprof_scope_end_(int *token) {
 #define XSPROF_CAT2_(a, b) a##b
 #define XSPROF_CAT_(a, b) XSPROF_CAT2_(a, b)
 #if defined(__GNUC__)
-/* The id is cached per call site, so the name is hashed once per process. */
-#define XSPROF_SCOPE(name)                                                              \
-    static xsprof_name_id XSPROF_CAT_(xsprof_id_, __LINE__);                           \
-    int XSPROF_CAT_(xsprof_scope_, __LINE__) __attribute__((cleanup(xsprof_scope_end_), unused)) = \
-        xsprof_scope_begin_(&XSPROF_CAT_(xsprof_id_, __LINE__), (name))
-#define XSPROF_FUNCTION() XSPROF_SCOPE(__func__)
+#define XSPROF_SCOPE_AT_(name, kind, n)                                                           \
+    static xsprof_site_ XSPROF_CAT_(xsprof_site_, n);                                             \
+    int XSPROF_CAT_(xsprof_scope_, n) __attribute__((cleanup(xsprof_scope_end_), unused)) =       \
+        xsprof_scope_begin_(&XSPROF_CAT_(xsprof_site_, n), (name), (kind))
+#define XSPROF_SCOPE(name)                                                                        \
+    XSPROF_SCOPE_AT_(name, __builtin_constant_p(name) ? XSPROF_SITE_LITERAL_ : XSPROF_SITE_DYNAMIC_, __COUNTER__)
+#ifdef __cplusplus
+#define XSPROF_FUNCTION() XSPROF_SCOPE_AT_(__PRETTY_FUNCTION__, XSPROF_SITE_FUNCTION_, __COUNTER__)
+#else
+#define XSPROF_FUNCTION() XSPROF_SCOPE_AT_(__func__, XSPROF_SITE_FUNCTION_, __COUNTER__)
+#endif
 #endif
 
 #ifdef __cplusplus

@@ -44,7 +44,7 @@ static const counter_def g_known[] = {
 static int g_sel[8];           /* indices into g_known */
 static int g_nsel;
 static uint32_t g_key[8];      /* interned counter names */
-static _Atomic int g_active;
+_Atomic int xsprof_counters_on;
 static _Atomic uint32_t g_unsupported; /* bit per selection: reported once */
 
 xsprof_status xsprof_counters_parse(const char *spec) {
@@ -72,11 +72,9 @@ xsprof_status xsprof_counters_parse(const char *spec) {
     }
     for (int i = 0; i < g_nsel; i++)
         xsprof_string_intern(g_known[g_sel[i]].name, &g_key[i]);
-    atomic_store(&g_active, g_nsel > 0);
+    atomic_store(&xsprof_counters_on, g_nsel > 0);
     return st;
 }
-
-int xsprof_counters_active(void) { return atomic_load_explicit(&g_active, memory_order_relaxed); }
 
 static int event_open(const counter_def *d, int leader) {
     struct perf_event_attr a;

@@ -8,10 +8,11 @@
 #include "internal.h"
 
 #define SLOTS (1u << 17) /* power of two, load factor <= 1/2 */
-#define MAX_NAMES (SLOTS / 2)
+#define MAX_NAMES XSPROF_NAMES_MAX
+_Static_assert(MAX_NAMES <= SLOTS / 2, "load factor <= 1/2");
 
 static _Atomic(xsprof_name_entry *) g_slots[SLOTS];
-static _Atomic(xsprof_name_entry *) g_by_id[MAX_NAMES];
+_Atomic(xsprof_name_entry *) xsprof_names_by_id[MAX_NAMES];
 static _Atomic uint32_t g_count;
 static pthread_mutex_t g_intern_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_in_journal; /* under g_intern_lock: names go to the journal as they are interned */
@@ -23,12 +24,6 @@ static inline uint64_t name_hash(const char *s, size_t *len) {
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
     *len = (size_t)(p - s);
     return h | 1; /* never 0 */
-}
-
-const xsprof_name_entry *xsprof_name_entry_get(uint32_t id) {
-    if (id >= MAX_NAMES)
-        return NULL;
-    return atomic_load_explicit(&g_by_id[id], memory_order_acquire);
 }
 
 uint32_t xsprof_name_count(void) { return atomic_load_explicit(&g_count, memory_order_acquire); }
@@ -84,7 +79,7 @@ xsprof_status xsprof_string_intern(const char *name, uint32_t *id) {
     e->warned = 0;
     memcpy(e->str, name, len + 1);
     e->filtered = (uint8_t)xsprof_filter_excludes(e->str);
-    atomic_store_explicit(&g_by_id[n], e, memory_order_release);
+    atomic_store_explicit(&xsprof_names_by_id[n], e, memory_order_release);
     atomic_store_explicit(&g_slots[i], e, memory_order_release);
     atomic_store_explicit(&g_count, n + 1, memory_order_release);
     if (g_in_journal)
@@ -102,7 +97,7 @@ xsprof_status xsprof_names_flush_to_journal(void) {
     xsprof_status st = XSPROF_OK;
     uint32_t n = atomic_load_explicit(&g_count, memory_order_relaxed);
     for (uint32_t i = 0; i < n && st == XSPROF_OK; i++) {
-        const xsprof_name_entry *e = atomic_load_explicit(&g_by_id[i], memory_order_relaxed);
+        const xsprof_name_entry *e = atomic_load_explicit(&xsprof_names_by_id[i], memory_order_relaxed);
         st = xsprof_journal_string_add(i, e->str, e->len);
     }
     g_in_journal = 1;

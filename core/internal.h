@@ -4,6 +4,7 @@
 #define XSPROF_CORE_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
 #include "collector.h"
@@ -71,14 +72,8 @@ typedef struct xsprof_tl {
     uint32_t skip;          /* xsprof_skip_ */
     xsprof_thread *thread;  /* NULL until the thread's first record */
 } xsprof_tl;
+_Static_assert(offsetof(xsprof_tl, skip) == 0, "xsprof_skip_ is the address of xsprof_tl_");
 XSPROF_HIDDEN extern __thread xsprof_tl xsprof_tl_;
-/* Its address, taken once per function: gcc recomputes a TLS address at
- * each use (one descriptor call each), unless the value is opaque. */
-static inline xsprof_tl *xsprof_tl_get(void) {
-    xsprof_tl *tl = &xsprof_tl_;
-    __asm__("" : "+r"(tl));
-    return tl;
-}
 
 /* session.c */
 XSPROF_HIDDEN void xsprof_core_init(void);
@@ -117,7 +112,12 @@ typedef struct xsprof_name_entry {
     uint8_t warned;     /* XSPROF_WARN_REGION_MS warning printed once */
     char str[];
 } xsprof_name_entry;
-XSPROF_HIDDEN const xsprof_name_entry *xsprof_name_entry_get(uint32_t id);
+/* Names by id, read inline on the region path (no call per region). */
+#define XSPROF_NAMES_MAX (1u << 16)
+XSPROF_HIDDEN extern _Atomic(xsprof_name_entry *) xsprof_names_by_id[XSPROF_NAMES_MAX];
+static inline const xsprof_name_entry *xsprof_name_entry_get(uint32_t id) {
+    return id < XSPROF_NAMES_MAX ? atomic_load_explicit(&xsprof_names_by_id[id], memory_order_acquire) : NULL;
+}
 XSPROF_HIDDEN uint32_t xsprof_name_count(void);
 XSPROF_HIDDEN xsprof_status xsprof_names_flush_to_journal(void);
 XSPROF_HIDDEN void xsprof_names_fork_prepare(void);
@@ -139,7 +139,9 @@ XSPROF_HIDDEN void xsprof_observers_end(xsprof_thread *t, uint32_t sampled, cons
 
 /* counters.c */
 XSPROF_HIDDEN xsprof_status xsprof_counters_parse(const char *spec);
-XSPROF_HIDDEN int xsprof_counters_active(void);
+/* 1 while XSPROF_COUNTERS selected counters; read inline on the region path */
+XSPROF_HIDDEN extern _Atomic int xsprof_counters_on;
+static inline int xsprof_counters_active(void) { return atomic_load_explicit(&xsprof_counters_on, memory_order_relaxed); }
 XSPROF_HIDDEN void xsprof_counters_read(xsprof_thread *t, int64_t *out);
 XSPROF_HIDDEN void xsprof_counters_emit(xsprof_thread *t, const int64_t *begin, uint16_t depth);
 XSPROF_HIDDEN void xsprof_counters_thread_close(xsprof_thread *t);

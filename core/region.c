@@ -11,12 +11,15 @@
 #include "internal.h"
 
 /* The default TLS model, so the library has no STATIC_TLS flag and loads
- * with dlopen. Executables still reach xsprof_skip_ in one %fs-relative
- * access (the compiler or the linker gives them initial-exec); the library
- * reaches it and its thread pointer in one variable, one TLS descriptor call
- * per function (-mtls-dialect=gnu2, CMakeLists.txt). */
+ * with dlopen. Programs reach xsprof_skip_ in one %fs-relative access (the
+ * compiler or the linker gives them initial-exec) and hand its address to
+ * the out-of-line halves below; elsewhere the library reaches its thread
+ * state in one TLS descriptor call (-mtls-dialect=gnu2, CMakeLists.txt). */
 __thread xsprof_tl xsprof_tl_;
 extern __thread uint32_t xsprof_skip_ __attribute__((alias("xsprof_tl_")));
+
+/* The caller's &xsprof_skip_ is this thread's xsprof_tl_ (its first member). */
+static inline xsprof_tl *tl_from_skip(uint32_t *skip) { return (xsprof_tl *)(void *)skip; }
 
 static int64_t g_warn_region_ns = -1; /* XSPROF_WARN_REGION_MS, set by session.c */
 void xsprof_region_warn_set(int64_t ms);
@@ -24,8 +27,8 @@ void xsprof_region_warn_set(int64_t ms) { g_warn_region_ns = ms > 0 ? ms * 10000
 
 /* Out of line only when the inline check found collection on and the name
  * not filtered; everything that does not record ends up skipped. */
-xsprof_status xsprof_region_begin_id_(xsprof_name_id id) {
-    xsprof_tl *tl = xsprof_tl_get();
+xsprof_status xsprof_region_begin_id_(xsprof_name_id id, uint32_t *skip_addr) {
+    xsprof_tl *tl = tl_from_skip(skip_addr);
     const xsprof_name_entry *e = xsprof_name_entry_get(id & ~XSPROF_NAME_FILTERED_);
     if (__builtin_expect(!e || e->filtered || !atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed), 0)) {
         tl->skip++;
@@ -78,8 +81,8 @@ xsprof_status(xsprof_region_begin_id)(xsprof_name_id id) { return xsprof_region_
 xsprof_status(xsprof_region_end)(void) { return xsprof_region_end_inline_(); }
 
 /* Only reached when the thread has no skipped region open (inline check). */
-xsprof_status xsprof_region_end_(void) {
-    xsprof_tl *tl = xsprof_tl_get();
+xsprof_status xsprof_region_end_(uint32_t *skip_addr) {
+    xsprof_tl *tl = tl_from_skip(skip_addr);
     xsprof_thread *t = tl->thread;
     if (__builtin_expect(!t || !t->depth, 0)) {
         xsprof_anomaly("region end without begin");

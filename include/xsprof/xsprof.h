@@ -54,13 +54,17 @@ XSPROF_API xsprof_status xsprof_region_end(void);
  * (the macros): with the session stopped or the name filtered out a pair
  * costs two thread-local increments and no call. The functions stay for
  * dlsym, weak references and other languages, with the same behaviour. */
-XSPROF_API xsprof_status xsprof_region_begin_id_(xsprof_name_id id); /* out-of-line halves */
-XSPROF_API xsprof_status xsprof_region_end_(void);
 /* 1 while collection is on (read inline, relaxed). */
 XSPROF_API extern int xsprof_scope_on_;
 /* Regions of this thread begun without recording (session stopped, name
  * filtered out or refused) since its innermost recorded one. */
 XSPROF_API extern __thread uint32_t xsprof_skip_;
+/* The out-of-line halves. `skip` is &xsprof_skip_, the library's
+ * thread-local state: a program reaches it in one %fs-relative access,
+ * where the library (loadable with dlopen, so not initial-exec) would need
+ * a TLS descriptor call. */
+XSPROF_API xsprof_status xsprof_region_begin_id_(xsprof_name_id id, uint32_t *skip);
+XSPROF_API xsprof_status xsprof_region_end_(uint32_t *skip);
 
 static inline xsprof_status xsprof_region_begin_id_inline_(xsprof_name_id id) {
     int on = __atomic_load_n(&xsprof_scope_on_, __ATOMIC_RELAXED);
@@ -68,7 +72,7 @@ static inline xsprof_status xsprof_region_begin_id_inline_(xsprof_name_id id) {
         xsprof_skip_++;
         return on ? XSPROF_OK : XSPROF_ERR_DISABLED;
     }
-    return xsprof_region_begin_id_(id);
+    return xsprof_region_begin_id_(id, &xsprof_skip_);
 }
 
 static inline xsprof_status xsprof_region_end_inline_(void) {
@@ -76,7 +80,7 @@ static inline xsprof_status xsprof_region_end_inline_(void) {
         xsprof_skip_--;
         return XSPROF_OK;
     }
-    return xsprof_region_end_();
+    return xsprof_region_end_(&xsprof_skip_);
 }
 
 #define xsprof_region_begin_id(id) xsprof_region_begin_id_inline_(id)

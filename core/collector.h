@@ -51,8 +51,7 @@ XSPROF_HIDDEN int xsprof_collecting(void);
 XSPROF_HIDDEN xsprof_status xsprof_identity_set(int rank, int size, const char *run_dir);
 XSPROF_HIDDEN int xsprof_identity_rank(void);
 XSPROF_HIDDEN int xsprof_identity_size(void);
-/* Run directory in use ("" before the first record). */
-XSPROF_HIDDEN const char *xsprof_output_dir(void);
+/* Run directory in use ("" before the first record): xsprof_run_dir(), public. */
 /* The default run directory name this process would choose (rank 0's wins). */
 XSPROF_HIDDEN xsprof_status xsprof_output_default_dir(char *buf, size_t len);
 

@@ -21,6 +21,7 @@ typedef struct xsprof_frame {
     uint32_t sampled;  /* bit i: observer i saw the begin */
     uint32_t saved_skip; /* xsprof_skip_ when this region began */
     uint32_t pdepth;     /* nesting depth in the program, skipped regions included */
+    int64_t child_ns;    /* summary: time in recorded child regions */
     int64_t counters[8]; /* perf counter values at begin */
 } xsprof_frame;
 
@@ -149,6 +150,13 @@ XSPROF_HIDDEN void xsprof_counters_thread_close(xsprof_thread *t);
 /* schedule.c */
 XSPROF_HIDDEN xsprof_status xsprof_schedule_parse(const char *spec);
 XSPROF_HIDDEN void xsprof_schedule_check_at_finalize(void);
+
+/* summary.c */
+XSPROF_HIDDEN extern _Atomic int xsprof_summary_on;
+XSPROF_HIDDEN void xsprof_summary_add(uint32_t name, int64_t dur, int64_t self);
+
+/* schedule.c: the open ProfilerStep#N region, ended at finalize */
+XSPROF_HIDDEN void xsprof_step_region_close(void);
 
 /* signal.c */
 XSPROF_HIDDEN void xsprof_signals_install(void);

@@ -206,7 +206,7 @@ xsprof_status xsprof_journal_open(void) {
         return XSPROF_OK;
     }
     xsprof_status st = XSPROF_ERR_IO;
-    const char *dir = xsprof_output_dir();
+    const char *dir = xsprof_run_dir();
     if (!*dir) {
         pthread_mutex_unlock(&g_j.lock);
         return XSPROF_ERR_STATE;

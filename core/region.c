@@ -57,6 +57,7 @@ xsprof_status xsprof_region_begin_id_(xsprof_name_id id, uint32_t *skip_addr) {
     f->name = e->id;
     f->nargs = 0;
     f->sampled = 0;
+    f->child_ns = 0;
     if (atomic_load_explicit(&xsprof_g.nobservers, memory_order_relaxed))
         f->sampled = xsprof_observers_begin(t, e->str, e->id, (int)f->pdepth, xsprof_clock_read());
     if (xsprof_counters_active())
@@ -105,6 +106,12 @@ xsprof_status xsprof_region_end_(uint32_t *skip_addr) {
         r->t_begin = f->t_begin;
         r->t_end = t1;
         xsprof_thread_commit(t, r);
+    }
+    if (__builtin_expect(atomic_load_explicit(&xsprof_summary_on, memory_order_relaxed), 0)) {
+        int64_t dur = t1 - f->t_begin;
+        xsprof_summary_add(f->name, dur, dur - f->child_ns);
+        if (d)
+            t->stack[d - 1].child_ns += dur;
     }
     if (__builtin_expect(f->sampled != 0, 0)) {
         const xsprof_name_entry *e = xsprof_name_entry_get(f->name);

@@ -1,7 +1,8 @@
 /* core/schedule.c — torch.profiler-style schedule advanced by xsprof_step():
  * `wait` steps off, `warmup` steps off (the application warms up, xsprof
  * stays out of the way), `active` steps recorded, repeated `repeat` times
- * (0 = forever). on_trace_ready runs when an active window closes. */
+ * (0 = forever). on_trace_ready runs when an active window closes. Each
+ * step is a region ProfilerStep#N, so cycles show on the timeline. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,43 @@ static struct {
     xsprof_trace_ready_fn fn;
     void *user;
 } g_s;
+
+/* The open ProfilerStep#N region: begun and ended on one thread, at the
+ * nesting level it began at (steps are taken between a loop's iterations). */
+static struct {
+    int open;
+    xsprof_thread *thread;
+    uint32_t level; /* the thread's depth + skipped regions inside the region */
+} g_step;
+
+static uint32_t thread_level(void) {
+    xsprof_thread *t = xsprof_tl_.thread;
+    return (t ? t->depth : 0) + xsprof_tl_.skip;
+}
+
+static void step_region_begin(long n) {
+    char name[40];
+    snprintf(name, sizeof name, "ProfilerStep#%ld", n);
+    g_step.thread = xsprof_thread_get();
+    if (!g_step.thread)
+        return;
+    xsprof_region_begin(name); /* skipped (and still paired) while the schedule waits */
+    g_step.level = thread_level();
+    g_step.open = 1;
+}
+
+/* 1 when no step region is left open. */
+static int step_region_end(void) {
+    if (!g_step.open)
+        return 1;
+    if (xsprof_tl_.thread != g_step.thread || thread_level() != g_step.level)
+        return 0;
+    g_step.open = 0;
+    xsprof_region_end();
+    return 1;
+}
+
+void xsprof_step_region_close(void) { step_region_end(); }
 
 static int phase_active(long step) {
     /* 64-bit: each phase may be up to 1e9 steps, their sum overflows int. */
@@ -45,7 +83,24 @@ static xsprof_status schedule_apply(int wait, int warmup, int active, int repeat
 }
 
 xsprof_status xsprof_schedule_set(int wait, int warmup, int active, int repeat, xsprof_trace_ready_fn fn, void *user) {
-    return schedule_apply(wait, warmup, active, repeat, fn, user);
+    int ended = step_region_end();
+    xsprof_status st = schedule_apply(wait, warmup, active, repeat, fn, user);
+    if (st == XSPROF_OK && ended)
+        step_region_begin(0);
+    return st;
+}
+
+xsprof_status xsprof_schedule_stop(void) {
+    if (!step_region_end()) {
+        xsprof_anomaly("xsprof_schedule_stop inside a region the step contains, or on another thread");
+        return XSPROF_ERR_UNBALANCED;
+    }
+    pthread_mutex_lock(&xsprof_g.lock);
+    g_s.set = 0;
+    atomic_store(&xsprof_g.schedule_on, 1);
+    xsprof_collecting_update();
+    pthread_mutex_unlock(&xsprof_g.lock);
+    return XSPROF_OK;
 }
 
 xsprof_status xsprof_schedule_parse(const char *spec) {
@@ -96,7 +151,12 @@ xsprof_status xsprof_step(void) {
         fn = g_s.fn;
     }
     void *user = g_s.user;
+    long n = g_s.step;
     pthread_mutex_unlock(&xsprof_g.lock);
+    if (step_region_end())
+        step_region_begin(n);
+    else if (g_step.thread == xsprof_tl_.thread)
+        xsprof_anomaly("xsprof_step inside a region of the step: ProfilerStep regions stop");
     if (was != now)
         xsprof_log(XSPROF_LOG_INFO, "schedule: step %ld, recording %s", g_s.step, now ? "on" : "off");
     if (fn)

@@ -17,6 +17,7 @@ xsprof_global xsprof_g = {.lock = PTHREAD_MUTEX_INITIALIZER, .size = 1};
 
 static char g_output_dir[PATH_MAX];
 static char g_end_state[64] = "finalized";
+static int g_summary_at_exit; /* XSPROF_SUMMARY=1 */
 static xsprof_finalize_hook g_hooks[8];
 static int g_nhooks;
 static xsprof_finalize_hook g_start_hooks[8];
@@ -127,6 +128,10 @@ __attribute__((constructor)) void xsprof_core_init(void) {
     if (xsprof_schedule_parse(xsprof_config_get("XSPROF_SCHEDULE")))
         xsprof_log(XSPROF_LOG_WARN, "XSPROF_SCHEDULE=%s is invalid (expected wait=N,warmup=N,active=N,repeat=N); "
                    "no schedule", xsprof_config_get("XSPROF_SCHEDULE"));
+    const char *sum = xsprof_config_get("XSPROF_SUMMARY");
+    g_summary_at_exit = sum && !strcmp(sum, "1");
+    if (g_summary_at_exit && xsprof_summary_enable(1))
+        xsprof_log(XSPROF_LOG_WARN, "XSPROF_SUMMARY=1: no memory for the summary table");
     xsprof_signals_install();
     pthread_atfork(xsprof_names_fork_prepare, xsprof_names_fork_parent, at_fork_child);
     atexit(at_exit_finalize);
@@ -134,7 +139,7 @@ __attribute__((constructor)) void xsprof_core_init(void) {
     errno = saved;
 }
 
-const char *xsprof_output_dir(void) { return g_output_dir; }
+const char *xsprof_run_dir(void) { return g_output_dir; }
 int xsprof_identity_rank(void) { return xsprof_g.rank; }
 int xsprof_identity_size(void) { return xsprof_g.size; }
 
@@ -236,7 +241,10 @@ xsprof_status xsprof_finalize(void) {
         return XSPROF_ERR_STATE;
     }
     int saved = errno;
+    xsprof_step_region_close();
     xsprof_collecting_update(); /* stops regular records; definitions still go in */
+    if (g_summary_at_exit)
+        xsprof_summary_write(NULL);
     pthread_mutex_lock(&xsprof_g.lock);
     int n = g_nhooks;
     pthread_mutex_unlock(&xsprof_g.lock);

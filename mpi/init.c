@@ -97,7 +97,7 @@ void xsprof_mpi_init_after(int thread_level) {
     /* Rank 0's run directory wins: the default name holds a timestamp. */
     char dir[4096] = "";
     if (xsprof_mpi_g.rank == 0) {
-        const char *cur = xsprof_output_dir();
+        const char *cur = xsprof_run_dir();
         if (cur && *cur)
             snprintf(dir, sizeof dir, "%s", cur);
         else if (xsprof_output_default_dir(dir, sizeof dir) != XSPROF_OK)

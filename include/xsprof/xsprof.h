@@ -120,6 +120,32 @@ XSPROF_API xsprof_status xsprof_schedule_set(int wait, int warmup, int active, i
                                              xsprof_trace_ready_fn on_trace_ready, void *user);
 XSPROF_API xsprof_status xsprof_step(void);
 
+/* The region named ProfilerStep#N spans step N: xsprof_schedule_set (and
+ * XSPROF_SCHEDULE) begins ProfilerStep#0 on the calling thread, each
+ * xsprof_step() called at that thread's top nesting level ends it and
+ * begins the next, finalize or xsprof_schedule_stop() ends the last. */
+XSPROF_API xsprof_status xsprof_schedule_stop(void);
+/* The run directory this process writes its rank file into ("" before its
+ * first record chose it). */
+XSPROF_API const char *xsprof_run_dir(void);
+
+/* ---- in-process summary (no xsmerge needed) ---------------------------- */
+/* Per region name: calls, inclusive and self time, longest call, summed
+ * over this process's threads while enabled (XSPROF_SUMMARY=1 enables it
+ * and writes it to stderr at finalize). */
+typedef struct xsprof_summary_row {
+    const char *name;
+    uint64_t calls;
+    int64_t total_ns, self_ns, max_ns;
+} xsprof_summary_row;
+XSPROF_API xsprof_status xsprof_summary_enable(int on);
+XSPROF_API xsprof_status xsprof_summary_reset(void);
+/* Up to cap rows, longest total first; *n = rows that exist
+ * (XSPROF_ERR_FULL when more than cap). */
+XSPROF_API xsprof_status xsprof_summary_get(xsprof_summary_row *rows, size_t cap, size_t *n);
+/* A table (name, calls, total, self, mean, max) to path, or stderr when NULL. */
+XSPROF_API xsprof_status xsprof_summary_write(const char *path);
+
 /* ---- observers -------------------------------------------------------- */
 typedef struct xsprof_region_info {
     const char *name;

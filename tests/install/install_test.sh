@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make install into a temporary prefix, then build a consumer against it
-# both ways (CMake package, pkg-config) and run it: it must write its rank file.
+# both ways (CMake package, pkg-config) and run it: it must write its rank file;
+# and use the installed Python package from the prefix.
 set -euo pipefail
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -43,4 +44,27 @@ if command -v mpifort >/dev/null && [ -n "${MPIEXEC:-}" ] &&
 else
   echo "install test: no mpi_f08 here; the Fortran consumer is skipped"
 fi
+# 4. The Python package, where Debian's python3 finds a prefix's packages,
+# used from the prefix alone: its libraries and xsmerge, not the build tree's.
+pydir=$(echo "$prefix"/lib/python3*/dist-packages)
+[ -f "$pydir/xsprof/__init__.py" ] || { echo "install is missing the Python package (lib/python3.X/dist-packages/xsprof)"; exit 1; }
+XSPROF_OUTPUT=$work/run-py PYTHONPATH=$pydir XSPROF_GPU=0 /usr/bin/python3 - "$prefix" "$work" <<'PY'
+import os, sys
+import xsprof
+prefix, work = sys.argv[1], sys.argv[2]
+assert xsprof.__file__.startswith(prefix), xsprof.__file__
+assert xsprof.library_path.startswith(prefix + "/lib/"), xsprof.library_path
+with xsprof.profile() as prof:
+    for _ in range(2):
+        with xsprof.record_function("installed_py"):
+            pass
+        prof.step()
+assert [e.count for e in prof.key_averages() if e.key == "installed_py"] == [2]
+PY
+[ -s "$work/run-py/rank-00000.h5" ] || { echo "the installed Python package wrote no rank file"; exit 1; }
+PYTHONPATH=$pydir /usr/bin/python3 -c "
+import sys, xsprof
+m = xsprof.load(xsprof.merge(sys.argv[1], sys.argv[2]))
+assert (m['regions'].name_str == 'installed_py').sum() == 2, m['regions']
+" "$work/run-py" "$work/merged-py"
 echo "install test: the consumers built and recorded"

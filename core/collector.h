@@ -97,6 +97,18 @@ enum { XSPROF_LOG_ERROR = 0, XSPROF_LOG_WARN = 1, XSPROF_LOG_INFO = 2, XSPROF_LO
 /* Configuration lookups (XSPROF_* environment, validated once at start). */
 XSPROF_HIDDEN const char *xsprof_config_get(const char *name); /* NULL when unset */
 
+/* Call stacks (callstack.c): `n` return addresses (innermost first, at
+ * most XSPROF_STACK_MAX) interned per process; the first use writes the
+ * definition (xsprof_rec_stack). Returns the id (from 1), 0 when the stack
+ * cannot be recorded (empty, too deep, table full, out of memory). */
+XSPROF_HIDDEN uint32_t xsprof_callstack_intern(const uint64_t *pcs, uint32_t n);
+
+/* Loaded objects (modules.c): writes xsprof_rec_module records for the
+ * objects loaded or unloaded since the last call (cheap when nothing
+ * changed). Runs when recording starts, before each new call stack and at
+ * finalize. */
+XSPROF_HIDDEN void xsprof_modules_check(void);
+
 /* Count an anomaly (API misuse) without failing the program. */
 XSPROF_HIDDEN void xsprof_anomaly(const char *what);
 

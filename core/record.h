@@ -28,7 +28,9 @@ enum xsprof_rec_type {
     XSPROF_REC_META = 11,   /* xsprof_rec_meta: run metadata key = value (string ids) */
     XSPROF_REC_DROP = 12,   /* xsprof_rec_drop: records lost on this thread so far */
     XSPROF_REC_TOPO = 13,   /* xsprof_rec_topo: hwloc summary of this rank */
-    XSPROF_REC_COMM_MORE = 14 /* xsprof_rec_comm_more: members that did not fit the COMM record */
+    XSPROF_REC_COMM_MORE = 14, /* xsprof_rec_comm_more: members that did not fit the COMM record */
+    XSPROF_REC_STACK = 15,  /* xsprof_rec_stack: an interned call stack (definition) */
+    XSPROF_REC_MODULE = 16  /* xsprof_rec_module: an object seen loaded or gone (definition) */
 };
 
 typedef struct xsprof_rec_hdr {
@@ -137,7 +139,9 @@ typedef struct xsprof_rec_mpi {
     uint8_t coll;       /* enum xsprof_coll_kind */
     uint16_t flags;     /* XSPROF_MPI_F_* */
     uint32_t count;     /* number of requests completed by a WAIT call; else 0 */
-} xsprof_rec_mpi; /* 88 bytes */
+    uint32_t callsite;  /* call stack id (xsprof_rec_stack) of the caller in the program, 0 = unknown */
+    uint32_t pad;
+} xsprof_rec_mpi; /* 96 bytes */
 
 enum xsprof_gpu_kind {
     XSPROF_GPU_KERNEL = 1,
@@ -237,6 +241,35 @@ typedef struct xsprof_rec_topo {
     uint32_t host;      /* string id */
     int32_t ncores_host;
 } xsprof_rec_topo; /* 28 -> 32 */
+
+/* A call stack, interned once per process: `n` return addresses, the
+ * innermost first (frames[0] is the instruction after the call, so the
+ * call itself is at frames[0] - 1). Written before its id is used. */
+#define XSPROF_STACK_MAX 64
+typedef struct xsprof_rec_stack {
+    xsprof_rec_hdr h;
+    uint32_t id;       /* from 1 */
+    uint32_t n;        /* 1..XSPROF_STACK_MAX */
+    uint32_t pad;
+    uint64_t frames[]; /* n addresses */
+} xsprof_rec_stack;
+
+enum xsprof_module_event { XSPROF_MODULE_LOADED = 1, XSPROF_MODULE_GONE = 2 };
+/* A loaded object (program, shared library, vdso), written when xsprof
+ * first sees it and again (event GONE, same id) once it has been unloaded.
+ * Addresses of the process: [lo, hi) spans its PT_LOAD segments; an
+ * address a in it is a - bias in the object's ELF file. */
+typedef struct xsprof_rec_module {
+    xsprof_rec_hdr h;
+    uint32_t id;       /* from 1 */
+    uint32_t event;    /* enum xsprof_module_event */
+    uint32_t path;     /* string id: absolute path of the file */
+    uint32_t build_id; /* string id: GNU build-id in hex, "" when the object has none */
+    uint32_t pad;
+    uint64_t bias;     /* load bias (dlpi_addr) */
+    uint64_t lo, hi;
+    int64_t t;         /* when xsprof saw it loaded / gone (xsprof clock) */
+} xsprof_rec_module; /* 56 bytes */
 
 /* Round a record size up to the 8-byte alignment of the stream. */
 static inline uint16_t xsprof_rec_size(uint32_t raw) { return (uint16_t)((raw + 7u) & ~7u); }

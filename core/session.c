@@ -133,6 +133,8 @@ __attribute__((constructor)) void xsprof_core_init(void) {
     if (g_summary_at_exit && xsprof_summary_enable(1))
         xsprof_log(XSPROF_LOG_WARN, "XSPROF_SUMMARY=1: no memory for the summary table");
     xsprof_signals_install();
+    xsprof_start_hook_add(xsprof_modules_check);
+    xsprof_finalize_hook_add(xsprof_modules_check); /* what was unloaded meanwhile */
     pthread_atfork(xsprof_names_fork_prepare, xsprof_names_fork_parent, at_fork_child);
     atexit(at_exit_finalize);
     xsprof_collecting_update();

@@ -1,4 +1,4 @@
-/* io/format.h — the rank-file format (version 1), shared by the HDF5 writer
+/* io/format.h — the rank-file format (version 2), shared by the HDF5 writer
  * and the reader so that both agree by construction. Owner: io.
  * Documented for users in io/FORMAT.md: keep both in step.
  *
@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#define XSPROF_FORMAT_VERSION 1
+#define XSPROF_FORMAT_VERSION 2
 #define XSPROF_FORMAT_NAME "xsprof-rank"
 
 /* dataset paths */
@@ -28,6 +28,9 @@
 #define XSPROF_DS_COMM_MEMBERS "/definitions/comm_members"
 #define XSPROF_DS_TOPOLOGY "/definitions/topology"
 #define XSPROF_DS_META "/definitions/metadata"
+#define XSPROF_DS_CALLSTACKS "/definitions/callstacks"
+#define XSPROF_DS_FRAMES "/definitions/frames"
+#define XSPROF_DS_MODULES "/definitions/modules"
 
 typedef struct xsprof_io_region {
     int64_t t_begin;
@@ -82,6 +85,8 @@ typedef struct xsprof_io_mpi {
     uint8_t coll;
     uint16_t flags;
     uint32_t count;
+    uint32_t callsite; /* id in /definitions/callstacks, 0 = unknown */
+    uint32_t pad;      /* 0 */
 } xsprof_io_mpi;
 
 typedef struct xsprof_io_gpu {
@@ -145,5 +150,30 @@ typedef struct xsprof_io_meta {
     uint32_t key;
     uint32_t value;
 } xsprof_io_meta;
+
+/* An interned call stack: `depth` return addresses in /definitions/frames
+ * (uint64) from row `frames`, the innermost first. Rows in increasing id. */
+typedef struct xsprof_io_callstack {
+    uint32_t id;    /* from 1 */
+    uint32_t depth; /* 1..64 */
+    uint64_t frames;
+} xsprof_io_callstack;
+
+#define XSPROF_IO_STACK_MAX 64
+#define XSPROF_IO_NOT_UNLOADED INT64_MAX
+
+/* A loaded object: addresses [lo, hi) of the process are its, at
+ * (address - bias) in its ELF file. Rows in increasing id. */
+typedef struct xsprof_io_module {
+    uint64_t bias;
+    uint64_t lo;
+    uint64_t hi;
+    int64_t t_load;   /* first seen loaded (xsprof clock of the rank) */
+    int64_t t_unload; /* first seen gone, XSPROF_IO_NOT_UNLOADED when loaded to the end */
+    uint32_t id;      /* from 1 */
+    uint32_t path;    /* string id */
+    uint32_t build_id; /* string id: hex, "" when none */
+    uint32_t pad;      /* 0 */
+} xsprof_io_module;
 
 #endif

@@ -9,7 +9,7 @@
 #include <hdf5.h>
 #include "xsprof/xsprof.h"
 
-/* Datasets of format version 1. The first eight are the event tables in
+/* Datasets of format version 2. The first eight are the event tables in
  * the order of enum xsprof_io_table. */
 enum xsprof_h5_ds {
     XSPROF_H5_REGIONS = 0,
@@ -25,6 +25,9 @@ enum xsprof_h5_ds {
     XSPROF_H5_COMM_MEMBERS,
     XSPROF_H5_TOPOLOGY,
     XSPROF_H5_META,
+    XSPROF_H5_CALLSTACKS,
+    XSPROF_H5_FRAMES,
+    XSPROF_H5_MODULES,
     XSPROF_H5_STRINGS,
     XSPROF_H5_COUNT
 };

@@ -63,7 +63,7 @@ typedef struct jr_ctx {
     xsprof_rec_arg *pending;
     size_t npending, cpending;
     /* definition capacities */
-    size_t cap_strings, cap_threads, cap_comms, cap_members, cap_topo, cap_meta;
+    size_t cap_strings, cap_threads, cap_comms, cap_members, cap_topo, cap_meta, cap_stacks, cap_frames, cap_modules;
     /* per row of out->threads: named by a THREAD record in its own chunks */
     unsigned char *own_name;
     size_t cap_own_name;
@@ -275,6 +275,8 @@ static uint32_t jr_min_size(uint16_t type)
     case XSPROF_REC_DROP: return sizeof(xsprof_rec_drop);
     case XSPROF_REC_TOPO: return sizeof(xsprof_rec_topo);
     case XSPROF_REC_COMM_MORE: return sizeof(xsprof_rec_comm_more) + sizeof(int32_t);
+    case XSPROF_REC_STACK: return sizeof(xsprof_rec_stack) + sizeof(uint64_t);
+    case XSPROF_REC_MODULE: return sizeof(xsprof_rec_module);
     default: return 0;
     }
 }
@@ -330,6 +332,64 @@ static xsprof_status jr_region(jr_ctx *c, uint32_t tid, const xsprof_rec_region 
     return jr_emit(c, XSPROF_IO_T_REGIONS, &row);
 }
 
+/* A module's LOADED and GONE records may be on two threads, which the walk
+ * reads one after the other: either may come first. Rows are completed
+ * (and those never seen loaded dropped) by jr_modules_finish. */
+static xsprof_status jr_module(jr_ctx *c, const xsprof_rec_module *r)
+{
+    xsprof_rank_data *d = c->out;
+    xsprof_io_module *m = NULL;
+    for (size_t i = 0; i < d->nmodules && !m; i++)
+        if (d->modules[i].id == r->id)
+            m = &d->modules[i];
+    if (!m) {
+        if (jr_grow((void **)&d->modules, &c->cap_modules, d->nmodules + 1, sizeof *d->modules))
+            return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading modules");
+        m = &d->modules[d->nmodules++];
+        *m = (xsprof_io_module){.id = r->id, .lo = 0, .hi = 0, .t_unload = XSPROF_IO_NOT_UNLOADED};
+    }
+    if (r->event == XSPROF_MODULE_GONE) {
+        m->t_unload = r->t;
+        return XSPROF_OK;
+    }
+    m->bias = r->bias;
+    m->lo = r->lo;
+    m->hi = r->hi;
+    m->t_load = r->t;
+    m->path = r->path;
+    m->build_id = r->build_id;
+    return XSPROF_OK;
+}
+
+static int jr_id_cmp(uint32_t x, uint32_t y) { return x < y ? -1 : (x > y); }
+static int jr_stack_cmp(const void *a, const void *b)
+{
+    return jr_id_cmp(((const xsprof_io_callstack *)a)->id, ((const xsprof_io_callstack *)b)->id);
+}
+static int jr_module_cmp(const void *a, const void *b)
+{
+    return jr_id_cmp(((const xsprof_io_module *)a)->id, ((const xsprof_io_module *)b)->id);
+}
+
+/* Call stacks and modules in id order, as the rank file holds them; a
+ * module whose LOADED record was lost (damage) cannot be used: dropped,
+ * and so is a duplicate id. */
+static void jr_defs_finish(xsprof_rank_data *d)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < d->nmodules; i++)
+        if (d->modules[i].lo < d->modules[i].hi && d->modules[i].t_unload >= d->modules[i].t_load)
+            d->modules[k++] = d->modules[i];
+    d->nmodules = k;
+    qsort(d->modules, d->nmodules, sizeof *d->modules, jr_module_cmp);
+    qsort(d->callstacks, d->ncallstacks, sizeof *d->callstacks, jr_stack_cmp);
+    k = 0;
+    for (size_t i = 0; i < d->ncallstacks; i++)
+        if (!k || d->callstacks[i].id != d->callstacks[k - 1].id)
+            d->callstacks[k++] = d->callstacks[i];
+    d->ncallstacks = k;
+}
+
 /* One record whose header was validated; returns 1 when its content is
  * damaged (the walk stops there), 0 when handled, -1 on failure. */
 static int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t size, xsprof_status *fail)
@@ -378,7 +438,7 @@ static int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t s
                              .peer = r.peer, .tag = r.tag, .root = r.root, .bytes_sent = r.bytes_sent,
                              .bytes_recv = r.bytes_recv, .request = r.request, .seq = r.seq,
                              .coll_seq = r.coll_seq, .kind = r.kind, .coll = r.coll, .flags = r.flags,
-                             .count = r.count};
+                             .count = r.count, .callsite = r.callsite};
         *fail = jr_emit(c, XSPROF_IO_T_MPI, &row);
         return *fail ? -1 : 0;
     }
@@ -509,6 +569,29 @@ static int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t s
         else if (k && v && !strcmp(k, "end_state"))
             jr_copy_field(c->st->meta_end_state, sizeof c->st->meta_end_state, v, strlen(v));
         return 0;
+    }
+    case XSPROF_REC_STACK: {
+        xsprof_rec_stack r;
+        memcpy(&r, p, sizeof r);
+        if (!r.id || !r.n || r.n > XSPROF_STACK_MAX || size < sizeof r + r.n * sizeof(uint64_t))
+            return 1;
+        if (jr_grow((void **)&d->callstacks, &c->cap_stacks, d->ncallstacks + 1, sizeof *d->callstacks) ||
+            jr_grow((void **)&d->frames, &c->cap_frames, d->nframes + r.n, sizeof *d->frames)) {
+            *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading call stacks");
+            return -1;
+        }
+        d->callstacks[d->ncallstacks++] = (xsprof_io_callstack){.id = r.id, .depth = r.n, .frames = d->nframes};
+        memcpy(d->frames + d->nframes, p + sizeof r, r.n * sizeof(uint64_t));
+        d->nframes += r.n;
+        return 0;
+    }
+    case XSPROF_REC_MODULE: {
+        xsprof_rec_module r;
+        memcpy(&r, p, sizeof r);
+        if (!r.id || (r.event != XSPROF_MODULE_LOADED && r.event != XSPROF_MODULE_GONE))
+            return 1;
+        *fail = jr_module(c, &r);
+        return *fail ? -1 : 0;
     }
     case XSPROF_REC_TOPO: {
         xsprof_rec_topo r;
@@ -780,6 +863,7 @@ xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xspr
         goto done;
     if (out->nthreads > 1)
         qsort(out->threads, out->nthreads, sizeof *out->threads, jr_thread_cmp);
+    jr_defs_finish(out);
     /* Per-thread drop counters and the header total are both cumulative;
      * trust whichever saw more. */
     uint64_t sum = 0;

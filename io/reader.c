@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -75,6 +76,9 @@ void xsprof_rank_data_free(xsprof_rank_data *d)
     rd_release(d->comm_members);
     rd_release(d->topo);
     rd_release(d->meta);
+    rd_release(d->callstacks);
+    rd_release(d->frames);
+    rd_release(d->modules);
     memset(d, 0, sizeof *d);
 }
 
@@ -384,7 +388,7 @@ static xsprof_status rd_tab_open(rd_ctx *r, enum xsprof_h5_ds which, rd_tab *t)
     int ok = 1;
     if (which == XSPROF_H5_STRINGS)
         ok = 1;
-    else if (which == XSPROF_H5_COMM_MEMBERS)
+    else if (which == XSPROF_H5_COMM_MEMBERS || which == XSPROF_H5_FRAMES)
         ok = rd_type_matches(ft, t->mem);
     else
         ok = rd_compound_matches(ft, t->mem, why, sizeof why);
@@ -449,6 +453,9 @@ static xsprof_status rd_table(rd_ctx *r, enum xsprof_h5_ds which, void **rows, s
         goto out;
     }
     if (!rd_table_reader || rd_table_reader(t.ds, t.mem, t.row, t.dim, buf) != 0) {
+        /* H5Dread leaves the padding of a row (xsprof_io_gpu's last 4
+         * bytes) as it finds it: the same rows must be the same bytes */
+        memset(buf, 0, (size_t)t.dim * t.row);
         hid_t dxpl = rd_dxpl(t.dim, t.row);
         herr_t e = H5Dread(t.ds, t.mem, H5S_ALL, H5S_ALL, dxpl, buf);
         char h5[256];
@@ -488,9 +495,51 @@ static xsprof_status rd_check_refs(rd_ctx *r, const xsprof_rank_data *d, uint64_
         if (d->comms[i].members > d->ncomm_members || d->comms[i].size > d->ncomm_members - d->comms[i].members)
             return rd_fail(r, XSPROF_ERR_FORMAT, "comm row %zu refers to members outside %s", i,
                            XSPROF_DS_COMM_MEMBERS);
+    for (size_t i = 0; i < d->ncallstacks; i++) {
+        const xsprof_io_callstack *c = &d->callstacks[i];
+        if (!c->id || (i && c->id <= d->callstacks[i - 1].id) || !c->depth || c->depth > XSPROF_IO_STACK_MAX ||
+            c->frames > d->nframes || c->depth > d->nframes - c->frames)
+            return rd_fail(r, XSPROF_ERR_FORMAT, "call stack row %zu is inconsistent (id %u, depth %u, frames at %llu of %zu)",
+                           i, c->id, c->depth, (unsigned long long)c->frames, d->nframes);
+    }
+    for (size_t i = 0; i < d->nmodules; i++) {
+        const xsprof_io_module *m = &d->modules[i];
+        if (!m->id || (i && m->id <= d->modules[i - 1].id) || m->lo >= m->hi || m->t_unload < m->t_load)
+            return rd_fail(r, XSPROF_ERR_FORMAT, "module row %zu is inconsistent (id %u, addresses %#llx-%#llx)", i, m->id,
+                           (unsigned long long)m->lo, (unsigned long long)m->hi);
+    }
     if (d->nstrings > UINT32_MAX)
         return rd_fail(r, XSPROF_ERR_FORMAT, "too many strings");
     return XSPROF_OK;
+}
+
+/* Row of `id` in a table sorted by its uint32 id at byte `at` of each row. */
+static const void *rd_find_id(const void *rows, size_t n, size_t size, size_t at, uint32_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *row = (const char *)rows + mid * size;
+        uint32_t v;
+        memcpy(&v, row + at, sizeof v);
+        if (v == id)
+            return row;
+        if (v < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+const xsprof_io_callstack *xsprof_rank_data_callstack(const xsprof_rank_data *d, uint32_t id)
+{
+    return rd_find_id(d->callstacks, d->ncallstacks, sizeof *d->callstacks, offsetof(xsprof_io_callstack, id), id);
+}
+
+const xsprof_io_module *xsprof_rank_data_module(const xsprof_rank_data *d, uint32_t id)
+{
+    return rd_find_id(d->modules, d->nmodules, sizeof *d->modules, offsetof(xsprof_io_module, id), id);
 }
 
 _Static_assert((int)XSPROF_H5_REGIONS == (int)XSPROF_IO_T_REGIONS && (int)XSPROF_H5_ARGS == (int)XSPROF_IO_T_ARGS &&
@@ -506,10 +555,11 @@ static xsprof_status rd_load(rd_ctx *r, xsprof_rank_data *d, unsigned stream, rd
         (void **)&d->regions, (void **)&d->args,  (void **)&d->instants, (void **)&d->counters,
         (void **)&d->mpi,     (void **)&d->gpu,   (void **)&d->mem,      (void **)&d->clock,
         (void **)&d->threads, (void **)&d->comms, (void **)&d->comm_members, (void **)&d->topo,
-        (void **)&d->meta};
+        (void **)&d->meta,    (void **)&d->callstacks, (void **)&d->frames, (void **)&d->modules};
     size_t *n[XSPROF_H5_STRINGS] = {&d->nregions, &d->nargs,  &d->ninstants,     &d->ncounters, &d->nmpi,
                                     &d->ngpu,     &d->nmem,   &d->nclock,        &d->nthreads,  &d->ncomms,
-                                    &d->ncomm_members, &d->ntopo, &d->nmeta};
+                                    &d->ncomm_members, &d->ntopo, &d->nmeta, &d->ncallstacks, &d->nframes,
+                                    &d->nmodules};
     for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
         tabs[t] = (rd_tab){.ds = -1, .mem = -1};
     xsprof_status s = rd_attributes(r, d);
@@ -806,6 +856,7 @@ xsprof_status xsprof_rankfile_read(xsprof_rankfile *rf, enum xsprof_io_table t, 
     xsprof_status s = XSPROF_OK;
     if (!rd_rows_reader || rd_rows_reader(tab->ds, tab->mem, tab->row, first, n, buf) != 0) {
         hsize_t off = first, count = n;
+        memset(buf, 0, n * tab->row); /* padding, as in rd_table */
         hid_t fs = H5Dget_space(tab->ds), ms = H5Screate_simple(1, &count, NULL);
         if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, &off, NULL, &count, NULL) < 0 ||
             H5Dread(tab->ds, tab->mem, ms, fs, H5P_DEFAULT, buf) < 0) {

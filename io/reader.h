@@ -49,6 +49,9 @@ typedef struct xsprof_rank_data {
     int32_t *comm_members;     size_t ncomm_members;
     xsprof_io_topo *topo;      size_t ntopo;
     xsprof_io_meta *meta;      size_t nmeta;
+    xsprof_io_callstack *callstacks; size_t ncallstacks;
+    uint64_t *frames;          size_t nframes;
+    xsprof_io_module *modules; size_t nmodules;
 } xsprof_rank_data;
 
 /* Load a whole rank file. On error `out` is left empty (safe to free). */
@@ -76,6 +79,12 @@ void xsprof_rankfile_set_table_reader(xsprof_table_read_fn fn);
  * (either): malloc and free. Process-wide, like the table reader. xsmerge
  * decodes straight into memory it shares with other processes. */
 void xsprof_rankfile_set_table_alloc(void *(*alloc)(size_t bytes), void (*release)(void *p));
+
+/* Call stack / module by id (binary search of the id-ordered tables), NULL
+ * when none: an id an MPI row names may be missing from a journal cut short
+ * by damage. */
+const xsprof_io_callstack *xsprof_rank_data_callstack(const xsprof_rank_data *d, uint32_t id);
+const xsprof_io_module *xsprof_rank_data_module(const xsprof_rank_data *d, uint32_t id);
 
 /* String by id, "?" when out of range (never NULL). */
 const char *xsprof_rank_data_string(const xsprof_rank_data *d, uint32_t id);

@@ -3,6 +3,7 @@
  * generated wrappers fill an xsprof_mpi_call from the spec's roles; the
  * meaning of the roles lives here. */
 #include <errno.h>
+#include <execinfo.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/clock.h" /* inline read: no call through the PLT on every MPI call */
@@ -165,8 +166,45 @@ static void emit(const xsprof_rec_mpi *r) {
     xsprof_buf_append(r, sizeof *r, 0);
 }
 
-static void rec_init(xsprof_rec_mpi *r, unsigned op, int64_t t0, int64_t t1) {
+uint32_t xsprof_mpi_callsite(const void *site) {
+    uint64_t pcs[XSPROF_STACK_MAX];
+    uint32_t n = 1, depth = (uint32_t)xsprof_mpi_g.callsite_depth;
+    pcs[0] = (uint64_t)(uintptr_t)site;
+    if (depth > 1) {
+        /* The frames inside xsprof (this function, post, the wrapper, a
+         * Fortran binding) come first: start at `site`. backtrace() unwinds
+         * with the CFI, so callers are right without frame pointers. */
+        void *bt[XSPROF_STACK_MAX + 8];
+        int guard = xsprof_guard_enter(); /* its first call loads libgcc_s: not the program's memory */
+        int got = backtrace(bt, (int)depth + 8);
+        if (guard)
+            xsprof_guard_leave();
+        for (int i = 0; i < got; i++)
+            if (bt[i] == site) {
+                for (n = 0; n < depth && i + (int)n < got; n++)
+                    pcs[n] = (uint64_t)(uintptr_t)bt[i + (int)n];
+                break;
+            }
+    }
+    return xsprof_callstack_intern(pcs, n);
+}
+
+int xsprof_mpi_callsite_depth_parse(const char *spec) {
+    if (!spec || !*spec)
+        return 1;
+    char *end = NULL;
+    long v = strtol(spec, &end, 10);
+    if (*end || v < 1 || v > XSPROF_STACK_MAX) {
+        xsprof_log(XSPROF_LOG_WARN, "XSPROF_CALLSITE_DEPTH=%s is not a number of frames from 1 to %d; using 1", spec,
+                   XSPROF_STACK_MAX);
+        return 1;
+    }
+    return (int)v;
+}
+
+static void rec_init(xsprof_rec_mpi *r, unsigned op, uint32_t callsite, int64_t t0, int64_t t1) {
     memset(r, 0, sizeof *r);
+    r->callsite = callsite;
     r->h.type = XSPROF_REC_MPI;
     r->h.size = sizeof *r;
     r->op = xsprof_mpi_op_name(op);
@@ -176,9 +214,9 @@ static void rec_init(xsprof_rec_mpi *r, unsigned op, int64_t t0, int64_t t1) {
     r->peer = r->tag = r->root = XSPROF_MPI_NONE;
 }
 
-void xsprof_mpi_record_plain(unsigned op, int64_t t0, int64_t t1) {
+void xsprof_mpi_record_plain(unsigned op, const void *site, int64_t t0, int64_t t1) {
     xsprof_rec_mpi r;
-    rec_init(&r, op, t0, t1);
+    rec_init(&r, op, xsprof_mpi_callsite(site), t0, t1);
     emit(&r);
 }
 
@@ -337,7 +375,7 @@ static uint64_t recv_seq_release(const xsprof_req_info *gone) {
 static void complete(const xsprof_rec_mpi *call, const xsprof_req_info *ri, const MPI_Status *st, unsigned op,
                      int truncated) {
     xsprof_rec_mpi r;
-    rec_init(&r, op, call->t_end, call->t_end);
+    rec_init(&r, op, call->callsite, call->t_end, call->t_end);
     r.kind = XSPROF_MPI_COMPLETION;
     r.coll = ri->coll;
     r.comm = ri->comm ? ri->comm->gid : XSPROF_COMM_NONE;
@@ -649,7 +687,7 @@ void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
     xsprof_guard_leave();
     const xsprof_mpi_op *o = &xsprof_mpi_ops[c->op];
     xsprof_rec_mpi r;
-    rec_init(&r, c->op, c->t_begin, t_end);
+    rec_init(&r, c->op, xsprof_mpi_callsite(c->site), c->t_begin, t_end);
     r.coll = o->coll;
     int ok = rc == MPI_SUCCESS;
     /* a receive that truncated its message still received it (is_truncate) */

@@ -109,6 +109,7 @@ void xsprof_mpi_init_after(int thread_level) {
         xsprof_log(XSPROF_LOG_WARN, "run directory %s: %s", dir, xsprof_status_string(st));
     xsprof_end_state_set("exit without MPI_Finalize");
     xsprof_mpi_g.group_mask = xsprof_mpi_groups_parse(xsprof_config_get("XSPROF_MPI"));
+    xsprof_mpi_g.callsite_depth = xsprof_mpi_callsite_depth_parse(xsprof_config_get("XSPROF_CALLSITE_DEPTH"));
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &xsprof_mpi_g.sync_comm) != MPI_SUCCESS)
         xsprof_mpi_g.sync_comm = MPI_COMM_NULL;
     if (xsprof_comm_registry_init() != XSPROF_OK) {
@@ -138,12 +139,12 @@ void xsprof_mpi_init_after(int thread_level) {
 /* Tells the core (core/collector.h) that this copy has the MPI wrappers. */
 const int xsprof_mpi_linked = 1;
 
-void xsprof_mpi_finalize_before(unsigned op, int64_t t0) {
+void xsprof_mpi_finalize_before(unsigned op, const void *site, int64_t t0) {
     if (g_initialized && atomic_load(&xsprof_mpi_g.on)) {
         /* Other threads stop recording MPI now: one flag. */
         atomic_store(&xsprof_mpi_g.on, 0);
         xsprof_clock_sync(XSPROF_CLOCK_FINAL);
-        xsprof_mpi_record_plain(op, t0, xsprof_clock_now());
+        xsprof_mpi_record_plain(op, site, t0, xsprof_clock_now());
         xsprof_end_state_set("finalized");
     }
     xsprof_finalize();
@@ -154,7 +155,7 @@ void xsprof_mpi_finalize_before(unsigned op, int64_t t0) {
         xsprof_comm_registry_fini();
 }
 
-void xsprof_mpi_abort_before(unsigned op, int64_t t0, int errorcode) {
+void xsprof_mpi_abort_before(unsigned op, const void *site, int64_t t0, int errorcode) {
     char state[64];
     snprintf(state, sizeof state, "MPI_Abort (errorcode %d)", errorcode);
     xsprof_end_state_set(state); /* if the process still exits through atexit */
@@ -162,7 +163,7 @@ void xsprof_mpi_abort_before(unsigned op, int64_t t0, int errorcode) {
         /* Open MPI kills the caller: no handler runs, so the journal says
          * why (the reader takes the last end_state) */
         xsprof_meta_set("end_state", state);
-        xsprof_mpi_record_plain(op, t0, xsprof_clock_now());
+        xsprof_mpi_record_plain(op, site, t0, xsprof_clock_now());
     }
 }
 

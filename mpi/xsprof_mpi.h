@@ -73,6 +73,7 @@ typedef struct xsprof_mpi_scratch {
 } xsprof_mpi_scratch;
 
 typedef struct xsprof_mpi_call {
+    const void *site; /* return address into the program (xsprof_mpi_callsite) */
     unsigned op;
     unsigned has; /* XSPROF_R_* */
     xsprof_mpi_scratch *s;
@@ -126,6 +127,7 @@ typedef struct xsprof_mpi_state {
     MPI_Comm sync_comm;    /* private duplicate of MPI_COMM_WORLD for xsprof's own messages */
     _Atomic uint64_t sync_next; /* WORLD collective (coll_seq) that takes the next periodic clock sample, 0 = off */
     int64_t sync_period_ns;     /* XSPROF_CLOCK_SYNC_S */
+    int callsite_depth;    /* XSPROF_CALLSITE_DEPTH: frames per call site, 1..XSPROF_STACK_MAX */
     int64_t init_sync_ns;  /* time spent in clock exchanges (benchmarks) */
     int64_t final_sync_ns;
 } xsprof_mpi_state;
@@ -134,12 +136,19 @@ XSPROF_HIDDEN extern xsprof_mpi_state xsprof_mpi_g;
 /* Called by the MPI_Init/MPI_Init_thread wrappers after PMPI_Init*. */
 XSPROF_HIDDEN void xsprof_mpi_init_after(int thread_level);
 /* MPI_Abort: its row and the end state, before PMPI_Abort ends the job. */
-XSPROF_HIDDEN void xsprof_mpi_abort_before(unsigned op, int64_t t0, int errorcode);
+XSPROF_HIDDEN void xsprof_mpi_abort_before(unsigned op, const void *site, int64_t t0, int errorcode);
 /* Called by the MPI_Finalize wrapper before PMPI_Finalize: final clock
  * sample, the MPI_Finalize record (op, from t0), xsprof_finalize. */
-XSPROF_HIDDEN void xsprof_mpi_finalize_before(unsigned op, int64_t t0);
+XSPROF_HIDDEN void xsprof_mpi_finalize_before(unsigned op, const void *site, int64_t t0);
 /* One record without message semantics (Init, Pcontrol), outside enter/post. */
-XSPROF_HIDDEN void xsprof_mpi_record_plain(unsigned op, int64_t t0, int64_t t1);
+XSPROF_HIDDEN void xsprof_mpi_record_plain(unsigned op, const void *site, int64_t t0, int64_t t1);
+/* Call-site id of a call whose return address into the program is `site`
+ * (the caller of the C wrapper, or of the Fortran binding): that address
+ * alone at depth 1, else it and its callers (unwound with the binaries'
+ * CFI), interned (core/collector.h). 0 when unknown. */
+XSPROF_HIDDEN uint32_t xsprof_mpi_callsite(const void *site);
+/* XSPROF_CALLSITE_DEPTH (default 1; 1..XSPROF_STACK_MAX, else a warning and 1). */
+XSPROF_HIDDEN int xsprof_mpi_callsite_depth_parse(const char *spec);
 /* 1 when the function's group is recorded (XSPROF_MPI). */
 static inline int xsprof_mpi_group_on(unsigned op) {
     return (xsprof_mpi_g.group_mask >> xsprof_mpi_ops[op].group) & 1u;

@@ -21,13 +21,13 @@ void *xsprof_f_next(void **slot, const char *name) {
 
 int64_t xsprof_f_enter(unsigned op) { return xsprof_mpi_enter(op) ? xsprof_clock_now() : -1; }
 
-void xsprof_f_leave(unsigned op, int64_t t0) {
+void xsprof_f_leave(unsigned op, const void *site, int64_t t0) {
     if (t0 < 0)
         return;
     int64_t t1 = xsprof_clock_now();
     xsprof_guard_leave();
     if (xsprof_mpi_group_on(op)) /* creations are entered even when their group is not recorded */
-        xsprof_mpi_record_plain(op, t0, t1);
+        xsprof_mpi_record_plain(op, site, t0, t1);
 }
 
 MPI_Request *xsprof_f_requests(const MPI_Fint *f, int n, MPI_Request *inl) {

@@ -52,8 +52,9 @@ XSPROF_HIDDEN void xsprof_f_statuses_done(MPI_Fint *f, int n, MPI_Status *c, MPI
  * (RTLD_NEXT, cached in *slot), NULL when there is none. */
 XSPROF_HIDDEN void *xsprof_f_next(void **slot, const char *name);
 /* Around the passed-through call: start time, or -1 when not recorded; then
- * one record by name with the call's times. */
+ * one record by name with the call's times and call site (the binding's
+ * return address). */
 XSPROF_HIDDEN int64_t xsprof_f_enter(unsigned op);
-XSPROF_HIDDEN void xsprof_f_leave(unsigned op, int64_t t0);
+XSPROF_HIDDEN void xsprof_f_leave(unsigned op, const void *site, int64_t t0);
 
 #endif

@@ -171,25 +171,46 @@ def call_args(f):
     return ", ".join(p.name for p in f.params)
 
 
+def impl_proto(f):
+    """The recording body of a C wrapper: the MPI prototype with the call
+    site in front (xsprof_w_MPI_X). The exported MPI_X passes its own return
+    address; a Fortran binding passes its caller's."""
+    params = ", ".join(p.text for p in f.params)
+    return "%s xsprof_w_%s(const void *xs_site%s)" % (f.ret, f.name, ", " + params if params else "")
+
+
+def impl_call(f, site):
+    args = call_args(f)
+    return "xsprof_w_%s(%s%s)" % (f.name, site, ", " + args if args else "")
+
+
+def wrapped(funcs):
+    return [f for f in funcs if f.kind not in ("SKIP", "SPECIAL")]
+
+
 def gen_c(funcs, out):
+    with open(os.path.join(out, "wrappers.h"), "w") as h:
+        h.write(HEADER + "#ifndef XSPROF_PMPI_WRAPPERS_H\n#define XSPROF_PMPI_WRAPPERS_H\n")
+        h.write('#include "mpi/xsprof_mpi.h"\n')
+        for f in wrapped(funcs):
+            h.write("XSPROF_HIDDEN %s;\n" % impl_proto(f))
+        h.write("#endif\n")
     with open(os.path.join(out, "wrappers_c.c"), "w") as o:
         o.write(HEADER)
         o.write("/* Deprecated MPI-2.0 functions are part of the interface we wrap. */\n")
         o.write('#pragma GCC diagnostic ignored "-Wdeprecated-declarations"\n')
-        o.write('#include "mpi/xsprof_mpi.h"\n#include "ops.h"\n')
-        for f in funcs:
-            if f.kind in ("SKIP", "SPECIAL"):
-                continue
+        o.write('#include "wrappers.h"\n#include "ops.h"\n')
+        for f in wrapped(funcs):
             args = call_args(f)
             bits = sorted({ROLES[r][2] for r in f.roles if ROLES[r][2]})
             has = " | ".join("XSPROF_R_" + b for b in bits) or "0"
-            inits = [".op = %s" % op_id(f), ".has = %s" % has, ".s = &xs_s"]
+            inits = [".site = xs_site", ".op = %s" % op_id(f), ".has = %s" % has, ".s = &xs_s"]
             for role, pname in f.roles.items():
                 field, cast, _ = ROLES[role]
                 if role in ("status", "statuses") or field is None:
                     continue
                 inits.append(".%s = %s%s" % (field, cast, pname))
-            o.write("\n%s\n{\n" % f.proto)
+            o.write("\n%s\n{\n" % impl_proto(f))
             o.write("    if (!xsprof_mpi_enter(%s))\n        return P%s(%s);\n" % (op_id(f), f.name, args))
             o.write("    xsprof_mpi_scratch xs_s;\n")
             o.write("    xsprof_mpi_call xs_c = {%s};\n" % ", ".join(inits))
@@ -203,6 +224,7 @@ def gen_c(funcs, out):
             o.write("    %s xs_rc = P%s(%s);\n" % (f.ret, f.name, args))
             o.write("    xsprof_mpi_post(&xs_c, %s);\n" % ("xs_rc" if f.ret == "int" else "MPI_SUCCESS"))
             o.write("    return xs_rc;\n}\n")
+            o.write("\n%s\n{\n    return %s;\n}\n" % (f.proto, impl_call(f, "__builtin_return_address(0)")))
 
 
 # ---- Fortran ---------------------------------------------------------------
@@ -300,7 +322,7 @@ def gen_f_passthrough(f, o):
     o.write("    if (!xs_real) {\n        *ierr = MPI_ERR_INTERN;\n        return;\n    }\n")
     o.write("    int64_t xs_t0 = xsprof_f_enter(%s);\n" % op_id(f))
     o.write("    xs_real(%s);\n" % ", ".join(names))
-    o.write("    xsprof_f_leave(%s, xs_t0);\n}\n" % op_id(f))
+    o.write("    xsprof_f_leave(%s, __builtin_return_address(0), xs_t0);\n}\n" % op_id(f))
     for alias in (low, low + "__", f.name.upper()):
         o.write('XSPROF_FORTRAN void %s(%s) __attribute__((alias("%s_")));\n' % (alias, decl, low))
     o.write('XSPROF_OMPI_F08_ALIAS(%s, %s, (%s))\n' % (low[4:], low, decl))
@@ -313,7 +335,7 @@ def gen_f(funcs, out):
         o.write(HEADER)
         o.write('#pragma GCC diagnostic ignored "-Wdeprecated-declarations"\n')
         o.write('#include "pmpi_wrappers/fortran.h"\n')
-        o.write('#include "ops.h"\n')
+        o.write('#include "ops.h"\n#include "wrappers.h"\n')
         for f in funcs:
             if f.kind in ("SKIP", "SPECIAL") or f.ret != "int":
                 continue
@@ -328,7 +350,8 @@ def gen_f(funcs, out):
             o.write("void %s_(%s)\n{\n" % (low, decl))
             for _, pre, _, _ in plan:
                 o.writelines(pre)
-            o.write("    int xs_rc = %s(%s);\n" % (f.name, ", ".join(a for _, _, a, _ in plan)))
+            cargs = ", ".join(["__builtin_return_address(0)"] + [a for _, _, a, _ in plan])
+            o.write("    int xs_rc = xsprof_w_%s(%s);\n" % (f.name, cargs))
             for _, _, _, post in plan:
                 o.writelines(post)
             o.write("    *ierr = (MPI_Fint)xs_rc;\n}\n")

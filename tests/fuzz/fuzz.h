@@ -27,4 +27,11 @@ static inline char *fuzz_cstr(const uint8_t *data, size_t size)
  * return its path (a regular file under $TMPDIR or /tmp, removed at exit). */
 const char *fuzz_scratch_file(const uint8_t *data, size_t size, const char *suffix);
 
+/* Use what a loaded rank says about its code as xsmerge does: every MPI
+ * row's call stack and its frames, every module's strings. Aborts when a
+ * loaded call stack's frames lie outside the frame table (the reader must
+ * have refused it). `d` is an xsprof_rank_data. */
+struct xsprof_rank_data;
+void fuzz_walk_code(const struct xsprof_rank_data *d);
+
 #endif

@@ -80,6 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st == XSPROF_OK)
         for (size_t i = 0; i < d.nregions; i++)
             (void)xsprof_rank_data_string(&d, d.regions[i].name);
+    if (st == XSPROF_OK)
+        fuzz_walk_code(&d);
     fz_stream(path, st == XSPROF_OK ? &d : NULL);
     xsprof_rank_data_free(&d);
     return 0;

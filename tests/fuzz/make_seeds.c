@@ -193,9 +193,29 @@ static void seed_basic(sj *j)
     sj_rec(j, 0, &dr, sizeof dr);
 }
 
+/* A call stack of n frames from `pc` on, written by thread tid. */
+static void sj_stack(sj *j, uint32_t tid, uint32_t id, uint32_t n, uint64_t pc)
+{
+    uint64_t buf[2 + 4];
+    xsprof_rec_stack *st = (xsprof_rec_stack *)buf;
+    *st = (xsprof_rec_stack){.h = {XSPROF_REC_STACK, 0}, .id = id, .n = n};
+    for (uint32_t k = 0; k < n && k < 4; k++)
+        st->frames[k] = pc + 0x40 * k;
+    sj_rec(j, tid, st, (uint32_t)(sizeof *st + n * sizeof(uint64_t)));
+}
+
+static void sj_module(sj *j, uint32_t tid, uint32_t id, uint32_t event, uint32_t path, uint64_t lo, int64_t t)
+{
+    xsprof_rec_module m = {.h = {XSPROF_REC_MODULE, 0}, .id = id, .event = event, .path = path,
+                           .build_id = path + 1, .bias = lo - 0x1000, .lo = lo, .hi = lo + 0x8000, .t = t};
+    sj_rec(j, tid, &m, sizeof m);
+}
+
 /* Rank 1 of 2 of an MPI + GPU program killed by SIGSEGV: communicators,
- * messages, a collective, clock samples, topology, GPU activity, and a
- * second thread with a region still open. */
+ * messages with call sites, a collective, clock samples, topology, GPU
+ * activity, loaded objects (one unloaded: its GONE record on another
+ * thread than its LOADED one, read first), and a second thread with a
+ * region still open. */
 static void seed_mpi(sj *j)
 {
     sj_init(j, 1, 2, XSPROF_JOURNAL_SIGNALED, 11);
@@ -222,6 +242,14 @@ static void seed_mpi(sj *j)
                            .rtt_ns = 40};
     sj_rec(j, 0, &ck, sizeof ck);
     uint32_t send = sj_str(j, "MPI_Send"), recv = sj_str(j, "MPI_Recv"), ar = sj_str(j, "MPI_Allreduce");
+    uint32_t app = sj_str(j, "/usr/bin/app");
+    sj_str(j, "0011aabb");
+    uint32_t lib = sj_str(j, "/opt/libplug.so");
+    sj_str(j, "");
+    sj_module(j, 0, 1, XSPROF_MODULE_LOADED, app, 0x400000, 5);
+    sj_module(j, 0, 2, XSPROF_MODULE_GONE, lib, 0x7f0000000000, 150);
+    sj_stack(j, 0, 1, 1, 0x401234);
+    sj_stack(j, 0, 2, 3, 0x401300);
     xsprof_rec_mpi mp;
     memset(&mp, 0, sizeof mp);
     mp.h.type = XSPROF_REC_MPI;
@@ -237,6 +265,7 @@ static void seed_mpi(sj *j)
         mp.bytes_sent = i ? 0 : 800;
         mp.bytes_recv = i ? 800 : 0;
         mp.seq = 1;
+        mp.callsite = 1 + (uint32_t)i;
         sj_rec(j, 0, &mp, sizeof mp);
     }
     memset(&mp, 0, sizeof mp);
@@ -257,6 +286,7 @@ static void seed_mpi(sj *j)
     xsprof_rec_gpu g;
     memset(&g, 0, sizeof g);
     g.h.type = XSPROF_REC_GPU;
+    sj_module(j, 1, 2, XSPROF_MODULE_LOADED, lib, 0x7f0000000000, 50);
     g.name = sj_str(j, "saxpy");
     g.t_begin = 300;
     g.t_end = 340;
@@ -291,6 +321,12 @@ static void convert(const char *jpath, const char *h5path, const char *state)
     memset(&d, 0, sizeof d);
     if (xsprof_rankfile_load(h5path, &d, err, sizeof err) != XSPROF_OK) {
         fprintf(stderr, "make_seeds: reload %s: %s\n", h5path, err);
+        exit(1);
+    }
+    /* the MPI seed's definitions survive the conversion, in id order */
+    if (d.nmpi && (d.ncallstacks != 2 || d.nframes != 4 || d.nmodules != 2 || d.modules[1].t_unload != 150 ||
+                   d.modules[1].t_load != 50 || !xsprof_rank_data_callstack(&d, 2))) {
+        fprintf(stderr, "make_seeds: %s: call stacks or modules lost\n", h5path);
         exit(1);
     }
     xsprof_rank_data_free(&d);

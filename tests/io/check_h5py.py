@@ -23,7 +23,7 @@ with h5py.File(path, "r") as f:
         return v.decode() if isinstance(v, bytes) else str(v)
 
     check(s("format") == "xsprof-rank", "format attribute")
-    check(int(a["format_version"]) == 1, "format_version")
+    check(int(a["format_version"]) == 2, "format_version")
     check(int(a["rank"]) == 3 and int(a["size"]) == 8, "rank/size")
     check(int(a["pid"]) == 123456789, "pid")
     check(s("host") == "node-a" and s("job_id") == "job-77", "host/job_id")

@@ -396,12 +396,12 @@ static void test_rankfiles(void)
     p = path_in("version.h5");
     copy_file(good, p);
     hid_t f = h5_open_rw(p), a = H5Aopen(f, "format_version", H5P_DEFAULT);
-    int32_t v = 2;
+    int32_t v = XSPROF_FORMAT_VERSION + 1;
     H5Awrite(a, H5T_NATIVE_INT32, &v);
     H5Aclose(a);
     H5Fclose(f);
     st = xsprof_rankfile_load(p, &d, errbuf, sizeof errbuf);
-    CHECK(st == XSPROF_ERR_VERSION && one_line_naming(errbuf, p) && strstr(errbuf, "version 2"),
+    CHECK(st == XSPROF_ERR_VERSION && one_line_naming(errbuf, p) && strstr(errbuf, "version 3"),
           "wrong version: %d %s", st, errbuf);
 
     /* An HDF5 file of somebody else. */

@@ -56,7 +56,7 @@ base = tmpdir()
 R = {}
 for kind in ("golden", "journal", "foreign", "skew", "latelr", "unrecv", "gpu", "gpumpi", "empty", "deep", "icoll",
              "icoll_late", "zerocoll", "mpithreads", "mpithreads_far", "chain", "halo", "halocoll", "outside", "waitall_tie", "pollwo",
-             "overlap", "pollwait", "pollsend", "isendlr", "icollpoll", "window", "farcause", "polllr"):
+             "overlap", "pollwait", "pollsend", "isendlr", "icollpoll", "window", "farcause", "polllr", "selfpoll"):
     R[kind] = make_run(maker, kind, os.path.join(base, kind))
 R["ring"] = make_run(maker, "big", os.path.join(base, "ring"), 4, 3000)
 R["ring1"] = make_run(maker, "big", os.path.join(base, "ring1"), 1, 3000)
@@ -616,7 +616,7 @@ def part_report():
              ("bigskew", ("--ranks", "1-4")), ("gpu", ()), ("gpumpi", ()), ("deep", ()), ("icoll", ()),
              ("icoll_late", ()), ("mpithreads", ()), ("journal", ()), ("empty", ()), ("bigring", ()),
              ("chain", ()), ("halo", ()), ("halocoll", ()), ("outside", ()), ("waitall_tie", ()), ("pollwo", ()), ("overlap", ()), ("pollwait", ()), ("pollsend", ()), ("isendlr", ()),
-             ("icollpoll", ()), ("farcause", ()), ("polllr", ()), ("window", ("--from", "4us", "--to", "14us")), ("window", ("--from", "4us")), ("window", ("--to", "5.2us"))]
+             ("icollpoll", ()), ("farcause", ()), ("polllr", ()), ("selfpoll", ()), ("window", ("--from", "4us", "--to", "14us")), ("window", ("--from", "4us")), ("window", ("--to", "5.2us"))]
     nstreamed = nsegs = nwo = nwaits = 0
     for run, opts in cases:
         what = "%s %s --stream --outputs h5,report" % (run, " ".join(opts))

@@ -81,6 +81,14 @@
  *           rank 1 makes 20 more calls before that next call comes, so
  *           the causing Send is no longer among its recent calls then
  *           (its cause used to be lost streamed: root rank -1)
+ *   selfpoll 2 ranks, as Ray polls: rank 0 polls with 50 MPI_Iprobe
+ *           calls of 100 ns from 1 us, Isends to itself at 11 us, probes
+ *           and receives that message, waits for its Isend, polls 25 more
+ *           Iprobes and receives rank 1's message, sent at 17 us after
+ *           `slow`: one Late Sender (the 25 polls before 17 us, 2.5 us,
+ *           caused by rank 1); the message to itself waits for no one
+ *           (the streamed analysis counted the 50 polls before it as a
+ *           Late Sender of rank 0 by rank 0)
  *   isendlr 2 ranks: rank 0 Isends to rank 1 after 0.1 us of `pack` and
  *           waits in MPI_Wait from 0.2 us; rank 1 runs `unpack` for 1.5
  *           us, a Barrier on MPI_COMM_SELF and 25 ns of `post`, then
@@ -511,6 +519,45 @@ static int farcause(const char *dir)
     xsf_region(f[0], 0, "compute", 0, 5300, 9000);
     m = M(); m.t_begin = 9000; m.t_end = 9100; m.kind = XSPROF_MPI_OTHER;
     xsf_mpi(f[0], 0, "MPI_Comm_rank", m);
+    return close_all(f, 2);
+}
+
+/* n unsuccessful MPI_Iprobe calls (OTHER rows) of 100 ns every 200 ns from `from`. */
+static void failed_probes(xsf *f, int n, int64_t from)
+{
+    for (int i = 0; i < n; i++) {
+        xsprof_rec_mpi m = M();
+        m.t_begin = from + 200 * i; m.t_end = m.t_begin + 100; m.kind = XSPROF_MPI_OTHER;
+        xsf_mpi(f, 0, "MPI_Iprobe", m);
+    }
+}
+
+/* selfpoll: see the list at the top. */
+static int selfpoll(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    xsprof_rec_mpi m;
+    xsf_region(f[0], 0, "work", 0, 0, 1000);
+    failed_probes(f[0], 50, 1000);
+    m = M(); m.t_begin = 11000; m.t_end = 11100; m.kind = XSPROF_MPI_ISEND; m.peer = 0; m.tag = 3; m.bytes_sent = 8;
+    m.seq = 1; m.request = 8;
+    xsf_mpi(f[0], 0, "MPI_Isend", m);
+    m = M(); m.t_begin = 11200; m.t_end = 11300; m.kind = XSPROF_MPI_OTHER;
+    xsf_mpi(f[0], 0, "MPI_Iprobe", m);
+    m = M(); m.t_begin = 11400; m.t_end = 11500; m.kind = XSPROF_MPI_RECV; m.peer = 0; m.tag = 3; m.bytes_recv = 8;
+    m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Recv", m);
+    isend_wait(f[0], 11600, 11700, 11650, 8);
+    failed_probes(f[0], 30, 12000);
+    m = M(); m.t_begin = 18000; m.t_end = 18200; m.kind = XSPROF_MPI_RECV; m.peer = 1; m.tag = 1; m.bytes_recv = 8;
+    m.seq = 1;
+    xsf_mpi(f[0], 0, "MPI_Recv", m);
+    xsf_region(f[1], 0, "slow", 0, 0, 17000);
+    m = M(); m.t_begin = 17000; m.t_end = 17100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8;
+    m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Send", m);
     return close_all(f, 2);
 }
 
@@ -1363,6 +1410,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "pollwait")) return pollwait(dir);
     if (!strcmp(kind, "pollsend")) return pollsend(dir);
     if (!strcmp(kind, "isendlr")) return isendlr(dir);
+    if (!strcmp(kind, "selfpoll")) return selfpoll(dir);
     if (!strcmp(kind, "farcause")) return farcause(dir);
     if (!strcmp(kind, "polllr")) return polllr(dir);
     if (!strcmp(kind, "polling")) return polling(dir);

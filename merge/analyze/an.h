@@ -174,6 +174,12 @@ int xsm_comm_holds(const xsprof_rank_data *d, uint32_t comm, int32_t w, size_t n
 #define XSM_POLL_KEEP 1024
 /* xsm_is_poll_op (analyze.h): the calls of a polling loop. */
 
+/* A wait's root region (xsm_wait, xsm_swait, xsm_swinst) and root rank
+ * (xsm_swinst, merged.h5) when its causing call had left the streamed
+ * analysis's look-back window before the wait was found: no cause is
+ * named rather than another one (report: "beyond window"). */
+#define XSM_ROOT_BEYOND (-2)
+
 typedef struct xsm_wait {
     int kind;
     int32_t waiter, causer; /* world ranks; causer -1 when no single rank causes it */
@@ -184,7 +190,7 @@ typedef struct xsm_wait {
     int64_t t_cause;        /* when the causer arrived (its call's entry) */
     int64_t cause_prev;     /* start of the causer's synchronisation interval */
     int64_t wait_prev;      /* start of the waiter's synchronisation interval */
-    int32_t root_region;    /* delay analysis: the region that explains most of it, -1 none */
+    int32_t root_region;    /* delay analysis: the region that explains most of it, -1 none, XSM_ROOT_BEYOND */
     uint64_t count;         /* instances: 1, or a site's in a streamed analysis (t_end - t_begin their sum) */
     int32_t root_rank;      /* root_region's rank: the causer, or one that made the causer late (in-memory only) */
 } xsm_wait;
@@ -327,6 +333,9 @@ typedef struct xsm_an {
     xsm_wait *w; size_t nw, wcap;
     double wait_s[XSM_WAIT_NKINDS];
     uint64_t wait_n[XSM_WAIT_NKINDS];
+    /* of those, the waits whose root cause lies beyond the window (XSM_ROOT_BEYOND) */
+    double beyond_s[XSM_WAIT_NKINDS];
+    uint64_t beyond_n[XSM_WAIT_NKINDS], beyond_total;
     xsm_rootcause *rc; size_t nrc;
     xsm_outlier *out; size_t nout; /* the largest, by excess */
     uint64_t nout_total;
@@ -397,7 +406,7 @@ typedef struct xsm_swait {
     int32_t causer;
     uint32_t op;
     int64_t encl; /* string id, -1 none */
-    int32_t root; /* the delay analysis's region (xsm_sanalysis_name), -1 none */
+    int32_t root; /* the delay analysis's region (xsm_sanalysis_name), -1 none, XSM_ROOT_BEYOND */
     uint64_t n;
     int64_t ns;
 } xsm_swait;

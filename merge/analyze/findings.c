@@ -252,7 +252,10 @@ static int wait_findings(xsm_an *a)
         const xsm_region *rg = w0->root_region >= 0 ? region_of(a, w0->root_region) : NULL;
         const char *rname = xsm_an_name(a, w0->root_region);
         char cause[512] = "";
-        if (passed_on) {
+        if (w0->root_region == XSM_ROOT_BEYOND && causer >= 0) {
+            snprintf(cause, sizeof cause, "the cause lies on rank %d further back than the streamed analysis looks "
+                     "(beyond window: merge without --stream to name it); ", causer);
+        } else if (passed_on) {
             char d[32];
             xsm_fmt_dur(d, sizeof d, rbest);
             if (ncausers > 1)
@@ -308,7 +311,7 @@ static int wait_findings(xsm_an *a)
             snprintf(f.recommendation, sizeof f.recommendation, "rebalance `%s` across ranks; %s", rname, recommend(w0->kind));
         else
             snprintf(f.recommendation, sizeof f.recommendation, "%s", recommend(w0->kind));
-        f.outside = causer >= 0 && w0->root_region < 0; /* e.g. a program profiled by LD_PRELOAD alone */
+        f.outside = causer >= 0 && w0->root_region == -1; /* e.g. a program profiled by LD_PRELOAD alone */
         if (xsm_an_finding_add(a, &f) != 0) {
             free(f.ranks);
             goto out;

@@ -73,6 +73,9 @@ static void job(const xsm_an *a, xsm_buf *b, int h)
     str(b, a->streamed ? "streamed" : "in-memory", h);
     key(b, "not_computed", 0);
     xsm_buf_puts(b, "[]");
+    /* waits whose causing call had left the window (wait_states[].sites[].root_cause) */
+    key(b, "waits_beyond_window", 0);
+    NUM(b, a->beyond_total);
     xsm_buf_puts(b, "}");
 }
 
@@ -271,6 +274,7 @@ static void mpi(const xsm_an *a, xsm_buf *b, int h)
 
 typedef struct site {
     int32_t region, waiter, causer, op;
+    int beyond; /* its root cause lies beyond the window (XSM_ROOT_BEYOND) */
     double s;
     uint64_t n;
 } site;
@@ -290,6 +294,8 @@ static int site_key_cmp(const void *pa, const void *pb)
         return a->waiter < b->waiter ? -1 : 1;
     if (a->causer != b->causer)
         return a->causer < b->causer ? -1 : 1;
+    if (a->beyond != b->beyond)
+        return a->beyond < b->beyond ? -1 : 1;
     return a->op < b->op ? -1 : a->op > b->op;
 }
 
@@ -308,7 +314,8 @@ static void wait_states(const xsm_an *a, xsm_buf *b, int h)
         for (size_t i = 0; i < a->nw; i++) {
             const xsm_wait *w = &a->w[i];
             if (w->kind == k)
-                s[ns++] = (site){w->region, w->waiter, w->causer, w->op, (double)(w->t_end - w->t_begin) * 1e-9, w->count};
+                s[ns++] = (site){w->region, w->waiter, w->causer, w->op, w->root_region == XSM_ROOT_BEYOND,
+                                 (double)(w->t_end - w->t_begin) * 1e-9, w->count};
         }
         /* merge instances of the same site */
         qsort(s, ns, sizeof *s, site_key_cmp);
@@ -332,6 +339,8 @@ static void wait_states(const xsm_an *a, xsm_buf *b, int h)
         NUM(b, a->wait_s[k]);
         key(b, "instances", 0);
         NUM(b, a->wait_n[k]);
+        key(b, "beyond_window", 0);
+        NUM(b, a->beyond_n[k]);
         key(b, "sites", 0);
         xsm_buf_puts(b, "[");
         for (size_t j = 0; j < ns && j < XSM_SITES_MAX; j++) {
@@ -350,6 +359,10 @@ static void wait_states(const xsm_an *a, xsm_buf *b, int h)
             NUM(b, s[j].s);
             key(b, "instances", 0);
             NUM(b, s[j].n);
+            if (s[j].beyond) {
+                key(b, "root_cause", 0);
+                str(b, "beyond window", h);
+            }
             xsm_buf_puts(b, "}");
         }
         xsm_buf_puts(b, "]");

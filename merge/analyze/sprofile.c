@@ -1680,14 +1680,17 @@ int xsm_sanalysis_finish(xsm_sanalysis *sa)
     }
     for (size_t r = 0; r < sa->run->nranks; r++) {
         xsm_anrank *x = sa->acc[r];
-        for (size_t i = 0; x && i < x->nreq; i++) { /* their causing call never came: no cause known */
+        /* their causing call had passed, out of the causer's recent calls,
+         * before the wait was found: the cause lies beyond the window,
+         * which the report says instead of naming another */
+        for (size_t i = 0; x && i < x->nreq; i++) {
             const xsm_req *q = &x->req[i];
             if (q->hold) /* its waiter settled it (recent_flush) */
                 continue;
             xsm_anrank *w = sa->acc[q->waiter];
-            if ((q->wb != INT64_MIN &&
-                 inst_put(w, q->kind, x->rank, q->op, q->encl, -1, -1, q->wrow, q->wb, q->ns, q->wb + q->ns)) ||
-                wait_add(w, q->kind, x->rank, q->op, q->encl, -1, q->ns))
+            if ((q->wb != INT64_MIN && inst_put(w, q->kind, x->rank, q->op, q->encl, XSM_ROOT_BEYOND, XSM_ROOT_BEYOND,
+                                                q->wrow, q->wb, q->ns, q->wb + q->ns)) ||
+                wait_add(w, q->kind, x->rank, q->op, q->encl, XSM_ROOT_BEYOND, q->ns))
                 return -1;
         }
         if (x)

@@ -221,6 +221,16 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
         xsm_fmt_dur(d1, sizeof d1, a->wait_s[k]);
         xsm_buf_printf(b, "%-28s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->wait_n[k]);
     }
+    if (a->beyond_total) {
+        xsm_buf_printf(b, "\nRoot cause beyond window: %llu waits, whose causing call had left the streamed analysis's look-back\n"
+                          "window (the causer's last 16 MPI calls) when they were found; no cause is named for them:\n",
+                       (unsigned long long)a->beyond_total);
+        for (int k = 0; k < XSM_WAIT_NKINDS; k++)
+            if (a->beyond_n[k]) {
+                xsm_fmt_dur(d1, sizeof d1, a->beyond_s[k]);
+                xsm_buf_printf(b, "  %-26s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->beyond_n[k]);
+            }
+    }
     if (a->nrc) {
         xsm_buf_puts(b, "\nRoot causes (delay analysis: the region whose extra time explains the waits, on the rank where the delay started):\n");
         for (size_t i = 0; i < a->nrc && i < 15; i++) {

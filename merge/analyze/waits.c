@@ -988,7 +988,7 @@ int xsm_an_waits_streamed(xsm_an *a, const xsm_sanalysis *sa)
             const xsm_swait *s = &v.w[i];
             int32_t op = xsm_an_sname(a, (int32_t)r, s->op);
             int32_t reg = s->encl >= 0 ? xsm_an_sname(a, (int32_t)r, (uint32_t)s->encl) : -1;
-            int32_t root = s->root >= 0 ? xsm_names_intern(&a->names, xsm_sanalysis_name(sa, s->root)) : -1;
+            int32_t root = s->root >= 0 ? xsm_names_intern(&a->names, xsm_sanalysis_name(sa, s->root)) : s->root;
             if (op < 0 || (s->encl >= 0 && reg < 0) || (s->root >= 0 && root < 0))
                 return -1;
             xsm_wait w = {s->kind, (int32_t)r, s->causer, 0, op, reg, 0, s->ns, 0, 0, 0, root, s->n, -1};
@@ -997,6 +997,11 @@ int xsm_an_waits_streamed(xsm_an *a, const xsm_sanalysis *sa)
             a->wait_s[w.kind] += (double)s->ns * 1e-9;
             a->wait_n[w.kind] += s->n;
             a->rs[r].wait_ns += s->ns;
+            if (root == XSM_ROOT_BEYOND) {
+                a->beyond_s[w.kind] += (double)s->ns * 1e-9;
+                a->beyond_n[w.kind] += s->n;
+                a->beyond_total += s->n;
+            }
         }
     }
     size_t n, cap = 0;

@@ -56,7 +56,7 @@ base = tmpdir()
 R = {}
 for kind in ("golden", "journal", "foreign", "skew", "latelr", "unrecv", "gpu", "gpumpi", "empty", "deep", "icoll",
              "icoll_late", "zerocoll", "mpithreads", "mpithreads_far", "chain", "halo", "halocoll", "outside", "waitall_tie", "pollwo",
-             "overlap", "pollwait", "pollsend", "isendlr", "icollpoll", "window", "farcause", "polllr", "selfpoll"):
+             "overlap", "pollwait", "pollsend", "isendlr", "icollpoll", "window", "farcause", "polllr", "selfpoll", "farpoll"):
     R[kind] = make_run(maker, kind, os.path.join(base, kind))
 R["ring"] = make_run(maker, "big", os.path.join(base, "ring"), 4, 3000)
 R["ring1"] = make_run(maker, "big", os.path.join(base, "ring1"), 1, 3000)
@@ -674,6 +674,25 @@ def part_report():
         # the same waits: the same critical path, piece by piece
         check(same_path(ca, cb), "%s: critical path %s, in memory %s" % (what, cb, ca))
         nsegs += ca["segments"]
+    # a wait whose causing call left the streamed window before the wait
+    # was found: "beyond window", counted, never another cause (the
+    # finding used to blame code outside every region)
+    ref = merge("farpoll", "--outputs", "report", "-q")
+    got = merge("farpoll", "--stream", "--outputs", "report", "-q")
+    a, b = report_of(ref[3]), report_of(got[3])
+    ls = lambda r: [w for w in r["wait_states"] if w["kind"] == "Late Sender"][0]
+    check(ref[0] == got[0] == 0 and a["job"]["waits_beyond_window"] == 0 and ls(a)["beyond_window"] == 0 and
+          [(x["rank"], x["region"]) for x in ls(a)["root_causes"]] == [(1, "slow")],
+          "farpoll in memory: the Late Sender's cause is `slow` on rank 1 (%s)" % ls(a))
+    check(b["job"]["waits_beyond_window"] == 1 and ls(b)["beyond_window"] == 1 and ls(b)["root_causes"] == [] and
+          [x.get("root_cause") for x in ls(b)["sites"]] == ["beyond window"] and
+          near(ls(b)["seconds"], ls(a)["seconds"]) and not any("outside every region" in f["recommendation"] for f in b["findings"]),
+          "farpoll --stream: one Late Sender, its root cause beyond window, no other (%s)" % ls(b))
+    with open(os.path.join(got[3], "report.txt")) as f:
+        txt = f.read()
+    check("Root cause beyond window: 1 waits" in txt and "outside every region" not in txt,
+          "farpoll --stream: report.txt counts the wait beyond window and blames no code outside regions")
+
     # the checks given up behind the send never received are said (and
     # were Late Senders: the waits above equal the in-memory ones)
     rc, so, se, out = merge("unrecv_many", "--stream", "--outputs", "report")

@@ -465,6 +465,25 @@ static int pollsend(const char *dir)
     return close_all(f, 2);
 }
 
+/* farpoll: see the list at the top. */
+static int farpoll(const char *dir)
+{
+    xsf *f[2];
+    if (open2(dir, f))
+        return 1;
+    polling_receiver(f[0], 41000);
+    xsf_region(f[1], 0, "slow", 0, 0, 15000);
+    xsprof_rec_mpi m = M();
+    m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8; m.seq = 1;
+    xsf_mpi(f[1], 0, "MPI_Send", m);
+    for (int i = 0; i < 40; i++) {
+        m = M(); m.t_begin = 15200 + 200 * i; m.t_end = m.t_begin + 50; m.kind = XSPROF_MPI_OTHER;
+        xsf_mpi(f[1], 0, "MPI_Comm_rank", m);
+        xsf_region(f[1], 0, "tail", 0, m.t_end, m.t_end + 100);
+    }
+    return close_all(f, 2);
+}
+
 /* polllr: see the list at the top. */
 static int polllr(const char *dir)
 {
@@ -1411,6 +1430,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "pollsend")) return pollsend(dir);
     if (!strcmp(kind, "isendlr")) return isendlr(dir);
     if (!strcmp(kind, "selfpoll")) return selfpoll(dir);
+    if (!strcmp(kind, "farpoll")) return farpoll(dir);
     if (!strcmp(kind, "farcause")) return farcause(dir);
     if (!strcmp(kind, "polllr")) return polllr(dir);
     if (!strcmp(kind, "polling")) return polling(dir);

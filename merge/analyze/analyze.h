@@ -148,4 +148,11 @@ int xsm_analyze_streamed(const xsm_run *run, const xsm_sanalysis *sa, const xsm_
  * WAIT row that synchronises); the streaming merge's pass 1 asks too. */
 int xsm_is_poll_op(const char *name);
 
+/* Can a message from world rank src to dst give a point-to-point wait
+ * (Late Sender, Late Receiver, in a polling loop or not)? Not one a rank
+ * sends to itself: it waits for no one (Ray polls with MPI_Iprobe and
+ * sends to itself). Asked by waits.c, sprofile.c and the streaming
+ * merge's pass 1 alike. */
+static inline int xsm_is_p2p_wait_pair(int32_t src, int32_t dst) { return src != dst; }
+
 #endif

@@ -1464,7 +1464,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
      * it: waits.c poll_wait (its polls before the send began) */
     int polled = m->thread == x->main_thread && (m->kind == XSPROF_MPI_WAIT || m->kind == XSPROF_MPI_RECV) && x->npoll;
     for (size_t i = 0; xsm_an_is_recv_call(m->kind) && i < nfl; i++) {
-        if (fl[i].out || fl[i].peer < 0 || fl[i].peer == x->rank) /* a message to itself waits for no one (msg_usable) */
+        if (fl[i].out || fl[i].peer < 0 || !xsm_is_p2p_wait_pair(fl[i].peer, x->rank))
             continue;
         int64_t until = fl[i].sent < m->t_end ? fl[i].sent : m->t_end, ns = until - m->t_begin, tb = m->t_begin;
         if (ns <= 0 && polled) {
@@ -1588,7 +1588,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     /* the messages this call received: the pairwise intervals of later
      * Late Senders from their senders start at its end */
     for (size_t i = 0; m->thread == x->main_thread && xsm_an_is_recv_call(m->kind) && i < nfl; i++) {
-        if (fl[i].out || fl[i].peer < 0 || fl[i].peer == x->rank)
+        if (fl[i].out || fl[i].peer < 0 || !xsm_is_p2p_wait_pair(fl[i].peer, x->rank))
             continue;
         int64_t k = kvec_index(&x->prmap, (void **)&x->pr, &x->npr, &x->prcap, sizeof *x->pr, (uint64_t)(uint32_t)fl[i].peer, 0);
         if (k < 0)

@@ -232,7 +232,7 @@ static int64_t poll_wait(const xsm_an *a, const unsigned char *poll, int32_t r, 
 static int msg_usable(const xsm_an *a, const xsm_message *m)
 {
     if (m->src < 0 || m->dst < 0 || (size_t)m->src >= a->nranks || (size_t)m->dst >= a->nranks ||
-        !a->rs[m->src].present || !a->rs[m->dst].present || m->src == m->dst)
+        !a->rs[m->src].present || !a->rs[m->dst].present || !xsm_is_p2p_wait_pair(m->src, m->dst))
         return 0;
     return m->send_row < a->run->ranks[m->src].d.nmpi && m->recv_row < a->run->ranks[m->dst].d.nmpi;
 }

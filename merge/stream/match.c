@@ -885,11 +885,11 @@ static int xsm_isl_done(xsm_mctx *c, xsm_isl *e)
 {
     int32_t src = (int32_t)(e->key >> 32) - 1;
     int64_t until = e->post_t < e->ce ? e->post_t : e->ce;
-    int rc = 0, self = e->dst == src; /* a message to itself waits for no one (waits.c msg_usable) */
-    if (!self && e->ce >= e->post_t && until > e->cb) {
+    int rc = 0, pair = xsm_is_p2p_wait_pair(src, e->dst);
+    if (pair && e->ce >= e->post_t && until > e->cb) {
         rc = xsm_wait_put_at(c, e->ce, src, e->call_row, e->call_op, XSM_WAIT_LATE_RECEIVER, e->dst, e->post_row,
                              until - e->cb);
-    } else if (!self && e->ce >= e->post_t) {
+    } else if (pair && e->ce >= e->post_t) {
         xsm_cwait_rec w = {e->ce, e->post_t, e->call_row, e->call_op, XSM_WAIT_LATE_RECEIVER, e->dst, e->post_row, 1};
         rc = xsm_wait_put_rec(c, e->ce, src, &w);
     }
@@ -942,7 +942,7 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory");
     /* Late Receiver (waits.c) of a blocking send: it waited until the
      * receive was posted; a buffered send that returned before did not */
-    if (c->s->report && src != dst && (snd->skind == XSPROF_MPI_SEND || snd->skind == XSPROF_MPI_SSEND ||
+    if (c->s->report && xsm_is_p2p_wait_pair(src, dst) && (snd->skind == XSPROF_MPI_SEND || snd->skind == XSPROF_MPI_SSEND ||
                          snd->skind == XSPROF_MPI_SENDRECV) &&
         (snd->skind == XSPROF_MPI_SSEND || snd->send_end >= q->post_t)) {
         int64_t until = q->post_t < snd->send_end ? q->post_t : snd->send_end;

@@ -675,30 +675,48 @@ static int ops_sort(xsm_an *a)
     return 0;
 }
 
-/* MPI operations straight from the rows (bytes of a receive are known at its completion) */
+/* MPI operations straight from the rows (bytes of a receive are known at
+ * its completion). A rank's time per operation is summed in nanoseconds
+ * and made seconds once, as the streamed analysis does (ops_from_acc):
+ * the same doubles in merged.h5's /analysis/mpi. */
 static int ops_from_rows(xsm_an *a)
 {
     opindex ix = {0};
+    int64_t *ns = NULL; /* per operation (index into a->ops), this rank */
+    size_t capns = 0;
     int rc = -1;
     for (size_t r = 0; r < a->nranks; r++) {
         if (!a->rs[r].present)
             continue;
         const xsprof_rank_data *d = &a->run->ranks[r].d;
+        if (capns)
+            memset(ns, 0, capns * sizeof *ns);
         for (size_t i = 0; i < d->nmpi; i++) {
             const xsprof_io_mpi *m = &d->mpi[i];
             int32_t nm = xsm_an_sname(a, (int32_t)r, m->op); /* new when seen only in completion rows */
             xsm_mpiop *o = nm < 0 ? NULL : op_get(a, &ix, nm);
             if (!o)
                 goto out;
-            if (m->kind == XSPROF_MPI_COMPLETION)
+            size_t k = (size_t)(o - a->ops);
+            if (k >= capns) {
+                size_t old = capns;
+                if (xsm_reserve((void **)&ns, &capns, k + 1, sizeof *ns))
+                    goto out;
+                memset(ns + old, 0, (capns - old) * sizeof *ns);
+            }
+            if (m->kind == XSPROF_MPI_COMPLETION) {
                 op_add(o, r, 0, 0, 0, (m->flags & XSPROF_MPI_F_RECV) ? m->bytes_recv : 0);
-            else /* a post only knows the buffer size; time inside --from/--to */
-                op_add(o, r, 1, (double)xsm_an_clipped(a->run, m->t_begin, m->t_end) * 1e-9, m->bytes_sent,
-                       m->kind != XSPROF_MPI_IRECV ? m->bytes_recv : 0);
+            } else { /* a post only knows the buffer size; time inside --from/--to */
+                op_add(o, r, 1, 0, m->bytes_sent, m->kind != XSPROF_MPI_IRECV ? m->bytes_recv : 0);
+                ns[k] += xsm_an_clipped(a->run, m->t_begin, m->t_end);
+            }
         }
+        for (size_t k = 0; k < a->nops && k < capns; k++)
+            op_add(&a->ops[k], r, 0, (double)ns[k] * 1e-9, 0, 0);
     }
     rc = 0;
 out:
+    free(ns);
     free(ix.of);
     return rc;
 }

@@ -641,6 +641,12 @@ def part_report():
                 check(ra[k] == rb[k], "%s: rank %s %s %s, in memory %s" % (what, ra["rank"], k, rb[k], ra[k]))
         with open(os.path.join(ref[3], "flame.folded")) as fa, open(os.path.join(got[3], "flame.folded")) as fb:
             check(fa.read() == fb.read(), "%s: flame.folded differs from the in-memory one" % what)
+        # report.json and report.txt byte for byte, but for the words that
+        # name the engine (merge/README.md, "Two analyses")
+        for f, engine in (("report.json", ('"analysis":"streamed"', '"analysis":"in-memory"')),
+                          ("report.txt", ("Streamed analysis (xsmerge --stream).\n\n", ""))):
+            with open(os.path.join(ref[3], f)) as fa, open(os.path.join(got[3], f)) as fb:
+                check(fa.read() == fb.read().replace(*engine), "%s: %s differs from the in-memory one" % (what, f))
         if not streamed:
             continue
         nstreamed += 1
@@ -671,6 +677,12 @@ def part_report():
             check(ta[k] == (tb or {}).get(k), "%s: merged.h5 /analysis/%s differs from the in-memory one:\n%s\n%s" %
                   (what, k, (tb or {}).get(k, [])[:8], ta[k][:8]))
         nwaits += len((tb or {}).get("waits", []))
+        # these tables byte for byte, rows in the same order (the waits'
+        # rows come in another order, regions' by another name order)
+        with h5py.File(os.path.join(ref[3], "merged.h5"), "r") as ha, h5py.File(os.path.join(got[3], "merged.h5"), "r") as hb:
+            for k in ("mpi", "comm_matrix", "critical_path"):
+                check(ha["analysis"][k][()].tobytes() == hb["analysis"][k][()].tobytes(),
+                      "%s: merged.h5 /analysis/%s is not byte for byte the in-memory one" % (what, k))
         # the same waits: the same critical path, piece by piece
         check(same_path(ca, cb), "%s: critical path %s, in memory %s" % (what, cb, ca))
         nsegs += ca["segments"]

@@ -59,7 +59,9 @@ static const char xsm_usage[] =
     "  --diff DIR            also write a differential flame graph against DIR\n"
     "  --format callgrind    also write callgrind.out (for KCachegrind)\n"
     "  --outputs LIST        write only these products: any of pftrace, json,\n"
-    "                        h5, report (default: all)\n"
+    "                        h5, report (default: all), and otf2 (trace.otf2,\n"
+    "                        an OTF2 archive for Vampir and Scalasca; only when\n"
+    "                        asked for, not with --stream)\n"
     "  --stream              write trace.pftrace (the products of --outputs\n"
     "                        with it), reading the rank files chunk by chunk:\n"
     "                        memory does not grow with the trace (the same trace\n"
@@ -85,7 +87,7 @@ static const char xsm_usage[] =
     "\n"
     "exit codes: 0 ok, 1 bad input or failure, 3 regression found (--baseline).\n";
 
-enum { XSM_OUT_JSON = 1, XSM_OUT_PFTRACE = 2, XSM_OUT_H5 = 4, XSM_OUT_REPORT = 8, XSM_OUT_ALL = 15 };
+enum { XSM_OUT_JSON = 1, XSM_OUT_PFTRACE = 2, XSM_OUT_H5 = 4, XSM_OUT_REPORT = 8, XSM_OUT_ALL = 15, XSM_OUT_OTF2 = 16 };
 
 typedef struct xsm_opts {
     const char *run_dir, *out_dir;
@@ -185,6 +187,10 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
                 else if (strcmp(name, "pftrace") == 0) o->outputs |= XSM_OUT_PFTRACE;
                 else if (strcmp(name, "h5") == 0) o->outputs |= XSM_OUT_H5;
                 else if (strcmp(name, "report") == 0) o->outputs |= XSM_OUT_REPORT;
+                else if (strcmp(name, "otf2") == 0 && !XSPROF_HAVE_OTF2)
+                    return xsm_bad_usage("otf2 is unavailable: this xsmerge was built without libotf2 (Debian: "
+                                         "libotf2-trace-dev; install it and rebuild)", name);
+                else if (strcmp(name, "otf2") == 0) o->outputs |= XSM_OUT_OTF2;
                 else return xsm_bad_usage("unknown product in --outputs (known: pftrace, json, h5, report)", name);
             }
             if (!o->outputs)
@@ -237,6 +243,10 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
     int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON | XSM_OUT_H5));
     if (o->stream && !o->outputs_given)
         o->outputs = XSM_OUT_PFTRACE;
+    /* trace.otf2 is written from the whole matched model (merge/README) */
+    if (o->stream && (o->outputs & XSM_OUT_OTF2))
+        return xsm_bad_usage("--stream does not write trace.otf2 (it needs the whole message table): merge it "
+                             "without --stream, in memory or under mpirun", NULL);
     /* they compare or extend the report: without it they would do nothing */
     if ((o->report.baseline_dir || o->report.diff_dir || o->report.callgrind) && !(o->outputs & XSM_OUT_REPORT))
         return xsm_bad_usage(o->report.baseline_dir ? "--baseline needs the report: add report to --outputs"
@@ -267,7 +277,7 @@ static int xsm_is_product(const char *name)
 {
     static const char *const names[] = {"trace.pftrace", "trace.json",   "merged.h5",     "report.txt",
                                         "report.json",   "report.html",  "flame.folded",  "flame.svg",
-                                        "flame-diff.svg", "callgrind.out"};
+                                        "flame-diff.svg", "callgrind.out", "trace.otf2",   "trace.def"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0)
             return 1;
@@ -291,6 +301,10 @@ static int xsm_publish(const char *staging, const char *out, char *err, size_t e
             if (access(a, F_OK) != 0) {
                 xsm_path(b, sizeof b, out, e->d_name);
                 unlink(b);
+                if (strcmp(e->d_name, "trace.otf2") == 0) { /* the archive's event files */
+                    xsm_path(b, sizeof b, out, "trace");
+                    xsm_staging_rm(b);
+                }
             }
         }
         closedir(d);
@@ -305,6 +319,8 @@ static int xsm_publish(const char *staging, const char *out, char *err, size_t e
             continue;
         xsm_path(a, sizeof a, staging, e->d_name);
         xsm_path(b, sizeof b, out, e->d_name);
+        if (strcmp(e->d_name, "trace") == 0) /* an earlier trace.otf2's event files */
+            xsm_staging_rm(b);
         if (rename(a, b) != 0 && !rc)
             rc = xsm_err_set(err, errlen, "xsmerge: %s: %s", b, strerror(errno));
     }
@@ -313,13 +329,13 @@ static int xsm_publish(const char *staging, const char *out, char *err, size_t e
     return rc;
 }
 
-enum { XSM_TASK_JSON, XSM_TASK_PFTRACE, XSM_TASK_H5, XSM_TASK_N };
+enum { XSM_TASK_JSON, XSM_TASK_PFTRACE, XSM_TASK_H5, XSM_TASK_OTF2, XSM_TASK_N };
 
 /* Which process writes which product: merged.h5 on process 0, trace.json
- * on the last. */
+ * and trace.otf2 (both iterate every rank in time order) on the last. */
 static int xsm_task_owner(int task, int size)
 {
-    return task == XSM_TASK_JSON ? size - 1 : 0;
+    return task == XSM_TASK_JSON || task == XSM_TASK_OTF2 ? size - 1 : 0;
 }
 
 /* Which process runs the analysis (the reports, the summary on stdout, and
@@ -433,7 +449,7 @@ static int xsm_stream_estimate(const xsm_opts *o, uint64_t budget, int procs, FI
  * process 0 decides for all (one note, one choice). */
 static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
 {
-    if (o->stream)
+    if (o->stream || (o->outputs & XSM_OUT_OTF2))
         return 0;
     uint64_t budget = xsm_par_min_u64(par, xsm_memory_budget() / (uint64_t)par->local);
     int on = par->rank == 0 ? xsm_stream_estimate(o, budget, par->size, notes) : 0;
@@ -513,6 +529,26 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
                 (unsigned long long)sum.violations_before, (unsigned long long)sum.violations_after, o->out_dir);
     xsm_note_large_trace(o->out_dir, notes);
     return sum.report_rc;
+}
+
+/* trace.otf2, with a note on the messages it leaves out: analysers wait
+ * for every message they see, so only messages with both ends are written
+ * (under mpirun by the process that writes it; notes NULL: -q). */
+static int xsm_otf2_main(const xsm_emit *e, const xsm_run *run, const char *dir, FILE *notes, char *err, size_t errlen)
+{
+#if XSPROF_HAVE_OTF2
+    uint64_t out = 0;
+    if (xsm_emit_otf2(e, dir, &out, err, errlen))
+        return 1;
+    out = 2 * out + run->unmatched_sends + run->unmatched_recvs; /* a left-out message has two ends */
+    if (notes && out)
+        fprintf(notes, "xsmerge: note: trace.otf2 leaves out %llu message ends without their other end (unmatched "
+                "sends and receives: a rank that died, a message never received)\n", (unsigned long long)out);
+    return 0;
+#else
+    (void)e, (void)run, (void)dir, (void)notes;
+    return xsm_err_set(err, errlen, "xsmerge: otf2 is unavailable: built without libotf2");
+#endif
 }
 
 /* The analysis only reads the run, as the trace writers do, so it runs on
@@ -673,9 +709,10 @@ int main(int argc, char **argv)
     /* Which ranks this process iterates: all for trace.json, else its share
      * of the trace.pftrace segments (merged.h5 reads rows directly). */
     unsigned char *order = NULL;
-    if (!(o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE))) {
+    int all_ranks = (o.outputs & (XSM_OUT_JSON | XSM_OUT_OTF2)) && xsm_task_owner(XSM_TASK_JSON, par.size) == par.rank;
+    if (!(o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_OTF2))) {
         order = calloc(run.nranks + 1, 1); /* merged.h5 and the report need no time order */
-    } else if (par.size > 1 && !((o.outputs & XSM_OUT_JSON) && xsm_task_owner(XSM_TASK_JSON, par.size) == par.rank)) {
+    } else if (par.size > 1 && !all_ranks) {
         order = calloc(run.nranks + 1, 1);
         for (size_t r = (size_t)par.rank; order && (o.outputs & XSM_OUT_PFTRACE) && r < run.nranks; r += (size_t)par.size)
             order[r] = 1; /* as xsm_par_pftrace divides */
@@ -683,7 +720,7 @@ int main(int argc, char **argv)
     xsm_emit e;
     memset(&e, 0, sizeof e);
     /* the report works on the run itself: no trace preparation for it alone */
-    if (o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_H5))
+    if (o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_H5 | XSM_OUT_OTF2))
         rc = xsm_emit_init(&e, &run, order, err, sizeof err);
     e.threads = xsm_cpu_share(par.local);
     e.hold = XSM_PF_HOLD;
@@ -700,7 +737,7 @@ int main(int argc, char **argv)
             rc = prc;
         xsm_progress_mark("pftrace");
     }
-    static const int task_flag[XSM_TASK_N] = {XSM_OUT_JSON, 0, XSM_OUT_H5};
+    static const int task_flag[XSM_TASK_N] = {XSM_OUT_JSON, 0, XSM_OUT_H5, XSM_OUT_OTF2};
     /* the other products go one to a process and end at different times:
      * merged.h5's encoders may use the cores of the node (within this
      * process's affinity) that the others leave (5 M-event ring, all
@@ -754,9 +791,11 @@ int main(int argc, char **argv)
                             "writes it in parts, or merge a part of the run with --from/--to/--ranks\n",
                             xsm_env_num("XSPROF_MERGE_JSON_PART_MB", 256, 1, 0x1p20));
             }
-        } else
+        } else if (t == XSM_TASK_OTF2)
+            rc = xsm_otf2_main(&e, &run, staging, o.load.quiet ? NULL : stderr, err, sizeof err);
+        else
             rc = xsm_emit_h5(&e, staging, err, sizeof err);
-        static const char *const task_name[XSM_TASK_N] = {"trace.json", "pftrace", "merged.h5"};
+        static const char *const task_name[XSM_TASK_N] = {"trace.json", "pftrace", "merged.h5", "trace.otf2"};
         xsm_progress_mark(task_name[t]);
     }
     if (e.h5share && !h5help)

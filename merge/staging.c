@@ -45,7 +45,8 @@ void xsm_staging_rm(const char *dir)
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
         xsm_path(path, sizeof path, dir, e->d_name);
-        unlink(path);
+        if (unlink(path) != 0 && errno == EISDIR)
+            xsm_staging_rm(path); /* trace.otf2's event files are in OUT/trace/ */
     }
     closedir(d);
     rmdir(dir);

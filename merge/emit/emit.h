@@ -1,5 +1,5 @@
 /* merge/emit/emit.h — stage 5 of xsmerge: the timeline products
- * (trace.json, trace.pftrace, merged.h5) written from an aligned, matched
+ * (trace.json, trace.pftrace, merged.h5, trace.otf2) written from an aligned, matched
  * xsm_run. Owner: merge.
  *
  * xsm_emit_init prepares what all writers share: a global string table
@@ -261,6 +261,12 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 int xsm_emit_h5_help(const xsm_emit *e);
 /* merged.h5's deflate level: XSPROF_MERGE_H5_DEFLATE, 0-9, default 1. */
 int xsm_emit_h5_level(void);
+
+/* dir/trace.otf2 (with trace.def and trace/): the OTF2 archive, from the
+ * model through xsm_iter (every rank ordered). Only in builds with libotf2
+ * (XSPROF_HAVE_OTF2). *left_out gets the matched messages it could not
+ * place inside calls (their ends are left out, as unmatched ones). */
+int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *err, size_t errlen);
 
 /* Create dir/name for writing, exclusively and without following links. */
 FILE *xsm_emit_create(const char *dir, const char *name, char *err, size_t errlen);

@@ -1,0 +1,791 @@
+/* merge/emit/otf2.c — trace.otf2: the aligned, matched run as an OTF2
+ * archive written through libotf2, for the Score-P tool chain (Vampir,
+ * Scalasca). Built only when CMake finds libotf2 (XSPROF_HAVE_OTF2).
+ *
+ * What those analysers need, and how it is met here:
+ * - a location group (process) per rank whose id is the rank, a CPU thread
+ *   location per xsprof thread; the rank's MPI thread (the one that began
+ *   its first MPI call) is location `rank`, the others (k << 32) | rank;
+ * - a COMM_LOCATIONS group (the ranks' MPI locations in rank order) before
+ *   the communicators' groups, whose members are then world ranks;
+ * - Enter/Leave properly nested per location, every MPI record inside the
+ *   Enter/Leave of its call. Events come from xsm_iter in begin order, so a
+ *   location's Leaves are written lazily, when a later event on it begins
+ *   after them (a per-location stack of open calls);
+ * - only messages whose both ends are in the trace (analysers wait for
+ *   every message they see): unmatched ones are left out, and so are the
+ *   collective records of instances that lack members (a crashed rank).
+ * Records that belong to an MPI call are prepared per rank before the
+ * events are written ("attachments", sorted by the call's row). */
+#include "merge/emit/emit.h"
+
+#include <otf2/otf2.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { XSM_KIND_SEND = 1, XSM_KIND_SSEND, XSM_KIND_RECV, XSM_KIND_ISEND, XSM_KIND_IRECV, XSM_KIND_SENDRECV,
+       XSM_KIND_WAIT, XSM_KIND_COLL, XSM_KIND_ICOLL, XSM_KIND_COMPLETION };
+
+/* What a call row carries besides its Enter/Leave. */
+enum { XSM_AT_SEND, XSM_AT_ISEND, XSM_AT_IRECV_REQ, XSM_AT_RECV, XSM_AT_IRECV, XSM_AT_ISEND_DONE };
+
+typedef struct xsm_att {
+    uint32_t row;   /* the call */
+    uint32_t what;  /* XSM_AT_* */
+    int64_t t;      /* completion time (records written before the Leave) */
+    size_t msg;     /* index into run->msgs */
+} xsm_att;
+
+typedef struct xsm_ocomm {
+    uint32_t id;                /* xsprof's global communicator id */
+    int32_t rank; size_t def;   /* the rank file and row of its definition */
+    int32_t *world; uint32_t n; /* members: world ranks in comm rank order */
+    int32_t *sorted;            /* (world, comm rank) pairs sorted by world */
+} xsm_ocomm;
+
+typedef struct xsm_frame {
+    int64_t end;
+    uint32_t region;
+    int32_t rank;
+    uint32_t row; /* mpi row, UINT32_MAX for a user region */
+} xsm_frame;
+
+typedef struct xsm_oloc {
+    OTF2_EvtWriter *w;
+    uint64_t id;
+    int64_t last;
+    uint64_t nev; /* events written, once its writer is closed */
+    xsm_frame *st;
+    size_t n, cap;
+} xsm_oloc;
+
+typedef struct xsm_otf2 {
+    const xsm_emit *e;
+    const xsm_run *run;
+    OTF2_Archive *ar;
+    OTF2_ErrorCode rc;       /* first libotf2 error */
+    int oom;
+    uint64_t offset;         /* OTF2 time = offset + ns since t = 0 */
+    uint32_t nstr;           /* strings written so far (ids 0..nstr-1) */
+    uint32_t *mpi_region;    /* per global name id: region id + 1, 0 none */
+    uint32_t *user_region;
+    uint32_t nregions;
+    xsm_ocomm *comms; size_t ncomms;
+    xsm_att **att; size_t *natt; /* per rank */
+    unsigned char **coll_ok;     /* per rank and mpi row: a complete collective */
+    size_t *loc_base;            /* per rank: its first location's index */
+    size_t *main_tid;            /* per rank: index of its MPI thread in tids */
+    xsm_oloc *locs; size_t nlocs;
+    uint64_t left_out;           /* messages not representable (see xsm_otf2_msg_ok) */
+} xsm_otf2;
+
+/* libotf2 prints its errors to stderr itself; xsmerge says one line. */
+static OTF2_ErrorCode xsm_otf2_quiet(void *u, const char *file, uint64_t line, const char *fn, OTF2_ErrorCode code,
+                                     const char *fmt, va_list va)
+{
+    (void)u, (void)file, (void)line, (void)fn, (void)fmt, (void)va;
+    return code;
+}
+
+static void xsm_otf2_chk(xsm_otf2 *x, OTF2_ErrorCode rc)
+{
+    if (rc != OTF2_SUCCESS && x->rc == OTF2_SUCCESS)
+        x->rc = rc;
+}
+
+static OTF2_FlushType xsm_otf2_preflush(void *u, OTF2_FileType ft, OTF2_LocationRef loc, void *cb, bool final)
+{
+    (void)u, (void)ft, (void)loc, (void)cb, (void)final;
+    return OTF2_FLUSH;
+}
+
+static const OTF2_FlushCallbacks xsm_otf2_flush = {xsm_otf2_preflush, NULL};
+
+static uint64_t xsm_otf2_ts(const xsm_otf2 *x, int64_t t)
+{
+    return x->offset + (uint64_t)(t > 0 ? t : 0);
+}
+
+/* A string definition appended after the global names (whose ids are
+ * their OTF2 ids). */
+static uint32_t xsm_otf2_str(xsm_otf2 *x, OTF2_GlobalDefWriter *g, const char *s)
+{
+    xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteString(g, x->nstr, s));
+    return x->nstr++;
+}
+
+/* ---- communicators ------------------------------------------------------ */
+
+static int xsm_pair_cmp(const void *a, const void *b)
+{
+    const int32_t *p = a, *q = b;
+    return (p[0] > q[0]) - (p[0] < q[0]);
+}
+
+static int xsm_ocomm_cmp(const void *a, const void *b)
+{
+    const xsm_ocomm *p = a, *q = b;
+    return (p->id > q->id) - (p->id < q->id);
+}
+
+/* Every communicator any rank defines, once, by xsprof id. */
+static int xsm_otf2_comms(xsm_otf2 *x)
+{
+    const xsm_run *run = x->run;
+    size_t cap = 0;
+    for (size_t r = 0; r < run->nranks; r++)
+        cap += run->ranks[r].present ? run->ranks[r].d.ncomms : 0;
+    x->comms = calloc(cap + 1, sizeof *x->comms);
+    if (!x->comms)
+        return -1;
+    for (size_t r = 0; r < run->nranks; r++) {
+        const xsprof_rank_data *d = &run->ranks[r].d;
+        for (size_t i = 0; run->ranks[r].present && i < d->ncomms; i++) {
+            size_t k = 0;
+            while (k < x->ncomms && x->comms[k].id != d->comms[i].id)
+                k++;
+            if (k < x->ncomms || d->comms[i].members + d->comms[i].size > d->ncomm_members)
+                continue;
+            xsm_ocomm *c = &x->comms[x->ncomms++];
+            c->id = d->comms[i].id;
+            c->rank = (int32_t)r;
+            c->def = i;
+            c->n = d->comms[i].size;
+            c->world = malloc((c->n + 1) * sizeof *c->world);
+            c->sorted = malloc((2 * (size_t)c->n + 1) * sizeof *c->sorted);
+            if (!c->world || !c->sorted)
+                return -1;
+            for (uint32_t j = 0; j < c->n; j++) {
+                c->world[j] = d->comm_members[d->comms[i].members + j];
+                c->sorted[2 * j] = c->world[j];
+                c->sorted[2 * j + 1] = (int32_t)j;
+            }
+            qsort(c->sorted, c->n, 2 * sizeof *c->sorted, xsm_pair_cmp);
+        }
+    }
+    qsort(x->comms, x->ncomms, sizeof *x->comms, xsm_ocomm_cmp);
+    return 0;
+}
+
+/* Index of xsprof communicator `id` (its OTF2 id), or ncomms. */
+static size_t xsm_otf2_comm(const xsm_otf2 *x, uint32_t id)
+{
+    size_t lo = 0, hi = x->ncomms;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (x->comms[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < x->ncomms && x->comms[lo].id == id ? lo : x->ncomms;
+}
+
+/* World rank -> rank in communicator c (OTF2 names peers so); UINT32_MAX
+ * when not a member. */
+static uint32_t xsm_otf2_comm_rank(const xsm_otf2 *x, size_t c, int32_t world)
+{
+    if (c >= x->ncomms || world < 0)
+        return OTF2_UNDEFINED_UINT32;
+    const xsm_ocomm *m = &x->comms[c];
+    int32_t key[2] = {world, 0};
+    const int32_t *p = bsearch(key, m->sorted, m->n, 2 * sizeof *m->sorted, xsm_pair_cmp);
+    return p ? (uint32_t)p[1] : OTF2_UNDEFINED_UINT32;
+}
+
+/* ---- records attached to MPI calls --------------------------------------- */
+
+static int xsm_att_cmp(const void *a, const void *b)
+{
+    const xsm_att *p = a, *q = b;
+    if (p->row != q->row) return p->row < q->row ? -1 : 1;
+    if (p->t != q->t) return p->t < q->t ? -1 : 1;
+    return (p->what > q->what) - (p->what < q->what);
+}
+
+static int xsm_otf2_att_add(xsm_otf2 *x, size_t *cap, int32_t r, size_t row, int what, int64_t t, size_t msg)
+{
+    if (x->natt[r] == cap[r]) {
+        size_t nc = cap[r] ? 2 * cap[r] : 64;
+        xsm_att *p = realloc(x->att[r], nc * sizeof *p);
+        if (!p)
+            return -1;
+        x->att[r] = p;
+        cap[r] = nc;
+    }
+    x->att[r][x->natt[r]++] = (xsm_att){(uint32_t)row, (uint32_t)what, t, msg};
+    return 0;
+}
+
+/* The call on rank r's thread that holds COMPLETION row c (a Wait or Test),
+ * or SIZE_MAX: the latest call of that thread beginning at or before it. */
+static size_t xsm_otf2_holder(const xsm_emit *e, int32_t r, size_t c)
+{
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    const xsm_erank *er = &e->ranks[r];
+    const xsprof_io_mpi *m = &d->mpi[c];
+    if (m->kind != XSM_KIND_COMPLETION)
+        return c;
+    size_t lo = 0, hi = er->norder[XSM_EV_MPI];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (d->mpi[er->order[XSM_EV_MPI][mid]].t_begin <= m->t_begin)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    while (lo-- > 0) {
+        const xsprof_io_mpi *w = &d->mpi[er->order[XSM_EV_MPI][lo]];
+        if (w->thread == m->thread)
+            return w->t_end >= m->t_begin ? er->order[XSM_EV_MPI][lo] : SIZE_MAX;
+    }
+    return SIZE_MAX;
+}
+
+/* A message is written when both of its ends are calls in the trace: its
+ * send call, and the call that shows its receive. */
+static int xsm_otf2_msg_ok(const xsm_emit *e, const xsm_message *m, size_t *send_done)
+{
+    const xsm_run *run = e->run;
+    if (!run->ranks[m->src].present || !run->ranks[m->dst].present)
+        return 0;
+    const xsprof_io_mpi *s = &run->ranks[m->src].d.mpi[m->send_row];
+    const xsprof_io_mpi *rc = &run->ranks[m->dst].d.mpi[m->recv_call_row];
+    if (s->kind == XSM_KIND_COMPLETION || rc->kind == XSM_KIND_COMPLETION)
+        return 0;
+    *send_done = SIZE_MAX;
+    if (s->kind == XSM_KIND_ISEND && m->send_completion_row >= 0)
+        *send_done = xsm_otf2_holder(e, m->src, (size_t)m->send_completion_row);
+    return 1;
+}
+
+static int xsm_otf2_attach(xsm_otf2 *x)
+{
+    const xsm_run *run = x->run;
+    size_t *cap = calloc(run->nranks + 1, sizeof *cap);
+    if (!cap)
+        return -1;
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        const xsm_message *m = &run->msgs[i];
+        size_t done;
+        if (!xsm_otf2_msg_ok(x->e, m, &done)) {
+            x->left_out++;
+            continue;
+        }
+        const xsprof_rank_data *sd = &run->ranks[m->src].d, *rd = &run->ranks[m->dst].d;
+        const xsprof_io_mpi *s = &sd->mpi[m->send_row], *rc = &rd->mpi[m->recv_call_row];
+        int isend = s->kind == XSM_KIND_ISEND;
+        int bad = xsm_otf2_att_add(x, cap, m->src, m->send_row, isend ? XSM_AT_ISEND : XSM_AT_SEND, s->t_begin, i);
+        if (isend && done != SIZE_MAX) {
+            int64_t t = m->send_completion_row >= 0 ? sd->mpi[m->send_completion_row].t_end : sd->mpi[done].t_end;
+            bad |= xsm_otf2_att_add(x, cap, m->src, done, XSM_AT_ISEND_DONE, t, i);
+        }
+        int64_t t = rd->mpi[m->recv_row].t_end; /* the receive's completion */
+        if (m->recv_post_row >= 0) {
+            bad |= xsm_otf2_att_add(x, cap, m->dst, (size_t)m->recv_post_row, XSM_AT_IRECV_REQ,
+                                    rd->mpi[m->recv_post_row].t_begin, i);
+            bad |= xsm_otf2_att_add(x, cap, m->dst, m->recv_call_row, XSM_AT_IRECV, t, i);
+        } else {
+            bad |= xsm_otf2_att_add(x, cap, m->dst, m->recv_call_row, XSM_AT_RECV, rc->t_end, i);
+        }
+        if (bad) {
+            free(cap);
+            return -1;
+        }
+    }
+    free(cap);
+    for (size_t r = 0; r < run->nranks; r++)
+        if (x->natt[r])
+            qsort(x->att[r], x->natt[r], sizeof *x->att[r], xsm_att_cmp);
+    /* collective records only for instances every member of the
+     * communicator reached */
+    for (size_t i = 0; i < run->ncolls; i++) {
+        const xsm_collective *c = &run->colls[i];
+        size_t k = xsm_otf2_comm(x, c->comm);
+        if (k == x->ncomms || c->n != x->comms[k].n)
+            continue;
+        for (size_t j = 0; j < c->n; j++) {
+            int32_t r = c->ranks[j];
+            if (r < 0 || (size_t)r >= run->nranks || !run->ranks[r].present)
+                continue;
+            if (!x->coll_ok[r] && !(x->coll_ok[r] = calloc(run->ranks[r].d.nmpi + 1, 1)))
+                return -1;
+            x->coll_ok[r][c->rows[j]] = 1;
+        }
+    }
+    return 0;
+}
+
+/* The records attached to row `row` of rank r: *n of them. */
+static const xsm_att *xsm_otf2_att_at(const xsm_otf2 *x, int32_t r, size_t row, size_t *n)
+{
+    const xsm_att *a = x->att[r];
+    size_t lo = 0, hi = x->natt[r];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (a[mid].row < row)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t k = lo;
+    while (k < x->natt[r] && a[k].row == row)
+        k++;
+    *n = k - lo;
+    return a + lo;
+}
+
+/* ---- regions -------------------------------------------------------------- */
+
+static OTF2_CollectiveOp xsm_otf2_coll_op(const char *name, int *ok)
+{
+    static const struct { const char *name; OTF2_CollectiveOp op; } t[] = {
+        {"MPI_Barrier", OTF2_COLLECTIVE_OP_BARRIER},     {"MPI_Bcast", OTF2_COLLECTIVE_OP_BCAST},
+        {"MPI_Gather", OTF2_COLLECTIVE_OP_GATHER},       {"MPI_Gatherv", OTF2_COLLECTIVE_OP_GATHERV},
+        {"MPI_Scatter", OTF2_COLLECTIVE_OP_SCATTER},     {"MPI_Scatterv", OTF2_COLLECTIVE_OP_SCATTERV},
+        {"MPI_Allgather", OTF2_COLLECTIVE_OP_ALLGATHER}, {"MPI_Allgatherv", OTF2_COLLECTIVE_OP_ALLGATHERV},
+        {"MPI_Alltoall", OTF2_COLLECTIVE_OP_ALLTOALL},   {"MPI_Alltoallv", OTF2_COLLECTIVE_OP_ALLTOALLV},
+        {"MPI_Alltoallw", OTF2_COLLECTIVE_OP_ALLTOALLW}, {"MPI_Allreduce", OTF2_COLLECTIVE_OP_ALLREDUCE},
+        {"MPI_Reduce", OTF2_COLLECTIVE_OP_REDUCE},       {"MPI_Reduce_scatter", OTF2_COLLECTIVE_OP_REDUCE_SCATTER},
+        {"MPI_Scan", OTF2_COLLECTIVE_OP_SCAN},           {"MPI_Exscan", OTF2_COLLECTIVE_OP_EXSCAN},
+        {"MPI_Reduce_scatter_block", OTF2_COLLECTIVE_OP_REDUCE_SCATTER_BLOCK},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(name, t[i].name) == 0) {
+            *ok = 1;
+            return t[i].op;
+        }
+    *ok = 0;
+    return OTF2_COLLECTIVE_OP_BARRIER;
+}
+
+/* The region role Score-P gives an MPI function of this kind. */
+static OTF2_RegionRole xsm_otf2_role(const xsprof_io_mpi *m)
+{
+    switch (m->kind) {
+    case XSM_KIND_SEND: case XSM_KIND_SSEND: case XSM_KIND_RECV: case XSM_KIND_ISEND: case XSM_KIND_IRECV:
+    case XSM_KIND_SENDRECV: case XSM_KIND_WAIT:
+        return OTF2_REGION_ROLE_POINT2POINT;
+    case XSM_KIND_COLL: case XSM_KIND_ICOLL:
+        switch (m->coll) {
+        case 1: return OTF2_REGION_ROLE_BARRIER;
+        case 2: return OTF2_REGION_ROLE_COLL_ALL2ALL;
+        case 3: return OTF2_REGION_ROLE_COLL_ONE2ALL;
+        case 4: return OTF2_REGION_ROLE_COLL_ALL2ONE;
+        default: return OTF2_REGION_ROLE_COLL_OTHER;
+        }
+    case 11: return OTF2_REGION_ROLE_RMA;
+    case 12: return OTF2_REGION_ROLE_FILE_IO;
+    default: return OTF2_REGION_ROLE_FUNCTION;
+    }
+}
+
+/* One region per MPI function and per user region name (ids in order of
+ * first use; MPI_Init and MPI_Finalize always, Scalasca looks for them). */
+static void xsm_otf2_regions(xsm_otf2 *x, OTF2_GlobalDefWriter *g)
+{
+    const xsm_emit *e = x->e;
+    uint32_t mpi_file = xsm_otf2_str(x, g, "MPI"), none = xsm_otf2_str(x, g, "");
+    static const char *const always[] = {"MPI_Init", "MPI_Finalize"};
+    for (size_t i = 0; i < 2; i++) {
+        uint32_t s = xsm_otf2_str(x, g, always[i]);
+        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteRegion(g, x->nregions++, s, s, none, OTF2_REGION_ROLE_FUNCTION,
+                                                         OTF2_PARADIGM_MPI, OTF2_REGION_FLAG_NONE, mpi_file, 0, 0));
+    }
+    for (size_t r = 0; r < x->run->nranks; r++) {
+        const xsprof_rank_data *d = &x->run->ranks[r].d;
+        if (!x->run->ranks[r].present)
+            continue;
+        for (size_t i = 0; i < d->nmpi; i++) {
+            const xsprof_io_mpi *m = &d->mpi[i];
+            uint32_t gid = xsm_emit_gid(e, (int32_t)r, m->op);
+            if (m->kind == XSM_KIND_COMPLETION || x->mpi_region[gid])
+                continue;
+            const char *name = e->names.str[gid];
+            uint32_t id = strcmp(name, "MPI_Init") == 0 ? 0 : strcmp(name, "MPI_Finalize") == 0 ? 1 : x->nregions++;
+            x->mpi_region[gid] = id + 1;
+            if (id > 1)
+                xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteRegion(g, id, gid, gid, none, xsm_otf2_role(m),
+                                                                 OTF2_PARADIGM_MPI, OTF2_REGION_FLAG_NONE, mpi_file,
+                                                                 0, 0));
+        }
+        for (size_t i = 0; i < d->nregions; i++) {
+            uint32_t gid = xsm_emit_gid(e, (int32_t)r, d->regions[i].name);
+            if (x->user_region[gid])
+                continue;
+            uint32_t id = x->nregions++;
+            x->user_region[gid] = id + 1;
+            xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteRegion(g, id, gid, gid, none, OTF2_REGION_ROLE_FUNCTION,
+                                                             OTF2_PARADIGM_USER, OTF2_REGION_FLAG_NONE, none, 0, 0));
+        }
+    }
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+static uint64_t xsm_otf2_loc_id(size_t k, int32_t rank)
+{
+    return (uint64_t)k << 32 | (uint32_t)rank;
+}
+
+/* Location index of thread index ti of rank r: the MPI thread is the
+ * rank's first location. */
+static size_t xsm_otf2_loc(const xsm_otf2 *x, int32_t r, size_t ti)
+{
+    size_t m = x->main_tid[r];
+    return x->loc_base[r] + (ti == m ? 0 : ti < m ? ti + 1 : ti);
+}
+
+static void xsm_otf2_mpi_rec(xsm_otf2 *x, xsm_oloc *L, const xsm_att *a, uint64_t ts)
+{
+    const xsm_message *m = &x->run->msgs[a->msg];
+    size_t c = xsm_otf2_comm(x, m->comm);
+    uint32_t tag = (uint32_t)m->tag;
+    const xsprof_rank_data *sd = &x->run->ranks[m->src].d, *rd = &x->run->ranks[m->dst].d;
+    switch (a->what) {
+    case XSM_AT_SEND:
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiSend(L->w, NULL, ts, xsm_otf2_comm_rank(x, c, m->dst), (OTF2_CommRef)c, tag,
+                                               m->bytes));
+        break;
+    case XSM_AT_ISEND:
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiIsend(L->w, NULL, ts, xsm_otf2_comm_rank(x, c, m->dst), (OTF2_CommRef)c, tag,
+                                                m->bytes, sd->mpi[m->send_row].request));
+        break;
+    case XSM_AT_ISEND_DONE:
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiIsendComplete(L->w, NULL, ts, sd->mpi[m->send_row].request));
+        break;
+    case XSM_AT_IRECV_REQ:
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiIrecvRequest(L->w, NULL, ts, rd->mpi[m->recv_post_row].request));
+        break;
+    case XSM_AT_IRECV:
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiIrecv(L->w, NULL, ts, xsm_otf2_comm_rank(x, c, m->src), (OTF2_CommRef)c, tag,
+                                                m->bytes, rd->mpi[m->recv_post_row].request));
+        break;
+    default:
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiRecv(L->w, NULL, ts, xsm_otf2_comm_rank(x, c, m->src), (OTF2_CommRef)c, tag,
+                                               m->bytes));
+        break;
+    }
+}
+
+/* A collective's record at its begin (arrival) or end. */
+static void xsm_otf2_coll(xsm_otf2 *x, xsm_oloc *L, int32_t r, const xsprof_io_mpi *m, int end, uint64_t ts)
+{
+    int ok;
+    OTF2_CollectiveOp op = xsm_otf2_coll_op(xsm_emit_str(x->e, r, m->op), &ok);
+    if (!ok)
+        return;
+    if (!end) {
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiCollectiveBegin(L->w, NULL, ts));
+        return;
+    }
+    size_t c = xsm_otf2_comm(x, m->comm);
+    uint32_t root = m->coll == 3 || m->coll == 4 ? xsm_otf2_comm_rank(x, c, m->root) : OTF2_UNDEFINED_UINT32;
+    xsm_otf2_chk(x, OTF2_EvtWriter_MpiCollectiveEnd(L->w, NULL, ts, op, (OTF2_CommRef)c, root, m->bytes_sent,
+                                                    m->bytes_recv));
+}
+
+static int xsm_otf2_is_coll(const xsm_otf2 *x, int32_t r, uint32_t row)
+{
+    return x->coll_ok[r] && x->coll_ok[r][row] && x->run->ranks[r].d.mpi[row].kind == XSM_KIND_COLL;
+}
+
+/* Leave the innermost open call of L, with what it completed before. */
+static void xsm_otf2_leave(xsm_otf2 *x, xsm_oloc *L)
+{
+    xsm_frame *f = &L->st[--L->n];
+    if (f->row != UINT32_MAX) {
+        size_t na;
+        const xsm_att *a = xsm_otf2_att_at(x, f->rank, f->row, &na);
+        for (size_t k = 0; k < na; k++) {
+            if (a[k].what != XSM_AT_RECV && a[k].what != XSM_AT_IRECV && a[k].what != XSM_AT_ISEND_DONE)
+                continue;
+            int64_t t = a[k].t < L->last ? L->last : a[k].t > f->end ? f->end : a[k].t;
+            L->last = t;
+            xsm_otf2_mpi_rec(x, L, &a[k], xsm_otf2_ts(x, t));
+        }
+        if (xsm_otf2_is_coll(x, f->rank, f->row))
+            xsm_otf2_coll(x, L, f->rank, &x->run->ranks[f->rank].d.mpi[f->row], 1, xsm_otf2_ts(x, f->end));
+    }
+    if (f->end > L->last)
+        L->last = f->end;
+    xsm_otf2_chk(x, OTF2_EvtWriter_Leave(L->w, NULL, xsm_otf2_ts(x, L->last), f->region));
+}
+
+/* Enter a region or MPI call at t on L, after leaving what ended before. */
+static void xsm_otf2_enter(xsm_otf2 *x, xsm_oloc *L, int32_t r, int64_t t, int64_t end, uint32_t region, uint32_t row)
+{
+    while (L->n && L->st[L->n - 1].end <= t)
+        xsm_otf2_leave(x, L);
+    if (L->n && end > L->st[L->n - 1].end)
+        end = L->st[L->n - 1].end; /* kept nested: an overlap ends with its parent */
+    if (L->n == L->cap) {
+        size_t nc = L->cap ? 2 * L->cap : 16;
+        xsm_frame *p = realloc(L->st, nc * sizeof *p);
+        if (!p) {
+            x->oom = 1;
+            return;
+        }
+        L->st = p;
+        L->cap = nc;
+    }
+    if (t < L->last)
+        t = L->last;
+    if (end < t)
+        end = t;
+    L->last = t;
+    L->st[L->n++] = (xsm_frame){end, region, r, row};
+    uint64_t ts = xsm_otf2_ts(x, t);
+    xsm_otf2_chk(x, OTF2_EvtWriter_Enter(L->w, NULL, ts, region));
+    if (row == UINT32_MAX)
+        return;
+    size_t na;
+    const xsm_att *a = xsm_otf2_att_at(x, r, row, &na);
+    for (size_t k = 0; k < na; k++)
+        if (a[k].what == XSM_AT_SEND || a[k].what == XSM_AT_ISEND || a[k].what == XSM_AT_IRECV_REQ)
+            xsm_otf2_mpi_rec(x, L, &a[k], ts);
+    if (xsm_otf2_is_coll(x, r, row))
+        xsm_otf2_coll(x, L, r, &x->run->ranks[r].d.mpi[row], 0, ts);
+}
+
+static int xsm_otf2_events(xsm_otf2 *x)
+{
+    const xsm_emit *e = x->e;
+    xsm_iter it;
+    if (xsm_iter_init(&it, e, -1))
+        return -1;
+    xsm_ev ev;
+    while (!x->oom && x->rc == OTF2_SUCCESS && xsm_iter_next(&it, &ev)) {
+        const xsprof_rank_data *d = &x->run->ranks[ev.rank].d;
+        const xsm_erank *er = &e->ranks[ev.rank];
+        if (ev.kind == XSM_EV_REGION) {
+            const xsprof_io_region *g = &d->regions[ev.row];
+            size_t ti = xsm_emit_tid_index(er, g->thread);
+            uint32_t reg = x->user_region[xsm_emit_gid(e, ev.rank, g->name)] - 1;
+            xsm_otf2_enter(x, &x->locs[xsm_otf2_loc(x, ev.rank, ti)], ev.rank, g->t_begin, g->t_end, reg, UINT32_MAX);
+        } else if (ev.kind == XSM_EV_MPI) {
+            const xsprof_io_mpi *m = &d->mpi[ev.row];
+            size_t ti = xsm_emit_tid_index(er, m->thread);
+            uint32_t reg = x->mpi_region[xsm_emit_gid(e, ev.rank, m->op)] - 1;
+            xsm_otf2_enter(x, &x->locs[xsm_otf2_loc(x, ev.rank, ti)], ev.rank, m->t_begin, m->t_end, reg,
+                           (uint32_t)ev.row);
+        }
+    }
+    xsm_iter_free(&it);
+    for (size_t i = 0; i < x->nlocs; i++)
+        while (x->locs[i].n && x->rc == OTF2_SUCCESS)
+            xsm_otf2_leave(x, &x->locs[i]);
+    return x->oom ? -1 : 0;
+}
+
+/* ---- definitions ------------------------------------------------------------ */
+
+static void xsm_otf2_defs(xsm_otf2 *x, OTF2_GlobalDefWriter *g)
+{
+    const xsm_run *run = x->run;
+    const xsm_emit *e = x->e;
+    xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteClockProperties(g, 1000000000, x->offset, (uint64_t)(run->t_end > 0 ? run->t_end : 0) + 1,
+                                                              OTF2_UNDEFINED_TIMESTAMP));
+    for (uint32_t i = 0; i < e->names.n; i++)
+        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteString(g, i, e->names.str[i]));
+    x->nstr = e->names.n;
+    /* system tree: the machine, one node per host */
+    uint32_t node_class = xsm_otf2_str(x, g, "node");
+    xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, xsm_otf2_str(x, g, "xsprof run"),
+                                                             xsm_otf2_str(x, g, "machine"), OTF2_UNDEFINED_SYSTEM_TREE_NODE));
+    uint32_t *node = calloc(run->nranks + 1, sizeof *node);
+    if (!node) {
+        x->oom = 1;
+        return;
+    }
+    uint32_t nnodes = 1;
+    for (size_t r = 0; r < run->nranks; r++) {
+        const char *host = run->ranks[r].d.host[0] ? run->ranks[r].d.host : "unknown host";
+        size_t q = 0;
+        while (q < r && strcmp(run->ranks[q].d.host[0] ? run->ranks[q].d.host : "unknown host", host) != 0)
+            q++;
+        if (q < r) {
+            node[r] = node[q];
+            continue;
+        }
+        node[r] = nnodes++;
+        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteSystemTreeNode(g, node[r], xsm_otf2_str(x, g, host), node_class, 0));
+    }
+    char buf[96];
+    for (size_t r = 0; r < run->nranks; r++) {
+        snprintf(buf, sizeof buf, "rank %zu", r);
+        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteLocationGroup(g, (OTF2_LocationGroupRef)r, xsm_otf2_str(x, g, buf),
+                                                                OTF2_LOCATION_GROUP_TYPE_PROCESS, node[r],
+                                                                OTF2_UNDEFINED_LOCATION_GROUP));
+    }
+    free(node);
+    for (size_t r = 0; r < run->nranks; r++) {
+        const xsm_erank *er = &e->ranks[r];
+        size_t n = x->run->ranks[r].present && er->ntids ? er->ntids : 1;
+        for (size_t ti = 0; ti < n; ti++) {
+            const xsm_oloc *L = &x->locs[xsm_otf2_loc(x, (int32_t)r, ti)];
+            uint32_t name;
+            if (ti < er->ntids && er->tid_names && er->tid_names[ti] != UINT32_MAX) {
+                name = er->tid_names[ti];
+            } else {
+                snprintf(buf, sizeof buf, "rank %zu thread %u", r, ti < er->ntids ? er->tids[ti] : 0);
+                name = xsm_otf2_str(x, g, buf);
+            }
+            xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteLocation(g, L->id, name, OTF2_LOCATION_TYPE_CPU_THREAD, L->nev,
+                                                               (OTF2_LocationGroupRef)r));
+        }
+    }
+    xsm_otf2_regions(x, g);
+    /* COMM_LOCATIONS first: the communicators' groups index into it */
+    uint64_t *mem = malloc((run->nranks + 1) * sizeof *mem);
+    if (!mem) {
+        x->oom = 1;
+        return;
+    }
+    for (size_t r = 0; r < run->nranks; r++)
+        mem[r] = xsm_otf2_loc_id(0, (int32_t)r);
+    uint32_t none = xsm_otf2_str(x, g, "");
+    xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteGroup(g, 0, none, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
+                                                    OTF2_GROUP_FLAG_NONE, (uint32_t)run->nranks, mem));
+    free(mem);
+    for (size_t c = 0; c < x->ncomms; c++) {
+        const xsm_ocomm *k = &x->comms[c];
+        uint64_t *gm = malloc(((size_t)k->n + 1) * sizeof *gm);
+        if (!gm) {
+            x->oom = 1;
+            return;
+        }
+        for (uint32_t j = 0; j < k->n; j++)
+            gm[j] = (uint64_t)k->world[j];
+        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteGroup(g, (OTF2_GroupRef)(c + 1), none, OTF2_GROUP_TYPE_COMM_GROUP,
+                                                        OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, k->n, gm));
+        free(gm);
+    }
+    for (size_t c = 0; c < x->ncomms; c++) {
+        const xsm_ocomm *k = &x->comms[c];
+        const xsprof_io_comm *def = &run->ranks[k->rank].d.comms[k->def];
+        size_t parent = xsm_otf2_comm(x, def->parent);
+        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteComm(g, (OTF2_CommRef)c, xsm_emit_gid(e, k->rank, def->name),
+                                                       (OTF2_GroupRef)(c + 1),
+                                                       parent < x->ncomms && parent != c ? (OTF2_CommRef)parent
+                                                                                         : OTF2_UNDEFINED_COMM,
+                                                       OTF2_COMM_FLAG_NONE));
+    }
+}
+
+/* ---- the archive ---------------------------------------------------------- */
+
+static int xsm_otf2_prepare(xsm_otf2 *x)
+{
+    const xsm_run *run = x->run;
+    const xsm_emit *e = x->e;
+    size_t n = run->nranks + 1;
+    x->mpi_region = calloc(e->names.n + 1, sizeof *x->mpi_region);
+    x->user_region = calloc(e->names.n + 1, sizeof *x->user_region);
+    x->att = calloc(n, sizeof *x->att);
+    x->natt = calloc(n, sizeof *x->natt);
+    x->coll_ok = calloc(n, sizeof *x->coll_ok);
+    x->loc_base = calloc(n, sizeof *x->loc_base);
+    x->main_tid = calloc(n, sizeof *x->main_tid);
+    if (!x->mpi_region || !x->user_region || !x->att || !x->natt || !x->coll_ok || !x->loc_base || !x->main_tid)
+        return -1;
+    for (size_t r = 0; r < run->nranks; r++) {
+        const xsm_erank *er = &e->ranks[r];
+        x->loc_base[r] = x->nlocs;
+        x->nlocs += run->ranks[r].present && er->ntids ? er->ntids : 1;
+        if (er->norder[XSM_EV_MPI]) {
+            const xsprof_io_mpi *m = &run->ranks[r].d.mpi[er->order[XSM_EV_MPI][0]];
+            x->main_tid[r] = xsm_emit_tid_index(er, m->thread);
+        }
+    }
+    x->locs = calloc(x->nlocs + 1, sizeof *x->locs);
+    if (!x->locs)
+        return -1;
+    for (size_t r = 0; r < run->nranks; r++)
+        for (size_t k = 0; k < (r + 1 < run->nranks ? x->loc_base[r + 1] : x->nlocs) - x->loc_base[r]; k++)
+            x->locs[x->loc_base[r] + k].id = xsm_otf2_loc_id(k, (int32_t)r);
+    if (xsm_otf2_comms(x) || xsm_otf2_attach(x))
+        return -1;
+    x->offset = run->t0_ref_ns > 0 ? (uint64_t)run->t0_ref_ns : 0;
+    return 0;
+}
+
+static void xsm_otf2_free(xsm_otf2 *x)
+{
+    for (size_t c = 0; x->comms && c < x->ncomms; c++) {
+        free(x->comms[c].world);
+        free(x->comms[c].sorted);
+    }
+    free(x->comms);
+    for (size_t r = 0; r < x->run->nranks; r++) {
+        if (x->att)
+            free(x->att[r]);
+        if (x->coll_ok)
+            free(x->coll_ok[r]);
+    }
+    for (size_t i = 0; x->locs && i < x->nlocs; i++)
+        free(x->locs[i].st);
+    free(x->locs);
+    free(x->att);
+    free(x->natt);
+    free(x->coll_ok);
+    free(x->loc_base);
+    free(x->main_tid);
+    free(x->mpi_region);
+    free(x->user_region);
+}
+
+int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *err, size_t errlen)
+{
+    xsm_otf2 x;
+    memset(&x, 0, sizeof x);
+    x.e = e;
+    x.run = e->run;
+    OTF2_Error_RegisterCallback(xsm_otf2_quiet, NULL);
+    int rc = 0;
+    if (xsm_otf2_prepare(&x)) {
+        xsm_otf2_free(&x);
+        return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2");
+    }
+    x.ar = OTF2_Archive_Open(dir, "trace", OTF2_FILEMODE_WRITE, 1 << 20, 4 << 20, OTF2_SUBSTRATE_POSIX,
+                             OTF2_COMPRESSION_NONE);
+    if (!x.ar) {
+        xsm_otf2_free(&x);
+        return xsm_err_set(err, errlen, "xsmerge: %s/trace.otf2: cannot create the archive", dir);
+    }
+    xsm_otf2_chk(&x, OTF2_Archive_SetFlushCallbacks(x.ar, &xsm_otf2_flush, NULL));
+    xsm_otf2_chk(&x, OTF2_Archive_SetSerialCollectiveCallbacks(x.ar));
+    xsm_otf2_chk(&x, OTF2_Archive_SetCreator(x.ar, "xsmerge"));
+    xsm_otf2_chk(&x, OTF2_Archive_OpenEvtFiles(x.ar));
+    for (size_t i = 0; i < x.nlocs && x.rc == OTF2_SUCCESS; i++)
+        if (!(x.locs[i].w = OTF2_Archive_GetEvtWriter(x.ar, x.locs[i].id)))
+            xsm_otf2_chk(&x, OTF2_ERROR_MEM_FAULT);
+    if (x.rc == OTF2_SUCCESS && xsm_otf2_events(&x))
+        rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2");
+    for (size_t i = 0; i < x.nlocs; i++)
+        if (x.locs[i].w) {
+            xsm_otf2_chk(&x, OTF2_EvtWriter_GetNumberOfEvents(x.locs[i].w, &x.locs[i].nev));
+            xsm_otf2_chk(&x, OTF2_Archive_CloseEvtWriter(x.ar, x.locs[i].w));
+        }
+    xsm_otf2_chk(&x, OTF2_Archive_CloseEvtFiles(x.ar));
+    /* the local definition files: empty, every id is global */
+    xsm_otf2_chk(&x, OTF2_Archive_OpenDefFiles(x.ar));
+    for (size_t i = 0; i < x.nlocs && x.rc == OTF2_SUCCESS; i++) {
+        OTF2_DefWriter *dw = OTF2_Archive_GetDefWriter(x.ar, x.locs[i].id);
+        xsm_otf2_chk(&x, dw ? OTF2_Archive_CloseDefWriter(x.ar, dw) : OTF2_ERROR_MEM_FAULT);
+    }
+    xsm_otf2_chk(&x, OTF2_Archive_CloseDefFiles(x.ar));
+    OTF2_GlobalDefWriter *g = x.rc == OTF2_SUCCESS && !rc ? OTF2_Archive_GetGlobalDefWriter(x.ar) : NULL;
+    if (g)
+        xsm_otf2_defs(&x, g);
+    if (x.oom && !rc)
+        rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2");
+    xsm_otf2_chk(&x, OTF2_Archive_Close(x.ar));
+    if (x.rc != OTF2_SUCCESS && !rc)
+        rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.otf2: %s", dir, OTF2_Error_GetDescription(x.rc));
+    if (left_out)
+        *left_out = x.left_out;
+    xsm_otf2_free(&x);
+    return rc;
+}

@@ -44,6 +44,12 @@ typedef struct xsm_ocomm {
     int32_t *sorted;            /* (world, comm rank) pairs sorted by world */
 } xsm_ocomm;
 
+typedef struct xsm_oreg {
+    uint32_t name; /* global name id (its string id); UINT32_MAX: MPI_Init/MPI_Finalize, not in the run */
+    OTF2_RegionRole role;
+    OTF2_Paradigm paradigm;
+} xsm_oreg;
+
 typedef struct xsm_frame {
     int64_t end;
     uint32_t region;
@@ -70,7 +76,7 @@ typedef struct xsm_otf2 {
     uint32_t nstr;           /* strings written so far (ids 0..nstr-1) */
     uint32_t *mpi_region;    /* per global name id: region id + 1, 0 none */
     uint32_t *user_region;
-    uint32_t nregions;
+    xsm_oreg *regs; uint32_t nregions;
     xsm_ocomm *comms; size_t ncomms;
     xsm_att **att; size_t *natt; /* per rank */
     unsigned char **coll_ok;     /* per rank and mpi row: a complete collective */
@@ -382,17 +388,28 @@ static OTF2_RegionRole xsm_otf2_role(const xsprof_io_mpi *m)
 }
 
 /* One region per MPI function and per user region name (ids in order of
- * first use; MPI_Init and MPI_Finalize always, Scalasca looks for them). */
-static void xsm_otf2_regions(xsm_otf2 *x, OTF2_GlobalDefWriter *g)
+ * first use; MPI_Init and MPI_Finalize always, Scalasca looks for them):
+ * numbered before the events, written with the definitions. */
+static int xsm_otf2_region_add(xsm_otf2 *x, uint32_t gid, OTF2_RegionRole role, OTF2_Paradigm par)
+{
+    if ((x->nregions & (x->nregions - 1)) == 0 && x->nregions >= 2) {
+        xsm_oreg *p = realloc(x->regs, 2 * (size_t)x->nregions * sizeof *p);
+        if (!p)
+            return -1;
+        x->regs = p;
+    }
+    x->regs[x->nregions++] = (xsm_oreg){gid, role, par};
+    return 0;
+}
+
+static int xsm_otf2_regions(xsm_otf2 *x)
 {
     const xsm_emit *e = x->e;
-    uint32_t mpi_file = xsm_otf2_str(x, g, "MPI"), none = xsm_otf2_str(x, g, "");
-    static const char *const always[] = {"MPI_Init", "MPI_Finalize"};
-    for (size_t i = 0; i < 2; i++) {
-        uint32_t s = xsm_otf2_str(x, g, always[i]);
-        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteRegion(g, x->nregions++, s, s, none, OTF2_REGION_ROLE_FUNCTION,
-                                                         OTF2_PARADIGM_MPI, OTF2_REGION_FLAG_NONE, mpi_file, 0, 0));
-    }
+    if (!(x->regs = malloc(2 * sizeof *x->regs)))
+        return -1;
+    x->regs[0] = (xsm_oreg){UINT32_MAX, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_MPI}; /* MPI_Init */
+    x->regs[1] = (xsm_oreg){UINT32_MAX, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_MPI}; /* MPI_Finalize */
+    x->nregions = 2;
     for (size_t r = 0; r < x->run->nranks; r++) {
         const xsprof_rank_data *d = &x->run->ranks[r].d;
         if (!x->run->ranks[r].present)
@@ -403,22 +420,35 @@ static void xsm_otf2_regions(xsm_otf2 *x, OTF2_GlobalDefWriter *g)
             if (m->kind == XSM_KIND_COMPLETION || x->mpi_region[gid])
                 continue;
             const char *name = e->names.str[gid];
-            uint32_t id = strcmp(name, "MPI_Init") == 0 ? 0 : strcmp(name, "MPI_Finalize") == 0 ? 1 : x->nregions++;
-            x->mpi_region[gid] = id + 1;
-            if (id > 1)
-                xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteRegion(g, id, gid, gid, none, xsm_otf2_role(m),
-                                                                 OTF2_PARADIGM_MPI, OTF2_REGION_FLAG_NONE, mpi_file,
-                                                                 0, 0));
+            int fixed = strcmp(name, "MPI_Init") == 0 ? 0 : strcmp(name, "MPI_Finalize") == 0 ? 1 : -1;
+            if (fixed >= 0)
+                x->regs[fixed].name = gid;
+            else if (xsm_otf2_region_add(x, gid, xsm_otf2_role(m), OTF2_PARADIGM_MPI))
+                return -1;
+            x->mpi_region[gid] = fixed >= 0 ? (uint32_t)fixed + 1 : x->nregions;
         }
         for (size_t i = 0; i < d->nregions; i++) {
             uint32_t gid = xsm_emit_gid(e, (int32_t)r, d->regions[i].name);
             if (x->user_region[gid])
                 continue;
-            uint32_t id = x->nregions++;
-            x->user_region[gid] = id + 1;
-            xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteRegion(g, id, gid, gid, none, OTF2_REGION_ROLE_FUNCTION,
-                                                             OTF2_PARADIGM_USER, OTF2_REGION_FLAG_NONE, none, 0, 0));
+            if (xsm_otf2_region_add(x, gid, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER))
+                return -1;
+            x->user_region[gid] = x->nregions;
         }
+    }
+    return 0;
+}
+
+static void xsm_otf2_regions_write(xsm_otf2 *x, OTF2_GlobalDefWriter *g)
+{
+    uint32_t mpi_file = xsm_otf2_str(x, g, "MPI"), none = xsm_otf2_str(x, g, "");
+    static const char *const fixed[] = {"MPI_Init", "MPI_Finalize"};
+    for (uint32_t i = 0; i < x->nregions; i++) {
+        const xsm_oreg *q = &x->regs[i];
+        uint32_t name = q->name != UINT32_MAX ? q->name : xsm_otf2_str(x, g, fixed[i]);
+        int mpi = q->paradigm == OTF2_PARADIGM_MPI;
+        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteRegion(g, i, name, name, none, q->role, q->paradigm,
+                                                         OTF2_REGION_FLAG_NONE, mpi ? mpi_file : none, 0, 0));
     }
 }
 
@@ -636,7 +666,7 @@ static void xsm_otf2_defs(xsm_otf2 *x, OTF2_GlobalDefWriter *g)
                                                                (OTF2_LocationGroupRef)r));
         }
     }
-    xsm_otf2_regions(x, g);
+    xsm_otf2_regions_write(x, g);
     /* COMM_LOCATIONS first: the communicators' groups index into it */
     uint64_t *mem = malloc((run->nranks + 1) * sizeof *mem);
     if (!mem) {
@@ -705,7 +735,7 @@ static int xsm_otf2_prepare(xsm_otf2 *x)
     for (size_t r = 0; r < run->nranks; r++)
         for (size_t k = 0; k < (r + 1 < run->nranks ? x->loc_base[r + 1] : x->nlocs) - x->loc_base[r]; k++)
             x->locs[x->loc_base[r] + k].id = xsm_otf2_loc_id(k, (int32_t)r);
-    if (xsm_otf2_comms(x) || xsm_otf2_attach(x))
+    if (xsm_otf2_comms(x) || xsm_otf2_attach(x) || xsm_otf2_regions(x))
         return -1;
     x->offset = run->t0_ref_ns > 0 ? (uint64_t)run->t0_ref_ns : 0;
     return 0;
@@ -734,6 +764,7 @@ static void xsm_otf2_free(xsm_otf2 *x)
     free(x->main_tid);
     free(x->mpi_region);
     free(x->user_region);
+    free(x->regs);
 }
 
 int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *err, size_t errlen)

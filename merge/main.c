@@ -191,7 +191,7 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
                     return xsm_bad_usage("otf2 is unavailable: this xsmerge was built without libotf2 (Debian: "
                                          "libotf2-trace-dev; install it and rebuild)", name);
                 else if (strcmp(name, "otf2") == 0) o->outputs |= XSM_OUT_OTF2;
-                else return xsm_bad_usage("unknown product in --outputs (known: pftrace, json, h5, report)", name);
+                else return xsm_bad_usage("unknown product in --outputs (known: pftrace, json, h5, report, otf2)", name);
             }
             if (!o->outputs)
                 return xsm_bad_usage("--outputs names no product", val);
@@ -541,9 +541,11 @@ static int xsm_otf2_main(const xsm_emit *e, const xsm_run *run, const char *dir,
     if (xsm_emit_otf2(e, dir, &out, err, errlen))
         return 1;
     out = 2 * out + run->unmatched_sends + run->unmatched_recvs; /* a left-out message has two ends */
-    if (notes && out)
-        fprintf(notes, "xsmerge: note: trace.otf2 leaves out %llu message ends without their other end (unmatched "
-                "sends and receives: a rank that died, a message never received)\n", (unsigned long long)out);
+    if (notes && (out || run->incomplete_colls))
+        fprintf(notes, "xsmerge: note: trace.otf2 leaves out %llu message end(s) without their other end and the "
+                "collective records of %zu incomplete collective(s) (a rank that died, a message never received): "
+                "analysers wait for every message and member they see\n", (unsigned long long)out,
+                run->incomplete_colls);
     return 0;
 #else
     (void)e, (void)run, (void)dir, (void)notes;

@@ -14,7 +14,8 @@
 int64_t xsm_staging_host(void);
 /* OUT/.xsmerge-tmp-PID-HOST into buf. */
 void xsm_staging_path(char *buf, size_t n, const char *out_dir, int64_t pid, int64_t host);
-/* Remove a staging directory and the files in it. */
+/* Remove a staging directory and the files in it, and in its
+ * sub-directories (trace.otf2's trace/). */
 void xsm_staging_rm(const char *dir);
 /* Remove the staging directories in out_dir left by merges of this host
  * whose process is gone, each with a note (notes may be NULL). */

@@ -16,16 +16,18 @@
  *   every message they see): unmatched ones are left out, and so are the
  *   collective records of instances that lack members (a crashed rank).
  * Records that belong to an MPI call are prepared per rank before the
- * events are written ("attachments", sorted by the call's row). */
+ * events are written ("attachments", sorted by the call's row).
+ * GPU work goes on ACCELERATOR_STREAM locations (one per device and
+ * stream, in an ACCELERATOR location group per rank that the rank's
+ * process created), CUDA API calls on their CPU thread, counters as
+ * asynchronous metrics on their thread. */
 #include "merge/emit/emit.h"
+#include "core/record.h" /* kinds of mpi and gpu rows */
 
 #include <otf2/otf2.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { XSM_KIND_SEND = 1, XSM_KIND_SSEND, XSM_KIND_RECV, XSM_KIND_ISEND, XSM_KIND_IRECV, XSM_KIND_SENDRECV,
-       XSM_KIND_WAIT, XSM_KIND_COLL, XSM_KIND_ICOLL, XSM_KIND_COMPLETION };
 
 /* What a call row carries besides its Enter/Leave. */
 enum { XSM_AT_SEND, XSM_AT_ISEND, XSM_AT_IRECV_REQ, XSM_AT_RECV, XSM_AT_IRECV, XSM_AT_ISEND_DONE };
@@ -76,12 +78,17 @@ typedef struct xsm_otf2 {
     uint32_t nstr;           /* strings written so far (ids 0..nstr-1) */
     uint32_t *mpi_region;    /* per global name id: region id + 1, 0 none */
     uint32_t *user_region;
+    uint32_t *gpu_region;
+    uint32_t *metric;        /* per global name id: metric class id + 1, 0 none */
+    uint32_t *metric_name;   /* per metric class: its global name id */
+    uint32_t nmetrics;
     xsm_oreg *regs; uint32_t nregions;
     xsm_ocomm *comms; size_t ncomms;
     xsm_att **att; size_t *natt; /* per rank */
     unsigned char **coll_ok;     /* per rank and mpi row: a complete collective */
     size_t *loc_base;            /* per rank: its first location's index */
     size_t *main_tid;            /* per rank: index of its MPI thread in tids */
+    size_t *ncpu;                /* per rank: its CPU thread locations (GPU streams follow) */
     xsm_oloc *locs; size_t nlocs;
     uint64_t left_out;           /* messages not representable (see xsm_otf2_msg_ok) */
 } xsm_otf2;
@@ -231,7 +238,7 @@ static size_t xsm_otf2_holder(const xsm_emit *e, int32_t r, size_t c)
     const xsprof_rank_data *d = &e->run->ranks[r].d;
     const xsm_erank *er = &e->ranks[r];
     const xsprof_io_mpi *m = &d->mpi[c];
-    if (m->kind != XSM_KIND_COMPLETION)
+    if (m->kind != XSPROF_MPI_COMPLETION)
         return c;
     size_t lo = 0, hi = er->norder[XSM_EV_MPI];
     while (lo < hi) {
@@ -258,10 +265,10 @@ static int xsm_otf2_msg_ok(const xsm_emit *e, const xsm_message *m, size_t *send
         return 0;
     const xsprof_io_mpi *s = &run->ranks[m->src].d.mpi[m->send_row];
     const xsprof_io_mpi *rc = &run->ranks[m->dst].d.mpi[m->recv_call_row];
-    if (s->kind == XSM_KIND_COMPLETION || rc->kind == XSM_KIND_COMPLETION)
+    if (s->kind == XSPROF_MPI_COMPLETION || rc->kind == XSPROF_MPI_COMPLETION)
         return 0;
     *send_done = SIZE_MAX;
-    if (s->kind == XSM_KIND_ISEND && m->send_completion_row >= 0)
+    if (s->kind == XSPROF_MPI_ISEND && m->send_completion_row >= 0)
         *send_done = xsm_otf2_holder(e, m->src, (size_t)m->send_completion_row);
     return 1;
 }
@@ -281,7 +288,7 @@ static int xsm_otf2_attach(xsm_otf2 *x)
         }
         const xsprof_rank_data *sd = &run->ranks[m->src].d, *rd = &run->ranks[m->dst].d;
         const xsprof_io_mpi *s = &sd->mpi[m->send_row], *rc = &rd->mpi[m->recv_call_row];
-        int isend = s->kind == XSM_KIND_ISEND;
+        int isend = s->kind == XSPROF_MPI_ISEND;
         int bad = xsm_otf2_att_add(x, cap, m->src, m->send_row, isend ? XSM_AT_ISEND : XSM_AT_SEND, s->t_begin, i);
         if (isend && done != SIZE_MAX) {
             int64_t t = m->send_completion_row >= 0 ? sd->mpi[m->send_completion_row].t_end : sd->mpi[done].t_end;
@@ -370,19 +377,19 @@ static OTF2_CollectiveOp xsm_otf2_coll_op(const char *name, int *ok)
 static OTF2_RegionRole xsm_otf2_role(const xsprof_io_mpi *m)
 {
     switch (m->kind) {
-    case XSM_KIND_SEND: case XSM_KIND_SSEND: case XSM_KIND_RECV: case XSM_KIND_ISEND: case XSM_KIND_IRECV:
-    case XSM_KIND_SENDRECV: case XSM_KIND_WAIT:
+    case XSPROF_MPI_SEND: case XSPROF_MPI_SSEND: case XSPROF_MPI_RECV: case XSPROF_MPI_ISEND: case XSPROF_MPI_IRECV:
+    case XSPROF_MPI_SENDRECV: case XSPROF_MPI_WAIT:
         return OTF2_REGION_ROLE_POINT2POINT;
-    case XSM_KIND_COLL: case XSM_KIND_ICOLL:
+    case XSPROF_MPI_COLL: case XSPROF_MPI_ICOLL:
         switch (m->coll) {
-        case 1: return OTF2_REGION_ROLE_BARRIER;
-        case 2: return OTF2_REGION_ROLE_COLL_ALL2ALL;
-        case 3: return OTF2_REGION_ROLE_COLL_ONE2ALL;
-        case 4: return OTF2_REGION_ROLE_COLL_ALL2ONE;
+        case XSPROF_COLL_BARRIER: return OTF2_REGION_ROLE_BARRIER;
+        case XSPROF_COLL_NXN: return OTF2_REGION_ROLE_COLL_ALL2ALL;
+        case XSPROF_COLL_ONE2N: return OTF2_REGION_ROLE_COLL_ONE2ALL;
+        case XSPROF_COLL_N2ONE: return OTF2_REGION_ROLE_COLL_ALL2ONE;
         default: return OTF2_REGION_ROLE_COLL_OTHER;
         }
-    case 11: return OTF2_REGION_ROLE_RMA;
-    case 12: return OTF2_REGION_ROLE_FILE_IO;
+    case XSPROF_MPI_RMA: return OTF2_REGION_ROLE_RMA;
+    case XSPROF_MPI_IO: return OTF2_REGION_ROLE_FILE_IO;
     default: return OTF2_REGION_ROLE_FUNCTION;
     }
 }
@@ -402,6 +409,12 @@ static int xsm_otf2_region_add(xsm_otf2 *x, uint32_t gid, OTF2_RegionRole role, 
     return 0;
 }
 
+static OTF2_RegionRole xsm_otf2_gpu_role(uint32_t kind)
+{
+    return kind >= XSPROF_GPU_MEMCPY_HTOD && kind <= XSPROF_GPU_MEMSET ? OTF2_REGION_ROLE_DATA_TRANSFER
+                                                                        : OTF2_REGION_ROLE_FUNCTION;
+}
+
 static int xsm_otf2_regions(xsm_otf2 *x)
 {
     const xsm_emit *e = x->e;
@@ -417,7 +430,7 @@ static int xsm_otf2_regions(xsm_otf2 *x)
         for (size_t i = 0; i < d->nmpi; i++) {
             const xsprof_io_mpi *m = &d->mpi[i];
             uint32_t gid = xsm_emit_gid(e, (int32_t)r, m->op);
-            if (m->kind == XSM_KIND_COMPLETION || x->mpi_region[gid])
+            if (m->kind == XSPROF_MPI_COMPLETION || x->mpi_region[gid])
                 continue;
             const char *name = e->names.str[gid];
             int fixed = strcmp(name, "MPI_Init") == 0 ? 0 : strcmp(name, "MPI_Finalize") == 0 ? 1 : -1;
@@ -434,6 +447,21 @@ static int xsm_otf2_regions(xsm_otf2 *x)
             if (xsm_otf2_region_add(x, gid, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER))
                 return -1;
             x->user_region[gid] = x->nregions;
+        }
+        for (size_t i = 0; i < d->ngpu; i++) {
+            uint32_t gid = xsm_emit_gid(e, (int32_t)r, d->gpu[i].name);
+            if (x->gpu_region[gid])
+                continue;
+            if (xsm_otf2_region_add(x, gid, xsm_otf2_gpu_role(d->gpu[i].kind), OTF2_PARADIGM_CUDA))
+                return -1;
+            x->gpu_region[gid] = x->nregions;
+        }
+        for (size_t i = 0; i < d->ncounters; i++) {
+            uint32_t gid = xsm_emit_gid(e, (int32_t)r, d->counters[i].name);
+            if (!x->metric[gid]) {
+                x->metric_name[x->nmetrics++] = gid;
+                x->metric[gid] = x->nmetrics;
+            }
         }
     }
     return 0;
@@ -460,10 +488,12 @@ static uint64_t xsm_otf2_loc_id(size_t k, int32_t rank)
 }
 
 /* Location index of thread index ti of rank r: the MPI thread is the
- * rank's first location. */
+ * rank's first location (also for a thread the rank does not list). */
 static size_t xsm_otf2_loc(const xsm_otf2 *x, int32_t r, size_t ti)
 {
     size_t m = x->main_tid[r];
+    if (ti >= x->ncpu[r])
+        ti = m;
     return x->loc_base[r] + (ti == m ? 0 : ti < m ? ti + 1 : ti);
 }
 
@@ -511,14 +541,14 @@ static void xsm_otf2_coll(xsm_otf2 *x, xsm_oloc *L, int32_t r, const xsprof_io_m
         return;
     }
     size_t c = xsm_otf2_comm(x, m->comm);
-    uint32_t root = m->coll == 3 || m->coll == 4 ? xsm_otf2_comm_rank(x, c, m->root) : OTF2_UNDEFINED_UINT32;
+    uint32_t root = m->coll == XSPROF_COLL_ONE2N || m->coll == XSPROF_COLL_N2ONE ? xsm_otf2_comm_rank(x, c, m->root) : OTF2_UNDEFINED_UINT32;
     xsm_otf2_chk(x, OTF2_EvtWriter_MpiCollectiveEnd(L->w, NULL, ts, op, (OTF2_CommRef)c, root, m->bytes_sent,
                                                     m->bytes_recv));
 }
 
 static int xsm_otf2_is_coll(const xsm_otf2 *x, int32_t r, uint32_t row)
 {
-    return x->coll_ok[r] && x->coll_ok[r][row] && x->run->ranks[r].d.mpi[row].kind == XSM_KIND_COLL;
+    return x->coll_ok[r] && x->coll_ok[r][row] && x->run->ranks[r].d.mpi[row].kind == XSPROF_MPI_COLL;
 }
 
 /* Leave the innermost open call of L, with what it completed before. */
@@ -600,6 +630,24 @@ static int xsm_otf2_events(xsm_otf2 *x)
             uint32_t reg = x->mpi_region[xsm_emit_gid(e, ev.rank, m->op)] - 1;
             xsm_otf2_enter(x, &x->locs[xsm_otf2_loc(x, ev.rank, ti)], ev.rank, m->t_begin, m->t_end, reg,
                            (uint32_t)ev.row);
+        } else if (ev.kind == XSM_EV_GPU) {
+            const xsprof_io_gpu *g = &d->gpu[ev.row];
+            uint32_t reg = x->gpu_region[xsm_emit_gid(e, ev.rank, g->name)] - 1;
+            size_t li = g->kind == XSPROF_GPU_API ? xsm_otf2_loc(x, ev.rank, xsm_emit_tid_index(er, g->thread))
+                                                  : x->loc_base[ev.rank] + x->ncpu[ev.rank] +
+                                                        xsm_emit_gpu_index(er, g->device, g->stream);
+            xsm_otf2_enter(x, &x->locs[li], ev.rank, g->t_begin, g->t_end, reg, UINT32_MAX);
+        } else if (ev.kind == XSM_EV_COUNTER) {
+            const xsprof_io_counter *c = &d->counters[ev.row];
+            xsm_oloc *L = &x->locs[xsm_otf2_loc(x, ev.rank, xsm_emit_tid_index(er, c->thread))];
+            while (L->n && L->st[L->n - 1].end <= c->t)
+                xsm_otf2_leave(x, L);
+            if (c->t > L->last)
+                L->last = c->t;
+            OTF2_Type type = OTF2_TYPE_DOUBLE;
+            OTF2_MetricValue v = {.floating_point = c->value};
+            xsm_otf2_chk(x, OTF2_EvtWriter_Metric(L->w, NULL, xsm_otf2_ts(x, L->last),
+                                                  x->metric[xsm_emit_gid(e, ev.rank, c->name)] - 1, 1, &type, &v));
         }
     }
     xsm_iter_free(&it);
@@ -649,10 +697,26 @@ static void xsm_otf2_defs(xsm_otf2 *x, OTF2_GlobalDefWriter *g)
                                                                 OTF2_LOCATION_GROUP_TYPE_PROCESS, node[r],
                                                                 OTF2_UNDEFINED_LOCATION_GROUP));
     }
+    for (size_t r = 0; r < run->nranks; r++) {
+        if (!run->ranks[r].present || !e->ranks[r].ngpu)
+            continue;
+        snprintf(buf, sizeof buf, "rank %zu GPU", r);
+        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteLocationGroup(g, (OTF2_LocationGroupRef)(run->nranks + r),
+                                                                xsm_otf2_str(x, g, buf),
+                                                                OTF2_LOCATION_GROUP_TYPE_ACCELERATOR, node[r],
+                                                                (OTF2_LocationGroupRef)r));
+    }
     free(node);
     for (size_t r = 0; r < run->nranks; r++) {
         const xsm_erank *er = &e->ranks[r];
-        size_t n = x->run->ranks[r].present && er->ntids ? er->ntids : 1;
+        size_t n = x->ncpu[r];
+        for (size_t j = 0; run->ranks[r].present && j < er->ngpu; j++) {
+            const xsm_oloc *L = &x->locs[x->loc_base[r] + n + j];
+            snprintf(buf, sizeof buf, "GPU %u stream %u", er->gpu[j].device, er->gpu[j].stream);
+            xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteLocation(g, L->id, xsm_otf2_str(x, g, buf),
+                                                               OTF2_LOCATION_TYPE_ACCELERATOR_STREAM, L->nev,
+                                                               (OTF2_LocationGroupRef)(run->nranks + r)));
+        }
         for (size_t ti = 0; ti < n; ti++) {
             const xsm_oloc *L = &x->locs[xsm_otf2_loc(x, (int32_t)r, ti)];
             uint32_t name;
@@ -667,6 +731,15 @@ static void xsm_otf2_defs(xsm_otf2 *x, OTF2_GlobalDefWriter *g)
         }
     }
     xsm_otf2_regions_write(x, g);
+    for (uint32_t i = 0; i < x->nmetrics; i++) {
+        uint32_t none = xsm_otf2_str(x, g, "");
+        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteMetricMember(g, i, x->metric_name[i], none, OTF2_METRIC_TYPE_OTHER,
+                                                               OTF2_METRIC_ABSOLUTE_POINT, OTF2_TYPE_DOUBLE,
+                                                               OTF2_BASE_DECIMAL, 0, none));
+        OTF2_MetricMemberRef mm = i;
+        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteMetricClass(g, i, 1, &mm, OTF2_METRIC_ASYNCHRONOUS,
+                                                              OTF2_RECORDER_KIND_ABSTRACT));
+    }
     /* COMM_LOCATIONS first: the communicators' groups index into it */
     uint64_t *mem = malloc((run->nranks + 1) * sizeof *mem);
     if (!mem) {
@@ -713,17 +786,22 @@ static int xsm_otf2_prepare(xsm_otf2 *x)
     size_t n = run->nranks + 1;
     x->mpi_region = calloc(e->names.n + 1, sizeof *x->mpi_region);
     x->user_region = calloc(e->names.n + 1, sizeof *x->user_region);
+    x->gpu_region = calloc(e->names.n + 1, sizeof *x->gpu_region);
+    x->metric = calloc(e->names.n + 1, sizeof *x->metric);
+    x->metric_name = calloc(e->names.n + 1, sizeof *x->metric_name);
+    x->ncpu = calloc(n, sizeof *x->ncpu);
     x->att = calloc(n, sizeof *x->att);
     x->natt = calloc(n, sizeof *x->natt);
     x->coll_ok = calloc(n, sizeof *x->coll_ok);
     x->loc_base = calloc(n, sizeof *x->loc_base);
     x->main_tid = calloc(n, sizeof *x->main_tid);
-    if (!x->mpi_region || !x->user_region || !x->att || !x->natt || !x->coll_ok || !x->loc_base || !x->main_tid)
+    if (!x->mpi_region || !x->user_region || !x->gpu_region || !x->metric || !x->metric_name || !x->ncpu || !x->att || !x->natt || !x->coll_ok || !x->loc_base || !x->main_tid)
         return -1;
     for (size_t r = 0; r < run->nranks; r++) {
         const xsm_erank *er = &e->ranks[r];
         x->loc_base[r] = x->nlocs;
-        x->nlocs += run->ranks[r].present && er->ntids ? er->ntids : 1;
+        x->ncpu[r] = run->ranks[r].present && er->ntids ? er->ntids : 1;
+        x->nlocs += x->ncpu[r] + (run->ranks[r].present ? er->ngpu : 0);
         if (er->norder[XSM_EV_MPI]) {
             const xsprof_io_mpi *m = &run->ranks[r].d.mpi[er->order[XSM_EV_MPI][0]];
             x->main_tid[r] = xsm_emit_tid_index(er, m->thread);
@@ -764,6 +842,10 @@ static void xsm_otf2_free(xsm_otf2 *x)
     free(x->main_tid);
     free(x->mpi_region);
     free(x->user_region);
+    free(x->gpu_region);
+    free(x->metric);
+    free(x->metric_name);
+    free(x->ncpu);
     free(x->regs);
 }
 

@@ -18,6 +18,12 @@ tool chain's own readers:
   check_otf2.py crash PROG   rank 3 sends a message nobody receives and is
                              killed: the archive is valid, the message is left
                              out with a note
+  check_otf2.py gpu MAKE_RUNS  runs of tests/merge/make_runs.c with GPU work
+                             on several devices and streams, CUDA API calls and
+                             counters (no GPU here): a stream location per
+                             device and stream in an accelerator group of its
+                             rank, every GPU row an Enter/Leave, every counter
+                             row a Metric
 
 Environment (set by xsprof_add_test): XSMERGE, XSPROF_MPI_LIB, MPIEXEC."""
 import collections
@@ -225,7 +231,8 @@ def check_counts(out, evs):
     c = print_counts(otf2_print(out))
     with h5py.File(os.path.join(out, "merged.h5"), "r") as f:
         mpi = f["mpi"][:]
-        nreg = len(f["regions"])
+        nreg = len(f["regions"]) + len(f["gpu"])
+        ncounters = len(f["counters"])
         msgs = f["messages"][:]
         colls_h5 = f["collectives"][:]
         comm_size = {int(c["id"]): int(c["size"]) for c in f["comms"][:]}
@@ -244,6 +251,7 @@ def check_counts(out, evs):
     # instances every member of the communicator reached (the others' records are left out)
     ncoll = sum(int(c["n"]) for c in colls_h5 if strings[c["op"]] in colls and c["n"] == comm_size[int(c["comm"])])
     want["MPI_COLLECTIVE_BEGIN"] = want["MPI_COLLECTIVE_END"] = ncoll
+    want["METRIC"] = ncounters
     for k, v in want.items():
         if c[k] != v:
             fail(f"otf2-print lists {c[k]} {k} events, merged.h5 says {v}")
@@ -352,7 +360,41 @@ def crash(prog):
     print("PASS")
 
 
+def gpu(make_runs):
+    for shape in ("gpu", "gpumpi"):
+        work = os.path.abspath("otf2_" + shape)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        rundir, out = os.path.join(work, "run"), os.path.join(work, "out")
+        r = run([make_runs, shape, rundir])
+        if r.returncode != 0:
+            fail(f"merge_make_runs {shape}: {r.stderr}")
+        if merge(rundir, out, "--outputs", "otf2,h5", "-q").returncode != 0:
+            fail(f"{shape}: xsmerge failed")
+        evs = read_events(out)
+        want = check_counts(out, evs)
+        with h5py.File(os.path.join(out, "merged.h5"), "r") as f:
+            g = f["gpu"][:]
+        streams = {(int(x["rank"]), int(x["device"]), int(x["stream"])) for x in g if x["kind"] != 8}
+        with otf2.reader.open(os.path.join(out, "trace.otf2")) as t:
+            locs = [l for l in t.definitions.locations if l.type == otf2.LocationType.ACCELERATOR_STREAM]
+            for l in locs:
+                lg = l.group
+                if lg.location_group_type != otf2.LocationGroupType.ACCELERATOR or \
+                        lg.creating_location_group is None or lg.creating_location_group._ref != l._ref & 0xffffffff:
+                    fail(f"{shape}: stream location {l} is not in an accelerator group its rank created")
+        if len(locs) != len(streams):
+            fail(f"{shape}: {len(locs)} stream locations, merged.h5 has {len(streams)} GPU streams")
+        on_gpu = sum(1 for l, lst in evs.items() if l.type == otf2.LocationType.ACCELERATOR_STREAM
+                     for ev in lst if isinstance(ev, otf2.events.Enter))
+        if on_gpu != sum(1 for x in g if x["kind"] != 8):
+            fail(f"{shape}: {on_gpu} Enters on stream locations for {sum(1 for x in g if x['kind'] != 8)} GPU rows")
+        print(f"{shape}: {len(locs)} stream locations, {on_gpu} GPU activities, {want['METRIC']} metrics")
+    print("PASS")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("full", "crash"):
-        fail("usage: check_otf2.py full|crash PROG")
-    (full if sys.argv[1] == "full" else crash)(sys.argv[2])
+    modes = {"full": full, "crash": crash, "gpu": gpu}
+    if len(sys.argv) != 3 or sys.argv[1] not in modes:
+        fail("usage: check_otf2.py full|crash|gpu PROG")
+    modes[sys.argv[1]](sys.argv[2])

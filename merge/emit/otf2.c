@@ -9,9 +9,9 @@
  * - a COMM_LOCATIONS group (the ranks' MPI locations in rank order) before
  *   the communicators' groups, whose members are then world ranks;
  * - Enter/Leave properly nested per location, every MPI record inside the
- *   Enter/Leave of its call. Events come from xsm_iter in begin order, so a
- *   location's Leaves are written lazily, when a later event on it begins
- *   after them (a per-location stack of open calls);
+ *   Enter/Leave of its call. Events come from xsm_iter, rank by rank in
+ *   begin order, so a location's Leaves are written lazily, when a later
+ *   event on it begins after them (a per-location stack of open calls);
  * - only messages whose both ends are in the trace (analysers wait for
  *   every message they see): unmatched ones are left out, and so are the
  *   collective records of instances that lack members (a crashed rank).
@@ -609,12 +609,19 @@ static void xsm_otf2_enter(xsm_otf2 *x, xsm_oloc *L, int32_t r, int64_t t, int64
         xsm_otf2_coll(x, L, r, &x->run->ranks[r].d.mpi[row], 0, ts);
 }
 
-static int xsm_otf2_events(xsm_otf2 *x)
+/* Rank r's events, its rows in begin order (xsm_iter over the rank):
+ * only its locations' writers are open meanwhile, since libotf2 holds a
+ * chunk of events in memory per open writer. */
+static int xsm_otf2_rank(xsm_otf2 *x, size_t r)
 {
     const xsm_emit *e = x->e;
+    size_t lo = x->loc_base[r], hi = r + 1 < x->run->nranks ? x->loc_base[r + 1] : x->nlocs;
+    for (size_t i = lo; i < hi && x->rc == OTF2_SUCCESS; i++)
+        if (!(x->locs[i].w = OTF2_Archive_GetEvtWriter(x->ar, x->locs[i].id)))
+            xsm_otf2_chk(x, OTF2_ERROR_MEM_FAULT);
     xsm_iter it;
-    if (xsm_iter_init(&it, e, -1))
-        return -1;
+    if (x->rc != OTF2_SUCCESS || xsm_iter_init(&it, e, (int64_t)r))
+        return x->rc != OTF2_SUCCESS ? 0 : -1;
     xsm_ev ev;
     while (!x->oom && x->rc == OTF2_SUCCESS && xsm_iter_next(&it, &ev)) {
         const xsprof_rank_data *d = &x->run->ranks[ev.rank].d;
@@ -651,9 +658,18 @@ static int xsm_otf2_events(xsm_otf2 *x)
         }
     }
     xsm_iter_free(&it);
-    for (size_t i = 0; i < x->nlocs; i++)
-        while (x->locs[i].n && x->rc == OTF2_SUCCESS)
-            xsm_otf2_leave(x, &x->locs[i]);
+    for (size_t i = lo; i < hi; i++) {
+        xsm_oloc *L = &x->locs[i];
+        while (L->n && x->rc == OTF2_SUCCESS)
+            xsm_otf2_leave(x, L);
+        if (L->w) {
+            xsm_otf2_chk(x, OTF2_EvtWriter_GetNumberOfEvents(L->w, &L->nev));
+            xsm_otf2_chk(x, OTF2_Archive_CloseEvtWriter(x->ar, L->w));
+            L->w = NULL;
+        }
+        free(L->st);
+        L->st = NULL;
+    }
     return x->oom ? -1 : 0;
 }
 
@@ -861,8 +877,8 @@ int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *
         xsm_otf2_free(&x);
         return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2");
     }
-    x.ar = OTF2_Archive_Open(dir, "trace", OTF2_FILEMODE_WRITE, 1 << 20, 4 << 20, OTF2_SUBSTRATE_POSIX,
-                             OTF2_COMPRESSION_NONE);
+    x.ar = OTF2_Archive_Open(dir, "trace", OTF2_FILEMODE_WRITE, OTF2_CHUNK_SIZE_EVENTS_DEFAULT,
+                             OTF2_CHUNK_SIZE_DEFINITIONS_DEFAULT, OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!x.ar) {
         xsm_otf2_free(&x);
         return xsm_err_set(err, errlen, "xsmerge: %s/trace.otf2: cannot create the archive", dir);
@@ -871,16 +887,12 @@ int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *
     xsm_otf2_chk(&x, OTF2_Archive_SetSerialCollectiveCallbacks(x.ar));
     xsm_otf2_chk(&x, OTF2_Archive_SetCreator(x.ar, "xsmerge"));
     xsm_otf2_chk(&x, OTF2_Archive_OpenEvtFiles(x.ar));
-    for (size_t i = 0; i < x.nlocs && x.rc == OTF2_SUCCESS; i++)
-        if (!(x.locs[i].w = OTF2_Archive_GetEvtWriter(x.ar, x.locs[i].id)))
-            xsm_otf2_chk(&x, OTF2_ERROR_MEM_FAULT);
-    if (x.rc == OTF2_SUCCESS && xsm_otf2_events(&x))
-        rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2");
+    for (size_t r = 0; r < x.run->nranks && x.rc == OTF2_SUCCESS && !rc; r++)
+        if (xsm_otf2_rank(&x, r))
+            rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2");
     for (size_t i = 0; i < x.nlocs; i++)
-        if (x.locs[i].w) {
-            xsm_otf2_chk(&x, OTF2_EvtWriter_GetNumberOfEvents(x.locs[i].w, &x.locs[i].nev));
-            xsm_otf2_chk(&x, OTF2_Archive_CloseEvtWriter(x.ar, x.locs[i].w));
-        }
+        if (x.locs[i].w) /* after a failure */
+            OTF2_Archive_CloseEvtWriter(x.ar, x.locs[i].w);
     xsm_otf2_chk(&x, OTF2_Archive_CloseEvtFiles(x.ar));
     /* the local definition files: empty, every id is global */
     xsm_otf2_chk(&x, OTF2_Archive_OpenDefFiles(x.ar));

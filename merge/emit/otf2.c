@@ -75,6 +75,7 @@ typedef struct xsm_otf2 {
     OTF2_ErrorCode rc;       /* first libotf2 error */
     int oom;
     uint64_t offset;         /* OTF2 time = offset + ns since t = 0 */
+    uint64_t tmin, tmax;     /* first and last time written (clock properties) */
     uint32_t nstr;           /* strings written so far (ids 0..nstr-1) */
     uint32_t *mpi_region;    /* per global name id: region id + 1, 0 none */
     uint32_t *user_region;
@@ -93,11 +94,16 @@ typedef struct xsm_otf2 {
     uint64_t left_out;           /* messages not representable (see xsm_otf2_msg_ok) */
 } xsm_otf2;
 
-/* libotf2 prints its errors to stderr itself; xsmerge says one line. */
+/* libotf2 prints its errors to stderr itself; xsmerge says one line,
+ * with the first error libotf2 met (a failed write's "File too large",
+ * where the calls that fail after it only say the archive is damaged). */
 static OTF2_ErrorCode xsm_otf2_quiet(void *u, const char *file, uint64_t line, const char *fn, OTF2_ErrorCode code,
                                      const char *fmt, va_list va)
 {
-    (void)u, (void)file, (void)line, (void)fn, (void)fmt, (void)va;
+    (void)file, (void)line, (void)fn, (void)fmt, (void)va;
+    OTF2_ErrorCode *first = u;
+    if (*first == OTF2_SUCCESS)
+        *first = code;
     return code;
 }
 
@@ -115,9 +121,17 @@ static OTF2_FlushType xsm_otf2_preflush(void *u, OTF2_FileType ft, OTF2_Location
 
 static const OTF2_FlushCallbacks xsm_otf2_flush = {xsm_otf2_preflush, NULL};
 
-static uint64_t xsm_otf2_ts(const xsm_otf2 *x, int64_t t)
+/* OTF2 time of t; every time written passes here, so that the clock
+ * properties span them all (a --from/--to window keeps rows that overlap
+ * it, beyond its ends). */
+static uint64_t xsm_otf2_ts(xsm_otf2 *x, int64_t t)
 {
-    return x->offset + (uint64_t)(t > 0 ? t : 0);
+    uint64_t ts = x->offset + (uint64_t)(t > 0 ? t : 0);
+    if (ts < x->tmin)
+        x->tmin = ts;
+    if (ts > x->tmax)
+        x->tmax = ts;
+    return ts;
 }
 
 /* A string definition appended after the global names (whose ids are
@@ -679,7 +693,9 @@ static void xsm_otf2_defs(xsm_otf2 *x, OTF2_GlobalDefWriter *g)
 {
     const xsm_run *run = x->run;
     const xsm_emit *e = x->e;
-    xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteClockProperties(g, 1000000000, x->offset, (uint64_t)(run->t_end > 0 ? run->t_end : 0) + 1,
+    uint64_t first = x->tmin <= x->tmax ? x->tmin : x->offset;
+    xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteClockProperties(g, 1000000000, first,
+                                                              (x->tmin <= x->tmax ? x->tmax - first : 0) + 1,
                                                               OTF2_UNDEFINED_TIMESTAMP));
     for (uint32_t i = 0; i < e->names.n; i++)
         xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteString(g, i, e->names.str[i]));
@@ -832,6 +848,7 @@ static int xsm_otf2_prepare(xsm_otf2 *x)
     if (xsm_otf2_comms(x) || xsm_otf2_attach(x) || xsm_otf2_regions(x))
         return -1;
     x->offset = run->t0_ref_ns > 0 ? (uint64_t)run->t0_ref_ns : 0;
+    x->tmin = UINT64_MAX;
     return 0;
 }
 
@@ -871,17 +888,20 @@ int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *
     memset(&x, 0, sizeof x);
     x.e = e;
     x.run = e->run;
-    OTF2_Error_RegisterCallback(xsm_otf2_quiet, NULL);
     int rc = 0;
     if (xsm_otf2_prepare(&x)) {
         xsm_otf2_free(&x);
         return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2");
     }
+    OTF2_ErrorCode first = OTF2_SUCCESS;
+    OTF2_ErrorCallback before = OTF2_Error_RegisterCallback(xsm_otf2_quiet, &first);
     x.ar = OTF2_Archive_Open(dir, "trace", OTF2_FILEMODE_WRITE, OTF2_CHUNK_SIZE_EVENTS_DEFAULT,
                              OTF2_CHUNK_SIZE_DEFINITIONS_DEFAULT, OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!x.ar) {
+        OTF2_Error_RegisterCallback(before, NULL);
         xsm_otf2_free(&x);
-        return xsm_err_set(err, errlen, "xsmerge: %s/trace.otf2: cannot create the archive", dir);
+        return xsm_err_set(err, errlen, "xsmerge: %s/trace.otf2: cannot create the archive: %s", dir,
+                           OTF2_Error_GetDescription(first));
     }
     xsm_otf2_chk(&x, OTF2_Archive_SetFlushCallbacks(x.ar, &xsm_otf2_flush, NULL));
     xsm_otf2_chk(&x, OTF2_Archive_SetSerialCollectiveCallbacks(x.ar));
@@ -908,7 +928,9 @@ int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *
         rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2");
     xsm_otf2_chk(&x, OTF2_Archive_Close(x.ar));
     if (x.rc != OTF2_SUCCESS && !rc)
-        rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.otf2: %s", dir, OTF2_Error_GetDescription(x.rc));
+        rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.otf2: %s", dir,
+                         OTF2_Error_GetDescription(first != OTF2_SUCCESS ? first : x.rc));
+    OTF2_Error_RegisterCallback(before, NULL);
     if (left_out)
         *left_out = x.left_out;
     xsm_otf2_free(&x);

@@ -14,7 +14,8 @@ tool chain's own readers:
                              recomputed from the OTF2 events alone agree with
                              report.json within 1 %; the archive of a
                              collective merge (mpirun -np 2 xsmerge) is the
-                             same; --stream with otf2 is refused in one line
+                             same; a write that fails is one line naming the
+                             archive; --stream with otf2 is refused in one line
   check_otf2.py crash PROG   rank 3 sends a message nobody receives and is
                              killed: the archive is valid, the message is left
                              out with a note
@@ -29,6 +30,7 @@ Environment (set by xsprof_add_test): XSMERGE, XSPROF_MPI_LIB, MPIEXEC."""
 import collections
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -318,6 +320,13 @@ def full(prog):
     r = merge(rundir, out2, "--outputs", "h5", "-q")
     if r.returncode != 0 or any(os.path.exists(os.path.join(out2, n)) for n in ("trace.otf2", "trace.def", "trace")):
         fail("a merge without otf2 left the earlier archive in OUT_DIR")
+    # a write that fails (a 1 KiB file size limit): one line naming the archive, nothing left
+    out4 = os.path.join(work, "out-full")
+    lim = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+    r = run([env("XSMERGE"), rundir, "-o", out4, "--outputs", "otf2"], preexec_fn=lim, timeout=120)
+    if r.returncode != 1 or r.stderr != f"xsmerge: {out4}/trace.otf2: File is too large\n" or os.path.exists(out4):
+        fail(f"a trace.otf2 past the file size limit: exit {r.returncode}, {r.stderr!r}")
+    print("a failed write: " + r.stderr.strip())
     # streamed: refused in one line, nothing written
     out3 = os.path.join(work, "out-stream")
     r = merge(rundir, out3, "--stream", "--outputs", "otf2")

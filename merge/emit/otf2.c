@@ -198,15 +198,9 @@ static int xsm_otf2_comms(xsm_otf2 *x)
 /* Index of xsprof communicator `id` (its OTF2 id), or ncomms. */
 static size_t xsm_otf2_comm(const xsm_otf2 *x, uint32_t id)
 {
-    size_t lo = 0, hi = x->ncomms;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (x->comms[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < x->ncomms && x->comms[lo].id == id ? lo : x->ncomms;
+    xsm_ocomm key = {.id = id};
+    const xsm_ocomm *c = x->ncomms ? bsearch(&key, x->comms, x->ncomms, sizeof *x->comms, xsm_ocomm_cmp) : NULL;
+    return c ? (size_t)(c - x->comms) : x->ncomms;
 }
 
 /* World rank -> rank in communicator c (OTF2 names peers so); UINT32_MAX

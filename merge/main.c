@@ -708,10 +708,12 @@ int main(int argc, char **argv)
     }
     xsm_staging_guard(staging);
 
-    /* Which ranks this process iterates: all for trace.json, else its share
-     * of the trace.pftrace segments (merged.h5 reads rows directly). */
+    /* Which ranks this process iterates: all for trace.json and trace.otf2,
+     * else its share of the trace.pftrace segments (merged.h5 reads rows
+     * directly). */
     unsigned char *order = NULL;
-    int all_ranks = (o.outputs & (XSM_OUT_JSON | XSM_OUT_OTF2)) && xsm_task_owner(XSM_TASK_JSON, par.size) == par.rank;
+    int all_ranks = ((o.outputs & XSM_OUT_JSON) && xsm_task_owner(XSM_TASK_JSON, par.size) == par.rank) ||
+                    ((o.outputs & XSM_OUT_OTF2) && xsm_task_owner(XSM_TASK_OTF2, par.size) == par.rank);
     if (!(o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_OTF2))) {
         order = calloc(run.nranks + 1, 1); /* merged.h5 and the report need no time order */
     } else if (par.size > 1 && !all_ranks) {

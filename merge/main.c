@@ -189,7 +189,7 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
                 else if (strcmp(name, "report") == 0) o->outputs |= XSM_OUT_REPORT;
                 else if (strcmp(name, "otf2") == 0 && !XSPROF_HAVE_OTF2)
                     return xsm_bad_usage("otf2 is unavailable: this xsmerge was built without libotf2 (Debian: "
-                                         "libotf2-trace-dev; install it and rebuild)", name);
+                                         "libotf2-trace-dev; install it and rebuild)", NULL);
                 else if (strcmp(name, "otf2") == 0) o->outputs |= XSM_OUT_OTF2;
                 else return xsm_bad_usage("unknown product in --outputs (known: pftrace, json, h5, report, otf2)", name);
             }

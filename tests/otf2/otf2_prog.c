@@ -4,8 +4,8 @@
  * planted imbalance, a sub-communicator (MPI_Comm_split) and a helper
  * thread with regions of its own. Usage: otf2_prog [crash]
  * crash: rank 3 sends one message nobody receives, then kills itself
- * (SIGKILL) while the others complete a Bcast it never joins (an
- * incomplete collective) and wait in a Barrier until mpiexec ends them.
+ * (SIGKILL) once the others completed a Bcast it never joins (an
+ * incomplete collective); they wait in a Barrier until mpiexec ends them.
  * Regions go through xsprof's API when libxsprof-mpi.so is preloaded (weak
  * symbols: the program runs without it). No MPI_Test polling: its Late
  * Senders are the plain E_send - E_recv the check recomputes. */
@@ -86,16 +86,20 @@ int main(int argc, char **argv)
         end();
     }
     if (crash && rank == 3) {
-        /* a message nobody receives, then death */
+        /* a message nobody receives; death once the others are past the
+         * Bcast this rank never joins (the last rank is a leaf of every
+         * broadcast tree from rank 0: its part is sent, never received) */
         MPI_Request r;
         MPI_Isend(buf, 8, MPI_DOUBLE, 0, 99, MPI_COMM_WORLD, &r);
         MPI_Wait(&r, MPI_STATUS_IGNORE);
-        work_ms("compute", 300); /* the others' Bcast completes first */
+        for (int i = 0; i < 3; i++)
+            MPI_Recv(in, 1, MPI_DOUBLE, MPI_ANY_SOURCE, 98, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         raise(SIGKILL);
     }
-    if (crash)
-        MPI_Bcast(buf, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD); /* rank 3's part is eager: sent, never received */
-    if (!crash) {
+    if (crash) {
+        MPI_Bcast(buf, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        MPI_Send(buf, 1, MPI_DOUBLE, 3, 98, MPI_COMM_WORLD);
+    } else {
         /* collectives, rank r arriving r * 10 ms late: Wait at NxN */
         work_ms("compute", 10 * rank);
         MPI_Allreduce(buf, in, 16, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);

@@ -381,8 +381,10 @@ static void jr_defs_finish(xsprof_rank_data *d)
         if (d->modules[i].lo < d->modules[i].hi && d->modules[i].t_unload >= d->modules[i].t_load)
             d->modules[k++] = d->modules[i];
     d->nmodules = k;
-    qsort(d->modules, d->nmodules, sizeof *d->modules, jr_module_cmp);
-    qsort(d->callstacks, d->ncallstacks, sizeof *d->callstacks, jr_stack_cmp);
+    if (d->nmodules > 1) /* the arrays are NULL when empty: qsort takes no NULL */
+        qsort(d->modules, d->nmodules, sizeof *d->modules, jr_module_cmp);
+    if (d->ncallstacks > 1)
+        qsort(d->callstacks, d->ncallstacks, sizeof *d->callstacks, jr_stack_cmp);
     k = 0;
     for (size_t i = 0; i < d->ncallstacks; i++)
         if (!k || d->callstacks[i].id != d->callstacks[k - 1].id)

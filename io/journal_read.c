@@ -786,6 +786,10 @@ static int jr_writer_alive(const xsprof_journal_header *h)
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t age = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - h->alive_realtime_ns;
     int64_t slack = 2000000000;
+    /* A heartbeat period beyond an hour is no heartbeat (a damaged header
+     * must not overflow the bound below). */
+    if (h->alive_period_ns > (int64_t)3600 * 1000000000)
+        return 0;
     return age > -slack && age < 3 * h->alive_period_ns + slack;
 }
 

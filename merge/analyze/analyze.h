@@ -155,4 +155,82 @@ int xsm_is_poll_op(const char *name);
  * merge's pass 1 alike. */
 static inline int xsm_is_p2p_wait_pair(int32_t src, int32_t dst) { return src != dst; }
 
+/* Late Receiver: the call [cb, ce] that sent a message (Send, Ssend,
+ * Sendrecv) or completed an Isend (a Wait or Test), its receive posted at
+ * t_post; sync: a synchronous send (Ssend), which cannot return before the
+ * post. Returns the end of the call's wait on the receiver (it waited
+ * [cb, until)), XSM_LR_POLL when the call began after the post (a polling
+ * loop's polls before an Isend's completion may have waited; a blocking
+ * send had not begun), XSM_LR_NONE when it did not wait (a buffered send
+ * returned before the post). Asked by waits.c and the streaming merge's
+ * MPI pass alike. */
+#define XSM_LR_NONE INT64_MIN
+#define XSM_LR_POLL (INT64_MIN + 1)
+static inline int64_t xsm_lr_until(int sync, int64_t cb, int64_t ce, int64_t t_post)
+{
+    if (!sync && ce < t_post)
+        return XSM_LR_NONE;
+    int64_t until = t_post < ce ? t_post : ce;
+    return until > cb ? until : XSM_LR_POLL;
+}
+
+/* ---- the wait states of one collective instance (collwait.c): one set of
+ * rules for the in-memory analysis and the streaming merge's MPI pass */
+typedef struct xsm_cwmember {
+    int32_t rank;
+    int64_t arrive;         /* its entry (a nonblocking one's post): when its contribution came */
+    int has_call;           /* the blocking call it waited in is known (the call, or the Wait completing it) */
+    int64_t call_b, call_e; /* that call's entry and exit */
+    int receives, sends;    /* merge/align's xsm_coll_receives, xsm_coll_sends */
+    uint64_t id;            /* the caller's (rows) */
+} xsm_cwmember;
+/* A wait of member w of `kind` over [t_begin, t_end) in its call, caused
+ * by member cause (NULL: no single rank, NxN Completion). 0, or -1 to stop. */
+typedef int (*xsm_cwait_fn)(void *ctx, const xsm_cwmember *w, int kind, const xsm_cwmember *cause, int64_t t_begin,
+                            int64_t t_end);
+/* Members sorted by rank, those outside the analysis (not loaded, cut by
+ * --from/--to) left out; root the instance's root (world rank, negative
+ * none). Barrier, NxN, 1-to-N and N-to-1 instances give waits; 0, or -1
+ * when fn stopped. */
+int xsm_coll_waits_find(int kind, int32_t root, const xsm_cwmember *m, size_t n, xsm_cwait_fn fn, void *ctx);
+
+/* A wait in a blocking collective or a blocking send of this rank
+ * (merge/analyze/waits.c's rules), found by pass 1 at time p when the
+ * collective closed or the message matched: the report pass reads it at the
+ * first call that ends at or after p, as the flow ends above. */
+typedef struct xsm_cwait_rec {
+    int64_t p;
+    int64_t ns;     /* how long the call waited */
+    uint32_t row;   /* the call */
+    uint32_t op;    /* its name (string id) */
+    int32_t kind;   /* XSM_WAIT_* */
+    int32_t causer; /* -1: no single rank */
+    uint32_t causer_row;
+    uint32_t poll;  /* 1: a polling loop's Late Receiver (its time is the analysis's): ns is the receive's post */
+} xsm_cwait_rec;
+
+/* ---- worder.c: Wrong Order, read forward in time (the streaming merge's MPI
+ * pass and the in-memory feeding alike) */
+typedef struct xsm_wo xsm_wo;
+xsm_wo *xsm_wo_new(size_t nranks); /* NULL: out of memory */
+void xsm_wo_free(xsm_wo *w);
+/* A send to dst inside --from/--to, in order of begin (e_send). 0, -1 out of memory. */
+int xsm_wo_send(xsm_wo *w, int32_t dst, int64_t e_send, int32_t src, uint32_t row);
+/* That send is no message (cut by --from/--to). */
+void xsm_wo_cut(xsm_wo *w, int32_t dst, int32_t src, uint32_t row);
+/* It matched a receive on dst completing at t_recv in the call call_row
+ * (UINT32_MAX: none) that began at e_recv; polled: dst polled before (a
+ * polling loop's Late Sender may end in that call). */
+int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t e_send, int64_t t_recv, int64_t e_recv,
+                uint32_t call_row, int polled);
+/* The message (src, send_row) received on dst at t in call_row is Wrong Order. */
+typedef int (*xsm_wo_verdict_fn)(void *ctx, int32_t dst, int64_t t, uint32_t call_row, int32_t src, uint32_t send_row);
+/* Everything due before `now` (pass 1's time; INT64_MAX at the end): the
+ * verdicts to fn (a pending one comes when the message it waited for is
+ * received, timed at its check); fn's non-zero return is returned, -1 when
+ * out of memory. */
+int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx);
+/* Pending checks given up so far (more than a rank keeps). */
+uint64_t xsm_wo_dropped(const xsm_wo *w);
+
 #endif

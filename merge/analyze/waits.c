@@ -303,12 +303,10 @@ static int p2p_waits(xsm_an *a)
         if (scall < 0)
             continue;
         const xsprof_io_mpi *cs = &sd->mpi[scall];
-        /* a buffered (eager) send returns without the receiver: only a send
-         * still blocked when the receive was posted waited for it */
-        if (!sync && cs->t_end < e_post)
+        int64_t until = xsm_lr_until(sync, cs->t_begin, cs->t_end, e_post), from = cs->t_begin;
+        if (until == XSM_LR_NONE || (until == XSM_LR_POLL && snd->kind != XSPROF_MPI_ISEND))
             continue;
-        int64_t until = e_post < cs->t_end ? e_post : cs->t_end, from = cs->t_begin;
-        if (until <= cs->t_begin) {
+        if (until == XSM_LR_POLL) {
             /* the Wait or Test that completed an Isend began after the
              * receive was posted: a polling loop's polls before the post
              * waited for it, as a receiver's do for a send */
@@ -392,26 +390,34 @@ static int64_t req_index_find(const req_index *ix, const xsprof_rank_data *d, ui
     return -1;
 }
 
-/* One member of a collective instance: when its contribution arrived
- * (entry of the blocking call, or the post of a nonblocking one) and the
- * blocking call it waited in (the call itself, or the Wait completing it). */
-typedef struct member {
-    int32_t rank;
-    int64_t arrive;
-    int64_t call;      /* mpi row of the blocking call, -1: not known */
-    int64_t e, x;      /* that call's entry and exit */
-    int receives;      /* takes data from the others (merge/align xsm_coll_receives) */
-    int sends;         /* gives an N-to-1 root data (merge/align xsm_coll_sends) */
-} member;
+/* A collective's wait (xsm_coll_waits_find) as an instance of the
+ * analysis: the member's id is its blocking call's row. */
+typedef struct coll_ctx {
+    xsm_an *a;
+} coll_ctx;
+
+static int coll_wait_put(void *ctx, const xsm_cwmember *x, int kind, const xsm_cwmember *cause, int64_t tb, int64_t te)
+{
+    xsm_an *a = ((coll_ctx *)ctx)->a;
+    int32_t r = x->rank;
+    size_t call = (size_t)x->id;
+    int32_t op = op_name(a, r, call);
+    if (op < 0)
+        return -1;
+    xsm_wait w = {kind, r, cause ? cause->rank : -1, call, op, a->rs[r].encl[call], tb, te, cause ? cause->arrive : tb,
+                  0, 0, -1, 1, -1};
+    return wait_push(a, &w) != 0 ? -1 : 0;
+}
 
 static int coll_waits(xsm_an *a)
 {
     const xsm_run *run = a->run;
     req_index *ix = calloc(a->nranks + 1, sizeof *ix);
     unsigned char *built = calloc(a->nranks + 1, 1);
-    member *mb = NULL;
+    xsm_cwmember *mb = NULL;
     size_t mbcap = 0;
     int rc = -1;
+    coll_ctx cx = {a};
     if (!ix || !built)
         goto out;
     for (size_t ci = 0; ci < run->ncolls; ci++) {
@@ -421,7 +427,7 @@ static int coll_waits(xsm_an *a)
             kind != XSPROF_COLL_N2ONE)
             continue;
         if (c->n > mbcap) {
-            member *v = realloc(mb, c->n * sizeof *v);
+            xsm_cwmember *v = realloc(mb, c->n * sizeof *v);
             if (!v)
                 goto out;
             mb = v;
@@ -434,9 +440,9 @@ static int coll_waits(xsm_an *a)
                 continue;
             const xsprof_rank_data *d = &run->ranks[r].d;
             const xsprof_io_mpi *m = &d->mpi[c->rows[k]];
-            member x = {r, m->t_begin, -1, 0, 0, xsm_coll_receives(kind, m), xsm_coll_sends(m)};
+            int64_t call = -1; /* the blocking call it waited in: the call, or the Wait completing it */
             if (m->kind == XSPROF_MPI_COLL) {
-                x.call = (int64_t)c->rows[k];
+                call = (int64_t)c->rows[k];
             } else if (m->kind == XSPROF_MPI_ICOLL && m->request) {
                 if (!built[r]) {
                     if (req_index_build(d, &ix[r]) != 0)
@@ -444,80 +450,20 @@ static int coll_waits(xsm_an *a)
                     built[r] = 1;
                 }
                 int64_t comp = req_index_find(&ix[r], d, m->request, m->t_begin);
-                x.call = comp >= 0 ? a->rs[r].call[comp] : -1;
+                call = comp >= 0 ? a->rs[r].call[comp] : -1;
             } else {
                 continue;
             }
-            if (x.call >= 0) {
-                x.e = d->mpi[x.call].t_begin;
-                x.x = d->mpi[x.call].t_end;
+            xsm_cwmember x = {r, m->t_begin, call >= 0, 0, 0, xsm_coll_receives(kind, m), xsm_coll_sends(m),
+                              call >= 0 ? (uint64_t)call : 0};
+            if (call >= 0) {
+                x.call_b = d->mpi[call].t_begin;
+                x.call_e = d->mpi[call].t_end;
             }
             mb[nm++] = x;
         }
-        if (nm < 2)
-            continue;
-        int64_t maxE = INT64_MIN, minX = INT64_MAX, lastE = INT64_MIN;
-        int32_t maxr = -1, lastr = -1;
-        const member *root = NULL;
-        for (size_t k = 0; k < nm; k++) {
-            if (mb[k].arrive > maxE) {
-                maxE = mb[k].arrive;
-                maxr = mb[k].rank;
-            }
-            if (mb[k].call >= 0 && mb[k].x < minX)
-                minX = mb[k].x;
-            if (mb[k].rank == c->root)
-                root = &mb[k];
-            else if (mb[k].sends && mb[k].arrive > lastE) { /* the last that gives the root data */
-                lastE = mb[k].arrive;
-                lastr = mb[k].rank;
-            }
-        }
-        if ((kind == XSPROF_COLL_ONE2N || kind == XSPROF_COLL_N2ONE) && !root)
-            continue;
-        for (size_t k = 0; k < nm; k++) {
-            const member *x = &mb[k];
-            int32_t r = x->rank;
-            if (x->call < 0 || !x->receives)
-                continue; /* no call known, or no data to wait for */
-            int32_t op = op_name(a, r, (size_t)x->call), reg = a->rs[r].encl[x->call];
-            if (op < 0)
-                goto out;
-            int wk = -1;
-            int32_t causer = -1;
-            int64_t cause_t = 0;
-            if (kind == XSPROF_COLL_N2ONE) { /* the root waits for the last contributor */
-                if (r == c->root && lastr >= 0) {
-                    wk = XSM_WAIT_EARLY_REDUCE;
-                    causer = lastr;
-                    cause_t = lastE;
-                }
-            } else if (kind == XSPROF_COLL_ONE2N) { /* the others wait for the root */
-                if (r != c->root) {
-                    wk = XSM_WAIT_LATE_BCAST;
-                    causer = c->root;
-                    cause_t = root->arrive;
-                }
-            } else if (maxr != r) {
-                wk = kind == XSPROF_COLL_BARRIER ? XSM_WAIT_BARRIER : XSM_WAIT_NXN;
-                causer = maxr;
-                cause_t = maxE;
-            }
-            int64_t until = cause_t < x->x ? cause_t : x->x;
-            if (wk >= 0 && until > x->e) {
-                xsm_wait w = {wk, r, causer, (size_t)x->call, op, reg, x->e, until, cause_t, 0, 0, -1, 1, -1};
-                if (wait_push(a, &w) != 0)
-                    goto out;
-            }
-            if (kind == XSPROF_COLL_NXN && minX != INT64_MAX && x->x > minX) {
-                int64_t from = minX > x->e ? minX : x->e;
-                if (from < x->x) {
-                    xsm_wait w = {XSM_WAIT_NXN_COMPLETION, r, -1, (size_t)x->call, op, reg, from, x->x, minX, 0, 0, -1, 1, -1};
-                    if (wait_push(a, &w) != 0)
-                        goto out;
-                }
-            }
-        }
+        if (xsm_coll_waits_find(kind, c->root, mb, nm, coll_wait_put, &cx))
+            goto out;
     }
     rc = 0;
 out:

@@ -202,43 +202,27 @@ static int xsm_recv_order_fix(const xsprof_rank_data *d, const int64_t *post_of,
     return rc;
 }
 
-/* Per rank: pair nonblocking posts with completions (same request, the most
- * recent post before the completion), find the call that holds each
- * completion, and emit the rank's send, receive and collective keys. */
-static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_rank_counts cnt, xsm_vec *sends, xsm_vec *recvs,
-                         xsm_vec *slinks, xsm_vec *rlinks, int keep_links, xsm_vec *colls, uint64_t *open_posts)
+int xsm_match_links(const xsprof_rank_data *d, size_t nreq, size_t ncompl, int64_t *post_of, int64_t *compl_of,
+                    int64_t *call_of)
 {
-    const xsprof_rank_data *d = &run->ranks[r].d;
     size_t n = d->nmpi;
-    size_t nreq = cnt.nreq, ncompl = cnt.ncompl;
-    /* Blocking traffic only (no request, no completion): nothing to pair,
-     * so none of the per-row link arrays (24 bytes a row) is needed. */
-    int links = nreq || ncompl;
-    size_t nrecv0 = recvs->n;
-    /* completion -> post row, post -> completion row, completion -> holding call */
-    int64_t *post_of = NULL, *compl_of = NULL, *call_of = NULL;
-    xsm_req *req = NULL;
-    xsm_thr_row *thr = NULL;
-    int rc = -1;
-    if (links) {
-        post_of = malloc((n ? n : 1) * sizeof *post_of);
-        compl_of = malloc((n ? n : 1) * sizeof *compl_of);
-        call_of = malloc((n ? n : 1) * sizeof *call_of);
-        req = malloc((nreq ? nreq : 1) * sizeof *req);
-        thr = malloc((ncompl ? n : 1) * sizeof *thr);
-        if (!post_of || !compl_of || !call_of || !req || !thr)
-            goto out;
-        nreq = 0;
-        for (size_t i = 0; i < n; i++) {
-            const xsprof_io_mpi *m = &d->mpi[i];
-            post_of[i] = compl_of[i] = call_of[i] = -1;
-            if (ncompl)
-                thr[i] = (xsm_thr_row){m->thread, m->kind == XSPROF_MPI_COMPLETION, m->t_begin, i};
-            if (xsm_is_req(m))
-                req[nreq++] = (xsm_req){m->request, m->t_begin, m->kind == XSPROF_MPI_COMPLETION, i};
-        }
-        qsort(req, nreq, sizeof *req, xsm_req_cmp);
+    xsm_req *req = malloc((nreq ? nreq : 1) * sizeof *req);
+    xsm_thr_row *thr = malloc((ncompl ? n : 1) * sizeof *thr);
+    if (!req || !thr) {
+        free(req);
+        free(thr);
+        return -1;
     }
+    nreq = 0;
+    for (size_t i = 0; i < n; i++) {
+        const xsprof_io_mpi *m = &d->mpi[i];
+        post_of[i] = compl_of[i] = call_of[i] = -1;
+        if (ncompl)
+            thr[i] = (xsm_thr_row){m->thread, m->kind == XSPROF_MPI_COMPLETION, m->t_begin, i};
+        if (xsm_is_req(m))
+            req[nreq++] = (xsm_req){m->request, m->t_begin, m->kind == XSPROF_MPI_COMPLETION, i};
+    }
+    qsort(req, nreq, sizeof *req, xsm_req_cmp);
     for (size_t i = 0; i < nreq; i++) {
         if (!req[i].completion)
             continue;
@@ -280,6 +264,32 @@ static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_rank_counts cnt, xsm
             call_of[i] = sendrecv_open; /* the receive half of a Sendrecv */
             sendrecv_open = -1;
         }
+    }
+    free(req);
+    free(thr);
+    return 0;
+}
+
+/* Per rank: pair nonblocking posts with completions (xsm_match_links) and
+ * emit the rank's send, receive and collective keys. */
+static int xsm_rank_keys(const xsm_run *run, int32_t r, xsm_rank_counts cnt, xsm_vec *sends, xsm_vec *recvs,
+                         xsm_vec *slinks, xsm_vec *rlinks, int keep_links, xsm_vec *colls, uint64_t *open_posts)
+{
+    const xsprof_rank_data *d = &run->ranks[r].d;
+    size_t n = d->nmpi;
+    /* Blocking traffic only (no request, no completion): nothing to pair,
+     * so none of the per-row link arrays (24 bytes a row) is needed. */
+    int links = cnt.nreq || cnt.ncompl;
+    size_t nrecv0 = recvs->n;
+    /* completion -> post row, post -> completion row, completion -> holding call */
+    int64_t *post_of = NULL, *compl_of = NULL, *call_of = NULL;
+    int rc = -1;
+    if (links) {
+        post_of = malloc((n ? n : 1) * sizeof *post_of);
+        compl_of = malloc((n ? n : 1) * sizeof *compl_of);
+        call_of = malloc((n ? n : 1) * sizeof *call_of);
+        if (!post_of || !compl_of || !call_of || xsm_match_links(d, cnt.nreq, cnt.ncompl, post_of, compl_of, call_of))
+            goto out;
     }
     for (size_t i = 0; i < n; i++) {
         const xsprof_io_mpi *m = &d->mpi[i];
@@ -333,8 +343,6 @@ out:
     free(post_of);
     free(compl_of);
     free(call_of);
-    free(req);
-    free(thr);
     return rc;
 }
 

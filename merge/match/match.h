@@ -22,6 +22,17 @@
  * lists the first few unmatched operations there. Returns 0, or 1 on OOM. */
 int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen);
 
+/* Rank d's links between rows (-1 none): post_of[completion] the
+ * nonblocking post it completes (the most recent post of its request
+ * before it), compl_of[post] that completion, call_of[completion] the call
+ * holding it (the latest call on its thread begun at or before it and not
+ * ended before it; a Sendrecv's receive completion, its Sendrecv). Each
+ * array has d->nmpi entries; nreq, ncompl: the rank's request and
+ * COMPLETION rows. 0, or -1 out of memory. Also the analysis's (a
+ * nonblocking collective or Isend waits in the call holding its completion). */
+int xsm_match_links(const xsprof_rank_data *d, size_t nreq, size_t ncompl, int64_t *post_of, int64_t *compl_of,
+                    int64_t *call_of);
+
 /* Hash of a point-to-point key (also used by the streaming match). */
 static inline uint64_t xsm_match_key_hash(uint32_t comm, int32_t src, int32_t dst, int32_t tag, uint64_t seq)
 {

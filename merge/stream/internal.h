@@ -174,46 +174,9 @@ typedef struct xsm_spill {
     uint32_t pad;
 } xsm_spill;
 
-/* A wait in a blocking collective or a blocking send of this rank
- * (merge/analyze/waits.c's rules), found by pass 1 at time p when the
- * collective closed or the message matched: the report pass reads it at the
- * first call that ends at or after p, as the flow ends above. */
-typedef struct xsm_cwait_rec {
-    int64_t p;
-    int64_t ns;     /* how long the call waited */
-    uint32_t row;   /* the call */
-    uint32_t op;    /* its name (string id) */
-    int32_t kind;   /* XSM_WAIT_* */
-    int32_t causer; /* -1: no single rank */
-    uint32_t causer_row;
-    uint32_t poll;  /* 1: a polling loop's Late Receiver (its time is the analysis's): ns is the receive's post */
-} xsm_cwait_rec;
 
 /* merged.h5's rows of table t of rank r (h5src.c): those inside --from/--to. */
 uint64_t xsm_h5src_rows(void *ctx, int32_t r, int table);
-
-/* ---- worder.c: Wrong Order for the reports, found by pass 1 ------------ */
-typedef struct xsm_wo xsm_wo;
-xsm_wo *xsm_wo_new(size_t nranks); /* NULL: out of memory */
-void xsm_wo_free(xsm_wo *w);
-/* A send to dst inside --from/--to, in order of begin (e_send). 0, -1 out of memory. */
-int xsm_wo_send(xsm_wo *w, int32_t dst, int64_t e_send, int32_t src, uint32_t row);
-/* That send is no message (cut by --from/--to). */
-void xsm_wo_cut(xsm_wo *w, int32_t dst, int32_t src, uint32_t row);
-/* It matched a receive on dst completing at t_recv in the call call_row
- * (UINT32_MAX: none) that began at e_recv; polled: dst polled before (a
- * polling loop's Late Sender may end in that call). */
-int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t e_send, int64_t t_recv, int64_t e_recv,
-                uint32_t call_row, int polled);
-/* The message (src, send_row) received on dst at t in call_row is Wrong Order. */
-typedef int (*xsm_wo_verdict_fn)(void *ctx, int32_t dst, int64_t t, uint32_t call_row, int32_t src, uint32_t send_row);
-/* Everything due before `now` (pass 1's time; INT64_MAX at the end): the
- * verdicts to fn (a pending one comes when the message it waited for is
- * received, timed at its check); fn's non-zero return is returned, -1 when
- * out of memory. */
-int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx);
-/* Pending checks given up so far (more than a rank keeps). */
-uint64_t xsm_wo_dropped(const xsm_wo *w);
 
 /* What pass 1 learns of one rank. */
 typedef struct xsm_srank {

@@ -541,70 +541,44 @@ static int xsm_wo_run(xsm_mctx *c, int64_t now)
     return rc < 0 ? xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages") : rc;
 }
 
-/* The waits of one closed collective for the reports, by the rules of
- * merge/analyze/waits.c (coll_waits) over its members inside --from/--to
- * (members sorted by rank): a member arrives when it enters (posts); it
- * waits in its call, the collective's own row or, for a nonblocking one,
- * the call that completed its request. Collectives left open at the end (a
- * member missing) are not counted. */
+/* A collective's wait (xsm_coll_waits_find) for the reports: a member's
+ * id is its index in the instance. */
+typedef struct xsm_cw_ctx {
+    xsm_mctx *c;
+    const xsm_cinst *ci;
+} xsm_cw_ctx;
+
+static int xsm_coll_wait_put(void *ctx, const xsm_cwmember *w, int kind, const xsm_cwmember *cause, int64_t tb,
+                             int64_t te)
+{
+    xsm_cw_ctx *x = ctx;
+    const xsm_cmember *m = &x->ci->m[w->id];
+    uint32_t crow = cause ? x->ci->m[cause->id].row : 0;
+    return xsm_wait_put(x->c, m->rank, m->call_row, m->call_op, kind, cause ? cause->rank : -1, crow, te - tb) ? -1 : 0;
+}
+
+/* The waits of one closed collective for the reports (collwait.c) over its
+ * members inside --from/--to (members sorted by rank): a member arrives
+ * when it enters (posts); it waits in its call, the collective's own row
+ * or, for a nonblocking one, the call that completed its request.
+ * Collectives left open at the end (a member missing) are not counted. */
 static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
 {
-    int kind = ci->m[0].kind;
-    int32_t root_rank = xsm_cinst_root(ci);
-    if ((kind != XSPROF_COLL_BARRIER && kind != XSPROF_COLL_NXN && kind != XSPROF_COLL_ONE2N &&
-         kind != XSPROF_COLL_N2ONE) || c->done)
+    if (c->done)
         return 0;
-    int64_t minX = INT64_MAX;
-    const xsm_cmember *maxm = NULL, *lastm = NULL, *rootm = NULL; /* the last to enter, of the others, the root */
-    size_t nm = 0;
+    xsm_cwmember *v = malloc((ci->n + 1) * sizeof *v);
+    if (!v)
+        return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+    size_t n = 0;
     for (size_t k = 0; k < ci->n; k++) {
         const xsm_cmember *x = &ci->m[k];
-        if (!xsm_stream_keep(c->s, x->entry, x->row_end))
-            continue;
-        nm++;
-        if (!maxm || x->entry > maxm->entry)
-            maxm = x;
-        if (x->has_call && x->call_e < minX)
-            minX = x->call_e;
-        if (x->rank == root_rank && !rootm)
-            rootm = x;
-        else if (x->rank != root_rank && x->sends && (!lastm || x->entry > lastm->entry))
-            lastm = x; /* the last that gives the root data */
+        if (xsm_stream_keep(c->s, x->entry, x->row_end))
+            v[n++] = (xsm_cwmember){x->rank, x->entry, x->has_call, x->call_b, x->call_e, x->receives, x->sends, k};
     }
-    if (nm < 2 || ((kind == XSPROF_COLL_ONE2N || kind == XSPROF_COLL_N2ONE) && !rootm))
-        return 0;
-    for (size_t k = 0; k < ci->n; k++) {
-        const xsm_cmember *x = &ci->m[k];
-        if (!x->has_call || !x->receives || !xsm_stream_keep(c->s, x->entry, x->row_end))
-            continue; /* no call holds its completion, cut, or it waits for no data */
-        int wk = -1;
-        const xsm_cmember *cause = NULL;
-        if (kind == XSPROF_COLL_N2ONE) { /* the root waits for the last contributor */
-            if (x->rank == root_rank && lastm) {
-                wk = XSM_WAIT_EARLY_REDUCE;
-                cause = lastm;
-            }
-        } else if (kind == XSPROF_COLL_ONE2N) { /* the others wait for the root */
-            if (x->rank != root_rank) {
-                wk = XSM_WAIT_LATE_BCAST;
-                cause = rootm;
-            }
-        } else if (maxm->rank != x->rank) {
-            wk = kind == XSPROF_COLL_BARRIER ? XSM_WAIT_BARRIER : XSM_WAIT_NXN;
-            cause = maxm;
-        }
-        int64_t until = cause && cause->entry < x->call_e ? cause->entry : x->call_e;
-        if (cause && until > x->call_b &&
-            xsm_wait_put(c, x->rank, x->call_row, x->call_op, wk, cause->rank, cause->row, until - x->call_b))
-            return 1;
-        if (kind == XSPROF_COLL_NXN && minX != INT64_MAX && x->call_e > minX) {
-            int64_t from = minX > x->call_b ? minX : x->call_b;
-            if (from < x->call_e &&
-                xsm_wait_put(c, x->rank, x->call_row, x->call_op, XSM_WAIT_NXN_COMPLETION, -1, 0, x->call_e - from))
-                return 1;
-        }
-    }
-    return 0;
+    xsm_cw_ctx cx = {c, ci};
+    int rc = xsm_coll_waits_find(ci->m[0].kind, xsm_cinst_root(ci), v, n, xsm_coll_wait_put, &cx);
+    free(v);
+    return rc ? 1 : 0;
 }
 
 static void xsm_coll_close(xsm_mctx *c, xsm_cinst *ci)
@@ -884,12 +858,12 @@ static void xsm_isl_del(xsm_mctx *c, xsm_isl *e) { xsm_ktab_del(&c->isl, e); }
 static int xsm_isl_done(xsm_mctx *c, xsm_isl *e)
 {
     int32_t src = (int32_t)(e->key >> 32) - 1;
-    int64_t until = e->post_t < e->ce ? e->post_t : e->ce;
+    int64_t until = xsm_lr_until(0, e->cb, e->ce, e->post_t);
     int rc = 0, pair = xsm_is_p2p_wait_pair(src, e->dst);
-    if (pair && e->ce >= e->post_t && until > e->cb) {
+    if (pair && until != XSM_LR_NONE && until != XSM_LR_POLL) {
         rc = xsm_wait_put_at(c, e->ce, src, e->call_row, e->call_op, XSM_WAIT_LATE_RECEIVER, e->dst, e->post_row,
                              until - e->cb);
-    } else if (pair && e->ce >= e->post_t) {
+    } else if (pair && until == XSM_LR_POLL) {
         xsm_cwait_rec w = {e->ce, e->post_t, e->call_row, e->call_op, XSM_WAIT_LATE_RECEIVER, e->dst, e->post_row, 1};
         rc = xsm_wait_put_rec(c, e->ce, src, &w);
     }
@@ -943,10 +917,9 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
     /* Late Receiver (waits.c) of a blocking send: it waited until the
      * receive was posted; a buffered send that returned before did not */
     if (c->s->report && xsm_is_p2p_wait_pair(src, dst) && (snd->skind == XSPROF_MPI_SEND || snd->skind == XSPROF_MPI_SSEND ||
-                         snd->skind == XSPROF_MPI_SENDRECV) &&
-        (snd->skind == XSPROF_MPI_SSEND || snd->send_end >= q->post_t)) {
-        int64_t until = q->post_t < snd->send_end ? q->post_t : snd->send_end;
-        if (until > send_t &&
+                         snd->skind == XSPROF_MPI_SENDRECV)) {
+        int64_t until = xsm_lr_until(snd->skind == XSPROF_MPI_SSEND, send_t, snd->send_end, q->post_t);
+        if (until != XSM_LR_NONE && until != XSM_LR_POLL &&
             xsm_wait_put_at(c, snd->send_end, src, send_row, snd->op, XSM_WAIT_LATE_RECEIVER, dst, q->post_row,
                             until - send_t))
             return 1;

@@ -556,16 +556,13 @@ def same_path(a, b):
 
 def analysis_tables(out):
     """merged.h5's /analysis tables, rows sorted (the critical path in its
-    order), seconds to the nanosecond; NxN Completion's t_cause (the first
-    exit) left out."""
+    order), seconds to the nanosecond."""
     with h5py.File(os.path.join(out, "merged.h5"), "r") as h:
         if "analysis" not in h:
             return None
         t = {}
         for k in h["analysis"]:
             rows = [tuple(round(v, 9) if isinstance(v, float) else v for v in r) for r in h["analysis"][k][()].tolist()]
-            if k == "waits":
-                rows = [r[:9] + ((0,) if r[0] == 5 else r[9:]) for r in rows]
             t[k] = rows if k == "critical_path" else sorted(rows)
         t["kinds"] = list(h["analysis/waits"].attrs["kind_names"])
         return t

@@ -17,7 +17,8 @@
  * Wrong Order). */
 #include <stdlib.h>
 #include <string.h>
-#include "merge/stream/internal.h"
+#include "merge/analyze/analyze.h"
+#include "merge/util.h"
 
 typedef struct xsm_wo_ent {
     int64_t e_send;

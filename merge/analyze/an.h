@@ -367,6 +367,7 @@ typedef struct xsm_an {
     FILE *sw_file, *scp_file;
     uint64_t sw_n, scp_n;
     int32_t *sgmap;
+    FILE *own_inst, *own_pieces; /* those files when the analysis made them (in memory: mfeed.c), closed with it */
 } xsm_an;
 
 /* ---- streamed analysis (sprofile.c): one accumulator per rank --------------- */
@@ -511,8 +512,13 @@ int xsm_an_gpu_streamed(xsm_an *a, const xsm_sanalysis *sa);
  * when `gpu` is 0. */
 int xsm_an_health(xsm_an *a, int gpu);
 
-/* 0 ok, -1 on allocation failure (err set). */
+/* The analysis of run in memory (mfeed.c): 0 ok, -1 on failure (err set). */
 int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen);
+/* The analysis from the engine's results (analyze.c): the accumulators
+ * sa, the critical path walked and split, the communication pairs cm
+ * (sorted, taken over). 0, or -1 (err set, a freed). */
+int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const xsm_spath *path, xsm_cpair *cm,
+                 size_t ncm, char *err, size_t errlen);
 void xsm_an_free(xsm_an *a);
 const char *xsm_an_name(const xsm_an *a, int32_t idx); /* "(no region)" for -1 */
 

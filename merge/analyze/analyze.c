@@ -33,10 +33,7 @@ int32_t xsm_an_sname(xsm_an *a, int32_t r, uint32_t id)
     return rs->sname[k];
 }
 
-/* The analysis of run from its rows, or (sa given) from a streamed
- * analysis, whose stages leave out what needs the rows; cm: the streamed
- * communication pairs (taken over). */
-static int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const xsm_spath *path, xsm_cpair *cm,
+int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const xsm_spath *path, xsm_cpair *cm,
                         size_t ncm, char *err, size_t errlen)
 {
     memset(a, 0, sizeof *a);
@@ -87,11 +84,6 @@ nomem:
     return -1;
 }
 
-int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
-{
-    return xsm_an_build(a, run, NULL, NULL, NULL, 0, err, errlen);
-}
-
 void xsm_an_free(xsm_an *a)
 {
     if (a->rs)
@@ -133,6 +125,10 @@ void xsm_an_free(xsm_an *a)
     free(a->sgmap);
     free(a->cm);
     free(a->gpu);
+    if (a->own_inst)
+        fclose(a->own_inst);
+    if (a->own_pieces)
+        fclose(a->own_pieces);
     xsm_names_free(&a->names);
     memset(a, 0, sizeof *a);
 }

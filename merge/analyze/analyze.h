@@ -76,8 +76,13 @@ void xsm_cpairs_free(xsm_cpairs *t);
 typedef struct xsm_sanalysis xsm_sanalysis;
 struct xsm_evflow;
 /* has_gpu[r]: rank r has GPU rows (its waits are kept a while for the
- * kernels that overlap them); NULL: none has. NULL: out of memory. */
-xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run, const unsigned char *has_gpu);
+ * kernels that overlap them); NULL: none has. window: the calls of a rank
+ * kept for waits found after them (0: 16). NULL: out of memory. */
+xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run, const unsigned char *has_gpu, size_t window);
+/* The look-back window (calls kept per rank for waits found after them):
+ * XSPROF_MERGE_ANALYSIS_WINDOW, else dflt. A wait whose causing call had
+ * left it is counted "beyond window". */
+size_t xsm_analysis_window(size_t dflt);
 void xsm_sanalysis_free(xsm_sanalysis *sa);
 /* Rows of rank r; 0 ok, -1 out of memory (the analysis stays failed). */
 int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g);

@@ -361,7 +361,7 @@ int xsm_feed_run(const xsm_feed *f, xsm_spath *p, FILE *inst, int alone, xsm_san
     xsm_rep_feed *feed = NULL;
     xsm_rep_rank *v = calloc(n + 1, sizeof *v);
     size_t *heap = calloc(n + 1, sizeof *heap);
-    xsm_sanalysis *sa = xsm_sanalysis_new(f->run, f->has_gpu);
+    xsm_sanalysis *sa = xsm_sanalysis_new(f->run, f->has_gpu, f->window);
     int rc = 1, wait_failed = 0;
     err[0] = 0;
     xsm_feed_phase(f, XSM_FEED_START);

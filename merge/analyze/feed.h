@@ -17,6 +17,7 @@ typedef struct xsm_feed {
     const xsm_src_ops *events;     /* per rank: regions, MPI (completions too), GPU, memory, in time order */
     const xsm_src_ops *frames;     /* per rank: regions and MPI, for the critical path's second read */
     const unsigned char *has_gpu;  /* per rank (NULL: none has GPU rows) */
+    size_t window;                 /* calls kept per rank for waits found after them */
     /* rank r's waits that matching found, in order of p (times final):
      * 1 got one, 0 at the end, -1 failed (err set) */
     int (*wait_next)(void *ctx, int32_t r, xsm_cwait_rec *w, char *err, size_t errlen);

@@ -331,9 +331,26 @@ static int xsm_ah_kinds(hid_t g)
     return ok ? 0 : -1;
 }
 
+/* merged.h5's /mpi rows of the model: every rank's rows after those of
+ * the ranks before it. */
+static int64_t xsm_ah_model_row(void *ctx, int32_t rank, uint64_t row)
+{
+    return ((const int64_t *)ctx)[rank] + (int64_t)row;
+}
+
 int xsm_analyze_h5(const struct xsm_an *a, const char *path, char *err, size_t errlen)
 {
-    return xsm_analyze_h5_rows(a, path, NULL, NULL, err, errlen);
+    const xsm_run *run = a->run;
+    int64_t *off = calloc(run->nranks + 1, sizeof *off);
+    if (!off) {
+        snprintf(err, errlen, "xsmerge: %s: out of memory writing the analysis tables", path);
+        return 1;
+    }
+    for (size_t r = 0; r < run->nranks; r++)
+        off[r + 1] = off[r] + (int64_t)(run->ranks[r].present ? run->ranks[r].d.nmpi : 0);
+    int rc = xsm_analyze_h5_rows(a, path, xsm_ah_model_row, off, err, errlen);
+    free(off);
+    return rc;
 }
 
 int xsm_analyze_h5_rows(const struct xsm_an *a, const char *path, xsm_h5_rowfn rowfn, void *rowctx, char *err,

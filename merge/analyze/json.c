@@ -70,7 +70,7 @@ static void job(const xsm_an *a, xsm_buf *b, int h)
     /* how it was computed (xsmerge --stream: a streamed analysis); the
      * sections it leaves out (none now, the key stays for readers) */
     key(b, "analysis", 0);
-    str(b, a->streamed ? "streamed" : "in-memory", h);
+    str(b, "streamed", h); /* one engine, however it is fed (merge/README "One analysis") */
     key(b, "not_computed", 0);
     xsm_buf_puts(b, "[]");
     /* waits whose causing call had left the window (wait_states[].sites[].root_cause) */

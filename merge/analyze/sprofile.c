@@ -142,10 +142,6 @@ typedef struct xsm_epoch {
     uint64_t coll_seq;
 } xsm_epoch;
 
-/* The main thread's last XSM_EPOCHS synchronising calls: enough for
- * XSM_PAIR_SPAN of them before a causing call that is one of the
- * XSM_RECENT latest calls, and the one before those. */
-#define XSM_EPOCHS 32
 
 /* A recent call on the main thread, for waits that arrive after it. The
  * latest call's point-to-point waits (a Late Sender of a Sendrecv or Wait,
@@ -196,7 +192,7 @@ typedef struct xsm_req {
 } xsm_req;
 
 /* What settle takes from the causer for a wait, by value: worked out when
- * the causing call leaves the causer's XSM_RECENT calls while its waiter
+ * the causing call leaves the causer's window of calls while its waiter
  * still holds the Late Sender until its next call (recent_wait), to count
  * then. A causer that made more calls than that before the waiter's next
  * one used to lose the wait's cause (root rank -1). */
@@ -211,6 +207,8 @@ typedef struct xsm_prep {
     xsm_carry carry[XSM_PAIR_SPAN];
 } xsm_prep;
 
+/* The look-back window: the calls of each rank kept for waits found after
+ * them (xsm_sanalysis_new's `window`), by default. */
 #define XSM_RECENT 16
 /* GPU ranks: kernels and waits kept to find their overlaps, whichever
  * comes first (a wait can be found after the kernels that overlap it) */
@@ -265,10 +263,12 @@ struct xsm_anrank {
     uint64_t sync_row;
     xsm_carries car;
     /* pairwise intervals: the synchronising calls so far and the last
-     * XSM_EPOCHS of them; per rank this one received from (pr, prmap), the
+     * sa->nepochs of them (enough for XSM_PAIR_SPAN of them before a
+     * causing call in the window, and the one before those); per rank this one received from (pr, prmap), the
      * call that completed its last message and when that was sent */
     uint64_t nsync;
-    xsm_epoch *ep;
+    xsm_epoch *ep; /* a ring of sa->nepochs, allocated as it fills */
+    size_t capep;
     /* the polls (xsm_is_poll_op) of the main thread since its last
      * synchronising call, the last XSM_POLL_KEEP (a ring): a polling loop */
     int64_t (*poll)[2];
@@ -285,8 +285,8 @@ struct xsm_anrank {
     int32_t *vg;
     int64_t *vns;
     size_t nv, capv;
-    xsm_recent recent[XSM_RECENT];
-    size_t nrecent, irecent;
+    xsm_recent *recent; /* a ring of sa->nrecent_max, allocated as it fills */
+    size_t nrecent, irecent, caprecent;
     xsm_pwait *pend; size_t npend, cappend;
     /* Wrong Order verdicts of pass 1 for calls still to come: (call row, sender, send row) */
     struct xsm_wov { uint32_t row; int32_t src; uint64_t send_row; } *wo;
@@ -322,6 +322,8 @@ struct xsm_sanalysis {
     FILE *inst;          /* not NULL: every wait instance (xsm_swinst) goes there */
     uint64_t ninst;
     int inst_errno;      /* its write error */
+    size_t nrecent_max;  /* the window: calls per rank kept for waits found after them */
+    size_t nepochs;      /* synchronising calls kept: the window's and XSM_PAIR_SPAN before them */
 };
 
 static void anrank_free(xsm_anrank *x);
@@ -383,6 +385,7 @@ static void anrank_free(xsm_anrank *x)
     free(x->ws);
     free(x->live);
     free(x->ep);
+    free(x->recent);
     free(x->poll);
     free(x->pr);
     kmap_free(&x->prmap);
@@ -393,7 +396,7 @@ static void anrank_free(xsm_anrank *x)
     free(x);
 }
 
-xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run, const unsigned char *has_gpu)
+xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run, const unsigned char *has_gpu, size_t window)
 {
     xsm_sanalysis *sa = calloc(1, sizeof *sa);
     if (!sa || !(sa->acc = calloc(run->nranks + 1, sizeof *sa->acc))) {
@@ -401,12 +404,19 @@ xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run, const unsigned char *has_gp
         return NULL;
     }
     sa->run = run;
+    sa->nrecent_max = window ? window : XSM_RECENT;
+    sa->nepochs = sa->nrecent_max + 2 * XSM_PAIR_SPAN;
     for (size_t r = 0; r < run->nranks; r++)
         if (run->ranks[r].present && !(sa->acc[r] = anrank_new(sa, (int32_t)r, has_gpu && has_gpu[r]))) {
             xsm_sanalysis_free(sa);
             return NULL;
         }
     return sa;
+}
+
+size_t xsm_analysis_window(size_t dflt)
+{
+    return (size_t)xsm_env_num("XSPROF_MERGE_ANALYSIS_WINDOW", (double)dflt, 1, 1 << 20);
 }
 
 void xsm_sanalysis_free(xsm_sanalysis *sa)
@@ -592,9 +602,10 @@ static void v_snap(const xsm_anrank *x, xsm_vec *v)
 /* Synchronising call j (from 1) of the main thread while the ring has it. */
 static const xsm_epoch *ep_at(const xsm_anrank *x, uint64_t j)
 {
-    if (!x->ep || j < 1 || j > x->nsync || j + XSM_EPOCHS <= x->nsync)
+    size_t E = x->sa->nepochs;
+    if (!x->ep || j < 1 || j > x->nsync || j + E <= x->nsync)
         return NULL;
-    return &x->ep[(j - 1) % XSM_EPOCHS];
+    return &x->ep[(j - 1) % E];
 }
 
 /* The interval from the end of call `from` (0: the start) to the begin of
@@ -671,7 +682,8 @@ static int pair_causer(const xsm_anrank *c, const xsm_pairw *pw, uint64_t nsc, c
         if (!b)
             return 0;
     } else if (!pw->start) {
-        uint64_t lo = c->nsync >= XSM_EPOCHS ? c->nsync - XSM_EPOCHS + 1 : 1;
+        uint64_t E = c->sa->nepochs;
+        uint64_t lo = c->nsync >= E ? c->nsync - E + 1 : 1;
         for (uint64_t j = lo; j <= nsc && !b; j++) /* calls begin in time order */
             if (ep_at(c, j)->tb >= pw->t_send)
                 b = j;
@@ -689,9 +701,16 @@ static int pair_causer(const xsm_anrank *c, const xsm_pairw *pw, uint64_t nsc, c
 /* A synchronising call of the main thread ended: the ring takes it. */
 static int ep_push(xsm_anrank *x, const sframe *f)
 {
-    if (!x->ep && !(x->ep = malloc(XSM_EPOCHS * sizeof *x->ep)))
-        return -1;
-    x->ep[x->nsync % XSM_EPOCHS] = (xsm_epoch){f->row, f->t0, f->v, f->comm, f->coll_seq};
+    size_t E = x->sa->nepochs;
+    if (x->nsync < E && x->nsync == x->capep) { /* not wrapped yet: the ring grows in place */
+        size_t cap = x->capep ? 2 * x->capep : 32;
+        xsm_epoch *v = realloc(x->ep, (cap < E ? cap : E) * sizeof *v);
+        if (!v)
+            return -1;
+        x->ep = v;
+        x->capep = cap < E ? cap : E;
+    }
+    x->ep[x->nsync % E] = (xsm_epoch){f->row, f->t0, f->v, f->comm, f->coll_seq};
     x->nsync++;
     return 0;
 }
@@ -1082,7 +1101,7 @@ static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, ui
     if (pw)
         q.pw = *pw;
     for (size_t k = 0; k < c->nrecent; k++) {
-        const xsm_recent *p = &c->recent[(c->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
+        const xsm_recent *p = &c->recent[(c->irecent + c->sa->nrecent_max - 1 - k) % c->sa->nrecent_max];
         if (p->row == crow)
             return settle(c, &q, &p->v, p->encl, p->tb, p->has_pc, p->pc, p->nsync);
     }
@@ -1231,7 +1250,7 @@ static const xsm_pairw *recent_pw(const xsm_anrank *x, const xsm_recent *p, int 
 static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, uint64_t crow, int64_t ns, int64_t tb)
 {
     p->idle = 0;
-    int latest = x->nrecent && p == &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT];
+    int latest = x->nrecent && p == &x->recent[(x->irecent + x->sa->nrecent_max - 1) % x->sa->nrecent_max];
     if (latest && (kind == XSM_WAIT_LATE_SENDER || kind == XSM_WAIT_LATE_RECEIVER)) {
         if (!p->has_def || ns > p->def_ns) {
             p->has_def = 1;
@@ -1344,7 +1363,8 @@ static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t
 static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, const sframe *f, const struct xsm_evflow *ls,
                        int ls_kind, int64_t ls_ns, int64_t ls_tb, const xsm_pairw *pw, int idle)
 {
-    xsm_recent *last = x->nrecent ? &x->recent[(x->irecent + XSM_RECENT - 1) % XSM_RECENT] : NULL;
+    size_t W = x->sa->nrecent_max;
+    xsm_recent *last = x->nrecent ? &x->recent[(x->irecent + W - 1) % W] : NULL;
     /* the previous call's Late Receivers, when pass 1 found them by its end,
      * came with it: its wait is settled now, while the call that caused it
      * is still among its rank's recent calls */
@@ -1354,16 +1374,25 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
      * place, so that the send a polling rank made before its loop is still
      * here when the receiver's wait comes (hpcc: 106 Testany later) */
     int again = idle && last && last->idle;
+    if (!again && x->irecent == x->caprecent) { /* not wrapped yet: the ring grows in place */
+        size_t cap = x->caprecent ? 2 * x->caprecent : 16;
+        xsm_recent *v = realloc(x->recent, (cap < W ? cap : W) * sizeof *v);
+        if (!v)
+            return -1;
+        x->recent = v;
+        x->caprecent = cap < W ? cap : W;
+        last = NULL; /* moved; not used past here when !again */
+    }
     xsm_recent *p = again ? last : &x->recent[x->irecent];
-    if (!again && x->nrecent == XSM_RECENT && x->nreq && recent_evict(x, p))
+    if (!again && x->nrecent == W && x->nreq && recent_evict(x, p))
         return -1;
     *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
                       ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, idle, -1};
     if (ls && recent_hold(x, p))
         return -1;
     if (!again) {
-        x->irecent = (x->irecent + 1) % XSM_RECENT;
-        if (x->nrecent < XSM_RECENT)
+        x->irecent = (x->irecent + 1) % W;
+        if (x->nrecent < W)
             x->nrecent++;
     }
     if (settle_waiting(x, row, &f->v, f->encl, f->t0)) /* waits this call caused */
@@ -1615,7 +1644,7 @@ int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, 
         return 0;
     }
     for (size_t k = 0; k < x->nrecent; k++) { /* newest first */
-        xsm_recent *p = &x->recent[(x->irecent + XSM_RECENT - 1 - k) % XSM_RECENT];
+        xsm_recent *p = &x->recent[(x->irecent + x->sa->nrecent_max - 1 - k) % x->sa->nrecent_max];
         if (p->row == row)
             return recent_wait(x, p, kind, causer, causer_row, ns, p->tb) ? (x->failed = -1) : 0;
     }

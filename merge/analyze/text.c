@@ -120,8 +120,6 @@ void xsm_report_summary(const xsm_an *a, xsm_buf *b)
         xsm_buf_printf(b, ", command: %.200s", a->run->command);
     xsm_buf_puts(b, "\n\n");
     health(a, b);
-    if (a->streamed)
-        xsm_buf_puts(b, "Streamed analysis (xsmerge --stream).\n\n");
     findings(a, b, 5);
     xsm_buf_puts(b, "\n");
     rank_table(a, b, 8);

@@ -468,7 +468,8 @@ static void xsm_emit_tally(xsm_emit *e, const unsigned char *order, uint64_t *ne
     }
 }
 
-int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, char *err, size_t errlen)
+static int xsm_emit_init_split(xsm_emit *e, const xsm_run *run, const unsigned char *order, int split, char *err,
+                               size_t errlen)
 {
     memset(e, 0, sizeof *e);
     e->run = run;
@@ -476,7 +477,6 @@ int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, c
     e->ranks = calloc(run->nranks ? run->nranks : 1, sizeof *e->ranks);
     if (!e->ranks)
         goto oom;
-    int split = run->reduce && run->parts > 1;
     int bad = 0; /* divided, every process reaches the tally, whatever failed */
     for (size_t r = 0; !bad && r < run->nranks; r++)
         bad = run->ranks[r].present && xsm_erank_names(e, (int32_t)r);
@@ -512,6 +512,16 @@ int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, c
 oom:
     xsm_emit_free(e);
     return xsm_err_set(err, errlen, "xsmerge: out of memory preparing the trace");
+}
+
+int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, char *err, size_t errlen)
+{
+    return xsm_emit_init_split(e, run, order, run->reduce && run->parts > 1, err, errlen);
+}
+
+int xsm_emit_init_local(xsm_emit *e, const xsm_run *run, char *err, size_t errlen)
+{
+    return xsm_emit_init_split(e, run, NULL, 0, err, errlen);
 }
 
 void xsm_emit_number_tracks(xsm_emit *e)

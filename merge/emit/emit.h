@@ -154,11 +154,21 @@ struct xsm_emit {
 const xsm_src_ops *xsm_emit_source(const xsm_emit *e);
 const xsm_src_ops *xsm_emit_source_all(const xsm_emit *e);
 
+/* The analysis's event source over the model (regions, MPI rows with
+ * COMPLETIONs, GPU, memory; a receive's flow end with its send's begin),
+ * and the model's per-rank source, neither needing more of xsm_emit than
+ * xsm_emit_init_local prepares. */
+const xsm_src_ops *xsm_emit_source_analysis(void);
+const xsm_src_ops *xsm_emit_source_model(void);
+
 /* `order` (NULL = all) marks the ranks whose events will be iterated: only
  * they get sorted row orders and message flows (collective mode prepares
  * just its share). Names, tracks and GPU flows are always built for every
  * rank, so ids agree between processes. */
 int xsm_emit_init(xsm_emit *e, const xsm_run *run, const unsigned char *order, char *err, size_t errlen);
+/* Every rank's orders and flows on this process alone (collective mode's
+ * counts are not exchanged): the analysis's (xsm_emit_source_analysis). */
+int xsm_emit_init_local(xsm_emit *e, const xsm_run *run, char *err, size_t errlen);
 /* A GPU row's correlation id, for pairing launches with their activity. */
 typedef struct xsm_corr {
     uint32_t corr, row;

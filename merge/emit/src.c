@@ -2,6 +2,7 @@
  * emit.h): the model through xsm_iter, or a source per rank (xsmerge's
  * streaming mode) merged over the ranks for trace.json. */
 #include "merge/emit/emit.h"
+#include "core/record.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ typedef struct xsm_msrc {
     xsm_evflow *fl;
     size_t capfl;
     int all; /* trace.json's (all ranks): a receive's flow end needs its send's begin */
+    int sent; /* the analysis's: so does it */
 } xsm_msrc;
 
 static void *xsm_msrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
@@ -71,7 +73,9 @@ static int xsm_msrc_next(void *src, xsm_ev *ev)
             /* the sender's row is another rank's, a cache miss per message
              * (0.18 of the ring's 1.75 CPU-s to trace.pftrace, which does
              * not draw it): looked up for trace.json only */
-            int64_t sent = f[k].out ? t : s->all ? s->e->run->ranks[msg->src].d.mpi[msg->send_row].t_begin : INT64_MIN;
+            int64_t sent = f[k].out      ? t
+                           : s->all || s->sent ? s->e->run->ranks[msg->src].d.mpi[msg->send_row].t_begin
+                                                : INT64_MIN;
             s->fl[k] = (xsm_evflow){f[k].id, t, (int)f[k].out, sent, f[k].out ? msg->dst : msg->src,
                                     f[k].out ? msg->recv_row : msg->send_row};
         }
@@ -102,6 +106,98 @@ static int xsm_msrc_close(void *src, char *err, size_t errlen)
 }
 
 static const xsm_src_ops xsm_msrc_ops = {xsm_msrc_open, xsm_msrc_next, xsm_msrc_close};
+
+/* The analysis's source over the model (merge/analyze/feed.c): one rank's
+ * regions, MPI rows, GPU activity and memory events as the per-rank
+ * source gives them, each receive's flow end with its send's begin, and
+ * its COMPLETION rows too (by begin, each before the events that do not
+ * begin earlier: the order the streaming merge's analysis source keeps). */
+typedef struct xsm_ansrc {
+    xsm_msrc *m;
+    uint32_t *compl; /* the rank's COMPLETION rows by begin */
+    size_t ncompl, icompl;
+    xsm_ev head; /* the next event of m, when has */
+    int has, done;
+    size_t rank;
+} xsm_ansrc;
+
+static _Thread_local const xsprof_io_mpi *xsm_ansrc_rows;
+
+static int xsm_ansrc_cmp(const void *a, const void *b)
+{
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    int64_t x = xsm_ansrc_rows[i].t_begin, y = xsm_ansrc_rows[j].t_begin;
+    if (x != y)
+        return x < y ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+static int xsm_ansrc_close(void *src, char *err, size_t errlen)
+{
+    xsm_ansrc *a = src;
+    if (!a)
+        return 0;
+    xsm_msrc_close(a->m, err, errlen);
+    free(a->compl);
+    free(a);
+    return 0;
+}
+
+static void *xsm_ansrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
+{
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_ansrc *a = calloc(1, sizeof *a);
+    if (a && (a->m = xsm_msrc_open(e, r, err, errlen)) && (a->compl = malloc((d->nmpi + 1) * sizeof *a->compl))) {
+        a->m->sent = 1;
+        a->rank = r;
+        int sorted = 1;
+        for (size_t i = 0; i < d->nmpi; i++)
+            if (d->mpi[i].kind == XSPROF_MPI_COMPLETION) {
+                sorted &= !a->ncompl || d->mpi[a->compl[a->ncompl - 1]].t_begin <= d->mpi[i].t_begin;
+                a->compl[a->ncompl++] = (uint32_t)i;
+            }
+        if (!sorted) {
+            xsm_ansrc_rows = d->mpi;
+            qsort(a->compl, a->ncompl, sizeof *a->compl, xsm_ansrc_cmp);
+        }
+        return a;
+    }
+    xsm_ansrc_close(a, NULL, 0);
+    xsm_err_set(err, errlen, "xsmerge: out of memory writing the reports");
+    return NULL;
+}
+
+static int xsm_ansrc_next(void *src, xsm_ev *ev)
+{
+    xsm_ansrc *a = src;
+    while (!a->has && !a->done) {
+        int got = xsm_msrc_next(a->m, &a->head);
+        if (got < 0)
+            return -1;
+        a->done = !got;
+        /* instants and counters are not the analysis's */
+        a->has = got && (a->head.kind == XSM_EV_REGION || a->head.kind == XSM_EV_MPI || a->head.kind == XSM_EV_GPU ||
+                         a->head.kind == XSM_EV_MEM);
+    }
+    const xsm_emit *e = a->m->e;
+    if (a->icompl < a->ncompl) {
+        const xsprof_io_mpi *c = &e->run->ranks[a->rank].d.mpi[a->compl[a->icompl]];
+        if (!a->has || c->t_begin <= a->head.t) {
+            *ev = (xsm_ev){c->t_begin, (int32_t)a->rank, XSM_EV_MPI, a->compl[a->icompl++], c, NULL, NULL, 0};
+            return 1;
+        }
+    }
+    if (!a->has)
+        return 0;
+    *ev = a->head;
+    a->has = 0;
+    return 1;
+}
+
+static const xsm_src_ops xsm_ansrc_ops = {xsm_ansrc_open, xsm_ansrc_next, xsm_ansrc_close};
+
+const xsm_src_ops *xsm_emit_source_analysis(void) { return &xsm_ansrc_ops; }
+const xsm_src_ops *xsm_emit_source_model(void) { return &xsm_msrc_ops; }
 
 /* All ranks from a per-rank source: a k-way merge by (time, rank, kind),
  * the order of xsm_iter. */

@@ -521,12 +521,6 @@ static int xsm_wait_put_at(xsm_mctx *c, int64_t p, int32_t rank, uint32_t row, u
     return xsm_wait_put_rec(c, p, rank, &w);
 }
 
-static int xsm_wait_put(xsm_mctx *c, int32_t rank, uint32_t row, uint32_t op, int kind, int32_t causer,
-                        uint32_t causer_row, int64_t ns)
-{
-    return xsm_wait_put_at(c, c->now, rank, row, op, kind, causer, causer_row, ns);
-}
-
 /* A Wrong Order verdict (worder.c) for the reports: at the receive's
  * completion, before the receiving call ends. */
 static int xsm_wo_verdict(void *ctx, int32_t dst, int64_t t, uint32_t call_row, int32_t src, uint32_t send_row)
@@ -554,7 +548,10 @@ static int xsm_coll_wait_put(void *ctx, const xsm_cwmember *w, int kind, const x
     xsm_cw_ctx *x = ctx;
     const xsm_cmember *m = &x->ci->m[w->id];
     uint32_t crow = cause ? x->ci->m[cause->id].row : 0;
-    return xsm_wait_put(x->c, m->rank, m->call_row, m->call_op, kind, cause ? cause->rank : -1, crow, te - tb) ? -1 : 0;
+    /* due at its call's end, as the in-memory feeding has it (mfeed.c) */
+    return xsm_wait_put_at(x->c, m->call_e, m->rank, m->call_row, m->call_op, kind, cause ? cause->rank : -1, crow, te - tb)
+               ? -1
+               : 0;
 }
 
 /* The waits of one closed collective for the reports (collwait.c) over its

@@ -98,8 +98,9 @@ static int xsm_rep_read(xsm_stream *s, xsm_spath *p, FILE *inst, int alone, xsm_
         has_gpu[r] = k->present && (k->rf ? xsprof_rankfile_table_rows(k->rf, XSPROF_IO_T_GPU) > 0 : k->d.ngpu > 0);
         w.left[r] = s->r[r].present ? s->r[r].ncwait : 0;
     }
-    xsm_feed f = {s->run, s->e, &xsm_ssrc_an_ops, &xsm_ssrc_frames_ops, has_gpu, xsm_rep_wait_next, &w,
-                  xsm_rep_phase, s, s->tmpdir, s->path_path};
+    /* memory bounded by the ranks: a window of 16 calls each */
+    xsm_feed f = {s->run, s->e, &xsm_ssrc_an_ops, &xsm_ssrc_frames_ops, has_gpu, xsm_analysis_window(16),
+                  xsm_rep_wait_next, &w, xsm_rep_phase, s, s->tmpdir, s->path_path};
     rc = xsm_feed_run(&f, p, inst, alone, out, err, errlen);
 out:
     for (size_t r = 0; w.f && r < n; r++)

@@ -593,9 +593,8 @@ def part_report():
                   ("Late Receiver", 0, "main")}, "golden --stream: root causes %s" % rcs)
     with open(os.path.join(out, "report.txt")) as f:
         txt = f.read()
-    check("Streamed analysis (xsmerge --stream).\n" in txt and
-          "==== Critical path ====\nlength 18.5 us in 4 segments, ends on rank 0\n" in txt,
-          "golden --stream: report.txt says it is a streamed analysis, with the golden run's critical path")
+    check("==== Critical path ====\nlength 18.5 us in 4 segments, ends on rank 0\n" in txt,
+          "golden --stream: report.txt has the golden run's critical path")
 
     # every kind of run and option set: the regions, MPI operations,
     # communication, clock, GPU activity (kernels overlapping waits too:
@@ -618,7 +617,7 @@ def part_report():
     for run, opts in cases:
         what = "%s %s --stream --outputs h5,report" % (run, " ".join(opts))
         ref = merge(run, "--outputs", "h5,report", "-q", *opts)
-        got = merge(run, "--stream", "--outputs", "h5,report", "-q", *opts)
+        got = merge(run, "--stream", "--outputs", "h5,report", "-q", *opts, env={"XSPROF_MERGE_TIMES": "1"})
         check(got[0] == ref[0] == 0, "%s: exit %d, in memory %d (%s)" % (what, got[0], ref[0], got[2][-3:]))
         if got[0] or ref[0]:
             continue
@@ -629,7 +628,7 @@ def part_report():
         check(alone[0] == 0 and open(os.path.join(alone[3], "report.json")).read() ==
               open(os.path.join(got[3], "report.json")).read(),
               "%s: report.json of --outputs report alone differs (exit %d)" % (what, alone[0]))
-        streamed = b["job"]["analysis"] == "streamed"
+        streamed = any(" time stream-analysis " in l for l in got[2])  # not merged in memory instead
         check(streamed or run in ("deep", "mpithreads", "journal"), "%s: streamed (%s)" % (what, b["job"]["analysis"]))
         for k in ("regions", "mpi", "comm_matrix", "clock", "drops", "gpu"):
             check(a[k] == b[k], "%s: %s differs from the in-memory report:\n%s\n%s" % (what, k, a[k], b[k]))
@@ -638,12 +637,11 @@ def part_report():
                 check(ra[k] == rb[k], "%s: rank %s %s %s, in memory %s" % (what, ra["rank"], k, rb[k], ra[k]))
         with open(os.path.join(ref[3], "flame.folded")) as fa, open(os.path.join(got[3], "flame.folded")) as fb:
             check(fa.read() == fb.read(), "%s: flame.folded differs from the in-memory one" % what)
-        # report.json and report.txt byte for byte, but for the words that
-        # name the engine (merge/README.md, "Two analyses")
-        for f, engine in (("report.json", ('"analysis":"streamed"', '"analysis":"in-memory"')),
-                          ("report.txt", ("Streamed analysis (xsmerge --stream).\n\n", ""))):
+        # report.json and report.txt byte for byte: one engine, fed from the
+        # model or from the rank files (merge/README.md, "One analysis")
+        for f in ("report.json", "report.txt"):
             with open(os.path.join(ref[3], f)) as fa, open(os.path.join(got[3], f)) as fb:
-                check(fa.read() == fb.read().replace(*engine), "%s: %s differs from the in-memory one" % (what, f))
+                check(fa.read() == fb.read(), "%s: %s differs from the in-memory one" % (what, f))
         if not streamed:
             continue
         nstreamed += 1
@@ -674,10 +672,11 @@ def part_report():
             check(ta[k] == (tb or {}).get(k), "%s: merged.h5 /analysis/%s differs from the in-memory one:\n%s\n%s" %
                   (what, k, (tb or {}).get(k, [])[:8], ta[k][:8]))
         nwaits += len((tb or {}).get("waits", []))
-        # these tables byte for byte, rows in the same order (the waits'
-        # rows come in another order, regions' by another name order)
+        # every table byte for byte, rows in the same order: one engine
         with h5py.File(os.path.join(ref[3], "merged.h5"), "r") as ha, h5py.File(os.path.join(got[3], "merged.h5"), "r") as hb:
-            for k in ("mpi", "comm_matrix", "critical_path"):
+            check(sorted(ha["analysis"]) == sorted(hb["analysis"]), "%s: merged.h5 /analysis tables %s, in memory %s" %
+                  (what, sorted(hb["analysis"]), sorted(ha["analysis"])))
+            for k in sorted(ha["analysis"]):
                 check(ha["analysis"][k][()].tobytes() == hb["analysis"][k][()].tobytes(),
                       "%s: merged.h5 /analysis/%s is not byte for byte the in-memory one" % (what, k))
         # the same waits: the same critical path, piece by piece
@@ -701,6 +700,26 @@ def part_report():
         txt = f.read()
     check("Root cause beyond window: 1 waits" in txt and "outside every region" not in txt,
           "farpoll --stream: report.txt counts the wait beyond window and blames no code outside regions")
+
+    # one engine: the same window gives the same bytes, whichever way it
+    # is fed (the model: 256 calls a rank; the rank files: 16)
+    for win, a_env, b_env in (("16", {"XSPROF_MERGE_ANALYSIS_WINDOW": "16"}, None),
+                              ("256", None, {"XSPROF_MERGE_ANALYSIS_WINDOW": "256"})):
+        ra = merge("farpoll", "--outputs", "report,h5", "-q", env=a_env)
+        rb = merge("farpoll", "--stream", "--outputs", "report,h5", "-q", env=b_env)
+        for f in ("report.json", "report.txt"):
+            check(ra[0] == rb[0] == 0 and open(os.path.join(ra[3], f)).read() == open(os.path.join(rb[3], f)).read(),
+                  "farpoll, a window of %s calls in memory and streamed: the same %s" % (win, f))
+        with h5py.File(os.path.join(ra[3], "merged.h5"), "r") as ha, h5py.File(os.path.join(rb[3], "merged.h5"), "r") as hb:
+            for k in ("ranks", "regions", "mpi", "waits", "critical_path", "comm_matrix"):
+                check(ha["analysis"][k][()].tobytes() == hb["analysis"][k][()].tobytes(),
+                      "farpoll, a window of %s calls: merged.h5 /analysis/%s byte for byte" % (win, k))
+        check(report_of(ra[3])["job"]["waits_beyond_window"] == (1 if win == "16" else 0),
+              "farpoll, a window of %s calls: %s wait beyond it" % (win, "one" if win == "16" else "no"))
+    got = merge("farpoll", "--outputs", "report", "-q", env={"XSPROF_MERGE_ANALYSIS_WINDOW": "a lot"})
+    check(got[0] == 0 and any("XSPROF_MERGE_ANALYSIS_WINDOW" in l for l in got[2]) and
+          report_of(got[3])["job"]["waits_beyond_window"] == 0,
+          "XSPROF_MERGE_ANALYSIS_WINDOW='a lot': one warning, the default window (%s)" % got[2])
 
     # the checks given up behind the send never received are said (and
     # were Late Senders: the waits above equal the in-memory ones)

@@ -220,9 +220,10 @@ static void test_late_sender_irecv_wait(void)
     size_t s = mpi(&run, 0, S_ISEND, XSPROF_MPI_ISEND, 0, 59 * MS, 59 * MS + 10000, 1, 64);
     size_t sc = mpi(&run, 0, S_ISEND, XSPROF_MPI_COMPLETION, 0, 59 * MS + 20000, 59 * MS + 20000, -1, 0);
     size_t post = mpi(&run, 1, S_IRECV, XSPROF_MPI_IRECV, 0, 0, 10000, 0, 64);
-    mpi(&run, 1, S_WAIT, XSPROF_MPI_WAIT, 0, 5 * MS, 60 * MS, -1, 0);
+    size_t w = mpi(&run, 1, S_WAIT, XSPROF_MPI_WAIT, 0, 5 * MS, 60 * MS, -1, 0);
     size_t c = mpi(&run, 1, S_IRECV, XSPROF_MPI_COMPLETION, 0, 60 * MS, 60 * MS, 0, 64);
     msg(&run, 0, 1, s, c, (int64_t)post, (int64_t)sc, 64);
+    run.msgs[0].recv_call_row = w; /* as merge/match finds it: the Wait holding the completion */
     xsm_an a;
     analyse(&run, &a);
     CHECK(near(a.wait_s[XSM_WAIT_LATE_SENDER], 0.054), "late sender via Wait %.9f", a.wait_s[XSM_WAIT_LATE_SENDER]);

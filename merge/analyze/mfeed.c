@@ -1,0 +1,332 @@
+/* merge/analyze/mfeed.c — the analysis of a run in memory: the model's
+ * events through the one feeding loop (feed.c), with the waits matching
+ * found taken from match/'s messages and collectives by the rules the
+ * streaming merge's MPI pass applies to its own (collwait.c, xsm_lr_until,
+ * worder.c), so that both feedings give the analysis the same waits.
+ * Owner: merge analysis. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "merge/analyze/an.h"
+#include "merge/analyze/feed.h"
+#include "merge/align/align.h"
+#include "merge/match/match.h"
+#include "core/record.h"
+
+/* The look-back window in memory, in calls per rank: what a rank keeps
+ * per call (~0.5 KB) stays well below its rows in the model, and the
+ * lookups that scan it stay cheap (they are linear). */
+#define XSM_MEMORY_WINDOW 256
+
+/* A rank's waits, in the order they were found (seq), sorted by time. */
+typedef struct xsm_mrec {
+    xsm_cwait_rec w;
+    uint64_t seq;
+} xsm_mrec;
+
+typedef struct xsm_mrank {
+    xsm_mrec *v;
+    size_t n, cap, next;
+    int64_t *compl_of, *call_of; /* xsm_match_links (NULL: no nonblocking row) */
+    int64_t first_poll;          /* begin of its first polling call (INT64_MAX none) */
+} xsm_mrank;
+
+typedef struct xsm_mfeed {
+    const xsm_run *run;
+    xsm_mrank *r;
+    uint64_t seq;
+} xsm_mfeed;
+
+static int xsm_mput(xsm_mfeed *m, int32_t r, int64_t p, int64_t ns, uint64_t row, uint32_t op, int kind, int32_t causer,
+                    uint64_t causer_row, int poll)
+{
+    xsm_mrank *x = &m->r[r];
+    if (xsm_grow((void **)&x->v, &x->cap, x->n, sizeof *x->v))
+        return -1;
+    x->v[x->n++] = (xsm_mrec){{p, ns, (uint32_t)row, op, kind, causer, (uint32_t)causer_row, (uint32_t)poll}, m->seq++};
+    return 0;
+}
+
+static int xsm_mrec_cmp(const void *a, const void *b)
+{
+    const xsm_mrec *x = a, *y = b;
+    if (x->w.p != y->w.p)
+        return x->w.p < y->w.p ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Per rank: the links of its nonblocking rows, its first polling call. */
+static int xsm_mrank_prepare(const xsm_run *run, int32_t r, xsm_mrank *x)
+{
+    const xsprof_rank_data *d = &run->ranks[r].d;
+    size_t nreq = 0, ncompl = 0;
+    x->first_poll = INT64_MAX;
+    signed char *poll = calloc(d->nstrings + 1, 1); /* per op string: 1 poll, 2 not, 0 not asked */
+    if (!poll)
+        return -1;
+    for (size_t i = 0; i < d->nmpi; i++) {
+        const xsprof_io_mpi *m = &d->mpi[i];
+        ncompl += m->kind == XSPROF_MPI_COMPLETION;
+        nreq += m->request && (m->kind == XSPROF_MPI_ISEND || m->kind == XSPROF_MPI_IRECV ||
+                               m->kind == XSPROF_MPI_ICOLL || m->kind == XSPROF_MPI_COMPLETION);
+        if (m->kind == XSPROF_MPI_OTHER && m->t_begin < x->first_poll) {
+            signed char *c = &poll[m->op < d->nstrings ? m->op : d->nstrings];
+            if (!*c)
+                *c = xsm_is_poll_op(xsprof_rank_data_string(d, m->op)) ? 1 : 2;
+            if (*c == 1)
+                x->first_poll = m->t_begin;
+        }
+    }
+    free(poll);
+    if (!nreq && !ncompl)
+        return 0;
+    int64_t *post_of = malloc((d->nmpi + 1) * sizeof *post_of);
+    x->compl_of = malloc((d->nmpi + 1) * sizeof *x->compl_of);
+    x->call_of = malloc((d->nmpi + 1) * sizeof *x->call_of);
+    int rc = post_of && x->compl_of && x->call_of ? xsm_match_links(d, nreq, ncompl, post_of, x->compl_of, x->call_of) : -1;
+    free(post_of);
+    return rc;
+}
+
+/* The call a nonblocking row (post) waited in: the call holding its
+ * completion, -1 none. */
+static int64_t xsm_mcall(const xsm_mrank *x, size_t post)
+{
+    if (!x->compl_of || x->compl_of[post] < 0)
+        return -1;
+    return x->call_of[x->compl_of[post]];
+}
+
+/* ---- collectives (collwait.c) ------------------------------------------- */
+typedef struct xsm_mcoll {
+    xsm_mfeed *m;
+    const xsm_collective *c;
+    const int64_t *call; /* per member of the instance: its call row */
+} xsm_mcoll;
+
+static int xsm_mcoll_put(void *ctx, const xsm_cwmember *w, int kind, const xsm_cwmember *cause, int64_t tb, int64_t te)
+{
+    xsm_mcoll *x = ctx;
+    const xsprof_rank_data *d = &x->m->run->ranks[w->rank].d;
+    size_t call = (size_t)x->call[w->id];
+    return xsm_mput(x->m, w->rank, w->call_e, te - tb, call, d->mpi[call].op, kind, cause ? cause->rank : -1,
+                    cause ? x->c->rows[cause->id] : 0, 0);
+}
+
+static int xsm_mcolls(xsm_mfeed *m)
+{
+    const xsm_run *run = m->run;
+    xsm_cwmember *mb = NULL;
+    int64_t *call = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (size_t ci = 0; ci < run->ncolls && !rc; ci++) {
+        const xsm_collective *c = &run->colls[ci];
+        if (c->n > cap) {
+            cap = c->n;
+            free(mb);
+            free(call);
+            mb = malloc(cap * sizeof *mb);
+            call = malloc(cap * sizeof *call);
+            if (!mb || !call) {
+                rc = -1;
+                break;
+            }
+        }
+        size_t n = 0;
+        for (size_t k = 0; k < c->n; k++) {
+            int32_t r = c->ranks[k];
+            if (r < 0 || (size_t)r >= run->nranks || !run->ranks[r].present || c->rows[k] >= run->ranks[r].d.nmpi)
+                continue;
+            const xsprof_rank_data *d = &run->ranks[r].d;
+            const xsprof_io_mpi *x = &d->mpi[c->rows[k]];
+            int64_t cr = x->kind == XSPROF_MPI_COLL ? (int64_t)c->rows[k] : xsm_mcall(&m->r[r], c->rows[k]);
+            mb[n] = (xsm_cwmember){r, x->t_begin, cr >= 0, cr >= 0 ? d->mpi[cr].t_begin : 0, cr >= 0 ? d->mpi[cr].t_end : 0,
+                                   xsm_coll_receives(c->coll_kind, x), xsm_coll_sends(x), k};
+            call[k] = cr;
+            n++;
+        }
+        xsm_mcoll x = {m, c, call};
+        rc = xsm_coll_waits_find(c->coll_kind, c->root, mb, n, xsm_mcoll_put, &x);
+    }
+    free(mb);
+    free(call);
+    return rc;
+}
+
+/* ---- point to point ------------------------------------------------------ */
+static int xsm_mwo_verdict(void *ctx, int32_t dst, int64_t t, uint32_t call_row, int32_t src, uint32_t send_row)
+{
+    return xsm_mput(ctx, dst, t, 0, call_row, 0, XSM_WAIT_WRONG_ORDER, src, send_row, 0);
+}
+
+static const xsm_run *xsm_msort_run;
+static int xsm_msend_cmp(const void *a, const void *b)
+{
+    const xsm_message *x = &xsm_msort_run->msgs[*(const size_t *)a], *y = &xsm_msort_run->msgs[*(const size_t *)b];
+    int64_t s = xsm_msort_run->ranks[x->src].d.mpi[x->send_row].t_begin, t = xsm_msort_run->ranks[y->src].d.mpi[y->send_row].t_begin;
+    if (s != t)
+        return s < t ? -1 : 1;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+/* Late Receivers (a blocking send's, an Isend's in the call that
+ * completed it, a polling loop's) and Wrong Order verdicts. */
+static int xsm_mp2p(xsm_mfeed *m)
+{
+    const xsm_run *run = m->run;
+    xsm_wo *wo = xsm_wo_new(run->nranks);
+    size_t *ord = malloc((run->nmsgs + 1) * sizeof *ord);
+    int rc = wo && ord ? 0 : -1;
+    for (size_t i = 0; !rc && i < run->nmsgs; i++)
+        ord[i] = i;
+    xsm_msort_run = run; /* the analysis of one run at a time (baselines are analysed one after another) */
+    if (!rc && run->nmsgs > 1)
+        qsort(ord, run->nmsgs, sizeof *ord, xsm_msend_cmp);
+    for (size_t k = 0; !rc && k < run->nmsgs; k++) { /* the sends to each rank in order of begin */
+        const xsm_message *x = &run->msgs[ord[k]];
+        rc = xsm_wo_send(wo, x->dst, run->ranks[x->src].d.mpi[x->send_row].t_begin, x->src, (uint32_t)x->send_row);
+    }
+    for (size_t i = 0; !rc && i < run->nmsgs; i++) {
+        const xsm_message *x = &run->msgs[i];
+        const xsprof_rank_data *sd = &run->ranks[x->src].d, *rd = &run->ranks[x->dst].d;
+        const xsprof_io_mpi *snd = &sd->mpi[x->send_row], *rcv = &rd->mpi[x->recv_row];
+        int is_recv = rcv->kind == XSPROF_MPI_RECV;
+        int has_call = !is_recv && x->recv_call_row != x->recv_row;
+        const xsprof_io_mpi *ca = has_call ? &rd->mpi[x->recv_call_row] : NULL;
+        /* posted: its Irecv, else the call it completed in, else itself */
+        int64_t post_t = x->recv_post_row >= 0 ? rd->mpi[x->recv_post_row].t_begin : ca ? ca->t_begin : rcv->t_begin;
+        uint64_t post_row = x->recv_post_row >= 0 ? (uint64_t)x->recv_post_row : ca ? x->recv_call_row : x->recv_row;
+        uint32_t call_row = is_recv ? (uint32_t)x->recv_row : ca ? (uint32_t)x->recv_call_row : UINT32_MAX;
+        int64_t e_recv = is_recv ? rcv->t_begin : ca ? ca->t_begin : rcv->t_end;
+        if (xsm_wo_recv(wo, x->dst, x->src, (uint32_t)x->send_row, snd->t_begin, rcv->t_end, e_recv, call_row,
+                        m->r[x->dst].first_poll <= rcv->t_begin)) {
+            rc = -1;
+            break;
+        }
+        if (!xsm_is_p2p_wait_pair(x->src, x->dst))
+            continue;
+        if (snd->kind == XSPROF_MPI_SEND || snd->kind == XSPROF_MPI_SSEND || snd->kind == XSPROF_MPI_SENDRECV) {
+            int64_t until = xsm_lr_until(snd->kind == XSPROF_MPI_SSEND, snd->t_begin, snd->t_end, post_t);
+            if (until != XSM_LR_NONE && until != XSM_LR_POLL)
+                rc = xsm_mput(m, x->src, snd->t_end, until - snd->t_begin, x->send_row, snd->op, XSM_WAIT_LATE_RECEIVER,
+                              x->dst, post_row, 0);
+        } else if (snd->kind == XSPROF_MPI_ISEND) {
+            int64_t c = xsm_mcall(&m->r[x->src], x->send_row);
+            if (c < 0)
+                continue;
+            const xsprof_io_mpi *cs = &sd->mpi[c];
+            int64_t until = xsm_lr_until(0, cs->t_begin, cs->t_end, post_t);
+            if (until == XSM_LR_POLL) /* a polling loop's: the polls' time is the analysis's */
+                rc = xsm_mput(m, x->src, cs->t_end, post_t, (uint64_t)c, cs->op, XSM_WAIT_LATE_RECEIVER, x->dst, post_row, 1);
+            else if (until != XSM_LR_NONE)
+                rc = xsm_mput(m, x->src, cs->t_end, until - cs->t_begin, (uint64_t)c, cs->op, XSM_WAIT_LATE_RECEIVER,
+                              x->dst, post_row, 0);
+        }
+    }
+    if (!rc)
+        rc = xsm_wo_due(wo, INT64_MAX, xsm_mwo_verdict, m) ? -1 : 0;
+    xsm_wo_free(wo);
+    free(ord);
+    return rc;
+}
+
+static int xsm_mwait_next(void *ctx, int32_t r, xsm_cwait_rec *w, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    xsm_mrank *x = &((xsm_mfeed *)ctx)->r[r];
+    if (x->next == x->n)
+        return 0;
+    *w = x->v[x->next++].w;
+    return 1;
+}
+
+/* A temporary file of the analysis (unlinked at once), NULL on failure. */
+static FILE *xsm_mtmp(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/xsmerge-analysis-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return NULL;
+    unlink(path);
+    FILE *f = fdopen(fd, "w+b");
+    if (!f)
+        close(fd);
+    return f;
+}
+
+int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
+{
+    xsm_emit e;
+    xsm_mfeed m = {run, calloc(run->nranks + 1, sizeof *m.r), 0};
+    unsigned char *has_gpu = calloc(run->nranks + 1, 1);
+    xsm_cpairs cp = {0};
+    xsm_sanalysis *sa = NULL;
+    xsm_spath *path = NULL;
+    FILE *pf = xsm_mtmp(), *inst = xsm_mtmp(), *pieces = xsm_mtmp();
+    int rc = -1, einit = xsm_emit_init_local(&e, run, err, errlen) == 0;
+    memset(a, 0, sizeof *a);
+    if (!einit || !m.r || !has_gpu || !pf || !inst || !pieces) {
+        if (einit)
+            xsm_err_set(err, errlen, "analysis of %s: %s", run->run_dir,
+                        !pf || !inst || !pieces ? "cannot make a temporary file (TMPDIR)" : "out of memory");
+        goto out;
+    }
+    int bad = 0;
+    for (size_t r = 0; r < run->nranks && !bad; r++) {
+        has_gpu[r] = run->ranks[r].present && run->ranks[r].d.ngpu > 0;
+        bad = run->ranks[r].present && xsm_mrank_prepare(run, (int32_t)r, &m.r[r]);
+    }
+    for (size_t i = 0; i < run->nmsgs && !bad; i++)
+        bad = xsm_cpairs_add(&cp, run->msgs[i].src, run->msgs[i].dst, run->msgs[i].bytes);
+    if (bad || xsm_mcolls(&m) || xsm_mp2p(&m)) {
+        xsm_err_set(err, errlen, "analysis of %s: out of memory", run->run_dir);
+        goto out;
+    }
+    for (size_t r = 0; r < run->nranks; r++)
+        if (m.r[r].n > 1)
+            qsort(m.r[r].v, m.r[r].n, sizeof *m.r[r].v, xsm_mrec_cmp);
+    if (!(path = xsm_spath_new(run, fileno(pf)))) {
+        xsm_err_set(err, errlen, "analysis of %s: out of memory", run->run_dir);
+        goto out;
+    }
+    xsm_spath_set_pieces(path, pieces);
+    /* the model is in memory: a wider window (a rank's ring grows only as its calls come) */
+    xsm_feed f = {run, &e, xsm_emit_source_analysis(), xsm_emit_source_model(), has_gpu,
+                  xsm_analysis_window(XSM_MEMORY_WINDOW), xsm_mwait_next, &m,
+                  NULL, NULL, "(the analysis's temporary file in TMPDIR)", "(the analysis's temporary file in TMPDIR)"};
+    if (xsm_feed_run(&f, path, inst, 1, &sa, err, errlen))
+        goto out;
+    xsm_cpair *cm;
+    size_t ncm;
+    xsm_cpairs_take(&cp, &cm, &ncm);
+    if (xsm_an_build(a, run, sa, path, cm, ncm, err, errlen))
+        goto out;
+    a->own_inst = inst; /* merged.h5's tables read them back */
+    a->own_pieces = pieces;
+    inst = pieces = NULL;
+    rc = 0;
+out:
+    if (einit)
+        xsm_emit_free(&e);
+    for (size_t r = 0; m.r && r < run->nranks; r++) {
+        free(m.r[r].v);
+        free(m.r[r].compl_of);
+        free(m.r[r].call_of);
+    }
+    free(m.r);
+    free(has_gpu);
+    xsm_cpairs_free(&cp);
+    xsm_sanalysis_free(sa);
+    xsm_spath_free(path);
+    if (pf)
+        fclose(pf);
+    if (inst)
+        fclose(inst);
+    if (pieces)
+        fclose(pieces);
+    return rc;
+}

@@ -207,13 +207,6 @@ typedef struct xsm_cstat {
     int64_t incl, excl;
 } xsm_cstat;
 
-/* A piece of the main thread's timeline with its innermost call-tree node
- * (user region or MPI call); gaps outside every region are not stored. */
-typedef struct xsm_seg {
-    int64_t t0, t1;
-    int32_t cnode;
-} xsm_seg;
-
 typedef struct xsm_rankstat {
     int present;
     int64_t span_first, span_last; /* first and last event of the rank */
@@ -223,12 +216,6 @@ typedef struct xsm_rankstat {
     int64_t mpi_ns, wait_ns, gpu_ns; /* mpi_ns: xsm_an_cover */
     uint32_t main_thread;
     xsm_cstat *cs; size_t ncs; /* per cnode (missing tail = zero) */
-    xsm_seg *seg; size_t nseg; /* main-thread timeline */
-    int32_t *encl;             /* per mpi row: enclosing region name, -1 none */
-    int32_t *opname;           /* per mpi row: name of its MPI function, -1 for completion rows */
-    int64_t *call;             /* per mpi row: row of the blocking call it happened in (itself for calls) */
-    size_t *calls_sorted;      /* blocking call rows of the main thread by t_begin */
-    size_t ncalls_sorted;
     int outlier;               /* 1 when this rank's compute time is > 2 sigma from the others */
     /* the rank's string id -> name index (-2: not looked up yet); slot
      * nstrings stands for every id out of range ("?"). Rows name their
@@ -344,7 +331,6 @@ typedef struct xsm_an {
     int32_t cp_end_rank;
     size_t cp_segments;
     xsm_pathpart *cp; size_t ncp;
-    xsm_cpseg *cps; size_t ncps, cpscap; /* the path's pieces, from its end backwards */
     double *cp_rank_s;       /* per rank */
     /* communication */
     /* the pairs that exchanged messages, by (src, dst): sparse, as a run of
@@ -360,10 +346,8 @@ typedef struct xsm_an {
     size_t truncated, recovered, missing;
     xsm_finding *f; size_t nf, fcap;
     double total_rank_s;     /* sum of ranks' wall time: the denominator of severities */
-    int streamed;            /* from xsmerge --stream: what needs the whole timeline is not computed (analyze.h) */
-    /* streamed, for merged.h5: every wait instance (xsm_swinst) and the
-     * path's pieces (xsm_cpseg) in temporary files, and the streamed
-     * analysis's names as names here */
+    /* for merged.h5: every wait instance (xsm_swinst) and the path's pieces
+     * (xsm_cpseg) in temporary files, and the engine's names as names here */
     FILE *sw_file, *scp_file;
     uint64_t sw_n, scp_n;
     int32_t *sgmap;
@@ -477,9 +461,6 @@ void xsm_sanalysis_view(const xsm_sanalysis *sa, int32_t r, xsm_anrank_out *o);
 /* The streamed analysis's names of root-cause regions; NULL for -1. */
 const char *xsm_sanalysis_name(const xsm_sanalysis *sa, int32_t g);
 const xsm_srcause *xsm_sanalysis_rootcauses(const xsm_sanalysis *sa, size_t *n);
-/* Profile stage of the streamed analysis (profile.c): call trees, regions,
- * MPI operations and outliers from the accumulators. */
-int xsm_an_profile_streamed(xsm_an *a, const xsm_sanalysis *sa);
 /* A wait instance of a streamed analysis (sprofile.c), spilled for
  * merged.h5: string ids are the waiter's; root a name of the analysis. */
 typedef struct xsm_swinst {
@@ -498,19 +479,6 @@ FILE *xsm_spath_pieces(const xsm_spath *p, uint64_t *n);
 void xsm_an_window(const xsm_run *run, const xsm_anrank_out *v, int64_t *t_first, int64_t *t_last);
 /* xsm_spath_walk with each rank's window and main thread given. */
 int xsm_spath_walk_at(xsm_spath *p, const int64_t *first, const int64_t *last, const uint32_t *main_thread);
-/* The critical path of a streamed analysis (spath.c) into a. */
-int xsm_an_path_streamed(struct xsm_an *a, const xsm_spath *p);
-/* The path's time by name (per_name[nn]: outside every region) into a->cp (path.c). */
-int xsm_an_path_parts(struct xsm_an *a, const double *per_name, size_t nn);
-/* Wait states of the streamed analysis (waits.c): a site per xsm_wait. */
-int xsm_an_waits_streamed(xsm_an *a, const xsm_sanalysis *sa);
-/* Memory section of the streamed analysis (memory.c). */
-int xsm_an_memory_streamed(xsm_an *a, const xsm_sanalysis *sa);
-/* GPU section of the streamed analysis (misc.c). */
-int xsm_an_gpu_streamed(xsm_an *a, const xsm_sanalysis *sa);
-/* Health counts and wall-time denominators (misc.c), without the GPU part
- * when `gpu` is 0. */
-int xsm_an_health(xsm_an *a, int gpu);
 
 /* The analysis of run in memory (mfeed.c): 0 ok, -1 on failure (err set). */
 int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen);
@@ -522,23 +490,17 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
 void xsm_an_free(xsm_an *a);
 const char *xsm_an_name(const xsm_an *a, int32_t idx); /* "(no region)" for -1 */
 
-/* stages of xsm_an_compute, in order (each file owns one) */
-int xsm_an_profile(xsm_an *a);   /* profile.c: call trees, regions, MPI ops, outliers */
-int xsm_an_waits(xsm_an *a);     /* waits.c: wait states, delay analysis */
-int xsm_an_path(xsm_an *a);      /* path.c: critical path */
-int xsm_an_misc(xsm_an *a);      /* misc.c: communication matrix, GPU, health */
-int xsm_an_memory(xsm_an *a);    /* memory.c: high-water marks, leak candidates */
-int xsm_an_findings(xsm_an *a);  /* findings.c */
+/* the stages of xsm_an_build, in order (each file owns one), from the
+ * engine's results */
+int xsm_an_profile(xsm_an *a, const xsm_sanalysis *sa); /* profile.c: call trees, regions, MPI ops, outliers */
+int xsm_an_waits(xsm_an *a, const xsm_sanalysis *sa);   /* waits.c: wait sites, beyond window, root causes */
+int xsm_an_path(xsm_an *a, const xsm_spath *p);         /* spath.c: critical path */
+int xsm_an_gpu(xsm_an *a, const xsm_sanalysis *sa);     /* misc.c: GPU devices */
+int xsm_an_health(xsm_an *a);                           /* misc.c: health, wall-time denominators */
+int xsm_an_memory(xsm_an *a, const xsm_sanalysis *sa);  /* memory.c: high-water marks, leak candidates */
+int xsm_an_findings(xsm_an *a);                         /* findings.c */
 int xsm_an_finding_add(xsm_an *a, const xsm_finding *f); /* copies f (takes ranks) */
 
-/* Exclusive time per name (regions only, not MPI) on rank r's main thread in
- * [t0, t1); `acc` has names.n slots and is added to. */
-void xsm_an_window_excl(const xsm_an *a, int32_t r, int64_t t0, int64_t t1, double *acc);
-/* Index of the rank's first main-thread segment ending after t0 (binary search). */
-size_t xsm_an_seg_after(const xsm_rankstat *rs, int64_t t0);
-/* Index into rs->calls_sorted (ordered by thread, then t_begin) of the first
- * call after (thread, t): t_begin > t when `upper`, else t_begin >= t. */
-size_t xsm_an_calls_bound(const xsprof_rank_data *d, const xsm_rankstat *rs, uint32_t thread, int64_t t, int upper);
 
 /* ---- writers ---------------------------------------------------------------- */
 void xsm_report_json(const xsm_an *a, xsm_buf *b, int html_safe);

@@ -42,7 +42,6 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
     a->t0 = INT64_MAX;
     a->t1 = INT64_MIN;
     a->cp_end_rank = -1;
-    a->streamed = sa != NULL;
     a->cm = cm;
     a->ncm = ncm;
     a->rs = calloc(run->nranks + 1, sizeof *a->rs);
@@ -50,7 +49,7 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
         goto nomem;
     for (size_t r = 0; r < run->nranks; r++)
         a->rs[r].present = run->ranks[r].present;
-    if ((sa ? xsm_an_profile_streamed(a, sa) : xsm_an_profile(a)) != 0)
+    if (xsm_an_profile(a, sa) != 0)
         goto nomem;
     if (a->t0 > a->t1)
         a->t0 = a->t1 = 0;
@@ -60,7 +59,7 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
         a->t0 = run->win_from;
         a->t1 = run->t_end > a->t0 ? run->t_end : a->t0;
     }
-    if (sa) { /* what merged.h5's tables read back (xsm_analyze_h5) */
+    { /* what merged.h5's tables read back (xsm_analyze_h5) */
         a->sw_file = xsm_sanalysis_instances(sa, &a->sw_n);
         a->scp_file = xsm_spath_pieces(path, &a->scp_n);
         size_t ng = 0;
@@ -72,9 +71,8 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
             if ((a->sgmap[g] = xsm_names_intern(&a->names, xsm_sanalysis_name(sa, (int32_t)g))) < 0)
                 goto nomem;
     }
-    int bad = sa ? xsm_an_waits_streamed(a, sa) != 0 || xsm_an_path_streamed(a, path) != 0 ||
-                       xsm_an_gpu_streamed(a, sa) != 0 || xsm_an_health(a, 0) != 0 || xsm_an_memory_streamed(a, sa) != 0
-                 : xsm_an_waits(a) != 0 || xsm_an_path(a) != 0 || xsm_an_misc(a) != 0 || xsm_an_memory(a) != 0;
+    int bad = xsm_an_waits(a, sa) != 0 || xsm_an_path(a, path) != 0 || xsm_an_gpu(a, sa) != 0 ||
+              xsm_an_health(a) != 0 || xsm_an_memory(a, sa) != 0;
     if (bad || xsm_an_findings(a) != 0)
         goto nomem;
     return 0;
@@ -89,11 +87,6 @@ void xsm_an_free(xsm_an *a)
     if (a->rs)
         for (size_t r = 0; r < a->nranks; r++) {
             free(a->rs[r].cs);
-            free(a->rs[r].seg);
-            free(a->rs[r].encl);
-            free(a->rs[r].call);
-            free(a->rs[r].opname);
-            free(a->rs[r].calls_sorted);
             free(a->rs[r].sname);
         }
     free(a->rs);
@@ -120,7 +113,6 @@ void xsm_an_free(xsm_an *a)
     free(a->rc);
     free(a->out);
     free(a->cp);
-    free(a->cps);
     free(a->cp_rank_s);
     free(a->sgmap);
     free(a->cm);

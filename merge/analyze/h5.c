@@ -191,7 +191,7 @@ static uint32_t xsm_ah_str(const xsm_names *ids, const uint32_t *of, const char 
     return k < 0 ? UINT32_MAX : of[k];
 }
 
-/* A streamed analysis's wait instances, read back from its file. */
+/* The analysis's wait instances, read back from its file. */
 typedef struct xsm_ah_swaits {
     const xsm_an *a;
     const xsm_names *ids;
@@ -221,7 +221,7 @@ static int xsm_ah_fill_swaits(void *ctx, void *rows, size_t i0, size_t n)
     return 0;
 }
 
-/* A streamed analysis's critical path, read back from its file. */
+/* The analysis's critical path, read back from its file. */
 static int xsm_ah_fill_scp(void *ctx, void *rows, size_t i0, size_t n)
 {
     const xsm_an *a = ctx;
@@ -240,7 +240,6 @@ static int xsm_ah_fill_scp(void *ctx, void *rows, size_t i0, size_t n)
 static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const uint32_t *of, xsm_h5_rowfn rowfn,
                         void *rowctx)
 {
-    const xsm_run *run = a->run;
     size_t R = a->nranks;
     int bad = 0;
     /* ranks */
@@ -273,34 +272,14 @@ static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const ui
                                       a->ops[i].rseconds[r], a->ops[i].rbytes[r]};
     bad |= !op || xsm_ah_table(g, "mpi", AH_OP, op, n, sizeof *op);
     free(op);
-    /* wait states: every instance, its call as a row of /mpi */
-    if (a->streamed) {
-        xsm_ah_swaits x = {a, ids, of, rowfn, rowctx, malloc(XSM_AH_BATCH * sizeof(xsm_swinst))};
-        bad |= !x.buf || !rowfn || (a->sw_n && !a->sw_file) ||
-               xsm_ah_table_fill(g, "waits", AH_WAIT, a->sw_file ? a->sw_n : 0, xsm_ah_fill_swaits, &x);
-        free(x.buf);
-        bad |= (a->scp_n && !a->scp_file) ||
-               xsm_ah_table_fill(g, "critical_path", AH_SEG, a->scp_file ? a->scp_n : 0, xsm_ah_fill_scp, (void *)a);
-    }
-    int64_t *off = calloc(R + 1, sizeof *off);
-    xsm_ah_wait *w = malloc((a->nw + 1) * sizeof *w);
-    for (size_t r = 0; off && r < R; r++)
-        off[r + 1] = off[r] + (int64_t)(run->ranks[r].present ? run->ranks[r].d.nmpi : 0);
-    for (size_t i = 0; w && off && i < a->nw; i++) {
-        const xsm_wait *x = &a->w[i];
-        w[i] = (xsm_ah_wait){x->kind, x->waiter, x->causer, xsm_ah_sid(a, ids, of, x->op),
-                             xsm_ah_sid(a, ids, of, x->region), xsm_ah_sid(a, ids, of, x->root_region),
-                             off[x->waiter] + (int64_t)x->row, x->t_begin, x->t_end, x->t_cause, x->root_rank};
-    }
-    bad |= !w || !off || (!a->streamed && xsm_ah_table(g, "waits", AH_WAIT, w, a->nw, sizeof *w));
-    free(w);
-    free(off);
-    /* the critical path, from its end backwards */
-    xsm_ah_seg *sg = malloc((a->ncps + 1) * sizeof *sg);
-    for (size_t i = 0; sg && i < a->ncps; i++)
-        sg[i] = (xsm_ah_seg){a->cps[i].rank, a->cps[i].t0, a->cps[i].t1};
-    bad |= !sg || (!a->streamed && xsm_ah_table(g, "critical_path", AH_SEG, sg, a->ncps, sizeof *sg));
-    free(sg);
+    /* wait states: every instance (the engine's file), its call as a row of
+     * /mpi; the critical path's pieces from its end */
+    xsm_ah_swaits x = {a, ids, of, rowfn, rowctx, malloc(XSM_AH_BATCH * sizeof(xsm_swinst))};
+    bad |= !x.buf || !rowfn || (a->sw_n && !a->sw_file) ||
+           xsm_ah_table_fill(g, "waits", AH_WAIT, a->sw_file ? a->sw_n : 0, xsm_ah_fill_swaits, &x);
+    free(x.buf);
+    bad |= (a->scp_n && !a->scp_file) ||
+           xsm_ah_table_fill(g, "critical_path", AH_SEG, a->scp_file ? a->scp_n : 0, xsm_ah_fill_scp, (void *)a);
     /* communication matrix, the pairs that exchanged messages */
     xsm_ah_pair *pr = malloc((a->ncm + 1) * sizeof *pr);
     for (size_t i = 0; pr && i < a->ncm; i++)

@@ -1,5 +1,6 @@
-/* merge/analyze/misc.c — communication matrix, GPU activity (kernel time,
- * idle share, copy volume, kernels overlapping MPI waits) and profiler health. */
+/* merge/analyze/misc.c — the communication pairs (counted as messages
+ * match), GPU activity (kernel time, idle share, copy volume, kernels
+ * overlapping MPI waits: the engine's per device) and profiler health. */
 #include <stdlib.h>
 #include <string.h>
 #include "an.h"
@@ -68,33 +69,6 @@ void xsm_cpairs_free(xsm_cpairs *t)
     memset(t, 0, sizeof *t);
 }
 
-static int comm_matrix(xsm_an *a)
-{
-    size_t R = a->nranks;
-    xsm_cpairs t = {0};
-    for (size_t i = 0; i < a->run->nmsgs; i++) {
-        const xsm_message *m = &a->run->msgs[i];
-        if (m->src < 0 || m->dst < 0 || (size_t)m->src >= R || (size_t)m->dst >= R)
-            continue;
-        if (xsm_cpairs_add(&t, m->src, m->dst, m->bytes)) {
-            xsm_cpairs_free(&t);
-            return -1;
-        }
-    }
-    xsm_cpairs_take(&t, &a->cm, &a->ncm);
-    return 0;
-}
-
-typedef struct span {
-    int64_t b, e;
-} span;
-
-static int span_cmp(const void *pa, const void *pb)
-{
-    const span *a = pa, *b = pb;
-    return a->b < b->b ? -1 : a->b > b->b;
-}
-
 static int gpudev_find(xsm_an *a, int32_t rank, uint32_t dev, size_t *cap)
 {
     for (size_t i = 0; i < a->ngpu; i++)
@@ -114,110 +88,8 @@ static int gpudev_find(xsm_an *a, int32_t rank, uint32_t dev, size_t *cap)
     return (int)a->ngpu++;
 }
 
-static int gpu_rank(xsm_an *a, int32_t r, size_t *cap)
-{
-    const xsprof_rank_data *d = &a->run->ranks[r].d;
-    xsm_rankstat *rs = &a->rs[r];
-    size_t wcap = (a->nw > d->ngpu ? a->nw : d->ngpu) + 1; /* ws is reused for kernels below */
-    span *k = malloc((d->ngpu + 1) * sizeof *k), *ws = malloc(wcap * sizeof *ws);
-    int64_t *wmax = malloc((a->nw + 1) * sizeof *wmax);
-    uint32_t *kdev = malloc((d->ngpu + 1) * sizeof *kdev);
-    int rc = -1;
-    if (!k || !ws || !wmax || !kdev)
-        goto out;
-    size_t nk = 0, nws = 0;
-    for (size_t i = 0; i < a->nw; i++)
-        if (a->w[i].waiter == r)
-            ws[nws++] = (span){a->w[i].t_begin, a->w[i].t_end};
-    qsort(ws, nws, sizeof *ws, span_cmp);
-    for (size_t i = 0; i < nws; i++) /* running max of ends: binary-searchable overlap */
-        wmax[i] = i && wmax[i - 1] > ws[i].e ? wmax[i - 1] : ws[i].e;
-    for (size_t i = 0; i < d->ngpu; i++) {
-        const xsprof_io_gpu *g = &d->gpu[i];
-        if (g->kind == XSPROF_GPU_API)
-            continue;
-        a->gpu_rows++;
-        int di = gpudev_find(a, r, g->device, cap);
-        if (di < 0)
-            goto out;
-        xsm_gpudev *gd = &a->gpu[di];
-        switch (g->kind) {
-        case XSPROF_GPU_KERNEL: {
-            int64_t gb = g->t_begin, ge = g->t_end; /* inside --from/--to */
-            xsm_run_clip(a->run, &gb, &ge);
-            double s = (double)(ge - gb) * 1e-9;
-            gd->kernels++;
-            gd->kernel_s += s;
-            rs->gpu_ns += ge - gb;
-            kdev[nk] = g->device;
-            k[nk++] = (span){gb, ge};
-            /* overlap with this rank's waits: the GPU kept working while the CPU waited */
-            size_t lo = 0, hi = nws;
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (ws[mid].b < ge)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            int64_t ov = 0;
-            for (size_t j = lo; j-- > 0 && wmax[j] > gb;) {
-                int64_t b = ws[j].b > gb ? ws[j].b : gb, e = ws[j].e < ge ? ws[j].e : ge;
-                if (e > b)
-                    ov += e - b;
-            }
-            if (ov > 0) {
-                gd->overlap_kernels++;
-                gd->overlap_s += (double)ov * 1e-9;
-            }
-            break;
-        }
-        case XSPROF_GPU_MEMCPY_HTOD: gd->htod += g->bytes; break;
-        case XSPROF_GPU_MEMCPY_DTOH: gd->dtoh += g->bytes; break;
-        case XSPROF_GPU_MEMCPY_DTOD: gd->dtod += g->bytes; break;
-        default: gd->other_bytes += g->bytes; break;
-        }
-    }
-    /* busy time per device: union of kernel spans */
-    for (size_t i = 0; i < a->ngpu; i++) {
-        xsm_gpudev *gd = &a->gpu[i];
-        if (gd->rank != r)
-            continue;
-        size_t n = 0;
-        for (size_t j = 0; j < nk; j++)
-            if (kdev[j] == gd->device)
-                ws[n++] = k[j]; /* reuse ws: waits are done */
-        qsort(ws, n, sizeof *ws, span_cmp);
-        int64_t busy = 0, cb = 0, ce = INT64_MIN;
-        for (size_t j = 0; j < n; j++) {
-            if (ws[j].b > ce) {
-                if (ce > cb)
-                    busy += ce - cb;
-                cb = ws[j].b;
-                ce = ws[j].e;
-            } else if (ws[j].e > ce) {
-                ce = ws[j].e;
-            }
-        }
-        if (n && ce > cb)
-            busy += ce - cb;
-        gd->busy_s = (double)busy * 1e-9;
-        double wall = (double)(rs->t_last - rs->t_first) * 1e-9;
-        gd->idle_share = wall > 0 ? 1.0 - gd->busy_s / wall : 0;
-        if (gd->idle_share < 0)
-            gd->idle_share = 0;
-    }
-    rc = 0;
-out:
-    free(k);
-    free(ws);
-    free(wmax);
-    free(kdev);
-    return rc;
-}
-
-/* The GPU section of a streamed analysis: its accumulators' devices. */
-int xsm_an_gpu_streamed(xsm_an *a, const xsm_sanalysis *sa)
+/* The GPU section: the engine's devices per rank. */
+int xsm_an_gpu(xsm_an *a, const xsm_sanalysis *sa)
 {
     size_t cap = 0;
     for (size_t r = 0; r < a->nranks; r++) {
@@ -251,9 +123,8 @@ int xsm_an_gpu_streamed(xsm_an *a, const xsm_sanalysis *sa)
     return 0;
 }
 
-int xsm_an_health(xsm_an *a, int gpu)
+int xsm_an_health(xsm_an *a)
 {
-    size_t cap = 0;
     for (size_t r = 0; r < a->nranks; r++) {
         const xsm_rank *k = &a->run->ranks[r];
         if (!k->present) {
@@ -264,13 +135,6 @@ int xsm_an_health(xsm_an *a, int gpu)
         a->truncated += k->d.truncated != 0;
         a->recovered += k->d.recovered != 0;
         a->total_rank_s += (double)(a->rs[r].t_last - a->rs[r].t_first) * 1e-9;
-        if (gpu && k->d.ngpu && gpu_rank(a, (int32_t)r, &cap) != 0)
-            return -1;
     }
     return 0;
-}
-
-int xsm_an_misc(xsm_an *a)
-{
-    return comm_matrix(a) != 0 ? -1 : xsm_an_health(a, 1);
 }

@@ -523,9 +523,33 @@ FILE *xsm_spath_pieces(const xsm_spath *p, uint64_t *n)
     return p->pieces;
 }
 
+/* The path's time by name, longest first (per_name[nn]: outside every
+ * region). */
+static int part_cmp(const void *pa, const void *pb)
+{
+    const xsm_pathpart *a = pa, *b = pb;
+    return a->seconds > b->seconds ? -1 : a->seconds < b->seconds ? 1 : 0;
+}
+
+static int path_parts(xsm_an *a, const double *per_name, size_t nn)
+{
+    size_t np = 0;
+    for (size_t i = 0; i <= nn; i++)
+        if (per_name[i] > 0)
+            np++;
+    a->cp = calloc(np + 1, sizeof *a->cp);
+    if (!a->cp)
+        return -1;
+    for (size_t i = 0; i <= nn; i++)
+        if (per_name[i] > 0)
+            a->cp[a->ncp++] = (xsm_pathpart){i == nn ? -1 : (int32_t)i, per_name[i]};
+    qsort(a->cp, a->ncp, sizeof *a->cp, part_cmp);
+    return 0;
+}
+
 /* ---- into the analysis ------------------------------------------------------- */
 
-int xsm_an_path_streamed(xsm_an *a, const xsm_spath *p)
+int xsm_an_path(xsm_an *a, const xsm_spath *p)
 {
     size_t R = a->nranks;
     if (!(a->cp_rank_s = calloc(R + 1, sizeof *a->cp_rank_s)))
@@ -557,7 +581,7 @@ int xsm_an_path_streamed(xsm_an *a, const xsm_spath *p)
         per_name[idx[g]] += (double)p->name_ns[g] * 1e-9;
     per_name[nn] = (double)(p->length_ns - p->covered_ns) * 1e-9;
     free(idx);
-    int rc = xsm_an_path_parts(a, per_name, nn);
+    int rc = path_parts(a, per_name, nn);
     free(per_name);
     return rc;
 }

@@ -2,7 +2,7 @@
  * the report can be checked against what was planted. Usage:
  *   planted MODE MS [ITER]
  * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | outside | threads (2 ranks)
- *       | poll_receiver | steady
+ *       | poll_receiver | steady | selfpoll, farcause (2 ranks)
  * MS: the planted delay (a sleep inside a region), ITER: repetitions (steady).
  * Regions are recorded through xsprof's API when libxsprof-mpi.so is loaded
  * (LD_PRELOAD); the program is not linked against xsprof, so the symbols are
@@ -206,6 +206,62 @@ int main(int argc, char **argv)
         for (int t = 0; t < 2; t++)
             pthread_join(th[t], NULL);
         begin("main");
+    } else if (strcmp(mode, "selfpoll") == 0 && size == 2) {
+        /* as Ray: rank 0 sends messages to itself and polls with
+         * MPI_Iprobe, receiving whatever comes; rank 1 sends after `slow`.
+         * One Late Sender (rank 0 by rank 1), none of a rank by itself */
+        if (rank == 0) {
+            begin("exchange");
+            int got_peer = 0;
+            for (int round = 0; !got_peer; round++) {
+                MPI_Request rq = MPI_REQUEST_NULL;
+                double self = round;
+                if (round < 20)
+                    MPI_Isend(&self, 1, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD, &rq);
+                for (int flag = 0; !flag;) {
+                    MPI_Status st;
+                    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+                    if (!flag) {
+                        sleep_us(50);
+                        continue;
+                    }
+                    MPI_Recv(&y, 1, MPI_DOUBLE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    got_peer = st.MPI_SOURCE == 1;
+                }
+                MPI_Wait(&rq, MPI_STATUS_IGNORE);
+            }
+            end();
+        } else {
+            in_region("slow", ms);
+            MPI_Send(&x, 1, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD);
+        }
+    } else if (strcmp(mode, "farcause") == 0 && size == 2) {
+        /* rank 1 sends after `slow`, then makes 40 calls in `tail` before
+         * it says it is done; rank 0 polls for that word and only then
+         * receives the first message: the Late Sender's cause lies 40 calls
+         * back on rank 1 */
+        if (rank == 0) {
+            begin("exchange");
+            for (int flag = 0; !flag;) {
+                MPI_Iprobe(1, 2, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+                if (!flag)
+                    sleep_us(50);
+            }
+            MPI_Recv(&y, 1, MPI_DOUBLE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(&y, 1, MPI_DOUBLE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            end();
+        } else {
+            int me;
+            in_region("slow", ms);
+            MPI_Send(&x, 1, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD);
+            for (int i = 0; i < 40; i++) {
+                MPI_Comm_rank(MPI_COMM_WORLD, &me);
+                begin("tail");
+                sleep_us(100);
+                end();
+            }
+            MPI_Send(&x, 1, MPI_DOUBLE, 0, 2, MPI_COMM_WORLD);
+        }
     } else if (strcmp(mode, "steady") == 0) {
         /* the same work on every rank: for regression checks */
         for (int i = 0; i < iter; i++) {

@@ -615,9 +615,9 @@ def part_report():
              ("icollpoll", ()), ("farcause", ()), ("polllr", ()), ("selfpoll", ()), ("window", ("--from", "4us", "--to", "14us")), ("window", ("--from", "4us")), ("window", ("--to", "5.2us"))]
     nstreamed = nsegs = nwo = nwaits = 0
     for run, opts in cases:
-        what = "%s %s --stream --outputs h5,report" % (run, " ".join(opts))
+        what = "%s %s --stream --outputs pftrace,json,h5,report" % (run, " ".join(opts))
         ref = merge(run, "--outputs", "h5,report", "-q", *opts)
-        got = merge(run, "--stream", "--outputs", "h5,report", "-q", *opts, env={"XSPROF_MERGE_TIMES": "1"})
+        got = merge(run, "--stream", "--outputs", "pftrace,json,h5,report", "-q", *opts, env={"XSPROF_MERGE_TIMES": "1"})
         check(got[0] == ref[0] == 0, "%s: exit %d, in memory %d (%s)" % (what, got[0], ref[0], got[2][-3:]))
         if got[0] or ref[0]:
             continue

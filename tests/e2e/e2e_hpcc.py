@@ -7,7 +7,8 @@ MPI_ANY_SOURCE/ANY_TAG receives completed by MPI_Test loops, FFT, ...),
   * the merge matches every message and every one pairs a receive with its
     own send (the bytes its status gave are the bytes sent), the clock
     condition holds after alignment, the wildcard receives are there;
-  * --stream pairs the same messages and writes the same trace.pftrace;
+  * --stream pairs the same messages and writes the same trace.pftrace,
+    report.json, report.txt and merged.h5 /analysis (one analysis engine);
   * collective mode (mpiexec -np 2 xsmerge) writes the same files.
 Environment (xsprof_add_test): MPIEXEC, XSPROF_MPI_LIB, XSMERGE."""
 import filecmp
@@ -120,12 +121,21 @@ def main():
         check(wild > 1000, "%d MPI rows of receives posted with MPI_ANY_SOURCE/ANY_TAG" % wild)
 
         streamed = os.path.join(work, "streamed")
-        run([xsmerge, rundir, "-o", streamed, "--stream", "--outputs", "pftrace,h5", "--quiet"], work,
-            "xsmerge --stream")
+        said = run([xsmerge, rundir, "-o", streamed, "--stream", "--outputs", "pftrace,json,h5,report"], work,
+                   "xsmerge --stream")
         smsgs, _, _ = pairs(streamed)
         check(smsgs.tolist() == msgs.tolist(), "--stream pairs the same messages")
         check(filecmp.cmp(os.path.join(mem, "trace.pftrace"), os.path.join(streamed, "trace.pftrace"), shallow=False),
               "--stream writes the same trace.pftrace")
+        # one analysis engine, fed from the model or from the rank files
+        print("--stream %s" % ("fell back to memory" if "merging in memory" in said else "streamed"))
+        for name in ("report.json", "report.txt"):
+            check(filecmp.cmp(os.path.join(mem, name), os.path.join(streamed, name), shallow=False),
+                  "--stream writes the same %s" % name)
+        with h5py.File(os.path.join(mem, "merged.h5"), "r") as a, h5py.File(os.path.join(streamed, "merged.h5"), "r") as b:
+            check(sorted(a["analysis"]) == sorted(b["analysis"]) and
+                  all(a["analysis"][k][()].tobytes() == b["analysis"][k][()].tobytes() for k in a["analysis"]),
+                  "--stream writes the same merged.h5 /analysis tables (%d wait rows)" % a["analysis/waits"].shape[0])
 
         coll = os.path.join(work, "collective")
         run([mpiexec, "-np", "2", "--oversubscribe", xsmerge, rundir, "-o", coll, "--quiet"], work,

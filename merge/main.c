@@ -724,8 +724,11 @@ int main(int argc, char **argv)
     xsm_emit e;
     memset(&e, 0, sizeof e);
     /* the report works on the run itself: no trace preparation for it alone */
-    if (o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_H5 | XSM_OUT_OTF2))
+    int emit_all = 0; /* prepared for every rank: the analysis reads its orders and flows too */
+    if (o.outputs & (XSM_OUT_JSON | XSM_OUT_PFTRACE | XSM_OUT_H5 | XSM_OUT_OTF2)) {
         rc = xsm_emit_init(&e, &run, order, err, sizeof err);
+        emit_all = !rc && !order;
+    }
     e.threads = xsm_cpu_share(par.local);
     e.hold = XSM_PF_HOLD;
     xsm_malloc_reuse(0);
@@ -754,7 +757,9 @@ int main(int argc, char **argv)
         int mine = 0;
         for (int t = 0; t < XSM_TASK_N; t++)
             mine |= xsm_task_owner(t, par.size) == par.rank && (o.outputs & task_flag[t]);
-        xsm_an_job_start(&an, &run, staging, &o.report, mine, (o.outputs & XSM_OUT_H5) != 0);
+        xsm_report_opts ro = o.report;
+        ro.emit = emit_all ? &e : NULL;
+        xsm_an_job_start(&an, &run, staging, &ro, mine, (o.outputs & XSM_OUT_H5) != 0);
     }
     /* merged.h5's chunks are encoded by the processes that write no other
      * product too (all products: with 4 or more processes; a cluster's
@@ -804,7 +809,6 @@ int main(int argc, char **argv)
     }
     if (e.h5share && !h5help)
         h5sh.done(h5sh.ctx); /* the writer's buffers (a helper's went with its part) */
-    xsm_emit_free(&e); /* safe after a failed init too */
     if (an_on) {
         char aerr[4096];
         int arc = xsm_an_job_end(&an, !rc, aerr, sizeof aerr);
@@ -814,6 +818,7 @@ int main(int argc, char **argv)
                 snprintf(err, sizeof err, "%s", aerr);
         }
     }
+    xsm_emit_free(&e); /* after the analysis, which may read it; safe after a failed init too */
     int all = xsm_par_agree(&par, rc, 1, &first);
     /* merged.h5 is complete on every process now: the process that ran the
      * analysis adds its tables (all agree on the outcome again) */

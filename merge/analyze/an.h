@@ -480,8 +480,11 @@ void xsm_an_window(const xsm_run *run, const xsm_anrank_out *v, int64_t *t_first
 /* xsm_spath_walk with each rank's window and main thread given. */
 int xsm_spath_walk_at(xsm_spath *p, const int64_t *first, const int64_t *last, const uint32_t *main_thread);
 
-/* The analysis of run in memory (mfeed.c): 0 ok, -1 on failure (err set). */
+/* The analysis of run in memory (mfeed.c): 0 ok, -1 on failure (err set).
+ * e: the run's prepared trace (xsm_emit_init with every rank), NULL: made here. */
 int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen);
+struct xsm_emit;
+int xsm_an_compute_emit(xsm_an *a, const xsm_run *run, const struct xsm_emit *e, char *err, size_t errlen);
 /* The analysis from the engine's results (analyze.c): the accumulators
  * sa, the critical path walked and split, the communication pairs cm
  * (sorted, taken over). 0, or -1 (err set, a freed). */

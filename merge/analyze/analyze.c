@@ -145,7 +145,7 @@ static int xsm_analyze_write(xsm_an *a, const char *out_dir, const xsm_report_op
 int xsm_analyze_run(const xsm_run *run, const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen)
 {
     xsm_an a;
-    if (xsm_an_compute(&a, run, err, errlen) != 0)
+    if (xsm_an_compute_emit(&a, run, opts ? opts->emit : NULL, err, errlen) != 0)
         return 1;
     return xsm_analyze_write(&a, out_dir, opts, err, errlen);
 }

@@ -17,6 +17,8 @@ typedef struct xsm_report_opts {
     int quiet;
     FILE *summary;            /* where the one-screen summary is printed (stdout), NULL: none */
     struct xsm_an **keep;     /* not NULL: receives the analysis (xsm_analyze_h5, then xsm_analyze_free) */
+    const struct xsm_emit *emit; /* the writers' prepared trace with every rank's orders and flows, read by
+                                    the analysis instead of preparing its own (NULL: it prepares them) */
 } xsm_report_opts;
 
 /* Writes the reports into out_dir. Returns 0 ok, 1 failure (err set),

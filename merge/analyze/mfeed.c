@@ -160,14 +160,51 @@ static int xsm_mwo_verdict(void *ctx, int32_t dst, int64_t t, uint32_t call_row,
     return xsm_mput(ctx, dst, t, 0, call_row, 0, XSM_WAIT_WRONG_ORDER, src, send_row, 0);
 }
 
-static const xsm_run *xsm_msort_run;
-static int xsm_msend_cmp(const void *a, const void *b)
+/* A message by a time of it (its send's begin, its receive's completion). */
+typedef struct xsm_mkey {
+    int64_t t;
+    size_t i;
+} xsm_mkey;
+
+/* Sort n keys by (t, i): a stable LSD radix sort of t over 16-bit digits
+ * (a pass only where the digit varies), keys made in order of i. qsort of
+ * the two key arrays was a tenth of the in-memory analysis (8-rank ring,
+ * 800 k messages). -1 out of memory. */
+static int xsm_mkey_sort(xsm_mkey *v, size_t n)
 {
-    const xsm_message *x = &xsm_msort_run->msgs[*(const size_t *)a], *y = &xsm_msort_run->msgs[*(const size_t *)b];
-    int64_t s = xsm_msort_run->ranks[x->src].d.mpi[x->send_row].t_begin, t = xsm_msort_run->ranks[y->src].d.mpi[y->send_row].t_begin;
-    if (s != t)
-        return s < t ? -1 : 1;
-    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+    if (n < 2)
+        return 0;
+    int64_t lo = v[0].t, hi = v[0].t;
+    for (size_t i = 1; i < n; i++) {
+        lo = v[i].t < lo ? v[i].t : lo;
+        hi = v[i].t > hi ? v[i].t : hi;
+    }
+    uint64_t span = (uint64_t)hi - (uint64_t)lo;
+    xsm_mkey *tmp = malloc(n * sizeof *tmp);
+    size_t *cnt = malloc(65537 * sizeof *cnt);
+    if (!tmp || !cnt) {
+        free(tmp);
+        free(cnt);
+        return -1;
+    }
+    xsm_mkey *a = v, *b = tmp;
+    for (int shift = 0; shift < 64 && (span >> shift); shift += 16) {
+        memset(cnt, 0, 65537 * sizeof *cnt);
+        for (size_t i = 0; i < n; i++)
+            cnt[(((uint64_t)a[i].t - (uint64_t)lo) >> shift & 0xffff) + 1]++;
+        for (size_t d = 0; d < 65536; d++)
+            cnt[d + 1] += cnt[d];
+        for (size_t i = 0; i < n; i++)
+            b[cnt[((uint64_t)a[i].t - (uint64_t)lo) >> shift & 0xffff]++] = a[i];
+        xsm_mkey *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != v)
+        memcpy(v, a, n * sizeof *v);
+    free(tmp);
+    free(cnt);
+    return 0;
 }
 
 /* Late Receivers (a blocking send's, an Isend's in the call that
@@ -176,19 +213,30 @@ static int xsm_mp2p(xsm_mfeed *m)
 {
     const xsm_run *run = m->run;
     xsm_wo *wo = xsm_wo_new(run->nranks);
-    size_t *ord = malloc((run->nmsgs + 1) * sizeof *ord);
-    int rc = wo && ord ? 0 : -1;
-    for (size_t i = 0; !rc && i < run->nmsgs; i++)
-        ord[i] = i;
-    xsm_msort_run = run; /* the analysis of one run at a time (baselines are analysed one after another) */
-    if (!rc && run->nmsgs > 1)
-        qsort(ord, run->nmsgs, sizeof *ord, xsm_msend_cmp);
-    for (size_t k = 0; !rc && k < run->nmsgs; k++) { /* the sends to each rank in order of begin */
-        const xsm_message *x = &run->msgs[ord[k]];
-        rc = xsm_wo_send(wo, x->dst, run->ranks[x->src].d.mpi[x->send_row].t_begin, x->src, (uint32_t)x->send_row);
-    }
+    xsm_mkey *snd_ord = malloc((run->nmsgs + 1) * sizeof *snd_ord), *ord = malloc((run->nmsgs + 1) * sizeof *ord);
+    int rc = wo && snd_ord && ord ? 0 : -1;
+    /* Wrong Order (worder.c) read forward in time as the MPI pass reads
+     * it: the sends in order of their begin and the receives in order of
+     * their completion, each receive after the sends begun by then and
+     * what came before it was settled (worder holds only what is in
+     * flight or due) */
     for (size_t i = 0; !rc && i < run->nmsgs; i++) {
         const xsm_message *x = &run->msgs[i];
+        snd_ord[i] = (xsm_mkey){run->ranks[x->src].d.mpi[x->send_row].t_begin, i};
+        ord[i] = (xsm_mkey){run->ranks[x->dst].d.mpi[x->recv_row].t_end, i};
+    }
+    if (!rc)
+        rc = xsm_mkey_sort(snd_ord, run->nmsgs) || xsm_mkey_sort(ord, run->nmsgs) ? -1 : 0;
+    for (size_t k = 0, ks = 0; !rc && k < run->nmsgs; k++) {
+        for (; !rc && ks < run->nmsgs && snd_ord[ks].t <= ord[k].t; ks++) {
+            const xsm_message *x = &run->msgs[snd_ord[ks].i];
+            rc = xsm_wo_send(wo, x->dst, snd_ord[ks].t, x->src, (uint32_t)x->send_row);
+        }
+        const xsm_message *x = &run->msgs[ord[k].i];
+        if (rc || xsm_wo_due(wo, ord[k].t, xsm_mwo_verdict, m)) {
+            rc = -1;
+            break;
+        }
         const xsprof_rank_data *sd = &run->ranks[x->src].d, *rd = &run->ranks[x->dst].d;
         const xsprof_io_mpi *snd = &sd->mpi[x->send_row], *rcv = &rd->mpi[x->recv_row];
         int is_recv = rcv->kind == XSPROF_MPI_RECV;
@@ -227,6 +275,7 @@ static int xsm_mp2p(xsm_mfeed *m)
     if (!rc)
         rc = xsm_wo_due(wo, INT64_MAX, xsm_mwo_verdict, m) ? -1 : 0;
     xsm_wo_free(wo);
+    free(snd_ord);
     free(ord);
     return rc;
 }
@@ -260,6 +309,11 @@ static FILE *xsm_mtmp(void)
 
 int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
 {
+    return xsm_an_compute_emit(a, run, NULL, err, errlen);
+}
+
+int xsm_an_compute_emit(xsm_an *a, const xsm_run *run, const xsm_emit *given, char *err, size_t errlen)
+{
     xsm_emit e;
     xsm_mfeed m = {run, calloc(run->nranks + 1, sizeof *m.r), 0};
     unsigned char *has_gpu = calloc(run->nranks + 1, 1);
@@ -267,10 +321,11 @@ int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
     xsm_sanalysis *sa = NULL;
     xsm_spath *path = NULL;
     FILE *pf = xsm_mtmp(), *inst = xsm_mtmp(), *pieces = xsm_mtmp();
-    int rc = -1, einit = xsm_emit_init_local(&e, run, err, errlen) == 0;
+    /* the writers' prepared trace when given (the same orders and flows) */
+    int rc = -1, einit = !given && xsm_emit_init_local(&e, run, err, errlen) == 0;
     memset(a, 0, sizeof *a);
-    if (!einit || !m.r || !has_gpu || !pf || !inst || !pieces) {
-        if (einit)
+    if ((!given && !einit) || !m.r || !has_gpu || !pf || !inst || !pieces) {
+        if (given || einit)
             xsm_err_set(err, errlen, "analysis of %s: %s", run->run_dir,
                         !pf || !inst || !pieces ? "cannot make a temporary file (TMPDIR)" : "out of memory");
         goto out;
@@ -295,10 +350,10 @@ int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
     }
     xsm_spath_set_pieces(path, pieces);
     /* the model is in memory: a wider window (a rank's ring grows only as its calls come) */
-    xsm_feed f = {run, &e, xsm_emit_source_analysis(), xsm_emit_source_model(), has_gpu,
+    xsm_feed f = {run, given ? given : &e, xsm_emit_source_analysis(), xsm_emit_source_model(), has_gpu,
                   xsm_analysis_window(XSM_MEMORY_WINDOW), xsm_mwait_next, &m,
                   NULL, NULL, "(the analysis's temporary file in TMPDIR)", "(the analysis's temporary file in TMPDIR)"};
-    if (xsm_feed_run(&f, path, inst, 1, &sa, err, errlen))
+    if (xsm_feed_run(&f, path, inst, 0, &sa, err, errlen)) /* the model needs no reading ahead */
         goto out;
     xsm_cpair *cm;
     size_t ncm;

@@ -1,7 +1,7 @@
 /* merge/analyze/collwait.c — the wait states of one collective instance,
  * by one set of rules for both feedings: the in-memory analysis (waits.c,
  * over match/'s instances) and the streaming merge's MPI pass
- * (stream/match.c, as each instance closes). Owner: merge analysis. */
+ * (match/stream_match.c, as each instance closes). Owner: merge analysis. */
 #include "merge/analyze/analyze.h"
 #include "core/record.h"
 

@@ -1,7 +1,7 @@
 /* merge/analyze/feed.h — feeding the analysis (feed.c): the one loop that
  * runs the analysis engine (sprofile.c, spath.c) over a run, whether its
  * events come from the model (mfeed.c) or from the rank files read chunk
- * by chunk (merge/stream/report.c). Owner: merge analysis. */
+ * by chunk (merge/analyze/sfeed.c). Owner: merge analysis. */
 #ifndef XSPROF_MERGE_ANALYZE_FEED_H
 #define XSPROF_MERGE_ANALYZE_FEED_H
 

@@ -1219,7 +1219,7 @@ static xsm_sop *op_of(xsm_anrank *x, uint32_t sid)
 
 /* The causer of the longest Late Receiver pass 1 reported for call `row`
  * before the call came, -1 none. A blocking send's, or an Isend's in the
- * Wait that completed it, comes by the call's end (stream/match.c), so
+ * Wait that completed it, comes by the call's end (match/stream_match.c), so
  * only then is its pairwise side taken (ep_sum for every send cost the
  * streamed report 6 %). */
 static int32_t pend_lr(const xsm_anrank *x, uint64_t row)

@@ -1,4 +1,4 @@
-/* merge/stream/worder.c — Wrong Order for the reports of xsmerge --stream,
+/* merge/analyze/worder.c — Wrong Order for the reports of xsmerge --stream,
  * found by pass 1 (see internal.h).
  *
  * waits.c (wrong_order_flags) calls message m Wrong Order when another

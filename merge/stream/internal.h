@@ -1,6 +1,8 @@
 /* merge/stream/internal.h — the parts of xsmerge's streaming mode (see
- * stream.h): table cursors, reorder queues, the streaming match. Owner:
- * merge. Nothing here is used outside merge/stream/. */
+ * stream.h): table cursors, reorder queues, the streaming match, kept by the streamed
+ * halves of read/, align/, match/, analyze/ and emit/ (stream_*.c, sfeed.c)
+ * and stream.c, which drives them. Owner:
+ * merge. Nothing here is used by the in-memory merge. */
 #ifndef XSPROF_MERGE_STREAM_INTERNAL_H
 #define XSPROF_MERGE_STREAM_INTERNAL_H
 
@@ -12,7 +14,7 @@
 #include "merge/emit/emit.h"
 #include "merge/analyze/analyze.h"
 
-/* ---- tab.c: rows of one table, a chunk at a time ----------------------- */
+/* ---- read/stream_tab.c: rows of one table, a chunk at a time ----------------------- */
 
 /* Rows of one event table of one rank: read from its rank file a chunk at
  * a time (two for the arguments), or straight from memory (a rank
@@ -60,7 +62,7 @@ void xsm_tab_close(xsm_tab *tab);
  * arguments); NULL when the read failed (tab->err says why). */
 const void *xsm_tab_row(xsm_tab *tab, uint64_t i);
 
-/* ---- sortq.c: rows in time order with a bounded window ------------------ */
+/* ---- read/stream_sortq.c: rows in time order with a bounded window ------------------ */
 
 /* Sort key of an event row: the order xsm_emit_init sorts each table by
  * (begin, thread, depth, longer first, row); thread and depth are 0 except
@@ -160,7 +162,7 @@ int xsm_outl_add(xsm_outl *o, const xsm_skey *k, const void *row);
 int xsm_outl_finish(xsm_outl *o); /* sort; 0 or -1 (memory) */
 void xsm_outl_free(xsm_outl *o);
 
-/* ---- match.c: pass 1 over the MPI tables of all ranks -------------------- */
+/* ---- match/stream_match.c: pass 1 over the MPI tables of all ranks -------------------- */
 
 /* One end of a message for its receiving rank, written to a spill file in
  * the order pass 1 made them (production time `p` never decreases). */
@@ -175,7 +177,7 @@ typedef struct xsm_spill {
 } xsm_spill;
 
 
-/* merged.h5's rows of table t of rank r (h5src.c): those inside --from/--to. */
+/* merged.h5's rows of table t of rank r (emit/stream_h5src.c): those inside --from/--to. */
 uint64_t xsm_h5src_rows(void *ctx, int32_t r, int table);
 
 /* What pass 1 learns of one rank. */
@@ -204,7 +206,7 @@ typedef struct xsm_srank {
      * order pass 1 found them */
     char cwait_path[4096];
     uint64_t ncwait;
-    /* the logical clock (clc.c), when the run needs it */
+    /* the logical clock (align/stream_clc.c), when the run needs it */
     uint64_t *pin;                /* bit per mpi row: its begin is a point another rank depends on */
     uint64_t *depb, *depe;        /* bit per mpi row: a constraint record for its begin / end */
     FILE *dep;                    /* those records (xsm_cdep), in the order pass 1 made them */
@@ -242,7 +244,7 @@ static inline void xsm_bits_prefix(const uint64_t *bits, uint64_t *before, uint6
     }
 }
 
-/* ---- clc.c: the controlled logical clock of merge/align, streamed -------- */
+/* ---- align/stream_clc.c: the controlled logical clock of merge/align, streamed -------- */
 
 struct xsm_stream;
 
@@ -318,9 +320,9 @@ struct xsm_stream {
     int64_t t0;
     uint64_t nmsgs, ncolls;   /* for the summary line */
     int proc;                 /* this process in collective mode (spill file names) */
-    xsm_prefetch *an_pf;      /* the reports' reading pass: its tables read ahead (report.c) */
+    xsm_prefetch *an_pf;      /* the reports' reading pass: its tables read ahead (analyze/sfeed.c) */
     /* the logical clock: pass 1 runs once in collect mode (constraint
-     * records, no checks, nothing for the writers), clc.c turns them into
+     * records, no checks, nothing for the writers), align/stream_clc.c turns them into
      * knots, and every later pass sees corrected times */
     int collect, clc;
     int need_clc;             /* pass 1 found a violation (or --min-latency): try again with the clock */
@@ -345,7 +347,7 @@ struct xsm_stream {
     xsm_clk h5clk;
     uint64_t h5tab_pos, h5tab_out; /* with --from/--to: next source row, kept rows given */
     /* the reports: pass 1 counts the matched messages of each pair of
-     * ranks; report.c reads every rank again into the analysis */
+     * ranks; analyze/sfeed.c reads every rank again into the analysis */
     int report;
     xsm_cpairs cm;
 };
@@ -353,14 +355,14 @@ struct xsm_stream {
 /* The event source of the writers (stream.c): a rank's rows in time order,
  * times final, with their message flow ends. */
 extern const xsm_src_ops xsm_ssrc_ops;
-/* The same for the analysis (report.c): region, MPI, GPU and memory rows,
+/* The same for the analysis (analyze/sfeed.c): region, MPI, GPU and memory rows,
  * the completions too (in time order with the calls), no arguments. */
 extern const xsm_src_ops xsm_ssrc_an_ops;
-/* For the critical path's second read (report.c): region and MPI rows
+/* For the critical path's second read (analyze/sfeed.c): region and MPI rows
  * only, no completions, no flows. */
 extern const xsm_src_ops xsm_ssrc_frames_ops;
 
-/* ---- report.c: report.txt/json/html, flame graphs --------------------------- */
+/* ---- analyze/sfeed.c: report.txt/json/html, flame graphs --------------------------- */
 
 /* The streamed analysis (merge/analyze/analyze.h) of every present rank,
  * read again through xsm_ssrc_an_ops, all ranks merged in time order: on a
@@ -393,7 +395,7 @@ void xsm_row_key(int kind, void *row, xsm_clk *clk, uint64_t i, xsm_skey *k);
 /* Shift a mapped row's times by -t0 in place. */
 void xsm_row_shift(int kind, void *row, int64_t t0);
 
-/* ---- h5src.c: merged.h5 from the streaming passes ------------------------ */
+/* ---- emit/stream_h5src.c: merged.h5 from the streaming passes ------------------------ */
 
 /* After pass 1 (ids known): the spilled messages placed by id, the Isend
  * completions filled in. 0, or 1 with err set. */

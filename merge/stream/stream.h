@@ -2,7 +2,7 @@
  * trace.json with memory that does not grow with the trace. Owner: merge.
  *
  * Pass 1 reads every rank file chunk by chunk once: the MPI tables of all
- * ranks together in time order (merge/stream/match.c: messages matched,
+ * ranks together in time order (merge/match/stream_match.c: messages matched,
  * clock violations counted, each receive's flow end spilled to a file in
  * the staging directory), the other tables rank by rank in threads (track
  * sets, first and last times, rows too far out of time order for the

@@ -1,4 +1,4 @@
-/* merge/stream/report.c — the reports of xsmerge --stream: every present
+/* merge/analyze/sfeed.c — the reports of xsmerge --stream: every present
  * rank's region, MPI, GPU and memory rows read once more through the
  * writers' event source (times final, messages matched, each receive's end
  * with its sender), fed to the analysis (merge/analyze/feed.c, as in
@@ -44,7 +44,7 @@ static int xsm_rep_wait_next(void *ctx, int32_t r, xsm_cwait_rec *w, char *err, 
 
 /* The analysis reads every rank at once on one thread, and decoding the
  * chunks was a sixth of it: a thread reads each table's next chunk ahead
- * (stream/tab.c) while the chunks read ahead stay under 64 MiB (one more
+ * (read/stream_tab.c) while the chunks read ahead stay under 64 MiB (one more
  * chunk per table and rank). NULL: none. */
 static xsm_prefetch *xsm_rep_prefetch(const xsm_stream *s)
 {

@@ -1,4 +1,4 @@
-/* merge/stream/sortq.c — bounded reorder heap and outlier lists (see
+/* merge/read/stream_sortq.c — bounded reorder heap and outlier lists (see
  * internal.h). */
 #include "merge/stream/internal.h"
 

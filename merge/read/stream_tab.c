@@ -1,4 +1,4 @@
-/* merge/stream/tab.c — rows of one table through a chunk cache (see
+/* merge/read/stream_tab.c — rows of one table through a chunk cache (see
  * internal.h). Event tables are read in order and every row is copied
  * before the next is asked for, so one decoded chunk (and the one read
  * ahead) is all they hold; the arguments are read region by region, whose

@@ -1,4 +1,4 @@
-/* merge/stream/clc.c — the controlled logical clock of merge/align
+/* merge/align/stream_clc.c — the controlled logical clock of merge/align
  * (Becker et al.), in streaming mode, with the same result.
  *
  * merge/align computes, per rank, a corrected time C for every "group"

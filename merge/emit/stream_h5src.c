@@ -1,4 +1,4 @@
-/* merge/stream/h5src.c — merged.h5 in streaming mode: emit/h5.c writes
+/* merge/emit/stream_h5src.c — merged.h5 in streaming mode: emit/h5.c writes
  * the same file from this reader instead of the model (xsm_h5src_ops).
  *
  * Event tables are read again a chunk at a time, in file order, their times

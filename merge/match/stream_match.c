@@ -1,4 +1,4 @@
-/* merge/stream/match.c — pass 1 of the streaming mode over the MPI tables
+/* merge/match/stream_match.c — pass 1 of the streaming mode over the MPI tables
  * of all ranks (see internal.h).
  *
  * Each rank's MPI rows go through a reorder heap into begin-time order

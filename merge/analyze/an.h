@@ -278,6 +278,7 @@ typedef struct xsm_finding {
     char message[2048];
     char recommendation[512];
     int outside;          /* a wait finding whose delay lies outside every region */
+    int32_t where1;       /* 1 + the call site (a->css) where most of these waits were, 0 none */
 } xsm_finding;
 
 typedef struct xsm_gpudev {
@@ -307,6 +308,21 @@ typedef struct xsm_memrank {
     uint64_t mpi_held_bytes, mpi_held_allocs; /* still allocated, made inside MPI calls */
     xsm_leak *leaks; size_t nleaks;        /* the largest, at most 10 */
 } xsm_memrank;
+
+/* Where the program calls MPI (callsites.c): one row per place in the
+ * code (function, file, line; the same code in every rank is one row). */
+typedef struct xsm_callsite {
+    int32_t op;                     /* name index of the MPI function called there */
+    int32_t function, file, module; /* name indices; file, module -1 when unknown */
+    int line;                       /* 0 unknown */
+    uint64_t calls;
+    double mpi_s;                   /* time in the calls made there */
+    uint64_t bytes;                 /* sent and received by them */
+    uint64_t wait_n[XSM_WAIT_NKINDS];
+    double wait_s[XSM_WAIT_NKINDS], wait_total_s; /* wait states in those calls */
+    uint32_t nranks;                /* ranks that called there */
+    int32_t last_rank;
+} xsm_callsite;
 
 typedef struct xsm_an {
     const xsm_run *run;
@@ -352,6 +368,13 @@ typedef struct xsm_an {
     uint64_t sw_n, scp_n;
     int32_t *sgmap;
     FILE *own_inst, *own_pieces; /* those files when the analysis made them (in memory: mfeed.c), closed with it */
+    /* call sites, by MPI time (callsites.c); css_known: some had an address
+     * in a known module (the run recorded call sites); css_note: the first
+     * note of merge/symbols on what it could not resolve */
+    xsm_callsite *css; size_t ncss, csscap;
+    size_t window;           /* the engine's look-back, in calls per rank */
+    int css_known;
+    char css_note[512];
 } xsm_an;
 
 /* ---- streamed analysis (sprofile.c): one accumulator per rank --------------- */
@@ -395,6 +418,16 @@ typedef struct xsm_swait {
     uint64_t n;
     int64_t ns;
 } xsm_swait;
+
+/* A rank's MPI calls by call site (io/FORMAT.md, the rank's id; 0
+ * unknown): kind -1 counts its calls and their time, a wait kind its waits. */
+typedef struct xsm_scs {
+    uint32_t cs, op; /* op: the MPI function's string id */
+    int kind;
+    uint64_t n;
+    int64_t ns;
+    uint64_t bytes;  /* sent and received (calls) */
+} xsm_scs;
 
 /* A synchronisation interval: exclusive time of its XSM_VMAX largest
  * regions (global names of the streamed analysis). */
@@ -452,6 +485,7 @@ typedef struct xsm_anrank_out {
     const xsm_sop *ops; size_t nops;
     const xsm_sname *names; size_t nnames;
     const xsm_swait *w; size_t nw;
+    const xsm_scs *cs; size_t ncs;         /* by call site */
     uint32_t main_thread;
     int64_t t_first, t_last, init_end, fin_begin, mpi_ns;
 } xsm_anrank_out;
@@ -461,6 +495,8 @@ void xsm_sanalysis_view(const xsm_sanalysis *sa, int32_t r, xsm_anrank_out *o);
 /* The streamed analysis's names of root-cause regions; NULL for -1. */
 const char *xsm_sanalysis_name(const xsm_sanalysis *sa, int32_t g);
 const xsm_srcause *xsm_sanalysis_rootcauses(const xsm_sanalysis *sa, size_t *n);
+/* Its look-back window, in calls per rank. */
+size_t xsm_sanalysis_window(const xsm_sanalysis *sa);
 /* A wait instance of a streamed analysis (sprofile.c), spilled for
  * merged.h5: string ids are the waiter's; root a name of the analysis. */
 typedef struct xsm_swinst {
@@ -493,6 +529,11 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
 void xsm_an_free(xsm_an *a);
 const char *xsm_an_name(const xsm_an *a, int32_t idx); /* "(no region)" for -1 */
 
+/* "function (file:line)" of call site c (a->css), or "function" alone. */
+void xsm_callsite_fmt(const xsm_an *a, const xsm_callsite *c, char *out, size_t n);
+/* The call site calling op (name index) with the most waits of `kind`, -1 none. */
+int32_t xsm_callsite_of_waits(const xsm_an *a, int32_t op, int kind);
+
 /* the stages of xsm_an_build, in order (each file owns one), from the
  * engine's results */
 int xsm_an_profile(xsm_an *a, const xsm_sanalysis *sa); /* profile.c: call trees, regions, MPI ops, outliers */
@@ -501,6 +542,7 @@ int xsm_an_path(xsm_an *a, const xsm_spath *p);         /* spath.c: critical pat
 int xsm_an_gpu(xsm_an *a, const xsm_sanalysis *sa);     /* misc.c: GPU devices */
 int xsm_an_health(xsm_an *a);                           /* misc.c: health, wall-time denominators */
 int xsm_an_memory(xsm_an *a, const xsm_sanalysis *sa);  /* memory.c: high-water marks, leak candidates */
+int xsm_an_callsites(xsm_an *a, const xsm_sanalysis *sa); /* callsites.c: MPI time and waits by call site */
 int xsm_an_findings(xsm_an *a);                         /* findings.c */
 int xsm_an_finding_add(xsm_an *a, const xsm_finding *f); /* copies f (takes ranks) */
 

@@ -49,6 +49,7 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
         goto nomem;
     for (size_t r = 0; r < run->nranks; r++)
         a->rs[r].present = run->ranks[r].present;
+    a->window = xsm_sanalysis_window(sa);
     if (xsm_an_profile(a, sa) != 0)
         goto nomem;
     if (a->t0 > a->t1)
@@ -72,7 +73,7 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
                 goto nomem;
     }
     int bad = xsm_an_waits(a, sa) != 0 || xsm_an_path(a, path) != 0 || xsm_an_gpu(a, sa) != 0 ||
-              xsm_an_health(a) != 0 || xsm_an_memory(a, sa) != 0;
+              xsm_an_health(a) != 0 || xsm_an_memory(a, sa) != 0 || xsm_an_callsites(a, sa) != 0;
     if (bad || xsm_an_findings(a) != 0)
         goto nomem;
     return 0;
@@ -117,6 +118,7 @@ void xsm_an_free(xsm_an *a)
     free(a->sgmap);
     free(a->cm);
     free(a->gpu);
+    free(a->css);
     if (a->own_inst)
         fclose(a->own_inst);
     if (a->own_pieces)

@@ -244,17 +244,24 @@ static int wait_findings(xsm_an *a)
             snprintf(who, sizeof who, "rank %s waits %s", wr, tot);
         else
             wait_range_say(who, sizeof who, per, R, tot);
-        char where[384];
+        char where[1024], site[640] = "";
+        f.where1 = xsm_callsite_of_waits(a, tally_top(ops, nops), w0->kind) + 1;
+        if (f.where1) { /* where in the code: the call site with most of these waits */
+            char loc[600];
+            xsm_callsite_fmt(a, &a->css[f.where1 - 1], loc, sizeof loc);
+            snprintf(site, sizeof site, " at %s", loc);
+        }
         if (wreg >= 0)
-            snprintf(where, sizeof where, "in %s (in `%s`)", opn, xsm_an_name(a, wreg));
+            snprintf(where, sizeof where, "in %s%s (in `%s`)", opn, site, xsm_an_name(a, wreg));
         else
-            snprintf(where, sizeof where, "in %s", opn);
+            snprintf(where, sizeof where, "in %s%s", opn, site);
         const xsm_region *rg = w0->root_region >= 0 ? region_of(a, w0->root_region) : NULL;
         const char *rname = xsm_an_name(a, w0->root_region);
         char cause[512] = "";
         if (w0->root_region == XSM_ROOT_BEYOND && causer >= 0) {
-            snprintf(cause, sizeof cause, "the cause lies on rank %d further back than the streamed analysis looks "
-                     "(beyond window: merge without --stream to name it); ", causer);
+            snprintf(cause, sizeof cause, "the cause lies on rank %d further back than the analysis looks "
+                     "(beyond window: raise XSPROF_MERGE_ANALYSIS_WINDOW, 256 calls in memory, 16 with --stream); ",
+                     causer);
         } else if (passed_on) {
             char d[32];
             xsm_fmt_dur(d, sizeof d, rbest);

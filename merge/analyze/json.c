@@ -565,6 +565,72 @@ static void clock_obj(const xsm_an *a, xsm_buf *b)
     xsm_buf_puts(b, "}");
 }
 
+/* A call site: where (op, function, file, line, module), and with `all`
+ * its calls, time, bytes and wait states. */
+static void callsite_obj(const xsm_an *a, const xsm_callsite *c, xsm_buf *b, int h, int all)
+{
+    xsm_buf_puts(b, "{");
+    key(b, "op", 1);
+    str(b, xsm_an_name(a, c->op), h);
+    key(b, "function", 0);
+    str(b, xsm_an_name(a, c->function), h);
+    key(b, "file", 0);
+    if (c->file >= 0)
+        str(b, xsm_an_name(a, c->file), h);
+    else
+        xsm_buf_puts(b, "null");
+    key(b, "line", 0);
+    if (c->line > 0)
+        NUM(b, c->line);
+    else
+        xsm_buf_puts(b, "null");
+    key(b, "module", 0);
+    if (c->module >= 0)
+        str(b, xsm_an_name(a, c->module), h);
+    else
+        xsm_buf_puts(b, "null");
+    if (all) {
+        key(b, "calls", 0);
+        NUM(b, c->calls);
+        key(b, "seconds", 0);
+        NUM(b, c->mpi_s);
+        key(b, "bytes", 0);
+        NUM(b, c->bytes);
+        key(b, "ranks", 0);
+        NUM(b, c->nranks);
+        key(b, "wait_seconds", 0);
+        NUM(b, c->wait_total_s);
+        key(b, "waits", 0); /* by kind, the kinds it has */
+        xsm_buf_puts(b, "{");
+        int first = 1;
+        for (int k = 0; k < XSM_WAIT_NKINDS; k++)
+            if (c->wait_n[k]) {
+                key(b, xsm_wait_kind_name(k), first);
+                first = 0;
+                xsm_buf_puts(b, "{\"seconds\":");
+                NUM(b, c->wait_s[k]);
+                xsm_buf_puts(b, ",\"instances\":");
+                NUM(b, c->wait_n[k]);
+                xsm_buf_puts(b, "}");
+            }
+        xsm_buf_puts(b, "}");
+    }
+    xsm_buf_puts(b, "}");
+}
+
+/* Where the program calls MPI: the 200 sites with the most time. Empty
+ * when the run recorded no call sites. */
+static void callsites(const xsm_an *a, xsm_buf *b, int h)
+{
+    xsm_buf_puts(b, "[");
+    for (size_t i = 0; a->css_known && i < a->ncss && i < 200; i++) {
+        if (i)
+            xsm_buf_puts(b, ",\n");
+        callsite_obj(a, &a->css[i], b, h, 1);
+    }
+    xsm_buf_puts(b, "]");
+}
+
 static void findings(const xsm_an *a, xsm_buf *b, int h)
 {
     xsm_buf_puts(b, "[");
@@ -590,6 +656,11 @@ static void findings(const xsm_an *a, xsm_buf *b, int h)
         str(b, f->message, h);
         key(b, "recommendation", 0);
         str(b, f->recommendation, h);
+        key(b, "where", 0); /* the waiting call site, when the run recorded call sites */
+        if (f->where1)
+            callsite_obj(a, &a->css[f->where1 - 1], b, h, 0);
+        else
+            xsm_buf_puts(b, "null");
         xsm_buf_puts(b, "}");
     }
     xsm_buf_puts(b, "]");
@@ -651,6 +722,8 @@ void xsm_report_json(const xsm_an *a, xsm_buf *b, int h)
     gpu(a, b);
     xsm_buf_puts(b, ",\n\"clock\":");
     clock_obj(a, b);
+    xsm_buf_puts(b, ",\n\"callsites\":");
+    callsites(a, b, h);
     xsm_buf_puts(b, ",\n\"findings\":");
     findings(a, b, h);
     xsm_buf_puts(b, ",\n\"drops\":");

@@ -233,6 +233,7 @@ typedef struct xsm_epoch {
  * per call, the longest, as in waits.c. */
 typedef struct xsm_recent {
     uint32_t row, op;
+    uint32_t cs;       /* its call site (io/FORMAT.md), 0 unknown */
     int64_t tb, te;    /* the call's begin and end */
     int64_t encl;
     xsm_vec v;
@@ -266,6 +267,7 @@ typedef struct xsm_req {
     int kind;
     int32_t waiter;
     uint32_t op;       /* the waiter's string ids */
+    uint32_t cs;       /* the waiting call's call site */
     int64_t encl;
     int64_t ns;
     xsm_vec v;         /* the waiter's interval */
@@ -334,6 +336,8 @@ struct xsm_anrank {
     kmap nmmap;
     xsm_swait *w; size_t nw, wcap;
     kmap wmap;
+    xsm_scs *cs; size_t ncs, capcs; /* per (call site, kind): calls and MPI time (kind -1), waits */
+    kmap csmap;
     int32_t *gid;       /* per string id: its name in sa->names, -2 not looked up */
     signed char *opcls; /* per string id: -1 unknown, 0 other, 1 init, 2 finalize, 3 a poll (xsm_is_poll_op) */
     int have_main, have_first;
@@ -472,6 +476,8 @@ static void anrank_free(xsm_anrank *x)
     free(x->ep);
     free(x->recent);
     free(x->rix.row1);
+    free(x->cs);
+    kmap_free(&x->csmap);
     free(x->rix.slot);
     free(x->poll);
     free(x->pr);
@@ -500,6 +506,8 @@ xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run, const unsigned char *has_gp
         }
     return sa;
 }
+
+size_t xsm_sanalysis_window(const xsm_sanalysis *sa) { return sa->nrecent_max; }
 
 size_t xsm_analysis_window(size_t dflt)
 {
@@ -602,8 +610,23 @@ static int inst_put(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_
     return 0;
 }
 
-static int wait_add(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_t encl, int32_t root, int64_t ns)
+/* Call site cs of rank x calling op: n more (calls, kind -1, or waits of
+ * `kind`) of ns, moving bytes. */
+static int cs_add(xsm_anrank *x, uint32_t cs, uint32_t op, int kind, uint64_t n, int64_t ns, uint64_t bytes)
 {
+    int64_t i = kvec_index(&x->csmap, (void **)&x->cs, &x->ncs, &x->capcs, sizeof *x->cs, (uint64_t)op << 32 | cs,
+                           (uint64_t)(kind + 1));
+    if (i < 0)
+        return -1;
+    x->cs[i] = (xsm_scs){cs, op, kind, x->cs[i].n + n, x->cs[i].ns + ns, x->cs[i].bytes + bytes};
+    return 0;
+}
+
+static int wait_add(xsm_anrank *x, int kind, int32_t causer, uint32_t op, uint32_t cs, int64_t encl, int32_t root,
+                    int64_t ns)
+{
+    if (cs_add(x, cs, op, kind, 1, ns, 0))
+        return -1;
     /* (causer, root, kind) and (encl, op): a rank and a string id take 32 bits, a kind 4 */
     uint64_t k1 = (uint64_t)(uint32_t)(causer + 1) << 32 | (uint64_t)(uint32_t)(root + 1) << 4 | (uint64_t)kind;
     uint64_t k2 = (uint64_t)(uint32_t)(encl + 1) << 32 | op;
@@ -885,7 +908,7 @@ static int settle_commit(xsm_anrank *w, const xsm_req *q, const xsm_prep *o)
     if (q->wb != INT64_MIN &&
         inst_put(w, q->kind, o->causer, q->op, q->encl, root, d.e[0].rank, q->wrow, q->wb, q->ns, o->ctb))
         return -1; /* (INT64_MIN: its call never came, no place in time) */
-    return wait_add(w, q->kind, o->causer, q->op, q->encl, root, q->ns);
+    return wait_add(w, q->kind, o->causer, q->op, q->cs, q->encl, root, q->ns);
 }
 
 static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl, int64_t ctb, int has_pc, uint64_t pc,
@@ -1166,7 +1189,8 @@ static void mem_finish(xsm_anrank *x)
  * `causer`: settled there, now when that call has passed (recently; else
  * from prep, when not NULL: that call's, taken before it left), else when
  * it comes. */
-static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, uint32_t op, int64_t encl, const xsm_vec *v,
+static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, uint32_t op, uint32_t cs, int64_t encl,
+                      const xsm_vec *v,
                       const xsm_pairw *pw, int64_t ns, uint64_t row, int64_t tb, int64_t te, const xsm_prep *prep)
 {
     /* the wait's span in its call [tb, te]: from the entry, NxN Completion's up to the exit */
@@ -1178,13 +1202,13 @@ static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, ui
         int64_t b = kind == XSM_WAIT_NXN_COMPLETION ? te - ns : tb;
         if (te > tb && inst_put(w, kind, causer, op, encl, -1, -1, row, b, ns, b))
             return -1;
-        return wait_add(w, kind, causer, op, encl, -1, ns);
+        return wait_add(w, kind, causer, op, cs, encl, -1, ns);
     }
     /* the path crosses to the causer where the wait ends (path.c); a wait
      * whose call never came (tb == te) has no place on it */
     if (sa->path && te > tb && xsm_spath_wait(sa->path, w->rank, tb + ns, causer))
         return -1;
-    xsm_req q = {crow, kind, w->rank, op, encl, ns, *v, {0}, row, te > tb ? tb : INT64_MIN, 0};
+    xsm_req q = {crow, kind, w->rank, op, cs, encl, ns, *v, {0}, row, te > tb ? tb : INT64_MIN, 0};
     if (pw)
         q.pw = *pw;
     int64_t k = crow <= UINT32_MAX ? rix_get(&c->rix, crow) : -1;
@@ -1349,8 +1373,8 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
         }
         return 0;
     }
-    return wait_found(x, kind, causer, crow, p->op, p->encl, &p->v, recent_pw(x, p, kind, causer), ns, p->row, tb, p->te,
-                      NULL);
+    return wait_found(x, kind, causer, crow, p->op, p->cs, p->encl, &p->v, recent_pw(x, p, kind, causer), ns, p->row, tb,
+                      p->te, NULL);
 }
 
 /* The latest call p holds its Late Sender (recent_wait): its causing call
@@ -1365,7 +1389,7 @@ static int recent_hold(xsm_anrank *x, xsm_recent *p)
     xsm_anrank *ca = sa->acc[c];
     if (xsm_grow((void **)&ca->req, &ca->capreq, ca->nreq, sizeof *ca->req))
         return -1;
-    ca->req[ca->nreq++] = (xsm_req){p->def_crow, p->def_kind, x->rank, p->op, p->encl, p->def_ns, p->v, p->pw, p->row,
+    ca->req[ca->nreq++] = (xsm_req){p->def_crow, p->def_kind, x->rank, p->op, p->cs, p->encl, p->def_ns, p->v, p->pw, p->row,
                                     p->def_tb, 1};
     p->hold_c = c;
     return 0;
@@ -1421,7 +1445,7 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
     if (!p->has_def)
         return 0;
     p->has_def = 0;
-    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->encl, &p->v,
+    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->cs, p->encl, &p->v,
                       recent_pw(x, p, p->def_kind, p->def_causer), p->def_ns, p->row, p->def_tb, p->te, has ? &o : NULL);
 }
 
@@ -1447,7 +1471,8 @@ static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t
 /* Call `row` on the main thread (frame f, with a Late Sender to hold when
  * ls; idle: a poll that completed nothing): remember it for waits that come
  * later, settle the ones waiting for it, and those that came before it. */
-static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, const sframe *f, const struct xsm_evflow *ls,
+static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, uint32_t cs, int64_t te, const sframe *f,
+                       const struct xsm_evflow *ls,
                        int ls_kind, int64_t ls_ns, int64_t ls_tb, const xsm_pairw *pw, int idle)
 {
     size_t W = x->sa->nrecent_max;
@@ -1477,7 +1502,7 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, int64_t te, con
         rix_del(&x->rix, p->row);
     if (rix_put(&x->rix, row, (uint32_t)(p - x->recent), W < 1024 ? W : 1024))
         return -1;
-    *p = (xsm_recent){(uint32_t)row, op, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
+    *p = (xsm_recent){(uint32_t)row, op, cs, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
                       ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, idle, -1};
     if (ls && recent_hold(x, p))
         return -1;
@@ -1538,6 +1563,8 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     }
     o->calls++;
     o->ns += ce - cb;
+    if (cs_add(x, m->callsite, m->op, -1, 1, ce - cb, m->bytes_sent + (m->kind != XSPROF_MPI_IRECV ? m->bytes_recv : 0)))
+        return x->failed = -1;
     o->bytes_sent += m->bytes_sent;
     if (m->kind != XSPROF_MPI_IRECV) /* a post only knows the buffer size */
         o->bytes_recv += m->bytes_recv;
@@ -1655,7 +1682,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         }
         /* idle: a poll that completed nothing (one that completed a
          * nonblocking collective has no flow, but its wait comes later) */
-        if (call_passed(x, row, m->op, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw,
+        if (call_passed(x, row, m->op, m->callsite, m->t_end, f, defer ? best : NULL, kind, wait, wait_tb, &pw,
                         *cls == 3 && !nfl && !best && !m->count))
             return x->failed = -1;
     } else {
@@ -1689,20 +1716,23 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
                 if (!has_lr || q.ns > lr.ns)
                     lr = q;
                 has_lr = 1;
-            } else if (wait_found(x, q.kind, q.causer, q.causer_row, m->op, f->encl, &f->v, NULL, q.ns, row, m->t_begin,
+            } else if (wait_found(x, q.kind, q.causer, q.causer_row, m->op, m->callsite, f->encl, &f->v, NULL, q.ns, row,
+                                  m->t_begin,
                                   m->t_end, NULL)) {
                 return x->failed = -1;
             }
         }
         if (has_lr && (!best || lr.ns > wait)) {
             best = NULL;
-            if (wait_found(x, lr.kind, lr.causer, lr.causer_row, m->op, f->encl, &f->v, NULL, lr.ns, row, m->t_begin,
+            if (wait_found(x, lr.kind, lr.causer, lr.causer_row, m->op, m->callsite, f->encl, &f->v, NULL, lr.ns, row,
+                           m->t_begin,
                            m->t_end, NULL))
                 return x->failed = -1;
         }
     }
     if (best && !defer &&
-        wait_found(x, kind, best->peer, best->peer_row, m->op, f->encl, &f->v, pw.ok ? &pw : NULL, wait, row, wait_tb,
+        wait_found(x, kind, best->peer, best->peer_row, m->op, m->callsite, f->encl, &f->v, pw.ok ? &pw : NULL, wait, row,
+                   wait_tb,
                    m->t_end, NULL))
         return x->failed = -1;
     /* the messages this call received: the pairwise intervals of later
@@ -1791,7 +1821,7 @@ int xsm_sanalysis_finish(xsm_sanalysis *sa)
         if (!x)
             continue;
         for (size_t i = 0; i < x->npend; i++) /* their call never came: no region, no interval */
-            if (x->pend[i].t_post == INT64_MIN && wait_found(x, x->pend[i].kind, x->pend[i].causer, x->pend[i].causer_row, x->pend[i].op, -1, &none, NULL,
+            if (x->pend[i].t_post == INT64_MIN && wait_found(x, x->pend[i].kind, x->pend[i].causer, x->pend[i].causer_row, x->pend[i].op, 0, -1, &none, NULL,
                            x->pend[i].ns, x->pend[i].row, 0, 0, NULL))
                 return -1;
         x->npend = 0;
@@ -1808,7 +1838,7 @@ int xsm_sanalysis_finish(xsm_sanalysis *sa)
             xsm_anrank *w = sa->acc[q->waiter];
             if ((q->wb != INT64_MIN && inst_put(w, q->kind, x->rank, q->op, q->encl, XSM_ROOT_BEYOND, XSM_ROOT_BEYOND,
                                                 q->wrow, q->wb, q->ns, q->wb + q->ns)) ||
-                wait_add(w, q->kind, x->rank, q->op, q->encl, XSM_ROOT_BEYOND, q->ns))
+                wait_add(w, q->kind, x->rank, q->op, q->cs, q->encl, XSM_ROOT_BEYOND, q->ns))
                 return -1;
         }
         if (x)
@@ -1836,6 +1866,8 @@ void xsm_sanalysis_view(const xsm_sanalysis *sa, int32_t r, xsm_anrank_out *o)
     o->nnames = x->nnm;
     o->w = x->w;
     o->nw = x->nw;
+    o->cs = x->cs;
+    o->ncs = x->ncs;
     o->main_thread = x->have_main ? x->main_thread : x->first_thread;
     o->t_first = x->t_first;
     o->t_last = x->t_last;

@@ -214,15 +214,33 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
         free(ov);
     }
 
+    if (a->css_known) {
+        xsm_buf_puts(b, "\n==== MPI call sites (where the program calls MPI, by time) ====\n");
+        xsm_buf_puts(b, "operation                  calls       time       waits  where\n");
+        for (size_t i = 0; i < a->ncss && i < 12; i++) {
+            const xsm_callsite *c = &a->css[i];
+            char loc[600];
+            xsm_callsite_fmt(a, c, loc, sizeof loc);
+            xsm_fmt_dur(d1, sizeof d1, c->mpi_s);
+            char d2[32];
+            xsm_fmt_dur(d2, sizeof d2, c->wait_total_s);
+            xsm_buf_printf(b, "%-24.24s %8llu %10s %10s  %s\n", xsm_an_name(a, c->op), (unsigned long long)c->calls, d1,
+                           c->wait_total_s > 0 ? d2 : "-", loc);
+        }
+        if (a->css_note[0])
+            xsm_buf_printf(b, "note: %s\n", a->css_note);
+    }
+
     xsm_buf_puts(b, "\n==== Wait states ====\n");
     for (int k = 0; k < XSM_WAIT_NKINDS; k++) {
         xsm_fmt_dur(d1, sizeof d1, a->wait_s[k]);
         xsm_buf_printf(b, "%-28s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->wait_n[k]);
     }
     if (a->beyond_total) {
-        xsm_buf_printf(b, "\nRoot cause beyond window: %llu waits, whose causing call had left the streamed analysis's look-back\n"
-                          "window (the causer's last 16 MPI calls) when they were found; no cause is named for them:\n",
-                       (unsigned long long)a->beyond_total);
+        xsm_buf_printf(b, "\nRoot cause beyond window: %llu waits, whose causing call had left the analysis's look-back\n"
+                          "window (the causer's last %zu MPI calls, XSPROF_MERGE_ANALYSIS_WINDOW) when they were found; no cause is\n"
+                          "named for them:\n",
+                       (unsigned long long)a->beyond_total, a->window);
         for (int k = 0; k < XSM_WAIT_NKINDS; k++)
             if (a->beyond_n[k]) {
                 xsm_fmt_dur(d1, sizeof d1, a->beyond_s[k]);

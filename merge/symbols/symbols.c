@@ -44,7 +44,37 @@ struct xsm_symbols {
     sym_entry **table;
     size_t nbuckets, nentries;
     uint64_t resolved;
+    char **owned; /* demangled names, freed at close */
+    size_t nowned, capowned;
 };
+
+/* The C++ runtime's demangler (libstdc++, linked): symbol-table names of
+ * C++ code are mangled (_ZN9LAMMPS_NS9CommBrick12reverse_commEv is
+ * LAMMPS_NS::CommBrick::reverse_comm()); DWARF names are not. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+static const char *demangle(xsm_symbols *s, const char *name)
+{
+    if (strncmp(name, "_Z", 2) != 0)
+        return name;
+    int st = 0;
+    char *d = __cxa_demangle(name, NULL, NULL, &st);
+    if (!d || st != 0) {
+        free(d);
+        return name;
+    }
+    if (s->nowned == s->capowned) {
+        size_t cap = s->capowned ? 2 * s->capowned : 64;
+        char **v = realloc(s->owned, cap * sizeof *v);
+        if (!v) {
+            free(d);
+            return name;
+        }
+        s->owned = v;
+        s->capowned = cap;
+    }
+    return s->owned[s->nowned++] = d;
+}
 
 static const Dwfl_Callbacks sym_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
@@ -94,6 +124,9 @@ void xsm_symbols_close(xsm_symbols *s)
         free(s->mods[i].build_id);
     }
     free(s->mods);
+    for (size_t i = 0; i < s->nowned; i++)
+        free(s->owned[i]);
+    free(s->owned);
     free(s);
 }
 
@@ -406,7 +439,7 @@ static int resolve(xsm_symbols *s, sym_entry *e)
             GElf_Off off = 0;
             GElf_Sym sym;
             const char *name = dwfl_module_addrinfo(m->m, a, &off, &sym, NULL, NULL, NULL);
-            if (name && frames_push(&f, name, file, line)) {
+            if (name && frames_push(&f, demangle(s, name), file, line)) {
                 free(f.v);
                 return -1;
             }

@@ -77,7 +77,7 @@ def load_report(out):
     if rep.get("job", {}).get("analysis") != "streamed":  # one engine, however fed
         fail(f"report.json job.analysis {rep.get('job', {}).get('analysis')!r}")
     keys = ["schema", "job", "ranks", "regions", "mpi", "wait_states", "critical_path", "comm_matrix", "gpu",
-            "clock", "findings", "drops"]
+            "clock", "callsites", "findings", "drops"]
     if rep.get("schema") != "xsprof-report/1" or list(rep.keys()) != keys:
         fail(f"report.json keys {list(rep.keys())}")
     kinds = [w["kind"] for w in rep["wait_states"]]
@@ -180,6 +180,20 @@ def planted(mode, np, ms, stream=False):
         fail(f"wait_states row for {top['kind']} does not hold the finding")
     if not stream:
         check_h5_waits(out, rep)
+    if mode == "late_sender":  # where in the code, on a program with no region around its MPI calls' lines
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted.c")
+        line = [i + 1 for i, l in enumerate(open(src)) if "the late_sender wait (report_e2e.py)" in l][0]
+        w = top.get("where")
+        print(f"finding where: {w}")
+        if not w or (w["op"], w["function"], os.path.basename(w["file"] or ""), w["line"]) != ("MPI_Recv", "main", "planted.c", line):
+            fail(f"late_sender: the finding's call site {w}, expected MPI_Recv in main at planted.c:{line}")
+        if f"at main (" not in top["message"] or f"planted.c:{line})" not in top["message"]:
+            fail(f"late_sender: the finding's message does not name the call site: {top['message']}")
+        sites = [c for c in rep["callsites"] if c["op"] == "MPI_Recv" and c["line"] == line]
+        if len(sites) != 1 or sites[0]["calls"] != 1 or sites[0]["ranks"] != 1 or "Late Sender" not in sites[0]["waits"]:
+            fail(f"late_sender: callsites has no row for the MPI_Recv at planted.c:{line} with its Late Sender: {sites}")
+        if abs(sites[0]["waits"]["Late Sender"]["seconds"] - top["seconds_lost"]) > 0.01 * top["seconds_lost"]:
+            fail(f"late_sender: the call site's Late Sender {sites[0]['waits']} is not the finding's {top['seconds_lost']}")
     if top["kind"] != kind:
         raise Noisy(f"top finding kind {top['kind']!r}, planted {kind!r}")
     if top["region"] != region:

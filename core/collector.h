@@ -89,10 +89,16 @@ XSPROF_HIDDEN xsprof_status xsprof_start_hook_add(xsprof_finalize_hook fn);
  * MPI_Init and "finalized" at MPI_Finalize. */
 XSPROF_HIDDEN void xsprof_end_state_set(const char *state);
 
-/* Logging: one line, prefixed with "xsprof[rank R]: ". level: 0 error,
- * 1 warning, 2 info, 3 debug; XSPROF_LOG selects what is shown. */
+/* Logging: one message (no newline) at an xsprof_log_level (xsprof.h);
+ * the level set by XSPROF_LOG / xsprof_log_level_set selects what is
+ * passed on, to the application's handler or as one "xsprof[rank R] ..."
+ * line on stderr. Not for signal handlers (the handler may be anything). */
 XSPROF_HIDDEN void xsprof_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-enum { XSPROF_LOG_ERROR = 0, XSPROF_LOG_WARN = 1, XSPROF_LOG_INFO = 2, XSPROF_LOG_DEBUG = 3 };
+
+/* Hooks run after each change of the user session (xsprof_session_start,
+ * stop, toggle), outside xsprof's locks, with the new state. At most 8. */
+typedef void (*xsprof_session_hook)(int on);
+XSPROF_HIDDEN xsprof_status xsprof_session_hook_add(xsprof_session_hook fn);
 
 /* Configuration lookups (XSPROF_* environment, validated once at start). */
 XSPROF_HIDDEN const char *xsprof_config_get(const char *name); /* NULL when unset */

@@ -76,7 +76,10 @@ xsprof_status xsprof_string_intern(const char *name, uint32_t *id) {
     e->hash = h;
     e->id = n;
     e->len = (uint32_t)len;
-    e->warned = 0;
+    atomic_init(&e->threshold_ns, 0);
+    atomic_init(&e->warn_last, 0);
+    atomic_init(&e->left_max_ns, 0);
+    atomic_init(&e->left_out, 0);
     memcpy(e->str, name, len + 1);
     e->filtered = (uint8_t)xsprof_filter_excludes(e->str);
     atomic_store_explicit(&xsprof_names_by_id[n], e, memory_order_release);

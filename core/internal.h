@@ -110,7 +110,12 @@ typedef struct xsprof_name_entry {
     uint32_t id;
     uint32_t len;
     uint8_t filtered;   /* 1: regions of this name are not recorded */
-    uint8_t warned;     /* XSPROF_WARN_REGION_MS warning printed once */
+    /* threshold.c: this name's own threshold (0: none, "*" applies), the
+     * time of its last warning and the instances left out since */
+    _Atomic int64_t threshold_ns;
+    _Atomic int64_t warn_last;
+    _Atomic int64_t left_max_ns;
+    _Atomic uint32_t left_out;
     char str[];
 } xsprof_name_entry;
 /* Names by id, read inline on the region path (no call per region). */
@@ -146,6 +151,24 @@ static inline int xsprof_counters_active(void) { return atomic_load_explicit(&xs
 XSPROF_HIDDEN void xsprof_counters_read(xsprof_thread *t, int64_t *out);
 XSPROF_HIDDEN void xsprof_counters_emit(xsprof_thread *t, const int64_t *begin, uint16_t depth);
 XSPROF_HIDDEN void xsprof_counters_thread_close(xsprof_thread *t);
+
+/* threshold.c: 1 while any region threshold exists; read inline at
+ * region end, where it is the only cost of thresholds not in use */
+XSPROF_HIDDEN extern _Atomic int xsprof_thresholds_on;
+static inline int xsprof_thresholds_active(void) {
+    return atomic_load_explicit(&xsprof_thresholds_on, memory_order_relaxed);
+}
+/* A region of `name` ended at `now` after `dur` ns: warn when above its threshold. */
+XSPROF_HIDDEN void xsprof_threshold_check(uint32_t name, int64_t dur, int64_t now);
+/* XSPROF_WARN_REGION_MS ("MS" or "NAME=MS,..."): applies the valid items;
+ * XSPROF_ERR_INVALID when some were not, *nbad of them, the first in bad. */
+XSPROF_HIDDEN xsprof_status xsprof_thresholds_parse(const char *spec, char *bad, size_t badlen, int *nbad);
+XSPROF_HIDDEN void xsprof_thresholds_init(void);
+
+/* rss.c: XSPROF_WARN_RSS_MB. check: from the writer thread (at most once a
+ * second whatever the calls) and, forced, at finalize. */
+XSPROF_HIDDEN void xsprof_rss_init(void);
+XSPROF_HIDDEN void xsprof_rss_check(int force);
 
 /* schedule.c */
 XSPROF_HIDDEN xsprof_status xsprof_schedule_parse(const char *spec);

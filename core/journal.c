@@ -406,6 +406,7 @@ static void *writer_main(void *arg) {
     while (!g_j.stop) {
         pthread_mutex_unlock(&g_j.lock);
         xsprof_clock_calibrate();
+        xsprof_rss_check(0); /* unlocked: the warning may reach the application's handler */
         pthread_mutex_lock(&g_j.lock);
         full_drain();
         spares_refill(1, g_j.spare_target);

@@ -101,8 +101,10 @@ xsprof_status xsprof_observer_add(xsprof_observer_fn on_begin, xsprof_observer_f
                                   double sample_rate, int thread_local_only, xsprof_observer_handle *handle) {
     if ((!on_begin && !on_end) || !handle || !(sample_rate > 0.0 && sample_rate <= 1.0))
         return XSPROF_ERR_INVALID;
-    xsprof_thread *t = xsprof_thread_get();
-    if (!t)
+    /* Only a thread-local observer needs the registering thread's state;
+     * the others may be added before any thread records (a constructor). */
+    xsprof_thread *t = thread_local_only ? xsprof_thread_get() : NULL;
+    if (thread_local_only && !t)
         return XSPROF_ERR_NOMEM;
     pthread_mutex_lock(&xsprof_g.lock);
     xsprof_status st = XSPROF_ERR_NOMEM;
@@ -115,7 +117,7 @@ xsprof_status xsprof_observer_add(xsprof_observer_fn on_begin, xsprof_observer_f
         o->user = user;
         o->rate = sample_rate;
         o->log1mp = sample_rate < 1.0 ? log1p(-sample_rate) : 0;
-        o->owner_tid = t->tid;
+        o->owner_tid = t ? t->tid : 0;
         o->thread_local_only = thread_local_only != 0;
         uint64_t gen = atomic_fetch_add(&o->generation, 1) + 1;
         atomic_store_explicit(&o->enabled, 1, memory_order_release);

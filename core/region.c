@@ -21,10 +21,6 @@ extern __thread uint32_t xsprof_skip_ __attribute__((alias("xsprof_tl_")));
 /* The caller's &xsprof_skip_ is this thread's xsprof_tl_ (its first member). */
 static inline xsprof_tl *tl_from_skip(uint32_t *skip) { return (xsprof_tl *)(void *)skip; }
 
-static int64_t g_warn_region_ns = -1; /* XSPROF_WARN_REGION_MS, set by session.c */
-void xsprof_region_warn_set(int64_t ms);
-void xsprof_region_warn_set(int64_t ms) { g_warn_region_ns = ms > 0 ? ms * 1000000 : -1; }
-
 /* Out of line only when the inline check found collection on and the name
  * not filtered; everything that does not record ends up skipped. */
 xsprof_status xsprof_region_begin_id_(xsprof_name_id id, uint32_t *skip_addr) {
@@ -117,14 +113,8 @@ xsprof_status xsprof_region_end_(uint32_t *skip_addr) {
         const xsprof_name_entry *e = xsprof_name_entry_get(f->name);
         xsprof_observers_end(t, f->sampled, e ? e->str : "?", f->name, (int)f->pdepth, f->t_begin, t1);
     }
-    if (__builtin_expect(g_warn_region_ns > 0 && t1 - f->t_begin > g_warn_region_ns, 0)) {
-        xsprof_name_entry *e = (xsprof_name_entry *)xsprof_name_entry_get(f->name);
-        if (e && !e->warned) {
-            e->warned = 1; /* once per name: a warning, not a flood */
-            xsprof_log(XSPROF_LOG_WARN, "region '%s' took %.3f ms (XSPROF_WARN_REGION_MS=%lld)", e->str,
-                       (double)(t1 - f->t_begin) / 1e6, (long long)(g_warn_region_ns / 1000000));
-        }
-    }
+    if (__builtin_expect(xsprof_thresholds_active(), 0))
+        xsprof_threshold_check(f->name, t1 - f->t_begin, t1);
     return r ? XSPROF_OK : XSPROF_ERR_FULL;
 }
 

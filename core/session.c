@@ -22,8 +22,8 @@ static xsprof_finalize_hook g_hooks[8];
 static int g_nhooks;
 static xsprof_finalize_hook g_start_hooks[8];
 static int g_nstart_hooks;
-
-void xsprof_region_warn_set(int64_t ms);
+static xsprof_session_hook g_session_hooks[8];
+static int g_nsession_hooks;
 
 int xsprof_scope_on_;
 
@@ -120,7 +120,8 @@ __attribute__((constructor)) void xsprof_core_init(void) {
         xsprof_log(XSPROF_LOG_WARN, "XSPROF_FILTER=%s is not a valid filter (comma-separated globs, '-' excludes); "
                    "recording everything", xsprof_config_get("XSPROF_FILTER"));
     xsprof_counters_parse(xsprof_config_get("XSPROF_COUNTERS"));
-    xsprof_region_warn_set(xsprof_config_int("XSPROF_WARN_REGION_MS", 0));
+    xsprof_thresholds_init();
+    xsprof_rss_init();
     xsprof_output_default_dir(g_output_dir, sizeof g_output_dir);
     const char *en = xsprof_config_get("XSPROF_ENABLE");
     atomic_store(&xsprof_g.user_on, !(en && (!strcmp(en, "0") || !strcmp(en, "off") || !strcmp(en, "no"))));
@@ -200,6 +201,17 @@ xsprof_status xsprof_start_hook_add(xsprof_finalize_hook fn) {
     return st;
 }
 
+xsprof_status xsprof_session_hook_add(xsprof_session_hook fn) {
+    if (!fn)
+        return XSPROF_ERR_INVALID;
+    pthread_mutex_lock(&xsprof_g.lock);
+    xsprof_status st = g_nsession_hooks < 8 ? XSPROF_OK : XSPROF_ERR_NOMEM;
+    if (!st)
+        g_session_hooks[g_nsession_hooks++] = fn;
+    pthread_mutex_unlock(&xsprof_g.lock);
+    return st;
+}
+
 void xsprof_start_hooks_run(void) {
     pthread_mutex_lock(&xsprof_g.lock);
     int n = g_nstart_hooks;
@@ -225,8 +237,14 @@ static xsprof_status session_set(int on) {
     int was = atomic_exchange(&xsprof_g.user_on, on);
     xsprof_collecting_update();
     pthread_mutex_unlock(&xsprof_g.lock);
-    if (was != on)
+    if (was != on) {
         xsprof_log(XSPROF_LOG_INFO, "session %s", on ? "started" : "stopped");
+        pthread_mutex_lock(&xsprof_g.lock);
+        int n = g_nsession_hooks;
+        pthread_mutex_unlock(&xsprof_g.lock);
+        for (int i = 0; i < n; i++)
+            g_session_hooks[i](on);
+    }
     return XSPROF_OK;
 }
 

@@ -36,6 +36,17 @@ XSPROF_HIDDEN uint64_t xsprof_cupti_dropped(void);
  * user or another tool already set it (library constructor). */
 XSPROF_HIDDEN xsprof_status xsprof_nvtx_env_set(void);
 
+/* XSPROF_NVTX_EMIT=1: xsprof's regions also become NVTX ranges of the
+ * domain "xsprof" (an observer); XSPROF_CUDA_PROFILER_API=1: session
+ * start/stop call cudaProfilerStart/Stop when CUDA is in the process
+ * (library constructor, nvtx_emit.c). */
+XSPROF_HIDDEN void xsprof_nvtx_emit_start(void);
+
+/* The handle xsprof's capture (nvtx.c) gives the domain "xsprof": its
+ * ranges are xsprof's own regions, emitted, never recorded again. Any
+ * value past the domain table's indices. */
+#define XSPROF_NVTX_OWN_DOMAIN ((uintptr_t)0x10000)
+
 /* Depth of NVTX push/pop ranges in xsprof_rec_region.depth: BASE + NVTX
  * nesting level. Core keeps its own region stack (at most 256 levels, no
  * hook to share it), and the reader attaches pending args to the next region

@@ -11,6 +11,7 @@ __attribute__((constructor)) static void xsprof_gpu_load(void)
         return;
     int saved = errno;
     xsprof_nvtx_env_set();
+    xsprof_nvtx_emit_start();
     xsprof_cupti_start();
     errno = saved;
 }

@@ -695,8 +695,14 @@ static void NVTX_API xsprof_nvtx_name_os_thread_w(uint32_t os_tid, const wchar_t
 
 /* ---- domains (CORE2) ------------------------------------------------------ */
 
+/* The domain "xsprof" holds xsprof's own regions (nvtx_emit.c): recording
+ * them here again would double every region, so its events stop here. */
+static inline int xsprof_nvtx_own(nvtxDomainHandle_t d) { return (uintptr_t)d == XSPROF_NVTX_OWN_DOMAIN; }
+
 static void NVTX_API xsprof_nvtx_domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
+    if (xsprof_nvtx_own(d))
+        return;
     int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_event_from_attr(a, xsprof_nvtx_domain_index(d), &ev);
@@ -706,6 +712,8 @@ static void NVTX_API xsprof_nvtx_domain_mark_ex(nvtxDomainHandle_t d, const nvtx
 
 static nvtxRangeId_t NVTX_API xsprof_nvtx_domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
+    if (xsprof_nvtx_own(d))
+        return 0;
     int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_event_from_attr(a, xsprof_nvtx_domain_index(d), &ev);
@@ -716,14 +724,17 @@ static nvtxRangeId_t NVTX_API xsprof_nvtx_domain_start_ex(nvtxDomainHandle_t d, 
 
 static void NVTX_API xsprof_nvtx_domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
 {
+    if (xsprof_nvtx_own(d))
+        return;
     int saved_errno = xsprof_nvtx_enter();
-    (void)d;
     xsprof_nvtx_end(id);
     errno = saved_errno;
 }
 
 static int NVTX_API xsprof_nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
+    if (xsprof_nvtx_own(d))
+        return 0;
     int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_event ev;
     xsprof_nvtx_event_from_attr(a, xsprof_nvtx_domain_index(d), &ev);
@@ -734,6 +745,8 @@ static int NVTX_API xsprof_nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxE
 
 static int NVTX_API xsprof_nvtx_domain_pop(nvtxDomainHandle_t d)
 {
+    if (xsprof_nvtx_own(d))
+        return 0;
     int saved_errno = xsprof_nvtx_enter();
     int depth = xsprof_nvtx_pop(xsprof_nvtx_domain_index(d));
     errno = saved_errno;
@@ -742,6 +755,8 @@ static int NVTX_API xsprof_nvtx_domain_pop(nvtxDomainHandle_t d)
 
 static void NVTX_API xsprof_nvtx_domain_name_category_a(nvtxDomainHandle_t d, uint32_t category, const char *name)
 {
+    if (xsprof_nvtx_own(d))
+        return;
     int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_category_set(xsprof_nvtx_domain_index(d), category, xsprof_nvtx_intern(name));
     errno = saved_errno;
@@ -749,6 +764,8 @@ static void NVTX_API xsprof_nvtx_domain_name_category_a(nvtxDomainHandle_t d, ui
 
 static void NVTX_API xsprof_nvtx_domain_name_category_w(nvtxDomainHandle_t d, uint32_t category, const wchar_t *name)
 {
+    if (xsprof_nvtx_own(d))
+        return;
     int saved_errno = xsprof_nvtx_enter();
     xsprof_nvtx_category_set(xsprof_nvtx_domain_index(d), category, xsprof_nvtx_intern_w(name));
     errno = saved_errno;
@@ -776,6 +793,11 @@ static nvtxStringHandle_t NVTX_API xsprof_nvtx_register_string_w(nvtxDomainHandl
 /* Domains are never freed: records may still name them after destroy. */
 static nvtxDomainHandle_t xsprof_nvtx_domain_create(uint32_t name)
 {
+    static uint32_t own = UINT32_MAX;
+    if (own == UINT32_MAX)
+        own = xsprof_nvtx_intern("xsprof"); /* the same id each time: no race worth a lock */
+    if (name == own)
+        return (nvtxDomainHandle_t)XSPROF_NVTX_OWN_DOMAIN;
     uintptr_t handle = 0;
     pthread_mutex_lock(&g_lock);
     unsigned n = atomic_load(&g_ndomains);

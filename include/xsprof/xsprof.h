@@ -111,6 +111,39 @@ XSPROF_API int xsprof_session_active(void);
  * automatically at exit / MPI_Finalize; later calls are counted anomalies. */
 XSPROF_API xsprof_status xsprof_finalize(void);
 
+/* ---- logging ---------------------------------------------------------- */
+/* xsprof's own messages (warnings, thresholds below, session start/stop at
+ * INFO): one line of text each, without prefix or newline. By default each
+ * is written to stderr as "xsprof[rank R] warning: text". */
+typedef enum xsprof_log_level {
+    XSPROF_LOG_OFF = -1, /* for xsprof_log_level_set: nothing at all */
+    XSPROF_LOG_ERROR = 0,
+    XSPROF_LOG_WARN = 1,
+    XSPROF_LOG_INFO = 2,
+    XSPROF_LOG_DEBUG = 3
+} xsprof_log_level;
+typedef void (*xsprof_log_fn)(xsprof_log_level level, int rank, const char *text, void *user);
+/* Send the messages to fn instead of stderr (NULL: stderr again). fn runs
+ * on whichever thread logs, xsprof's writer thread included, maybe on
+ * several at once; when this returns, the previous handler has finished
+ * and is never called again. A message caused from inside fn goes to
+ * stderr; calling this from inside fn is XSPROF_ERR_STATE. Messages of the
+ * library's start (XSPROF_* variables) come before any handler: stderr. */
+XSPROF_API xsprof_status xsprof_log_handler_set(xsprof_log_fn fn, void *user);
+/* Pass on messages of this level and the more severe ones (XSPROF_LOG sets
+ * the first level, default XSPROF_LOG_WARN). */
+XSPROF_API xsprof_status xsprof_log_level_set(xsprof_log_level level);
+XSPROF_API xsprof_log_level xsprof_log_level_get(void);
+
+/* ---- region thresholds ------------------------------------------------ */
+/* A warning for each instance of a region named `name` that lasts longer
+ * than `ms` milliseconds, at most one message per name and second: the
+ * next message counts the instances left out meanwhile (finalize reports
+ * the rest). `name` "*": every region without a threshold of its own.
+ * ms <= 0 removes the threshold. XSPROF_WARN_REGION_MS=solve=200,io=50
+ * sets the same at start (a plain number is "*"). */
+XSPROF_API xsprof_status xsprof_region_threshold_set(const char *name, double ms);
+
 /* ---- thread naming ---------------------------------------------------- */
 XSPROF_API xsprof_status xsprof_thread_name(const char *name);
 

@@ -25,14 +25,14 @@ def run_py(script, run_dir, *args, env=None, check=True):
     return p
 
 
-def mpirun(np_, script, run_dir, preload=None, env=None):
+def mpirun(np_, script, run_dir, preload=None, env=None, args=()):
     e = dict(os.environ, XSPROF_GPU="0")
     e.update(env or {})
     cmd = [os.environ.get("MPIEXEC", "mpiexec"), "-n", str(np_), "--oversubscribe", "-x", "XSPROF_GPU",
            "-x", "XSPROF_OUTPUT=%s" % run_dir, "-x", "PYTHONPATH"]
     if preload:
         cmd += ["-x", "LD_PRELOAD=%s" % preload]
-    cmd += ["/usr/bin/python3", os.path.join(HERE, script)]
+    cmd += ["/usr/bin/python3", os.path.join(HERE, script), *args]
     p = subprocess.run(cmd, env=e, capture_output=True, text=True, check=False)
     if p.returncode != 0:
         raise AssertionError("mpiexec %s failed (%d):\n%s\n%s" % (script, p.returncode, p.stdout, p.stderr))

@@ -15,6 +15,7 @@ import warnings
 from . import _paths
 
 TRACE_READY = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 
 class SummaryRow(ctypes.Structure):
@@ -47,6 +48,10 @@ _PROTOTYPES = {
     "xsprof_summary_get": (ctypes.c_int, [ctypes.POINTER(SummaryRow), ctypes.c_size_t,
                                           ctypes.POINTER(ctypes.c_size_t)]),
     "xsprof_summary_write": (ctypes.c_int, [ctypes.c_char_p]),
+    "xsprof_log_handler_set": (ctypes.c_int, [LOG_FN, ctypes.c_void_p]),
+    "xsprof_log_level_set": (ctypes.c_int, [ctypes.c_int]),
+    "xsprof_log_level_get": (ctypes.c_int, []),
+    "xsprof_region_threshold_set": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_double]),
 }
 
 

@@ -55,6 +55,8 @@ xsprof_status xsprof_string_intern(const char *name, uint32_t *id) {
         }
         i = (i + 1) & (SLOTS - 1);
     }
+    if (xsprof_log_in_handler())
+        return XSPROF_ERR_STATE; /* this thread may hold g_intern_lock (internal.h) */
     pthread_mutex_lock(&g_intern_lock);
     /* Re-probe under the lock: another thread may have inserted it. */
     i = (uint32_t)h & (SLOTS - 1);

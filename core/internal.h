@@ -191,6 +191,11 @@ XSPROF_HIDDEN xsprof_status xsprof_size_parse(const char *s, uint64_t *out);
 
 /* log.c */
 XSPROF_HIDDEN void xsprof_log_init(void);
+/* 1 while this thread runs the application's log handler. xsprof logs
+ * with some of its locks held (the journal's, the name table's), and a
+ * handler may record: the paths that take those locks (a new chunk, a new
+ * name) refuse it then, rather than wait for the lock this thread holds. */
+XSPROF_HIDDEN int xsprof_log_in_handler(void);
 
 /* clock.c */
 XSPROF_HIDDEN void xsprof_clock_init(int rank);

@@ -24,6 +24,8 @@ static void *g_handler_user;
  * and a handler calling set would wait for itself). */
 static __thread int tls_in_handler;
 
+int xsprof_log_in_handler(void) { return tls_in_handler; }
+
 void xsprof_log_init(void) {
     const char *v = xsprof_config_get("XSPROF_LOG");
     if (!v)

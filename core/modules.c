@@ -162,11 +162,12 @@ void xsprof_modules_check(void) {
             report(m, XSPROF_MODULE_GONE, t);
         }
     }
-    if (g_nomem == 1) {
+    int say = g_nomem == 1;
+    if (say)
         g_nomem = 2;
-        xsprof_log(XSPROF_LOG_WARN, "out of memory listing the loaded objects: some addresses will not resolve");
-    }
     if (guard)
         xsprof_guard_leave();
     pthread_mutex_unlock(&g_lock);
+    if (say) /* unlocked: the message may reach the application's handler */
+        xsprof_log(XSPROF_LOG_WARN, "out of memory listing the loaded objects: some addresses will not resolve");
 }

@@ -90,6 +90,8 @@ xsprof_thread *xsprof_thread_get(void) {
 /* Close the thread's chunk (if any) and take a spare: 0, or -1 when none is
  * available (the caller counts the drop or keeps its records waiting). */
 int xsprof_thread_chunk_next(xsprof_thread *t) {
+    if (__builtin_expect(xsprof_log_in_handler(), 0))
+        return -1; /* this thread may hold the journal lock (internal.h): a drop, counted */
     if (t->chunk) {
         xsprof_journal_chunk_full(t->chunk);
         t->chunk = NULL;

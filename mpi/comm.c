@@ -88,9 +88,10 @@ static void slot_put(uintptr_t key, xsprof_comm_entry *e) {
     if (reuse) {
         atomic_store(&reuse->e, e);
         atomic_store(&reuse->key, key);
-    } else
-        xsprof_anomaly("communicator registry full");
+    }
     pthread_mutex_unlock(&g_lock);
+    if (!reuse) /* said unlocked: the message may reach the application's handler */
+        xsprof_anomaly("communicator registry full");
 }
 
 static xsprof_comm_entry *slot_get(uintptr_t key) {

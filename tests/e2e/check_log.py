@@ -10,7 +10,9 @@ Runs log_app three times:
          every message reached the handler with the rank, none went to stderr;
   bad    XSPROF_WARN_REGION_MS=solve=abc,io=5 XSPROF_WARN_RSS_MB=lots: one line
          per rank and variable on stderr, the valid item still applies;
-  plain  XSPROF_WARN_REGION_MS=25: a plain number is every region's threshold.
+  plain  XSPROF_WARN_REGION_MS=25: a plain number is every region's threshold;
+  taken  the rank files exist: the refusal, said while xsprof holds its journal
+         lock, reaches the handler, which records a region (it deadlocked before).
 
 usage: check_log.py LOG_APP WORK_DIR
 """
@@ -40,9 +42,13 @@ def check(cond, msg):
         fail(msg)
 
 
-def run(app, work, name, env_vars):
+def run(app, work, name, env_vars, taken=False):
     out = os.path.join(work, name)
     os.makedirs(out)
+    if taken:  # every rank's file exists already: the journal is refused with its lock held
+        os.makedirs(os.path.join(out, "run"))
+        for rank in range(NP):
+            open(os.path.join(out, "run", "rank-%05d.h5" % rank), "w").close()
     env = dict(os.environ)
     for k in ("XSPROF_WARN_REGION_MS", "XSPROF_WARN_RSS_MB", "XSPROF_LOG"):
         env.pop(k, None)
@@ -51,7 +57,10 @@ def run(app, work, name, env_vars):
     for k, v in env_vars.items():
         cmd += ["-x", "%s=%s" % (k, v)]
     cmd += [app, out]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        fail("%s: %s did not end in 120 s (a deadlock in a handler that records?)" % (name, " ".join(cmd)))
     if p.returncode != 0:
         fail("%s: %s exited with %d\n%s\n%s" % (name, " ".join(cmd), p.returncode, p.stdout, p.stderr))
     check(p.stdout.count("log_app done") == NP, "%s: output %r" % (name, p.stdout))
@@ -137,6 +146,11 @@ def main():
     for rank, (msgs, _) in enumerate(logs):
         counted, _ = thresholds("plain", rank, msgs)
         check(counted == {"solve": 5, "api_set": 1}, "plain rank %d: instances counted %s" % (rank, dict(counted)))
+    logs, err = run(app, work, "taken", {}, taken=True)
+    check(not stderr_xsprof(err), "taken: messages on stderr:\n%s" % err)
+    for rank, (msgs, _) in enumerate(logs):
+        want = "run/rank-%05d.h5 already exists; set XSPROF_OUTPUT to a new directory. Profiling is off" % rank
+        check(any(lv == WARN and t.endswith(want) for lv, t in msgs), "taken rank %d: no %r in %s" % (rank, want, msgs))
     print("log: thresholds counted exactly and rate-limited, memory and session messages, through the handler on %d "
           "ranks; bad values said in one line each" % NP)
     shutil.rmtree(work, ignore_errors=True)

@@ -1,20 +1,27 @@
 """xsprof's messages through Python's logging, 2 ranks of mpi4py under
 mpiexec (test_logging.py). With the argument `logging` the program
-configures logging (a handler printing each record of the logger "xsprof"
-at once, atexit included); with `plain` it configures nothing."""
+configures logging (a handler writing each record of the logger "xsprof" at
+once to DIR/py-log-RANK.txt, atexit included: stdout lines of two ranks may
+interleave); with `plain` it configures nothing.
+
+usage: log_app.py logging|plain DIR"""
 import logging
+import os
 import sys
 import time
 
+OUT = open(os.path.join(sys.argv[2], "py-log-%s.txt" % os.environ.get("OMPI_COMM_WORLD_RANK", "0")), "w")
 
-class Print(logging.Handler):
+
+class Keep(logging.Handler):
     def emit(self, record):
-        print("REC %s %s %s %s" % (record.name, record.levelname, getattr(record, "xsprof_rank", "-"),
-                                   record.getMessage()), flush=True)
+        OUT.write("REC %s %s %s %s\n" % (record.name, record.levelname, getattr(record, "xsprof_rank", "-"),
+                                         record.getMessage()))
+        OUT.flush()
 
 
 if sys.argv[1] == "logging":
-    logging.basicConfig(level=logging.INFO, handlers=[Print()])
+    logging.basicConfig(level=logging.INFO, handlers=[Keep()])
 
 import xsprof  # noqa: E402  pylint: disable=wrong-import-position
 from xsprof._lib import lib  # noqa: E402  pylint: disable=wrong-import-position
@@ -34,6 +41,7 @@ lib.xsprof_session_start()
 try:
     xsprof.region_threshold("", 5)
 except ValueError as e:
-    print("refused: %s" % e, flush=True)
+    OUT.write("refused: %s\n" % e)
+    OUT.flush()
 MPI.COMM_WORLD.Barrier()
 print("rank %d: log_app done" % rank, flush=True)

@@ -29,11 +29,21 @@ def stderr_lines(p, rank):
     return [line for line in p.stderr.splitlines() if line.startswith("xsprof[rank %d] " % rank)]
 
 
+def records(work):
+    """The lines log_app.py wrote, both ranks."""
+    lines = []
+    for rank in (0, 1):
+        with open(work / ("py-log-%d.txt" % rank)) as f:
+            lines += f.read().splitlines()
+    return lines
+
+
 def test_logging_forward(work):
     env = dict(ENV)
-    p = mpirun(2, "log_app.py", work / "run", env=env, args=["logging"])
-    recs = [line.split(" ", 4)[1:] for line in p.stdout.splitlines() if line.startswith("REC ")]
-    assert recs, p.stdout
+    p = mpirun(2, "log_app.py", work / "run", env=env, args=["logging", work])
+    lines = records(work)
+    recs = [line.split(" ", 4)[1:] for line in lines if line.startswith("REC ")]
+    assert recs, lines
     for rank in (0, 1):
         mine = [r for r in recs if r[2] == str(rank)]
         texts = [r[3] for r in mine]
@@ -50,12 +60,12 @@ def test_logging_forward(work):
             [t for t in texts if "session " in t], texts
         assert any("resident memory" in t and r[1] == "WARNING" for r, t in zip(mine, texts)), texts
     assert len({r[2] for r in recs}) == 2
-    assert p.stdout.count("refused: xsprof.region_threshold('', 5): invalid argument") == 2, p.stdout
+    assert lines.count("refused: xsprof.region_threshold('', 5): invalid argument") == 2, lines
 
 
 def test_logging_unconfigured(work):
-    p = mpirun(2, "log_app.py", work / "run", env=dict(ENV), args=["plain"])
-    assert "REC " not in p.stdout
+    p = mpirun(2, "log_app.py", work / "run", env=dict(ENV), args=["plain", work])
+    assert not any(line.startswith("REC ") for line in records(work))
     lines = [line for line in p.stderr.splitlines() if line.startswith("xsprof[rank ")]
     for rank in (0, 1):
         mine = [line for line in lines if line.startswith("xsprof[rank %d] " % rank)]
@@ -65,10 +75,10 @@ def test_logging_unconfigured(work):
 
 def test_logging_bad_env(work):
     p = mpirun(2, "log_app.py", work / "run", env={"XSPROF_WARN_REGION_MS": "env_io=fast,py_quick=-1"},
-               args=["logging"])
+               args=["logging", work])
     line = ("warning: XSPROF_WARN_REGION_MS: 2 items ignored, the first 'env_io=fast' (expected NAME=MS or MS, "
             "MS a number of milliseconds above 0, items separated by commas)")
     assert p.stderr.count(line) == 2, p.stderr
-    recs = [line for line in p.stdout.splitlines() if line.startswith("REC ")]
+    recs = [line for line in records(work) if line.startswith("REC ")]
     late = stderr_lines(p, 0) + stderr_lines(p, 1)
     assert counted(recs + late, "env_io") == 0 and counted(recs + late, "py_solve") == 6, (recs, late)

@@ -94,6 +94,7 @@ static struct {
 } g_pending[XSPROF_NVTX_PENDING_NAMES];
 static atomic_int g_npending;
 static uint32_t g_key_domain, g_key_category, g_key_payload, g_key_range, g_key_thread;
+static uint32_t g_own_domain = UINT32_MAX; /* the name "xsprof" (nvtx_emit.c's domain) */
 static pthread_once_t g_keys_once = PTHREAD_ONCE_INIT;
 
 static void xsprof_nvtx_keys(void)
@@ -103,6 +104,7 @@ static void xsprof_nvtx_keys(void)
     xsprof_string_intern("payload", &g_key_payload);
     xsprof_string_intern("nvtx_range_id", &g_key_range);
     xsprof_string_intern("start_thread", &g_key_thread);
+    xsprof_string_intern("xsprof", &g_own_domain);
 }
 
 static int xsprof_nvtx_os_tid(void)
@@ -793,10 +795,8 @@ static nvtxStringHandle_t NVTX_API xsprof_nvtx_register_string_w(nvtxDomainHandl
 /* Domains are never freed: records may still name them after destroy. */
 static nvtxDomainHandle_t xsprof_nvtx_domain_create(uint32_t name)
 {
-    static uint32_t own = UINT32_MAX;
-    if (own == UINT32_MAX)
-        own = xsprof_nvtx_intern("xsprof"); /* the same id each time: no race worth a lock */
-    if (name == own)
+    pthread_once(&g_keys_once, xsprof_nvtx_keys);
+    if (name == g_own_domain)
         return (nvtxDomainHandle_t)XSPROF_NVTX_OWN_DOMAIN;
     uintptr_t handle = 0;
     pthread_mutex_lock(&g_lock);

@@ -23,8 +23,8 @@ static void on_message(xsprof_log_level level, int rank, const char *text, void 
     fprintf(g_log, "%d %d %s\n", (int)level, rank, text);
     fflush(g_log);
     xsprof_region_end();
-    if (g_set_inside == XSPROF_OK)
-        g_set_inside = xsprof_log_handler_set(NULL, NULL);
+    if (__atomic_load_n(&g_set_inside, __ATOMIC_RELAXED) == XSPROF_OK) /* also called on xsprof's writer thread */
+        __atomic_store_n(&g_set_inside, xsprof_log_handler_set(NULL, NULL), __ATOMIC_RELAXED);
 }
 
 static double now_s(void) {
@@ -73,7 +73,8 @@ int main(int argc, char **argv) {
         memset(mem, 1, big);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
-    fprintf(g_log, "io_loop_s %.6f\nset_inside %d\nmem %d\n", io_s, (int)g_set_inside, mem ? mem[big - 1] : -1);
+    fprintf(g_log, "io_loop_s %.6f\nset_inside %d\nmem %d\n", io_s, (int)__atomic_load_n(&g_set_inside, __ATOMIC_RELAXED),
+            mem ? mem[big - 1] : -1);
     xsprof_log_handler_set(NULL, NULL);
     fclose(g_log);
     free(mem);

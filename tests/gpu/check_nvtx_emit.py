@@ -11,7 +11,8 @@ Runs nvtx_emit_app three times:
      their place among the ranges;
   B  XSPROF_NVTX_EMIT=1 with no injection path: xsprof names itself, so its
      own NVTX capture receives the emitted ranges and must drop them: the
-     same regions as A, no NVTX region, no anomaly;
+     same regions as A, no NVTX region, no anomaly; XSPROF_CUDA_PROFILER_API=1
+     without CUDA in the process: one info line per rank for two changes;
   C  XSPROF_NVTX_EMIT=maybe: one clear line per rank, nothing emitted.
 
 usage: check_nvtx_emit.py APP RECORDER_LIB WORK_DIR
@@ -156,7 +157,11 @@ def run_a(app, rec, work):
 
 
 def run_b(app, work, reference):
-    run_dir, nvtx_dir, _ = mpirun(app, work, "b", {"XSPROF_NVTX_EMIT": "1"})
+    run_dir, nvtx_dir, err = mpirun(app, work, "b", {"XSPROF_NVTX_EMIT": "1", "XSPROF_CUDA_PROFILER_API": "1",
+                                                     "XSPROF_LOG": "info"})
+    line = "info: XSPROF_CUDA_PROFILER_API=1: no CUDA runtime or driver in the process; session stop not passed on"
+    check(err.count(line) == NP and err.count("CUDA_PROFILER") == NP,
+          "B: expected %d lines %r on stderr, got:\n%s" % (NP, line, err))
     for rank in range(NP):
         regions, nvtx, meta, anomalies = rank_regions(os.path.join(run_dir, "rank-%05d.h5" % rank))
         check_regions("B", rank, regions)

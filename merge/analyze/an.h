@@ -279,6 +279,7 @@ typedef struct xsm_finding {
     char recommendation[512];
     int outside;          /* a wait finding whose delay lies outside every region */
     int32_t where1;       /* 1 + the call site (a->css) where most of these waits were, 0 none */
+    int32_t cause1;       /* 1 + the call site that caused most of them, 0 none */
 } xsm_finding;
 
 typedef struct xsm_gpudev {
@@ -320,6 +321,8 @@ typedef struct xsm_callsite {
     uint64_t bytes;                 /* sent and received by them */
     uint64_t wait_n[XSM_WAIT_NKINDS];
     double wait_s[XSM_WAIT_NKINDS], wait_total_s; /* wait states in those calls */
+    uint64_t caused_n[XSM_WAIT_NKINDS];
+    double caused_s[XSM_WAIT_NKINDS];             /* wait states of other ranks caused by those calls */
     uint32_t nranks;                /* ranks that called there */
     int32_t last_rank;
 } xsm_callsite;
@@ -420,7 +423,8 @@ typedef struct xsm_swait {
 } xsm_swait;
 
 /* A rank's MPI calls by call site (io/FORMAT.md, the rank's id; 0
- * unknown): kind -1 counts its calls and their time, a wait kind its waits. */
+ * unknown): kind -1 counts its calls and their time, a wait kind its
+ * waits, XSM_WAIT_NKINDS + a kind the waits it caused (as the causing call). */
 typedef struct xsm_scs {
     uint32_t cs, op; /* op: the MPI function's string id */
     int kind;
@@ -531,8 +535,9 @@ const char *xsm_an_name(const xsm_an *a, int32_t idx); /* "(no region)" for -1 *
 
 /* "function (file:line)" of call site c (a->css), or "function" alone. */
 void xsm_callsite_fmt(const xsm_an *a, const xsm_callsite *c, char *out, size_t n);
-/* The call site calling op (name index) with the most waits of `kind`, -1 none. */
-int32_t xsm_callsite_of_waits(const xsm_an *a, int32_t op, int kind);
+/* The call site calling op (name index) with the most waits of `kind`, -1
+ * none; caused: the one that caused the most (op -1: any function). */
+int32_t xsm_callsite_of_waits(const xsm_an *a, int32_t op, int kind, int caused);
 
 /* the stages of xsm_an_build, in order (each file owns one), from the
  * engine's results */

@@ -113,6 +113,9 @@ int xsm_an_callsites(xsm_an *a, const xsm_sanalysis *sa)
                 c->wait_n[e->kind] += e->n;
                 c->wait_s[e->kind] += (double)e->ns * 1e-9;
                 c->wait_total_s += (double)e->ns * 1e-9;
+            } else if (e->kind < 2 * XSM_WAIT_NKINDS) {
+                c->caused_n[e->kind - XSM_WAIT_NKINDS] += e->n;
+                c->caused_s[e->kind - XSM_WAIT_NKINDS] += (double)e->ns * 1e-9;
             }
         }
     }
@@ -139,13 +142,17 @@ void xsm_callsite_fmt(const xsm_an *a, const xsm_callsite *c, char *out, size_t 
         snprintf(out, n, "%s", xsm_an_name(a, c->function));
 }
 
-int32_t xsm_callsite_of_waits(const xsm_an *a, int32_t op, int kind)
+int32_t xsm_callsite_of_waits(const xsm_an *a, int32_t op, int kind, int caused)
 {
     int32_t best = -1;
+    double bs = 0;
     for (size_t i = 0; i < a->ncss; i++) {
         const xsm_callsite *c = &a->css[i];
-        if (c->module >= 0 && c->op == op && c->wait_s[kind] > 0 && (best < 0 || c->wait_s[kind] > a->css[best].wait_s[kind]))
+        double v = caused ? c->caused_s[kind] : c->wait_s[kind];
+        if (c->module >= 0 && (op < 0 || c->op == op) && v > bs) {
             best = (int32_t)i;
+            bs = v;
+        }
     }
     return best;
 }

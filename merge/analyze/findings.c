@@ -245,7 +245,8 @@ static int wait_findings(xsm_an *a)
         else
             wait_range_say(who, sizeof who, per, R, tot);
         char where[1024], site[640] = "";
-        f.where1 = xsm_callsite_of_waits(a, tally_top(ops, nops), w0->kind) + 1;
+        f.where1 = xsm_callsite_of_waits(a, tally_top(ops, nops), w0->kind, 0) + 1;
+        f.cause1 = causer >= 0 ? xsm_callsite_of_waits(a, -1, w0->kind, 1) + 1 : 0;
         if (f.where1) { /* where in the code: the call site with most of these waits */
             char loc[600];
             xsm_callsite_fmt(a, &a->css[f.where1 - 1], loc, sizeof loc);
@@ -310,6 +311,13 @@ static int wait_findings(xsm_an *a)
                      delayed, kn);
         else
             snprintf(f.message, sizeof f.message, "%s %s for rank %d%s (%s)", who, where, causer, delayed, kn);
+        if (f.cause1) { /* where the causing rank's late call is */
+            char loc[600];
+            const xsm_callsite *cc = &a->css[f.cause1 - 1];
+            xsm_callsite_fmt(a, cc, loc, sizeof loc);
+            size_t used = strlen(f.message);
+            snprintf(f.message + used, sizeof f.message - used, "; the late call is %s at %s", xsm_an_name(a, cc->op), loc);
+        }
         if (w0->kind == XSM_WAIT_WRONG_ORDER) {
             size_t used = strlen(f.message);
             snprintf(f.message + used, sizeof f.message - used, "; a message sent earlier was already there to be received");

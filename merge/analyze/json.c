@@ -614,6 +614,20 @@ static void callsite_obj(const xsm_an *a, const xsm_callsite *c, xsm_buf *b, int
                 xsm_buf_puts(b, "}");
             }
         xsm_buf_puts(b, "}");
+        key(b, "caused", 0); /* by kind, the waits of other ranks these calls came late for */
+        xsm_buf_puts(b, "{");
+        first = 1;
+        for (int k = 0; k < XSM_WAIT_NKINDS; k++)
+            if (c->caused_n[k]) {
+                key(b, xsm_wait_kind_name(k), first);
+                first = 0;
+                xsm_buf_puts(b, "{\"seconds\":");
+                NUM(b, c->caused_s[k]);
+                xsm_buf_puts(b, ",\"instances\":");
+                NUM(b, c->caused_n[k]);
+                xsm_buf_puts(b, "}");
+            }
+        xsm_buf_puts(b, "}");
     }
     xsm_buf_puts(b, "}");
 }
@@ -659,6 +673,11 @@ static void findings(const xsm_an *a, xsm_buf *b, int h)
         key(b, "where", 0); /* the waiting call site, when the run recorded call sites */
         if (f->where1)
             callsite_obj(a, &a->css[f->where1 - 1], b, h, 0);
+        else
+            xsm_buf_puts(b, "null");
+        key(b, "cause_where", 0); /* the causing call site (on the causing rank) */
+        if (f->cause1)
+            callsite_obj(a, &a->css[f->cause1 - 1], b, h, 0);
         else
             xsm_buf_puts(b, "null");
         xsm_buf_puts(b, "}");

@@ -911,11 +911,14 @@ static int settle_commit(xsm_anrank *w, const xsm_req *q, const xsm_prep *o)
     return wait_add(w, q->kind, o->causer, q->op, q->cs, q->encl, root, q->ns);
 }
 
+/* ... and the causing call's site (ccs, calling cop) counts it as caused there. */
 static int settle(xsm_anrank *c, const xsm_req *q, const xsm_vec *vc, int64_t cencl, int64_t ctb, int has_pc, uint64_t pc,
-                  uint64_t nsc)
+                  uint64_t nsc, uint32_t ccs, uint32_t cop)
 {
     xsm_prep o;
-    return settle_prep(c, q, vc, cencl, ctb, has_pc, pc, nsc, &o) ? -1 : settle_commit(c->sa->acc[q->waiter], q, &o);
+    if (settle_prep(c, q, vc, cencl, ctb, has_pc, pc, nsc, &o) || settle_commit(c->sa->acc[q->waiter], q, &o))
+        return -1;
+    return cs_add(c, ccs, cop, XSM_WAIT_NKINDS + q->kind, 1, q->ns, 0);
 }
 
 /* ---- GPU activity ------------------------------------------------------------- */
@@ -1214,7 +1217,7 @@ static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, ui
     int64_t k = crow <= UINT32_MAX ? rix_get(&c->rix, crow) : -1;
     if (k >= 0) {
         const xsm_recent *p = &c->recent[k];
-        return settle(c, &q, &p->v, p->encl, p->tb, p->has_pc, p->pc, p->nsync);
+        return settle(c, &q, &p->v, p->encl, p->tb, p->has_pc, p->pc, p->nsync, p->cs, p->op);
     }
     if (prep)
         return settle_commit(w, &q, prep);
@@ -1451,7 +1454,8 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
 
 /* The waits call `row` of rank x caused, which came before it: compared
  * with the interval v before it (settle). */
-static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t encl, int64_t tb)
+static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t encl, int64_t tb, uint32_t cs,
+                          uint32_t op)
 {
     int has_pc = x->has_sync; /* the interval v began at the last synchronising call */
     uint64_t pc = x->sync_row;
@@ -1462,7 +1466,7 @@ static int settle_waiting(xsm_anrank *x, uint64_t row, const xsm_vec *v, int64_t
         }
         xsm_req q = x->req[i];
         x->req[i] = x->req[--x->nreq];
-        if (settle(x, &q, v, encl, tb, has_pc, pc, x->nsync))
+        if (settle(x, &q, v, encl, tb, has_pc, pc, x->nsync, cs, op))
             return -1;
     }
     return 0;
@@ -1511,7 +1515,7 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, uint32_t cs, in
         if (x->nrecent < W)
             x->nrecent++;
     }
-    if (settle_waiting(x, row, &f->v, f->encl, f->t0)) /* waits this call caused */
+    if (settle_waiting(x, row, &f->v, f->encl, f->t0, cs, op)) /* waits this call caused */
         return -1;
     for (size_t i = 0; i < x->npend;) { /* collective waits of this call that came first */
         if (x->pend[i].row != (uint32_t)row) {
@@ -1693,7 +1697,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         if (!mt || close_until(x, mt, m->t_begin) || v_advance(x, mt, m->t_begin))
             return x->failed = -1;
         v_snap(x, &f->v);
-        if (x->nreq && settle_waiting(x, row, &f->v, innermost_region(mt), m->t_begin))
+        if (x->nreq && settle_waiting(x, row, &f->v, innermost_region(mt), m->t_begin, m->callsite, m->op))
             return x->failed = -1;
     }
     if (m->thread != x->main_thread) {

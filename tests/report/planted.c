@@ -103,7 +103,7 @@ int main(int argc, char **argv)
         if (rank == 0) {
             in_region("produce", ms);
             begin("send");
-            MPI_Send(&x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD);
+            MPI_Send(&x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD); /* the late_sender cause (report_e2e.py) */
             end();
         } else if (rank == 1) {
             begin("consume");

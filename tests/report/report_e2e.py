@@ -189,6 +189,13 @@ def planted(mode, np, ms, stream=False):
             fail(f"late_sender: the finding's call site {w}, expected MPI_Recv in main at planted.c:{line}")
         if f"at main (" not in top["message"] or f"planted.c:{line})" not in top["message"]:
             fail(f"late_sender: the finding's message does not name the call site: {top['message']}")
+        cline = [i + 1 for i, l in enumerate(open(src)) if "the late_sender cause (report_e2e.py)" in l][0]
+        cw = top.get("cause_where")
+        print(f"finding cause_where: {cw}")
+        if not cw or (cw["op"], cw["function"], os.path.basename(cw["file"] or ""), cw["line"]) != ("MPI_Send", "main", "planted.c", cline):
+            fail(f"late_sender: the finding's causing call site {cw}, expected MPI_Send in main at planted.c:{cline}")
+        if f"the late call is MPI_Send at main (" not in top["message"]:
+            fail(f"late_sender: the finding's message does not name the late call: {top['message']}")
         sites = [c for c in rep["callsites"] if c["op"] == "MPI_Recv" and c["line"] == line]
         if len(sites) != 1 or sites[0]["calls"] != 1 or sites[0]["ranks"] != 1 or "Late Sender" not in sites[0]["waits"]:
             fail(f"late_sender: callsites has no row for the MPI_Recv at planted.c:{line} with its Late Sender: {sites}")

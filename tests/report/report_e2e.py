@@ -401,7 +401,7 @@ def html(extra_pages):
     try:
         # the script drew the sections from the data
         dom = render(base + ["--window-size=800,600"], page,
-                     (rep["findings"][0]["kind"], "<svg", "rank 2", "solve", "MPI_Allreduce"))
+                     (rep["findings"][0]["kind"], "<svg", "rank 2", "solve", "MPI_Allreduce", "Where in the code", "planted.c:"))
         # 800 px wide: charts shrink and wide tables scroll inside, the page does not
         m = re.search(r'id="xs-ok"[^>]*data-client-width="(\d+)"[^>]*data-scroll-width="(\d+)"', dom)
         if not m or int(m.group(2)) > int(m.group(1)):

@@ -83,7 +83,9 @@ xsprof_status xsprof_string_intern(const char *name, uint32_t *id) {
     atomic_init(&e->left_max_ns, 0);
     atomic_init(&e->left_out, 0);
     memcpy(e->str, name, len + 1);
-    e->filtered = (uint8_t)xsprof_filter_excludes(e->str);
+    e->filtered = strncmp(e->str, XSPROF_FN_NAME_PREFIX, sizeof XSPROF_FN_NAME_PREFIX - 1)
+                      ? (uint8_t)xsprof_filter_excludes(e->str)
+                      : 0; /* instrument.c's, decided there */
     atomic_store_explicit(&xsprof_names_by_id[n], e, memory_order_release);
     atomic_store_explicit(&g_slots[i], e, memory_order_release);
     atomic_store_explicit(&g_count, n + 1, memory_order_release);

@@ -145,6 +145,19 @@ XSPROF_HIDDEN void xsprof_observers_end(xsprof_thread *t, uint32_t sampled, cons
 
 /* counters.c */
 XSPROF_HIDDEN xsprof_status xsprof_counters_parse(const char *spec);
+/* Sampling (sample.c, XSPROF_SAMPLE_HZ): started when the journal is
+ * created, stopped at finalize (its last samples still written), dropped
+ * in a forked child. */
+#define XSPROF_SAMPLE_HZ_MAX 10000
+/* Names of -finstrument-functions regions (instrument.c): this prefix and
+ * the function's address in hex, named by xsmerge. The filter is decided
+ * per address there, never on such a string. */
+#define XSPROF_FN_NAME_PREFIX "fn@0x"
+XSPROF_HIDDEN long xsprof_sample_hz_parse(const char *spec);
+XSPROF_HIDDEN extern _Atomic int xsprof_sample_wanted; /* XSPROF_SAMPLE_HZ is set and not 0, no journal yet */
+XSPROF_HIDDEN void xsprof_sample_start(void);
+XSPROF_HIDDEN void xsprof_sample_stop(void);
+XSPROF_HIDDEN void xsprof_sample_fork_child(void);
 /* 1 while XSPROF_COUNTERS selected counters; read inline on the region path */
 XSPROF_HIDDEN extern _Atomic int xsprof_counters_on;
 static inline int xsprof_counters_active(void) { return atomic_load_explicit(&xsprof_counters_on, memory_order_relaxed); }

@@ -30,7 +30,8 @@ enum xsprof_rec_type {
     XSPROF_REC_TOPO = 13,   /* xsprof_rec_topo: hwloc summary of this rank */
     XSPROF_REC_COMM_MORE = 14, /* xsprof_rec_comm_more: members that did not fit the COMM record */
     XSPROF_REC_STACK = 15,  /* xsprof_rec_stack: an interned call stack (definition) */
-    XSPROF_REC_MODULE = 16  /* xsprof_rec_module: an object seen loaded or gone (definition) */
+    XSPROF_REC_MODULE = 16, /* xsprof_rec_module: an object seen loaded or gone (definition) */
+    XSPROF_REC_SAMPLE = 17  /* xsprof_rec_sample: a sampled call stack of some thread */
 };
 
 typedef struct xsprof_rec_hdr {
@@ -270,6 +271,18 @@ typedef struct xsprof_rec_module {
     uint64_t lo, hi;
     int64_t t;         /* when xsprof saw it loaded / gone (xsprof clock) */
 } xsprof_rec_module; /* 56 bytes */
+
+/* A sample (XSPROF_SAMPLE_HZ): where thread `os_tid` was when its CPU
+ * time crossed the next period. The stack's frames[0] is the interrupted
+ * instruction itself (exact), the others return addresses. Written by the
+ * sampler thread, so the chunk's thread is not the sampled one. */
+typedef struct xsprof_rec_sample {
+    xsprof_rec_hdr h;
+    uint32_t stack;    /* call stack id, 0 = the stack could not be interned */
+    int64_t t;
+    int32_t os_tid;    /* kernel thread id (xsprof_rec_thread.os_tid) */
+    uint32_t pad;
+} xsprof_rec_sample; /* 24 bytes */
 
 /* Round a record size up to the 8-byte alignment of the stream. */
 static inline uint16_t xsprof_rec_size(uint32_t raw) { return (uint16_t)((raw + 7u) & ~7u); }

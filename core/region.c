@@ -35,6 +35,12 @@ xsprof_status xsprof_region_begin_id_(xsprof_name_id id, uint32_t *skip_addr) {
         tl->skip++;
         return XSPROF_ERR_NOMEM;
     }
+    /* Samples need the journal, which a program without MPI_Init would
+     * only create at its first completed region: the first region begun
+     * creates it. */
+    if (__builtin_expect(atomic_load_explicit(&xsprof_sample_wanted, memory_order_relaxed), 0) &&
+        atomic_exchange(&xsprof_sample_wanted, 0))
+        xsprof_recording_prepare();
     uint32_t d = t->depth;
     if (__builtin_expect(d >= XSPROF_MAX_DEPTH, 0)) {
         xsprof_anomaly("region nesting deeper than 256");

@@ -55,6 +55,7 @@ static void at_exit_finalize(void) {
  * path, which refuses in this state. */
 static void at_fork_child(void) {
     xsprof_names_fork_child();
+    xsprof_sample_fork_child();
     atomic_store(&xsprof_g.state, XSPROF_STATE_FAILED);
     atomic_store(&xsprof_g.collecting, 0);
     __atomic_store_n(&xsprof_scope_on_, 0, __ATOMIC_RELAXED);
@@ -122,6 +123,8 @@ __attribute__((constructor)) void xsprof_core_init(void) {
     xsprof_counters_parse(xsprof_config_get("XSPROF_COUNTERS"));
     xsprof_thresholds_init();
     xsprof_rss_init();
+    const char *hz = xsprof_config_get("XSPROF_SAMPLE_HZ"); /* parsed (and warned about) when recording starts */
+    xsprof_sample_wanted = hz && strcmp(hz, "0") != 0;
     xsprof_output_default_dir(g_output_dir, sizeof g_output_dir);
     const char *en = xsprof_config_get("XSPROF_ENABLE");
     atomic_store(&xsprof_g.user_on, !(en && (!strcmp(en, "0") || !strcmp(en, "off") || !strcmp(en, "no"))));
@@ -135,6 +138,8 @@ __attribute__((constructor)) void xsprof_core_init(void) {
         xsprof_log(XSPROF_LOG_WARN, "XSPROF_SUMMARY=1: no memory for the summary table");
     xsprof_signals_install();
     xsprof_start_hook_add(xsprof_modules_check);
+    xsprof_start_hook_add(xsprof_sample_start);
+    xsprof_finalize_hook_add(xsprof_sample_stop); /* first: its last samples may name new objects */
     xsprof_finalize_hook_add(xsprof_modules_check); /* what was unloaded meanwhile */
     pthread_atfork(xsprof_names_fork_prepare, xsprof_names_fork_parent, at_fork_child);
     atexit(at_exit_finalize);

@@ -31,6 +31,7 @@
 #define XSPROF_DS_CALLSTACKS "/definitions/callstacks"
 #define XSPROF_DS_FRAMES "/definitions/frames"
 #define XSPROF_DS_MODULES "/definitions/modules"
+#define XSPROF_DS_SAMPLES "/events/samples"
 
 typedef struct xsprof_io_region {
     int64_t t_begin;
@@ -175,5 +176,17 @@ typedef struct xsprof_io_module {
     uint32_t build_id; /* string id: hex, "" when none */
     uint32_t pad;      /* 0 */
 } xsprof_io_module;
+
+/* A sampled call stack (XSPROF_SAMPLE_HZ): thread os_tid (the kernel's
+ * id, /definitions/threads.os_tid names it when xsprof knows the thread)
+ * was at stack `stack` (id in /definitions/callstacks, whose frames[0] is
+ * the interrupted instruction itself, the others return addresses) at t.
+ * Per sampled thread in time order. Absent in files written before
+ * sampling existed (read as no rows). */
+typedef struct xsprof_io_sample {
+    int64_t t;
+    uint32_t stack; /* 0 = unknown (more distinct stacks than the table holds) */
+    int32_t os_tid;
+} xsprof_io_sample;
 
 #endif

@@ -63,7 +63,7 @@ typedef struct jr_ctx {
     xsprof_rec_arg *pending;
     size_t npending, cpending;
     /* definition capacities */
-    size_t cap_strings, cap_threads, cap_comms, cap_members, cap_topo, cap_meta, cap_stacks, cap_frames, cap_modules;
+    size_t cap_strings, cap_threads, cap_comms, cap_members, cap_topo, cap_meta, cap_stacks, cap_frames, cap_modules, cap_samples;
     /* per row of out->threads: named by a THREAD record in its own chunks */
     unsigned char *own_name;
     size_t cap_own_name;
@@ -277,6 +277,7 @@ static uint32_t jr_min_size(uint16_t type)
     case XSPROF_REC_COMM_MORE: return sizeof(xsprof_rec_comm_more) + sizeof(int32_t);
     case XSPROF_REC_STACK: return sizeof(xsprof_rec_stack) + sizeof(uint64_t);
     case XSPROF_REC_MODULE: return sizeof(xsprof_rec_module);
+    case XSPROF_REC_SAMPLE: return sizeof(xsprof_rec_sample);
     default: return 0;
     }
 }
@@ -594,6 +595,16 @@ static int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t s
             return 1;
         *fail = jr_module(c, &r);
         return *fail ? -1 : 0;
+    }
+    case XSPROF_REC_SAMPLE: {
+        xsprof_rec_sample r;
+        memcpy(&r, p, sizeof r);
+        if (jr_grow((void **)&d->samples, &c->cap_samples, d->nsamples + 1, sizeof *d->samples)) {
+            *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading samples");
+            return -1;
+        }
+        d->samples[d->nsamples++] = (xsprof_io_sample){.t = r.t, .stack = r.stack, .os_tid = r.os_tid};
+        return 0;
     }
     case XSPROF_REC_TOPO: {
         xsprof_rec_topo r;

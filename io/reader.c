@@ -79,6 +79,7 @@ void xsprof_rank_data_free(xsprof_rank_data *d)
     rd_release(d->callstacks);
     rd_release(d->frames);
     rd_release(d->modules);
+    rd_release(d->samples);
     memset(d, 0, sizeof *d);
 }
 
@@ -555,16 +556,20 @@ static xsprof_status rd_load(rd_ctx *r, xsprof_rank_data *d, unsigned stream, rd
         (void **)&d->regions, (void **)&d->args,  (void **)&d->instants, (void **)&d->counters,
         (void **)&d->mpi,     (void **)&d->gpu,   (void **)&d->mem,      (void **)&d->clock,
         (void **)&d->threads, (void **)&d->comms, (void **)&d->comm_members, (void **)&d->topo,
-        (void **)&d->meta,    (void **)&d->callstacks, (void **)&d->frames, (void **)&d->modules};
+        (void **)&d->meta,    (void **)&d->callstacks, (void **)&d->frames, (void **)&d->modules,
+        (void **)&d->samples};
     size_t *n[XSPROF_H5_STRINGS] = {&d->nregions, &d->nargs,  &d->ninstants,     &d->ncounters, &d->nmpi,
                                     &d->ngpu,     &d->nmem,   &d->nclock,        &d->nthreads,  &d->ncomms,
                                     &d->ncomm_members, &d->ntopo, &d->nmeta, &d->ncallstacks, &d->nframes,
-                                    &d->nmodules};
+                                    &d->nmodules, &d->nsamples};
     for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
         tabs[t] = (rd_tab){.ds = -1, .mem = -1};
     xsprof_status s = rd_attributes(r, d);
     for (int i = 0; s == XSPROF_OK && i < XSPROF_H5_STRINGS; i++)
-        s = i < XSPROF_IO_T_COUNT && (stream >> i & 1u) ? rd_tab_open(r, (enum xsprof_h5_ds)i, &tabs[i])
+        if (i == XSPROF_H5_SAMPLES && H5Lexists(r->file, XSPROF_DS_SAMPLES, H5P_DEFAULT) <= 0)
+            H5Eclear2(H5E_DEFAULT); /* a file from before sampling: no samples */
+        else
+            s = i < XSPROF_IO_T_COUNT && (stream >> i & 1u) ? rd_tab_open(r, (enum xsprof_h5_ds)i, &tabs[i])
                                                          : rd_table(r, (enum xsprof_h5_ds)i, rows[i], n[i]);
     size_t nstrings = 0;
     if (s == XSPROF_OK)

@@ -52,6 +52,7 @@ typedef struct xsprof_rank_data {
     xsprof_io_callstack *callstacks; size_t ncallstacks;
     uint64_t *frames;          size_t nframes;
     xsprof_io_module *modules; size_t nmodules;
+    xsprof_io_sample *samples; size_t nsamples;
 } xsprof_rank_data;
 
 /* Load a whole rank file. On error `out` is left empty (safe to free). */

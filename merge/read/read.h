@@ -27,7 +27,8 @@ typedef struct xsm_candidate {
     X(regions, nregions, 1) X(args, nargs, 1) X(instants, ninstants, 1) X(counters, ncounters, 1)         \
     X(mpi, nmpi, 1) X(gpu, ngpu, 1) X(mem, nmem, 1) X(clock, nclock, 0) X(threads, nthreads, 0)            \
     X(comms, ncomms, 0) X(comm_members, ncomm_members, 0) X(topo, ntopo, 0) X(meta, nmeta, 0)            \
-    X(callstacks, ncallstacks, 0) X(frames, nframes, 0) X(modules, nmodules, 0)
+    X(callstacks, ncallstacks, 0) X(frames, nframes, 0) X(modules, nmodules, 0)  \
+    X(samples, nsamples, 0)
 
 /* What loading one candidate produced. */
 typedef struct xsm_loaded {

@@ -47,6 +47,12 @@ void fuzz_walk_code(const xsprof_rank_data *d)
         for (uint32_t k = 0; k < c->depth; k++)
             sum += d->frames[c->frames + k];
     }
+    for (size_t i = 0; i < d->nsamples; i++) { /* a sample's stack may be missing (damage): looked up */
+        const xsprof_io_callstack *c = xsprof_rank_data_callstack(d, d->samples[i].stack);
+        if (c && (c->frames > d->nframes || c->depth > d->nframes - c->frames))
+            abort();
+        sum += c ? d->frames[c->frames] : (uint64_t)d->samples[i].t;
+    }
     for (size_t i = 0; i < d->nmodules; i++) {
         sum += strlen(xsprof_rank_data_string(d, d->modules[i].path));
         sum += strlen(xsprof_rank_data_string(d, d->modules[i].build_id));

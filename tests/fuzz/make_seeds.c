@@ -250,6 +250,13 @@ static void seed_mpi(sj *j)
     sj_module(j, 0, 2, XSPROF_MODULE_GONE, lib, 0x7f0000000000, 150);
     sj_stack(j, 0, 1, 1, 0x401234);
     sj_stack(j, 0, 2, 3, 0x401300);
+    /* samples of two threads written by a third (the sampler), one of a
+     * stack never defined (cut off by damage in a real journal) */
+    for (int i = 0; i < 3; i++) {
+        xsprof_rec_sample sm = {.h = {XSPROF_REC_SAMPLE, 0}, .stack = i == 2 ? 7 : 2 - (uint32_t)i,
+                                .t = 110 + 10 * i, .os_tid = 4000 + (i & 1)};
+        sj_rec(j, 2, &sm, sizeof sm);
+    }
     xsprof_rec_mpi mp;
     memset(&mp, 0, sizeof mp);
     mp.h.type = XSPROF_REC_MPI;
@@ -325,6 +332,7 @@ static void convert(const char *jpath, const char *h5path, const char *state)
     }
     /* the MPI seed's definitions survive the conversion, in id order */
     if (d.nmpi && (d.ncallstacks != 2 || d.nframes != 4 || d.nmodules != 2 || d.modules[1].t_unload != 150 ||
+                   d.nsamples != 3 || d.samples[1].os_tid != 4001 || d.samples[2].stack != 7 ||
                    d.modules[1].t_load != 50 || !xsprof_rank_data_callstack(&d, 2))) {
         fprintf(stderr, "make_seeds: %s: call stacks or modules lost\n", h5path);
         exit(1);

@@ -46,6 +46,8 @@ xsprof_status xsprof_filter_parse(const char *spec) {
     return XSPROF_OK;
 }
 
+int xsprof_filter_active(void) { return g_npat > 0; }
+
 int xsprof_filter_excludes(const char *name) {
     int included = g_ninclude == 0;
     for (int i = 0; i < g_npat; i++) {

@@ -30,7 +30,7 @@ typedef struct fn_entry {
 
 /* Zero pages until a function lands in them. */
 static _Atomic(fn_entry *) g_fn[FN_SLOTS];
-static _Atomic int g_full_warned;
+static _Atomic int g_full_warned, g_deep_noted, g_unnamed_noted;
 
 static inline uint32_t fn_slot(uintptr_t a) {
     return (uint32_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> (64 - FN_BITS));
@@ -46,6 +46,9 @@ static xsprof_name_id fn_insert(uintptr_t a, uint32_t i) {
     Dl_info info;
     const char *sym = dladdr((void *)a, &info) && info.dli_sname && (uintptr_t)info.dli_saddr == a ? info.dli_sname
                                                                                                    : name;
+    if (sym == name && xsprof_filter_active() && !atomic_exchange(&g_unnamed_noted, 1))
+        xsprof_log(XSPROF_LOG_WARN, "XSPROF_FILTER: instrumented functions without a dynamic symbol are filtered as "
+                   "fn@0x<address> (first: %s); link the program with -rdynamic to filter them by name", name);
     int filtered = xsprof_filter_excludes(sym);
     xsprof_modules_check(); /* the object holding it is listed before a region names it */
     fn_entry *e = malloc(sizeof *e);
@@ -98,7 +101,13 @@ __attribute__((visibility("default"))) void __cyg_profile_func_exit(void *fn, vo
 
 void __cyg_profile_func_enter(void *fn, void *site) {
     (void)site;
-    if (!__atomic_load_n(&xsprof_scope_on_, __ATOMIC_RELAXED)) {
+    const xsprof_thread *t = xsprof_tl_.thread;
+    if (!__atomic_load_n(&xsprof_scope_on_, __ATOMIC_RELAXED) || (t && t->depth >= XSPROF_MAX_DEPTH)) {
+        /* Recursion deeper than the region stack is normal here, not API
+         * misuse: the deeper calls go unrecorded, with one note. */
+        if (t && t->depth >= XSPROF_MAX_DEPTH && !atomic_exchange(&g_deep_noted, 1))
+            xsprof_log(XSPROF_LOG_WARN, "functions nested deeper than %d levels: the deeper calls are not recorded "
+                       "as regions", XSPROF_MAX_DEPTH);
         xsprof_tl_.skip++;
         return;
     }

@@ -136,6 +136,7 @@ XSPROF_HIDDEN size_t xsprof_funcname_compact(const char *pretty, char *out, size
 
 /* filter.c */
 XSPROF_HIDDEN xsprof_status xsprof_filter_parse(const char *spec);
+XSPROF_HIDDEN int xsprof_filter_active(void); /* XSPROF_FILTER has patterns */
 XSPROF_HIDDEN int xsprof_filter_excludes(const char *name);
 
 /* observer.c */

@@ -12,8 +12,8 @@
  * allocates nothing, takes no lock and writes no record: a sampler thread
  * drains the rings, interns the stacks (core/callstack.c, the call sites'
  * table) and appends SAMPLE records, and finds the threads to sample by
- * listing /proc/self/task, so threads that never call xsprof are sampled
- * too. */
+ * listing /proc/self/task every 20 ms, so threads that never call xsprof
+ * are sampled too. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* ucontext registers, F_SETSIG, F_SETOWN_EX, SIGEV_THREAD_ID */
 #endif
@@ -36,7 +36,7 @@
 
 #define RING 64u           /* samples a thread can hold between two drains (power of 2) */
 #define FD_MAX 4096        /* perf events are found by descriptor: those below this */
-#define SCAN_NS 100000000  /* new threads are looked for every 100 ms */
+#define SCAN_NS 20000000   /* new threads are looked for every 20 ms */
 
 enum { MODE_OFF = 0, MODE_PERF = 1, MODE_TIMER = 2 };
 
@@ -336,7 +336,7 @@ static void *sampler_main(void *arg) {
     xsprof_thread_name("xsprof sampler");
     /* drained at least twice per ring's worth of samples */
     int64_t drain_ns = 500000000LL * RING / 2 / g_hz;
-    drain_ns = drain_ns > 50000000 ? 50000000 : drain_ns < 1000000 ? 1000000 : drain_ns;
+    drain_ns = drain_ns > SCAN_NS ? SCAN_NS : drain_ns < 1000000 ? 1000000 : drain_ns;
     int64_t next_scan = 0;
     pthread_mutex_lock(&g_wait_lock);
     while (!atomic_load(&g_stop)) {

@@ -207,6 +207,7 @@ static void xsm_load_one(const xsm_candidate *c, xsm_loaded *l)
                                            : xsprof_rankfile_load(c->h5, &l->d, e1, sizeof e1);
         if (st == XSPROF_OK) {
             l->status = 0;
+            xsm_read_name_functions(&l->d);
             return;
         }
         xsprof_rank_data_free(&l->d);
@@ -219,6 +220,7 @@ static void xsm_load_one(const xsm_candidate *c, xsm_loaded *l)
     }
     if (xsprof_journal_load(c->xsj, &l->d, e2, sizeof e2) == XSPROF_OK) {
         l->status = 0;
+        xsm_read_name_functions(&l->d);
         if (c->h5[0])
             (void)xsm_err_set(l->note, sizeof l->note, "rank %d: %s; recovered from journal %s (end state: %s)", (int)l->d.rank,
                      e1, c->xsj, l->d.end_state[0] ? l->d.end_state : "unknown");

@@ -147,6 +147,11 @@ void *xsm_chunks_raw_plan(int64_t dataset, int64_t mem_type, size_t row_size);
 void xsm_chunks_raw_free(void *plan);
 int xsm_chunks_raw_rows(const xsprof_raw_table *t, uint64_t first, uint64_t n, void *buf);
 
+/* Region names "fn@0x<address>" (-finstrument-functions regions, named
+ * by address at capture) replaced by the function's name (fnames.c);
+ * done for every rank as it is loaded. */
+void xsm_read_name_functions(xsprof_rank_data *d);
+
 /* List the rank files of dir (or the single file `dir`), sorted by rank.
  * Returns 0, or 1 with err naming the path. */
 int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, size_t errlen);

@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""tests/mpi/check_sampling.py — XSPROF_SAMPLE_HZ end to end: mpi_sample
+(-O2 -g, no frame pointers, unmodified, libxsprof-mpi.so preloaded) under
+mpiexec; its rank files hold samples whose stacks merge/symbols (through
+xsm_samples) resolves to heavy() and light() in their files, about 70 % / 30 %
+of the compute, with their callers (step <- main); the thread started after
+MPI_Init is sampled too, the forked child is not; xsmerge merges the run.
+Then the bad inputs and the fallbacks, each a one-line message:
+XSPROF_SAMPLE_HZ=abc (off), =0 (off, silent), =100000 (clamped), perf events
+refused (CPU-time timers), perf and timers refused (no samples, the run goes on).
+
+usage: check_sampling.py XSM_SAMPLES XSMERGE PROGRAM HOT_SRC COLD_SRC
+Environment (set by xsprof_add_test): MPIEXEC, XSPROF_MPI_LIB, XSPROF_BUILD."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import h5py
+
+FAILS = []
+RUNS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("check_sampling: FAILED:", what)
+
+
+def marks(path):
+    out = {}
+    for no, line in enumerate(open(path), 1):
+        m = re.search(r"/\* ([A-Z_]+) \*/\s*$", line)
+        if m:
+            out[m.group(1)] = no
+    return out
+
+
+def run(name, np, env, units, program):
+    run_dir = os.path.join(os.environ.get("XSPROF_BUILD", "."), "tests", "mpi", "runs", "sampling_" + name)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    RUNS.append(run_dir)
+    cmd = [os.environ.get("MPIEXEC") or "mpiexec", "-np", str(np), "--oversubscribe",
+           "-x", "LD_PRELOAD=" + os.environ["XSPROF_MPI_LIB"], "-x", "XSPROF_OUTPUT=" + run_dir]
+    for k, v in env.items():
+        cmd += ["-x", "%s=%s" % (k, v)]
+    p = subprocess.run(cmd + [program, str(units)], capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0, "%s: the program exits 0 (%d): %s" % (name, p.returncode, p.stderr))
+    return run_dir, p.stderr
+
+
+def samples(xsm, run_dir):
+    """{rank: {"n": samples, "threads": T, "leaf": {fn: [(where, n)]}, "path": {path: n}}}"""
+    files = sorted(os.path.join(run_dir, f) for f in os.listdir(run_dir) if f.endswith(".h5"))
+    p = subprocess.run([xsm] + files, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        sys.exit("check_sampling: xsm_samples failed: " + p.stderr)
+    out = {}
+    for line in p.stdout.splitlines():
+        f = line.split("\t")
+        if f[0] == "rank":
+            out[int(f[1])] = {"n": int(f[3]), "threads": int(f[5]), "leaf": {}, "path": {}}
+        elif f[0] == "leaf":
+            out[int(f[1])]["leaf"].setdefault(f[2], []).append((f[3], int(f[4])))
+        elif f[0] == "path":
+            out[int(f[1])]["path"][f[2]] = int(f[3])
+    return out
+
+
+def leaf_n(r, fn):
+    return sum(n for _, n in r["leaf"].get(fn, []))
+
+
+def sampling_lines(err):
+    return [l for l in err.splitlines() if "XSPROF_SAMPLE_HZ" in l]
+
+
+def main():
+    if len(sys.argv) != 6:
+        sys.exit(__doc__)
+    xsm, xsmerge, program, hot_src, cold_src = sys.argv[1:]
+    hot_line, cold_line = marks(hot_src)["HEAVY_LOOP"], marks(cold_src)["LIGHT_LOOP"]
+    hot, cold = os.path.basename(hot_src), os.path.basename(cold_src)
+
+    run_dir, err = run("main", 2, {"XSPROF_SAMPLE_HZ": "1000"}, 15, program)
+    check(not sampling_lines(err), "no message at a valid rate: %s" % sampling_lines(err))
+    res = samples(xsm, run_dir)
+    print(res)
+    for rank in (0, 1):
+        r = res.get(rank)
+        if not r:
+            check(False, "rank %d has samples" % rank)
+            continue
+        h, c = leaf_n(r, "heavy"), leaf_n(r, "light")
+        share = 100.0 * h / (h + c) if h + c else 0
+        check(h + c >= 200, "rank %d: at least 200 samples in heavy and light at 1 kHz: %d" % (rank, h + c))
+        check(abs(share - 70) <= 5, "rank %d: heavy has 70 %% +- 5 of heavy + light: %.1f %%" % (rank, share))
+        for fn, src, line in (("heavy", hot, hot_line), ("light", cold, cold_line)):
+            wheres = sorted(r["leaf"].get(fn, []), key=lambda x: -x[1])
+            top = wheres[0][0] if wheres else ""
+            m = re.fullmatch(r"(.*):(\d+)", top)
+            check(m and os.path.basename(m.group(1)) == src and int(m.group(2)) in (line, line + 1),
+                  "rank %d: %s's samples are in its loop, %s:%d: %s" % (rank, fn, src, line, wheres))
+        for fn in ("heavy", "light"):
+            check(r["path"].get(fn + "<step<main", 0) >= 0.9 * leaf_n(r, fn),
+                  "rank %d: %s's samples unwind to step <- main (no frame pointers): %s" % (rank, fn, r["path"]))
+        check(r["threads"] >= 2 and r["path"].get("burn<thread_work<start_thread", 0) > 0,
+              "rank %d: the thread started after MPI_Init is sampled (burn <- thread_work): %s" % (rank, r["path"]))
+        check(not [k for k in r["path"] if "child_work" in k], "rank %d: the forked child is not sampled" % rank)
+    with h5py.File(os.path.join(run_dir, "rank-00000.h5"), "r") as f:
+        sm = f["/events/samples"][:]
+        names = [s.decode() for s in f["/definitions/strings"][:]]
+        threads = f["/definitions/threads"][:]
+        main_tid = [t["os_tid"] for t in threads if names[t["name"]] == "main"]
+        check(main_tid and (sm["os_tid"] == main_tid[0]).sum() > 0.5 * len(sm),
+              "most samples are the main thread's (os_tid %s)" % main_tid)
+        check(len(sm) and all((sm["stack"] > 0)), "every sample has a call stack")
+    p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-merged"], capture_output=True, text=True, timeout=300)
+    RUNS.append(run_dir + "-merged")
+    check(p.returncode == 0, "xsmerge merges a run with samples: %s" % p.stderr)
+
+    # bad input and fallbacks: one rank, a short run
+    cases = [("abc", {"XSPROF_SAMPLE_HZ": "abc"}, "is not a rate", False),
+             ("zero", {"XSPROF_SAMPLE_HZ": "0"}, None, False),
+             ("clamped", {"XSPROF_SAMPLE_HZ": "100000"}, "sampling at 10000 per second", True),
+             ("no_perf", {"XSPROF_SAMPLE_HZ": "1000", "XSPROF_TEST_SAMPLE_REFUSE": "perf"},
+              "CPU-time timers instead", True),
+             ("refused", {"XSPROF_SAMPLE_HZ": "1000", "XSPROF_TEST_SAMPLE_REFUSE": "all"},
+              "the run goes on without samples", False)]
+    for name, env, text, want_samples in cases:
+        run_dir, err = run(name, 1, env, 3, program)
+        lines = sampling_lines(err)
+        if text:
+            check(len(lines) == 1 and text in lines[0], "%s: one line saying '%s': %s" % (name, text, lines))
+        else:
+            check(not lines, "%s: no message: %s" % (name, lines))
+        res = samples(xsm, run_dir)
+        n = res.get(0, {}).get("n", 0)
+        check((n > 0) == want_samples, "%s: %s (%d)" % (name, "samples" if want_samples else "no samples", n))
+        if want_samples and name == "no_perf":
+            check(leaf_n(res[0], "heavy") > 0 and res[0]["path"].get("heavy<step<main", 0) > 0,
+                  "timer samples unwind too: %s" % res[0]["path"])
+    if FAILS:
+        sys.exit("check_sampling: %d failures (runs kept under %s)" % (len(FAILS), os.path.dirname(RUNS[0])))
+    for d in RUNS:
+        shutil.rmtree(d, ignore_errors=True)
+    print("check_sampling: all checks passed")
+
+
+if __name__ == "__main__":
+    main()

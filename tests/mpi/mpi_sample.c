@@ -1,0 +1,53 @@
+/* tests/mpi/mpi_sample.c — a CPU-bound MPI program for XSPROF_SAMPLE_HZ
+ * (check_sampling.py), built as Debian builds (-O2 -g, no frame pointers)
+ * and run unmodified under LD_PRELOAD. Each iteration burns 7 units of
+ * CPU in heavy() (mpi_sample_hot.c) and 3 in light() (mpi_sample_cold.c),
+ * the same loop, so about 70 % / 30 % of the compute; a thread started
+ * after MPI_Init burns its own CPU in thread_work(); a forked child burns
+ * some in child_work() and exits. usage: mpi_sample [UNITS] */
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+double heavy(long units);
+double light(long units);
+double burn(long units);
+
+__attribute__((noinline)) static void *thread_work(void *arg)
+{
+    static double r;
+    r = burn((long)(intptr_t)arg);
+    return &r;
+}
+
+__attribute__((noinline)) static double child_work(long units) { return burn(units); }
+
+__attribute__((noinline)) static double step(long units) { return heavy(7 * units) + light(3 * units); }
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    long units = argc > 1 ? atol(argv[1]) : 40;
+    pthread_t th;
+    pthread_create(&th, NULL, thread_work, (void *)(intptr_t)(units * 2));
+    double s = 0;
+    for (long it = 0; it < units; it++) {
+        s += step(1);
+        MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        if (it == units / 2) {
+            pid_t pid = fork();
+            if (pid == 0)
+                _exit(child_work(units) > 0 ? 0 : 1);
+            if (pid > 0)
+                waitpid(pid, NULL, 0);
+        }
+    }
+    void *r;
+    pthread_join(th, &r);
+    printf("%g %g\n", s, *(double *)r);
+    MPI_Finalize();
+    return 0;
+}

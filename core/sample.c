@@ -401,34 +401,51 @@ static int paranoid_level(void) {
     return v;
 }
 
-/* Which clock threads get: perf if the calling thread can have one, else a
- * timer (one warning), else none (one warning). */
 static slot g_probe = {.fd = -1}; /* static: a signal may still name it after the probe */
 
+/* Which clock threads get (XSPROF_SAMPLE_CLOCK): auto, perf if the calling
+ * thread can have one, else a timer (one warning), else none (one
+ * warning); perf or timer alone when asked for. */
 static int mode_choose(void) {
     slot *probe = &g_probe;
-    int32_t self = gettid_();
-    g_mode = MODE_PERF;
-    if (!arm(probe, self)) {
-        slot_disarm(probe);
-        return MODE_PERF;
+    const char *want = xsprof_config_get("XSPROF_SAMPLE_CLOCK");
+    if (want && strcmp(want, "auto") && strcmp(want, "perf") && strcmp(want, "timer")) {
+        xsprof_log(XSPROF_LOG_WARN, "XSPROF_SAMPLE_CLOCK=%s is not auto, perf or timer; using auto", want);
+        want = NULL;
     }
-    int perf_errno = errno;
-    int par = paranoid_level();
-    char why[96];
-    if (par > 2 && (perf_errno == EACCES || perf_errno == EPERM))
-        snprintf(why, sizeof why, "%s, perf_event_paranoid is %d", strerror(perf_errno), par);
-    else
-        snprintf(why, sizeof why, "%s", strerror(perf_errno));
+    int32_t self = gettid_();
+    char why[96] = "";
+    if (!want || strcmp(want, "timer")) {
+        g_mode = MODE_PERF;
+        if (!arm(probe, self)) {
+            slot_disarm(probe);
+            return MODE_PERF;
+        }
+        int perf_errno = errno, par = paranoid_level();
+        if (par > 2 && (perf_errno == EACCES || perf_errno == EPERM))
+            snprintf(why, sizeof why, "%s, perf_event_paranoid is %d", strerror(perf_errno), par);
+        else
+            snprintf(why, sizeof why, "%s", strerror(perf_errno));
+        if (want) {
+            xsprof_log(XSPROF_LOG_WARN, "XSPROF_SAMPLE_HZ: perf_event_open refused (%s) and XSPROF_SAMPLE_CLOCK=perf: "
+                       "the run goes on without samples", why);
+            return MODE_OFF;
+        }
+    }
     g_mode = MODE_TIMER;
     if (!arm(probe, self)) {
         slot_disarm(probe);
-        xsprof_log(XSPROF_LOG_WARN, "XSPROF_SAMPLE_HZ: perf_event_open refused (%s): sampling with per-thread "
-                   "CPU-time timers instead", why);
+        if (!want)
+            xsprof_log(XSPROF_LOG_WARN, "XSPROF_SAMPLE_HZ: perf_event_open refused (%s): sampling with per-thread "
+                       "CPU-time timers instead", why);
         return MODE_TIMER;
     }
-    xsprof_log(XSPROF_LOG_WARN, "XSPROF_SAMPLE_HZ: perf_event_open refused (%s) and no CPU-time timer either (%s): "
-               "the run goes on without samples", why, strerror(errno));
+    if (want)
+        xsprof_log(XSPROF_LOG_WARN, "XSPROF_SAMPLE_HZ: no CPU-time timer (%s): the run goes on without samples",
+                   strerror(errno));
+    else
+        xsprof_log(XSPROF_LOG_WARN, "XSPROF_SAMPLE_HZ: perf_event_open refused (%s) and no CPU-time timer either "
+                   "(%s): the run goes on without samples", why, strerror(errno));
     return MODE_OFF;
 }
 

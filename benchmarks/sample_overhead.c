@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < NRATES; k++) {
             char dir[600], arg[32];
-            snprintf(dir, sizeof dir, "%s/r%d-%s", base, r, rates[k]);
+            snprintf(dir, sizeof dir, "%s/r%d-k%d", base, r, k);
             snprintf(arg, sizeof arg, "%ld", n);
             int fd[2];
             if (pipe(fd) != 0)

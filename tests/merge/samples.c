@@ -103,7 +103,10 @@ int main(int argc, char **argv)
         xsprof_rank_data d;
         memset(&d, 0, sizeof d);
         char err[512];
-        if (xsprof_rankfile_load(argv[k], &d, err, sizeof err) != XSPROF_OK) {
+        size_t len = strlen(argv[k]);
+        int journal = len > 4 && !strcmp(argv[k] + len - 4, ".xsj"); /* a dead rank's */
+        if ((journal ? xsprof_journal_load(argv[k], &d, err, sizeof err)
+                     : xsprof_rankfile_load(argv[k], &d, err, sizeof err)) != XSPROF_OK) {
             fprintf(stderr, "xsm_samples: %s\n", err);
             rc = 1;
             continue;

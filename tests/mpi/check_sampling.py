@@ -4,7 +4,8 @@
 mpiexec; its rank files hold samples whose stacks merge/symbols (through
 xsm_samples) resolves to heavy() and light() in their files, about 70 % / 30 %
 of the compute, with their callers (step <- main); the thread started after
-MPI_Init is sampled too, the forked child is not; xsmerge merges the run.
+MPI_Init is sampled too, the forked child is not; xsmerge merges the run; a
+rank killed by SIGKILL leaves its samples in its journal.
 Then the bad inputs and the fallbacks, each a one-line message:
 XSPROF_SAMPLE_HZ=abc (off), =0 (off, silent), =100000 (clamped), perf events
 refused (CPU-time timers), perf and timers refused (no samples, the run goes on).
@@ -38,7 +39,7 @@ def marks(path):
     return out
 
 
-def run(name, np, env, units, program):
+def run(name, np, env, units, program, extra=()):
     run_dir = os.path.join(os.environ.get("XSPROF_BUILD", "."), "tests", "mpi", "runs", "sampling_" + name)
     shutil.rmtree(run_dir, ignore_errors=True)
     RUNS.append(run_dir)
@@ -46,14 +47,15 @@ def run(name, np, env, units, program):
            "-x", "LD_PRELOAD=" + os.environ["XSPROF_MPI_LIB"], "-x", "XSPROF_OUTPUT=" + run_dir]
     for k, v in env.items():
         cmd += ["-x", "%s=%s" % (k, v)]
-    p = subprocess.run(cmd + [program, str(units)], capture_output=True, text=True, timeout=300)
-    check(p.returncode == 0, "%s: the program exits 0 (%d): %s" % (name, p.returncode, p.stderr))
+    p = subprocess.run(cmd + [program, str(units)] + list(extra), capture_output=True, text=True, timeout=300)
+    check((p.returncode == 0) == (not extra), "%s: the program exits %s (%d): %s"
+          % (name, "0" if not extra else "by the signal", p.returncode, p.stderr))
     return run_dir, p.stderr
 
 
 def samples(xsm, run_dir):
     """{rank: {"n": samples, "threads": T, "leaf": {fn: [(where, n)]}, "path": {path: n}}}"""
-    files = sorted(os.path.join(run_dir, f) for f in os.listdir(run_dir) if f.endswith(".h5"))
+    files = sorted(os.path.join(run_dir, f) for f in os.listdir(run_dir) if f.endswith(".h5") or f.endswith(".xsj"))
     p = subprocess.run([xsm] + files, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         sys.exit("check_sampling: xsm_samples failed: " + p.stderr)
@@ -120,6 +122,19 @@ def main():
     p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-merged"], capture_output=True, text=True, timeout=300)
     RUNS.append(run_dir + "-merged")
     check(p.returncode == 0, "xsmerge merges a run with samples: %s" % p.stderr)
+
+    # a rank killed by SIGKILL: its journal keeps the samples drained before
+    # the death (all but the last few ms), recovered as xsmerge recovers it
+    run_dir, err = run("killed", 1, {"XSPROF_SAMPLE_HZ": "1000"}, 5, program, ["die"])
+    files = sorted(os.listdir(run_dir))
+    check(files == ["rank-00000.xsj"], "the killed rank leaves its journal only: %s" % files)
+    res = samples(xsm, run_dir).get(0, {"n": 0, "leaf": {}, "path": {}})
+    h, c = leaf_n(res, "heavy"), leaf_n(res, "light")
+    check(h + c >= 60 and res["path"].get("heavy<step<main", 0) > 0,
+          "the journal of the killed rank holds resolvable samples: %d in heavy, %d in light" % (h, c))
+    p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-merged"], capture_output=True, text=True, timeout=300)
+    RUNS.append(run_dir + "-merged")
+    check(p.returncode == 0 and "recovered" in p.stderr + p.stdout, "xsmerge recovers the killed rank: %s" % p.stderr)
 
     # bad input and fallbacks: one rank, a short run
     cases = [("abc", {"XSPROF_SAMPLE_HZ": "abc"}, "is not a rate", False),

@@ -4,11 +4,14 @@
  * CPU in heavy() (mpi_sample_hot.c) and 3 in light() (mpi_sample_cold.c),
  * the same loop, so about 70 % / 30 % of the compute; a thread started
  * after MPI_Init burns its own CPU in thread_work(); a forked child burns
- * some in child_work() and exits. usage: mpi_sample [UNITS] */
+ * some in child_work() and exits. usage: mpi_sample [UNITS [die]]: with
+ * "die", the last rank kills itself (SIGKILL) after its work. */
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +34,10 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     long units = argc > 1 ? atol(argv[1]) : 40;
+    int die = argc > 2 && !strcmp(argv[2], "die"); /* the last rank dies by SIGKILL once done computing */
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
     pthread_t th;
     pthread_create(&th, NULL, thread_work, (void *)(intptr_t)(units * 2));
     double s = 0;
@@ -47,6 +54,8 @@ int main(int argc, char **argv)
     }
     void *r;
     pthread_join(th, &r);
+    if (die && rank == size - 1)
+        raise(SIGKILL); /* no handler runs: the journal keeps what was recorded */
     printf("%g %g\n", s, *(double *)r);
     MPI_Finalize();
     return 0;

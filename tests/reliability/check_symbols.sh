@@ -3,7 +3,8 @@
 # of each shared library defines only the public API (xsprof_*), the MPI
 # interposers (MPI_*, PMPI_*), the Fortran MPI bindings in every name
 # mangling compilers use (mpi_send, mpi_send_, mpi_send__; MPI_SEND falls
-# under MPI_*), Open MPI's mpi_f08 entry points (ompi_send_f) and the NVTX injection entry point; plus _init/_fini when the toolchain
+# under MPI_*), Open MPI's mpi_f08 entry points (ompi_send_f), the NVTX injection entry point and
+# the -finstrument-functions hooks (__cyg_profile_func_enter/_exit); plus _init/_fini when the toolchain
 # emits them. Anything else (an HDF5, hwloc or helper symbol leaking out)
 # could interpose on the application's own libraries.
 # usage: check_symbols.sh LIB REQUIRED_SYMBOL...
@@ -15,7 +16,7 @@ if [ ! -f "$lib" ]; then
   echo "FAIL: $lib does not exist (build-tree contract: build/lib)"
   exit 1
 fi
-allowed='^(xsprof_[A-Za-z0-9_]+|MPI_[A-Za-z0-9_]+|PMPI_[A-Za-z0-9_]+|mpi_[a-z0-9_]+|ompi_[a-z0-9_]+_f|InitializeInjectionNvtx2|_init|_fini)$'
+allowed='^(xsprof_[A-Za-z0-9_]+|MPI_[A-Za-z0-9_]+|PMPI_[A-Za-z0-9_]+|mpi_[a-z0-9_]+|ompi_[a-z0-9_]+_f|InitializeInjectionNvtx2|__cyg_profile_func_(enter|exit)|_init|_fini)$'
 syms=$(nm -D --defined-only "$lib" | awk 'NF >= 3 {print $3}' | sed 's/@.*//' | sort -u)
 if [ -z "$syms" ]; then
   echo "FAIL: nm -D found no defined symbols in $lib"
@@ -37,6 +38,6 @@ done
 n=$(printf '%s\n' "$syms" | wc -l)
 echo "$lib: $n exported symbols: xsprof_* $(printf '%s\n' "$syms" | grep -c '^xsprof_')," \
   "MPI_* $(printf '%s\n' "$syms" | grep -c '^MPI_'), PMPI_* $(printf '%s\n' "$syms" | grep -c '^PMPI_')," \
-  "Fortran $(printf '%s\n' "$syms" | grep -c '^mpi_') + mpi_f08 $(printf '%s\n' "$syms" | grep -c '^ompi_'), other allowed $(printf '%s\n' "$syms" | grep -Ec '^(InitializeInjectionNvtx2|_init|_fini)$')"
+  "Fortran $(printf '%s\n' "$syms" | grep -c '^mpi_') + mpi_f08 $(printf '%s\n' "$syms" | grep -c '^ompi_'), other allowed $(printf '%s\n' "$syms" | grep -Ec '^(InitializeInjectionNvtx2|__cyg_profile_func_(enter|exit)|_init|_fini)$')"
 [ $status = 0 ] && echo "OK: only allowed symbols"
 exit $status

@@ -52,7 +52,7 @@ typedef struct entry {
 typedef struct slot {
     struct slot *next;
     _Atomic int32_t tid;         /* 0: free */
-    int fd;                      /* perf event, -1 none */
+    _Atomic int fd;              /* perf event, -1 none */
     int has_timer;
     timer_t timer;
     int seen;                    /* in the last /proc/self/task listing */
@@ -131,8 +131,9 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv) {
                 atomic_store_explicit(&s->head, h + 1, memory_order_release);
         }
     }
-    if (s->fd >= 0)
-        ioctl(s->fd, PERF_EVENT_IOC_REFRESH, 1); /* the next overflow signals again */
+    int fd = atomic_load_explicit(&s->fd, memory_order_relaxed);
+    if (fd >= 0)
+        ioctl(fd, PERF_EVENT_IOC_REFRESH, 1); /* the next overflow signals again */
 done:
     atomic_store_explicit(&s->busy, 0, memory_order_release);
 out:
@@ -190,13 +191,13 @@ static int perf_open(slot *s, int32_t tid) {
         errno = e;
         return -1;
     }
-    s->fd = fd;
+    atomic_store_explicit(&s->fd, fd, memory_order_relaxed);
     atomic_store_explicit(&g_by_fd[fd], s, memory_order_release);
     if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1)) {
         int e = errno;
         atomic_store(&g_by_fd[fd], NULL);
+        atomic_store(&s->fd, -1);
         close(fd);
-        s->fd = -1;
         errno = e;
         return -1;
     }
@@ -234,24 +235,30 @@ static int timer_open(slot *s, int32_t tid) {
 
 /* Stop signalling for s; its ring is drained after. */
 static void slot_disarm(slot *s) {
-    if (s->fd >= 0) {
-        ioctl(s->fd, PERF_EVENT_IOC_DISABLE, 0);
-        atomic_store_explicit(&g_by_fd[s->fd], NULL, memory_order_release);
-        close(s->fd);
-        s->fd = -1;
+    int fd = atomic_load_explicit(&s->fd, memory_order_relaxed);
+    if (fd >= 0) {
+        ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+        atomic_store_explicit(&g_by_fd[fd], NULL, memory_order_release);
     }
     if (s->has_timer) {
         timer_delete(s->timer);
         s->has_timer = 0;
     }
-    /* a handler already past its lookup finishes with the ring first */
+    /* a handler already past its lookup finishes (and re-arms) first: the
+     * descriptor is closed after, so it never names another file */
     for (int spin = 0; atomic_load_explicit(&s->busy, memory_order_acquire) && spin < 100000; spin++)
         sched_yield();
+    if (fd >= 0) {
+        atomic_store_explicit(&s->fd, -1, memory_order_relaxed);
+        close(fd);
+    }
 }
 
-/* Samples of s into records (definitions at the end: finalize has turned
- * ordinary records off by then). */
-static void slot_drain(slot *s, int final) {
+/* Samples of s into records. Every sample in a ring was taken while the
+ * session recorded, so it is written like a definition: also once the
+ * session stopped or finalize began (which turns ordinary records off
+ * before it stops the sampler). */
+static void slot_drain(slot *s) {
     uint32_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
     uint32_t h = atomic_load_explicit(&s->head, memory_order_acquire);
     int32_t tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
@@ -259,7 +266,7 @@ static void slot_drain(slot *s, int final) {
         const entry *e = &s->ring[t & (RING - 1)];
         xsprof_rec_sample r = {.h = {XSPROF_REC_SAMPLE, sizeof r}, .t = e->t, .os_tid = tid};
         r.stack = xsprof_callstack_intern(e->pcs, e->n);
-        xsprof_buf_append(&r, sizeof r, final);
+        xsprof_buf_append(&r, sizeof r, 1);
     }
     atomic_store_explicit(&s->tail, t, memory_order_release);
     uint64_t lost = atomic_exchange_explicit(&s->lost, 0, memory_order_relaxed);
@@ -285,7 +292,7 @@ static slot *slot_take(void) {
     slot *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->fd = -1;
+    atomic_init(&s->fd, -1);
     s->next = g_slots;
     g_slots = s;
     return s;
@@ -321,7 +328,7 @@ static void scan_threads(void) {
     for (slot *s = g_slots; s; s = s->next)
         if (atomic_load_explicit(&s->tid, memory_order_relaxed) && !s->seen) {
             slot_disarm(s);
-            slot_drain(s, 0);
+            slot_drain(s);
             atomic_store_explicit(&s->tid, 0, memory_order_relaxed);
         }
 }
@@ -348,7 +355,7 @@ static void *sampler_main(void *arg) {
         }
         for (slot *s = g_slots; s; s = s->next)
             if (atomic_load_explicit(&s->tid, memory_order_relaxed))
-                slot_drain(s, 0);
+                slot_drain(s);
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_nsec += drain_ns;
@@ -362,7 +369,7 @@ static void *sampler_main(void *arg) {
     for (slot *s = g_slots; s; s = s->next)
         if (atomic_load_explicit(&s->tid, memory_order_relaxed)) {
             slot_disarm(s);
-            slot_drain(s, 1);
+            slot_drain(s);
             atomic_store_explicit(&s->tid, 0, memory_order_relaxed);
         }
     return NULL;
@@ -511,10 +518,10 @@ void xsprof_sample_fork_child(void) {
     if (!g_running)
         return;
     for (slot *s = g_slots; s; s = s->next) {
-        if (s->fd >= 0) {
-            atomic_store(&g_by_fd[s->fd], NULL);
-            close(s->fd);
-            s->fd = -1;
+        int fd = atomic_exchange(&s->fd, -1);
+        if (fd >= 0) {
+            atomic_store(&g_by_fd[fd], NULL);
+            close(fd);
         }
         s->has_timer = 0; /* timers are not inherited */
         atomic_store(&s->tid, 0);

@@ -101,21 +101,35 @@ __attribute__((visibility("default"))) void __cyg_profile_func_exit(void *fn, vo
 
 void __cyg_profile_func_enter(void *fn, void *site) {
     (void)site;
-    const xsprof_thread *t = xsprof_tl_.thread;
+    int *err = &errno, saved = *err; /* the program never sees these calls: errno is its own */
+    xsprof_tl *tl = &xsprof_tl_;     /* one TLS access for the whole hook */
+    const xsprof_thread *t = tl->thread;
     if (!__atomic_load_n(&xsprof_scope_on_, __ATOMIC_RELAXED) || (t && t->depth >= XSPROF_MAX_DEPTH)) {
         /* Recursion deeper than the region stack is normal here, not API
          * misuse: the deeper calls go unrecorded, with one note. */
         if (t && t->depth >= XSPROF_MAX_DEPTH && !atomic_exchange(&g_deep_noted, 1))
             xsprof_log(XSPROF_LOG_WARN, "functions nested deeper than %d levels: the deeper calls are not recorded "
                        "as regions", XSPROF_MAX_DEPTH);
-        xsprof_tl_.skip++;
+        tl->skip++;
+        *err = saved;
         return;
     }
-    xsprof_region_begin_id(fn_id((uintptr_t)fn));
+    xsprof_name_id id = fn_id((uintptr_t)fn);
+    if (id & XSPROF_NAME_FILTERED_)
+        tl->skip++;
+    else
+        xsprof_region_begin_id_(id, &tl->skip);
+    *err = saved;
 }
 
 void __cyg_profile_func_exit(void *fn, void *site) {
     (void)fn;
     (void)site;
-    xsprof_region_end();
+    int *err = &errno, saved = *err; /* a function's errno outlives its return: the exit hook keeps it */
+    xsprof_tl *tl = &xsprof_tl_;
+    if (tl->skip)
+        tl->skip--;
+    else
+        xsprof_region_end_(&tl->skip);
+    *err = saved;
 }

@@ -300,9 +300,13 @@ static slot *slot_take(void) {
 
 /* Every thread of the process gets a clock; threads gone give theirs back. */
 static void scan_threads(void) {
+    int guard = xsprof_guard_enter(); /* opendir's and our allocations are not the program's (XSPROF_MEMORY) */
     DIR *dir = opendir("/proc/self/task");
-    if (!dir)
+    if (!dir) {
+        if (guard)
+            xsprof_guard_leave();
         return;
+    }
     for (slot *s = g_slots; s; s = s->next)
         s->seen = 0;
     struct dirent *de;
@@ -325,6 +329,8 @@ static void scan_threads(void) {
         s->seen = 1;
     }
     closedir(dir);
+    if (guard)
+        xsprof_guard_leave();
     for (slot *s = g_slots; s; s = s->next)
         if (atomic_load_explicit(&s->tid, memory_order_relaxed) && !s->seen) {
             slot_disarm(s);

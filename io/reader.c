@@ -565,12 +565,14 @@ static xsprof_status rd_load(rd_ctx *r, xsprof_rank_data *d, unsigned stream, rd
     for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
         tabs[t] = (rd_tab){.ds = -1, .mem = -1};
     xsprof_status s = rd_attributes(r, d);
-    for (int i = 0; s == XSPROF_OK && i < XSPROF_H5_STRINGS; i++)
-        if (i == XSPROF_H5_SAMPLES && H5Lexists(r->file, XSPROF_DS_SAMPLES, H5P_DEFAULT) <= 0)
+    for (int i = 0; s == XSPROF_OK && i < XSPROF_H5_STRINGS; i++) {
+        if (i == XSPROF_H5_SAMPLES && H5Lexists(r->file, XSPROF_DS_SAMPLES, H5P_DEFAULT) <= 0) {
             H5Eclear2(H5E_DEFAULT); /* a file from before sampling: no samples */
-        else
-            s = i < XSPROF_IO_T_COUNT && (stream >> i & 1u) ? rd_tab_open(r, (enum xsprof_h5_ds)i, &tabs[i])
+            continue;
+        }
+        s = i < XSPROF_IO_T_COUNT && (stream >> i & 1u) ? rd_tab_open(r, (enum xsprof_h5_ds)i, &tabs[i])
                                                          : rd_table(r, (enum xsprof_h5_ds)i, rows[i], n[i]);
+    }
     size_t nstrings = 0;
     if (s == XSPROF_OK)
         s = rd_table(r, XSPROF_H5_STRINGS, (void **)&d->strings, &nstrings);

@@ -137,8 +137,10 @@ int main(int argc, char **argv)
             table_add(&path, key, NULL);
         }
         printf("rank\t%d\tsamples\t%zu\tthreads\t%zu\n", d.rank, d.nsamples, tids.n);
-        qsort(leaf.v, leaf.n, sizeof *leaf.v, count_cmp);
-        qsort(path.v, path.n, sizeof *path.v, count_cmp);
+        if (leaf.n > 1) /* the arrays are NULL when empty: qsort takes no NULL */
+            qsort(leaf.v, leaf.n, sizeof *leaf.v, count_cmp);
+        if (path.n > 1)
+            qsort(path.v, path.n, sizeof *path.v, count_cmp);
         for (size_t i = 0; i < leaf.n; i++)
             printf("leaf\t%d\t%s\t%s\t%llu\n", d.rank, leaf.v[i].key, leaf.v[i].where ? leaf.v[i].where : "",
                    (unsigned long long)leaf.v[i].n);

@@ -135,6 +135,14 @@ def main():
     p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-merged"], capture_output=True, text=True, timeout=300)
     RUNS.append(run_dir + "-merged")
     check(p.returncode == 0, "xsmerge merges a run with samples: %s" % p.stderr)
+    # a rank file from before sampling (no /events/samples) still loads: no samples
+    old = os.path.join(run_dir, "old.h5")
+    shutil.copy(os.path.join(run_dir, "rank-00001.h5"), old)
+    with h5py.File(old, "r+") as f:
+        del f["/events/samples"]
+    p = subprocess.run([xsm, old], capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0 and p.stdout.startswith("rank\t1\tsamples\t0\t"),
+          "a rank file without /events/samples loads with no samples: %s %s" % (p.stdout[:80], p.stderr))
 
     # a rank killed by SIGKILL: its journal keeps the samples drained before
     # the death (all but the last few ms), recovered as xsmerge recovers it

@@ -8,7 +8,8 @@ MPI_Init is sampled too, the forked child is not; xsmerge merges the run; a
 rank killed by SIGKILL leaves its samples in its journal.
 Then the bad inputs and the fallbacks, each a one-line message:
 XSPROF_SAMPLE_HZ=abc (off), =0 (off, silent), =100000 (clamped), perf events
-refused (CPU-time timers), perf and timers refused (no samples, the run goes on).
+refused (CPU-time timers; by a real seccomp filter and by the test hook), perf
+and timers refused (no samples, the run goes on).
 
 With --lang fortran, mpi_sample.f90 and only the first part (heavy and light
 at 70 % / 30 % in their file, their callers).
@@ -42,7 +43,9 @@ def marks(path):
     return out
 
 
-def run(name, np, env, units, program, extra=()):
+def run(name, np, env, units, program, extra=(), ok=None):
+    """ok: whether the program must exit 0 (default: when no extra argument)"""
+    ok = not extra if ok is None else ok
     run_dir = os.path.join(os.environ.get("XSPROF_BUILD", "."), "tests", "mpi", "runs", "sampling_" + name)
     shutil.rmtree(run_dir, ignore_errors=True)
     RUNS.append(run_dir)
@@ -51,8 +54,8 @@ def run(name, np, env, units, program, extra=()):
     for k, v in env.items():
         cmd += ["-x", "%s=%s" % (k, v)]
     p = subprocess.run(cmd + [program, str(units)] + list(extra), capture_output=True, text=True, timeout=300)
-    check((p.returncode == 0) == (not extra), "%s: the program exits %s (%d): %s"
-          % (name, "0" if not extra else "by the signal", p.returncode, p.stderr))
+    check((p.returncode == 0) == ok, "%s: the program exits %s (%d): %s"
+          % (name, "0" if ok else "by the signal", p.returncode, p.stderr))
     return run_dir, p.stderr
 
 
@@ -156,6 +159,15 @@ def main():
     p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-merged"], capture_output=True, text=True, timeout=300)
     RUNS.append(run_dir + "-merged")
     check(p.returncode == 0 and "recovered" in p.stderr + p.stdout, "xsmerge recovers the killed rank: %s" % p.stderr)
+
+    # a real refusal: a seccomp filter (as containers have) makes perf_event_open fail
+    run_dir, err = run("seccomp", 1, {"XSPROF_SAMPLE_HZ": "1000"}, 3, program, ["seccomp"], ok=True)
+    lines = sampling_lines(err)
+    check(len(lines) == 1 and "perf_event_open refused (Permission denied)" in lines[0]
+          and "CPU-time timers instead" in lines[0], "seccomp: one line naming the refusal and the fallback: %s" % lines)
+    res = samples(xsm, run_dir).get(0, {"n": 0, "leaf": {}, "path": {}})
+    check(leaf_n(res, "heavy") > 0 and res["path"].get("heavy<step<main", 0) > 0,
+          "seccomp: sampled by the timers, stacks unwound: %s" % res["path"])
 
     # bad input and fallbacks: one rank, a short run
     cases = [("abc", {"XSPROF_SAMPLE_HZ": "abc"}, "is not a rate", False),

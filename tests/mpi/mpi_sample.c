@@ -4,9 +4,16 @@
  * CPU in heavy() (mpi_sample_hot.c) and 3 in light() (mpi_sample_cold.c),
  * the same loop, so about 70 % / 30 % of the compute; a thread started
  * after MPI_Init burns its own CPU in thread_work(); a forked child burns
- * some in child_work() and exits. usage: mpi_sample [UNITS [die]]: with
- * "die", the last rank kills itself (SIGKILL) after its work. */
+ * some in child_work() and exits. usage: mpi_sample [UNITS [die|seccomp]]:
+ * with "die", the last rank kills itself (SIGKILL) after its work; with
+ * "seccomp", a seccomp filter refuses perf_event_open before MPI_Init. */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <mpi.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,8 +37,25 @@ __attribute__((noinline)) static double child_work(long units) { return burn(uni
 
 __attribute__((noinline)) static double step(long units) { return heavy(7 * units) + light(3 * units); }
 
+/* "seccomp": perf_event_open fails with EACCES from here on, as a container's
+ * seccomp profile makes it (the default of Docker and Podman) */
+static void refuse_perf_events(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+        perror("seccomp");
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 2 && !strcmp(argv[2], "seccomp"))
+        refuse_perf_events();
     MPI_Init(&argc, &argv);
     long units = argc > 1 ? atol(argv[1]) : 40;
     int die = argc > 2 && !strcmp(argv[2], "die"); /* the last rank dies by SIGKILL once done computing */

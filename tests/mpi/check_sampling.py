@@ -14,7 +14,8 @@ and timers refused (no samples, the run goes on).
 With --lang fortran, mpi_sample.f90 and only the first part (heavy and light
 at 70 % / 30 % in their file, their callers).
 
-usage: check_sampling.py [--lang fortran] XSM_SAMPLES XSMERGE PROGRAM HOT_SRC COLD_SRC
+usage: check_sampling.py [--lang fortran] [--plugin LIB LIB_SRC] XSM_SAMPLES XSMERGE PROGRAM HOT_SRC COLD_SRC
+(--plugin: the C program also burns CPU in LIB, dlopened and closed during the run)
 Environment (set by xsprof_add_test): MPIEXEC, XSPROF_MPI_LIB, XSPROF_BUILD."""
 import os
 import re
@@ -90,6 +91,9 @@ def main():
     fortran = args[:2] == ["--lang", "fortran"]
     if fortran:
         args = args[2:]
+    plugin = plugin_src = None
+    if args[:1] == ["--plugin"]:
+        plugin, plugin_src, args = args[1], args[2], args[3:]
     if len(args) != 5:
         sys.exit(__doc__)
     xsm, xsmerge, program, hot_src, cold_src = args
@@ -97,7 +101,10 @@ def main():
     hot_line, cold_line = marks(hot_src)["HEAVY_LOOP"], marks(cold_src)["LIGHT_LOOP"]
     hot, cold = os.path.basename(hot_src), os.path.basename(cold_src)
 
-    run_dir, err = run("fortran" if fortran else "main", 2, {"XSPROF_SAMPLE_HZ": "1000"}, 15, program)
+    env = {"XSPROF_SAMPLE_HZ": "1000"}
+    if plugin:
+        env["MPI_SAMPLE_PLUGIN"] = plugin
+    run_dir, err = run("fortran" if fortran else "main", 2, env, 15, program)
     check(not sampling_lines(err), "no message at a valid rate: %s" % sampling_lines(err))
     res = samples(xsm, run_dir)
     print(res)
@@ -124,6 +131,14 @@ def main():
         check(r["threads"] >= 2 and r["path"].get("burn<thread_work<start_thread", 0) > 0,
               "rank %d: the thread started after MPI_Init is sampled (burn <- thread_work): %s" % (rank, r["path"]))
         check(not [k for k in r["path"] if "child_work" in k], "rank %d: the forked child is not sampled" % rank)
+        if plugin:
+            wheres = sorted(r["leaf"].get("plugin_burn", []), key=lambda x: -x[1])
+            line = marks(plugin_src)["PLUGIN_LOOP"]
+            m = re.fullmatch(r"(.*):(\d+)", wheres[0][0]) if wheres else None
+            check(m and os.path.basename(m.group(1)) == os.path.basename(plugin_src) and int(m.group(2)) in (line, line + 1)
+                  and sum(n for _, n in wheres) >= 50,
+                  "rank %d: the library dlopened and closed during the run: its samples resolve to %s:%d: %s"
+                  % (rank, os.path.basename(plugin_src), line, wheres))
     if fortran:
         finish()
         return

@@ -6,7 +6,10 @@
  * after MPI_Init burns its own CPU in thread_work(); a forked child burns
  * some in child_work() and exits. usage: mpi_sample [UNITS [die|seccomp]]:
  * with "die", the last rank kills itself (SIGKILL) after its work; with
- * "seccomp", a seccomp filter refuses perf_event_open before MPI_Init. */
+ * "seccomp", a seccomp filter refuses perf_event_open before MPI_Init.
+ * MPI_SAMPLE_PLUGIN=LIB: first burn CPU in LIB's plugin_burn, dlopened and
+ * closed again. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -62,6 +65,17 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *plugin = getenv("MPI_SAMPLE_PLUGIN");
+    double p = 0;
+    if (plugin) { /* loaded, used and closed during the run */
+        void *h = dlopen(plugin, RTLD_NOW);
+        double (*burn_fn)(long) = h ? (double (*)(long))dlsym(h, "plugin_burn") : NULL;
+        p = burn_fn ? burn_fn(units) : 0;
+        if (h)
+            dlclose(h);
+        if (!burn_fn)
+            fprintf(stderr, "mpi_sample: cannot use %s\n", plugin);
+    }
     pthread_t th;
     pthread_create(&th, NULL, thread_work, (void *)(intptr_t)(units * 2));
     double s = 0;
@@ -80,7 +94,7 @@ int main(int argc, char **argv)
     pthread_join(th, &r);
     if (die && rank == size - 1)
         raise(SIGKILL); /* no handler runs: the journal keeps what was recorded */
-    printf("%g %g\n", s, *(double *)r);
+    printf("%g %g %g\n", s, *(double *)r, p);
     MPI_Finalize();
     return 0;
 }

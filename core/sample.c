@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -37,6 +38,7 @@
 #define RING 64u           /* samples a thread can hold between two drains (power of 2) */
 #define FD_MAX 4096        /* perf events are found by descriptor: those below this */
 #define SCAN_NS 20000000   /* new threads are looked for every 20 ms */
+#define FULL_SCAN_NS 1000000000 /* and listed every second whatever their count */
 
 enum { MODE_OFF = 0, MODE_PERF = 1, MODE_TIMER = 2 };
 
@@ -350,13 +352,24 @@ static void *sampler_main(void *arg) {
     /* drained at least twice per ring's worth of samples */
     int64_t drain_ns = 500000000LL * RING / 2 / g_hz;
     drain_ns = drain_ns > SCAN_NS ? SCAN_NS : drain_ns < 1000000 ? 1000000 : drain_ns;
-    int64_t next_scan = 0;
+    int64_t next_scan = 0, next_full = 0;
+    nlink_t threads_seen = 0;
     pthread_mutex_lock(&g_wait_lock);
     while (!atomic_load(&g_stop)) {
         pthread_mutex_unlock(&g_wait_lock);
         int64_t now = xsprof_clock_monotonic();
         if (now >= next_scan) {
-            scan_threads();
+            /* /proc/self/task's link count is the number of threads + 2:
+             * one stat instead of listing the directory, unless it changed
+             * (a thread that ended and one that started in between are
+             * found by the listing every second) */
+            struct stat st;
+            nlink_t count = stat("/proc/self/task", &st) == 0 ? st.st_nlink : 0;
+            if (!count || count != threads_seen || now >= next_full) {
+                scan_threads(); /* lists every thread that existed at the stat, and maybe later ones */
+                threads_seen = count;
+                next_full = now + FULL_SCAN_NS;
+            }
             next_scan = now + SCAN_NS;
         }
         for (slot *s = g_slots; s; s = s->next)
@@ -414,13 +427,18 @@ static int paranoid_level(void) {
     return v;
 }
 
-static slot g_probe = {.fd = -1}; /* static: a signal may still name it after the probe */
-
 /* Which clock threads get (XSPROF_SAMPLE_CLOCK): auto, perf if the calling
  * thread can have one, else a timer (one warning), else none (one
  * warning); perf or timer alone when asked for. */
 static int mode_choose(void) {
-    slot *probe = &g_probe;
+    /* the calling thread's own slot: once armed it stays, so the thread
+     * that starts recording (MPI_Init's) is sampled from now on, not from
+     * the sampler thread's first listing */
+    slot *probe = slot_take();
+    if (!probe) {
+        xsprof_log(XSPROF_LOG_WARN, "XSPROF_SAMPLE_HZ: out of memory; the run goes on without samples");
+        return MODE_OFF;
+    }
     const char *want = xsprof_config_get("XSPROF_SAMPLE_CLOCK");
     if (want && strcmp(want, "auto") && strcmp(want, "perf") && strcmp(want, "timer")) {
         xsprof_log(XSPROF_LOG_WARN, "XSPROF_SAMPLE_CLOCK=%s is not auto, perf or timer; using auto", want);
@@ -430,10 +448,8 @@ static int mode_choose(void) {
     char why[96] = "";
     if (!want || strcmp(want, "timer")) {
         g_mode = MODE_PERF;
-        if (!arm(probe, self)) {
-            slot_disarm(probe);
+        if (!arm(probe, self))
             return MODE_PERF;
-        }
         int perf_errno = errno, par = paranoid_level();
         if (par > 2 && (perf_errno == EACCES || perf_errno == EPERM))
             snprintf(why, sizeof why, "%s, perf_event_paranoid is %d", strerror(perf_errno), par);
@@ -447,7 +463,6 @@ static int mode_choose(void) {
     }
     g_mode = MODE_TIMER;
     if (!arm(probe, self)) {
-        slot_disarm(probe);
         if (!want)
             xsprof_log(XSPROF_LOG_WARN, "XSPROF_SAMPLE_HZ: perf_event_open refused (%s): sampling with per-thread "
                        "CPU-time timers instead", why);
@@ -491,6 +506,11 @@ void xsprof_sample_start(void) {
     int rc = pthread_create(&g_thread, NULL, sampler_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc) {
+        for (slot *s = g_slots; s; s = s->next) /* the calling thread's, armed by mode_choose */
+            if (atomic_load_explicit(&s->tid, memory_order_relaxed)) {
+                slot_disarm(s);
+                atomic_store_explicit(&s->tid, 0, memory_order_relaxed);
+            }
         xsprof_log(XSPROF_LOG_WARN, "XSPROF_SAMPLE_HZ: cannot start the sampler thread (%s); sampling is off",
                    strerror(rc));
         return;

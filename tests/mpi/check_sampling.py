@@ -136,7 +136,7 @@ def main():
             line = marks(plugin_src)["PLUGIN_LOOP"]
             m = re.fullmatch(r"(.*):(\d+)", wheres[0][0]) if wheres else None
             check(m and os.path.basename(m.group(1)) == os.path.basename(plugin_src) and int(m.group(2)) in (line, line + 1)
-                  and sum(n for _, n in wheres) >= 50,
+                  and sum(n for _, n in wheres) >= 0.6 * leaf_n(r, "heavy") / 7,  # 1/7 of heavy's iterations
                   "rank %d: the library dlopened and closed during the run: its samples resolve to %s:%d: %s"
                   % (rank, os.path.basename(plugin_src), line, wheres))
     if fortran:

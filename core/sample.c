@@ -12,7 +12,7 @@
  * allocates nothing, takes no lock and writes no record: a sampler thread
  * drains the rings, interns the stacks (core/callstack.c, the call sites'
  * table) and appends SAMPLE records, and finds the threads to sample by
- * listing /proc/self/task every 20 ms, so threads that never call xsprof
+ * looking at /proc/self/task every 20 ms, so threads that never call xsprof
  * are sampled too. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* ucontext registers, F_SETSIG, F_SETOWN_EX, SIGEV_THREAD_ID */

@@ -516,6 +516,13 @@ void xsprof_sample_start(void) {
         return;
     }
     g_running = 1;
+    /* what one sample weighs, for the report: a perf task-clock period is
+     * exact; a CPU-time timer fires at most once a kernel tick, so its
+     * weight is not known (0) and the report gives shares only */
+    char period[32];
+    snprintf(period, sizeof period, "%ld", g_mode == MODE_PERF ? 1000000000L / g_hz : 0L);
+    xsprof_meta_set("sample_period_ns", period);
+    xsprof_meta_set("sample_clock", g_mode == MODE_PERF ? "perf" : "timer");
     xsprof_log(XSPROF_LOG_INFO, "sampling every thread at %ld Hz of CPU time (%s)", g_hz,
                g_mode == MODE_PERF ? "perf task-clock" : "CPU-time timers");
 }

@@ -327,6 +327,17 @@ typedef struct xsm_callsite {
     int32_t last_rank;
 } xsm_callsite;
 
+/* Where the CPU time goes (samples.c): sampled instructions by place in
+ * the code, summed over ranks. */
+typedef struct xsm_sample {
+    int32_t function, file, module; /* name indices; file, module -1 when unknown */
+    int line;
+    uint64_t n;                     /* samples */
+    double seconds;                 /* n x the period (0 when not known) */
+    uint32_t nranks;
+    int32_t last_rank;
+} xsm_sample;
+
 typedef struct xsm_an {
     const xsm_run *run;
     size_t nranks;
@@ -376,6 +387,11 @@ typedef struct xsm_an {
      * note of merge/symbols on what it could not resolve */
     xsm_callsite *css; size_t ncss, csscap;
     size_t window;           /* the engine's look-back, in calls per rank */
+    /* sampled CPU time (XSPROF_SAMPLE_HZ), by samples; smp_timed: every
+     * rank said what a sample weighs (perf), else shares only */
+    xsm_sample *smp; size_t nsmp, smpcap;
+    uint64_t smp_total;
+    int smp_timed;
     int css_known;
     char css_note[512];
 } xsm_an;
@@ -548,6 +564,7 @@ int xsm_an_gpu(xsm_an *a, const xsm_sanalysis *sa);     /* misc.c: GPU devices *
 int xsm_an_health(xsm_an *a);                           /* misc.c: health, wall-time denominators */
 int xsm_an_memory(xsm_an *a, const xsm_sanalysis *sa);  /* memory.c: high-water marks, leak candidates */
 int xsm_an_callsites(xsm_an *a, const xsm_sanalysis *sa); /* callsites.c: MPI time and waits by call site */
+int xsm_an_samples(xsm_an *a);                          /* samples.c: sampled CPU time by place in the code */
 int xsm_an_findings(xsm_an *a);                         /* findings.c */
 int xsm_an_finding_add(xsm_an *a, const xsm_finding *f); /* copies f (takes ranks) */
 

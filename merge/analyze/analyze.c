@@ -73,7 +73,8 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
                 goto nomem;
     }
     int bad = xsm_an_waits(a, sa) != 0 || xsm_an_path(a, path) != 0 || xsm_an_gpu(a, sa) != 0 ||
-              xsm_an_health(a) != 0 || xsm_an_memory(a, sa) != 0 || xsm_an_callsites(a, sa) != 0;
+              xsm_an_health(a) != 0 || xsm_an_memory(a, sa) != 0 || xsm_an_callsites(a, sa) != 0 ||
+              xsm_an_samples(a) != 0;
     if (bad || xsm_an_findings(a) != 0)
         goto nomem;
     return 0;
@@ -119,6 +120,7 @@ void xsm_an_free(xsm_an *a)
     free(a->cm);
     free(a->gpu);
     free(a->css);
+    free(a->smp);
     if (a->own_inst)
         fclose(a->own_inst);
     if (a->own_pieces)

@@ -7,16 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "an.h"
+#include "merge/read/read.h"
 #include "merge/symbols/symbols.h"
-
-/* Rank d's module holding process address pc, NULL none. */
-static const xsprof_io_module *module_at(const xsprof_rank_data *d, uint64_t pc)
-{
-    for (size_t i = 0; i < d->nmodules; i++)
-        if (pc >= d->modules[i].lo && pc < d->modules[i].hi)
-            return &d->modules[i];
-    return NULL;
-}
 
 /* The site of call site `id` of rank r in a->css (interned by its
  * location), -1 out of memory. Unknown ids and addresses are one site,
@@ -30,7 +22,7 @@ static int32_t site_of(xsm_an *a, xsm_symbols *sym, xsm_names *keys, int32_t r, 
     uint64_t addr = 0;
     if (st && st->depth && st->frames < d->nframes) {
         uint64_t pc = d->frames[st->frames]; /* the return address into the program */
-        const xsprof_io_module *m = module_at(d, pc);
+        const xsprof_io_module *m = xsm_read_module_at(d, pc);
         if (m) {
             module = xsprof_rank_data_string(d, m->path);
             addr = pc - m->bias;

@@ -645,6 +645,48 @@ static void callsites(const xsm_an *a, xsm_buf *b, int h)
     xsm_buf_puts(b, "]");
 }
 
+/* Where the CPU time goes: the 100 places with the most samples (empty
+ * without XSPROF_SAMPLE_HZ); seconds null when a sample's weight is not
+ * known (CPU-time timers). */
+static void samples(const xsm_an *a, xsm_buf *b, int h)
+{
+    xsm_buf_puts(b, "[");
+    for (size_t i = 0; i < a->nsmp && i < 100; i++) {
+        const xsm_sample *s = &a->smp[i];
+        xsm_buf_puts(b, i ? ",\n{" : "{");
+        key(b, "function", 1);
+        str(b, xsm_an_name(a, s->function), h);
+        key(b, "file", 0);
+        if (s->file >= 0)
+            str(b, xsm_an_name(a, s->file), h);
+        else
+            xsm_buf_puts(b, "null");
+        key(b, "line", 0);
+        if (s->line > 0)
+            NUM(b, s->line);
+        else
+            xsm_buf_puts(b, "null");
+        key(b, "module", 0);
+        if (s->module >= 0)
+            str(b, xsm_an_name(a, s->module), h);
+        else
+            xsm_buf_puts(b, "null");
+        key(b, "samples", 0);
+        NUM(b, s->n);
+        key(b, "seconds", 0);
+        if (a->smp_timed)
+            NUM(b, s->seconds);
+        else
+            xsm_buf_puts(b, "null");
+        key(b, "share", 0);
+        NUM(b, a->smp_total ? (double)s->n / (double)a->smp_total : 0.0);
+        key(b, "ranks", 0);
+        NUM(b, s->nranks);
+        xsm_buf_puts(b, "}");
+    }
+    xsm_buf_puts(b, "]");
+}
+
 static void findings(const xsm_an *a, xsm_buf *b, int h)
 {
     xsm_buf_puts(b, "[");
@@ -743,6 +785,8 @@ void xsm_report_json(const xsm_an *a, xsm_buf *b, int h)
     clock_obj(a, b);
     xsm_buf_puts(b, ",\n\"callsites\":");
     callsites(a, b, h);
+    xsm_buf_puts(b, ",\n\"samples\":");
+    samples(a, b, h);
     xsm_buf_puts(b, ",\n\"findings\":");
     findings(a, b, h);
     xsm_buf_puts(b, ",\n\"drops\":");

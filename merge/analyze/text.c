@@ -231,6 +231,24 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
             xsm_buf_printf(b, "note: %s\n", a->css_note);
     }
 
+    if (a->nsmp) {
+        xsm_buf_printf(b, "\n==== Sampled CPU time (XSPROF_SAMPLE_HZ: %llu samples, where the program was) ====\n",
+                       (unsigned long long)a->smp_total);
+        xsm_buf_puts(b, "  share       time  where\n");
+        for (size_t i = 0; i < a->nsmp && i < 12; i++) {
+            const xsm_sample *s = &a->smp[i];
+            char loc[600];
+            if (s->file >= 0 && s->line > 0)
+                snprintf(loc, sizeof loc, "%s (%s:%d)", xsm_an_name(a, s->function), xsm_an_name(a, s->file), s->line);
+            else
+                snprintf(loc, sizeof loc, "%s", xsm_an_name(a, s->function));
+            if (a->smp_timed)
+                xsm_fmt_dur(d1, sizeof d1, s->seconds);
+            xsm_buf_printf(b, "%6.1f%% %10s  %s\n", a->smp_total ? 100.0 * (double)s->n / (double)a->smp_total : 0.0,
+                           a->smp_timed ? d1 : "-", loc);
+        }
+    }
+
     xsm_buf_puts(b, "\n==== Wait states ====\n");
     for (int k = 0; k < XSM_WAIT_NKINDS; k++) {
         xsm_fmt_dur(d1, sizeof d1, a->wait_s[k]);

@@ -15,9 +15,7 @@
 
 #define FN_PREFIX "fn@0x" /* core/internal.h XSPROF_FN_NAME_PREFIX */
 
-/* The object holding process address a (the one loaded longest if an
- * address was reused after an unload: functions live as long as the run). */
-static const xsprof_io_module *fn_module(const xsprof_rank_data *d, uint64_t a)
+const xsprof_io_module *xsm_read_module_at(const xsprof_rank_data *d, uint64_t a)
 {
     const xsprof_io_module *best = NULL;
     for (size_t i = 0; i < d->nmodules; i++) {
@@ -37,7 +35,7 @@ void xsm_read_name_functions(xsprof_rank_data *d)
             continue;
         char *end = NULL;
         uint64_t a = strtoull(str + sizeof FN_PREFIX - 1, &end, 16);
-        const xsprof_io_module *m = *end ? NULL : fn_module(d, a);
+        const xsprof_io_module *m = *end ? NULL : xsm_read_module_at(d, a);
         if (!m || (!s && !(s = xsm_symbols_open())))
             continue;
         int h = xsm_symbols_module(s, xsprof_rank_data_string(d, m->path), xsprof_rank_data_string(d, m->build_id));

@@ -152,6 +152,12 @@ int xsm_chunks_raw_rows(const xsprof_raw_table *t, uint64_t first, uint64_t n, v
  * done for every rank as it is loaded. */
 void xsm_read_name_functions(xsprof_rank_data *d);
 
+/* The object holding process address a in rank d's modules table (the one
+ * loaded longest if an address was reused after an unload: functions live
+ * as long as the run), NULL none (fnames.c; the analysis's call sites and
+ * samples resolve through it too). */
+const xsprof_io_module *xsm_read_module_at(const xsprof_rank_data *d, uint64_t a);
+
 /* List the rank files of dir (or the single file `dir`), sorted by rank.
  * Returns 0, or 1 with err naming the path. */
 int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, size_t errlen);

@@ -153,6 +153,30 @@ def main():
     p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-merged"], capture_output=True, text=True, timeout=300)
     RUNS.append(run_dir + "-merged")
     check(p.returncode == 0, "xsmerge merges a run with samples: %s" % p.stderr)
+    # the report says where the CPU time went: heavy's loop line first,
+    # light's after it, 70 : 30 between them, in seconds (perf clock); the
+    # same from --stream (one analysis)
+    import json
+    rep = json.load(open(os.path.join(run_dir + "-merged", "report.json")))
+    sm = rep["samples"]
+    row = lambda fn: [s for s in sm if s["function"] == fn]
+    h, c = row("heavy"), row("light")
+    print("report samples:", sm[:4])
+    check(h and os.path.basename(h[0]["file"] or "") == hot and h[0]["line"] in (hot_line, hot_line + 1) and
+          h[0]["ranks"] == 2 and h[0]["seconds"] is not None and h[0]["seconds"] > 0,
+          "report.json samples: heavy at %s:%d on both ranks, in seconds: %s" % (hot, hot_line, h[:1]))
+    hs, cs = sum(s["samples"] for s in h), sum(s["samples"] for s in c)
+    check(hs + cs > 0 and abs(100.0 * hs / (hs + cs) - 70) <= 5,
+          "report.json samples: heavy 70 %% +- 5 of heavy + light: %d vs %d" % (hs, cs))
+    with open(os.path.join(run_dir + "-merged", "report.txt")) as f:
+        txt = f.read()
+    check("==== Sampled CPU time" in txt and "heavy (" in txt, "report.txt has the sampled CPU time with heavy")
+    p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-stream", "--stream", "--outputs", "report"],
+                       capture_output=True, text=True, timeout=300)
+    RUNS.append(run_dir + "-stream")
+    check(p.returncode == 0 and open(os.path.join(run_dir + "-stream", "report.json")).read() ==
+          open(os.path.join(run_dir + "-merged", "report.json")).read(),
+          "--stream writes the same report.json (samples included): %s" % p.stderr)
     # a rank file from before sampling (no /events/samples) still loads: no samples
     old = os.path.join(run_dir, "old.h5")
     shutil.copy(os.path.join(run_dir, "rank-00001.h5"), old)

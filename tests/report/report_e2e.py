@@ -77,7 +77,7 @@ def load_report(out):
     if rep.get("job", {}).get("analysis") != "streamed":  # one engine, however fed
         fail(f"report.json job.analysis {rep.get('job', {}).get('analysis')!r}")
     keys = ["schema", "job", "ranks", "regions", "mpi", "wait_states", "critical_path", "comm_matrix", "gpu",
-            "clock", "callsites", "findings", "drops"]
+            "clock", "callsites", "samples", "findings", "drops"]
     if rep.get("schema") != "xsprof-report/1" or list(rep.keys()) != keys:
         fail(f"report.json keys {list(rep.keys())}")
     kinds = [w["kind"] for w in rep["wait_states"]]

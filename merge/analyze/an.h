@@ -280,6 +280,7 @@ typedef struct xsm_finding {
     int outside;          /* a wait finding whose delay lies outside every region */
     int32_t where1;       /* 1 + the call site (a->css) where most of these waits were, 0 none */
     int32_t cause1;       /* 1 + the call site that caused most of them, 0 none */
+    int32_t burn1, burn_file; /* 1 + the function the causing rank burned the delay in (name index), 0 none; its file */
 } xsm_finding;
 
 typedef struct xsm_gpudev {
@@ -331,6 +332,7 @@ typedef struct xsm_callsite {
  * the code, summed over ranks. */
 typedef struct xsm_sample {
     int32_t function, file, module; /* name indices; file, module -1 when unknown */
+    int32_t inlined;                /* the function inlined into `function` at the line, -1 none */
     int line;
     uint64_t n;                     /* samples */
     double seconds;                 /* n x the period (0 when not known) */
@@ -392,6 +394,10 @@ typedef struct xsm_an {
     xsm_sample *smp; size_t nsmp, smpcap;
     uint64_t smp_total;
     int smp_timed;
+    /* samples per (rank, function on their stacks), rank by rank: where a
+     * causing rank's CPU time exceeds the others' (xsm_samples_excess) */
+    struct xsm_rfun { int32_t rank, function, file; uint64_t n; } *rfun;
+    size_t nrfun, rfuncap;
     int css_known;
     char css_note[512];
 } xsm_an;
@@ -565,6 +571,11 @@ int xsm_an_health(xsm_an *a);                           /* misc.c: health, wall-
 int xsm_an_memory(xsm_an *a, const xsm_sanalysis *sa);  /* memory.c: high-water marks, leak candidates */
 int xsm_an_callsites(xsm_an *a, const xsm_sanalysis *sa); /* callsites.c: MPI time and waits by call site */
 int xsm_an_samples(xsm_an *a);                          /* samples.c: sampled CPU time by place in the code */
+/* The function (name index; *file its file) on whose stacks rank r has the
+ * most samples above the other ranks' mean, the most specific of those
+ * nearly as far above (the function it burned a delay in), -1 none;
+ * *excess: those samples. The program's code only (functions with a file). */
+int32_t xsm_samples_excess(const xsm_an *a, int32_t r, int32_t *file, double *excess);
 int xsm_an_findings(xsm_an *a);                         /* findings.c */
 int xsm_an_finding_add(xsm_an *a, const xsm_finding *f); /* copies f (takes ranks) */
 

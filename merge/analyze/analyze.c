@@ -121,6 +121,7 @@ void xsm_an_free(xsm_an *a)
     free(a->gpu);
     free(a->css);
     free(a->smp);
+    free(a->rfun);
     if (a->own_inst)
         fclose(a->own_inst);
     if (a->own_pieces)

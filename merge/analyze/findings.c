@@ -311,6 +311,15 @@ static int wait_findings(xsm_an *a)
                      delayed, kn);
         else
             snprintf(f.message, sizeof f.message, "%s %s for rank %d%s (%s)", who, where, causer, delayed, kn);
+        double burnx = 0;
+        f.burn_file = -1;
+        f.burn1 = (causer >= 0 ? xsm_samples_excess(a, causer, &f.burn_file, &burnx) : -1) + 1;
+        if (f.burn1) { /* what the causing rank did meanwhile: its samples above the others' */
+            size_t used = strlen(f.message);
+            snprintf(f.message + used, sizeof f.message - used,
+                     "; rank %d's CPU time exceeds the other ranks' most in %s (%s): %.0f samples more than their mean",
+                     causer, xsm_an_name(a, f.burn1 - 1), xsm_an_name(a, f.burn_file), burnx);
+        }
         if (f.cause1) { /* where the causing rank's late call is */
             char loc[600];
             const xsm_callsite *cc = &a->css[f.cause1 - 1];

@@ -656,6 +656,11 @@ static void samples(const xsm_an *a, xsm_buf *b, int h)
         xsm_buf_puts(b, i ? ",\n{" : "{");
         key(b, "function", 1);
         str(b, xsm_an_name(a, s->function), h);
+        key(b, "inlined", 0); /* the sampled line is in this function, inlined into `function` */
+        if (s->inlined >= 0)
+            str(b, xsm_an_name(a, s->inlined), h);
+        else
+            xsm_buf_puts(b, "null");
         key(b, "file", 0);
         if (s->file >= 0)
             str(b, xsm_an_name(a, s->file), h);
@@ -717,6 +722,17 @@ static void findings(const xsm_an *a, xsm_buf *b, int h)
             callsite_obj(a, &a->css[f->where1 - 1], b, h, 0);
         else
             xsm_buf_puts(b, "null");
+        key(b, "cause_function", 0); /* where the causing rank burned the delay (its samples above the others') */
+        if (f->burn1) {
+            xsm_buf_puts(b, "{");
+            key(b, "function", 1);
+            str(b, xsm_an_name(a, f->burn1 - 1), h);
+            key(b, "file", 0);
+            str(b, xsm_an_name(a, f->burn_file), h);
+            xsm_buf_puts(b, "}");
+        } else {
+            xsm_buf_puts(b, "null");
+        }
         key(b, "cause_where", 0); /* the causing call site (on the causing rank) */
         if (f->cause1)
             callsite_obj(a, &a->css[f->cause1 - 1], b, h, 0);

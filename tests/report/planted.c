@@ -2,7 +2,7 @@
  * the report can be checked against what was planted. Usage:
  *   planted MODE MS [ITER]
  * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | outside | threads (2 ranks)
- *       | poll_receiver | steady | selfpoll, farcause (2 ranks)
+ *       | poll_receiver | steady | selfpoll, farcause (2 ranks) | hidden_imbalance (run with XSPROF_SAMPLE_HZ)
  * MS: the planted delay (a sleep inside a region), ITER: repetitions (steady).
  * Regions are recorded through xsprof's API when libxsprof-mpi.so is loaded
  * (LD_PRELOAD); the program is not linked against xsprof, so the symbols are
@@ -46,6 +46,25 @@ static void sleep_us(int us)
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
 }
+
+/* ms of this thread's CPU time (sampled, unlike a sleep) */
+static double spin_ms(int ms)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    double s = 1.0;
+    do {
+        for (int i = 0; i < 100000; i++)
+            s = s * 1.0000001 + 1e-9;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    } while ((b.tv_sec - a.tv_sec) * 1000.0 + (b.tv_nsec - a.tv_nsec) * 1e-6 < ms);
+    return s;
+}
+
+/* hidden_imbalance: the work every rank does, and the extra the last rank
+ * does, in functions without any xsprof region */
+static __attribute__((noinline)) double common_work(int ms) { return spin_ms(ms); }
+static __attribute__((noinline)) double burn_extra(int ms) { return spin_ms(ms) * 2.0 + ms; } /* not foldable into common_work (-fipa-icf) */
 
 static void in_region(const char *name, int ms)
 {
@@ -262,6 +281,15 @@ int main(int argc, char **argv)
             }
             MPI_Send(&x, 1, MPI_DOUBLE, 0, 2, MPI_COMM_WORLD);
         }
+    } else if (strcmp(mode, "hidden_imbalance") == 0) {
+        /* the last rank burns ms more CPU in burn_extra() before the
+         * Allreduce, outside every region: sampled, the finding names it */
+        end(); /* leave `main` */
+        x = common_work(100);
+        if (rank == size - 1)
+            x += burn_extra(ms);
+        MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* the hidden_imbalance wait (report_e2e.py) */
+        begin("main");
     } else if (strcmp(mode, "steady") == 0) {
         /* the same work on every rank: for regression checks */
         for (int i = 0; i < iter; i++) {

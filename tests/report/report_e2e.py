@@ -49,15 +49,18 @@ def run(cmd, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
-def profile(name, mode, np, ms, iters=1):
-    """Run the planted program under xsprof; returns the run directory."""
+def profile(name, mode, np, ms, iters=1, env=None):
+    """Run the planted program under xsprof (env: more variables for its
+    ranks); returns the run directory."""
     work = os.path.abspath(name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     rundir = os.path.join(work, "run")
     cmd = [env_path("MPIEXEC"), "-np", str(np), "--oversubscribe",
-           "-x", "LD_PRELOAD=" + env_path("XSPROF_MPI_LIB"), "-x", "XSPROF_OUTPUT=" + rundir,
-           env_path("PLANTED"), mode, str(ms), str(iters)]
+           "-x", "LD_PRELOAD=" + env_path("XSPROF_MPI_LIB"), "-x", "XSPROF_OUTPUT=" + rundir]
+    for k, v in (env or {}).items():
+        cmd += ["-x", "%s=%s" % (k, v)]
+    cmd += [env_path("PLANTED"), mode, str(ms), str(iters)]
     r = run(cmd, timeout=120)
     if r.returncode != 0:
         print(r.stdout)
@@ -276,6 +279,40 @@ def oneengine(mode, ms):
             fail("xsmerge --stream with a window of 256 failed")
         same_products(mem, wide, "farcause, a window of 256 calls in memory and --stream")
     print(f"ok: {mode}: in memory and --stream, one engine")
+
+
+def hidden(np, ms):
+    """A planted imbalance in code without any region (issue 34): the last
+    rank burns ms more CPU in burn_extra() before an MPI_Allreduce; sampled
+    at 1 kHz, the top finding names the waiting call site (MPI_Allreduce at
+    its planted.c line) and burn_extra as where the causing rank's CPU time
+    exceeds the others', in memory and streamed alike."""
+    rundir = profile("hidden", "hidden_imbalance", np, ms, env={"XSPROF_SAMPLE_HZ": "1000"})
+    base = os.path.dirname(rundir)
+    out, st = os.path.join(base, "out"), os.path.join(base, "out-stream")
+    if merge(rundir, out).returncode or merge(rundir, st, "--stream", "--outputs", "report").returncode:
+        fail("xsmerge failed")
+    rep = load_report(out)
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted.c")
+    lines = open(src).read().splitlines()
+    wline = [i + 1 for i, l in enumerate(lines) if "the hidden_imbalance wait (report_e2e.py)" in l][0]
+    bline = [i + 1 for i, l in enumerate(lines) if "double burn_extra(int ms)" in l][0]
+    top = rep["findings"][0]
+    print(f"top finding: {top['kind']}: {top['message']}")
+    w, cf = top.get("where"), top.get("cause_function")
+    if top["kind"] != "Wait at NxN" or top["ranks"][0] != np - 1:
+        raise Noisy(f"top finding {top['kind']} ranks {top['ranks']}, planted Wait at NxN caused by rank {np - 1}")
+    if not w or (w["op"], os.path.basename(w["file"] or ""), w["line"]) != ("MPI_Allreduce", "planted.c", wline):
+        fail(f"hidden: the finding's call site {w}, expected MPI_Allreduce at planted.c:{wline}")
+    # (spin_ms, where the CPU goes, is inlined into both common_work and
+    # burn_extra: the line is spin_ms's, the function the one it was compiled into)
+    if not cf or cf["function"] != "burn_extra" or os.path.basename(cf["file"]) != "planted.c":
+        fail(f"hidden: the causing rank's function {cf}, expected burn_extra (planted.c:{bline})")
+    if "burn_extra (" not in top["message"] or f"MPI_Allreduce at main (" not in top["message"]:
+        fail(f"hidden: the message names neither burn_extra nor the call site: {top['message']}")
+    if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
+        fail("hidden: --stream report.json differs")
+    print("ok: hidden imbalance named by function and call site")
 
 
 def pollrecv(np, ms):
@@ -573,6 +610,15 @@ def main():
         for attempt in (1, 2, 3):
             try:
                 pollrecv(int(sys.argv[2]), int(sys.argv[3]))
+                break
+            except Noisy as e:
+                print(f"run {attempt} of 3: {e}", flush=True)
+                if attempt == 3:
+                    fail(str(e))
+    elif what == "hidden":
+        for attempt in (1, 2, 3):
+            try:
+                hidden(int(sys.argv[2]), int(sys.argv[3]))
                 break
             except Noisy as e:
                 print(f"run {attempt} of 3: {e}", flush=True)

@@ -277,7 +277,8 @@ static int xsm_is_product(const char *name)
 {
     static const char *const names[] = {"trace.pftrace", "trace.json",   "merged.h5",     "report.txt",
                                         "report.json",   "report.html",  "flame.folded",  "flame.svg",
-                                        "flame-diff.svg", "callgrind.out", "trace.otf2",   "trace.def"};
+                                        "flame-diff.svg", "callgrind.out", "trace.otf2",   "trace.def",
+                                        "flame-samples.folded", "flame-samples.svg"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0)
             return 1;

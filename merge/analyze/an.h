@@ -398,6 +398,7 @@ typedef struct xsm_an {
      * causing rank's CPU time exceeds the others' (xsm_samples_excess) */
     struct xsm_rfun { int32_t rank, function, file; uint64_t n; } *rfun;
     size_t nrfun, rfuncap;
+    xsm_buf smp_folded; /* the sampled stacks folded ("rank N;main;f;g samples"), rank by rank, sorted */
     int css_known;
     char css_note[512];
 } xsm_an;

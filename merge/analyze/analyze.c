@@ -122,6 +122,7 @@ void xsm_an_free(xsm_an *a)
     free(a->css);
     free(a->smp);
     free(a->rfun);
+    xsm_buf_free(&a->smp_folded);
     if (a->own_inst)
         fclose(a->own_inst);
     if (a->own_pieces)
@@ -194,6 +195,15 @@ static int xsm_analyze_write(xsm_an *ap, const char *out_dir, const xsm_report_o
     xsm_flame_svg(folded.p ? folded.p : "", NULL, "xsprof flame graph (exclusive time, all ranks)", &svg);
     if (write_buf(out_dir, "flame.svg", &svg, err, errlen) != 0)
         goto out;
+    if (a.smp_folded.len) { /* XSPROF_SAMPLE_HZ: where the CPU time went, by sampled stack */
+        xsm_buf ssvg = {0};
+        xsm_flame_svg(a.smp_folded.p, NULL, "xsprof sampled CPU time (call stacks, samples, all ranks)", &ssvg);
+        int w = write_buf(out_dir, "flame-samples.folded", &a.smp_folded, err, errlen) ||
+                write_buf(out_dir, "flame-samples.svg", &ssvg, err, errlen);
+        xsm_buf_free(&ssvg);
+        if (w)
+            goto out;
+    }
     if (opts && opts->diff_dir) {
         if (xsm_baseline_folded(opts->diff_dir, &tmp, err, errlen) != 0)
             goto out;

@@ -73,15 +73,34 @@ static int32_t sample_site(xsm_an *a, xsm_symbols *sym, xsm_names *keys, const x
 /* Rank r's samples by every function on their stacks (inclusive, once per
  * sample however often a function recurs): cnt[k] samples of the k-th
  * callstack row. The functions are the ones code was compiled into. */
+/* One frame's names for a folded stack, outermost first (its inlined
+ * chain), each kept clear of ';', ' ' and newlines. */
+static void fold_frame(xsm_buf *line, const xsm_loc *loc)
+{
+    for (int i = loc->nframes - 1; i >= 0; i--) {
+        xsm_buf_puts(line, ";");
+        for (const char *c = loc->frames[i].function; *c; c++)
+            xsm_buf_put(line, *c == ';' || *c == ' ' || *c == '\n' ? "_" : c, 1);
+    }
+}
+
+static int str_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
 static int rank_functions(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, int32_t r, const uint64_t *cnt)
 {
-    size_t first = a->nrfun;
-    for (size_t k = 0; k < d->ncallstacks; k++) {
+    size_t first = a->nrfun, nlines = 0;
+    char **lines = malloc((d->ncallstacks + 1) * sizeof *lines); /* this rank's folded stacks */
+    if (!lines)
+        return -1;
+    int rc = 0;
+    for (size_t k = 0; k < d->ncallstacks && !rc; k++) {
         if (!cnt[k + 1])
             continue;
         const xsprof_io_callstack *st = &d->callstacks[k];
         int32_t seen[XSPROF_IO_STACK_MAX];
         size_t nseen = 0;
+        const xsm_loc *locs[XSPROF_IO_STACK_MAX];
+        uint32_t nlocs = 0;
         for (uint32_t f = 0; f < st->depth && st->frames + f < d->nframes; f++) {
             uint64_t pc = d->frames[st->frames + f];
             const xsprof_io_module *m = xsm_read_module_at(d, pc);
@@ -89,14 +108,19 @@ static int rank_functions(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d
                 continue;
             int h = xsm_symbols_module(sym, xsprof_rank_data_string(d, m->path), xsprof_rank_data_string(d, m->build_id));
             const xsm_loc *loc = h >= 0 ? xsm_symbols_lookup(sym, h, pc - m->bias, f > 0) : NULL;
-            if (!loc)
-                return -1;
+            if (!loc) {
+                rc = -1;
+                break;
+            }
+            locs[nlocs++] = loc;
             const xsm_frame *fr = &loc->frames[loc->nframes - 1];
             if (!fr->file)
                 continue; /* the program's code only: libraries without lines are not where a user can act */
             int32_t fn = xsm_names_intern(&a->names, fr->function), fl = xsm_names_intern(&a->names, fr->file);
-            if (fn < 0 || fl < 0)
-                return -1;
+            if (fn < 0 || fl < 0) {
+                rc = -1;
+                break;
+            }
             size_t j = 0;
             while (j < nseen && seen[j] != fn)
                 j++;
@@ -107,14 +131,38 @@ static int rank_functions(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d
             while (e < a->nrfun && a->rfun[e].function != fn)
                 e++;
             if (e == a->nrfun) {
-                if (xsm_grow((void **)&a->rfun, &a->rfuncap, a->nrfun, sizeof *a->rfun))
-                    return -1;
+                if (xsm_grow((void **)&a->rfun, &a->rfuncap, a->nrfun, sizeof *a->rfun)) {
+                    rc = -1;
+                    break;
+                }
                 a->rfun[a->nrfun++] = (struct xsm_rfun){r, fn, fl, 0};
             }
             a->rfun[e].n += cnt[k + 1];
         }
+        if (rc)
+            break;
+        /* its folded line: "rank N;outermost;...;leaf samples" */
+        xsm_buf line = {0};
+        xsm_buf_printf(&line, "rank %d", (int)r);
+        for (uint32_t i = nlocs; i-- > 0;)
+            fold_frame(&line, locs[i]);
+        xsm_buf_printf(&line, " %llu\n", (unsigned long long)cnt[k + 1]);
+        if (line.failed || !line.p) {
+            xsm_buf_free(&line);
+            rc = -1;
+            break;
+        }
+        lines[nlines++] = line.p; /* taken over */
     }
-    return 0;
+    if (!rc) {
+        qsort(lines, nlines, sizeof *lines, str_cmp);
+        for (size_t i = 0; i < nlines; i++)
+            xsm_buf_puts(&a->smp_folded, lines[i]);
+    }
+    for (size_t i = 0; i < nlines; i++)
+        free(lines[i]);
+    free(lines);
+    return rc;
 }
 
 static int sample_cmp(const void *pa, const void *pb)

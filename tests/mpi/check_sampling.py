@@ -168,6 +168,12 @@ def main():
     hs, cs = sum(s["samples"] for s in h), sum(s["samples"] for s in c)
     check(hs + cs > 0 and abs(100.0 * hs / (hs + cs) - 70) <= 5,
           "report.json samples: heavy 70 %% +- 5 of heavy + light: %d vs %d" % (hs, cs))
+    # the sampled stacks as a flame graph: heavy under step under main
+    fold = os.path.join(run_dir + "-merged", "flame-samples.folded")
+    flines = open(fold).read().splitlines() if os.path.exists(fold) else []
+    hv = sum(int(l.rsplit(" ", 1)[1]) for l in flines if re.search(r";main;(.*;)?step;heavy( |;)", l))
+    check(os.path.exists(os.path.join(run_dir + "-merged", "flame-samples.svg")) and hv >= 0.9 * hs,
+          "flame-samples.folded holds heavy's samples under main;step (%d of %d)" % (hv, hs))
     with open(os.path.join(run_dir + "-merged", "report.txt")) as f:
         txt = f.read()
     check("==== Sampled CPU time" in txt and "heavy (" in txt, "report.txt has the sampled CPU time with heavy")

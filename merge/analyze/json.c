@@ -567,6 +567,47 @@ static void clock_obj(const xsm_an *a, xsm_buf *b)
 
 /* A call site: where (op, function, file, line, module), and with `all`
  * its calls, time, bytes and wait states. */
+/* A name (index) or null. */
+static void name_or_null(xsm_buf *b, const xsm_an *a, int32_t nm, int h)
+{
+    if (nm >= 0)
+        str(b, xsm_an_name(a, nm), h);
+    else
+        xsm_buf_puts(b, "null");
+}
+
+/* A place in the code: "file", "line" (null when unknown), "module". */
+static void place(xsm_buf *b, const xsm_an *a, int32_t file, int line, int32_t module, int h)
+{
+    key(b, "file", 0);
+    name_or_null(b, a, file, h);
+    key(b, "line", 0);
+    if (line > 0)
+        NUM(b, line);
+    else
+        xsm_buf_puts(b, "null");
+    key(b, "module", 0);
+    name_or_null(b, a, module, h);
+}
+
+/* {kind: {"seconds", "instances"}} for the kinds with instances. */
+static void by_kind(xsm_buf *b, const uint64_t *n, const double *sec)
+{
+    xsm_buf_puts(b, "{");
+    int first = 1;
+    for (int k = 0; k < XSM_WAIT_NKINDS; k++)
+        if (n[k]) {
+            key(b, xsm_wait_kind_name(k), first);
+            first = 0;
+            xsm_buf_puts(b, "{\"seconds\":");
+            NUM(b, sec[k]);
+            xsm_buf_puts(b, ",\"instances\":");
+            NUM(b, n[k]);
+            xsm_buf_puts(b, "}");
+        }
+    xsm_buf_puts(b, "}");
+}
+
 static void callsite_obj(const xsm_an *a, const xsm_callsite *c, xsm_buf *b, int h, int all)
 {
     xsm_buf_puts(b, "{");
@@ -574,21 +615,7 @@ static void callsite_obj(const xsm_an *a, const xsm_callsite *c, xsm_buf *b, int
     str(b, xsm_an_name(a, c->op), h);
     key(b, "function", 0);
     str(b, xsm_an_name(a, c->function), h);
-    key(b, "file", 0);
-    if (c->file >= 0)
-        str(b, xsm_an_name(a, c->file), h);
-    else
-        xsm_buf_puts(b, "null");
-    key(b, "line", 0);
-    if (c->line > 0)
-        NUM(b, c->line);
-    else
-        xsm_buf_puts(b, "null");
-    key(b, "module", 0);
-    if (c->module >= 0)
-        str(b, xsm_an_name(a, c->module), h);
-    else
-        xsm_buf_puts(b, "null");
+    place(b, a, c->file, c->line, c->module, h);
     if (all) {
         key(b, "calls", 0);
         NUM(b, c->calls);
@@ -601,33 +628,9 @@ static void callsite_obj(const xsm_an *a, const xsm_callsite *c, xsm_buf *b, int
         key(b, "wait_seconds", 0);
         NUM(b, c->wait_total_s);
         key(b, "waits", 0); /* by kind, the kinds it has */
-        xsm_buf_puts(b, "{");
-        int first = 1;
-        for (int k = 0; k < XSM_WAIT_NKINDS; k++)
-            if (c->wait_n[k]) {
-                key(b, xsm_wait_kind_name(k), first);
-                first = 0;
-                xsm_buf_puts(b, "{\"seconds\":");
-                NUM(b, c->wait_s[k]);
-                xsm_buf_puts(b, ",\"instances\":");
-                NUM(b, c->wait_n[k]);
-                xsm_buf_puts(b, "}");
-            }
-        xsm_buf_puts(b, "}");
+        by_kind(b, c->wait_n, c->wait_s);
         key(b, "caused", 0); /* by kind, the waits of other ranks these calls came late for */
-        xsm_buf_puts(b, "{");
-        first = 1;
-        for (int k = 0; k < XSM_WAIT_NKINDS; k++)
-            if (c->caused_n[k]) {
-                key(b, xsm_wait_kind_name(k), first);
-                first = 0;
-                xsm_buf_puts(b, "{\"seconds\":");
-                NUM(b, c->caused_s[k]);
-                xsm_buf_puts(b, ",\"instances\":");
-                NUM(b, c->caused_n[k]);
-                xsm_buf_puts(b, "}");
-            }
-        xsm_buf_puts(b, "}");
+        by_kind(b, c->caused_n, c->caused_s);
     }
     xsm_buf_puts(b, "}");
 }
@@ -657,25 +660,8 @@ static void samples(const xsm_an *a, xsm_buf *b, int h)
         key(b, "function", 1);
         str(b, xsm_an_name(a, s->function), h);
         key(b, "inlined", 0); /* the sampled line is in this function, inlined into `function` */
-        if (s->inlined >= 0)
-            str(b, xsm_an_name(a, s->inlined), h);
-        else
-            xsm_buf_puts(b, "null");
-        key(b, "file", 0);
-        if (s->file >= 0)
-            str(b, xsm_an_name(a, s->file), h);
-        else
-            xsm_buf_puts(b, "null");
-        key(b, "line", 0);
-        if (s->line > 0)
-            NUM(b, s->line);
-        else
-            xsm_buf_puts(b, "null");
-        key(b, "module", 0);
-        if (s->module >= 0)
-            str(b, xsm_an_name(a, s->module), h);
-        else
-            xsm_buf_puts(b, "null");
+        name_or_null(b, a, s->inlined, h);
+        place(b, a, s->file, s->line, s->module, h);
         key(b, "samples", 0);
         NUM(b, s->n);
         key(b, "seconds", 0);

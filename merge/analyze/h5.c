@@ -19,15 +19,28 @@ typedef struct { uint32_t op; int32_t rank; uint64_t calls; double seconds; uint
 typedef struct { int32_t kind, waiter, causer; uint32_t op, region, root_region; int64_t mpi_row, t_begin, t_end, t_cause; int32_t root_rank; } xsm_ah_wait;
 typedef struct { int32_t rank; int64_t t_begin, t_end; } xsm_ah_seg;
 typedef struct { int32_t src, dst; uint64_t messages, bytes; } xsm_ah_pair;
+/* (the places in the code are strings of their own: names the symbols
+ * gave, not in /strings) */
+typedef struct { const char *op, *function, *file; int32_t line; const char *module; uint64_t calls; double seconds;
+                 uint64_t bytes; uint32_t ranks; double wait_s, caused_s; } xsm_ah_site;
+typedef struct { const char *function, *inlined, *file; int32_t line; const char *module; uint64_t samples; double seconds;
+                 uint32_t ranks; } xsm_ah_smp;
 
-enum { AH_RANK, AH_REGION, AH_OP, AH_WAIT, AH_SEG, AH_PAIR };
+enum { AH_RANK, AH_REGION, AH_OP, AH_WAIT, AH_SEG, AH_PAIR, AH_SITE, AH_SMP };
 
 #define F(T, m, type) ok &= H5Tinsert(t, #m, HOFFSET(T, m), (type)) >= 0
 
 static hid_t xsm_ah_type(int which)
 {
-    static const size_t size[] = {sizeof(xsm_ah_rank), sizeof(xsm_ah_region), sizeof(xsm_ah_op),
-                                  sizeof(xsm_ah_wait), sizeof(xsm_ah_seg), sizeof(xsm_ah_pair)};
+    static hid_t vs = -1; /* a variable-length UTF-8 string (tables are written by one thread) */
+    if (vs < 0 && (vs = H5Tcopy(H5T_C_S1)) >= 0 && (H5Tset_size(vs, H5T_VARIABLE) < 0 || H5Tset_cset(vs, H5T_CSET_UTF8) < 0)) {
+        H5Tclose(vs);
+        vs = -1;
+    }
+    if ((which == AH_SITE || which == AH_SMP) && vs < 0)
+        return -1;
+    static const size_t size[] = {sizeof(xsm_ah_rank), sizeof(xsm_ah_region), sizeof(xsm_ah_op), sizeof(xsm_ah_wait),
+                                  sizeof(xsm_ah_seg),  sizeof(xsm_ah_pair),   sizeof(xsm_ah_site), sizeof(xsm_ah_smp)};
     hid_t t = H5Tcreate(H5T_COMPOUND, size[which]);
     if (t < 0)
         return -1;
@@ -61,6 +74,20 @@ static hid_t xsm_ah_type(int which)
     case AH_SEG:
         F(xsm_ah_seg, rank, H5T_NATIVE_INT32); F(xsm_ah_seg, t_begin, H5T_NATIVE_INT64);
         F(xsm_ah_seg, t_end, H5T_NATIVE_INT64);
+        break;
+    case AH_SITE:
+        F(xsm_ah_site, op, vs); F(xsm_ah_site, function, vs);
+        F(xsm_ah_site, file, vs); F(xsm_ah_site, line, H5T_NATIVE_INT32);
+        F(xsm_ah_site, module, vs); F(xsm_ah_site, calls, H5T_NATIVE_UINT64);
+        F(xsm_ah_site, seconds, H5T_NATIVE_DOUBLE); F(xsm_ah_site, bytes, H5T_NATIVE_UINT64);
+        F(xsm_ah_site, ranks, H5T_NATIVE_UINT32); F(xsm_ah_site, wait_s, H5T_NATIVE_DOUBLE);
+        F(xsm_ah_site, caused_s, H5T_NATIVE_DOUBLE);
+        break;
+    case AH_SMP:
+        F(xsm_ah_smp, function, vs); F(xsm_ah_smp, inlined, vs);
+        F(xsm_ah_smp, file, vs); F(xsm_ah_smp, line, H5T_NATIVE_INT32);
+        F(xsm_ah_smp, module, vs); F(xsm_ah_smp, samples, H5T_NATIVE_UINT64);
+        F(xsm_ah_smp, seconds, H5T_NATIVE_DOUBLE); F(xsm_ah_smp, ranks, H5T_NATIVE_UINT32);
         break;
     default:
         F(xsm_ah_pair, src, H5T_NATIVE_INT32); F(xsm_ah_pair, dst, H5T_NATIVE_INT32);
@@ -176,6 +203,12 @@ static int xsm_ah_strings(hid_t file, xsm_names *ids, uint32_t **of, size_t *n)
 }
 
 /* /strings id of analysis name `nm` (UINT32_MAX: none). */
+/* A name of the analysis as a string, "" for none. */
+static const char *xsm_ah_str_or_empty(const xsm_an *a, int32_t nm)
+{
+    return nm >= 0 && (size_t)nm < a->names.n ? a->names.v[nm] : "";
+}
+
 static uint32_t xsm_ah_sid(const xsm_an *a, const xsm_names *ids, const uint32_t *of, int32_t nm)
 {
     if (nm < 0 || (size_t)nm >= a->names.n)
@@ -286,6 +319,28 @@ static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const ui
         pr[i] = (xsm_ah_pair){a->cm[i].src, a->cm[i].dst, a->cm[i].msgs, a->cm[i].bytes};
     bad |= !pr || xsm_ah_table(g, "comm_matrix", AH_PAIR, pr, a->ncm, sizeof *pr);
     free(pr);
+    /* where in the code: every call site, every sampled place ("" unknown) */
+    xsm_ah_site *cs = malloc((a->ncss + 1) * sizeof *cs);
+    for (size_t i = 0; cs && i < a->ncss; i++) {
+        const xsm_callsite *c = &a->css[i];
+        double caused = 0;
+        for (int k = 0; k < XSM_WAIT_NKINDS; k++)
+            caused += c->caused_s[k];
+        cs[i] = (xsm_ah_site){xsm_ah_str_or_empty(a, c->op), xsm_ah_str_or_empty(a, c->function),
+                              xsm_ah_str_or_empty(a, c->file), c->line, xsm_ah_str_or_empty(a, c->module), c->calls, c->mpi_s,
+                              c->bytes, c->nranks, c->wait_total_s, caused};
+    }
+    bad |= !cs || xsm_ah_table(g, "callsites", AH_SITE, cs, a->css_known ? a->ncss : 0, sizeof *cs);
+    free(cs);
+    xsm_ah_smp *sp = malloc((a->nsmp + 1) * sizeof *sp);
+    for (size_t i = 0; sp && i < a->nsmp; i++) {
+        const xsm_sample *x = &a->smp[i];
+        sp[i] = (xsm_ah_smp){xsm_ah_str_or_empty(a, x->function), xsm_ah_str_or_empty(a, x->inlined),
+                             xsm_ah_str_or_empty(a, x->file), x->line, xsm_ah_str_or_empty(a, x->module), x->n,
+                             a->smp_timed ? x->seconds : 0, x->nranks};
+    }
+    bad |= !sp || xsm_ah_table(g, "samples", AH_SMP, sp, a->nsmp, sizeof *sp);
+    free(sp);
     return bad ? -1 : 0;
 }
 

@@ -337,6 +337,7 @@ struct xsm_anrank {
     xsm_swait *w; size_t nw, wcap;
     kmap wmap;
     xsm_scs *cs; size_t ncs, capcs; /* per (call site, kind): calls and MPI time (kind -1), waits */
+    int64_t cscache[64];             /* entry + 1 of recently seen (site, op, kind): cs_add */
     kmap csmap;
     int32_t *gid;       /* per string id: its name in sa->names, -2 not looked up */
     signed char *opcls; /* per string id: -1 unknown, 0 other, 1 init, 2 finalize, 3 a poll (xsm_is_poll_op) */
@@ -614,10 +615,21 @@ static int inst_put(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_
  * `kind`) of ns, moving bytes. */
 static int cs_add(xsm_anrank *x, uint32_t cs, uint32_t op, int kind, uint64_t n, int64_t ns, uint64_t bytes)
 {
-    int64_t i = kvec_index(&x->csmap, (void **)&x->cs, &x->ncs, &x->capcs, sizeof *x->cs, (uint64_t)op << 32 | cs,
-                           (uint64_t)(kind + 1));
-    if (i < 0)
-        return -1;
+    /* calls come from few sites over and over: a direct-mapped cache of
+     * their entries before the hash (the hash per call was 7 % of the
+     * in-memory analysis of a ring) */
+    uint64_t k1 = (uint64_t)op << 32 | cs;
+    size_t c = (size_t)((k1 * 0x9e3779b97f4a7c15ull) >> 58 ^ (uint64_t)(kind + 1)) & 63;
+    int64_t i = x->cscache[c] - 1;
+    if (i < 0 || x->cs[i].cs != cs || x->cs[i].op != op || x->cs[i].kind != kind) {
+        i = kvec_index(&x->csmap, (void **)&x->cs, &x->ncs, &x->capcs, sizeof *x->cs, k1, (uint64_t)(kind + 1));
+        if (i < 0)
+            return -1;
+        x->cs[i].cs = cs; /* (a new entry is zero: its key now, for the cache) */
+        x->cs[i].op = op;
+        x->cs[i].kind = kind;
+        x->cscache[c] = i + 1;
+    }
     x->cs[i] = (xsm_scs){cs, op, kind, x->cs[i].n + n, x->cs[i].ns + ns, x->cs[i].bytes + bytes};
     return 0;
 }

@@ -26,6 +26,7 @@ typedef struct rd_ctx {
     size_t errlen;
     hid_t file;
     uint64_t file_size;
+    xsprof_rank_data *d; /* where the event tables' sizes on disk go (rd_tab_open) */
 } rd_ctx;
 
 static xsprof_status rd_fail(rd_ctx *r, xsprof_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -398,6 +399,10 @@ static xsprof_status rd_tab_open(rd_ctx *r, enum xsprof_h5_ds which, rd_tab *t)
         goto out;
     }
     H5Sget_simple_extent_dims(sp, &t->dim, NULL);
+    if (r->d && (int)which < XSPROF_IO_T_COUNT) {
+        r->d->stored_rows[which] = (uint64_t)t->dim;
+        r->d->stored_bytes[which] = (uint64_t)H5Dget_storage_size(t->ds); /* 0 also on error */
+    }
     /* A damaged header may claim any number of rows, and HDF5 fills absent
      * chunks with zeros: refuse sizes that no compression could explain. */
     if (t->dim > SIZE_MAX / t->row || (uint64_t)t->dim * t->row > r->file_size * 4096u + (64u << 20))
@@ -564,6 +569,8 @@ static xsprof_status rd_load(rd_ctx *r, xsprof_rank_data *d, unsigned stream, rd
                                     &d->nmodules, &d->nsamples};
     for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
         tabs[t] = (rd_tab){.ds = -1, .mem = -1};
+    _Static_assert(XSPROF_IO_T_COUNT <= sizeof d->stored_rows / sizeof d->stored_rows[0], "stored_rows too short");
+    r->d = d;
     xsprof_status s = rd_attributes(r, d);
     for (int i = 0; s == XSPROF_OK && i < XSPROF_H5_STRINGS; i++) {
         if (i == XSPROF_H5_SAMPLES && H5Lexists(r->file, XSPROF_DS_SAMPLES, H5P_DEFAULT) <= 0) {

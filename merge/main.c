@@ -4,6 +4,7 @@
  * inside OUT_DIR and renamed into place only when all of them succeeded, so
  * a failed merge never leaves output that looks complete. */
 #include "merge/analyze/analyze.h"
+#include "merge/analyze/score.h"
 #include "merge/emit/emit.h"
 #include "merge/par.h"
 #include "merge/progress.h"
@@ -29,6 +30,7 @@
 
 static const char xsm_usage[] =
     "usage: xsmerge RUN_DIR -o OUT_DIR [options]\n"
+    "       xsmerge --score RUN_DIR [--score-for 10x|DURATION]\n"
     "\n"
     "Merges the per-rank files of an xsprof run (RUN_DIR/rank-NNNNN.h5, and the\n"
     "journals rank-NNNNN.xsj of ranks that died) into one aligned timeline and\n"
@@ -71,6 +73,13 @@ static const char xsm_usage[] =
     "                        itself, with a note, when the run would not fit in\n"
     "                        half the available memory\n"
     "                        (XSPROF_MERGE_MEMORY_LIMIT bytes)\n"
+    "  --score               size the run instead of merging it: per region name\n"
+    "                        its visits, bytes on disk, time per visit and share,\n"
+    "                        the size of a longer run and a suggested\n"
+    "                        XSPROF_FILTER; reads only the regions tables,\n"
+    "                        writes nothing (report.json has the same `score`)\n"
+    "  --score-for N         the longer run: 10x, or a duration (2h, 30m, 600s);\n"
+    "                        default 10x\n"
     "  -q, --quiet           no progress bar, notes or summary\n"
     "  -h, --help            this text\n"
     "  --version             print the version\n"
@@ -94,6 +103,7 @@ typedef struct xsm_opts {
     int outputs; /* XSM_OUT_* */
     int outputs_given;
     int stream;  /* --stream: bounded memory, trace.pftrace, trace.json and/or merged.h5 */
+    int score;   /* --score: size the run, write nothing */
     xsm_load_opts load;
     xsm_report_opts report;
 } xsm_opts;
@@ -114,6 +124,27 @@ static int64_t xsm_parse_time(const char *s)
     else return -1;
     double ns = v * mul;
     return ns > 9e18 ? -1 : (int64_t)ns;
+}
+
+/* --score: the run sized from its rank files, printed; nothing written. */
+static int xsm_score_main(const char *run_dir, double score_for)
+{
+    xsm_score s;
+    char err[16384] = "";
+    if (xsm_score_files(&s, run_dir, score_for, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        xsm_score_free(&s);
+        return 1;
+    }
+    xsm_buf b = {0};
+    xsm_buf_printf(&b, "xsprof score of %s: ", run_dir);
+    xsm_score_text(&s, &b, 30);
+    int ok = !b.failed && b.p && fputs(b.p, stdout) >= 0 && fflush(stdout) == 0;
+    xsm_buf_free(&b);
+    xsm_score_free(&s);
+    if (!ok)
+        fprintf(stderr, "xsmerge: --score: cannot print the table\n");
+    return ok ? 0 : 1;
 }
 
 /* Under mpirun every process parses the same command line: the first says it. */
@@ -195,6 +226,16 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
             }
             if (!o->outputs)
                 return xsm_bad_usage("--outputs names no product", val);
+        } else if (strcmp(a, "--score") == 0) {
+            o->score = 1;
+        } else if (strcmp(a, "--score-for") == 0) {
+            XSM_NEED_VAL();
+            if ((o->report.score_for = xsm_score_for_parse(val)) == 0) {
+                if (xsm_par_env_rank() <= 0) /* one line: the value is the whole problem */
+                    fprintf(stderr, "xsmerge: --score-for: expected a factor or a duration (10x, 2h, 30m, 600s): %s\n",
+                            val);
+                return 1;
+            }
         } else if (strcmp(a, "--stream") == 0) {
             o->stream = 1;
         } else if (strcmp(a, "--ranks") == 0) {
@@ -234,6 +275,8 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
     }
     if (!o->run_dir)
         return xsm_bad_usage("missing RUN_DIR", NULL);
+    if (o->score)
+        return -1; /* nothing is written: no OUT_DIR */
     if (!o->out_dir)
         return xsm_bad_usage("missing -o OUT_DIR", NULL);
     if (o->load.to_ns && o->load.to_ns < o->load.from_ns)
@@ -640,6 +683,8 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     char err[16384] = ""; /* room for a message naming paths of PATH_MAX */
+    if (o.score)
+        return xsm_score_main(o.run_dir, o.report.score_for);
     /* collective mode: this process's rank files load while MPI starts
      * (XSPROF_MERGE_EARLY=0: after; =N: at most N of them) */
     int prank, plocal; /* on this node, which loads every file */

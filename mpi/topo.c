@@ -1,6 +1,11 @@
 /* mpi/topo.c — where this rank runs, from hwloc: host, the cpuset it is
  * bound to, its NUMA node, the cores of that cpuset and the GPUs near it,
- * stored as one XSPROF_REC_TOPO. Without hwloc only the host is known. */
+ * stored as one XSPROF_REC_TOPO. What the record has no field for goes to
+ * run metadata (io/FORMAT.md): topo_machine_cpuset (every PU hwloc sees:
+ * a rank bound to all of them is unbound), topo_numa_nodes (every NUMA node
+ * the binding meets; the record keeps the first) and topo_gpu_numa (every
+ * GPU of the host with its NUMA node, near the binding or not), which
+ * xsmerge's topology findings read. Without hwloc only the host is known. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +61,49 @@ static void gpus_near(hwloc_topology_t topo, hwloc_const_cpuset_t set, char *out
     }
 }
 
+/* "bus=node,..." for every GPU / co-processor of the host: the NUMA node
+ * of its first non-I/O ancestor, -1 when hwloc cannot tell. */
+static void gpus_numa(hwloc_topology_t topo, char *out, size_t len) {
+    out[0] = 0;
+    hwloc_obj_t d = NULL;
+    while ((d = hwloc_get_next_osdev(topo, d))) {
+        if (d->attr->osdev.type != HWLOC_OBJ_OSDEV_GPU && d->attr->osdev.type != HWLOC_OBJ_OSDEV_COPROC)
+            continue;
+        hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, d), p = d->parent;
+        int node = -1;
+        hwloc_obj_t numa = NULL;
+        while (anc && anc->cpuset && (numa = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, numa)))
+            if (hwloc_bitmap_intersects(numa->cpuset, anc->cpuset)) {
+                node = (int)numa->os_index;
+                break;
+            }
+        char id[96];
+        if (p && p->type == HWLOC_OBJ_PCI_DEVICE)
+            snprintf(id, sizeof id, "%04x:%02x:%02x.%01x=%d", p->attr->pcidev.domain, p->attr->pcidev.bus,
+                     p->attr->pcidev.dev, p->attr->pcidev.func, node);
+        else
+            snprintf(id, sizeof id, "%s=%d", d->name ? d->name : "?", node);
+        size_t used = strlen(out);
+        if (used + strlen(id) + 2 < len)
+            snprintf(out + used, len - used, "%s%s", used ? "," : "", id);
+    }
+}
+
+/* The NUMA nodes (OS indexes) that `set` meets, in list syntax. */
+static char *numa_of(hwloc_topology_t topo, hwloc_const_cpuset_t set) {
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    char *s = NULL;
+    if (!nodes)
+        return NULL;
+    hwloc_obj_t n = NULL;
+    while ((n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n)))
+        if (n->cpuset && hwloc_bitmap_intersects(n->cpuset, set))
+            hwloc_bitmap_set(nodes, n->os_index);
+    hwloc_bitmap_list_asprintf(&s, nodes);
+    hwloc_bitmap_free(nodes);
+    return s;
+}
+
 /* PCI discovery costs hwloc ~50 ms per rank: only pay it when a GPU driver
  * is loaded (NVIDIA, AMD ROCm, DRM). */
 static int gpu_driver_present(void) {
@@ -84,6 +132,16 @@ void xsprof_topo_record(void) {
                 free(cores);
                 gpus_near(topo, set, gpus, sizeof gpus);
                 r.gpus = intern(gpus);
+                char *nodes = numa_of(topo, set), *all = NULL;
+                if (nodes)
+                    xsprof_meta_set("topo_numa_nodes", nodes);
+                free(nodes);
+                hwloc_const_cpuset_t whole = hwloc_topology_get_topology_cpuset(topo);
+                if (whole && hwloc_bitmap_list_asprintf(&all, whole) >= 0 && all)
+                    xsprof_meta_set("topo_machine_cpuset", all);
+                free(all);
+                gpus_numa(topo, gpus, sizeof gpus);
+                xsprof_meta_set("topo_gpu_numa", gpus);
                 hwloc_obj_t numa = NULL;
                 while ((numa = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, numa)))
                     if (hwloc_bitmap_intersects(numa->cpuset, set)) {

@@ -339,6 +339,20 @@ typedef struct xsm_sample {
     uint32_t nranks;
     int32_t last_rank;
 } xsm_sample;
+/* Where a rank ran (topology.c), from its file's hwloc record and the
+ * topo_* metadata (mpi/topo.c); strings point into the run's. */
+typedef struct xsm_toporank {
+    int32_t rank;
+    const char *host;
+    const char *cpuset, *cores; /* list syntax, "" unknown */
+    const char *numa;           /* the NUMA nodes its binding meets, "" unknown (older files) */
+    int32_t numa_node;          /* the first of them, -1 unknown */
+    const char *gpus;           /* GPUs near its binding */
+    const char *gpu_numa;       /* every GPU of its host: "bus=node,..." */
+    int32_t ncores_host;
+    int bound;                  /* 1 bound to part of the machine, 0 not bound, -1 unknown */
+    int used_gpu;               /* it ran GPU work */
+} xsm_toporank;
 
 typedef struct xsm_an {
     const xsm_run *run;
@@ -388,6 +402,7 @@ typedef struct xsm_an {
      * in a known module (the run recorded call sites); css_note: the first
      * note of merge/symbols on what it could not resolve */
     xsm_callsite *css; size_t ncss, csscap;
+    xsm_toporank *topo; size_t ntopo; /* present ranks with a topology record */
     size_t window;           /* the engine's look-back, in calls per rank */
     /* sampled CPU time (XSPROF_SAMPLE_HZ), by samples; smp_timed: every
      * rank said what a sample weighs (perf), else shares only */
@@ -399,6 +414,7 @@ typedef struct xsm_an {
     struct xsm_rfun { int32_t rank, function, file; uint64_t n; } *rfun;
     size_t nrfun, rfuncap;
     xsm_buf smp_folded; /* the sampled stacks folded ("rank N;main;f;g samples"), rank by rank, sorted */
+    double score_for;        /* the report's `score` projection (xsm_report_opts.score_for) */
     int css_known;
     char css_note[512];
 } xsm_an;
@@ -577,7 +593,9 @@ int xsm_an_samples(xsm_an *a);                          /* samples.c: sampled CP
  * nearly as far above (the function it burned a delay in), -1 none;
  * *excess: those samples. The program's code only (functions with a file). */
 int32_t xsm_samples_excess(const xsm_an *a, int32_t r, int32_t *file, double *excess);
+int xsm_an_topology(xsm_an *a);                         /* topology.c: bindings, NUMA nodes, GPUs */
 int xsm_an_findings(xsm_an *a);                         /* findings.c */
+int xsm_topo_findings(xsm_an *a);                       /* topology.c, called by xsm_an_findings */
 int xsm_an_finding_add(xsm_an *a, const xsm_finding *f); /* copies f (takes ranks) */
 
 

@@ -74,7 +74,7 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
     }
     int bad = xsm_an_waits(a, sa) != 0 || xsm_an_path(a, path) != 0 || xsm_an_gpu(a, sa) != 0 ||
               xsm_an_health(a) != 0 || xsm_an_memory(a, sa) != 0 || xsm_an_callsites(a, sa) != 0 ||
-              xsm_an_samples(a) != 0;
+              xsm_an_samples(a) != 0 || xsm_an_topology(a) != 0;
     if (bad || xsm_an_findings(a) != 0)
         goto nomem;
     return 0;
@@ -123,6 +123,7 @@ void xsm_an_free(xsm_an *a)
     free(a->smp);
     free(a->rfun);
     xsm_buf_free(&a->smp_folded);
+    free(a->topo);
     if (a->own_inst)
         fclose(a->own_inst);
     if (a->own_pieces)
@@ -170,6 +171,7 @@ static int xsm_analyze_write(xsm_an *ap, const char *out_dir, const xsm_report_o
 {
     xsm_an a = *ap;
     const xsm_run *run = a.run;
+    a.score_for = opts ? opts->score_for : 0;
     xsm_buf json = {0}, html_json = {0}, txt = {0}, folded = {0}, svg = {0}, html = {0}, reg = {0}, tmp = {0};
     int rc = 1, regression = 0;
     if (opts && opts->baseline_dir) {

@@ -14,6 +14,7 @@ typedef struct xsm_report_opts {
     double threshold_pct;     /* --threshold, default 5 */
     const char *diff_dir;     /* --diff: baseline for a differential flame graph */
     int callgrind;            /* --format callgrind: also write callgrind.out */
+    double score_for;         /* --score-for: a factor, or minus a duration in seconds; 0: 10x */
     int quiet;
     FILE *summary;            /* where the one-screen summary is printed (stdout), NULL: none */
     struct xsm_an **keep;     /* not NULL: receives the analysis (xsm_analyze_h5, then xsm_analyze_free) */

@@ -681,5 +681,7 @@ int xsm_an_findings(xsm_an *a)
                      "NVTX ranges) to see which");
             break;
         }
-    return memory_findings(a);
+    if (memory_findings(a) != 0)
+        return -1;
+    return xsm_topo_findings(a);
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "an.h"
+#include "score.h"
 
 #define NUM(b, v) xsm_buf_json_num((b), (double)(v))
 
@@ -729,6 +730,66 @@ static void findings(const xsm_an *a, xsm_buf *b, int h)
     xsm_buf_puts(b, "]");
 }
 
+/* Hosts in order of their first rank, then every rank with a record. */
+static void topology(const xsm_an *a, xsm_buf *b, int h)
+{
+    xsm_buf_puts(b, "{\"hosts\":[");
+    for (size_t i = 0, nh = 0; i < a->ntopo; i++) {
+        const xsm_toporank *t = &a->topo[i];
+        size_t q = 0;
+        while (q < i && strcmp(a->topo[q].host, t->host) != 0)
+            q++;
+        if (q < i)
+            continue;
+        size_t n = 0;
+        for (size_t k = i; k < a->ntopo; k++)
+            n += strcmp(a->topo[k].host, t->host) == 0;
+        xsm_buf_puts(b, nh++ ? ",{" : "{");
+        key(b, "host", 1);
+        str(b, t->host, h);
+        key(b, "ranks", 0);
+        NUM(b, n);
+        key(b, "cores", 0);
+        NUM(b, t->ncores_host);
+        key(b, "gpus", 0); /* every GPU of the host with its NUMA node: "bus=node,..." */
+        str(b, t->gpu_numa, h);
+        xsm_buf_puts(b, "}");
+    }
+    xsm_buf_puts(b, "],\"ranks\":[");
+    for (size_t i = 0; i < a->ntopo; i++) {
+        const xsm_toporank *t = &a->topo[i];
+        xsm_buf_puts(b, i ? ",{" : "{");
+        key(b, "rank", 1);
+        NUM(b, t->rank);
+        key(b, "host", 0);
+        str(b, t->host, h);
+        key(b, "cpuset", 0);
+        str(b, t->cpuset, h);
+        key(b, "cores", 0);
+        str(b, t->cores, h);
+        key(b, "numa_nodes", 0);
+        str(b, t->numa, h);
+        key(b, "numa_node", 0);
+        NUM(b, t->numa_node);
+        key(b, "gpus_near", 0);
+        str(b, t->gpus, h);
+        key(b, "bound", 0);
+        xsm_buf_puts(b, t->bound < 0 ? "null" : t->bound ? "true" : "false");
+        xsm_buf_puts(b, "}");
+    }
+    xsm_buf_puts(b, "]}");
+}
+
+static void score(const xsm_an *a, xsm_buf *b, int h)
+{
+    xsm_score s;
+    if (xsm_score_from_an(&s, a, a->score_for) != 0)
+        b->failed = 1; /* the report is not written: out of memory */
+    else
+        xsm_score_json(&s, b, h);
+    xsm_score_free(&s);
+}
+
 static void drops(const xsm_an *a, xsm_buf *b, int h)
 {
     xsm_buf_puts(b, "{");
@@ -789,6 +850,10 @@ void xsm_report_json(const xsm_an *a, xsm_buf *b, int h)
     callsites(a, b, h);
     xsm_buf_puts(b, ",\n\"samples\":");
     samples(a, b, h);
+    xsm_buf_puts(b, ",\n\"topology\":");
+    topology(a, b, h);
+    xsm_buf_puts(b, ",\n\"score\":");
+    score(a, b, h);
     xsm_buf_puts(b, ",\n\"findings\":");
     findings(a, b, h);
     xsm_buf_puts(b, ",\n\"drops\":");

@@ -3,6 +3,7 @@
  *   planted MODE MS [ITER]
  * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | outside | threads (2 ranks)
  *       | poll_receiver | steady | selfpoll, farcause (2 ranks) | hidden_imbalance (run with XSPROF_SAMPLE_HZ)
+ *       | tinyhot
  * MS: the planted delay (a sleep inside a region), ITER: repetitions (steady).
  * Regions are recorded through xsprof's API when libxsprof-mpi.so is loaded
  * (LD_PRELOAD); the program is not linked against xsprof, so the symbols are
@@ -290,6 +291,24 @@ int main(int argc, char **argv)
             x += burn_extra(ms);
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* the hidden_imbalance wait (report_e2e.py) */
         begin("main");
+    } else if (strcmp(mode, "tinyhot") == 0) {
+        /* trace-size scoring: ITER steps of `step` (MS ms of `solve`, an
+         * Allreduce) with 2000 visits of the tiny `hot` inside each, and one
+         * `setup` visit of 2 ms: `hot` holds most of the rows and little
+         * of the time, so the suggested filter is `-hot` */
+        volatile double acc = 0;
+        in_region("setup", 2);
+        for (int i = 0; i < iter; i++) {
+            begin("step");
+            in_region("solve", ms);
+            for (int k = 0; k < 2000; k++) {
+                begin("hot");
+                acc += k;
+                end();
+            }
+            MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            end();
+        }
     } else if (strcmp(mode, "steady") == 0) {
         /* the same work on every rank: for regression checks */
         for (int i = 0; i < iter; i++) {

@@ -187,8 +187,8 @@ static int shared_findings(xsm_an *a, int same)
         xsm_fmt_ranks(list, sizeof list, ranks, n);
         if (same) {
             snprintf(msg, sizeof msg,
-                     "ranks %s on %s are bound to the same hardware thread (PU %ld among them): they take turns on "
-                     "it, each computing at a fraction of its speed",
+                     "ranks %s on %s are bound to the same hardware threads (PU %ld among them): they take turns "
+                     "on them, each computing at a fraction of its speed",
                      list, host, what);
             rc = add(a, "Shared hardware thread", "high", ranks, n, msg,
                      "give each rank its own core: mpirun --bind-to core with at most one rank per core "

@@ -13,6 +13,14 @@ and check what the report says against what was planted.
                                              Receiver (exactly, from the trace), the same streamed
   report_e2e.py html [PAGE...]               report.html (and PAGEs) render in headless chromium without script errors
   report_e2e.py regression                   a 20 % slowdown exits 3, an identical run does not
+  report_e2e.py score                        xsmerge --score on a program with a tiny region visited
+                                             40000 times a rank: the suggested XSPROF_FILTER is
+                                             -hot, report.json's score says the same in memory and
+                                             --stream; bad input: one line, exit 1
+  report_e2e.py topology                     mpirun --bind-to core / none / --cpu-set 0, hwloc
+                                             synthetic topologies (SMT, NUMA) and a rank file moved
+                                             to another host: each topology finding, the same in
+                                             memory and --stream
   report_e2e.py streampath NP ITER           ITER Allreduce steps on NP ranks (a critical path of
                                              thousands of pieces): xsmerge --stream gives the
                                              in-memory wait states, critical path and merged.h5
@@ -86,7 +94,7 @@ def load_report(out):
     if rep.get("job", {}).get("analysis") != "streamed":  # one engine, however fed
         fail(f"report.json job.analysis {rep.get('job', {}).get('analysis')!r}")
     keys = ["schema", "job", "ranks", "regions", "mpi", "wait_states", "critical_path", "comm_matrix", "gpu",
-            "clock", "callsites", "samples", "findings", "drops"]
+            "clock", "callsites", "samples", "topology", "score", "findings", "drops"]
     if rep.get("schema") != "xsprof-report/1" or list(rep.keys()) != keys:
         fail(f"report.json keys {list(rep.keys())}")
     kinds = [w["kind"] for w in rep["wait_states"]]
@@ -319,6 +327,153 @@ def hidden(np, ms):
     if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
         fail("hidden: --stream report.json differs")
     print("ok: hidden imbalance named by function and call site")
+
+
+def report_of(rundir, out):
+    """report.json in memory and from --stream --outputs report: the same bytes."""
+    st = out + "-stream"
+    if merge(rundir, out, "--outputs", "report").returncode or \
+            merge(rundir, st, "--stream", "--outputs", "report").returncode:
+        fail("xsmerge failed")
+    for f in ("report.json", "report.txt"):
+        if open(os.path.join(out, f), "rb").read() != open(os.path.join(st, f), "rb").read():
+            fail(f"{out}: {f} differs between the in-memory and the --stream merge")
+    return load_report(out)
+
+
+def score():
+    """A tiny region (`hot`, 2000 visits per step, nanoseconds each) beside
+    `solve` (MS ms per step): --score suggests XSPROF_FILTER=-hot, and a run
+    with that filter has no `hot` rows."""
+    xs = env_path("XSMERGE")
+    rundir = profile("score", "tinyhot", 2, 5, 20)
+    before = sorted(os.listdir(rundir))
+    r = subprocess.run([xs, "--score", rundir], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    print(r.stdout + r.stderr)
+    if r.returncode != 0 or r.stderr:
+        fail(f"--score exited {r.returncode}: {r.stderr}")
+    if sorted(os.listdir(rundir)) != before or os.path.exists(os.path.join(os.path.dirname(rundir), "out")):
+        fail("--score wrote files")
+    if "suggested: XSPROF_FILTER='-hot'\n" not in r.stdout:
+        fail("--score does not suggest XSPROF_FILTER='-hot'")
+    rows = {}
+    for line in r.stdout.splitlines():  # "  -   80000   80000  144.4 kB ...  hot"
+        m = re.match(r"^  (-| ) +(\d+) +(\d+) .* (\S+)$", line)
+        if m:
+            rows[m.group(4)] = int(m.group(2))
+    if rows.get("hot") != 2 * 20 * 2000 or rows.get("solve") != 2 * 20:
+        fail(f"--score visits {rows}, planted hot 80000, solve 40")
+    r10 = run([xs, "--score", rundir, "--score-for", "10x"])
+    r1h = run([xs, "--score", rundir, "--score-for", "1h"])
+    if r10.returncode or r1h.returncode or "for a run 10x as long" not in r10.stdout:
+        fail("--score-for 10x / 1h failed")
+    rep = report_of(rundir, os.path.join(os.path.dirname(rundir), "merged"))
+    sc = rep["score"]
+    if sc["filter"] is None or sc["filter"]["spec"] != "-hot" or sc["regions"][0]["name"] != "hot" or \
+            not sc["regions"][0]["suggested"] or sc["factor"] != 10:
+        fail(f"report.json score: filter {sc['filter']}, first row {sc['regions'][:1]}")
+    if {x["name"]: x["visits"] for x in sc["regions"]} != {k: v for k, v in rows.items()}:
+        fail(f"report.json score visits {[(x['name'], x['visits']) for x in sc['regions']]} vs --score {rows}")
+    tab = {t["table"]: t for t in sc["tables"]}
+    if tab["regions"]["rows"] < 80000 or not 0 < tab["regions"]["bytes"] < 80000 * 40:
+        fail(f"regions table {tab['regions']}")
+    if not sc["filter"]["events_share"] > 0.99 or not sc["filter"]["time_share"] < 0.05:
+        fail(f"filter saves {sc['filter']}")
+    # the suggestion applied: no `hot` rows, the regions table a small part of what it was
+    work = os.path.abspath("score-filtered")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    fdir = os.path.join(work, "run")
+    r = run([env_path("MPIEXEC"), "-np", "2", "--oversubscribe", "-x", "LD_PRELOAD=" + env_path("XSPROF_MPI_LIB"),
+             "-x", "XSPROF_OUTPUT=" + fdir, "-x", "XSPROF_FILTER=-hot", env_path("PLANTED"), "tinyhot", "5", "20"],
+            timeout=120)
+    if r.returncode:
+        print(r.stdout)
+        fail("the filtered run failed")
+    frep = report_of(fdir, os.path.join(work, "merged"))
+    fsc = frep["score"]
+    ftab = {t["table"]: t for t in fsc["tables"]}
+    if "hot" in [x["name"] for x in fsc["regions"]] or ftab["regions"]["rows"] > 200 or fsc["filter"] is not None:
+        fail(f"XSPROF_FILTER=-hot: regions {[(x['name'], x['visits']) for x in fsc['regions']]}, "
+             f"table {ftab['regions']}, filter {fsc['filter']}")
+    # bad input: one line on stderr, exit 1
+    for args, what in (([xs, "--score", work], "not a run directory"),
+                       ([xs, "--score", rundir, "--score-for", "ten"], "--score-for ten"),
+                       ([xs, "--score", rundir, "--score-for", "-3x"], "--score-for -3x")):
+        b = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        if b.returncode != 1 or len(b.stderr.splitlines()) != 1 or b.stdout:
+            fail(f"{what}: exit {b.returncode}, stderr {b.stderr!r}, stdout {b.stdout!r}")
+        print(f"ok: {what}: {b.stderr.strip()}")
+    print("ok: score")
+
+
+def topology():
+    """Each topology finding from a run this 2-core machine can make: real
+    bindings through mpirun, SMT and NUMA through hwloc synthetic topologies
+    (the process's binding is real, hwloc describes the machine), unequal
+    ranks per node by moving a rank file to another host name."""
+    import h5py
+    import numpy
+
+    def case(name, np, launch, app_env=()):
+        work = os.path.abspath("topo-" + name)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        rundir = os.path.join(work, "run")
+        cmd = [env_path("MPIEXEC"), "-np", str(np), "--oversubscribe", *launch,
+               "-x", "LD_PRELOAD=" + env_path("XSPROF_MPI_LIB"), "-x", "XSPROF_OUTPUT=" + rundir]
+        for kv in app_env:
+            cmd += ["-x", kv]
+        r = run(cmd + [env_path("PLANTED"), "steady", "2", "3"], timeout=120)
+        if r.returncode:
+            print(r.stdout)
+            fail(f"{name}: mpiexec exited {r.returncode}")
+        return rundir, work
+
+    def topo_findings(rep):
+        kinds = ("Shared hardware thread", "Shared core", "Unbound ranks", "Binding spans NUMA nodes",
+                 "GPU on another NUMA node", "Unequal ranks per node")
+        return {f["kind"]: f["ranks"] for f in rep["findings"] if f["kind"] in kinds}
+
+    synth = ("HWLOC_THISSYSTEM=1",)
+    cases = [("core", 2, ["--bind-to", "core"], (), {}, [True, True]),
+             ("none", 2, ["--bind-to", "none"], (), {"Unbound ranks": [0, 1]}, [False, False]),
+             ("cpuset0", 2, ["--cpu-set", "0", "--bind-to", "core"], (), {"Shared hardware thread": [0, 1]},
+              [True, True]),
+             # one core of two hardware threads: --bind-to core gives each rank one of the machine's two CPUs
+             ("smt", 2, ["--bind-to", "core"], synth + ("HWLOC_SYNTHETIC=pack:1 core:1 pu:2",),
+              {"Shared core": [0, 1]}, [True, True]),
+             # three NUMA nodes of one CPU: both ranks bound to the two real CPUs, nodes 0 and 1
+             ("numa", 2, ["--bind-to", "none"], synth + ("HWLOC_SYNTHETIC=pack:1 numa:3 core:1 pu:1",),
+              {"Binding spans NUMA nodes": [0, 1], "Shared hardware thread": [0, 1]}, [True, True])]
+    for name, np, launch, env, want, bound in cases:
+        rundir, work = case(name, np, launch, env)
+        rep = report_of(rundir, os.path.join(work, "merged"))
+        got = topo_findings(rep)
+        tb = [x["bound"] for x in rep["topology"]["ranks"]]
+        print(f"{name}: topology {rep['topology']['ranks']}, findings {got}")
+        if got != want or tb != bound:
+            fail(f"{name}: topology findings {got}, bound {tb}; expected {want}, {bound}")
+        if name == "numa" and [x["numa_nodes"] for x in rep["topology"]["ranks"]] != ["0-1", "0-1"]:
+            fail(f"numa: numa_nodes {[x['numa_nodes'] for x in rep['topology']['ranks']]}")
+        txt = open(os.path.join(work, "merged", "report.txt")).read()
+        if "==== Topology" not in txt:
+            fail(f"{name}: no Topology section in report.txt")
+    # unequal ranks per node: rank 2 of 3 said it ran on "othernode"
+    rundir, work = case("hosts", 3, ["--bind-to", "none"])
+    with h5py.File(os.path.join(rundir, "rank-00002.h5"), "r+") as f:
+        tid = h5py.h5t.C_S1.copy()  # a NUL-terminated fixed-length UTF-8 string, as xsprof writes it
+        tid.set_size(10)
+        tid.set_strpad(h5py.h5t.STR_NULLTERM)
+        tid.set_cset(h5py.h5t.CSET_UTF8)
+        f.attrs.create("host", numpy.bytes_(b"othernode"), dtype=h5py.Datatype(tid))
+    rep = report_of(rundir, os.path.join(work, "merged"))
+    got = topo_findings(rep)
+    hosts = [(h["host"], h["ranks"]) for h in rep["topology"]["hosts"]]
+    print(f"hosts: {hosts}, findings {got}")
+    if got.get("Unequal ranks per node") != [0, 1] or len(hosts) != 2:
+        fail(f"hosts: {hosts}, findings {got}")
+    print("ok: topology")
 
 
 def pollrecv(np, ms):
@@ -643,6 +798,10 @@ def main():
         html(sys.argv[2:])
     elif what == "regression":
         regression()
+    elif what == "score":
+        score()
+    elif what == "topology":
+        topology()
     elif what == "streampath":
         streampath(int(sys.argv[2]), int(sys.argv[3]))
     else:

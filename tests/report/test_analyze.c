@@ -614,6 +614,72 @@ static void test_gpu_report(const char *dir)
     fx_free(&run);
 }
 
+/* topology.c: a rank whose GPU sits on another NUMA node than its cores
+ * (no GPU on this machine: the hwloc rows and topo_* metadata written by
+ * hand, as mpi/topo.c records them) */
+static void test_topology_gpu(void)
+{
+    enum { T_0 = S_N, T_1, T_01, T_MACHINE, T_NUMA, T_GPUNUMA, T_GPUS, T_N };
+    static char *ts[T_N];
+    memcpy(ts, strs, sizeof strs);
+    ts[T_0] = "0";
+    ts[T_1] = "1";
+    ts[T_01] = "0-1";
+    ts[T_MACHINE] = "topo_machine_cpuset";
+    ts[T_NUMA] = "topo_numa_nodes";
+    ts[T_GPUNUMA] = "topo_gpu_numa";
+    ts[T_GPUS] = "0000:3b:00.0=1";
+    xsm_run run;
+    fx_init(&run, 2);
+    xsprof_io_topo topo[2];
+    xsprof_io_meta meta[2][3];
+    for (int r = 0; r < 2; r++) {
+        region(&run, r, S_SOLVE, 0, 100 * MS, 0);
+        xsprof_rank_data *d = &run.ranks[r].d;
+        d->strings = ts;
+        d->nstrings = T_N;
+        uint32_t pu = r ? T_1 : T_0;
+        topo[r] = (xsprof_io_topo){.numa_node = r, .ncores_host = 2, .cpuset = pu, .cores = pu, .gpus = S_EMPTY,
+                                   .host = S_HOST};
+        meta[r][0] = (xsprof_io_meta){T_MACHINE, T_01};
+        meta[r][1] = (xsprof_io_meta){T_NUMA, pu}; /* rank r's cores are on NUMA node r */
+        meta[r][2] = (xsprof_io_meta){T_GPUNUMA, T_GPUS}; /* the host's one GPU is on node 1 */
+        d->topo = &topo[r];
+        d->ntopo = 1;
+        d->meta = meta[r];
+        d->nmeta = 3;
+        d->gpu = calloc(1, sizeof *d->gpu);
+        d->ngpu = 1;
+        d->gpu[0] = (xsprof_io_gpu){.t_begin = 10 * MS, .t_end = 20 * MS, .kind = XSPROF_GPU_KERNEL, .device = 0};
+    }
+    xsm_an a;
+    analyse(&run, &a);
+    const xsm_finding *g = NULL;
+    size_t other = 0;
+    for (size_t i = 0; i < a.nf; i++) {
+        if (strcmp(a.f[i].kind, "GPU on another NUMA node") == 0)
+            g = &a.f[i];
+        else if (a.f[i].seconds_lost == 0)
+            other++;
+    }
+    CHECK(a.ntopo == 2 && a.topo[0].bound == 1 && a.topo[1].bound == 1 && a.topo[0].used_gpu && a.topo[1].used_gpu,
+          "topology of two bound ranks that ran GPU work");
+    CHECK(g && g->nranks == 1 && g->ranks[0] == 0, "GPU on another NUMA node: rank 0 only (rank 1 shares node 1 with it)");
+    CHECK(other == 0, "no other topology finding (%zu)", other);
+    xsm_buf b = {0};
+    xsm_report_json(&a, &b, 0);
+    CHECK(b.p && strstr(b.p, "\"topology\":{\"hosts\":[{\"host\":\"node0\",\"ranks\":2,\"cores\":2,\"gpus\":\"0000:3b:00.0=1\"}]"),
+          "report.json topology hosts");
+    xsm_buf_free(&b);
+    xsm_an_free(&a);
+    for (int r = 0; r < 2; r++) {
+        free(run.ranks[r].d.gpu);
+        run.ranks[r].d.topo = NULL;
+        run.ranks[r].d.meta = NULL;
+    }
+    fx_free(&run);
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -866,6 +932,7 @@ int main(int argc, char **argv)
     test_nonblocking_nxn();
     test_early_reduce();
     test_outlier_and_gpu();
+    test_topology_gpu();
     test_streamed_path();
     test_gpu_report(argc > 1 ? argv[1] : "report-unit-out");
     test_health(argc > 1 ? argv[1] : "report-unit-out");

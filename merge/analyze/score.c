@@ -298,6 +298,8 @@ int xsm_score_files(xsm_score *s, const char *run_dir, double f, char *err, size
     if (xsm_read_scan(run_dir, &c, &n, err, errlen) != 0)
         return 1;
     int rc = 0;
+    /* the regions' chunks decoded by merge/read (as a streamed merge reads them) */
+    xsprof_rankfile_set_rows_reader(xsm_chunks_rows);
     /* every event table but the clock samples stays in the file: sized, not read */
     unsigned stream = ((1u << XSPROF_IO_T_COUNT) - 1) & ~(1u << XSPROF_IO_T_CLOCK);
     for (size_t i = 0; i < n && !rc; i++) {

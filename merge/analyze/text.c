@@ -10,29 +10,6 @@ static double rank_wall(const xsm_an *a, size_t r) { return (double)(a->rs[r].t_
 
 static void health(const xsm_an *a, xsm_buf *b)
 {
-    if (a->ntopo) {
-        xsm_buf_puts(b, "\n==== Topology (hwloc, where each rank ran) ====\n");
-        for (size_t i = 0; i < a->ntopo && i < 32; i++) {
-            const xsm_toporank *t = &a->topo[i];
-            xsm_buf_printf(b, "  rank %d on %s: %s, PUs %s, cores %s of %d, NUMA %s%s%s\n", t->rank, t->host,
-                           t->bound < 0 ? "binding unknown" : t->bound ? "bound" : "not bound",
-                           *t->cpuset ? t->cpuset : "?", *t->cores ? t->cores : "?", t->ncores_host,
-                           *t->numa ? t->numa : "?", *t->gpus ? ", GPUs near " : "", t->gpus);
-        }
-        if (a->ntopo > 32)
-            xsm_buf_printf(b, "  (%zu more ranks in report.json)\n", a->ntopo - 32);
-    }
-    {
-        xsm_score sc;
-        if (xsm_score_from_an(&sc, a, a->score_for) != 0) {
-            b->failed = 1;
-        } else {
-            xsm_buf_puts(b, "\n==== Trace size (xsmerge --score) ====\n");
-            xsm_score_text(&sc, b, 10);
-        }
-        xsm_score_free(&sc);
-    }
-
     const xsm_clock_stats *c = &a->run->clock;
     /* a clock correction matters when it could move a finding by 1 % or is
      * above a millisecond, whatever the findings */
@@ -362,6 +339,29 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
                            (unsigned long long)g->htod, (unsigned long long)g->dtoh, (unsigned long long)g->dtod,
                            (unsigned long long)g->overlap_kernels, d2);
         }
+    }
+
+    if (a->ntopo) {
+        xsm_buf_puts(b, "\n==== Topology (hwloc, where each rank ran) ====\n");
+        for (size_t i = 0; i < a->ntopo && i < 32; i++) {
+            const xsm_toporank *t = &a->topo[i];
+            xsm_buf_printf(b, "  rank %d on %s: %s, PUs %s, cores %s of %d, NUMA %s%s%s\n", t->rank, t->host,
+                           t->bound < 0 ? "binding unknown" : t->bound ? "bound" : "not bound",
+                           *t->cpuset ? t->cpuset : "?", *t->cores ? t->cores : "?", t->ncores_host,
+                           *t->numa ? t->numa : "?", *t->gpus ? ", GPUs near " : "", t->gpus);
+        }
+        if (a->ntopo > 32)
+            xsm_buf_printf(b, "  (%zu more ranks in report.json)\n", a->ntopo - 32);
+    }
+    {
+        xsm_score sc;
+        if (xsm_score_from_an(&sc, a, a->score_for) != 0) {
+            b->failed = 1;
+        } else {
+            xsm_buf_puts(b, "\n==== Trace size (xsmerge --score) ====\n");
+            xsm_score_text(&sc, b, 10);
+        }
+        xsm_score_free(&sc);
     }
 
     const xsm_clock_stats *c = &a->run->clock;

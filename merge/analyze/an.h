@@ -352,7 +352,16 @@ typedef struct xsm_toporank {
     int32_t ncores_host;
     int bound;                  /* 1 bound to part of the machine, 0 not bound, -1 unknown */
     int used_gpu;               /* it ran GPU work */
+    uint32_t hostix;            /* its host in xsm_an.thost */
 } xsm_toporank;
+
+/* A host of the run (topology.c), in order of its first rank. */
+typedef struct xsm_topohost {
+    const char *host;
+    size_t ranks;
+    int32_t ncores;             /* its first rank's ncores_host */
+    const char *gpu_numa;       /* its first rank's: every GPU with its NUMA node */
+} xsm_topohost;
 
 typedef struct xsm_an {
     const xsm_run *run;
@@ -402,7 +411,8 @@ typedef struct xsm_an {
      * in a known module (the run recorded call sites); css_note: the first
      * note of merge/symbols on what it could not resolve */
     xsm_callsite *css; size_t ncss, csscap;
-    xsm_toporank *topo; size_t ntopo; /* present ranks with a topology record */
+    xsm_toporank *topo; size_t ntopo; /* present ranks with a topology record, by rank */
+    xsm_topohost *thost; size_t nthost;
     size_t window;           /* the engine's look-back, in calls per rank */
     /* sampled CPU time (XSPROF_SAMPLE_HZ), by samples; smp_timed: every
      * rank said what a sample weighs (perf), else shares only */

@@ -124,6 +124,7 @@ void xsm_an_free(xsm_an *a)
     free(a->rfun);
     xsm_buf_free(&a->smp_folded);
     free(a->topo);
+    free(a->thost);
     if (a->own_inst)
         fclose(a->own_inst);
     if (a->own_pieces)

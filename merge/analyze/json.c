@@ -734,23 +734,15 @@ static void findings(const xsm_an *a, xsm_buf *b, int h)
 static void topology(const xsm_an *a, xsm_buf *b, int h)
 {
     xsm_buf_puts(b, "{\"hosts\":[");
-    for (size_t i = 0, nh = 0; i < a->ntopo; i++) {
-        const xsm_toporank *t = &a->topo[i];
-        size_t q = 0;
-        while (q < i && strcmp(a->topo[q].host, t->host) != 0)
-            q++;
-        if (q < i)
-            continue;
-        size_t n = 0;
-        for (size_t k = i; k < a->ntopo; k++)
-            n += strcmp(a->topo[k].host, t->host) == 0;
-        xsm_buf_puts(b, nh++ ? ",{" : "{");
+    for (size_t i = 0; i < a->nthost; i++) {
+        const xsm_topohost *t = &a->thost[i];
+        xsm_buf_puts(b, i ? ",{" : "{");
         key(b, "host", 1);
         str(b, t->host, h);
         key(b, "ranks", 0);
-        NUM(b, n);
+        NUM(b, t->ranks);
         key(b, "cores", 0);
-        NUM(b, t->ncores_host);
+        NUM(b, t->ncores);
         key(b, "gpus", 0); /* every GPU of the host with its NUMA node: "bus=node,..." */
         str(b, t->gpu_numa, h);
         xsm_buf_puts(b, "}");

@@ -10,7 +10,7 @@
 
 /* A cpuset, core or node list ("0-3,8"), as at most XSM_TOPO_RANGES
  * ranges; more are cut (a list hwloc writes for one binding is short). */
-#define XSM_TOPO_RANGES 64
+#define XSM_TOPO_RANGES 16
 typedef struct xsm_tlist {
     size_t n;
     long lo[XSM_TOPO_RANGES], hi[XSM_TOPO_RANGES];
@@ -69,6 +69,61 @@ static const char *meta_of(const xsprof_rank_data *d, const char *key)
     return NULL;
 }
 
+static int by_host(const void *pa, const void *pb, void *ctx)
+{
+    const xsm_toporank *t = ctx, *a = &t[*(const size_t *)pa], *b = &t[*(const size_t *)pb];
+    int c = strcmp(a->host, b->host);
+    return c ? c : a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+static int by_first(const void *pa, const void *pb, void *ctx)
+{
+    const size_t *first = ctx;
+    size_t x = first[*(const uint32_t *)pa], y = first[*(const uint32_t *)pb];
+    return x < y ? -1 : x > y;
+}
+
+/* The hosts, in order of their first rank, and each rank's host index:
+ * a sort by host name, not a search per rank (16 384 ranks). */
+static int topo_hosts(xsm_an *a)
+{
+    size_t T = a->ntopo, nh = 0;
+    size_t *ix = malloc((T + 1) * sizeof *ix), *first = malloc((T + 1) * sizeof *first);
+    uint32_t *order = malloc((T + 1) * sizeof *order), *rank_of = malloc((T + 1) * sizeof *rank_of);
+    a->thost = calloc(T + 1, sizeof *a->thost);
+    int rc = -1;
+    if (!ix || !first || !order || !rank_of || !a->thost)
+        goto out;
+    for (size_t i = 0; i < T; i++)
+        ix[i] = i;
+    qsort_r(ix, T, sizeof *ix, by_host, a->topo);
+    for (size_t i = 0; i < T; i++) {
+        if (!i || strcmp(a->topo[ix[i]].host, a->topo[ix[i - 1]].host) != 0)
+            first[nh++] = ix[i]; /* the smallest index of the host: topo is by rank */
+        a->topo[ix[i]].hostix = (uint32_t)(nh - 1);
+    }
+    for (size_t h = 0; h < nh; h++)
+        order[h] = (uint32_t)h;
+    qsort_r(order, nh, sizeof *order, by_first, first);
+    for (size_t h = 0; h < nh; h++)
+        rank_of[order[h]] = (uint32_t)h;
+    for (size_t i = 0; i < T; i++) {
+        xsm_toporank *t = &a->topo[i];
+        t->hostix = rank_of[t->hostix];
+        xsm_topohost *o = &a->thost[t->hostix];
+        if (!o->ranks++)
+            *o = (xsm_topohost){.host = t->host, .ranks = 1, .ncores = t->ncores_host, .gpu_numa = t->gpu_numa};
+    }
+    a->nthost = nh;
+    rc = 0;
+out:
+    free(ix);
+    free(first);
+    free(order);
+    free(rank_of);
+    return rc;
+}
+
 int xsm_an_topology(xsm_an *a)
 {
     const xsm_run *run = a->run;
@@ -102,11 +157,11 @@ int xsm_an_topology(xsm_an *a)
         else if (t->ncores_host > 0)
             o->bound = tlist_count(&cores) < t->ncores_host;
     }
-    for (size_t i = 0; i < a->ngpu; i++)
+    for (size_t i = 0; i < a->ngpu; i++) /* a->topo is by rank */
         for (size_t k = 0; k < a->ntopo; k++)
             if (a->topo[k].rank == a->gpu[i].rank && a->gpu[i].kernels + a->gpu[i].htod + a->gpu[i].dtoh)
                 a->topo[k].used_gpu = 1;
-    return 0;
+    return topo_hosts(a);
 }
 
 static int add(xsm_an *a, const char *kind, const char *severity, int32_t *ranks, size_t n, const char *msg,
@@ -129,52 +184,56 @@ static int add(xsm_an *a, const char *kind, const char *severity, int32_t *ranks
 }
 
 /* Ranks of one host bound to a common hardware thread (same == 1) or to
- * hardware threads of a common core (same == 0): one finding per host. */
+ * hardware threads of a common core (same == 0): one finding per host.
+ * The lists are parsed once; pairs are only looked for within a host. */
 static int shared_findings(xsm_an *a, int same)
 {
     size_t T = a->ntopo;
-    unsigned char *in = calloc(T + 1, 1), *done = calloc(T + 1, 1);
+    size_t *ix = malloc((T + 1) * sizeof *ix), *start = calloc(a->nthost + 2, sizeof *start);
+    xsm_tlist *pu = malloc((T + 1) * sizeof *pu), *core = malloc((T + 1) * sizeof *core);
+    unsigned char *in = calloc(T + 1, 1);
     int32_t *rk = malloc((T + 1) * sizeof *rk);
-    int rc = 0;
-    if (!in || !done || !rk) {
-        rc = -1;
+    int rc = -1;
+    if (!ix || !start || !pu || !core || !in || !rk)
         goto out;
+    for (size_t i = 0; i < T; i++) { /* ranks grouped by host, in rank order within */
+        tlist_parse(a->topo[i].cpuset, &pu[i]);
+        tlist_parse(a->topo[i].cores, &core[i]);
+        start[a->topo[i].hostix + 1]++;
     }
-    for (size_t h = 0; h < T && !rc; h++) {
-        if (done[h])
-            continue;
-        const char *host = a->topo[h].host;
-        memset(in, 0, T);
+    for (size_t h = 0; h < a->nthost; h++)
+        start[h + 1] += start[h];
+    {
+        size_t *fill = calloc(a->nthost + 1, sizeof *fill);
+        if (!fill)
+            goto out;
+        for (size_t i = 0; i < T; i++)
+            ix[start[a->topo[i].hostix] + fill[a->topo[i].hostix]++] = i;
+        free(fill);
+    }
+    rc = 0;
+    for (size_t h = 0; h < a->nthost && !rc; h++) {
         size_t n = 0;
         long what = -1;
-        for (size_t i = h; i < T; i++) {
-            const xsm_toporank *x = &a->topo[i];
-            if (strcmp(x->host, host) != 0)
+        for (size_t p = start[h]; p < start[h + 1]; p++) {
+            size_t i = ix[p];
+            if (a->topo[i].bound != 1)
                 continue;
-            done[i] = 1;
-            if (x->bound != 1)
-                continue;
-            xsm_tlist px, cx;
-            tlist_parse(x->cpuset, &px);
-            tlist_parse(x->cores, &cx);
-            for (size_t k = i + 1; k < T; k++) {
-                const xsm_toporank *y = &a->topo[k];
-                if (y->bound != 1 || strcmp(y->host, host) != 0)
+            for (size_t q = p + 1; q < start[h + 1]; q++) {
+                size_t k = ix[q];
+                if (a->topo[k].bound != 1)
                     continue;
-                xsm_tlist py, cy;
-                tlist_parse(y->cpuset, &py);
-                tlist_parse(y->cores, &cy);
-                long pu = tlist_common(&px, &py), core = tlist_common(&cx, &cy);
-                if (same ? pu >= 0 : pu < 0 && core >= 0) {
+                long c_pu = tlist_common(&pu[i], &pu[k]), c_core = tlist_common(&core[i], &core[k]);
+                if (same ? c_pu >= 0 : c_pu < 0 && c_core >= 0) {
                     if (what < 0)
-                        what = same ? pu : core;
+                        what = same ? c_pu : c_core;
                     in[i] = in[k] = 1;
                 }
             }
         }
-        for (size_t i = 0; i < T; i++)
-            if (in[i])
-                rk[n++] = a->topo[i].rank;
+        for (size_t p = start[h]; p < start[h + 1]; p++)
+            if (in[ix[p]])
+                rk[n++] = a->topo[ix[p]].rank;
         if (!n)
             continue;
         int32_t *ranks = malloc(n * sizeof *ranks);
@@ -183,6 +242,7 @@ static int shared_findings(xsm_an *a, int same)
             break;
         }
         memcpy(ranks, rk, n * sizeof *ranks);
+        const char *host = a->thost[h].host;
         char list[256], msg[1024];
         xsm_fmt_ranks(list, sizeof list, ranks, n);
         if (same) {
@@ -203,8 +263,11 @@ static int shared_findings(xsm_an *a, int same)
         }
     }
 out:
+    free(ix);
+    free(start);
+    free(pu);
+    free(core);
     free(in);
-    free(done);
     free(rk);
     return rc;
 }
@@ -259,50 +322,28 @@ static int gpu_remote(const xsm_toporank *x)
 
 static int per_node_findings(xsm_an *a)
 {
-    /* hosts in order of their first rank, with their rank counts */
-    size_t T = a->ntopo, nh = 0, lo = SIZE_MAX, hi = 0;
-    size_t *cnt = calloc(T + 1, sizeof *cnt), *first = calloc(T + 1, sizeof *first);
-    if (!cnt || !first) {
-        free(cnt);
-        free(first);
+    size_t lo = SIZE_MAX, hi = 0;
+    for (size_t h = 0; h < a->nthost; h++) {
+        lo = a->thost[h].ranks < lo ? a->thost[h].ranks : lo;
+        hi = a->thost[h].ranks > hi ? a->thost[h].ranks : hi;
+    }
+    if (a->nthost < 2 || lo == hi)
+        return 0;
+    char msg[2048];
+    int used = snprintf(msg, sizeof msg, "the nodes run %zu to %zu ranks:", lo, hi);
+    for (size_t h = 0; h < a->nthost && used > 0 && (size_t)used < sizeof msg; h++)
+        used += snprintf(msg + used, sizeof msg - (size_t)used, "%s %s %zu", h ? "," : "", a->thost[h].host,
+                         a->thost[h].ranks);
+    size_t n = 0;
+    int32_t *ranks = malloc((a->ntopo + 1) * sizeof *ranks);
+    if (!ranks)
         return -1;
-    }
-    for (size_t i = 0; i < T; i++) {
-        size_t h = 0;
-        while (h < nh && strcmp(a->topo[first[h]].host, a->topo[i].host) != 0)
-            h++;
-        if (h == nh)
-            first[nh++] = i;
-        cnt[h]++;
-    }
-    for (size_t h = 0; h < nh; h++) {
-        lo = cnt[h] < lo ? cnt[h] : lo;
-        hi = cnt[h] > hi ? cnt[h] : hi;
-    }
-    int rc = 0;
-    if (nh > 1 && lo != hi) {
-        size_t n = 0;
-        int32_t *ranks = malloc((T + 1) * sizeof *ranks);
-        char msg[2048];
-        int used = snprintf(msg, sizeof msg, "the nodes run %zu to %zu ranks:", lo, hi);
-        for (size_t h = 0; h < nh && used > 0 && (size_t)used < sizeof msg; h++)
-            used += snprintf(msg + used, sizeof msg - (size_t)used, "%s %s %zu", h ? "," : "", a->topo[first[h]].host,
-                             cnt[h]);
-        if (!ranks) {
-            rc = -1;
-        } else {
-            for (size_t i = 0; i < T; i++) /* the ranks of the fullest nodes */
-                for (size_t h = 0; h < nh; h++)
-                    if (cnt[h] == hi && strcmp(a->topo[first[h]].host, a->topo[i].host) == 0)
-                        ranks[n++] = a->topo[i].rank;
-            rc = add(a, "Unequal ranks per node", "low", ranks, n, msg,
-                     "place the same number of ranks on every node (mpirun --map-by ppr:N:node), or give the "
-                     "fuller nodes less work: their ranks share memory bandwidth and the network link");
-        }
-    }
-    free(cnt);
-    free(first);
-    return rc;
+    for (size_t i = 0; i < a->ntopo; i++) /* the ranks of the fullest nodes */
+        if (a->thost[a->topo[i].hostix].ranks == hi)
+            ranks[n++] = a->topo[i].rank;
+    return add(a, "Unequal ranks per node", "low", ranks, n, msg,
+               "place the same number of ranks on every node (mpirun --map-by ppr:N:node), or give the fuller "
+               "nodes less work: their ranks share memory bandwidth and the network link");
 }
 
 int xsm_topo_findings(xsm_an *a)

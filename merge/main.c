@@ -683,8 +683,8 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     char err[16384] = ""; /* room for a message naming paths of PATH_MAX */
-    if (o.score)
-        return xsm_score_main(o.run_dir, o.report.score_for);
+    if (o.score) /* under mpirun the first process alone: one table, not one per process */
+        return xsm_par_env_rank() > 0 ? 0 : xsm_score_main(o.run_dir, o.report.score_for);
     /* collective mode: this process's rank files load while MPI starts
      * (XSPROF_MERGE_EARLY=0: after; =N: at most N of them) */
     int prank, plocal; /* on this node, which loads every file */

@@ -363,6 +363,9 @@ def score():
             rows[m.group(4)] = int(m.group(2))
     if rows.get("hot") != 2 * 20 * 2000 or rows.get("solve") != 2 * 20:
         fail(f"--score visits {rows}, planted hot 80000, solve 40")
+    rp = run([env_path("MPIEXEC"), "-np", "2", "--oversubscribe", xs, "--score", rundir], timeout=120)
+    if rp.returncode or rp.stdout.count("suggested: XSPROF_FILTER='-hot'") != 1:
+        fail(f"mpirun -np 2 xsmerge --score: exit {rp.returncode}, the table must be printed once:\n{rp.stdout}")
     r10 = run([xs, "--score", rundir, "--score-for", "10x"])
     r1h = run([xs, "--score", rundir, "--score-for", "1h"])
     if r10.returncode or r1h.returncode or "for a run 10x as long" not in r10.stdout:

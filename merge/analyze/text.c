@@ -58,9 +58,13 @@ static void findings(const xsm_an *a, xsm_buf *b, size_t max)
     xsm_buf_puts(b, "Top findings (time lost, summed over the ranks that lose it):\n");
     for (size_t i = 0; i < a->nf && i < max; i++) {
         const xsm_finding *f = &a->f[i];
-        char d[32];
+        char d[48];
         xsm_fmt_dur(d, sizeof d, f->seconds_lost);
-        xsm_buf_printf(b, "%2zu. [%s] %s, %s lost\n    %s\n    -> %s\n", i + 1, f->severity, f->kind, d, f->message,
+        if (f->seconds_lost <= 0) /* leak candidates, topology: what they cost is not measured */
+            snprintf(d, sizeof d, "time lost not measured");
+        else
+            strncat(d, " lost", sizeof d - strlen(d) - 1);
+        xsm_buf_printf(b, "%2zu. [%s] %s, %s\n    %s\n    -> %s\n", i + 1, f->severity, f->kind, d, f->message,
                        f->recommendation);
     }
     if (a->nf > max)

@@ -400,7 +400,12 @@ def score():
         fail(f"XSPROF_FILTER=-hot: regions {[(x['name'], x['visits']) for x in fsc['regions']]}, "
              f"table {ftab['regions']}, filter {fsc['filter']}")
     # bad input: one line on stderr, exit 1
+    garbage = os.path.join(work, "garbage")
+    os.makedirs(garbage)
+    with open(os.path.join(garbage, "rank-00000.h5"), "wb") as f:
+        f.write(b"garbage" * 100)
     for args, what in (([xs, "--score", work], "not a run directory"),
+                       ([xs, "--score", garbage], "a damaged rank file"),
                        ([xs, "--score", rundir, "--score-for", "ten"], "--score-for ten"),
                        ([xs, "--score", rundir, "--score-for", "-3x"], "--score-for -3x")):
         b = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)

@@ -399,9 +399,10 @@ static xsprof_status rd_tab_open(rd_ctx *r, enum xsprof_h5_ds which, rd_tab *t)
         goto out;
     }
     H5Sget_simple_extent_dims(sp, &t->dim, NULL);
-    if (r->d && (int)which < XSPROF_IO_T_COUNT) {
-        r->d->stored_rows[which] = (uint64_t)t->dim;
-        r->d->stored_bytes[which] = (uint64_t)H5Dget_storage_size(t->ds); /* 0 also on error */
+    int slot = (int)which < XSPROF_IO_T_COUNT ? (int)which : which == XSPROF_H5_SAMPLES ? XSPROF_STORED_SAMPLES : -1;
+    if (r->d && slot >= 0) {
+        r->d->stored_rows[slot] = (uint64_t)t->dim;
+        r->d->stored_bytes[slot] = (uint64_t)H5Dget_storage_size(t->ds); /* 0 also on error */
     }
     /* A damaged header may claim any number of rows, and HDF5 fills absent
      * chunks with zeros: refuse sizes that no compression could explain. */
@@ -569,7 +570,7 @@ static xsprof_status rd_load(rd_ctx *r, xsprof_rank_data *d, unsigned stream, rd
                                     &d->nmodules, &d->nsamples};
     for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
         tabs[t] = (rd_tab){.ds = -1, .mem = -1};
-    _Static_assert(XSPROF_IO_T_COUNT <= sizeof d->stored_rows / sizeof d->stored_rows[0], "stored_rows too short");
+    _Static_assert(XSPROF_IO_T_COUNT == XSPROF_STORED_SAMPLES, "stored_rows: the event tables, then samples");
     r->d = d;
     xsprof_status s = rd_attributes(r, d);
     for (int i = 0; s == XSPROF_OK && i < XSPROF_H5_STRINGS; i++) {

@@ -32,11 +32,14 @@ typedef struct xsprof_rank_data {
     uint64_t anomalies;
     int truncated;              /* 1 when the rank did not finish normally */
     int recovered;              /* 1 when read from a journal, not a finished file */
-    /* Size on disk of each event table (index: enum xsprof_io_table):
-     * its rows and the bytes HDF5 stores for them (compressed chunks),
-     * whether the table was loaded or left in the file (streamed). Both 0
-     * for a journal. xsmerge --score sizes a run from them. */
-    uint64_t stored_rows[8], stored_bytes[8];
+    /* Size on disk of each event table (index: enum xsprof_io_table,
+     * then XSPROF_STORED_SAMPLES for /events/samples): its rows and the
+     * bytes HDF5 stores for them (compressed chunks), whether the table was
+     * loaded or left in the file (streamed). Both 0 for a journal.
+     * xsmerge --score sizes a run from them. */
+#define XSPROF_STORED_SAMPLES 8
+#define XSPROF_STORED_COUNT 9
+    uint64_t stored_rows[XSPROF_STORED_COUNT], stored_bytes[XSPROF_STORED_COUNT];
 
     char **strings;             /* strings[id] */
     uint32_t nstrings;

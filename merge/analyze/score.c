@@ -16,8 +16,8 @@
 #define XSM_SCORE_MAX_LOST 0.05
 #define XSM_SCORE_MAX_NAMES 16
 
-static const char *const table_name[XSPROF_IO_T_COUNT] = {"regions", "args", "instants", "counters",
-                                                          "mpi",     "gpu",  "memory",   "clock"};
+static const char *const table_name[XSPROF_STORED_COUNT] = {"regions", "args", "instants", "counters", "mpi",
+                                                            "gpu",     "memory", "clock",  "samples"};
 
 int xsm_score_add(xsm_score *s, const char *name, uint64_t visits, double seconds, double bytes)
 {
@@ -146,7 +146,7 @@ void xsm_score_finish(xsm_score *s)
         s->total_region_bytes += s->row[i].bytes;
     }
     s->total_bytes = 0;
-    for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
+    for (int t = 0; t < XSPROF_STORED_COUNT; t++)
         s->total_bytes += (double)s->table_bytes[t];
     if (s->nrow > 1)
         qsort_r(s->row, s->nrow, sizeof *s->row, row_cmp, s);
@@ -199,7 +199,7 @@ int xsm_score_from_an(xsm_score *s, const xsm_an *a, double f)
         if (!run->ranks[r].present)
             continue;
         s->nranks++;
-        for (int t = 0; t < XSPROF_IO_T_COUNT; t++) {
+        for (int t = 0; t < XSPROF_STORED_COUNT; t++) {
             s->table_rows[t] += run->ranks[r].d.stored_rows[t];
             s->table_bytes[t] += run->ranks[r].d.stored_bytes[t];
         }
@@ -314,7 +314,7 @@ int xsm_score_files(xsm_score *s, const char *run_dir, double f, char *err, size
             break;
         }
         s->nranks++;
-        for (int t = 0; t < XSPROF_IO_T_COUNT; t++) {
+        for (int t = 0; t < XSPROF_STORED_COUNT; t++) {
             s->table_rows[t] += d.stored_rows[t];
             s->table_bytes[t] += d.stored_bytes[t];
         }
@@ -347,7 +347,7 @@ void xsm_score_json(const xsm_score *s, xsm_buf *b, int h)
     xsm_buf_puts(b, ",\"projected_bytes\":");
     xsm_buf_json_num(b, s->total_bytes * s->factor);
     xsm_buf_puts(b, ",\"tables\":[");
-    for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
+    for (int t = 0; t < XSPROF_STORED_COUNT; t++)
         xsm_buf_printf(b, "%s{\"table\":\"%s\",\"rows\":%llu,\"bytes\":%llu}", t ? "," : "", table_name[t],
                        (unsigned long long)s->table_rows[t], (unsigned long long)s->table_bytes[t]);
     xsm_buf_puts(b, "],\"regions\":[");
@@ -416,7 +416,7 @@ void xsm_score_text(const xsm_score *s, xsm_buf *b, size_t max)
     xsm_buf_printf(b, "%zu rank%s, %s long; event tables %s on disk, %s for a run %.3gx as long\n", s->nranks,
                    s->nranks == 1 ? "" : "s", d, t1, t2, s->factor);
     xsm_buf_puts(b, "  table          rows        bytes\n");
-    for (int t = 0; t < XSPROF_IO_T_COUNT; t++) {
+    for (int t = 0; t < XSPROF_STORED_COUNT; t++) {
         if (!s->table_rows[t])
             continue;
         fmt_size(t1, sizeof t1, (double)s->table_bytes[t]);

@@ -26,8 +26,8 @@ typedef struct xsm_score {
     xsm_score_row *row; size_t nrow, cap;
     int32_t *byname;       /* name index -> row + 1 (0 none) */
     size_t nbyname;
-    uint64_t table_rows[XSPROF_IO_T_COUNT];
-    uint64_t table_bytes[XSPROF_IO_T_COUNT];
+    uint64_t table_rows[XSPROF_STORED_COUNT];   /* the rank files' event tables and samples */
+    uint64_t table_bytes[XSPROF_STORED_COUNT];
     double rank_s;         /* summed over ranks: the denominator of shares */
     double duration_s;     /* the run's length */
     double factor;         /* projection: a run `factor` times as long */

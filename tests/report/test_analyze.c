@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "core/record.h"
 #include "merge/analyze/an.h"
+#include "merge/analyze/score.h"
 #include "merge/analyze/analyze.h"
 
 static int failures;
@@ -614,6 +615,45 @@ static void test_gpu_report(const char *dir)
     fx_free(&run);
 }
 
+/* score.c: the filter rule (README "Sizing a trace before a big run") on
+ * a hand-made table: at most 10 us a visit, at least 1 % of the visits,
+ * most visits per second first while within 5 % of the ranks' time; glob
+ * characters escaped, a name with a comma skipped */
+static void test_score_rule(void)
+{
+    xsm_score s;
+    memset(&s, 0, sizeof s);
+    s.rank_s = 10.0;
+    s.factor = 10;
+    /* name, visits, seconds */
+    CHECK(xsm_score_add(&s, "tiny", 1000000, 0.010, 1e6) == 0 && /* 10 ns a visit, 0.1 % of the time */
+              xsm_score_add(&s, "get[i]", 500000, 0.020, 5e5) == 0 && /* 40 ns: escaped */
+              xsm_score_add(&s, "a,b", 400000, 0.001, 4e5) == 0 &&    /* cannot be named */
+              xsm_score_add(&s, "small", 100000, 0.450, 1e5) == 0 &&  /* 4.5 us: would pass 5 % with the rest */
+              xsm_score_add(&s, "mid", 50000, 0.400, 5e4) == 0 &&     /* 8 us, fits once small is out */
+              xsm_score_add(&s, "slow", 20000, 2.0, 2e4) == 0 &&      /* 100 us a visit: not tiny */
+              xsm_score_add(&s, "rare", 100, 1e-5, 1e2) == 0,         /* tiny but under 1 % of the visits */
+          "score rows");
+    xsm_score_add(&s, "tiny", 0, 0, 0); /* adding to a name sums */
+    xsm_score_finish(&s);
+    /* candidates by visits per second: a,b (4e8/s, skipped), tiny (1e8), get[i] (2.5e7), mid (1.25e5), small
+     * (2.2e5: before mid) -- small's 0.45 s would make 0.48 s, within 0.5 s; then mid's 0.4 s passes 5 %: stop */
+    CHECK(strcmp(s.filter, "-tiny,-get\\[i\\],-small") == 0, "filter '%s' (the 5 %% cap after small)", s.filter);
+    CHECK(s.f_visits == 1600000 && near(s.f_seconds, 0.480), "saves %llu visits, %.3f s", (unsigned long long)s.f_visits,
+          s.f_seconds);
+    CHECK(s.nrow == 7 && strcmp(s.names.v[s.row[0].name], "tiny") == 0, "rows by bytes, tiny first");
+    xsm_buf b = {0};
+    xsm_score_json(&s, &b, 0);
+    CHECK(b.p && strstr(b.p, "\"filter\":{\"spec\":\"-tiny,-get\\\\[i\\\\],-small\",\"events\":1600000"), "score json %s",
+          b.p ? b.p : "");
+    xsm_buf_free(&b);
+    CHECK(xsm_score_for_parse("10x") == 10 && xsm_score_for_parse("2h") == -7200 && xsm_score_for_parse("30m") == -1800 &&
+              xsm_score_for_parse("600") == -600 && xsm_score_for_parse("ten") == 0 && xsm_score_for_parse("-3x") == 0 &&
+              xsm_score_for_parse("0x") == 0 && xsm_score_for_parse("5xs") == 0,
+          "--score-for values");
+    xsm_score_free(&s);
+}
+
 /* topology.c: a rank whose GPU sits on another NUMA node than its cores
  * (no GPU on this machine: the hwloc rows and topo_* metadata written by
  * hand, as mpi/topo.c records them) */
@@ -933,6 +973,7 @@ int main(int argc, char **argv)
     test_early_reduce();
     test_outlier_and_gpu();
     test_topology_gpu();
+    test_score_rule();
     test_streamed_path();
     test_gpu_report(argc > 1 ? argv[1] : "report-unit-out");
     test_health(argc > 1 ? argv[1] : "report-unit-out");

@@ -148,11 +148,18 @@ static int xsm_score_main(const char *run_dir, double score_for)
 }
 
 /* Under mpirun every process parses the same command line: the first says it. */
+/* The exit code of a usage error: 1 where it is said (serially, or process
+ * 0 under mpirun), 0 on the other processes: the first process to exit
+ * non-zero makes mpirun kill the others, process 0 possibly before it
+ * said the error (merge_collective's "said once" under ASan, whose start
+ * is slow); the job's status is 1 all the same. */
+static int xsm_usage_rc(void) { return xsm_par_env_rank() <= 0 ? 1 : 0; }
+
 static int xsm_bad_usage(const char *msg, const char *arg)
 {
     if (xsm_par_env_rank() <= 0)
         fprintf(stderr, "xsmerge: %s%s%s\nTry 'xsmerge --help'.\n", msg, arg ? ": " : "", arg ? arg : "");
-    return 1;
+    return xsm_usage_rc();
 }
 
 /* Returns -1 to continue, else the exit code. */
@@ -234,7 +241,7 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
                 if (xsm_par_env_rank() <= 0) /* one line: the value is the whole problem */
                     fprintf(stderr, "xsmerge: --score-for: expected a factor or a duration (10x, 2h, 30m, 600s): %s\n",
                             val);
-                return 1;
+                return xsm_usage_rc();
             }
         } else if (strcmp(a, "--stream") == 0) {
             o->stream = 1;

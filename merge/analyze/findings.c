@@ -6,9 +6,22 @@
  * rank runs. seconds_lost is in rank-seconds: the time
  * summed over every rank that loses it. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "an.h"
+
+/* A finding's text, cut at its buffer's size: a message is bounded, and a
+ * long name may shorten it (gcc's -Wformat-truncation would refuse the
+ * plain snprintf of the parts' worst case, which is the point). */
+static void msg_set(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void msg_set(char *dst, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, n, fmt, ap);
+    va_end(ap);
+}
 
 int xsm_an_finding_add(xsm_an *a, const xsm_finding *f)
 {
@@ -303,14 +316,14 @@ static int wait_findings(xsm_an *a)
         if (w0->root_region >= 0)
             snprintf(delayed, sizeof delayed, ", delayed in `%s`", rname);
         if (causer < 0)
-            snprintf(f.message, sizeof f.message, "%s %s after the first rank already left (%s)", who, where, kn);
+            msg_set(f.message, sizeof f.message, "%s %s after the first rank already left (%s)", who, where, kn);
         else if (cause[0])
-            snprintf(f.message, sizeof f.message, "%s%s %s for it (%s)", cause, who, where, kn);
+            msg_set(f.message, sizeof f.message, "%s%s %s for it (%s)", cause, who, where, kn);
         else if (w0->kind == XSM_WAIT_EARLY_REDUCE)
-            snprintf(f.message, sizeof f.message, "root %s %s for the last contributor, rank %d%s (%s)", who, where, causer,
-                     delayed, kn);
+            msg_set(f.message, sizeof f.message, "root %s %s for the last contributor, rank %d%s (%s)", who, where, causer,
+                    delayed, kn);
         else
-            snprintf(f.message, sizeof f.message, "%s %s for rank %d%s (%s)", who, where, causer, delayed, kn);
+            msg_set(f.message, sizeof f.message, "%s %s for rank %d%s (%s)", who, where, causer, delayed, kn);
         double burnx = 0;
         f.burn_file = -1;
         f.burn1 = (causer >= 0 ? xsm_samples_excess(a, causer, &f.burn_file, &burnx) : -1) + 1;

@@ -22,14 +22,13 @@ static int32_t site_of(xsm_an *a, xsm_symbols *sym, xsm_names *keys, int32_t r, 
     uint64_t addr = 0;
     if (st && st->depth && st->frames < d->nframes) {
         uint64_t pc = d->frames[st->frames]; /* the return address into the program */
-        const xsprof_io_module *m = xsm_read_module_at(d, pc);
+        const xsprof_io_module *m;
+        const xsm_loc *loc = xsm_read_locate(sym, d, pc, 1, &m);
         if (m) {
-            module = xsprof_rank_data_string(d, m->path);
-            addr = pc - m->bias;
-            int h = xsm_symbols_module(sym, module, xsprof_rank_data_string(d, m->build_id));
-            const xsm_loc *loc = h >= 0 ? xsm_symbols_lookup(sym, h, addr, 1) : NULL;
             if (!loc)
                 return -1;
+            module = xsprof_rank_data_string(d, m->path);
+            addr = loc->addr;
             function = loc->frames[0].function;
             file = loc->frames[0].file;
             line = loc->frames[0].line;

@@ -27,17 +27,14 @@ static int32_t sample_site(xsm_an *a, xsm_symbols *sym, xsm_names *keys, const x
     const xsprof_io_callstack *st = id ? xsprof_rank_data_callstack(d, id) : NULL;
     const char *function = "(unknown)", *inlined = NULL, *file = NULL, *module = NULL;
     int line = 0;
-    uint64_t addr = 0;
     if (st && st->depth && st->frames < d->nframes) {
         uint64_t pc = d->frames[st->frames]; /* the interrupted instruction itself */
-        const xsprof_io_module *m = xsm_read_module_at(d, pc);
+        const xsprof_io_module *m;
+        const xsm_loc *loc = xsm_read_locate(sym, d, pc, 0, &m);
         if (m) {
-            module = xsprof_rank_data_string(d, m->path);
-            addr = pc - m->bias;
-            int h = xsm_symbols_module(sym, module, xsprof_rank_data_string(d, m->build_id));
-            const xsm_loc *loc = h >= 0 ? xsm_symbols_lookup(sym, h, addr, 0) : NULL;
             if (!loc)
                 return -1;
+            module = xsprof_rank_data_string(d, m->path);
             /* the function the code was compiled into (as perf report
              * shows it), at the sampled line, which may be in a function
              * inlined into it (inlined: that one) */
@@ -103,11 +100,10 @@ static int rank_functions(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d
         uint32_t nlocs = 0;
         for (uint32_t f = 0; f < st->depth && st->frames + f < d->nframes; f++) {
             uint64_t pc = d->frames[st->frames + f];
-            const xsprof_io_module *m = xsm_read_module_at(d, pc);
+            const xsprof_io_module *m;
+            const xsm_loc *loc = xsm_read_locate(sym, d, pc, f > 0, &m);
             if (!m)
                 continue;
-            int h = xsm_symbols_module(sym, xsprof_rank_data_string(d, m->path), xsprof_rank_data_string(d, m->build_id));
-            const xsm_loc *loc = h >= 0 ? xsm_symbols_lookup(sym, h, pc - m->bias, f > 0) : NULL;
             if (!loc) {
                 rc = -1;
                 break;

@@ -26,6 +26,18 @@ const xsprof_io_module *xsm_read_module_at(const xsprof_rank_data *d, uint64_t a
     return best;
 }
 
+const xsm_loc *xsm_read_locate(xsm_symbols *s, const xsprof_rank_data *d, uint64_t a, int ret,
+                               const xsprof_io_module **mod)
+{
+    const xsprof_io_module *m = xsm_read_module_at(d, a);
+    if (mod)
+        *mod = m;
+    if (!m)
+        return NULL;
+    int h = xsm_symbols_module(s, xsprof_rank_data_string(d, m->path), xsprof_rank_data_string(d, m->build_id));
+    return h >= 0 ? xsm_symbols_lookup(s, h, a - m->bias, ret) : NULL;
+}
+
 void xsm_read_name_functions(xsprof_rank_data *d)
 {
     xsm_symbols *s = NULL;
@@ -35,11 +47,9 @@ void xsm_read_name_functions(xsprof_rank_data *d)
             continue;
         char *end = NULL;
         uint64_t a = strtoull(str + sizeof FN_PREFIX - 1, &end, 16);
-        const xsprof_io_module *m = *end ? NULL : xsm_read_module_at(d, a);
-        if (!m || (!s && !(s = xsm_symbols_open())))
+        if (*end || !xsm_read_module_at(d, a) || (!s && !(s = xsm_symbols_open())))
             continue;
-        int h = xsm_symbols_module(s, xsprof_rank_data_string(d, m->path), xsprof_rank_data_string(d, m->build_id));
-        const xsm_loc *l = h >= 0 ? xsm_symbols_lookup(s, h, a - m->bias, 0) : NULL;
+        const xsm_loc *l = xsm_read_locate(s, d, a, 0, NULL);
         /* the function the entry belongs to: the outermost of an inlined chain */
         char *name = l ? strdup(l->frames[l->nframes - 1].function) : NULL;
         if (name) {

@@ -158,6 +158,15 @@ void xsm_read_name_functions(xsprof_rank_data *d);
  * samples resolve through it too). */
 const xsprof_io_module *xsm_read_module_at(const xsprof_rank_data *d, uint64_t a);
 
+/* Where process address a of rank d is (merge/symbols; ret: a return
+ * address, looked up at the call). *mod (when given): its module, NULL
+ * none. NULL when no module holds it, or (with a module) when memory ran
+ * out. The one way the analysis and the function names resolve addresses. */
+struct xsm_symbols;
+struct xsm_loc;
+const struct xsm_loc *xsm_read_locate(struct xsm_symbols *s, const xsprof_rank_data *d, uint64_t a, int ret,
+                                      const xsprof_io_module **mod);
+
 /* List the rank files of dir (or the single file `dir`), sorted by rank.
  * Returns 0, or 1 with err naming the path. */
 int xsm_read_scan(const char *dir, xsm_candidate **out, size_t *n, char *err, size_t errlen);

@@ -59,6 +59,7 @@ typedef struct jr_ctx {
     unsigned char *block[XSPROF_IO_T_COUNT];
     size_t nblock[XSPROF_IO_T_COUNT];
     uint64_t rows[XSPROF_IO_T_COUNT]; /* rows emitted so far: the next row index */
+    uint64_t str_off; /* bytes of the string area read so far (a follower reads on from there) */
     /* pending region args of the thread being walked */
     xsprof_rec_arg *pending;
     size_t npending, cpending;
@@ -183,13 +184,14 @@ static xsprof_status jr_read_strings(jr_ctx *c)
         avail = 0;
     else if (avail > c->file_size - h->strings_offset)
         avail = c->file_size - h->strings_offset;
-    if (!avail)
+    if (avail <= c->str_off)
         return XSPROF_OK;
+    avail -= c->str_off;
     unsigned char *buf = malloc((size_t)avail);
     if (!buf)
         return jr_fail(c, XSPROF_ERR_NOMEM, "cannot allocate %llu bytes for the string table",
                        (unsigned long long)avail);
-    ssize_t got = jr_pread(c->fd, buf, (size_t)avail, h->strings_offset);
+    ssize_t got = jr_pread(c->fd, buf, (size_t)avail, h->strings_offset + c->str_off);
     if (got < 0) {
         free(buf);
         return jr_fail(c, XSPROF_ERR_IO, "cannot read the string table: %s", strerror(errno));
@@ -200,7 +202,7 @@ static xsprof_status jr_read_strings(jr_ctx *c)
      * journal opens are appended both by the interning thread and by the
      * flush of earlier names, so an id may come early or twice. Every entry
      * takes at least 8 bytes, which bounds the ids a valid area can hold. */
-    uint64_t max_ids = (uint64_t)end / 8;
+    uint64_t max_ids = (c->str_off + (uint64_t)end) / 8;
     while (end - off >= 8) {
         uint32_t id, len;
         memcpy(&id, buf + off, 4);
@@ -229,13 +231,26 @@ static xsprof_status jr_read_strings(jr_ctx *c)
             if (id >= d->nstrings)
                 d->nstrings = id + 1;
         } else if (strlen(d->strings[id]) != len || memcmp(d->strings[id], buf + off + 8, len) != 0) {
-            c->st->damaged++; /* the same id with another text: keep the first */
+            if (strcmp(d->strings[id], "?") != 0) {
+                c->st->damaged++; /* the same id with another text: keep the first */
+            } else { /* a follower read on past the hole it had filled */
+                char *t = malloc((size_t)len + 1);
+                if (!t) {
+                    free(buf);
+                    return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading strings");
+                }
+                memcpy(t, buf + off + 8, len);
+                t[len] = 0;
+                free(d->strings[id]);
+                d->strings[id] = t;
+            }
         }
         size_t step = 8 + (((size_t)len + 3u) & ~(size_t)3u);
         if (step > end - off) /* its padding runs past the end: nothing follows */
             break;
         off += step;
     }
+    c->str_off += off;
     /* An id whose entry never made it (the process died in between) reads
      * as unknown, like any id out of range. */
     for (uint32_t i = 0; i < d->nstrings; i++)
@@ -923,4 +938,203 @@ void xsprof_journal_end_state(const xsprof_journal_stats *st, char *buf, size_t 
         snprintf(buf, len, "%s", st->writer_alive ? "running" : "killed (no handler ran)");
         break;
     }
+}
+
+/* ---- following a journal while its process runs ------------------------- */
+
+struct xsprof_journal_follow {
+    jr_ctx c;
+    uint64_t *consumed;  /* per chunk index: record bytes already delivered */
+    unsigned char *done; /* per chunk index: FULL and delivered */
+    size_t cap;
+    uint64_t first_open; /* chunks before it are all done */
+    unsigned char *buf;  /* one chunk */
+    int header_read;
+};
+
+xsprof_status xsprof_journal_follow_open(const char *path, xsprof_journal_follow **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    xsprof_journal_follow *f = calloc(1, sizeof *f);
+    if (!f) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: out of memory", path);
+        return XSPROF_ERR_NOMEM;
+    }
+    f->c.path = strdup(path);
+    f->c.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    f->c.err = err;
+    f->c.errlen = errlen;
+    xsprof_status s = XSPROF_OK;
+    if (!f->c.path)
+        s = XSPROF_ERR_NOMEM;
+    else if (f->c.fd < 0)
+        s = jr_fail(&f->c, XSPROF_ERR_IO, "cannot open: %s", strerror(errno));
+    for (int t = 0; t < XSPROF_IO_T_COUNT && s == XSPROF_OK; t++)
+        if (!(f->c.block[t] = malloc(jr_block_rows[t] * jr_row_size[t])))
+            s = XSPROF_ERR_NOMEM;
+    if (s != XSPROF_OK) {
+        xsprof_journal_follow_close(f);
+        return s;
+    }
+    f->c.err = NULL; /* each poll names its own */
+    f->c.errlen = 0;
+    *out = f;
+    return XSPROF_OK;
+}
+
+void xsprof_journal_follow_close(xsprof_journal_follow *f)
+{
+    if (!f)
+        return;
+    if (f->c.fd >= 0)
+        close(f->c.fd);
+    for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
+        free(f->c.block[t]);
+    free(f->c.pending);
+    free(f->c.own_name);
+    free((char *)f->c.path);
+    free(f->consumed);
+    free(f->done);
+    free(f->buf);
+    free(f);
+}
+
+/* The chunks with records not delivered yet, in (thread, seq) order. */
+static xsprof_status jf_list(xsprof_journal_follow *f, jr_chunk **list, size_t *nlist)
+{
+    jr_ctx *c = &f->c;
+    const xsprof_journal_header *h = &c->hdr;
+    *list = NULL;
+    *nlist = 0;
+    if (h->chunks_offset >= c->file_size)
+        return XSPROF_OK;
+    uint64_t n = (c->file_size - h->chunks_offset) / h->chunk_size;
+    if ((c->file_size - h->chunks_offset) % h->chunk_size >= sizeof(xsprof_chunk_header))
+        n++;
+    if (n > f->cap) {
+        size_t cap = f->cap, old = f->cap;
+        if (jr_grow((void **)&f->consumed, &cap, (size_t)n, sizeof *f->consumed) ||
+            jr_grow((void **)&f->done, &old, cap, 1))
+            return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory indexing chunks");
+        memset(f->consumed + f->cap, 0, (cap - f->cap) * sizeof *f->consumed);
+        memset(f->done + f->cap, 0, cap - f->cap);
+        f->cap = cap;
+    }
+    size_t cap = 0;
+    for (uint64_t i = f->first_open; i < n; i++) {
+        if (f->done[i]) {
+            if (i == f->first_open)
+                f->first_open++;
+            continue;
+        }
+        xsprof_chunk_header ch;
+        ssize_t got = jr_pread(c->fd, &ch, sizeof ch, h->chunks_offset + i * h->chunk_size);
+        if (got < 0)
+            return jr_fail(c, XSPROF_ERR_IO, "cannot read chunk %llu: %s", (unsigned long long)i, strerror(errno));
+        if ((size_t)got < sizeof ch)
+            break;
+        if (ch.magic != XSPROF_CHUNK_MAGIC || (ch.state != XSPROF_CHUNK_ACTIVE && ch.state != XSPROF_CHUNK_FULL))
+            continue; /* not handed out yet (damage is the full parser's to count) */
+        uint64_t room = h->chunk_size - sizeof ch;
+        if (ch.used > room)
+            ch.used = room;
+        if (ch.state == XSPROF_CHUNK_FULL && ch.used == f->consumed[i]) {
+            f->done[i] = 1;
+            if (i == f->first_open)
+                f->first_open++;
+            continue;
+        }
+        if (ch.used <= f->consumed[i])
+            continue;
+        if (jr_grow((void **)list, &cap, *nlist + 1, sizeof **list))
+            return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory indexing chunks");
+        (*list)[(*nlist)++] = (jr_chunk){.seq = ch.seq, .index = i, .used = ch.used, .tid = ch.tid};
+    }
+    if (*nlist > 1)
+        qsort(*list, *nlist, sizeof **list, jr_chunk_cmp);
+    return XSPROF_OK;
+}
+
+xsprof_status xsprof_journal_follow_poll(xsprof_journal_follow *f, xsprof_rank_data *out, xsprof_journal_stats *stats,
+                                         xsprof_io_rows_fn fn, void *user, char *err, size_t errlen)
+{
+    jr_ctx *c = &f->c;
+    c->err = err;
+    c->errlen = errlen;
+    c->out = out;
+    c->st = stats;
+    c->fn = fn;
+    c->user = user;
+    if (c->err && c->errlen)
+        c->err[0] = 0;
+    struct stat sb;
+    if (fstat(c->fd, &sb) != 0)
+        return jr_fail(c, XSPROF_ERR_IO, "cannot stat: %s", strerror(errno));
+    c->file_size = (uint64_t)sb.st_size;
+    xsprof_journal_header h;
+    ssize_t got = jr_pread(c->fd, &h, sizeof h, 0);
+    if (got < 0)
+        return jr_fail(c, XSPROF_ERR_IO, "cannot read: %s", strerror(errno));
+    if ((size_t)got < sizeof h || memcmp(h.magic, XSPROF_JOURNAL_MAGIC, sizeof h.magic) != 0)
+        return XSPROF_ERR_STATE; /* the header is written last: not complete yet */
+    if (f->header_read && (h.chunk_size != c->hdr.chunk_size || h.chunks_offset != c->hdr.chunks_offset ||
+                           h.strings_offset != c->hdr.strings_offset || h.pid != c->hdr.pid))
+        return jr_fail(c, XSPROF_ERR_FORMAT, "the journal was replaced while followed");
+    c->hdr = h;
+    xsprof_status s = jr_check_header(c);
+    if (s != XSPROF_OK)
+        return s;
+    f->header_read = 1;
+    stats->state = h.state;
+    stats->writer_alive = jr_writer_alive(&h);
+    stats->signal = h.signal;
+    jr_copy_field(stats->header_end_state, sizeof stats->header_end_state, h.end_state,
+                  strnlen(h.end_state, sizeof h.end_state));
+    out->rank = h.rank;
+    out->size = h.size;
+    out->pid = h.pid;
+    out->start_realtime_ns = h.start_realtime_ns;
+    out->start_clock_ns = h.start_clock_ns;
+    out->dropped = h.dropped;
+    out->anomalies = h.anomalies;
+    jr_copy_field(out->job_id, sizeof out->job_id, h.job_id, sizeof h.job_id);
+    jr_copy_field(out->host, sizeof out->host, h.host, sizeof h.host);
+    jr_copy_field(out->clock_source, sizeof out->clock_source, h.clock_source, sizeof h.clock_source);
+    if (!f->buf && !(f->buf = malloc(h.chunk_size)))
+        return jr_fail(c, XSPROF_ERR_NOMEM, "cannot allocate a %u-byte chunk buffer", h.chunk_size);
+    if ((s = jr_read_strings(c)) != XSPROF_OK)
+        return s;
+    jr_chunk *list;
+    size_t nlist;
+    if ((s = jf_list(f, &list, &nlist)) != XSPROF_OK)
+        return s;
+    for (size_t i = 0; i < nlist && s == XSPROF_OK; i++) {
+        const jr_chunk *k = &list[i];
+        uint64_t from = f->consumed[k->index];
+        if (!jr_thread(c, k->tid)) {
+            s = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading threads");
+            break;
+        }
+        c->npending = 0; /* arguments waiting across two reads are not followed */
+        uint64_t off = h.chunks_offset + k->index * h.chunk_size + sizeof(xsprof_chunk_header) + from;
+        got = jr_pread(c->fd, f->buf, (size_t)(k->used - from), off);
+        if (got < 0) {
+            s = jr_fail(c, XSPROF_ERR_IO, "cannot read chunk %llu: %s", (unsigned long long)k->index,
+                        strerror(errno));
+            break;
+        }
+        /* records are committed whole: what `used` counts ends on one */
+        f->consumed[k->index] = from + (uint64_t)got;
+        s = jr_walk_chunk(c, k->tid, f->buf, (size_t)got);
+    }
+    free(list);
+    for (int t = 0; t < XSPROF_IO_T_COUNT && s == XSPROF_OK; t++)
+        s = jr_flush(c, (enum xsprof_io_table)t);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < out->nthreads; i++)
+        sum += out->threads[i].dropped;
+    if (sum > out->dropped)
+        out->dropped = sum;
+    return s;
 }

@@ -63,4 +63,20 @@ xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xspr
  * to report. */
 void xsprof_journal_end_state(const xsprof_journal_stats *st, char *buf, size_t len);
 
+/* Following a journal while its process writes it (xsmerge --live): each
+ * poll delivers to `fn` only the records committed since the previous one
+ * (per chunk, the bytes past what was read), reads the strings added since,
+ * and refreshes the header's identity, state and drop count in `out` and
+ * `stats`, which the caller keeps from poll to poll (definition tables grow
+ * in place; threads are not sorted). Row indices continue across polls.
+ * The file is opened read-only and never written; a journal unlinked at
+ * finalize stays readable through the open descriptor. Region arguments
+ * split across two polls are not delivered. XSPROF_ERR_STATE: the header
+ * is not written yet (poll again). */
+typedef struct xsprof_journal_follow xsprof_journal_follow;
+xsprof_status xsprof_journal_follow_open(const char *path, xsprof_journal_follow **out, char *err, size_t errlen);
+xsprof_status xsprof_journal_follow_poll(xsprof_journal_follow *f, xsprof_rank_data *out, xsprof_journal_stats *stats,
+                                         xsprof_io_rows_fn fn, void *user, char *err, size_t errlen);
+void xsprof_journal_follow_close(xsprof_journal_follow *f);
+
 #endif

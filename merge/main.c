@@ -6,6 +6,7 @@
 #include "merge/analyze/analyze.h"
 #include "merge/analyze/score.h"
 #include "merge/emit/emit.h"
+#include "merge/live/live.h"
 #include "merge/par.h"
 #include "merge/progress.h"
 #include "merge/staging.h"
@@ -31,6 +32,8 @@
 static const char xsm_usage[] =
     "usage: xsmerge RUN_DIR -o OUT_DIR [options]\n"
     "       xsmerge --score RUN_DIR [--score-for 10x|DURATION]\n"
+    "       xsmerge --live RUN_DIR [--port N] [--tty] ...  (watch a running job;\n"
+    "                             xsmerge --live --help)\n"
     "\n"
     "Merges the per-rank files of an xsprof run (RUN_DIR/rank-NNNNN.h5, and the\n"
     "journals rank-NNNNN.xsj of ranks that died) into one aligned timeline and\n"
@@ -685,6 +688,9 @@ int main(int argc, char **argv)
      * signal (a launcher like mpirun resets what the shell set) */
     signal(SIGXFSZ, SIG_IGN);
     xsm_malloc_reuse(1);
+    for (int i = 1; i < argc; i++) /* the live view has options of its own (merge/live) */
+        if (strcmp(argv[i], "--live") == 0)
+            return xsm_live_main(argc, argv);
     xsm_opts o;
     int rc = xsm_parse_args(argc, argv, &o);
     if (rc >= 0)

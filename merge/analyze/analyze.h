@@ -86,6 +86,12 @@ xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run, const unsigned char *has_gp
  * XSPROF_MERGE_ANALYSIS_WINDOW, else dflt. A wait whose causing call had
  * left it is counted "beyond window". */
 size_t xsm_analysis_window(size_t dflt);
+/* The live view's incremental entry (merge/live): rank r became present
+ * after xsm_sanalysis_new, or its rank data gained strings since the last
+ * call; the rank's accumulator is made or its per-string tables grown, its
+ * sums kept. Call it before feeding rows that name new strings. 0, -1 out
+ * of memory. */
+int xsm_sanalysis_rank_sync(xsm_sanalysis *sa, int32_t r, int has_gpu);
 void xsm_sanalysis_free(xsm_sanalysis *sa);
 /* Rows of rank r; 0 ok, -1 out of memory (the analysis stays failed). */
 int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g);

@@ -326,6 +326,7 @@ struct xsm_anrank {
     xsm_sanalysis *sa;
     int32_t rank;
     const xsprof_rank_data *d;
+    uint32_t nstr; /* strings of d that opcls and gid cover (one more slot: unknown ids) */
     sthread *th; size_t nth, thcap;
     size_t last_th;
     xsm_scnode *cn; size_t ncn, cncap;
@@ -427,6 +428,7 @@ static xsm_anrank *anrank_new(xsm_sanalysis *sa, int32_t r, int has_gpu)
     x->sa = sa;
     x->rank = r;
     x->d = d;
+    x->nstr = d->nstrings;
     x->opcls = malloc((size_t)d->nstrings + 1);
     x->gid = malloc(((size_t)d->nstrings + 1) * sizeof *x->gid);
     if (!x->opcls || !x->gid) {
@@ -488,6 +490,32 @@ static void anrank_free(xsm_anrank *x)
     kmap_free(&x->nmmap);
     kmap_free(&x->wmap);
     free(x);
+}
+
+int xsm_sanalysis_rank_sync(xsm_sanalysis *sa, int32_t r, int has_gpu)
+{
+    if (r < 0 || (size_t)r >= sa->run->nranks || !sa->run->ranks[r].present)
+        return 0;
+    xsm_anrank *x = sa->acc[r];
+    if (!x)
+        return (sa->acc[r] = anrank_new(sa, r, has_gpu)) ? 0 : -1;
+    uint32_t now = x->d->nstrings;
+    if (now <= x->nstr)
+        return 0;
+    signed char *cls = realloc(x->opcls, (size_t)now + 1);
+    if (!cls)
+        return x->failed = -1;
+    x->opcls = cls;
+    int32_t *gid = realloc(x->gid, ((size_t)now + 1) * sizeof *gid);
+    if (!gid)
+        return x->failed = -1;
+    x->gid = gid;
+    /* the old unknown-id slot becomes a string of its own */
+    memset(x->opcls + x->nstr, -1, (size_t)(now - x->nstr) + 1);
+    for (size_t k = x->nstr; k <= now; k++)
+        x->gid[k] = -2;
+    x->nstr = now;
+    return 0;
 }
 
 xsm_sanalysis *xsm_sanalysis_new(const xsm_run *run, const unsigned char *has_gpu, size_t window)

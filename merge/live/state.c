@@ -1,0 +1,634 @@
+/* merge/live/state.c — the followed job: one journal follower per rank
+ * (io/journal_read.c), the rows each look brings fed to the analysis engine
+ * (merge/analyze/sprofile.c, through xsm_sanalysis_rank_sync and the same
+ * entry points as feed.c), blocking collectives matched as their members
+ * come so that their waits (collwait.c's rules) reach the engine before
+ * their calls, and the per-second series the page draws. Owner: merge live
+ * view. Reads RUN_DIR only; never writes there. */
+#include "merge/live/live.h"
+#include "merge/align/align.h"
+#include "io/journal_read.h"
+#include "core/journal.h"
+#include "core/record.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Rows of a rank are fed in order of begin once its journal shows every
+ * thread past them: a row is written at its end, so one beginning before
+ * the last end seen may still come (another thread's, an enclosing region).
+ * The engine sees a rank's rows HOLD_NS behind its newest. */
+#define HOLD_NS 1000000000LL
+/* A collective whose members do not all come within this many looks (a
+ * rank that never starts, or died) is fed without its waits. */
+#define COLL_PATIENCE 10
+/* Looks a journal's heartbeat may miss before its rank counts as ended. */
+#define DEAD_LOOKS 3
+
+typedef struct lrow {
+    int64_t tb;
+    uint64_t row; /* MPI rows: the rank's row index (the engine's key) */
+    uint8_t table;
+    union {
+        xsprof_io_region g;
+        xsprof_io_mpi m;
+        xsprof_io_mem e;
+        xsprof_io_gpu k;
+    } u;
+} lrow;
+
+typedef struct lrank {
+    xsprof_journal_follow *f;
+    xsprof_journal_stats st;
+    char path[4400];
+    int followed;   /* a journal is followed */
+    int ended;      /* finished or ended early, and every row fed */
+    int dead_looks;
+    int64_t offset; /* clock: reference = local + offset (its first sync) */
+    int have_offset;
+    lrow *pend;
+    size_t npend, cap;
+    int64_t max_end;
+    uint64_t mpi_rows;
+    uint64_t events, events_prev;
+    int64_t prev_wall, prev_mpi, prev_wait, prev_gpu;
+    uint32_t tcount[XSM_LIVE_THREADS]; /* events of each shown thread in this look */
+} lrank;
+
+typedef struct lmember {
+    int32_t rank;
+    int64_t b, e;
+    uint64_t row;
+    uint32_t op;
+    int receives, sends;
+} lmember;
+
+typedef struct linst { /* first 8 bytes: the xsm_ktab key */
+    uint64_t key;
+    int kind;
+    int32_t root;
+    size_t expected;
+    unsigned looks;
+    lmember *m;
+    size_t n, cap;
+} linst;
+
+struct xsm_live {
+    char run_dir[4096];
+    xsm_run run;
+    xsm_sanalysis *sa;
+    lrank *rk;
+    xsm_lrank_view *views;
+    xsm_live_view v;
+    xsm_ktab colls;
+    struct timespec t0;
+    char note[512];
+    int noted_empty;
+    char **foreign; /* journals of another run, said once each */
+    size_t nforeign;
+};
+
+/* The next line for stderr (vsnprintf: names of any length are cut, not refused). */
+static void note(xsm_live *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(xsm_live *l, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(l->note, sizeof l->note, fmt, ap);
+    va_end(ap);
+}
+
+static double now_s(const xsm_live *l)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)(ts.tv_sec - l->t0.tv_sec) + (double)(ts.tv_nsec - l->t0.tv_nsec) * 1e-9;
+}
+
+xsm_live *xsm_live_new(const char *run_dir, xsm_alert *alerts, size_t nalerts)
+{
+    xsm_live *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    snprintf(l->run_dir, sizeof l->run_dir, "%s", run_dir);
+    snprintf(l->run.run_dir, sizeof l->run.run_dir, "%s", run_dir);
+    l->colls.size = sizeof(linst);
+    clock_gettime(CLOCK_MONOTONIC, &l->t0);
+    l->v.run_dir = l->run_dir;
+    l->v.alerts = alerts;
+    l->v.nalerts = nalerts;
+    return l;
+}
+
+void xsm_live_free(xsm_live *l)
+{
+    if (!l)
+        return;
+    for (size_t r = 0; r < l->run.nranks; r++) {
+        xsprof_journal_follow_close(l->rk[r].f);
+        free(l->rk[r].pend);
+        xsprof_rank_data_free(&l->run.ranks[r].d);
+    }
+    for (size_t i = 0; i < l->colls.cap; i++) {
+        linst *c = (linst *)(l->colls.v + i * l->colls.size);
+        if (c->key)
+            free(c->m);
+    }
+    xsm_ktab_free(&l->colls);
+    for (size_t i = 0; i < l->nforeign; i++)
+        free(l->foreign[i]);
+    free(l->foreign);
+    xsm_sanalysis_free(l->sa);
+    free(l->run.ranks);
+    free(l->rk);
+    free(l->views);
+    free(l);
+}
+
+const char *xsm_live_note(xsm_live *l)
+{
+    static char said[sizeof l->note];
+    snprintf(said, sizeof said, "%s", l->note);
+    l->note[0] = 0;
+    return said;
+}
+
+int xsm_live_ended(const xsm_live *l) { return l->v.ended; }
+const xsm_live_view *xsm_live_get(const xsm_live *l) { return &l->v; }
+
+/* The job is sized by its first journal. */
+static int live_size(xsm_live *l, const xsprof_journal_header *h, char *err, size_t errlen)
+{
+    int32_t n = h->size;
+    if (n <= 0 || n > (1 << 20))
+        return xsm_err_set(err, errlen, "xsmerge: --live: %s: bad number of ranks %d", l->run_dir, n);
+    l->run.ranks = calloc((size_t)n, sizeof *l->run.ranks);
+    l->rk = calloc((size_t)n, sizeof *l->rk);
+    l->views = calloc((size_t)n, sizeof *l->views);
+    if (!l->run.ranks || !l->rk || !l->views)
+        return xsm_err_set(err, errlen, "xsmerge: --live: out of memory");
+    l->run.nranks = (size_t)n;
+    snprintf(l->run.job_id, sizeof l->run.job_id, "%.*s", (int)sizeof h->job_id, h->job_id);
+    snprintf(l->v.job_id, sizeof l->v.job_id, "%s", l->run.job_id);
+    l->v.size = n;
+    l->v.ranks = l->views;
+    l->v.run = &l->run;
+    for (int32_t r = 0; r < n; r++) {
+        l->views[r].rank = r;
+        l->views[r].state = "waiting";
+    }
+    /* ranks become present as their journals come (xsm_sanalysis_rank_sync) */
+    if (!(l->sa = xsm_sanalysis_new(&l->run, NULL, xsm_analysis_window(256))))
+        return xsm_err_set(err, errlen, "xsmerge: --live: out of memory");
+    l->v.sa = l->sa;
+    return 0;
+}
+
+/* ---- collectives ----------------------------------------------------------- */
+static uint64_t coll_key(uint32_t comm, uint64_t seq) { return ((uint64_t)comm << 40 | (seq & ((1ULL << 40) - 1))) + 1; }
+
+static size_t comm_size(const xsprof_rank_data *d, uint32_t comm)
+{
+    for (size_t i = 0; i < d->ncomms; i++)
+        if (d->comms[i].id == comm)
+            return d->comms[i].size;
+    return 0;
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+    const lmember *x = a, *y = b;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+typedef struct cw_ctx {
+    xsm_live *l;
+    const linst *c;
+} cw_ctx;
+
+static int cw_put(void *ctx, const xsm_cwmember *w, int kind, const xsm_cwmember *cause, int64_t tb, int64_t te)
+{
+    cw_ctx *x = ctx;
+    const lmember *m = &x->c->m[w->id];
+    uint64_t crow = cause ? x->c->m[cause->id].row : 0;
+    return xsm_sanalysis_wait(x->l->sa, m->rank, m->row, m->op, kind, cause ? cause->rank : -1, crow, te - tb);
+}
+
+/* An instance all of whose members came: its waits to the engine (before
+ * their calls, which are still held), then it is gone. */
+static int coll_close(xsm_live *l, linst *c)
+{
+    qsort(c->m, c->n, sizeof *c->m, member_cmp);
+    xsm_cwmember *v = malloc((c->n + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t k = 0; k < c->n; k++)
+        v[k] = (xsm_cwmember){c->m[k].rank, c->m[k].b, 1, c->m[k].b, c->m[k].e, c->m[k].receives, c->m[k].sends, k};
+    cw_ctx cx = {l, c};
+    int rc = xsm_coll_waits_find(c->kind, c->root, v, c->n, cw_put, &cx);
+    free(v);
+    free(c->m);
+    xsm_ktab_del(&l->colls, c);
+    return rc;
+}
+
+static int coll_add(xsm_live *l, int32_t r, const xsprof_io_mpi *m, int64_t b, int64_t e, uint64_t row)
+{
+    linst *c = xsm_ktab_get(&l->colls, coll_key(m->comm, m->coll_seq));
+    if (!c)
+        return -1;
+    if (!c->cap) {
+        c->kind = m->coll;
+        c->root = m->root;
+        c->expected = comm_size(&l->run.ranks[r].d, m->comm);
+    }
+    if (xsm_grow((void **)&c->m, &c->cap, c->n, sizeof *c->m))
+        return -1;
+    c->m[c->n++] = (lmember){r, b, e, row, m->op, xsm_coll_receives(m->coll, m), xsm_coll_sends(m)};
+    if (c->root < 0 && m->root >= 0)
+        c->root = m->root;
+    return c->expected && c->n >= c->expected ? coll_close(l, c) : 0;
+}
+
+/* Instances still waiting for members: one look older; those past their
+ * patience are dropped (their calls are fed without waits). */
+static void coll_age(xsm_live *l)
+{
+    for (size_t i = 0; i < l->colls.cap; i++) {
+        linst *c = (linst *)(l->colls.v + i * l->colls.size);
+        if (c->key && ++c->looks > COLL_PATIENCE) {
+            free(c->m);
+            xsm_ktab_del(&l->colls, c);
+            i--; /* the slot may hold an entry moved back */
+        }
+    }
+}
+
+/* ---- rows ------------------------------------------------------------------ */
+typedef struct rows_ctx {
+    xsm_live *l;
+    int32_t r;
+    int failed;
+} rows_ctx;
+
+static void thread_count(lrank *k, xsm_lrank_view *v, uint32_t tid)
+{
+    for (size_t i = 0; i < v->nth; i++)
+        if (v->th[i].tid == tid) {
+            k->tcount[i]++;
+            return;
+        }
+    if (v->nth < XSM_LIVE_THREADS) {
+        memset(&v->th[v->nth], 0, sizeof v->th[v->nth]);
+        v->th[v->nth].tid = tid;
+        k->tcount[v->nth++] = 1;
+    }
+}
+
+static xsprof_status on_rows(void *user, enum xsprof_io_table t, const void *rows, size_t n)
+{
+    rows_ctx *x = user;
+    lrank *k = &x->l->rk[x->r];
+    xsm_lrank_view *v = &x->l->views[x->r];
+    for (size_t i = 0; i < n; i++) {
+        lrow w;
+        memset(&w, 0, sizeof w);
+        w.table = (uint8_t)t;
+        int64_t te;
+        uint32_t tid;
+        switch (t) {
+        case XSPROF_IO_T_CLOCK: {
+            const xsprof_io_clock *c = (const xsprof_io_clock *)rows + i;
+            if (!k->have_offset) {
+                k->offset = c->offset_ns;
+                k->have_offset = 1;
+            }
+            continue;
+        }
+        case XSPROF_IO_T_REGIONS:
+            w.u.g = ((const xsprof_io_region *)rows)[i];
+            w.u.g.t_begin += k->offset;
+            w.u.g.t_end += k->offset;
+            w.tb = w.u.g.t_begin, te = w.u.g.t_end, tid = w.u.g.thread;
+            break;
+        case XSPROF_IO_T_MPI:
+            w.u.m = ((const xsprof_io_mpi *)rows)[i];
+            w.u.m.t_begin += k->offset;
+            w.u.m.t_end += k->offset;
+            w.tb = w.u.m.t_begin, te = w.u.m.t_end, tid = w.u.m.thread;
+            w.row = k->mpi_rows++;
+            if (w.u.m.kind == XSPROF_MPI_COLL && w.u.m.coll != XSPROF_COLL_NONE &&
+                coll_add(x->l, x->r, &w.u.m, w.u.m.t_begin, w.u.m.t_end, w.row)) {
+                x->failed = 1;
+                return XSPROF_ERR_NOMEM;
+            }
+            break;
+        case XSPROF_IO_T_MEM:
+            w.u.e = ((const xsprof_io_mem *)rows)[i];
+            w.u.e.t += k->offset;
+            w.tb = te = w.u.e.t, tid = w.u.e.thread;
+            break;
+        case XSPROF_IO_T_GPU:
+            w.u.k = ((const xsprof_io_gpu *)rows)[i];
+            w.u.k.t_begin += k->offset;
+            w.u.k.t_end += k->offset;
+            w.tb = w.u.k.t_begin, te = w.u.k.t_end, tid = UINT32_MAX;
+            break;
+        default: /* instants, counters, arguments: counted, not shown */
+            k->events++;
+            continue;
+        }
+        k->events++;
+        if (tid != UINT32_MAX)
+            thread_count(k, v, tid);
+        if (te > k->max_end)
+            k->max_end = te;
+        if (xsm_grow((void **)&k->pend, &k->cap, k->npend, sizeof *k->pend)) {
+            x->failed = 1;
+            return XSPROF_ERR_NOMEM;
+        }
+        k->pend[k->npend++] = w;
+    }
+    return XSPROF_OK;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+    const lrow *x = a, *y = b;
+    if (x->tb != y->tb)
+        return x->tb < y->tb ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* Feed rank r's held rows that are due: begun HOLD_NS before its newest end
+ * (all of them once it ended), and no blocking collective among them still
+ * waiting for members. */
+static int feed(xsm_live *l, int32_t r, int all)
+{
+    lrank *k = &l->rk[r];
+    if (!k->npend)
+        return 0;
+    if (xsm_sanalysis_rank_sync(l->sa, r, 1))
+        return -1;
+    qsort(k->pend, k->npend, sizeof *k->pend, row_cmp);
+    int64_t due = all ? INT64_MAX : k->max_end - HOLD_NS;
+    size_t i = 0;
+    for (; i < k->npend && k->pend[i].tb <= due; i++) {
+        const lrow *w = &k->pend[i];
+        int rc = 0;
+        switch (w->table) {
+        case XSPROF_IO_T_REGIONS: rc = xsm_sanalysis_region(l->sa, r, &w->u.g); break;
+        case XSPROF_IO_T_MEM: rc = xsm_sanalysis_mem(l->sa, r, &w->u.e); break;
+        case XSPROF_IO_T_GPU: rc = xsm_sanalysis_gpu(l->sa, r, &w->u.k); break;
+        default:
+            if (!all && w->u.m.kind == XSPROF_MPI_COLL && w->u.m.coll != XSPROF_COLL_NONE &&
+                xsm_ktab_find(&l->colls, coll_key(w->u.m.comm, w->u.m.coll_seq)))
+                goto held; /* its waits are not known yet */
+            rc = xsm_sanalysis_mpi(l->sa, r, &w->u.m, w->row, NULL, 0);
+            break;
+        }
+        if (rc)
+            return -1;
+    }
+held:
+    memmove(k->pend, k->pend + i, (k->npend - i) * sizeof *k->pend);
+    k->npend -= i;
+    return 0;
+}
+
+/* ---- the run directory ----------------------------------------------------- */
+static int said_foreign(xsm_live *l, const char *name)
+{
+    for (size_t i = 0; i < l->nforeign; i++)
+        if (!strcmp(l->foreign[i], name))
+            return 1;
+    char **v = realloc(l->foreign, (l->nforeign + 1) * sizeof *v);
+    if (!v)
+        return 1;
+    l->foreign = v;
+    if ((v[l->nforeign] = strdup(name)))
+        l->nforeign++;
+    return 0;
+}
+
+/* Journals not followed yet: the first sizes the job; one of another job
+ * (its id or size differ) is ignored with a note. */
+static int scan(xsm_live *l, char *err, size_t errlen)
+{
+    DIR *d = opendir(l->run_dir);
+    if (!d) {
+        if (!l->noted_empty)
+            note(l, "xsmerge: --live: %s: %s; waiting for the job to create it", l->run_dir,
+                     strerror(errno));
+        l->noted_empty = 1;
+        return 0;
+    }
+    struct dirent *e;
+    int found = 0;
+    while ((e = readdir(d))) {
+        unsigned rank;
+        char tail[8];
+        if (sscanf(e->d_name, "rank-%u.%7s", &rank, tail) != 2 || strcmp(tail, "xsj") != 0)
+            continue;
+        found = 1;
+        if (l->run.nranks && (rank >= l->run.nranks || l->rk[rank].followed))
+            continue;
+        char path[4400];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", l->run_dir, e->d_name) >= sizeof path)
+            continue;
+        xsprof_journal_header h;
+        FILE *fp = fopen(path, "rb");
+        size_t got = fp ? fread(&h, 1, sizeof h, fp) : 0;
+        if (fp)
+            fclose(fp);
+        if (got < sizeof h || memcmp(h.magic, XSPROF_JOURNAL_MAGIC, sizeof h.magic) != 0 || h.rank != (int32_t)rank)
+            continue; /* not written yet */
+        if (!l->run.nranks && live_size(l, &h, err, errlen)) {
+            closedir(d);
+            return -1;
+        }
+        if (h.size != (int32_t)l->run.nranks || strncmp(h.job_id, l->run.job_id, sizeof h.job_id) != 0 ||
+            rank >= l->run.nranks) {
+            if (!said_foreign(l, e->d_name))
+                note(l,
+                         "xsmerge: --live: %s belongs to another run (job '%.64s' of %d ranks, not '%s' of %zu); ignored",
+                         path, h.job_id, h.size, l->run.job_id, l->run.nranks);
+            continue;
+        }
+        lrank *k = &l->rk[rank];
+        char ferr[512] = "";
+        if (xsprof_journal_follow_open(path, &k->f, ferr, sizeof ferr) != XSPROF_OK) {
+            note(l, "xsmerge: --live: %s", ferr);
+            continue;
+        }
+        memcpy(k->path, path, sizeof k->path);
+        k->followed = 1;
+        l->run.ranks[rank].present = 1;
+        l->views[rank].state = "running";
+        if (xsm_sanalysis_rank_sync(l->sa, (int32_t)rank, 1)) { /* its accumulator, for waits found before its rows */
+            closedir(d);
+            return xsm_err_set(err, errlen, "xsmerge: --live: out of memory");
+        }
+    }
+    closedir(d);
+    if (!found && !l->run.nranks && !l->noted_empty) {
+        note(l, "xsmerge: --live: no journal in %s yet (rank-NNNNN.xsj); waiting for the job",
+                 l->run_dir);
+        l->noted_empty = 1;
+    }
+    return 0;
+}
+
+/* ---- one look ---------------------------------------------------------------- */
+static void rank_state(xsm_live *l, int32_t r)
+{
+    lrank *k = &l->rk[r];
+    xsm_lrank_view *v = &l->views[r];
+    const xsprof_rank_data *d = &l->run.ranks[r].d;
+    snprintf(v->host, sizeof v->host, "%s", d->host);
+    v->dropped = d->dropped;
+    v->events = k->events;
+    if (k->st.state == XSPROF_JOURNAL_FINALIZED || k->st.state == XSPROF_JOURNAL_CLOSED) {
+        v->state = "finished";
+        k->ended = 1;
+    } else if (k->st.state == XSPROF_JOURNAL_SIGNALED) {
+        v->state = "ended early";
+        k->ended = 1;
+    } else if (!k->st.writer_alive && ++k->dead_looks >= DEAD_LOOKS) {
+        v->state = "ended early";
+        k->ended = 1;
+    } else {
+        if (k->st.writer_alive)
+            k->dead_looks = 0;
+        v->state = "running";
+    }
+    if (k->ended)
+        xsprof_journal_end_state(&k->st, v->end_state, sizeof v->end_state);
+    else
+        snprintf(v->end_state, sizeof v->end_state, "running");
+}
+
+/* The rank's sums from the engine, and a point of its series. */
+static void rank_point(xsm_live *l, int32_t r, double t)
+{
+    lrank *k = &l->rk[r];
+    xsm_lrank_view *v = &l->views[r];
+    xsm_anrank_out o;
+    xsm_sanalysis_view(l->sa, r, &o);
+    int64_t f, last;
+    xsm_an_window(&l->run, &o, &f, &last);
+    int64_t wait = 0;
+    for (size_t i = 0; i < o.nw; i++)
+        wait += o.w[i].ns;
+    int64_t wall = last - f;
+    v->wall_s = (double)wall * 1e-9;
+    v->mpi_s = (double)o.mpi_ns * 1e-9;
+    v->wait_s = (double)wait * 1e-9;
+    v->gpu_s = (double)o.gpu_ns * 1e-9;
+    v->has_mem = o.mem && o.mem->present;
+    int64_t dw = wall - k->prev_wall;
+    xsm_lpoint *p = &v->series[v->head];
+    p->t = t;
+    p->mpi_pct = dw > 0 ? (float)(100.0 * (double)(o.mpi_ns - k->prev_mpi) / (double)dw) : 0;
+    p->wait_pct = dw > 0 ? (float)(100.0 * (double)(wait - k->prev_wait) / (double)dw) : 0;
+    p->gpu_pct = dw > 0 ? (float)(100.0 * (double)(o.gpu_ns - k->prev_gpu) / (double)dw) : 0;
+    p->eps = (double)(k->events - k->events_prev);
+    p->mem_bytes = v->has_mem ? (double)o.mem->peak_bytes : 0;
+    v->head = (v->head + 1) % XSM_LIVE_SERIES;
+    if (v->npoints < XSM_LIVE_SERIES)
+        v->npoints++;
+    k->prev_wall = wall, k->prev_mpi = o.mpi_ns, k->prev_wait = wait, k->prev_gpu = o.gpu_ns;
+    k->events_prev = k->events;
+    for (size_t i = 0; i < v->nth; i++) {
+        memmove(v->th[i].act, v->th[i].act + 1, (XSM_LIVE_TACT - 1) * sizeof v->th[i].act[0]);
+        v->th[i].act[XSM_LIVE_TACT - 1] = k->tcount[i];
+        k->tcount[i] = 0;
+    }
+}
+
+/* The mean seconds per call of region `name` on rank r so far, -1 none. */
+static double region_mean(const xsm_live *l, int32_t r, const char *name)
+{
+    xsm_anrank_out o;
+    xsm_sanalysis_view(l->sa, r, &o);
+    const xsprof_rank_data *d = &l->run.ranks[r].d;
+    for (size_t i = 0; i < o.nnames; i++)
+        if (o.names[i].n > 0 && !strcmp(xsprof_rank_data_string(d, o.names[i].sid), name))
+            return o.names[i].sum / o.names[i].n;
+    return -1;
+}
+
+static void alerts_check(xsm_live *l)
+{
+    for (size_t i = 0; i < l->v.nalerts; i++) {
+        xsm_alert *a = &l->v.alerts[i];
+        for (int32_t r = 0; r < (int32_t)l->run.nranks && !a->fired; r++) {
+            const xsm_lrank_view *v = &l->views[r];
+            double val = -1;
+            if (!l->rk[r].followed)
+                continue;
+            if (a->what == XSM_ALERT_WAIT || a->what == XSM_ALERT_MPI)
+                val = v->wall_s > 0 ? 100.0 * (a->what == XSM_ALERT_WAIT ? v->wait_s : v->mpi_s) / v->wall_s : -1;
+            else if (a->what == XSM_ALERT_REGION)
+                val = region_mean(l, r, a->region);
+            else if (v->has_mem && v->npoints)
+                val = v->series[(v->head + XSM_LIVE_SERIES - 1) % XSM_LIVE_SERIES].mem_bytes;
+            if (val > a->limit) {
+                a->fired = 1;
+                a->rank = r;
+                a->value = val;
+                fprintf(stderr, "xsmerge: --live: alert %s fired on rank %d (%.4g)\n", a->text, r, val);
+            }
+        }
+    }
+}
+
+int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
+{
+    if (scan(l, err, errlen))
+        return -1;
+    double t = now_s(l);
+    l->v.since_s = t;
+    if (!l->run.nranks)
+        return 0;
+    for (int32_t r = 0; r < (int32_t)l->run.nranks; r++) {
+        lrank *k = &l->rk[r];
+        if (!k->followed || k->ended)
+            continue;
+        rows_ctx x = {l, r, 0};
+        char perr[1024] = "";
+        xsprof_status s =
+            xsprof_journal_follow_poll(k->f, &l->run.ranks[r].d, &k->st, on_rows, &x, perr, sizeof perr);
+        if (x.failed)
+            return xsm_err_set(err, errlen, "xsmerge: --live: out of memory following %s", k->path);
+        if (s != XSPROF_OK && s != XSPROF_ERR_STATE) {
+            note(l, "xsmerge: --live: %s; rank %d is no longer followed", perr, r);
+            k->st.state = XSPROF_JOURNAL_SIGNALED; /* shown as ended early */
+        }
+    }
+    coll_age(l);
+    int ended = 1;
+    for (int32_t r = 0; r < (int32_t)l->run.nranks; r++) {
+        lrank *k = &l->rk[r];
+        if (!k->followed) {
+            ended = 0;
+            continue;
+        }
+        int was = k->ended;
+        if (!was)
+            rank_state(l, r);
+        if (feed(l, r, k->ended))
+            return xsm_err_set(err, errlen, "xsmerge: --live: out of memory in the analysis of rank %d", r);
+        if (!was || k->npend)
+            rank_point(l, r, t);
+        ended &= k->ended;
+    }
+    alerts_check(l);
+    l->v.ended = ended;
+    return 0;
+}

@@ -120,7 +120,7 @@ int xsm_live_main(int argc, char **argv)
     xsm_live_http *h = NULL;
     if (!tty) {
         int bound = port;
-        if (xsm_live_http_start(bind_addr, port, xsm_live_page, xsm_live_page_len, &h, &bound, err, sizeof err)) {
+        if (xsm_live_http_start(bind_addr, port, &h, &bound, err, sizeof err)) {
             fprintf(stderr, "%s\n", err);
             xsm_live_free(l);
             return 1;

@@ -31,8 +31,6 @@ struct xsm_live_http {
     struct MHD_Daemon *d;
     int fd;
     char token[33];
-    const char *page;
-    size_t page_len;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char *snap; /* the latest snapshot, one line of JSON */
@@ -147,15 +145,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return fail(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only: GET only\n");
     if (!token_ok(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"), h->token))
         return fail(c, MHD_HTTP_FORBIDDEN, "forbidden: the URL needs the token xsmerge --live printed\n");
-    if (!strcmp(url, "/"))
-        return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", h->page, h->page_len, MHD_RESPMEM_PERSISTENT);
-    if (!strcmp(url, "/api/snapshot")) {
+    int page = !strcmp(url, "/");
+    if (page || !strcmp(url, "/api/snapshot")) { /* the page carries the snapshot, drawn at once */
+        size_t pre = page ? xsm_live_page_head_len : 0, post = page ? xsm_live_page_tail_len : 0;
         pthread_mutex_lock(&h->mu);
-        char *copy = h->snap ? strdup(h->snap) : NULL;
+        size_t n = h->snap ? h->snap_len : 0;
+        char *body = (h->snap || page) ? malloc(pre + n + post + 1) : NULL;
+        if (body) {
+            memcpy(body, xsm_live_page_head, pre);
+            memcpy(body + pre, h->snap ? h->snap : "", n);
+            memcpy(body + pre + n, xsm_live_page_tail, post);
+        }
         pthread_mutex_unlock(&h->mu);
-        if (!copy)
+        if (!body)
             return fail(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n");
-        return reply(c, MHD_HTTP_OK, "application/json", copy, strlen(copy), MHD_RESPMEM_MUST_FREE);
+        return reply(c, MHD_HTTP_OK, page ? "text/html; charset=utf-8" : "application/json", body, pre + n + post,
+                     MHD_RESPMEM_MUST_FREE);
     }
     if (!strcmp(url, "/api/events")) {
         sse *s = calloc(1, sizeof *s);
@@ -212,8 +217,8 @@ static int listen_on(const char *bind_addr, int port, int *bound, char *err, siz
     return fd;
 }
 
-int xsm_live_http_start(const char *bind_addr, int port, const char *page, size_t page_len, xsm_live_http **out,
-                        int *bound_port, char *err, size_t errlen)
+int xsm_live_http_start(const char *bind_addr, int port, xsm_live_http **out, int *bound_port, char *err,
+                        size_t errlen)
 {
     *out = NULL;
     xsm_live_http *h = calloc(1, sizeof *h);
@@ -226,8 +231,6 @@ int xsm_live_http_start(const char *bind_addr, int port, const char *page, size_
     }
     for (size_t i = 0; i < sizeof rnd; i++)
         snprintf(h->token + 2 * i, 3, "%02x", rnd[i]);
-    h->page = page;
-    h->page_len = page_len;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     h->fd = listen_on(bind_addr, port, bound_port, err, errlen);

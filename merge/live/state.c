@@ -429,11 +429,22 @@ static int scan(xsm_live *l, char *err, size_t errlen)
         return 0;
     }
     struct dirent *e;
-    int found = 0;
+    int found = 0, files = 0;
     while ((e = readdir(d))) {
         unsigned rank;
         char tail[8];
-        if (sscanf(e->d_name, "rank-%u.%7s", &rank, tail) != 2 || strcmp(tail, "xsj") != 0)
+        if (sscanf(e->d_name, "rank-%u.%7s", &rank, tail) != 2)
+            continue;
+        if (!strcmp(tail, "h5")) { /* the rank finished before it was followed: the merge has it */
+            files++;
+            if (l->run.nranks && rank < l->run.nranks && !l->rk[rank].followed) {
+                l->rk[rank].followed = l->rk[rank].ended = 1;
+                l->views[rank].state = "finished";
+                snprintf(l->views[rank].end_state, sizeof l->views[rank].end_state, "finished before it was followed");
+            }
+            continue;
+        }
+        if (strcmp(tail, "xsj") != 0)
             continue;
         found = 1;
         if (l->run.nranks && (rank >= l->run.nranks || l->rk[rank].followed))
@@ -476,6 +487,12 @@ static int scan(xsm_live *l, char *err, size_t errlen)
         }
     }
     closedir(d);
+    if (!found && !l->run.nranks && files) { /* every rank wrote its rank file: nothing to follow */
+        if (!l->v.ended)
+            note(l, "xsmerge: --live: %s holds rank files only: the job ended before the view started", l->run_dir);
+        l->v.ended = 1;
+        return 0;
+    }
     if (!found && !l->run.nranks && !l->noted_empty) {
         note(l, "xsmerge: --live: no journal in %s yet (rank-NNNNN.xsj); waiting for the job",
                  l->run_dir);
@@ -595,10 +612,10 @@ int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
     double t = now_s(l);
     l->v.since_s = t;
     if (!l->run.nranks)
-        return 0;
+        return 0; /* nothing followed yet (or the job ended before: scan said so) */
     for (int32_t r = 0; r < (int32_t)l->run.nranks; r++) {
         lrank *k = &l->rk[r];
-        if (!k->followed || k->ended)
+        if (!k->f || k->ended)
             continue;
         rows_ctx x = {l, r, 0};
         char perr[1024] = "";
@@ -620,7 +637,7 @@ int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
             continue;
         }
         int was = k->ended;
-        if (!was)
+        if (!was && k->f)
             rank_state(l, r);
         if (feed(l, r, k->ended))
             return xsm_err_set(err, errlen, "xsmerge: --live: out of memory in the analysis of rank %d", r);

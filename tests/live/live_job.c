@@ -1,14 +1,18 @@
 /* tests/live/live_job.c — an MPI job for the live view's test and benchmark
  * (not linked against xsprof: it is preloaded; regions through weak
  * symbols). usage: live_job SECONDS [REGIONS_PER_S_PER_RANK [KILL_RANK KILL_AT_S]]
- * Each step: "solve" holds "compute" (rank r sleeps 10 (1 + r) ms, so the
- * others wait in the MPI_Allreduce) and REGIONS_PER_S / 10 tiny "work"
- * regions; 10 steps a second at most (coarse, so that a few ms of a loaded
- * scheduler's latency move the shares little). Sleeps, not spins: the shares of
- * MPI time stay the same when other processes take the CPUs (the test loads
- * a browser and merges beside it; run it with mpi_yield_when_idle). KILL_RANK sends itself SIGKILL at
- * KILL_AT_S (a rank that dies mid-run without any handler). */
+ *
+ * Each step of rank r: "solve" holds "compute" (a 10 (1 + r) ms sleep) and
+ * REGIONS_PER_S / 10 tiny "work" regions; then a 20 ms MPI_Recv of a message
+ * a helper thread of the same rank sends after sleeping 20 ms; steps last
+ * 100 ms. So most of a rank's MPI share is its own (20 of each 100 ms), not
+ * the scheduling of the others: on a shared machine whose CPUs other
+ * processes take, waits for other ranks would drift from second to second.
+ * Every 2 s (each rank's own clock) an MPI_Barrier gives wait states. At
+ * most 10 steps a second. KILL_RANK SIGKILLs itself at KILL_AT_S (a rank
+ * that dies mid-run without any handler). */
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,40 +46,62 @@ static void pause_s(double s)
         ;
 }
 
+static int g_rank;
+static void *helper(void *arg)
+{
+    (void)arg;
+    pause_s(0.02);
+    int v = 1;
+    MPI_Send(&v, 1, MPI_INT, g_rank, 7, MPI_COMM_WORLD);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    g_rank = rank;
+    if (provided < MPI_THREAD_MULTIPLE) {
+        fprintf(stderr, "live_job: MPI_THREAD_MULTIPLE is not provided\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     double secs = argc > 1 ? atof(argv[1]) : 5;
     long per_s = argc > 2 ? atol(argv[2]) : 1000;
     int kill_rank = argc > 4 ? atoi(argv[3]) : -1;
     double kill_at = argc > 4 ? atof(argv[4]) : 0;
     long per_step = per_s / 10;
+    MPI_Barrier(MPI_COMM_WORLD);
     double t0 = now();
-    int go = 1;
-    while (go) {
-        double ts = now();
-        rb("solve");
-        rb("compute");
-        pause_s(0.01 * (1 + rank));
-        re();
-        for (long i = 0; i < per_step; i++) {
-            rb("work");
+    /* the same number of Barriers on every rank: one each 2 s of its own clock */
+    for (int sync = 1; sync <= (int)(secs / 2 + 0.5); sync++) {
+        while (now() - t0 < 2.0 * sync) {
+            double ts = now();
+            rb("solve");
+            rb("compute");
+            pause_s(0.01 * (1 + rank));
             re();
+            for (long i = 0; i < per_step; i++) {
+                rb("work");
+                re();
+            }
+            re();
+            pthread_t th;
+            int v;
+            pthread_create(&th, NULL, helper, NULL);
+            MPI_Recv(&v, 1, MPI_INT, rank, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            pthread_join(th, NULL);
+            if (rank == kill_rank && now() - t0 >= kill_at)
+                raise(SIGKILL);
+            double left = 0.1 - (now() - ts);
+            if (left > 0) /* at most 10 steps a second: idle, not in MPI */
+                pause_s(left);
         }
-        re();
-        if (rank == kill_rank && now() - t0 >= kill_at)
-            raise(SIGKILL);
-        /* everyone stops together: rank 0's clock decides */
-        int more = now() - t0 < secs;
-        MPI_Allreduce(MPI_IN_PLACE, &more, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        go = more;
-        double left = 0.1 - (now() - ts);
-        if (left > 0) /* at most 10 steps a second: idle, not in MPI */
-            pause_s(left);
+        MPI_Barrier(MPI_COMM_WORLD);
     }
+    MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
     return 0;
 }

@@ -447,7 +447,7 @@ static int scan(xsm_live *l, char *err, size_t errlen)
         if (strcmp(tail, "xsj") != 0)
             continue;
         found = 1;
-        if (l->run.nranks && (rank >= l->run.nranks || l->rk[rank].followed))
+        if (l->run.nranks && rank < l->run.nranks && l->rk[rank].followed)
             continue;
         char path[4400];
         if ((size_t)snprintf(path, sizeof path, "%s/%s", l->run_dir, e->d_name) >= sizeof path)

@@ -237,25 +237,47 @@ def killed():
     os.makedirs(work)
     rundir = os.path.join(work, "run")
     jp = start_job(rundir, 30, 1000, ["2", "3"])  # rank 2 SIGKILLs itself after 3 s
-    live = Live(rundir, "--until-end")
+    live = Live(rundir)
+    # the terminal table beside it: it ends with the job
+    tty = subprocess.Popen([env_path("XSMERGE"), "--live", rundir, "--tty"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
     try:
-        s = wait_for("rank 2 ended early in /api/snapshot", lambda: (lambda s: s if s and len(s["ranks"]) == 4 and
-                     s["ranks"][2]["state"] == "ended early" else None)(live.snapshot()), 60)
-        print("rank 2:", s["ranks"][2]["state"], s["ranks"][2]["end_state"])
-        if "killed" not in s["ranks"][2]["end_state"] and "signal" not in s["ranks"][2]["end_state"]:
-            fail("rank 2's end state %r" % s["ranks"][2]["end_state"])
+        seen = []
+
+        def ended():
+            s = live.snapshot()
+            if s and len(s["ranks"]) == 4:
+                seen.append([(r["state"], r["end_state"]) for r in s["ranks"]])
+                if s["job"]["state"] == "ended":
+                    return s
+            return None
+        s = wait_for("the job's end in /api/snapshot", ended, 90)
+        print("ranks at the end:", [(r["state"], r["end_state"]) for r in s["ranks"]])
+        r2 = s["ranks"][2]
+        if r2["state"] != "ended early" or ("killed" not in r2["end_state"] and "SIGKILL" not in r2["end_state"]):
+            fail("rank 2 (SIGKILL) at the end: %s %r" % (r2["state"], r2["end_state"]))
+        if not any(st[2][0] == "running" for st in seen):
+            fail("rank 2 was never seen running: %s" % seen[:3])
+        if any(r["state"] == "running" for r in s["ranks"]):
+            fail("a rank still runs when the job ended: %s" % s["ranks"])
+        wait_for("'the job has ended' on stderr", lambda: "the job has ended" in live.stderr(), 10)
+        if "xsmerge " + rundir + " -o" not in live.stderr():
+            fail("stderr does not give the merge command: " + live.stderr())
+        try:
+            out, err = tty.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            fail("xsmerge --live --tty did not exit at the job's end")
+        if tty.returncode != 0 or "The job has ended" not in out or "ended early" not in out:
+            fail("--tty: exit %s, its last table:\n%s\n%s" % (tty.returncode, out[-1500:], err))
+        print(out[out.rfind("xsprof live:"):])
         jp.wait(timeout=60)
-        rc = wait_for("xsmerge --live --until-end to exit at the job's end", lambda: live.p.poll() is not None, 60)
-        if live.p.returncode != 0:
-            fail("xsmerge --live exited %s" % live.p.returncode)
-        err = live.stderr()
-        if "the job has ended" not in err or "xsmerge " + rundir not in err:
-            fail("stderr does not say the job ended: " + err)
-        del rc
     finally:
-        if jp.poll() is None:
-            jp.kill()
-        live.stop()
+        for p in (jp, tty):
+            if p.poll() is None:
+                p.kill()
+        rc = live.stop()
+    if rc != 0:
+        fail("xsmerge --live exited %s after SIGINT" % rc)
     print("PASS")
 
 
@@ -354,11 +376,11 @@ def bad():
     src = glob.glob(os.path.join(missing, "rank-*.xsj"))[0]
     with open(src, "rb") as f:
         head = bytearray(f.read(65536))
-    # same layout, another job id
-    off = 8 + 4 * 4 + 4 * 2 + 8 * 3 + 4 * 2 + 8 * 7  # xsprof_journal_header.job_id
+    # the same layout (core/journal.h): rank 5 of 8 of another job
+    head[24:32] = (5).to_bytes(4, "little") + (8).to_bytes(4, "little")  # rank, size
+    off = 8 + 4 * 4 + 4 * 2 + 8 * 3 + 4 * 2 + 8 * 7  # job_id
     head[off:off + 64] = b"another-run".ljust(64, b"\0")
-    head[12 + 4 + 4 + 4 + 4:12 + 4 + 4 + 4 + 4 + 0] = b""
-    with open(os.path.join(missing, "rank-00007.xsj"), "wb") as f:
+    with open(os.path.join(missing, "rank-00005.xsj"), "wb") as f:
         f.write(bytes(head))
     wait_for("the note about another run's journal", lambda: "belongs to another run" in live.stderr(), 15)
     if jp.wait(timeout=90) != 0:

@@ -19,28 +19,36 @@
 #include <string.h>
 #include <time.h>
 
-/* Rows of a rank are fed in order of begin once its journal shows every
- * thread past them: a row is written at its end, so one beginning before
- * the last end seen may still come (another thread's, an enclosing region).
- * The engine sees a rank's rows HOLD_NS behind its newest. */
-#define HOLD_NS 1000000000LL
+/* Rows of a rank are fed in order of begin. A row is written at its end:
+ * an enclosing region comes after the regions it holds (it is put before
+ * them as it comes: an insertion from the back, which only passes over its
+ * own descendants still held), and another thread's rows may come a little
+ * later. The engine sees a rank's rows HOLD_NS behind its newest end. */
+#define HOLD_NS 100000000LL
 /* A collective whose members do not all come within this many looks (a
  * rank that never starts, or died) is fed without its waits. */
 #define COLL_PATIENCE 10
 /* Looks a journal's heartbeat may miss before its rank counts as ended. */
 #define DEAD_LOOKS 3
 
-typedef struct lrow {
-    int64_t tb;
-    uint64_t row; /* MPI rows: the rank's row index (the engine's key) */
-    uint8_t table;
-    union {
-        xsprof_io_region g;
-        xsprof_io_mpi m;
-        xsprof_io_mem e;
-        xsprof_io_gpu k;
-    } u;
-} lrow;
+/* Held rows, one array per table (each comes in blocks of its own), each
+ * kept in order of begin. An MPI row carries its row index (the engine's
+ * key for waits). */
+enum { QR, QM, QE, QG, NQ };
+typedef struct lmpi {
+    xsprof_io_mpi m;
+    uint64_t row;
+} lmpi;
+static const size_t q_size[NQ] = {sizeof(xsprof_io_region), sizeof(lmpi), sizeof(xsprof_io_mem),
+                                  sizeof(xsprof_io_gpu)};
+/* A row's begin: every table's row starts with its int64 begin time
+ * (xsprof_io_mem's t). */
+static int64_t q_tb(const void *row)
+{
+    int64_t t;
+    memcpy(&t, row, sizeof t);
+    return t;
+}
 
 typedef struct lrank {
     xsprof_journal_follow *f;
@@ -51,8 +59,8 @@ typedef struct lrank {
     int dead_looks;
     int64_t offset; /* clock: reference = local + offset (its first sync) */
     int have_offset;
-    lrow *pend;
-    size_t npend, cap;
+    unsigned char *q[NQ]; /* held rows of each table, in order of begin */
+    size_t nq[NQ], capq[NQ];
     int64_t max_end;
     uint64_t mpi_rows;
     uint64_t events, events_prev;
@@ -131,7 +139,8 @@ void xsm_live_free(xsm_live *l)
         return;
     for (size_t r = 0; r < l->run.nranks; r++) {
         xsprof_journal_follow_close(l->rk[r].f);
-        free(l->rk[r].pend);
+        for (int q = 0; q < NQ; q++)
+            free(l->rk[r].q[q]);
         xsprof_rank_data_free(&l->run.ranks[r].d);
     }
     for (size_t i = 0; i < l->colls.cap; i++) {
@@ -290,17 +299,41 @@ static void thread_count(lrank *k, xsm_lrank_view *v, uint32_t tid)
     }
 }
 
+/* Append a row to table q's held rows, in order of begin: rows come at
+ * their end, so an enclosing region is moved before the regions it holds
+ * (an insertion from the back that passes only over them). */
+static int hold(lrank *k, int q, const void *row)
+{
+    size_t sz = q_size[q];
+    if (k->nq[q] == k->capq[q]) {
+        size_t cap = k->capq[q] ? 2 * k->capq[q] : 4096;
+        unsigned char *v = realloc(k->q[q], cap * sz);
+        if (!v)
+            return -1;
+        k->q[q] = v;
+        k->capq[q] = cap;
+    }
+    int64_t tb = q_tb(row);
+    unsigned char *v = k->q[q];
+    size_t j = k->nq[q]++; /* ties keep their order of arrival */
+    size_t from = j;
+    while (j > 0 && q_tb(v + (j - 1) * sz) > tb)
+        j--;
+    if (j < from)
+        memmove(v + (j + 1) * sz, v + j * sz, (from - j) * sz);
+    memcpy(v + j * sz, row, sz);
+    return 0;
+}
+
 static xsprof_status on_rows(void *user, enum xsprof_io_table t, const void *rows, size_t n)
 {
     rows_ctx *x = user;
     lrank *k = &x->l->rk[x->r];
     xsm_lrank_view *v = &x->l->views[x->r];
     for (size_t i = 0; i < n; i++) {
-        lrow w;
-        memset(&w, 0, sizeof w);
-        w.table = (uint8_t)t;
         int64_t te;
         uint32_t tid;
+        int rc = 0;
         switch (t) {
         case XSPROF_IO_T_CLOCK: {
             const xsprof_io_clock *c = (const xsprof_io_clock *)rows + i;
@@ -310,59 +343,56 @@ static xsprof_status on_rows(void *user, enum xsprof_io_table t, const void *row
             }
             continue;
         }
-        case XSPROF_IO_T_REGIONS:
-            w.u.g = ((const xsprof_io_region *)rows)[i];
-            w.u.g.t_begin += k->offset;
-            w.u.g.t_end += k->offset;
-            w.tb = w.u.g.t_begin, te = w.u.g.t_end, tid = w.u.g.thread;
+        case XSPROF_IO_T_REGIONS: {
+            xsprof_io_region g = ((const xsprof_io_region *)rows)[i];
+            g.t_begin += k->offset;
+            g.t_end += k->offset;
+            te = g.t_end, tid = g.thread;
+            rc = hold(k, QR, &g);
             break;
-        case XSPROF_IO_T_MPI:
-            w.u.m = ((const xsprof_io_mpi *)rows)[i];
-            w.u.m.t_begin += k->offset;
-            w.u.m.t_end += k->offset;
-            w.tb = w.u.m.t_begin, te = w.u.m.t_end, tid = w.u.m.thread;
-            w.row = k->mpi_rows++;
-            if (w.u.m.kind == XSPROF_MPI_COLL && w.u.m.coll != XSPROF_COLL_NONE &&
-                coll_add(x->l, x->r, &w.u.m, w.u.m.t_begin, w.u.m.t_end, w.row)) {
-                x->failed = 1;
-                return XSPROF_ERR_NOMEM;
-            }
+        }
+        case XSPROF_IO_T_MPI: {
+            lmpi w = {((const xsprof_io_mpi *)rows)[i], k->mpi_rows++};
+            w.m.t_begin += k->offset;
+            w.m.t_end += k->offset;
+            te = w.m.t_end, tid = w.m.thread;
+            if (w.m.kind == XSPROF_MPI_COLL && w.m.coll != XSPROF_COLL_NONE &&
+                coll_add(x->l, x->r, &w.m, w.m.t_begin, w.m.t_end, w.row))
+                rc = -1;
+            else
+                rc = hold(k, QM, &w);
             break;
-        case XSPROF_IO_T_MEM:
-            w.u.e = ((const xsprof_io_mem *)rows)[i];
-            w.u.e.t += k->offset;
-            w.tb = te = w.u.e.t, tid = w.u.e.thread;
+        }
+        case XSPROF_IO_T_MEM: {
+            xsprof_io_mem e = ((const xsprof_io_mem *)rows)[i];
+            e.t += k->offset;
+            te = e.t, tid = e.thread;
+            rc = hold(k, QE, &e);
             break;
-        case XSPROF_IO_T_GPU:
-            w.u.k = ((const xsprof_io_gpu *)rows)[i];
-            w.u.k.t_begin += k->offset;
-            w.u.k.t_end += k->offset;
-            w.tb = w.u.k.t_begin, te = w.u.k.t_end, tid = UINT32_MAX;
+        }
+        case XSPROF_IO_T_GPU: {
+            xsprof_io_gpu g = ((const xsprof_io_gpu *)rows)[i];
+            g.t_begin += k->offset;
+            g.t_end += k->offset;
+            te = g.t_end, tid = UINT32_MAX;
+            rc = hold(k, QG, &g);
             break;
+        }
         default: /* instants, counters, arguments: counted, not shown */
             k->events++;
             continue;
+        }
+        if (rc) {
+            x->failed = 1;
+            return XSPROF_ERR_NOMEM;
         }
         k->events++;
         if (tid != UINT32_MAX)
             thread_count(k, v, tid);
         if (te > k->max_end)
             k->max_end = te;
-        if (xsm_grow((void **)&k->pend, &k->cap, k->npend, sizeof *k->pend)) {
-            x->failed = 1;
-            return XSPROF_ERR_NOMEM;
-        }
-        k->pend[k->npend++] = w;
     }
     return XSPROF_OK;
-}
-
-static int row_cmp(const void *a, const void *b)
-{
-    const lrow *x = a, *y = b;
-    if (x->tb != y->tb)
-        return x->tb < y->tb ? -1 : 1;
-    return x->row < y->row ? -1 : x->row > y->row;
 }
 
 /* Feed rank r's held rows that are due: begun HOLD_NS before its newest end
@@ -371,35 +401,53 @@ static int row_cmp(const void *a, const void *b)
 static int feed(xsm_live *l, int32_t r, int all)
 {
     lrank *k = &l->rk[r];
-    if (!k->npend)
+    if (!k->nq[QR] && !k->nq[QM] && !k->nq[QE] && !k->nq[QG])
         return 0;
     if (xsm_sanalysis_rank_sync(l->sa, r, 1))
         return -1;
-    qsort(k->pend, k->npend, sizeof *k->pend, row_cmp);
     int64_t due = all ? INT64_MAX : k->max_end - HOLD_NS;
-    size_t i = 0;
-    for (; i < k->npend && k->pend[i].tb <= due; i++) {
-        const lrow *w = &k->pend[i];
-        int rc = 0;
-        switch (w->table) {
-        case XSPROF_IO_T_REGIONS: rc = xsm_sanalysis_region(l->sa, r, &w->u.g); break;
-        case XSPROF_IO_T_MEM: rc = xsm_sanalysis_mem(l->sa, r, &w->u.e); break;
-        case XSPROF_IO_T_GPU: rc = xsm_sanalysis_gpu(l->sa, r, &w->u.k); break;
-        default:
-            if (!all && w->u.m.kind == XSPROF_MPI_COLL && w->u.m.coll != XSPROF_COLL_NONE &&
-                xsm_ktab_find(&l->colls, coll_key(w->u.m.comm, w->u.m.coll_seq)))
-                goto held; /* its waits are not known yet */
-            rc = xsm_sanalysis_mpi(l->sa, r, &w->u.m, w->row, NULL, 0);
+    size_t at[NQ] = {0};
+    for (;;) { /* the tables merged by begin */
+        int q = -1;
+        int64_t best = due;
+        for (int t = 0; t < NQ; t++) {
+            if (at[t] == k->nq[t])
+                continue;
+            int64_t tb = q_tb(k->q[t] + at[t] * q_size[t]);
+            if (tb < best || (q < 0 && tb == best))
+                q = t, best = tb;
+        }
+        if (q < 0)
             break;
+        const void *w = k->q[q] + at[q] * q_size[q];
+        int rc = 0;
+        switch (q) {
+        case QR: rc = xsm_sanalysis_region(l->sa, r, w); break;
+        case QE: rc = xsm_sanalysis_mem(l->sa, r, w); break;
+        case QG: rc = xsm_sanalysis_gpu(l->sa, r, w); break;
+        default: {
+            const lmpi *m = w;
+            if (!all && m->m.kind == XSPROF_MPI_COLL && m->m.coll != XSPROF_COLL_NONE &&
+                xsm_ktab_find(&l->colls, coll_key(m->m.comm, m->m.coll_seq)))
+                goto held; /* its waits are not known yet */
+            rc = xsm_sanalysis_mpi(l->sa, r, &m->m, m->row, NULL, 0);
+            break;
+        }
         }
         if (rc)
             return -1;
+        at[q]++;
     }
 held:
-    memmove(k->pend, k->pend + i, (k->npend - i) * sizeof *k->pend);
-    k->npend -= i;
+    for (int t = 0; t < NQ; t++) { /* the rows still held to the front (few: HOLD_NS of them) */
+        memmove(k->q[t], k->q[t] + at[t] * q_size[t], (k->nq[t] - at[t]) * q_size[t]);
+        k->nq[t] -= at[t];
+    }
     return 0;
 }
+
+/* Rows still held for rank r. */
+static size_t held(const lrank *k) { return k->nq[QR] + k->nq[QM] + k->nq[QE] + k->nq[QG]; }
 
 /* ---- the run directory ----------------------------------------------------- */
 static int said_foreign(xsm_live *l, const char *name)
@@ -641,7 +689,7 @@ int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
             rank_state(l, r);
         if (feed(l, r, k->ended))
             return xsm_err_set(err, errlen, "xsmerge: --live: out of memory in the analysis of rank %d", r);
-        if (!was || k->npend)
+        if (!was || held(k))
             rank_point(l, r, t);
         ended &= k->ended;
     }

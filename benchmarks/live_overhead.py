@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""xsmerge --live beside a running job (benchmarks/README.md, "Live view").
+
+Runs the 4-rank job of live_overhead.c (fixed work, ~1 M events/s over all
+ranks) ROUNDS times without and with the live view attached, alternating;
+with it, a client fetches /api/snapshot once a second as a page would.
+Prints the job's own time (between two Barriers) median per mode and their
+ratio, and the live reader's CPU time (its rusage, os.wait4) per second of
+the job. usage: live_overhead.py [ROUNDS [STEPS REGIONS SPIN]]
+Environment: MPIEXEC, XSPROF_MPI_LIB, XSMERGE, BENCH_JOB (bench-live sets them)."""
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+
+def job(rundir, steps, regions, spin):
+    cmd = [os.environ["MPIEXEC"], "-np", "4", "--oversubscribe", "-x", "LD_PRELOAD=" + os.environ["XSPROF_MPI_LIB"],
+           "-x", "XSPROF_OUTPUT=" + rundir, os.environ["BENCH_JOB"], str(steps), str(regions), str(spin)]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    m = re.search(r"elapsed ([\d.]+) events_per_s (\d+)", r.stdout)
+    if r.returncode or not m:
+        sys.exit("the job failed: " + r.stdout[-2000:])
+    return float(m.group(1)), float(m.group(2))
+
+
+def attached(rundir, steps, regions, spin):
+    live = subprocess.Popen([os.environ["XSMERGE"], "--live", rundir, "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    url = re.search(r"(http://\S+/)\?token=(\w+)", live.stdout.readline() + live.stdout.readline())
+    stop = threading.Event()
+
+    def client():  # a page: one snapshot a second
+        while not stop.wait(1.0):
+            try:
+                urllib.request.urlopen(url.group(1) + "api/snapshot?token=" + url.group(2), timeout=5).read()
+            except OSError:
+                pass
+    t = threading.Thread(target=client)
+    t.start()
+    t0 = time.monotonic()
+    res = job(rundir, steps, regions, spin)
+    time.sleep(2.5)  # the view reads the rest of the journals
+    wall = time.monotonic() - t0
+    stop.set()
+    t.join()
+    live.send_signal(signal.SIGINT)
+    _, status, ru = os.wait4(live.pid, 0)
+    live.returncode = status
+    return res, (ru.ru_utime + ru.ru_stime), wall
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    steps, regions, spin = (int(x) for x in (sys.argv[2:5] if len(sys.argv) > 4 else (500, 2500, 250000)))
+    base = "/dev/shm/xsprof-bench-live" if os.path.isdir("/dev/shm") else "/tmp/xsprof-bench-live"
+    plain, live, cpu, rate = [], [], [], []
+    for i in range(rounds):
+        for mode in ("plain", "live") if i % 2 == 0 else ("live", "plain"):
+            rundir = os.path.join(base, "%s-%d" % (mode, i))
+            shutil.rmtree(rundir, ignore_errors=True)
+            if mode == "plain":
+                (t, eps) = job(rundir, steps, regions, spin)
+                plain.append(t)
+            else:
+                (t, eps), c, wall = attached(rundir, steps, regions, spin)
+                live.append(t)
+                cpu.append(100.0 * c / t)
+                print("  live reader: %.3f s CPU over a %.2f s job (%.2f s attached)" % (c, t, wall), flush=True)
+            rate.append(eps)
+            print("round %d %-5s job %.3f s, %.0f events/s" % (i, mode, t, eps), flush=True)
+            shutil.rmtree(rundir, ignore_errors=True)
+    mp, ml = statistics.median(plain), statistics.median(live)
+    print("job run time, median of %d: without the view %.3f s, with it %.3f s: %+.2f %%" % (
+        rounds, mp, ml, 100.0 * (ml / mp - 1)))
+    print("events recorded per second (all ranks), median: %.0f" % statistics.median(rate))
+    print("live reader CPU per second of the job, median: %.2f %% of one core (range %.2f-%.2f)" % (
+        statistics.median(cpu), min(cpu), max(cpu)))
+
+
+if __name__ == "__main__":
+    main()

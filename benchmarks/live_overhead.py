@@ -6,7 +6,8 @@ ranks) ROUNDS times without and with the live view attached, alternating;
 with it, a client fetches /api/snapshot once a second as a page would.
 Prints the job's own time (between two Barriers) median per mode and their
 ratio, and the live reader's CPU time (its rusage, os.wait4) per second of
-the job. usage: live_overhead.py [ROUNDS [STEPS REGIONS SPIN]]
+the job and per event. LIVE_NICE=N runs the view under nice -n N,
+JOB_YIELD=1 the job with mpi_yield_when_idle (experiments). usage: live_overhead.py [ROUNDS [STEPS REGIONS SPIN]]
 Environment: MPIEXEC, XSPROF_MPI_LIB, XSMERGE, BENCH_JOB (bench-live sets them)."""
 import os
 import re
@@ -21,7 +22,8 @@ import urllib.request
 
 
 def job(rundir, steps, regions, spin):
-    cmd = [os.environ["MPIEXEC"], "-np", "4", "--oversubscribe", "-x", "LD_PRELOAD=" + os.environ["XSPROF_MPI_LIB"],
+    cmd = [os.environ["MPIEXEC"], "-np", "4", "--oversubscribe"] + (
+        ["--mca", "mpi_yield_when_idle", "1"] if os.environ.get("JOB_YIELD") else []) + ["-x", "LD_PRELOAD=" + os.environ["XSPROF_MPI_LIB"],
            "-x", "XSPROF_OUTPUT=" + rundir, os.environ["BENCH_JOB"], str(steps), str(regions), str(spin)]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     m = re.search(r"elapsed ([\d.]+) events_per_s (\d+)", r.stdout)
@@ -31,7 +33,8 @@ def job(rundir, steps, regions, spin):
 
 
 def attached(rundir, steps, regions, spin):
-    live = subprocess.Popen([os.environ["XSMERGE"], "--live", rundir, "--port", "0"], stdout=subprocess.PIPE,
+    nice = ["nice", "-n", os.environ["LIVE_NICE"]] if os.environ.get("LIVE_NICE") else []
+    live = subprocess.Popen(nice + [os.environ["XSMERGE"], "--live", rundir, "--port", "0"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     url = re.search(r"(http://\S+/)\?token=(\w+)", live.stdout.readline() + live.stdout.readline())
     stop = threading.Event()
@@ -60,7 +63,7 @@ def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     steps, regions, spin = (int(x) for x in (sys.argv[2:5] if len(sys.argv) > 4 else (500, 2500, 250000)))
     base = "/dev/shm/xsprof-bench-live" if os.path.isdir("/dev/shm") else "/tmp/xsprof-bench-live"
-    plain, live, cpu, rate = [], [], [], []
+    plain, live, cpu, rate, nsev = [], [], [], [], []
     for i in range(rounds):
         for mode in ("plain", "live") if i % 2 == 0 else ("live", "plain"):
             rundir = os.path.join(base, "%s-%d" % (mode, i))
@@ -72,6 +75,7 @@ def main():
                 (t, eps), c, wall = attached(rundir, steps, regions, spin)
                 live.append(t)
                 cpu.append(100.0 * c / t)
+                nsev.append(1e9 * c / (eps * t))
                 print("  live reader: %.3f s CPU over a %.2f s job (%.2f s attached)" % (c, t, wall), flush=True)
             rate.append(eps)
             print("round %d %-5s job %.3f s, %.0f events/s" % (i, mode, t, eps), flush=True)
@@ -82,6 +86,8 @@ def main():
     print("events recorded per second (all ranks), median: %.0f" % statistics.median(rate))
     print("live reader CPU per second of the job, median: %.2f %% of one core (range %.2f-%.2f)" % (
         statistics.median(cpu), min(cpu), max(cpu)))
+    print("live reader CPU per event recorded, median: %.0f ns (at 1 M events/s: %.1f %% of one core)" % (
+        statistics.median(nsev), statistics.median(nsev) / 10.0))
 
 
 if __name__ == "__main__":

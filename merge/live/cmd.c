@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #define MAX_ALERTS 32
+#define READS 10 /* reads of the journals a second; one look of them all */
 
 static const char live_usage[] =
     "usage: xsmerge --live RUN_DIR [--port N] [--bind ADDR] [--alert EXPR]... [--tty] [--until-end]\n"
@@ -171,9 +172,18 @@ int xsm_live_main(int argc, char **argv)
             if (tty || until_end)
                 break;
         }
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double spent = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-        live_sleep(spent < 1.0 ? 1.0 - spent : 0.05);
+        /* the rest of the second: the rows as they come, ten times */
+        for (int i = 1; i <= READS && !live_stop; i++) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double spent = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+            double next = (double)i / READS;
+            live_sleep(spent < next ? next - spent : 0.01);
+            if (i < READS && xsm_live_read(l, err, sizeof err)) {
+                fprintf(stderr, "%s\n", err);
+                rc = 1;
+                live_stop = 1;
+            }
+        }
     }
     xsm_buf_free(&b);
 #if XSPROF_HAVE_MICROHTTPD

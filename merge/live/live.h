@@ -35,6 +35,10 @@ void xsm_live_free(xsm_live *l);
 /* One look: new journals, the rows committed since the last look, the
  * ranks' states, the alerts. 0, or -1 with err set (the view stops). */
 int xsm_live_tick(xsm_live *l, char *err, size_t errlen);
+/* Between looks: only the rows committed since, fed (reading in small
+ * steps keeps the view from taking a CPU from the ranks in long bursts).
+ * 0, or -1 with err set. */
+int xsm_live_read(xsm_live *l, char *err, size_t errlen);
 /* The job ended: every rank of the job finished or ended early. */
 int xsm_live_ended(const xsm_live *l);
 /* A line for stderr about the run directory (no journal yet, another

@@ -446,9 +446,6 @@ held:
     return 0;
 }
 
-/* Rows still held for rank r. */
-static size_t held(const lrank *k) { return k->nq[QR] + k->nq[QM] + k->nq[QE] + k->nq[QG]; }
-
 /* ---- the run directory ----------------------------------------------------- */
 static int said_foreign(xsm_live *l, const char *name)
 {
@@ -653,14 +650,8 @@ static void alerts_check(xsm_live *l)
     }
 }
 
-int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
+int xsm_live_read(xsm_live *l, char *err, size_t errlen)
 {
-    if (scan(l, err, errlen))
-        return -1;
-    double t = now_s(l);
-    l->v.since_s = t;
-    if (!l->run.nranks)
-        return 0; /* nothing followed yet (or the job ended before: scan said so) */
     for (int32_t r = 0; r < (int32_t)l->run.nranks; r++) {
         lrank *k = &l->rk[r];
         if (!k->f || k->ended)
@@ -675,7 +666,22 @@ int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
             note(l, "xsmerge: --live: %s; rank %d is no longer followed", perr, r);
             k->st.state = XSPROF_JOURNAL_SIGNALED; /* shown as ended early */
         }
+        if (feed(l, r, 0))
+            return xsm_err_set(err, errlen, "xsmerge: --live: out of memory in the analysis of rank %d", r);
     }
+    return 0;
+}
+
+int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
+{
+    if (scan(l, err, errlen))
+        return -1;
+    double t = now_s(l);
+    l->v.since_s = t;
+    if (!l->run.nranks)
+        return 0; /* nothing followed yet (or the job ended before: scan said so) */
+    if (xsm_live_read(l, err, errlen))
+        return -1;
     coll_age(l);
     int ended = 1;
     for (int32_t r = 0; r < (int32_t)l->run.nranks; r++) {
@@ -687,9 +693,9 @@ int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
         int was = k->ended;
         if (!was && k->f)
             rank_state(l, r);
-        if (feed(l, r, k->ended))
+        if (k->ended && feed(l, r, 1)) /* its last rows, whatever they wait for */
             return xsm_err_set(err, errlen, "xsmerge: --live: out of memory in the analysis of rank %d", r);
-        if (!was || held(k))
+        if (!was)
             rank_point(l, r, t);
         ended &= k->ended;
     }

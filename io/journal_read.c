@@ -665,15 +665,23 @@ static xsprof_status jr_walk_chunk(jr_ctx *c, uint32_t tid, const unsigned char 
     return XSPROF_OK;
 }
 
-static xsprof_status jr_read_chunks(jr_ctx *c)
+/* Chunks the file holds: a dead process may leave its last chunk shorter
+ * than chunk_size. */
+static uint64_t jr_nchunks(const jr_ctx *c)
 {
     const xsprof_journal_header *h = &c->hdr;
     if (h->chunks_offset >= c->file_size)
-        return XSPROF_OK;
+        return 0;
     uint64_t n = (c->file_size - h->chunks_offset) / h->chunk_size;
-    /* A dead process may leave its last chunk shorter than chunk_size. */
     if ((c->file_size - h->chunks_offset) % h->chunk_size >= sizeof(xsprof_chunk_header))
         n++;
+    return n;
+}
+
+static xsprof_status jr_read_chunks(jr_ctx *c)
+{
+    const xsprof_journal_header *h = &c->hdr;
+    uint64_t n = jr_nchunks(c);
     jr_chunk *list = NULL;
     size_t nlist = 0, cap = 0;
     xsprof_status s = XSPROF_OK;
@@ -819,6 +827,41 @@ static int jr_writer_alive(const xsprof_journal_header *h)
     return age > -slack && age < 3 * h->alive_period_ns + slack;
 }
 
+/* Per-thread drop counters and the header total are both cumulative;
+ * trust whichever saw more. */
+static void jr_dropped(xsprof_rank_data *out)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < out->nthreads; i++)
+        sum += out->threads[i].dropped;
+    if (sum > out->dropped)
+        out->dropped = sum;
+}
+
+/* The header's state into the stats, its identity into the rank data. */
+static void jr_header_out(jr_ctx *c)
+{
+    const xsprof_journal_header *h = &c->hdr;
+    xsprof_journal_stats *stats = c->st;
+    xsprof_rank_data *out = c->out;
+    stats->state = h->state;
+    stats->writer_alive = jr_writer_alive(h);
+    stats->signal = h->signal;
+    jr_copy_field(stats->header_end_state, sizeof stats->header_end_state, h->end_state,
+                  strnlen(h->end_state, sizeof h->end_state));
+    out->rank = h->rank;
+    out->size = h->size;
+    out->pid = h->pid;
+    out->start_realtime_ns = h->start_realtime_ns;
+    out->start_clock_ns = h->start_clock_ns;
+    out->dropped = h->dropped;
+    out->anomalies = h->anomalies;
+    jr_copy_field(out->job_id, sizeof out->job_id, h->job_id, sizeof h->job_id);
+    jr_copy_field(out->host, sizeof out->host, h->host, sizeof h->host);
+    jr_copy_field(out->clock_source, sizeof out->clock_source, h->clock_source, sizeof h->clock_source);
+    jr_copy_field(out->xsprof_version, sizeof out->xsprof_version, h->xsprof_version, sizeof h->xsprof_version);
+}
+
 xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xsprof_journal_stats *stats,
                                    xsprof_io_rows_fn fn, void *user, char *err, size_t errlen)
 {
@@ -862,23 +905,7 @@ xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xspr
     if ((s = jr_check_header(&c)) != XSPROF_OK)
         goto done;
 
-    const xsprof_journal_header *h = &c.hdr;
-    stats->state = h->state;
-    stats->writer_alive = jr_writer_alive(h);
-    stats->signal = h->signal;
-    jr_copy_field(stats->header_end_state, sizeof stats->header_end_state, h->end_state,
-                  strnlen(h->end_state, sizeof h->end_state));
-    out->rank = h->rank;
-    out->size = h->size;
-    out->pid = h->pid;
-    out->start_realtime_ns = h->start_realtime_ns;
-    out->start_clock_ns = h->start_clock_ns;
-    out->dropped = h->dropped;
-    out->anomalies = h->anomalies;
-    jr_copy_field(out->job_id, sizeof out->job_id, h->job_id, sizeof h->job_id);
-    jr_copy_field(out->host, sizeof out->host, h->host, sizeof h->host);
-    jr_copy_field(out->clock_source, sizeof out->clock_source, h->clock_source, sizeof h->clock_source);
-    jr_copy_field(out->xsprof_version, sizeof out->xsprof_version, h->xsprof_version, sizeof h->xsprof_version);
+    jr_header_out(&c);
 
     for (int t = 0; t < XSPROF_IO_T_COUNT; t++) {
         c.block[t] = malloc(jr_block_rows[t] * jr_row_size[t]);
@@ -896,13 +923,7 @@ xsprof_status xsprof_journal_parse(const char *path, xsprof_rank_data *out, xspr
     if (out->nthreads > 1)
         qsort(out->threads, out->nthreads, sizeof *out->threads, jr_thread_cmp);
     jr_defs_finish(out);
-    /* Per-thread drop counters and the header total are both cumulative;
-     * trust whichever saw more. */
-    uint64_t sum = 0;
-    for (size_t i = 0; i < out->nthreads; i++)
-        sum += out->threads[i].dropped;
-    if (sum > out->dropped)
-        out->dropped = sum;
+    jr_dropped(out);
 done:
     for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
         free(c.block[t]);
@@ -1007,11 +1028,7 @@ static xsprof_status jf_list(xsprof_journal_follow *f, jr_chunk **list, size_t *
     const xsprof_journal_header *h = &c->hdr;
     *list = NULL;
     *nlist = 0;
-    if (h->chunks_offset >= c->file_size)
-        return XSPROF_OK;
-    uint64_t n = (c->file_size - h->chunks_offset) / h->chunk_size;
-    if ((c->file_size - h->chunks_offset) % h->chunk_size >= sizeof(xsprof_chunk_header))
-        n++;
+    uint64_t n = jr_nchunks(c);
     if (n > f->cap) {
         size_t cap = f->cap, old = f->cap;
         if (jr_grow((void **)&f->consumed, &cap, (size_t)n, sizeof *f->consumed) ||
@@ -1086,21 +1103,7 @@ xsprof_status xsprof_journal_follow_poll(xsprof_journal_follow *f, xsprof_rank_d
     if (s != XSPROF_OK)
         return s;
     f->header_read = 1;
-    stats->state = h.state;
-    stats->writer_alive = jr_writer_alive(&h);
-    stats->signal = h.signal;
-    jr_copy_field(stats->header_end_state, sizeof stats->header_end_state, h.end_state,
-                  strnlen(h.end_state, sizeof h.end_state));
-    out->rank = h.rank;
-    out->size = h.size;
-    out->pid = h.pid;
-    out->start_realtime_ns = h.start_realtime_ns;
-    out->start_clock_ns = h.start_clock_ns;
-    out->dropped = h.dropped;
-    out->anomalies = h.anomalies;
-    jr_copy_field(out->job_id, sizeof out->job_id, h.job_id, sizeof h.job_id);
-    jr_copy_field(out->host, sizeof out->host, h.host, sizeof h.host);
-    jr_copy_field(out->clock_source, sizeof out->clock_source, h.clock_source, sizeof h.clock_source);
+    jr_header_out(c);
     if (!f->buf && !(f->buf = malloc(h.chunk_size)))
         return jr_fail(c, XSPROF_ERR_NOMEM, "cannot allocate a %u-byte chunk buffer", h.chunk_size);
     if ((s = jr_read_strings(c)) != XSPROF_OK)
@@ -1131,10 +1134,6 @@ xsprof_status xsprof_journal_follow_poll(xsprof_journal_follow *f, xsprof_rank_d
     free(list);
     for (int t = 0; t < XSPROF_IO_T_COUNT && s == XSPROF_OK; t++)
         s = jr_flush(c, (enum xsprof_io_table)t);
-    uint64_t sum = 0;
-    for (size_t i = 0; i < out->nthreads; i++)
-        sum += out->threads[i].dropped;
-    if (sum > out->dropped)
-        out->dropped = sum;
+    jr_dropped(out);
     return s;
 }

@@ -4,6 +4,8 @@
  * waits), as profile.c reads them for report.json. Owner: merge live view. */
 #include "merge/live/live.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +62,36 @@ static size_t *tab_order(tab *t)
     sort_tab = t;
     qsort(o, t->names.n, sizeof *o, sort_by_s);
     return o;
+}
+
+/* A column of a table's rows: an agg member, a count or seconds. */
+typedef struct col {
+    const char *key;
+    size_t off;
+    int integer;
+} col;
+
+/* ,"key":[{"namekey": name, columns..., "ranks": n}, ...] by seconds, at most max rows. */
+static void tab_json(xsm_buf *b, const char *key, const char *namekey, tab *t, size_t max, const col *cols, size_t ncols)
+{
+    size_t *ord = tab_order(t);
+    xsm_buf_printf(b, ",\"%s\":[", key);
+    for (size_t i = 0; ord && i < t->names.n && i < max; i++) {
+        const agg *a = &t->v[ord[i]];
+        xsm_buf_printf(b, "%s{\"%s\":", i ? "," : "", namekey);
+        xsm_buf_json_str(b, t->names.v[ord[i]], 1);
+        for (size_t c = 0; c < ncols; c++) {
+            const char *p = (const char *)a + cols[c].off;
+            xsm_buf_printf(b, ",\"%s\":", cols[c].key);
+            if (cols[c].integer)
+                xsm_buf_printf(b, "%llu", (unsigned long long)*(const uint64_t *)(const void *)p);
+            else
+                xsm_buf_json_num(b, *(const double *)(const void *)p);
+        }
+        xsm_buf_printf(b, ",\"ranks\":%d}", a->nranks);
+    }
+    xsm_buf_puts(b, "]");
+    free(ord);
 }
 
 static void tab_free(tab *t)
@@ -223,44 +255,15 @@ static void tables_json(const xsm_live_view *lv, xsm_buf *b)
         }
     }
     free(map);
-    size_t *ord = tab_order(&reg);
-    xsm_buf_puts(b, ",\"regions\":[");
-    for (size_t i = 0; ord && i < reg.names.n && i < TOP; i++) {
-        const agg *a = &reg.v[ord[i]];
-        xsm_buf_printf(b, "%s{\"name\":", i ? "," : "");
-        xsm_buf_json_str(b, reg.names.v[ord[i]], 1);
-        xsm_buf_printf(b, ",\"calls\":%llu,\"incl_s\":", (unsigned long long)a->calls);
-        xsm_buf_json_num(b, a->incl);
-        xsm_buf_puts(b, ",\"excl_s\":");
-        xsm_buf_json_num(b, a->excl);
-        xsm_buf_printf(b, ",\"ranks\":%d}", a->nranks);
-    }
-    free(ord);
-    ord = tab_order(&ops);
-    xsm_buf_puts(b, "],\"mpi\":[");
-    for (size_t i = 0; ord && i < ops.names.n && i < TOP; i++) {
-        const agg *a = &ops.v[ord[i]];
-        xsm_buf_printf(b, "%s{\"op\":", i ? "," : "");
-        xsm_buf_json_str(b, ops.names.v[ord[i]], 1);
-        xsm_buf_printf(b, ",\"calls\":%llu,\"seconds\":", (unsigned long long)a->calls);
-        xsm_buf_json_num(b, a->s);
-        xsm_buf_puts(b, ",\"bytes\":");
-        xsm_buf_json_num(b, a->bytes);
-        xsm_buf_printf(b, ",\"ranks\":%d}", a->nranks);
-    }
-    free(ord);
-    ord = tab_order(&waits);
-    xsm_buf_puts(b, "],\"wait_states\":[");
-    for (size_t i = 0; ord && i < waits.names.n; i++) {
-        const agg *a = &waits.v[ord[i]];
-        xsm_buf_printf(b, "%s{\"kind\":", i ? "," : "");
-        xsm_buf_json_str(b, waits.names.v[ord[i]], 1);
-        xsm_buf_puts(b, ",\"seconds\":");
-        xsm_buf_json_num(b, a->s);
-        xsm_buf_printf(b, ",\"instances\":%llu,\"ranks\":%d}", (unsigned long long)a->n, a->nranks);
-    }
-    free(ord);
-    xsm_buf_puts(b, "],\"flame\":[");
+    static const col reg_cols[] = {{"calls", offsetof(agg, calls), 1}, {"incl_s", offsetof(agg, incl), 0},
+                                   {"excl_s", offsetof(agg, excl), 0}};
+    static const col op_cols[] = {{"calls", offsetof(agg, calls), 1}, {"seconds", offsetof(agg, s), 0},
+                                  {"bytes", offsetof(agg, bytes), 0}};
+    static const col wait_cols[] = {{"seconds", offsetof(agg, s), 0}, {"instances", offsetof(agg, n), 1}};
+    tab_json(b, "regions", "name", &reg, TOP, reg_cols, 3);
+    tab_json(b, "mpi", "op", &ops, TOP, op_cols, 3);
+    tab_json(b, "wait_states", "kind", &waits, SIZE_MAX, wait_cols, 2);
+    xsm_buf_puts(b, ",\"flame\":[");
     flame_json(&fl, b, -1, 0);
     xsm_buf_puts(b, "]");
     tab_free(&reg);

@@ -219,31 +219,20 @@ static xsprof_status jr_read_strings(jr_ctx *c)
             }
             memset(d->strings + old, 0, (c->cap_strings - old) * sizeof *d->strings);
         }
-        if (!d->strings[id]) {
-            char *s = malloc((size_t)len + 1);
+        /* new, or a hole a follower had filled with "?" and now reads past */
+        int fill = !d->strings[id] || !strcmp(d->strings[id], "?");
+        if (fill) {
+            char *s = strndup((const char *)buf + off + 8, len);
             if (!s) {
                 free(buf);
                 return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading strings");
             }
-            memcpy(s, buf + off + 8, len);
-            s[len] = 0;
+            free(d->strings[id]);
             d->strings[id] = s;
             if (id >= d->nstrings)
                 d->nstrings = id + 1;
         } else if (strlen(d->strings[id]) != len || memcmp(d->strings[id], buf + off + 8, len) != 0) {
-            if (strcmp(d->strings[id], "?") != 0) {
-                c->st->damaged++; /* the same id with another text: keep the first */
-            } else { /* a follower read on past the hole it had filled */
-                char *t = malloc((size_t)len + 1);
-                if (!t) {
-                    free(buf);
-                    return jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading strings");
-                }
-                memcpy(t, buf + off + 8, len);
-                t[len] = 0;
-                free(d->strings[id]);
-                d->strings[id] = t;
-            }
+            c->st->damaged++; /* the same id with another text: keep the first */
         }
         size_t step = 8 + (((size_t)len + 3u) & ~(size_t)3u);
         if (step > end - off) /* its padding runs past the end: nothing follows */

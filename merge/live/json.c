@@ -64,6 +64,13 @@ static size_t *tab_order(tab *t)
     return o;
 }
 
+/* ,"key":number */
+static void kv_num(xsm_buf *b, const char *key, double v)
+{
+    xsm_buf_printf(b, ",\"%s\":", key);
+    xsm_buf_json_num(b, v);
+}
+
 /* A column of a table's rows: an agg member, a count or seconds. */
 typedef struct col {
     const char *key;
@@ -82,11 +89,10 @@ static void tab_json(xsm_buf *b, const char *key, const char *namekey, tab *t, s
         xsm_buf_json_str(b, t->names.v[ord[i]], 1);
         for (size_t c = 0; c < ncols; c++) {
             const char *p = (const char *)a + cols[c].off;
-            xsm_buf_printf(b, ",\"%s\":", cols[c].key);
             if (cols[c].integer)
-                xsm_buf_printf(b, "%llu", (unsigned long long)*(const uint64_t *)(const void *)p);
+                xsm_buf_printf(b, ",\"%s\":%llu", cols[c].key, (unsigned long long)*(const uint64_t *)(const void *)p);
             else
-                xsm_buf_json_num(b, *(const double *)(const void *)p);
+                kv_num(b, cols[c].key, *(const double *)(const void *)p);
         }
         xsm_buf_printf(b, ",\"ranks\":%d}", a->nranks);
     }
@@ -176,18 +182,12 @@ static void ranks_json(const xsm_live_view *lv, xsm_buf *b)
         xsm_buf_json_str(b, v->end_state[0] ? v->end_state : v->state, 1);
         xsm_buf_puts(b, ",\"host\":");
         xsm_buf_json_str(b, v->host, 1);
-        xsm_buf_puts(b, ",\"wall_s\":");
-        xsm_buf_json_num(b, v->wall_s);
-        xsm_buf_puts(b, ",\"mpi_s\":");
-        xsm_buf_json_num(b, v->mpi_s);
-        xsm_buf_puts(b, ",\"wait_s\":");
-        xsm_buf_json_num(b, v->wait_s);
-        xsm_buf_puts(b, ",\"gpu_s\":");
-        xsm_buf_json_num(b, v->gpu_s);
-        xsm_buf_puts(b, ",\"mpi_pct\":");
-        xsm_buf_json_num(b, v->wall_s > 0 ? 100.0 * v->mpi_s / v->wall_s : 0);
-        xsm_buf_puts(b, ",\"wait_pct\":");
-        xsm_buf_json_num(b, v->wall_s > 0 ? 100.0 * v->wait_s / v->wall_s : 0);
+        kv_num(b, "wall_s", v->wall_s);
+        kv_num(b, "mpi_s", v->mpi_s);
+        kv_num(b, "wait_s", v->wait_s);
+        kv_num(b, "gpu_s", v->gpu_s);
+        kv_num(b, "mpi_pct", v->wall_s > 0 ? 100.0 * v->mpi_s / v->wall_s : 0);
+        kv_num(b, "wait_pct", v->wall_s > 0 ? 100.0 * v->wait_s / v->wall_s : 0);
         xsm_buf_printf(b, ",\"events\":%llu,\"dropped\":%llu,\"events_per_s\":", (unsigned long long)v->events,
                        (unsigned long long)v->dropped);
         xsm_buf_json_num(b, v->npoints ? v->series[(v->head + XSM_LIVE_SERIES - 1) % XSM_LIVE_SERIES].eps : 0);

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """End-to-end tests of xsmerge --live (merge/live) on real mpirun jobs.
 
-  live_e2e.py job      a 4-rank job of ~10 s watched while it runs: /api/snapshot
+  live_e2e.py job      a 4-rank job of ~20 s watched while it runs: /api/snapshot
                        polled with curl changes as it advances; the page loaded in
                        headless chromium shows the four ranks with MPI % within 5
                        points of the final report; a merge of the running job says
-                       "running"; the end of the job is shown with the merge command
+                       "running"; the end of the job is shown with the merge command;
+                       an --alert that fires (stderr once, a banner) and one that does not
   live_e2e.py killed   rank 2 SIGKILLs itself mid-run: shown as ended early, and the
                        end of the job is said
   live_e2e.py bad      run directory missing / empty / another run's journal, port in
@@ -153,7 +154,9 @@ def job():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     rundir = os.path.join(work, "run")
-    live = Live(rundir)  # started before the job: the directory does not exist yet
+    # started before the job: the directory does not exist yet; one alert that
+    # fires (MPI takes ~25 % of each rank) and one that does not
+    live = Live(rundir, "--alert", "mpi>10%", "--alert", "region:compute>5s")
     jp = start_job(rundir, 20, 2000)
     try:
         first = wait_for("4 running ranks with events in /api/snapshot",
@@ -211,6 +214,11 @@ def job():
         if "The job has ended" not in dom or "xsmerge " + rundir not in dom:
             fail("the page does not say the job ended with the merge command")
         wait_for("'the job has ended' on stderr", lambda: "the job has ended" in live.stderr(), 10)
+        fired = [a["alert"] for a in final["alerts"] if a["fired"]]
+        if fired != ["mpi>10%"] or live.stderr().count("alert mpi>10% fired on rank") != 1:
+            fail("alerts fired: %s; stderr: %s" % (fired, live.stderr()))
+        if "ALERT mpi&gt;10%" not in dom:
+            fail("the page shows no banner for the alert that fired")
         rep, mpi = report_mpi_pct(rundir, os.path.join(work, "merged"))
         for r in range(4):
             live_pct = next(x["mpi_pct"] for x in final["ranks"] if x["rank"] == r)

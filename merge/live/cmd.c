@@ -99,6 +99,8 @@ int xsm_live_main(int argc, char **argv)
     if (stat(run_dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
         return live_usage_err("not a directory", run_dir);
 #if !XSPROF_HAVE_MICROHTTPD
+    (void)bind_addr; /* parsed for the same usage errors, served by nothing */
+    (void)port;
     if (!tty)
         return live_usage_err("the dashboard is unavailable: this xsmerge was built without libmicrohttpd (Debian: "
                               "libmicrohttpd-dev; install it and rebuild); --tty works without it", NULL);

@@ -7,6 +7,7 @@
  * view. Reads RUN_DIR only; never writes there. */
 #include "merge/live/live.h"
 #include "merge/align/align.h"
+#include "merge/emit/emit.h"
 #include "io/journal_read.h"
 #include "core/journal.h"
 #include "core/record.h"
@@ -28,6 +29,9 @@
 /* A collective whose members do not all come within this many looks (a
  * rank that never starts, or died) is fed without its waits. */
 #define COLL_PATIENCE 10
+/* A blocking receive waits this long (its rank's time) for its send's row
+ * before it is fed without it (the sender died or has not started). */
+#define SEND_PATIENCE_NS 5000000000LL
 /* Looks a journal's heartbeat may miss before its rank counts as ended. */
 #define DEAD_LOOKS 3
 
@@ -86,6 +90,13 @@ typedef struct linst { /* first 8 bytes: the xsm_ktab key */
     size_t n, cap;
 } linst;
 
+typedef struct lsend { /* first 8 bytes: the xsm_ktab key (p2p_key) */
+    uint64_t key;
+    int64_t tb;
+    uint64_t row;
+    unsigned looks;
+} lsend;
+
 struct xsm_live {
     char run_dir[4096];
     xsm_run run;
@@ -94,6 +105,7 @@ struct xsm_live {
     xsm_lrank_view *views;
     xsm_live_view v;
     xsm_ktab colls;
+    xsm_ktab sends; /* point-to-point sends not received yet (lsend) */
     struct timespec t0;
     char note[512];
     int noted_empty;
@@ -126,6 +138,7 @@ xsm_live *xsm_live_new(const char *run_dir, xsm_alert *alerts, size_t nalerts)
     snprintf(l->run_dir, sizeof l->run_dir, "%s", run_dir);
     snprintf(l->run.run_dir, sizeof l->run.run_dir, "%s", run_dir);
     l->colls.size = sizeof(linst);
+    l->sends.size = sizeof(lsend);
     clock_gettime(CLOCK_MONOTONIC, &l->t0);
     l->v.run_dir = l->run_dir;
     l->v.alerts = alerts;
@@ -149,6 +162,7 @@ void xsm_live_free(xsm_live *l)
             free(c->m);
     }
     xsm_ktab_free(&l->colls);
+    xsm_ktab_free(&l->sends);
     for (size_t i = 0; i < l->nforeign; i++)
         free(l->foreign[i]);
     free(l->foreign);
@@ -278,6 +292,43 @@ static void coll_age(xsm_live *l)
     }
 }
 
+/* ---- point-to-point messages ------------------------------------------------ */
+/* A message: the n-th of (communicator, source, destination, tag), as both
+ * ends count it (MPI does not overtake). 0 is the table's free mark. */
+static uint64_t p2p_key(uint32_t comm, int32_t src, int32_t dst, int32_t tag, uint64_t seq)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    const uint64_t v[5] = {comm, (uint32_t)src, (uint32_t)dst, (uint32_t)tag, seq};
+    for (int i = 0; i < 5; i++) {
+        h ^= v[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdull;
+    }
+    return h ? h : 1;
+}
+
+static int is_send(const xsprof_io_mpi *m)
+{
+    return (m->kind == XSPROF_MPI_SEND || m->kind == XSPROF_MPI_SSEND || m->kind == XSPROF_MPI_ISEND ||
+            m->kind == XSPROF_MPI_SENDRECV) && m->peer >= 0;
+}
+
+/* A blocking receive whose sender is known: its wait is a Late Sender when
+ * the send began after it (the engine decides, as for every merge). */
+static int is_recv(const xsprof_io_mpi *m) { return m->kind == XSPROF_MPI_RECV && m->peer >= 0 && m->tag >= 0; }
+
+/* Sends whose receive never came live (nonblocking receives are left to
+ * the full merge) are forgotten after COLL_PATIENCE looks. */
+static void sends_age(xsm_live *l)
+{
+    for (size_t i = 0; i < l->sends.cap; i++) {
+        lsend *e = (lsend *)(l->sends.v + i * l->sends.size);
+        if (e->key && ++e->looks > COLL_PATIENCE) {
+            xsm_ktab_del(&l->sends, e);
+            i--; /* the slot may hold an entry moved back */
+        }
+    }
+}
+
 /* ---- rows ------------------------------------------------------------------ */
 typedef struct rows_ctx {
     xsm_live *l;
@@ -356,10 +407,15 @@ static xsprof_status on_rows(void *user, enum xsprof_io_table t, const void *row
             w.m.t_begin += k->offset;
             w.m.t_end += k->offset;
             te = w.m.t_end, tid = w.m.thread;
-            if (w.m.kind == XSPROF_MPI_COLL && w.m.coll != XSPROF_COLL_NONE &&
-                coll_add(x->l, x->r, &w.m, w.m.t_begin, w.m.t_end, w.row))
-                rc = -1;
-            else
+            if (w.m.kind == XSPROF_MPI_COLL && w.m.coll != XSPROF_COLL_NONE) {
+                rc = coll_add(x->l, x->r, &w.m, w.m.t_begin, w.m.t_end, w.row);
+            } else if (is_send(&w.m)) { /* its receive's Late Sender needs it */
+                lsend *e = xsm_ktab_get(&x->l->sends, p2p_key(w.m.comm, x->r, w.m.peer, w.m.tag, w.m.seq));
+                if (e)
+                    e->tb = w.m.t_begin, e->row = w.row;
+                rc = e ? 0 : -1;
+            }
+            if (!rc)
                 rc = hold(k, QM, &w);
             break;
         }
@@ -430,6 +486,17 @@ static int feed(xsm_live *l, int32_t r, int all)
             if (!all && m->m.kind == XSPROF_MPI_COLL && m->m.coll != XSPROF_COLL_NONE &&
                 xsm_ktab_find(&l->colls, coll_key(m->m.comm, m->m.coll_seq)))
                 goto held; /* its waits are not known yet */
+            if (is_recv(&m->m)) { /* its sender's send, for a Late Sender */
+                lsend *e = xsm_ktab_find(&l->sends, p2p_key(m->m.comm, m->m.peer, r, m->m.tag, m->m.seq));
+                if (!e && !all && k->max_end - m->m.t_end < SEND_PATIENCE_NS)
+                    goto held; /* the sender's rows have not come yet */
+                if (e) {
+                    xsm_evflow fl = {1, m->m.t_end, 0, e->tb, m->m.peer, e->row};
+                    xsm_ktab_del(&l->sends, e);
+                    rc = xsm_sanalysis_mpi(l->sa, r, &m->m, m->row, &fl, 1);
+                    break;
+                }
+            }
             rc = xsm_sanalysis_mpi(l->sa, r, &m->m, m->row, NULL, 0);
             break;
         }
@@ -683,6 +750,7 @@ int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
     if (xsm_live_read(l, err, errlen))
         return -1;
     coll_age(l);
+    sends_age(l);
     int ended = 1;
     for (int32_t r = 0; r < (int32_t)l->run.nranks; r++) {
         lrank *k = &l->rk[r];

@@ -9,6 +9,7 @@
                        an --alert that fires (stderr once, a banner) and one that does not
   live_e2e.py killed   rank 2 SIGKILLs itself mid-run: shown as ended early, and the
                        end of the job is said
+  live_e2e.py p2p      a Late Sender (tests/report's planted program) found live as the merge finds it
   live_e2e.py bad      run directory missing / empty / another run's journal, port in
                        use, wrong token (403), path traversal, other methods, many
                        connections at once, bad options
@@ -289,6 +290,34 @@ def killed():
     print("PASS")
 
 
+def p2p():
+    """A Late Sender (tests/report's planted program: rank 0 sends 600 ms late
+    to rank 1's blocking receive) is found live, as the merge finds it."""
+    work = os.path.abspath("p2p")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    rundir = os.path.join(work, "run")
+    live = Live(rundir)
+    cmd = [env_path("MPIEXEC"), "-np", "3", "--oversubscribe", "-x", "LD_PRELOAD=" + env_path("XSPROF_MPI_LIB"),
+           "-x", "XSPROF_OUTPUT=" + rundir, env_path("PLANTED"), "late_sender", "600"]
+    print("+ " + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    if r.returncode != 0:
+        fail("the planted job failed: " + r.stdout[-2000:])
+    snap = wait_for("job.state 'ended'", lambda: (lambda s: s if s and s["job"]["state"] == "ended" else None)(
+        live.snapshot()), 30)
+    if live.stop() != 0:
+        fail("xsmerge --live exited non-zero: " + live.stderr())
+    rep, _ = report_mpi_pct(rundir, os.path.join(work, "merged"))
+    got = {w["kind"]: w["seconds"] for w in snap["wait_states"]}
+    want = {w["kind"]: w["seconds"] for w in rep["wait_states"]}
+    print("Late Sender: live %.4f s, report %.4f s; rank 1 wait_s %.4f" % (
+        got.get("Late Sender", 0), want["Late Sender"], snap["ranks"][1]["wait_s"]))
+    if want["Late Sender"] < 0.5 or abs(got.get("Late Sender", 0) - want["Late Sender"]) > 0.01 * want["Late Sender"]:
+        fail("live Late Sender %s s, the report's %s s" % (got.get("Late Sender"), want["Late Sender"]))
+    print("PASS")
+
+
 def http_status(url, method="GET"):
     try:
         with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as r:
@@ -404,7 +433,7 @@ def bad():
 
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
-    {"job": job, "killed": killed, "bad": bad}.get(mode, lambda: fail("unknown mode %r" % mode))()
+    {"job": job, "killed": killed, "bad": bad, "p2p": p2p}.get(mode, lambda: fail("unknown mode %r" % mode))()
 
 
 if __name__ == "__main__":

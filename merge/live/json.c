@@ -1,7 +1,8 @@
 /* merge/live/json.c — the snapshot, schema xsprof-live/1 (README.md in this
  * folder): the job, each rank's sums and series, and the tables summed
  * over ranks from the engine's accumulators (call trees, MPI operations,
- * waits), as profile.c reads them for report.json. Owner: merge live view. */
+ * waits), as profile.c reads them for report.json; the same tables' first
+ * rows for --tty. Owner: merge live view. */
 #include "merge/live/live.h"
 
 #include <stddef.h>
@@ -206,10 +207,15 @@ static void ranks_json(const xsm_live_view *lv, xsm_buf *b)
 }
 
 /* Regions, MPI operations and waits summed over ranks; the flame graph. */
-static void tables_json(const xsm_live_view *lv, xsm_buf *b)
+/* The tables summed over ranks and the flame graph, from the engine. */
+typedef struct sums {
+    tab reg, ops, waits;
+    flame fl;
+} sums;
+
+static void sums_build(const xsm_live_view *lv, sums *t)
 {
-    tab reg = {0}, ops = {0}, waits = {0};
-    flame fl = {0};
+    memset(t, 0, sizeof *t);
     int32_t *map = NULL;
     size_t mapcap = 0;
     for (int32_t r = 0; lv->sa && r < lv->size; r++) {
@@ -222,12 +228,12 @@ static void tables_json(const xsm_live_view *lv, xsm_buf *b)
             const xsm_scnode *n = &o.cn[c];
             const char *name = xsprof_rank_data_string(d, n->sid);
             int32_t parent = n->parent >= 0 ? map[n->parent] : -1;
-            map[c] = n->parent >= 0 && parent < 0 ? -1 : flame_node(&fl, parent, name, n->is_mpi);
+            map[c] = n->parent >= 0 && parent < 0 ? -1 : flame_node(&t->fl, parent, name, n->is_mpi);
             if (map[c] >= 0)
-                fl.v[map[c]].incl += (double)n->cs.incl * 1e-9;
+                t->fl.v[map[c]].incl += (double)n->cs.incl * 1e-9;
             if (n->is_mpi)
                 continue;
-            agg *a = tab_get(&reg, name);
+            agg *a = tab_get(&t->reg, name);
             if (!a)
                 continue;
             a->calls += n->cs.calls;
@@ -237,7 +243,7 @@ static void tables_json(const xsm_live_view *lv, xsm_buf *b)
             agg_rank(a, r);
         }
         for (size_t i = 0; i < o.nops; i++) {
-            agg *a = tab_get(&ops, xsprof_rank_data_string(d, o.ops[i].sid));
+            agg *a = tab_get(&t->ops, xsprof_rank_data_string(d, o.ops[i].sid));
             if (!a)
                 continue;
             a->calls += o.ops[i].calls;
@@ -246,7 +252,7 @@ static void tables_json(const xsm_live_view *lv, xsm_buf *b)
             agg_rank(a, r);
         }
         for (size_t i = 0; i < o.nw; i++) {
-            agg *a = tab_get(&waits, xsm_wait_kind_name(o.w[i].kind));
+            agg *a = tab_get(&t->waits, xsm_wait_kind_name(o.w[i].kind));
             if (!a)
                 continue;
             a->n += o.w[i].n;
@@ -255,22 +261,57 @@ static void tables_json(const xsm_live_view *lv, xsm_buf *b)
         }
     }
     free(map);
+}
+
+static void sums_free(sums *t)
+{
+    tab_free(&t->reg);
+    tab_free(&t->ops);
+    tab_free(&t->waits);
+    xsm_names_free(&t->fl.names);
+    free(t->fl.v);
+}
+
+static void tables_json(const xsm_live_view *lv, xsm_buf *b)
+{
+    sums t;
+    sums_build(lv, &t);
     static const col reg_cols[] = {{"calls", offsetof(agg, calls), 1}, {"incl_s", offsetof(agg, incl), 0},
                                    {"excl_s", offsetof(agg, excl), 0}};
     static const col op_cols[] = {{"calls", offsetof(agg, calls), 1}, {"seconds", offsetof(agg, s), 0},
                                   {"bytes", offsetof(agg, bytes), 0}};
     static const col wait_cols[] = {{"seconds", offsetof(agg, s), 0}, {"instances", offsetof(agg, n), 1}};
-    tab_json(b, "regions", "name", &reg, TOP, reg_cols, 3);
-    tab_json(b, "mpi", "op", &ops, TOP, op_cols, 3);
-    tab_json(b, "wait_states", "kind", &waits, SIZE_MAX, wait_cols, 2);
+    tab_json(b, "regions", "name", &t.reg, TOP, reg_cols, 3);
+    tab_json(b, "mpi", "op", &t.ops, TOP, op_cols, 3);
+    tab_json(b, "wait_states", "kind", &t.waits, SIZE_MAX, wait_cols, 2);
     xsm_buf_puts(b, ",\"flame\":[");
-    flame_json(&fl, b, -1, 0);
+    flame_json(&t.fl, b, -1, 0);
     xsm_buf_puts(b, "]");
-    tab_free(&reg);
-    tab_free(&ops);
-    tab_free(&waits);
-    xsm_names_free(&fl.names);
-    free(fl.v);
+    sums_free(&t);
+}
+
+/* One line of a table for --tty: its first n rows by seconds. */
+static void tab_text(xsm_buf *b, const char *title, tab *t, size_t n)
+{
+    size_t *ord = tab_order(t);
+    xsm_buf_printf(b, "%-13s", title);
+    for (size_t i = 0; ord && i < t->names.n && i < n; i++) {
+        char d[32];
+        xsm_fmt_dur(d, sizeof d, t->v[ord[i]].s);
+        xsm_buf_printf(b, "%s%.40s %s", i ? ", " : "", t->names.v[ord[i]], d);
+    }
+    xsm_buf_puts(b, ord && t->names.n ? "\n" : "-\n");
+    free(ord);
+}
+
+void xsm_live_top_text(const xsm_live_view *lv, xsm_buf *b, size_t n)
+{
+    sums t;
+    sums_build(lv, &t);
+    tab_text(b, "regions", &t.reg, n);
+    tab_text(b, "MPI", &t.ops, n);
+    tab_text(b, "wait states", &t.waits, n);
+    sums_free(&t);
 }
 
 void xsm_live_json(const xsm_live *l, xsm_buf *b)

@@ -91,6 +91,9 @@ typedef struct xsm_live_view {
     size_t nalerts;
 } xsm_live_view;
 const xsm_live_view *xsm_live_get(const xsm_live *l);
+/* The first n rows of the regions, MPI and wait-state tables, one line
+ * each, for the terminal (json.c: the snapshot's sums). */
+void xsm_live_top_text(const xsm_live_view *lv, xsm_buf *b, size_t n);
 /* "xsmerge RUN_DIR -o RUN_DIR-merged": the full merge, said at the end. */
 void xsm_live_merge_cmd(const xsm_live_view *lv, xsm_buf *b);
 

@@ -729,6 +729,7 @@ int xsm_live_read(xsm_live *l, char *err, size_t errlen)
             xsprof_journal_follow_poll(k->f, &l->run.ranks[r].d, &k->st, on_rows, &x, perr, sizeof perr);
         if (x.failed)
             return xsm_err_set(err, errlen, "xsmerge: --live: out of memory following %s", k->path);
+        l->run.ranks[r].d.nsamples = 0; /* not shown live: their table must not grow with the run */
         if (s != XSPROF_OK && s != XSPROF_ERR_STATE) {
             note(l, "xsmerge: --live: %s; rank %d is no longer followed", perr, r);
             k->st.state = XSPROF_JOURNAL_SIGNALED; /* shown as ended early */

@@ -29,6 +29,8 @@ void xsm_live_text(const xsm_live *l, xsm_buf *b)
                        100 * v->mpi_s / w, 100 * v->wait_s / w, 100 * v->gpu_s / w, (unsigned long long)v->events, eps,
                        (unsigned long long)v->dropped);
     }
+    xsm_buf_puts(b, "\n");
+    xsm_live_top_text(lv, b, 5);
     for (size_t i = 0; i < lv->nalerts; i++)
         if (lv->alerts[i].fired)
             xsm_buf_printf(b, "\nALERT %s on rank %d (%.4g)", lv->alerts[i].text, lv->alerts[i].rank,

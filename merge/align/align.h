@@ -71,6 +71,17 @@ static inline int64_t xsm_align_interp(xsm_clk *c, int64_t t)
     return t + (a->offset_ns + (int64_t)(wide / (b->t_local - a->t_local)));
 }
 
+/* A CPU sample's time (XSPROF_SAMPLE_HZ) on the merged timeline: its
+ * rank's interpolated clock from the run's origin. The logical clock's
+ * corrections move the rows around a message by microseconds, not the
+ * instants between rows; leaving them out places a sample alike in both
+ * merge modes (the streamed one maps its rows through them, the in-memory
+ * one moved them in place). */
+static inline int64_t xsm_align_sample_time(const xsm_run *run, xsm_clk *c, int64_t t)
+{
+    return xsm_align_interp(c, t) - run->t0_ref_ns;
+}
+
 /* Sort a rank's clock samples in place and drop those of one instant with
  * a worse round trip; returns the largest error bound (rtt / 2, us). */
 double xsm_align_clock_prepare(xsprof_rank_data *d);

@@ -110,6 +110,10 @@ int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, 
  * to t_post (waits.c poll_wait). */
 int xsm_sanalysis_pollwait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, int32_t causer, uint64_t causer_row,
                            int64_t t_post);
+/* Rank r's CPU samples taken before t (its next row's time; INT64_MAX
+ * after its last): each in the region or MPI call its thread was in
+ * then. 0, -1 out of memory. */
+int xsm_sanalysis_samples(xsm_sanalysis *sa, int32_t r, int64_t t);
 /* After the last row: closes what is still open. */
 int xsm_sanalysis_finish(xsm_sanalysis *sa);
 

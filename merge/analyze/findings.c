@@ -324,14 +324,22 @@ static int wait_findings(xsm_an *a)
                     delayed, kn);
         else
             msg_set(f.message, sizeof f.message, "%s %s for rank %d%s (%s)", who, where, causer, delayed, kn);
-        double burnx = 0;
         f.burn_file = -1;
-        f.burn1 = (causer >= 0 ? xsm_samples_excess(a, causer, &f.burn_file, &burnx) : -1) + 1;
-        if (f.burn1) { /* what the causing rank did meanwhile: its samples above the others' */
+        const xsm_dwin *burn;
+        uint64_t wsamples = 0;
+        if (causer >= 0 && xsm_samples_delay(a, w0->kind, causer, &burn, &wsamples)) {
+            /* what the causing rank ran while they waited: its samples then */
+            f.burn1 = burn->function + 1;
+            f.burn_file = burn->file;
+            f.burn_line = burn->line;
+            f.burn_share = wsamples ? (double)burn->n / (double)wsamples : 0;
+            char at[600] = "";
+            if (burn->file >= 0)
+                snprintf(at, sizeof at, " (%s:%d)", xsm_an_name(a, burn->file), burn->line);
             size_t used = strlen(f.message);
             snprintf(f.message + used, sizeof f.message - used,
-                     "; rank %d's CPU time exceeds the other ranks' most in %s (%s): %.0f samples more than their mean",
-                     causer, xsm_an_name(a, f.burn1 - 1), xsm_an_name(a, f.burn_file), burnx);
+                     "; while they waited, rank %d ran %s%s in %.0f%% of its samples then", causer,
+                     xsm_an_name(a, burn->function), at, 100.0 * f.burn_share);
         }
         if (f.cause1) { /* where the causing rank's late call is */
             char loc[600];

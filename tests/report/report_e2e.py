@@ -94,7 +94,7 @@ def load_report(out):
     if rep.get("job", {}).get("analysis") != "streamed":  # one engine, however fed
         fail(f"report.json job.analysis {rep.get('job', {}).get('analysis')!r}")
     keys = ["schema", "job", "ranks", "regions", "mpi", "wait_states", "critical_path", "comm_matrix", "gpu",
-            "clock", "callsites", "samples", "topology", "score", "findings", "drops"]
+            "clock", "callsites", "samples", "samples_no_region", "topology", "score", "findings", "drops"]
     if rep.get("schema") != "xsprof-report/1" or list(rep.keys()) != keys:
         fail(f"report.json keys {list(rep.keys())}")
     kinds = [w["kind"] for w in rep["wait_states"]]
@@ -299,8 +299,11 @@ def hidden(np, ms):
     """A planted imbalance in code without any region (issue 34): the last
     rank burns ms more CPU in burn_extra() before an MPI_Allreduce; sampled
     at 1 kHz, the top finding names the waiting call site (MPI_Allreduce at
-    its planted.c line) and burn_extra as where the causing rank's CPU time
-    exceeds the others', in memory and streamed alike."""
+    its planted.c line) and burn_extra as what the causing rank ran while
+    the others waited (its samples in the waits' windows: spin_ms, which
+    every rank calls, ran there too, but not only there), and the time
+    outside every region splits into the sampled functions, in memory and
+    streamed alike."""
     rundir = profile("hidden", "hidden_imbalance", np, ms, env={"XSPROF_SAMPLE_HZ": "1000"})
     base = os.path.dirname(rundir)
     out, st = os.path.join(base, "out"), os.path.join(base, "out-stream")
@@ -324,6 +327,13 @@ def hidden(np, ms):
         fail(f"hidden: the causing rank's function {cf}, expected burn_extra (planted.c:{bline})")
     if "burn_extra (" not in top["message"] or f"MPI_Allreduce at main (" not in top["message"]:
         fail(f"hidden: the message names neither burn_extra nor the call site: {top['message']}")
+    # "(no region)": the whole program, MPI calls aside; its CPU is spin_ms's loop
+    nr = rep["samples_no_region"]
+    if not nr or nr[0]["function"] != "spin_ms" or os.path.basename(nr[0]["file"] or "") != "planted.c" or \
+            abs(sum(x["share"] for x in nr) - 1) > 0.01 or any(x["function"].startswith("MPI_") for x in nr):
+        fail(f"hidden: samples_no_region {nr[:3]}")
+    if "==== (no region): " not in open(os.path.join(out, "report.txt")).read():
+        fail("hidden: report.txt has no (no region) breakdown")
     if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
         fail("hidden: --stream report.json differs")
     print("ok: hidden imbalance named by function and call site")

@@ -108,6 +108,10 @@ XSPROF_HIDDEN const char *xsprof_config_get(const char *name); /* NULL when unse
  * definition (xsprof_rec_stack). Returns the id (from 1), 0 when the stack
  * cannot be recorded (empty, too deep, table full, out of memory). */
 XSPROF_HIDDEN uint32_t xsprof_callstack_intern(const uint64_t *pcs, uint32_t n);
+/* The call stack id of an allocation of `size` bytes made by the program
+ * (its caller out, xsprof's frames left out), 0 when it is below
+ * XSPROF_MEMORY_STACK_BYTES or could not be unwound (memstack.c). */
+XSPROF_HIDDEN uint32_t xsprof_memstack_capture(uint64_t size);
 
 /* Loaded objects (modules.c): writes xsprof_rec_module records for the
  * objects loaded or unloaded since the last call (cheap when nothing

@@ -238,7 +238,13 @@ static xsprof_status mem_event(uint16_t kind, const void *ptr, uint64_t size, in
         return XSPROF_ERR_INVALID;
     xsprof_rec_mem r = {.h = {XSPROF_REC_MEM, sizeof r}, .kind = kind, .device = (int16_t)device,
                         .t = xsprof_clock_read(), .ptr = (uint64_t)(uintptr_t)ptr, .size = size};
-    return xsprof_buf_append(&r, sizeof r, 0);
+    xsprof_status st = xsprof_buf_append(&r, sizeof r, 0);
+    uint32_t stack = st == XSPROF_OK && kind == XSPROF_MEM_ALLOC ? xsprof_memstack_capture(size) : 0;
+    if (stack) {
+        xsprof_rec_alloc_stack a = {.h = {XSPROF_REC_ALLOC_STACK, sizeof a}, .stack = stack, .t = r.t, .ptr = r.ptr};
+        st = xsprof_buf_append(&a, sizeof a, 0);
+    }
+    return st;
 }
 
 xsprof_status xsprof_mem_alloc(const void *ptr, uint64_t size, int device) {

@@ -299,11 +299,16 @@ typedef struct xsm_gpudev {
 } xsm_gpudev;
 
 /* Memory events (xsprof_mem_alloc/free, XSPROF_MEMORY=1): per rank. */
+#define XSM_LEAK_FRAMES 8
 typedef struct xsm_leak {
     uint64_t ptr, bytes;
     int64_t t;        /* allocation time */
     int32_t region;   /* innermost region of the main thread then, -1 none/other thread */
     int16_t device;
+    /* where it was allocated (XSPROF_MEMORY_STACK_BYTES): "function
+     * (file:line)" name indices, the allocating call first */
+    int32_t frames[XSM_LEAK_FRAMES];
+    int nframes;
 } xsm_leak;
 
 typedef struct xsm_memrank {

@@ -98,7 +98,13 @@ static void rank_memory(const xsm_an *a, const xsm_memrank *m, xsm_buf *b, int h
         NUM(b, (double)(l->t - a->t0) * 1e-9);
         xsm_buf_puts(b, ",\"region\":");
         region_or_null(b, a, l->region, h);
-        xsm_buf_puts(b, "}");
+        xsm_buf_puts(b, ",\"stack\":["); /* where it was allocated, the allocating call first ([]: not recorded) */
+        for (int f = 0; f < l->nframes; f++) {
+            if (f)
+                xsm_buf_puts(b, ",");
+            str(b, xsm_an_name(a, l->frames[f]), h);
+        }
+        xsm_buf_puts(b, "]}");
     }
     xsm_buf_puts(b, "]}");
 }

@@ -338,10 +338,14 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
                            (unsigned long long)m->peak_bytes, (double)(m->peak_t - a->t0) * 1e-9,
                            (unsigned long long)m->leaked_allocs, (unsigned long long)m->leaked_bytes,
                            (unsigned long long)m->mpi_held_bytes);
-            for (size_t k = 0; k < m->nleaks; k++)
+            for (size_t k = 0; k < m->nleaks; k++) {
+                const xsm_leak *l = &m->leaks[k];
                 xsm_buf_printf(b, "      leak candidate %llu bytes at 0x%llx, allocated at %.3f s in `%s`\n",
-                               (unsigned long long)m->leaks[k].bytes, (unsigned long long)m->leaks[k].ptr,
-                               (double)(m->leaks[k].t - a->t0) * 1e-9, xsm_an_name(a, m->leaks[k].region));
+                               (unsigned long long)l->bytes, (unsigned long long)l->ptr, (double)(l->t - a->t0) * 1e-9,
+                               xsm_an_name(a, l->region));
+                for (int f = 0; f < l->nframes; f++) /* where (XSPROF_MEMORY_STACK_BYTES) */
+                    xsm_buf_printf(b, "        %s %s\n", f ? "from" : "by", xsm_an_name(a, l->frames[f]));
+            }
         }
     }
 

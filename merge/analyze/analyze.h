@@ -170,21 +170,30 @@ static inline int xsm_is_p2p_wait_pair(int32_t src, int32_t dst) { return src !=
 /* Late Receiver: the call [cb, ce] that sent a message (Send, Ssend,
  * Sendrecv) or completed an Isend (a Wait or Test), its receive posted at
  * t_post; sync: a synchronous send (Ssend), which cannot return before the
- * post. Returns the end of the call's wait on the receiver (it waited
- * [cb, until)), XSM_LR_POLL when the call began after the post (a polling
- * loop's polls before an Isend's completion may have waited; a blocking
- * send had not begun), XSM_LR_NONE when it did not wait (a buffered send
- * returned before the post). Asked by waits.c and the streaming merge's
- * MPI pass alike. */
+ * post; eager: the message went eagerly (xsm_eager_send), so the send
+ * never waited for the receiver. Returns the end of the call's wait on the
+ * receiver (it waited [cb, until)), XSM_LR_POLL when the call began after
+ * the post (a polling loop's polls before an Isend's completion may have
+ * waited; a blocking send had not begun), XSM_LR_NONE when it did not wait
+ * (an eager or buffered send). Asked by the in-memory feeding (mfeed.c)
+ * and the streaming merge's MPI pass alike. */
 #define XSM_LR_NONE INT64_MIN
 #define XSM_LR_POLL (INT64_MIN + 1)
-static inline int64_t xsm_lr_until(int sync, int64_t cb, int64_t ce, int64_t t_post)
+static inline int64_t xsm_lr_until(int sync, int eager, int64_t cb, int64_t ce, int64_t t_post)
 {
-    if (!sync && ce < t_post)
+    if (!sync && (eager || ce < t_post))
         return XSM_LR_NONE;
     int64_t until = t_post < ce ? t_post : ce;
     return until > cb ? until : XSM_LR_POLL;
 }
+
+/* Which sends went eagerly (eager.c): from the eager limits the ranks
+ * recorded, by the message's path (one host, or between hosts). */
+typedef struct xsm_eager xsm_eager;
+xsm_eager *xsm_eager_new(const xsm_run *run); /* NULL: out of memory */
+void xsm_eager_free(xsm_eager *e);
+/* 1 when a message of `bytes` from src to dst went eagerly (0 unknown). */
+int xsm_eager_send(const xsm_eager *e, int32_t src, int32_t dst, uint64_t bytes);
 
 /* ---- the wait states of one collective instance (collwait.c): one set of
  * rules for the in-memory analysis and the streaming merge's MPI pass */

@@ -278,6 +278,7 @@ typedef struct xsm_isl {
     uint64_t key;      /* 0: free */
     int has_post, has_call;
     int32_t dst;
+    int eager;         /* the message went eagerly (xsm_eager_send) */
     uint32_t post_row, call_row, call_op;
     int64_t post_t, cb, ce;
 } xsm_isl;
@@ -296,6 +297,7 @@ typedef struct xsm_mctx {
      * match) meets the call that completed the Isend, in either order */
     xsm_ktab isl;         /* of xsm_isl */
     xsm_wo *wo;           /* the reports' Wrong Order (worder.c) */
+    xsm_eager *eager;     /* the reports' eager sends (no Late Receiver) */
     uint64_t late_waits;  /* waits that came after XSM_CWQ_HOLD later ones of their rank */
     int done;             /* all rows processed: the collectives still open are closed */
     uint32_t *comm_ids;   /* communicators the present ranks define */
@@ -855,7 +857,7 @@ static void xsm_isl_del(xsm_mctx *c, xsm_isl *e) { xsm_ktab_del(&c->isl, e); }
 static int xsm_isl_done(xsm_mctx *c, xsm_isl *e)
 {
     int32_t src = (int32_t)(e->key >> 32) - 1;
-    int64_t until = xsm_lr_until(0, e->cb, e->ce, e->post_t);
+    int64_t until = xsm_lr_until(0, e->eager, e->cb, e->ce, e->post_t);
     int rc = 0, pair = xsm_is_p2p_wait_pair(src, e->dst);
     if (pair && until != XSM_LR_NONE && until != XSM_LR_POLL) {
         rc = xsm_wait_put_at(c, e->ce, src, e->call_row, e->call_op, XSM_WAIT_LATE_RECEIVER, e->dst, e->post_row,
@@ -891,6 +893,7 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
         int cut = !snd->kept || !q->kept;
         e->has_post = cut ? -1 : 1; /* a cut message: the entry goes when its completion comes */
         e->dst = dst;
+        e->eager = xsm_eager_send(c->eager, src, dst, snd->bytes);
         e->post_t = q->post_t;
         e->post_row = q->post_row;
         if (e->has_call && cut)
@@ -915,7 +918,8 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
      * receive was posted; a buffered send that returned before did not */
     if (c->s->report && xsm_is_p2p_wait_pair(src, dst) && (snd->skind == XSPROF_MPI_SEND || snd->skind == XSPROF_MPI_SSEND ||
                          snd->skind == XSPROF_MPI_SENDRECV)) {
-        int64_t until = xsm_lr_until(snd->skind == XSPROF_MPI_SSEND, send_t, snd->send_end, q->post_t);
+        int64_t until = xsm_lr_until(snd->skind == XSPROF_MPI_SSEND, xsm_eager_send(c->eager, src, dst, snd->bytes), send_t,
+                                     snd->send_end, q->post_t);
         if (until != XSM_LR_NONE && until != XSM_LR_POLL &&
             xsm_wait_put_at(c, snd->send_end, src, send_row, snd->op, XSM_WAIT_LATE_RECEIVER, dst, q->post_row,
                             until - send_t))
@@ -1343,7 +1347,8 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     c.isl.size = sizeof(xsm_isl);
     c.m = calloc(n + 1, sizeof *c.m);
     c.heap = malloc((n + 1) * sizeof *c.heap);
-    int rc = !c.m || !c.heap || xsm_comms_index(&c) || (s->report && !s->collect && !(c.wo = xsm_wo_new(n)))
+    int rc = !c.m || !c.heap || xsm_comms_index(&c) ||
+                     (s->report && !s->collect && (!(c.wo = xsm_wo_new(n)) || !(c.eager = xsm_eager_new(s->run))))
                  ? xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages")
                  : 0;
     if (!rc && s->h5 && !s->collect &&
@@ -1469,6 +1474,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     free(c.coll);
     xsm_ktab_free(&c.isl);
     xsm_wo_free(c.wo);
+    xsm_eager_free(c.eager);
     free(c.pend.e);
     free(c.pend.head);
     free(c.m);

@@ -11,6 +11,9 @@ and check what the report says against what was planted.
   report_e2e.py pollrecv NP PLANTED_MS       an Issend polled with MPI_Test while the receive is
                                              posted late: the polls before the post are one Late
                                              Receiver (exactly, from the trace), the same streamed
+  report_e2e.py eager MS ITER                 a ping-pong of an eager and a large message, the receiver
+                                             late, every MPI_Send stalled past the post: Late Receiver
+                                             only at the large send (issue 38), the same streamed
   report_e2e.py html [PAGE...]               report.html (and PAGEs) render in headless chromium without script errors
   report_e2e.py regression                   a 20 % slowdown exits 3, an identical run does not
   report_e2e.py score                        xsmerge --score on a program with a tiny region visited
@@ -337,6 +340,49 @@ def hidden(np, ms):
     if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
         fail("hidden: --stream report.json differs")
     print("ok: hidden imbalance named by function and call site")
+
+
+def eager(ms, iters):
+    """NetPIPE's shape (issue 38): a 2-rank ping-pong of a small message
+    (below Open MPI's shared-memory eager limit) and a large one, the
+    receiver ms late each time, every MPI_Send made to last past the
+    receive's post (XSPROF_TEST_SEND_STALL_US, as a descheduled sender's
+    does). The eager ones never waited for the receiver: no Late Receiver
+    at their call sites; the large one did: 2 ms per round trip. The
+    limits come from the ranks' MPI_T control variables (meta mpit:*), in
+    memory and streamed alike."""
+    import h5py
+    rundir = profile("eager", "eager", 2, ms, iters, env={"XSPROF_TEST_SEND_STALL_US": str(3 * ms * 1000)})
+    base = os.path.dirname(rundir)
+    out, st = os.path.join(base, "out"), os.path.join(base, "out-stream")
+    if merge(rundir, out, "--outputs", "report").returncode or \
+            merge(rundir, st, "--stream", "--outputs", "report").returncode:
+        fail("xsmerge failed")
+    with h5py.File(os.path.join(rundir, "rank-00000.h5"), "r") as f:
+        strings = [s[0] if not isinstance(s, bytes) else s for s in f["/definitions/strings"][:]] \
+            if "strings" in f["/definitions"] else None
+        meta = f["/definitions/metadata"][:]
+        keys = {(strings[k] if strings else b"").decode() for k, _ in meta} if strings else set()
+    if strings and not any(k.startswith("mpit:") and "eager_limit" in k for k in keys):
+        fail(f"eager: rank 0 recorded no eager limit (meta {sorted(keys)})")
+    rep = load_report(out)
+    src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted.c")).read().splitlines()
+    line = {w: [i + 1 for i, l in enumerate(src) if f"the eager {w} send (report_e2e.py)" in l][0]
+            for w in ("small", "large")}
+    lr = {}
+    for c in rep["callsites"]:
+        s = c["waits"].get("Late Receiver", {}).get("seconds", 0.0)
+        if s:
+            lr[(c["op"], c["line"])] = lr.get((c["op"], c["line"]), 0.0) + s
+    big = lr.pop(("MPI_Send", line["large"]), 0.0)
+    print(f"eager: Late Receiver at the large send {big:.4f} s, elsewhere {lr}")
+    if lr:
+        fail(f"eager: Late Receiver at eager sends: {lr}")
+    if not 0.5 * iters * 2 * ms / 1e3 <= big <= 2 * iters * 2 * ms / 1e3:
+        raise Noisy(f"the large send's Late Receiver {big:.4f} s, planted {iters} x {2 * ms} ms")
+    if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
+        fail("eager: --stream report.json differs")
+    print("ok: eager sends are no Late Receiver, the large one is")
 
 
 def report_of(rundir, out):
@@ -799,6 +845,15 @@ def main():
         for attempt in (1, 2, 3):
             try:
                 hidden(int(sys.argv[2]), int(sys.argv[3]))
+                break
+            except Noisy as e:
+                print(f"run {attempt} of 3: {e}", flush=True)
+                if attempt == 3:
+                    fail(str(e))
+    elif what == "eager":
+        for attempt in (1, 2, 3):
+            try:
+                eager(int(sys.argv[2]), int(sys.argv[3]))
                 break
             except Noisy as e:
                 print(f"run {attempt} of 3: {e}", flush=True)

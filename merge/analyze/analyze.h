@@ -192,8 +192,9 @@ static inline int64_t xsm_lr_until(int sync, int eager, int64_t cb, int64_t ce, 
 typedef struct xsm_eager xsm_eager;
 xsm_eager *xsm_eager_new(const xsm_run *run); /* NULL: out of memory */
 void xsm_eager_free(xsm_eager *e);
-/* 1 when a message of `bytes` from src to dst went eagerly (0 unknown). */
-int xsm_eager_send(const xsm_eager *e, int32_t src, int32_t dst, uint64_t bytes);
+/* 1 when a message of `bytes` from src to dst, sent by src's call named
+ * op (string id), went eagerly: not a synchronous send (0 unknown). */
+int xsm_eager_send(const xsm_eager *e, int32_t src, int32_t dst, uint64_t bytes, uint32_t op);
 
 /* ---- the wait states of one collective instance (collwait.c): one set of
  * rules for the in-memory analysis and the streaming merge's MPI pass */

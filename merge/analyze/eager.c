@@ -18,6 +18,7 @@
 #define XSM_EAGER_HEADER 64
 
 struct xsm_eager {
+    const xsm_run *run;
     size_t n;
     uint64_t *intra, *inter; /* per rank: the limit (0: none known) */
     int32_t *host;           /* per rank: its host's index */
@@ -35,6 +36,7 @@ xsm_eager *xsm_eager_new(const xsm_run *run)
     if (!e || !(e->intra = calloc(run->nranks + 1, sizeof *e->intra)) ||
         !(e->inter = calloc(run->nranks + 1, sizeof *e->inter)) || !(e->host = calloc(run->nranks + 1, sizeof *e->host)))
         goto fail;
+    e->run = run;
     e->n = run->nranks;
     for (size_t r = 0; r < run->nranks; r++) {
         const xsprof_rank_data *d = &run->ranks[r].d;
@@ -70,10 +72,15 @@ void xsm_eager_free(xsm_eager *e)
     free(e);
 }
 
-int xsm_eager_send(const xsm_eager *e, int32_t src, int32_t dst, uint64_t bytes)
+int xsm_eager_send(const xsm_eager *e, int32_t src, int32_t dst, uint64_t bytes, uint32_t op)
 {
     if (!e || src < 0 || dst < 0 || (size_t)src >= e->n || (size_t)dst >= e->n)
         return 0;
     uint64_t lim = e->host[src] == e->host[dst] ? e->intra[src] : e->inter[src];
-    return lim > XSM_EAGER_HEADER && bytes <= lim - XSM_EAGER_HEADER;
+    if (lim <= XSM_EAGER_HEADER || bytes > lim - XSM_EAGER_HEADER)
+        return 0;
+    /* a synchronous send (Ssend, Issend, Ssend_init) completes only once
+     * the receive matched, whatever its size */
+    const char *name = xsprof_rank_data_string(&e->run->ranks[src].d, op);
+    return !strcasestr(name, "ssend");
 }

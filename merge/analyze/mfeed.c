@@ -256,7 +256,7 @@ static int xsm_mp2p(xsm_mfeed *m)
         if (!xsm_is_p2p_wait_pair(x->src, x->dst))
             continue;
         if (snd->kind == XSPROF_MPI_SEND || snd->kind == XSPROF_MPI_SSEND || snd->kind == XSPROF_MPI_SENDRECV) {
-            int64_t until = xsm_lr_until(snd->kind == XSPROF_MPI_SSEND, xsm_eager_send(m->eager, x->src, x->dst, x->bytes),
+            int64_t until = xsm_lr_until(snd->kind == XSPROF_MPI_SSEND, xsm_eager_send(m->eager, x->src, x->dst, x->bytes, snd->op),
                                          snd->t_begin, snd->t_end, post_t);
             if (until != XSM_LR_NONE && until != XSM_LR_POLL)
                 rc = xsm_mput(m, x->src, snd->t_end, until - snd->t_begin, x->send_row, snd->op, XSM_WAIT_LATE_RECEIVER,
@@ -266,7 +266,7 @@ static int xsm_mp2p(xsm_mfeed *m)
             if (c < 0)
                 continue;
             const xsprof_io_mpi *cs = &sd->mpi[c];
-            int64_t until = xsm_lr_until(0, xsm_eager_send(m->eager, x->src, x->dst, x->bytes), cs->t_begin, cs->t_end,
+            int64_t until = xsm_lr_until(0, xsm_eager_send(m->eager, x->src, x->dst, x->bytes, snd->op), cs->t_begin, cs->t_end,
                                          post_t);
             if (until == XSM_LR_POLL) /* a polling loop's: the polls' time is the analysis's */
                 rc = xsm_mput(m, x->src, cs->t_end, post_t, (uint64_t)c, cs->op, XSM_WAIT_LATE_RECEIVER, x->dst, post_row, 1);

@@ -893,7 +893,7 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
         int cut = !snd->kept || !q->kept;
         e->has_post = cut ? -1 : 1; /* a cut message: the entry goes when its completion comes */
         e->dst = dst;
-        e->eager = xsm_eager_send(c->eager, src, dst, snd->bytes);
+        e->eager = xsm_eager_send(c->eager, src, dst, snd->bytes, snd->op);
         e->post_t = q->post_t;
         e->post_row = q->post_row;
         if (e->has_call && cut)
@@ -918,7 +918,7 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
      * receive was posted; a buffered send that returned before did not */
     if (c->s->report && xsm_is_p2p_wait_pair(src, dst) && (snd->skind == XSPROF_MPI_SEND || snd->skind == XSPROF_MPI_SSEND ||
                          snd->skind == XSPROF_MPI_SENDRECV)) {
-        int64_t until = xsm_lr_until(snd->skind == XSPROF_MPI_SSEND, xsm_eager_send(c->eager, src, dst, snd->bytes), send_t,
+        int64_t until = xsm_lr_until(snd->skind == XSPROF_MPI_SSEND, xsm_eager_send(c->eager, src, dst, snd->bytes, snd->op), send_t,
                                      snd->send_end, q->post_t);
         if (until != XSM_LR_NONE && until != XSM_LR_POLL &&
             xsm_wait_put_at(c, snd->send_end, src, send_row, snd->op, XSM_WAIT_LATE_RECEIVER, dst, q->post_row,

@@ -477,6 +477,8 @@ static int xsm_emit_init_split(xsm_emit *e, const xsm_run *run, const unsigned c
     e->ranks = calloc(run->nranks ? run->nranks : 1, sizeof *e->ranks);
     if (!e->ranks)
         goto oom;
+    for (size_t r = 0; r < run->nranks; r++)
+        e->ranks[r].mpi_thread = UINT32_MAX;
     int bad = 0; /* divided, every process reaches the tally, whatever failed */
     for (size_t r = 0; !bad && r < run->nranks; r++)
         bad = run->ranks[r].present && xsm_erank_names(e, (int32_t)r);
@@ -524,6 +526,73 @@ int xsm_emit_init_local(xsm_emit *e, const xsm_run *run, char *err, size_t errle
     return xsm_emit_init_split(e, run, NULL, 0, err, errlen);
 }
 
+int xsm_mark_set(uint64_t **set, uint64_t rows, uint64_t row)
+{
+    if (!*set && !(*set = calloc(rows / 64 + 1, sizeof **set)))
+        return -1;
+    (*set)[row >> 6] |= 1ull << (row & 63);
+    return 0;
+}
+
+typedef struct xsm_csize {
+    uint32_t id, size;
+} xsm_csize;
+
+static int xsm_csize_cmp(const void *a, const void *b)
+{
+    const xsm_csize *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+int xsm_emit_marks(xsm_emit *e)
+{
+    const xsm_run *run = e->run;
+    size_t nc = 0;
+    for (size_t r = 0; r < run->nranks; r++) {
+        xsm_erank *er = &e->ranks[r];
+        if (run->ranks[r].present && er->norder[XSM_EV_MPI])
+            er->mpi_thread = run->ranks[r].d.mpi[er->order[XSM_EV_MPI][0]].thread;
+        nc += run->ranks[r].present ? run->ranks[r].d.ncomms : 0;
+    }
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        const xsm_message *m = &run->msgs[i];
+        const xsprof_rank_data *sd = &run->ranks[m->src].d, *rd = &run->ranks[m->dst].d;
+        if (!run->ranks[m->src].present || !run->ranks[m->dst].present)
+            continue;
+        if (rd->mpi[m->recv_call_row].kind == XSPROF_MPI_COMPLETION) {
+            if (xsm_mark_set(&e->ranks[m->src].mark[XSM_MARK_SEND_HIDDEN], sd->nmpi, m->send_row))
+                return -1;
+        } else if (m->recv_post_row >= 0 &&
+                   xsm_mark_set(&e->ranks[m->dst].mark[XSM_MARK_RECV_POST], rd->nmpi, (uint64_t)m->recv_post_row)) {
+            return -1;
+        }
+    }
+    /* the size of each communicator, as the first rank defining it says */
+    xsm_csize *cs = malloc((nc + 1) * sizeof *cs);
+    if (!cs)
+        return -1;
+    nc = 0;
+    for (size_t r = 0; r < run->nranks; r++)
+        for (size_t i = 0; run->ranks[r].present && i < run->ranks[r].d.ncomms; i++)
+            cs[nc++] = (xsm_csize){run->ranks[r].d.comms[i].id, run->ranks[r].d.comms[i].size};
+    if (nc) /* the ranks defining one agree on its size */
+        qsort(cs, nc, sizeof *cs, xsm_csize_cmp);
+    int rc = 0;
+    for (size_t i = 0; i < run->ncolls && !rc; i++) {
+        const xsm_collective *c = &run->colls[i];
+        xsm_csize key = {c->comm, 0};
+        const xsm_csize *k = nc ? bsearch(&key, cs, nc, sizeof *cs, xsm_csize_cmp) : NULL;
+        if (!k || c->n != k->size)
+            continue;
+        for (size_t j = 0; j < c->n && !rc; j++)
+            if (c->ranks[j] >= 0 && (size_t)c->ranks[j] < run->nranks && run->ranks[c->ranks[j]].present)
+                rc = xsm_mark_set(&e->ranks[c->ranks[j]].mark[XSM_MARK_COLL_WHOLE], run->ranks[c->ranks[j]].d.nmpi,
+                                  c->rows[j]);
+    }
+    free(cs);
+    return rc;
+}
+
 void xsm_emit_number_tracks(xsm_emit *e)
 {
     uint64_t base = 1;
@@ -549,6 +618,8 @@ void xsm_emit_free(xsm_emit *e)
         free(er->memdev);
         free(er->mflows);
         free(er->gflows);
+        for (int k = 0; k < XSM_MARK_N; k++)
+            free(er->mark[k]);
     }
     free(e->ranks);
     free(e->comm_ids);

@@ -27,6 +27,14 @@ typedef struct xsm_evflow {
     int64_t sent; /* the send's begin (trace.json's; a per-rank in-memory source leaves a receive's INT64_MIN) */
     int32_t peer; /* the other end's rank: the receiver of a start, the sender of an end (-1 unknown) */
     uint64_t peer_row; /* the other end's mpi row (UINT64_MAX unknown) */
+    /* trace.otf2's, filled for a receive's end by its source (xsm_emit_source_calls):
+     * the message's comm, tag and bytes (the send's) and, when the receive
+     * was posted by an Irecv row, posted 1 and that request */
+    uint32_t comm;
+    int32_t tag;
+    uint64_t bytes;
+    uint64_t request;
+    int posted;
 } xsm_evflow;
 
 typedef struct xsm_ev {
@@ -56,6 +64,13 @@ typedef struct xsm_gstream {
     uint32_t device, stream;
 } xsm_gstream;
 
+/* Rows a message or collective of trace.otf2 touches beyond its flow ends:
+ * the Irecv posts of messages it writes; the sends whose receive shows in
+ * no call (left out, with their receive); the collective calls whose
+ * instance every member of the communicator reached (the others get no
+ * collective records). */
+enum xsm_mark { XSM_MARK_RECV_POST = 0, XSM_MARK_SEND_HIDDEN, XSM_MARK_COLL_WHOLE, XSM_MARK_N };
+
 typedef struct xsm_erank {
     uint32_t *gname;          /* local string id -> global id */
     uint32_t *order[XSM_EV_N]; /* rows sorted by begin time (MPI: COMPLETION rows left out) */
@@ -68,7 +83,21 @@ typedef struct xsm_erank {
     xsm_flow *mflows; size_t nmflows;      /* on mpi rows, sorted by row */
     xsm_flow *gflows; size_t ngflows;      /* on gpu rows, sorted by row */
     uint64_t track_base;                   /* first dense track number of this rank (from 1) */
+    /* trace.otf2's (xsm_emit_marks, or the streamed merge's pass 1): the
+     * thread of the rank's first MPI call (UINT32_MAX none), and bit sets
+     * over its MPI rows, NULL when none is set (enum xsm_mark) */
+    uint32_t mpi_thread;
+    uint64_t *mark[XSM_MARK_N];
 } xsm_erank;
+
+/* Set bit `row` of a bit set over `rows` rows, made on its first bit; -1
+ * out of memory. */
+int xsm_mark_set(uint64_t **set, uint64_t rows, uint64_t row);
+static inline int xsm_mark_get(const xsm_erank *er, int mark, size_t row)
+{
+    const uint64_t *b = er->mark[mark];
+    return b && (b[row >> 6] >> (row & 63)) & 1;
+}
 
 /* Argument names the writers use, interned once (debug annotations). */
 enum xsm_key { XSM_KEY_PEER = 0, XSM_KEY_TAG, XSM_KEY_ROOT, XSM_KEY_BYTES_SENT, XSM_KEY_BYTES_RECV, XSM_KEY_COMM,
@@ -160,6 +189,13 @@ const xsm_src_ops *xsm_emit_source_all(const xsm_emit *e);
  * xsm_emit_init_local prepares. */
 const xsm_src_ops *xsm_emit_source_analysis(void);
 const xsm_src_ops *xsm_emit_source_model(void);
+/* trace.otf2's source over the model: every event of one rank with its
+ * COMPLETION rows among them (as the analysis's), and each receive's flow
+ * end with its message (xsm_evflow's comm ... posted). */
+const xsm_src_ops *xsm_emit_source_calls(void);
+/* trace.otf2's marks (xsm_erank.mpi_thread, .mark) of every rank whose
+ * events are ordered here, from the model's messages and collectives. */
+int xsm_emit_marks(xsm_emit *e);
 
 /* `order` (NULL = all) marks the ranks whose events will be iterated: only
  * they get sorted row orders and message flows (collective mode prepares
@@ -272,11 +308,12 @@ int xsm_emit_h5_help(const xsm_emit *e);
 /* merged.h5's deflate level: XSPROF_MERGE_H5_DEFLATE, 0-9, default 1. */
 int xsm_emit_h5_level(void);
 
-/* dir/trace.otf2 (with trace.def and trace/): the OTF2 archive, from the
- * model through xsm_iter (every rank ordered). Only in builds with libotf2
- * (XSPROF_HAVE_OTF2). *left_out gets the matched messages it could not
- * place inside calls (their ends are left out, as unmatched ones). */
-int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *err, size_t errlen);
+/* dir/trace.otf2 (with trace.def and trace/): the OTF2 archive, each
+ * rank's events from `src` (xsm_emit_source_calls over the model, or the
+ * streamed merge's), with the ranks' marks set. Only in builds with
+ * libotf2 (XSPROF_HAVE_OTF2). Notes (NULL: none) get one line on the
+ * message ends and collective records it leaves out. */
+int xsm_emit_otf2(const xsm_emit *e, const xsm_src_ops *src, const char *dir, FILE *notes, char *err, size_t errlen);
 
 /* Create dir/name for writing, exclusively and without following links. */
 FILE *xsm_emit_create(const char *dir, const char *name, char *err, size_t errlen);

@@ -56,6 +56,9 @@ typedef struct xsm_pend_end {
     uint32_t post_row;
     int64_t call_begin; /* receive: begin of its call (Wrong Order) */
     uint8_t polled;     /* receive: its rank polled before it (Wrong Order) */
+    /* trace.otf2: receive: its request, its Irecv row inside --from/--to */
+    uint64_t request;
+    uint8_t post_kept;
 } xsm_pend_end;
 
 typedef struct xsm_ptab {
@@ -203,6 +206,7 @@ typedef struct xsm_req_state {
     uint32_t icomm;
     uint64_t iseq;
     int64_t it;       /* its post's begin */
+    int kept;         /* its post is inside --from/--to */
 } xsm_req_state;
 
 typedef struct xsm_mrank {
@@ -580,9 +584,36 @@ static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
     return rc ? 1 : 0;
 }
 
+/* trace.otf2's collective records: for instances every member of the
+ * communicator reached (inside --from/--to), as the in-memory merge's
+ * xsm_emit_marks marks them. */
+static int xsm_coll_whole(xsm_mctx *c, const xsm_cinst *ci)
+{
+    size_t k = xsm_comm_index(c, ci->comm);
+    if (k == SIZE_MAX)
+        return 0;
+    const xsprof_rank_data *d = &c->s->run->ranks[c->comm_owner[k]].d;
+    size_t i = 0;
+    while (i < d->ncomms && d->comms[i].id != ci->comm)
+        i++;
+    if (i == d->ncomms || ci->n != d->comms[i].size)
+        return 0;
+    for (size_t j = 0; j < ci->n; j++)
+        if (!xsm_stream_keep(c->s, ci->m[j].entry, ci->m[j].row_end))
+            return 0;
+    for (size_t j = 0; j < ci->n; j++) {
+        xsm_srank *sr = &c->s->r[ci->m[j].rank];
+        if (xsm_mark_set(&sr->mark[XSM_MARK_COLL_WHOLE], sr->mpi_rows, ci->m[j].row))
+            return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+    }
+    return 0;
+}
+
 static void xsm_coll_close(xsm_mctx *c, xsm_cinst *ci)
 {
     c->violations += xsm_coll_violations(c, ci);
+    if (c->s->otf2 && !c->s->collect && ci->n && xsm_coll_whole(c, ci))
+        c->collect_failed = 1;
     if (c->s->report && !c->s->collect && ci->n && xsm_coll_waits(c, ci))
         c->collect_failed = 1;
     if (c->s->collect && ci->n && xsm_coll_collect(c, ci))
@@ -940,15 +971,22 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
     }
     /* a completion no call holds, or whose call is outside --from/--to (in
      * memory its flow then ends on the completion row): the writers never
-     * draw it */
+     * draw it, trace.otf2 leaves out its send too */
+    int posted = q->post >= 0 && q->post_kept;
     if (q->call_row == UINT32_MAX || !q->call_kept)
-        return 0;
+        return c->s->otf2 && xsm_mark_set(&c->s->r[src].mark[XSM_MARK_SEND_HIDDEN], c->s->r[src].mpi_rows, send_row)
+                   ? xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages")
+                   : 0;
+    if (c->s->otf2 && posted &&
+        xsm_mark_set(&c->s->r[dst].mark[XSM_MARK_RECV_POST], c->s->r[dst].mpi_rows, (uint64_t)q->post))
+        return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
     if (now > q->call_end) {
         /* the writers read a rank's spill only up to a call's end */
         return xsm_err_set(c->err, c->errlen, "a receive on rank %d was matched after its call ended",
                            (int)dst) ? 2 : 2;
     }
-    xsm_spill x = {now, q->t, send_t, q->call_row, send_row, src, 0};
+    xsm_spill x = {now,      q->t,      send_t,          q->call_row, send_row,  src, q->k.comm,
+                   q->k.tag, (uint32_t)posted, snd->bytes, posted ? q->request : 0};
     return xsm_spill_put(c, dst, &x) ? 1 : 0;
 }
 
@@ -959,7 +997,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     if (c->wo && xsm_wo_run(c, now))
         return 1;
     int64_t po = -1, po_t = 0;
-    int po_irecv = 0, po_isend = 0, po_float = 0;
+    int po_irecv = 0, po_isend = 0, po_float = 0, po_kept = 0;
     uint32_t po_comm = UINT32_MAX;
     if (xsm_is_req(row)) {
         if (row->kind != XSPROF_MPI_COMPLETION) {
@@ -975,6 +1013,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
                 q->iseq = row->coll_seq;
             }
             q->it = row->t_begin;
+            q->kept = xsm_stream_keep(c->s, row->t_begin, row->t_end);
             /* an earlier post of this request never completed stays counted open */
             q->row = i;
             q->kind = row->kind;
@@ -1009,6 +1048,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
                 po_isend = q->kind == XSPROF_MPI_ISEND;
                 po_irecv = q->kind == XSPROF_MPI_IRECV;
                 po_float = q->floating;
+                po_kept = q->kept;
                 po_comm = q->comm;
                 if (!q->completed) {
                     q->completed = 1;
@@ -1081,7 +1121,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         if (c->wo && kept && xsm_wo_send(c->wo, row->peer, row->t_begin, r, i))
             return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
         xsm_pend_end me = {{row->comm, r, row->peer, row->tag, row->seq}, 0, i, UINT32_MAX, row->t_begin, 0, 0,
-                           (uint8_t)kept, 0, row->t_end, row->bytes_sent, -1, row->kind, row->op, 0, 0, 0, 0};
+                           (uint8_t)kept, 0, row->t_end, row->bytes_sent, -1, row->kind, row->op, 0, 0, 0, 0, 0, 0};
         xsm_pend_end q;
         int dup;
         if (xsm_ptab_take(&c->pend, &me.k, 0, &q, &dup))
@@ -1135,7 +1175,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     int64_t call_begin = row->kind == XSPROF_MPI_RECV ? row->t_begin : ca_begin;
     xsm_pend_end me = {{comm, row->peer, r, row->tag, row->seq}, 1, i, call, row->t_end, call_end, 0,
                        (uint8_t)kept, (uint8_t)call_kept, 0, 0, po >= 0 && po_irecv ? po : -1, 0, 0, post_t, post_row,
-                       call_begin, m->polled};
+                       call_begin, m->polled, row->request, (uint8_t)po_kept};
     xsm_pend_end q;
     int dup;
     if (xsm_ptab_take(&c->pend, &me.k, 1, &q, &dup))
@@ -1165,6 +1205,10 @@ static int xsm_writer_rows(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, 
     if (kept && row->kind != XSPROF_MPI_COMPLETION) {
         sr->nev++;
         xsm_skey k = {row->t_begin, row->t_end, 0, 0, i};
+        if (sr->mpi_thread == UINT32_MAX || xsm_skey_less(&k, &sr->mpi_first)) {
+            sr->mpi_first = k;
+            sr->mpi_thread = row->thread;
+        }
         if (xsm_sheap_late(&m->emit, &k)) {
             if (xsm_outl_add(&sr->out[XSM_EV_MPI], &k, row))
                 return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
@@ -1377,6 +1421,8 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
             break;
         }
         sr->out[XSM_EV_MPI].size = sizeof(xsprof_io_mpi);
+        sr->mpi_rows = m->tab.n;
+        sr->mpi_thread = UINT32_MAX;
         if ((rc = xsm_advance(&c, m)))
             break;
         if (m->has_head)

@@ -15,7 +15,8 @@
  * start with the logical clock (clc.c), for which this pass first runs in
  * collect mode: no checks, nothing for the writers, the constraints
  * written per rank instead. With merged.h5 asked for, matched messages and
- * Isend completions are spilled and collectives kept for it (h5src.c). */
+ * Isend completions are spilled and collectives kept for it (h5src.c);
+ * with trace.otf2, rows are marked for it (xsm_srank.mark). */
 #include "merge/stream/internal.h"
 #include "merge/match/match.h"
 #include "merge/util.h"

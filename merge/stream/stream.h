@@ -10,7 +10,8 @@
  * segment through the same writer as the in-memory merge, fed by reorder
  * heaps over the tables read again, so the file is byte for byte the one
  * `--outputs pftrace` gives; trace.json is a third pass, all ranks' sources
- * merged in time order.
+ * merged in time order; trace.otf2 reads the ranks once more, one after
+ * the other, with the rows pass 1 marked for it.
  *
  * Memory: per rank being read, two chunks per table and a window of rows
  * per table (XSPROF_MERGE_STREAM_WINDOW, default 4096); one bit per MPI

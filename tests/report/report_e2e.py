@@ -19,11 +19,11 @@ and check what the report says against what was planted.
   report_e2e.py score                        xsmerge --score on a program with a tiny region visited
                                              40000 times a rank: the suggested XSPROF_FILTER is
                                              -hot, report.json's score says the same in memory and
-                                             --stream; bad input: one line, exit 1
+                                             --stream, report.html draws it; bad input: one line, exit 1
   report_e2e.py topology                     mpirun --bind-to core / none / --cpu-set 0, hwloc
                                              synthetic topologies (SMT, NUMA) and a rank file moved
                                              to another host: each topology finding, the same in
-                                             memory and --stream
+                                             memory and --stream, report.html's Topology section
   report_e2e.py streampath NP ITER           ITER Allreduce steps on NP ranks (a critical path of
                                              thousands of pieces): xsmerge --stream gives the
                                              in-memory wait states, critical path and merged.h5
@@ -438,6 +438,10 @@ def score():
         fail(f"regions table {tab['regions']}")
     if not sc["filter"]["events_share"] > 0.99 or not sc["filter"]["time_share"] < 0.05:
         fail(f"filter saves {sc['filter']}")
+    # report.html draws the same table and suggestion, as report.txt
+    html_shows(os.path.join(os.path.dirname(rundir), "merged", "report.html"),
+               ("Trace size (xsmerge --score)", "for a run 10x as long", "<code>XSPROF_FILTER='-hot'</code>",
+                "<td>hot</td><td>yes</td><td>80000</td>", " ns</td>", "<td>solve</td><td></td><td>40</td>", "<td>regions</td>"))
     # the suggestion applied: no `hot` rows, the regions table a small part of what it was
     work = os.path.abspath("score-filtered")
     shutil.rmtree(work, ignore_errors=True)
@@ -455,6 +459,7 @@ def score():
     if "hot" in [x["name"] for x in fsc["regions"]] or ftab["regions"]["rows"] > 200 or fsc["filter"] is not None:
         fail(f"XSPROF_FILTER=-hot: regions {[(x['name'], x['visits']) for x in fsc['regions']]}, "
              f"table {ftab['regions']}, filter {fsc['filter']}")
+    html_shows(os.path.join(work, "merged", "report.html"), ("Trace size (xsmerge --score)", "No filter suggested"))
     # bad input: one line on stderr, exit 1
     garbage = os.path.join(work, "garbage")
     os.makedirs(garbage)
@@ -524,6 +529,11 @@ def topology():
         txt = open(os.path.join(work, "merged", "report.txt")).read()
         if "==== Topology" not in txt:
             fail(f"{name}: no Topology section in report.txt")
+        # report.html: the same section, a row per rank with its binding and PUs
+        r0 = rep["topology"]["ranks"][0]
+        html_shows(os.path.join(work, "merged", "report.html"),
+                   ("Topology (hwloc, where each rank ran)",
+                    f"<td>0</td><td>{r0['host']}</td><td>{'bound' if bound[0] else 'not bound'}</td><td>{r0['cpuset']}</td>"))
     # unequal ranks per node: rank 2 of 3 said it ran on "othernode"
     rundir, work = case("hosts", 3, ["--bind-to", "none"])
     with h5py.File(os.path.join(rundir, "rank-00002.h5"), "r+") as f:
@@ -538,6 +548,7 @@ def topology():
     print(f"hosts: {hosts}, findings {got}")
     if got.get("Unequal ranks per node") != [0, 1] or len(hosts) != 2:
         fail(f"hosts: {hosts}, findings {got}")
+    html_shows(os.path.join(work, "merged", "report.html"), ("<td>othernode</td><td>1</td>", "<td>2</td><td>othernode</td>"))
     print("ok: topology")
 
 
@@ -635,8 +646,38 @@ def render(base, page, needles):
     return dom
 
 
-def html(extra_pages):
+def chromium_base():
+    """Headless chromium's command line and its profile directory (the
+    caller removes it), or (None, None) when chromium is not installed."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        return None, None
+    prof = tempfile.mkdtemp(prefix="xsr-chromium-")
+    return [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--user-data-dir=" + prof], prof
+
+
+def html_shows(page, needles):
+    """report.html drawn in headless chromium shows every needle (its
+    script's output, the data itself left out); without chromium, said and
+    not checked."""
+    base, prof = chromium_base()
+    if not base:
+        print(f"note: chromium is not installed: {page} not drawn")
+        return
+    try:
+        dom = render(base, page, ())
+    finally:
+        shutil.rmtree(prof, ignore_errors=True)
+    shown = re.sub(r"<script.*?</script>", "", dom, flags=re.S | re.I)
+    for needle in needles:
+        if needle not in shown:
+            fail(f"{page}: the drawn page lacks {needle!r}")
+    print(f"ok: {os.path.basename(os.path.dirname(page))}/report.html shows {', '.join(repr(n) for n in needles)}")
+
+
+def html(extra_pages):
     rundir = profile("html", "imbalance", 3, 50)
     out = os.path.join(os.path.dirname(rundir), "out")
     r = merge(rundir, out)
@@ -652,13 +693,10 @@ def html(extra_pages):
     for bad in ("http://", "https://", "src=\"", "href=\"", "@import", "url("):
         if bad in text.replace("http://www.w3.org/2000/svg", ""):
             fail(f"report.html refers to something outside itself ({bad})")
-    if not chromium:
+    base, prof = chromium_base()
+    if not base:
         print("SKIP: chromium is not installed (Debian package `chromium`)")
         sys.exit(SKIP)
-    prof = tempfile.mkdtemp(prefix="xsr-chromium-")
-    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--user-data-dir=" + prof]
     if "<noscript>" not in text or "report.txt" not in text.split("<noscript>")[1].split("</noscript>")[0]:
         fail("report.html says nothing to a browser without JavaScript (<noscript> pointing to report.txt)")
     try:

@@ -66,7 +66,6 @@ typedef struct xsm_frame {
     int64_t end;   /* kept inside its parent */
     int64_t t_end; /* as recorded (the call holding a completion) */
     uint32_t region;
-    int mpi;       /* an MPI call */
     int coll;      /* a complete collective: its records, with these */
     OTF2_CollectiveOp op;
     uint32_t comm, root;
@@ -457,7 +456,6 @@ static void xsm_otf2_call(xsm_otf2 *x, int32_t r, const xsm_ev *ev)
     if (!f)
         return;
     size_t at = L->n - 1;
-    f->mpi = 1;
     L->lastmpi = L->n;
     uint64_t ts = xsm_otf2_ts(x, L->last);
     int isend = m->kind == XSPROF_MPI_ISEND, sent = 0;

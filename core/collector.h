@@ -24,6 +24,11 @@ XSPROF_HIDDEN void *xsprof_buf_reserve_def(uint32_t size);
 
 /* Append a fully built record (copying `size` bytes); definitions flag as above. */
 XSPROF_HIDDEN xsprof_status xsprof_buf_append(const void *rec, uint32_t size, int is_definition);
+/* The same for a record also kept while the session is paused (stopped,
+ * or outside the schedule's active window) once the journal is open (it
+ * never opens it: xsprof_recording_prepare does, at a safe point):
+ * XSPROF_ERR_DISABLED (nothing written) when it cannot be kept. */
+XSPROF_HIDDEN xsprof_status xsprof_buf_append_paused(const void *rec, uint32_t size);
 
 /* Intern a string for a record's string-id field (names, keys, values).
  * Unlike the public xsprof_name_intern, never flags filtered names. */
@@ -73,10 +78,11 @@ XSPROF_HIDDEN int xsprof_core_shadowed(void);
 /* Defined (1) in libxsprof-mpi only: this copy has the MPI wrappers. */
 XSPROF_HIDDEN extern const int xsprof_mpi_linked __attribute__((weak));
 
-/* Creates this rank's journal now when the session records (else its
- * first record does): the file, the first chunks, the writer thread and
- * the start hooks then cost the caller's time (mpi/: inside MPI_Init,
- * whose exit starts the measured window), not the program's first event's. */
+/* Creates this rank's journal now when the session records, or when
+ * XSPROF_MEMORY=1 keeps memory rows while it is paused (else its first
+ * record does): the file, the first chunks, the writer thread and the
+ * start hooks then cost the caller's time (mpi/: inside MPI_Init, whose
+ * exit starts the measured window), not the program's first event's. */
 XSPROF_HIDDEN xsprof_status xsprof_recording_prepare(void);
 
 /* Hooks run once when this process starts to really record (its journal

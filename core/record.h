@@ -183,6 +183,11 @@ typedef struct xsprof_rec_clock {
 } xsprof_rec_clock; /* 32 bytes */
 
 enum xsprof_mem_kind { XSPROF_MEM_ALLOC = 1, XSPROF_MEM_FREE = 2 };
+/* kind flag: made while the session was paused (stopped, or outside the
+ * schedule's active window): counted in the memory figures (high-water
+ * mark, leak candidates), left off the timeline */
+#define XSPROF_MEM_F_PAUSED 0x100
+#define XSPROF_MEM_KIND(k) ((k) & 0xff)
 typedef struct xsprof_rec_mem {
     xsprof_rec_hdr h;
     uint16_t kind;

@@ -1041,7 +1041,7 @@ int xsm_sanalysis_mem(xsm_sanalysis *sa, int32_t r, const xsprof_io_mem *e)
         return -1;
     xsm_smem *m = &x->mem;
     m->present = 1;
-    if (e->kind == XSPROF_MEM_ALLOC) {
+    if (XSPROF_MEM_KIND(e->kind) == XSPROF_MEM_ALLOC) {
         m->allocs++;
         if (live_grow(x))
             return x->failed = -1;
@@ -1075,7 +1075,7 @@ int xsm_sanalysis_mem(xsm_sanalysis *sa, int32_t r, const xsprof_io_mem *e)
             m->peak_bytes = x->mem_cur;
             m->peak_t = e->t;
         }
-    } else if (e->kind == XSPROF_MEM_FREE) {
+    } else if (XSPROF_MEM_KIND(e->kind) == XSPROF_MEM_FREE) {
         m->frees++;
         for (size_t s = x->caplive ? live_slot(e->ptr, e->device, x->caplive - 1) : 0;; s = (s + 1) & (x->caplive - 1)) {
             if (!x->caplive || !x->live[s].used) {

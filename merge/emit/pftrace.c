@@ -655,6 +655,8 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         if (xsm_memtrack_apply(pf->live, r, m, &delta))
             return -1;
         *tot += (double)delta;
+        if (m->kind & XSPROF_MEM_F_PAUSED) /* counted, not drawn: outside the recorded window */
+            return 0;
         te = xsm_pf_event_begin(pf, m->t);
         xsm_pb_uint(p, PB_TE_TYPE, TE_COUNTER);
         xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_mem(er, i));

@@ -3,7 +3,8 @@
 # planted leaks with their sizes and regions, and a high-water mark above them;
 # the large one (at least XSPROF_MEMORY_STACK_BYTES, 64 KiB by default) with
 # the stack that allocated it, the small one without, unless the threshold
-# is lowered; in memory and --stream alike.
+# is lowered; in memory and --stream alike; and outside a schedule's active
+# window too.
 set -euo pipefail
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -45,3 +46,21 @@ assert "Memory leak candidates" in kinds, kinds
 PY
 done
 grep -q "by make_buffer (" "$work/out-default/report.txt"
+# a schedule whose active window never comes (no xsprof_step): the timeline
+# is empty of memory, the memory figures still cover the run (issue 38)
+"$MPIEXEC" -np 2 --oversubscribe -x LD_PRELOAD="$XSPROF_BUILD/lib/libxsprof-memory.so" -x XSPROF_MEMORY=1 \
+  -x XSPROF_SCHEDULE=wait=2,active=1 -x XSPROF_LOG=error -x XSPROF_OUTPUT="$work/run-sched" "$1"
+"$XSMERGE" "$work/run-sched" -o "$work/out-sched" --outputs json,report --quiet
+if grep -q '"memory (host)"' "$work/out-sched/trace.json"; then
+  echo "FAIL: memory drawn on the timeline outside the schedule's active window"; exit 1
+fi
+"$SYS_PYTHON" - "$work/out-sched/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for row in r["ranks"]:
+    rank, m = row["rank"], row["memory"]
+    big = [l for l in m["leak_candidates"] if l["bytes"] == 123456 * (rank + 1)]
+    assert big and big[0]["stack"][0].startswith("make_buffer ("), (rank, m["leak_candidates"])
+    assert m["peak_bytes"] >= 123456 * (rank + 1) + 7777, m
+    print(f"rank {rank}, schedule never active: leak of {big[0]['bytes']} bytes by {big[0]['stack'][0]}")
+PY

@@ -82,6 +82,12 @@ static inline int64_t xsm_align_sample_time(const xsm_run *run, xsm_clk *c, int6
     return xsm_align_interp(c, t) - run->t0_ref_ns;
 }
 
+/* Rank r's local clock -> merged time, for records the stages leave on
+ * the local clock (CPU samples): its clock samples' interpolation and the
+ * logical clock's knots into c; the merged time of local t is then
+ * xsm_align_clock_map(c, t) - run->t0_ref_ns, in memory and streamed. */
+void xsm_align_rank_clock(const xsm_run *run, size_t r, xsm_clk *c);
+
 /* Sort a rank's clock samples in place and drop those of one instant with
  * a worse round trip; returns the largest error bound (rtt / 2, us). */
 double xsm_align_clock_prepare(xsprof_rank_data *d);

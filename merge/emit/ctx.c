@@ -153,6 +153,52 @@ static int xsm_erank_names(xsm_emit *e, int32_t r)
     return 0;
 }
 
+static int xsm_i32_cmp(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The threads only the samples name (er->xos): known everywhere, since
+ * samples are loaded whole with every rank in every mode. */
+static int xsm_erank_sampled(xsm_emit *e, int32_t r)
+{
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_erank *er = &e->ranks[r];
+    er->xos = malloc((d->nsamples + 1) * sizeof *er->xos);
+    if (!er->xos)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < d->nsamples; i++) {
+        int32_t os = d->samples[i].os_tid;
+        size_t k = 0;
+        while (k < d->nthreads && d->threads[k].os_tid != os)
+            k++;
+        if (k == d->nthreads && (n == 0 || er->xos[n - 1] != os))
+            er->xos[n++] = os; /* runs of one thread: few duplicates left for the sort */
+    }
+    er->nxos = xsm_uniq(er->xos, n, sizeof *er->xos, xsm_i32_cmp);
+    return 0;
+}
+
+size_t xsm_emit_sample_thread(const xsm_emit *e, int32_t r, int32_t os_tid)
+{
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    const xsm_erank *er = &e->ranks[r];
+    for (size_t k = 0; k < d->nthreads; k++)
+        if (d->threads[k].os_tid == os_tid)
+            return xsm_emit_tid_index(er, d->threads[k].tid);
+    size_t lo = 0, hi = er->nxos;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (er->xos[mid] < os_tid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return er->ntids + lo;
+}
+
 /* Everything else of a rank (touches only e->ranks[r]). */
 static int xsm_erank_build(const xsm_emit *e, int32_t r, int want_order, uint64_t *nevents)
 {
@@ -481,7 +527,7 @@ static int xsm_emit_init_split(xsm_emit *e, const xsm_run *run, const unsigned c
         e->ranks[r].mpi_thread = UINT32_MAX;
     int bad = 0; /* divided, every process reaches the tally, whatever failed */
     for (size_t r = 0; !bad && r < run->nranks; r++)
-        bad = run->ranks[r].present && xsm_erank_names(e, (int32_t)r);
+        bad = run->ranks[r].present && (xsm_erank_names(e, (int32_t)r) || xsm_erank_sampled(e, (int32_t)r));
     uint64_t *nev = calloc(run->nranks + 1, sizeof *nev);
     xsm_build_ctx bc = {e, order, nev, split};
     bad = bad || !nev || xsm_parallel_for(run->nranks, xsm_erank_build_one, &bc) != 0;
@@ -600,7 +646,7 @@ void xsm_emit_number_tracks(xsm_emit *e)
         xsm_erank *er = &e->ranks[r];
         er->track_base = base;
         if (e->run->ranks[r].present)
-            base += 1 + er->ntids + er->ngpu + er->ncounters + er->nmemdev;
+            base += 1 + er->ntids + er->ngpu + er->ncounters + er->nmemdev + er->nxos;
     }
 }
 
@@ -620,6 +666,7 @@ void xsm_emit_free(xsm_emit *e)
         free(er->gflows);
         for (int k = 0; k < XSM_MARK_N; k++)
             free(er->mark[k]);
+        free(er->xos);
     }
     free(e->ranks);
     free(e->comm_ids);

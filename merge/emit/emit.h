@@ -82,6 +82,9 @@ typedef struct xsm_erank {
     int16_t *memdev; size_t nmemdev;       /* devices with memory rows (-1 host), sorted */
     xsm_flow *mflows; size_t nmflows;      /* on mpi rows, sorted by row */
     xsm_flow *gflows; size_t ngflows;      /* on gpu rows, sorted by row */
+    int32_t *xos; size_t nxos;             /* kernel tids of the sampled threads the thread table
+                                              lacks (they never called xsprof), sorted: thread
+                                              tracks of their own, after the rank's other tracks */
     uint64_t track_base;                   /* first dense track number of this rank (from 1) */
     /* trace.otf2's (xsm_emit_marks, or the streamed merge's pass 1): the
      * thread of the rank's first MPI call (UINT32_MAX none), and bit sets
@@ -230,6 +233,9 @@ size_t xsm_emit_tid_index(const xsm_erank *er, uint32_t tid);
 size_t xsm_emit_gpu_index(const xsm_erank *er, uint32_t device, uint32_t stream);
 size_t xsm_emit_counter_index(const xsm_erank *er, uint32_t gname);
 size_t xsm_emit_memdev_index(const xsm_erank *er, int16_t device);
+/* The thread of a sample of rank r taken on kernel thread os_tid: i <
+ * er->ntids, thread tids[i]; else the sampled thread er->xos[i - ntids]. */
+size_t xsm_emit_sample_thread(const xsm_emit *e, int32_t r, int32_t os_tid);
 /* Where flow f (on an mpi row of rank, or a gpu row when gpu) touches its
  * row: a send or launch at the row's begin, the end of a launch at its
  * activity's begin, the end of a message at its receive's completion. */

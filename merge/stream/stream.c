@@ -926,6 +926,10 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         if (!rc)
             rc = xsm_clc_run(&s, err, errlen);
         s.clc = !rc;
+        for (size_t r = 0; r < n && !rc; r++) { /* the map of what no pass moves (samples) */
+            run.ranks[r].knots = s.r[r].knots;
+            run.ranks[r].nknots = s.r[r].nknots;
+        }
         for (size_t r = 0; r < n; r++) /* 3 bits per MPI row and the records: done with */
             xsm_clc_records_free(&s.r[r]);
         xsm_progress_mark("stream-clock");

@@ -358,6 +358,16 @@ typedef struct xsm_dwin {
     int line;
     uint64_t n, line_n, all;
 } xsm_dwin;
+/* One address the call sites or the samples resolved (frames.c): where
+ * it is and what is there (the function the code was compiled into, the
+ * function inlined deepest at the address, its file and line). */
+typedef struct xsm_anframe {
+    int32_t module, function, inlined, file; /* name indices; inlined, file -1 none */
+    int line;
+    int ret;          /* 1: a return address (looked up at offset - 1) */
+    uint64_t offset;  /* the ELF address in the module */
+} xsm_anframe;
+
 /* Where a rank ran (topology.c), from its file's hwloc record and the
  * topo_* metadata (mpi/topo.c); strings point into the run's. */
 typedef struct xsm_toporank {
@@ -444,6 +454,10 @@ typedef struct xsm_an {
     /* what causing ranks ran while others waited (xsm_samples_delay) */
     xsm_dwin *dwin; size_t ndwin, dwincap;
     xsm_buf smp_folded; /* the sampled stacks folded ("rank N;main;f;g samples"), rank by rank, sorted */
+    /* every address resolved for the call sites and the samples, first
+     * seen first (frames.c; merged.h5 /analysis/frames) */
+    xsm_anframe *frm; size_t nfrm, frmcap;
+    xsm_names frm_keys;
     double score_for;        /* the report's `score` projection (xsm_report_opts.score_for) */
     int css_known;
     char css_note[512];
@@ -646,6 +660,12 @@ int xsm_an_samples(xsm_an *a, const xsm_sanalysis *sa); /* samples.c: sampled CP
  * functions on nearly every stack of the waits' windows, the one whose
  * samples fell most in them. *total: the windows' samples. */
 int xsm_samples_delay(const xsm_an *a, int kind, int32_t causer, const xsm_dwin **top, uint64_t *total);
+/* xsm_read_locate, the address noted in a->frm when a module holds it
+ * (frames.c): the analysis's one way to resolve an address. NULL as
+ * xsm_read_locate; also when the note ran out of memory (*mod set). */
+struct xsm_symbols;
+const struct xsm_loc *xsm_an_locate(xsm_an *a, struct xsm_symbols *sym, const xsprof_rank_data *d, uint64_t pc, int ret,
+                                    const xsprof_io_module **mod);
 int xsm_an_topology(xsm_an *a);                         /* topology.c: bindings, NUMA nodes, GPUs */
 int xsm_an_findings(xsm_an *a);                         /* findings.c */
 int xsm_topo_findings(xsm_an *a);                       /* topology.c, called by xsm_an_findings */

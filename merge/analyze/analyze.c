@@ -123,6 +123,8 @@ void xsm_an_free(xsm_an *a)
     free(a->smp);
     free(a->nosmp);
     free(a->dwin);
+    free(a->frm);
+    xsm_names_free(&a->frm_keys);
     xsm_buf_free(&a->smp_folded);
     free(a->topo);
     free(a->thost);

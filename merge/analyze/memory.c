@@ -45,7 +45,7 @@ static int leak_frames(xsm_an *a, xsm_symbols **sym, const xsprof_rank_data *d, 
     for (uint32_t f = 0; f < st->depth && st->frames + f < d->nframes && l->nframes < XSM_LEAK_FRAMES; f++) {
         const xsprof_io_module *m;
         /* every address is a return address: the call is the byte before */
-        const xsm_loc *loc = xsm_read_locate(*sym, d, d->frames[st->frames + f], 1, &m);
+        const xsm_loc *loc = xsm_an_locate(a, *sym, d, d->frames[st->frames + f], 1, &m);
         if (m && !loc)
             return -1;
         for (int k = 0; loc && k < loc->nframes && l->nframes < XSM_LEAK_FRAMES; k++) {

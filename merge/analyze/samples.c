@@ -39,7 +39,7 @@ static int32_t sample_site(xsm_an *a, xsm_symbols *sym, smptab *tb, const xsprof
     if (st && st->depth && st->frames < d->nframes) {
         uint64_t pc = d->frames[st->frames]; /* the interrupted instruction itself */
         const xsprof_io_module *m;
-        const xsm_loc *loc = xsm_read_locate(sym, d, pc, 0, &m);
+        const xsm_loc *loc = xsm_an_locate(a, sym, d, pc, 0, &m);
         if (m) {
             if (!loc)
                 return -1;
@@ -106,7 +106,7 @@ static int rank_folded(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, i
         uint32_t nlocs = 0;
         for (uint32_t f = 0; f < st->depth && st->frames + f < d->nframes; f++) {
             const xsprof_io_module *m;
-            const xsm_loc *loc = xsm_read_locate(sym, d, d->frames[st->frames + f], f > 0, &m);
+            const xsm_loc *loc = xsm_an_locate(a, sym, d, d->frames[st->frames + f], f > 0, &m);
             if (!m)
                 continue;
             if (!loc) {
@@ -154,7 +154,7 @@ static int program_frames(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d
     int n = 0;
     for (uint32_t f = 0; st && f < st->depth && st->frames + f < d->nframes; f++) {
         const xsprof_io_module *m;
-        const xsm_loc *loc = xsm_read_locate(sym, d, d->frames[st->frames + f], f > 0, &m);
+        const xsm_loc *loc = xsm_an_locate(a, sym, d, d->frames[st->frames + f], f > 0, &m);
         if (!m)
             continue;
         if (!loc)

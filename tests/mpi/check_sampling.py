@@ -20,7 +20,8 @@ resolves through the sequence's interned frames to heavy or light in their
 files (the leaf), on the pid/tid of its rank's thread track (the main
 thread's, or the sampled thread's own track for the thread that never called
 xsprof), outside the thread's MPI slices (aligned times); --stream writes the
-same bytes.
+same bytes. merged.h5: /analysis/frames (heavy's sampled addresses in its file
+at its loop, one row per address) and /analysis/modules (every rank's modules).
 
 usage: check_sampling.py [--lang fortran] [--plugin LIB LIB_SRC] [--proto PERFETTO_MIN_PROTO]
                          XSM_SAMPLES XSMERGE PROGRAM HOT_SRC COLD_SRC
@@ -228,6 +229,31 @@ def check_pftrace(pb, merged, run_dir, hot, cold):
                   "%d of %d inside" % (rank, inside, len(hot_s)))
 
 
+def check_h5(merged, run_dir, hot, hot_line):
+    """merged.h5's /analysis/frames and /analysis/modules (merge/README)."""
+    with h5py.File(os.path.join(merged, "merged.h5"), "r") as f:
+        fr = f["/analysis/frames"][:] if "/analysis/frames" in f else []
+        md = f["/analysis/modules"][:] if "/analysis/modules" in f else []
+    keys = [(x["module"], int(x["offset"]), int(x["ret"])) for x in fr]
+    check(len(fr) and len(keys) == len(set(keys)), "merged.h5 /analysis/frames: one row per resolved address: %d rows"
+          % len(fr))
+    hv = [x for x in fr if x["function"] == b"heavy" and x["ret"] == 0]
+    check(hv and all(os.path.basename(x["file"].decode()) == hot for x in hv) and
+          any(x["line"] in (hot_line, hot_line + 1) for x in hv),
+          "merged.h5 /analysis/frames: heavy's sampled addresses in %s, its loop at line %d: %s" % (hot, hot_line, hv[:2]))
+    for rank in (0, 1):
+        with h5py.File(os.path.join(run_dir, "rank-%05d.h5" % rank), "r") as f:
+            names = [x.decode() for x in f["/definitions/strings"][:]]
+            want = sorted((names[m["path"]], names[m["build_id"]], int(m["lo"]), int(m["hi"]))
+                          for m in f["/definitions/modules"][:])
+        got = sorted((m["path"].decode(), m["build_id"].decode(), int(m["lo"]), int(m["hi"]))
+                     for m in md if m["rank"] == rank)
+        check(got and got == want, "merged.h5 /analysis/modules: rank %d's modules (path, build-id, range): %d of %d"
+              % (rank, len(got), len(want)))
+    mods = set(m["path"] for m in md)
+    check(all(x["module"] in mods for x in fr), "merged.h5 /analysis/frames: every frame's module is in /analysis/modules")
+
+
 def sampling_lines(err):
     return [l for l in err.splitlines() if "XSPROF_SAMPLE_HZ" in l]
 
@@ -327,6 +353,7 @@ def main():
     check("==== Sampled CPU time" in txt and "heavy (" in txt, "report.txt has the sampled CPU time with heavy")
     if proto:
         check_pftrace(perfetto_module(proto), run_dir + "-merged", run_dir, hot, cold)
+    check_h5(run_dir + "-merged", run_dir, hot, hot_line)
     p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-stream", "--stream", "--outputs", "report,pftrace"],
                        capture_output=True, text=True, timeout=300)
     RUNS.append(run_dir + "-stream")

@@ -368,6 +368,17 @@ typedef struct xsm_anframe {
     uint64_t offset;  /* the ELF address in the module */
 } xsm_anframe;
 
+/* The sampled call graph for callgrind.out (samples.c), summed over
+ * ranks: samples at a place in the code (cg_self: the sampled line; arcs:
+ * the line of the caller that calls callee, with the samples under it).
+ * Name indices; file is the module's path where no line information is. */
+typedef struct xsm_cgarc {
+    int32_t function, file;
+    int line;
+    int32_t callee, cfile; /* -1: a self cost, not a call */
+    uint64_t n;
+} xsm_cgarc;
+
 /* Where a rank ran (topology.c), from its file's hwloc record and the
  * topo_* metadata (mpi/topo.c); strings point into the run's. */
 typedef struct xsm_toporank {
@@ -458,6 +469,8 @@ typedef struct xsm_an {
      * seen first (frames.c; merged.h5 /analysis/frames) */
     xsm_anframe *frm; size_t nfrm, frmcap;
     xsm_names frm_keys;
+    xsm_cgarc *cga; size_t ncga, cgacap; /* the sampled call graph, first seen first */
+    xsm_names cga_keys;
     double score_for;        /* the report's `score` projection (xsm_report_opts.score_for) */
     int css_known;
     char css_note[512];

@@ -125,6 +125,8 @@ void xsm_an_free(xsm_an *a)
     free(a->dwin);
     free(a->frm);
     xsm_names_free(&a->frm_keys);
+    free(a->cga);
+    xsm_names_free(&a->cga_keys);
     xsm_buf_free(&a->smp_folded);
     free(a->topo);
     free(a->thost);

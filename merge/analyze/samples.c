@@ -87,6 +87,42 @@ static void fold_frame(xsm_buf *line, const xsm_loc *loc)
     }
 }
 
+/* n samples more at a place of the call graph (callee -1: the sampled
+ * line itself); 0, or -1. */
+static int cg_add(xsm_an *a, int32_t fn, int32_t file, int line, int32_t callee, int32_t cfile, uint64_t n)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%d %d %d %d %d", fn, file, line, callee, cfile);
+    int32_t k = xsm_names_find(&a->cga_keys, key);
+    if (k < 0) {
+        if ((k = xsm_names_intern(&a->cga_keys, key)) < 0 || xsm_grow((void **)&a->cga, &a->cgacap, a->ncga, sizeof *a->cga))
+            return -1;
+        a->cga[a->ncga++] = (xsm_cgarc){fn, file, line, callee, cfile, 0};
+    }
+    a->cga[k].n += n;
+    return 0;
+}
+
+/* A sampled stack (locs, the innermost first) taken n times in the call
+ * graph: each function of each inlined chain, outermost first, calls the
+ * next at its line; the last one is at the sampled line. */
+static int cg_stack(xsm_an *a, const xsm_loc *const *locs, uint32_t nlocs, uint64_t n)
+{
+    int32_t pfn = -1, pfile = -1;
+    int pline = 0;
+    for (uint32_t i = nlocs; i-- > 0;) {
+        for (int j = locs[i]->nframes - 1; j >= 0; j--) {
+            const xsm_frame *f = &locs[i]->frames[j];
+            int32_t fn = xsm_names_intern(&a->names, f->function);
+            int32_t file = xsm_names_intern(&a->names, f->file ? f->file : locs[i]->module);
+            if (fn < 0 || file < 0 || (pfn >= 0 && cg_add(a, pfn, pfile, pline, fn, file, n)))
+                return -1;
+            pfn = fn, pfile = file, pline = f->line;
+        }
+    }
+    return pfn >= 0 ? cg_add(a, pfn, pfile, pline, -1, -1, n) : 0;
+}
+
 static int str_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
 /* Rank r's sampled stacks folded into a->smp_folded ("rank N;outermost;
@@ -115,8 +151,11 @@ static int rank_folded(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, i
             }
             locs[nlocs++] = loc;
         }
-        if (rc)
+        if (rc || cg_stack(a, locs, nlocs, cnt[k + 1])) {
+            rc = -1;
             break;
+        }
+        /* its folded line: "rank N;outermost;...;leaf samples" */
         xsm_buf line = {0};
         xsm_buf_printf(&line, "rank %d", (int)r);
         for (uint32_t i = nlocs; i-- > 0;)

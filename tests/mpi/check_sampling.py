@@ -20,7 +20,9 @@ resolves through the sequence's interned frames to heavy or light in their
 files (the leaf), on the pid/tid of its rank's thread track (the main
 thread's, or the sampled thread's own track for the thread that never called
 xsprof), outside the thread's MPI slices (aligned times); --stream writes the
-same bytes. merged.h5: /analysis/frames (heavy's sampled addresses in its file
+same bytes. callgrind.out (--format callgrind): heavy and light in their files
+with their self samples at their loop lines, read by a parser here and by
+callgrind_annotate when valgrind is installed. merged.h5: /analysis/frames (heavy's sampled addresses in its file
 at its loop, one row per address) and /analysis/modules (every rank's modules).
 
 usage: check_sampling.py [--lang fortran] [--plugin LIB LIB_SRC] [--proto PERFETTO_MIN_PROTO]
@@ -254,6 +256,55 @@ def check_h5(merged, run_dir, hot, hot_line):
     check(all(x["module"] in mods for x in fr), "merged.h5 /analysis/frames: every frame's module is in /analysis/modules")
 
 
+def callgrind_self(path):
+    """{(file, function): {line: self samples}} of a callgrind.out (name
+    compression; cost lines after calls= are inclusive, left out)."""
+    names, cur, out, events, after_call = {"fl": {}, "fn": {}}, {}, {}, [], False
+    for line in open(path):
+        line = line.rstrip("\n")
+        if line.startswith("events:"):
+            events = line.split()[1:]
+            continue
+        m = re.match(r"(c?f[lie]|c?fn)=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            kind = "fn" if m.group(1).endswith("fn") else "fl"
+            if m.group(3) is not None:
+                names[kind][m.group(2)] = m.group(3)
+            cur[m.group(1)] = names[kind].get(m.group(2))
+            continue
+        if line.startswith("calls="):
+            after_call = True
+            continue
+        m = re.match(r"(\d+)((?: \d+)*)$", line)
+        if m:
+            if not after_call:
+                costs = dict(zip(events, [int(x) for x in m.group(2).split()]))
+                place = out.setdefault((cur.get("fl"), cur.get("fn")), {})
+                place[int(m.group(1))] = place.get(int(m.group(1)), 0) + costs.get("samples", 0)
+            after_call = False
+    return out
+
+
+def check_callgrind(merged, hot, hot_line, cold, cold_line):
+    path = os.path.join(merged, "callgrind.out")
+    cg = callgrind_self(path) if os.path.exists(path) else {}
+    tot = {}
+    for fn, src, line in (("heavy", hot, hot_line), ("light", cold, cold_line)):
+        places = {k: v for k, v in cg.items() if k[1] == fn}
+        tot[fn] = sum(sum(v.values()) for v in places.values())
+        files = set(os.path.basename(k[0] or "") for k in places)
+        top = max(((n, ln) for v in places.values() for ln, n in v.items()), default=(0, 0))
+        check(files == {src} and top[1] in (line, line + 1),
+              "callgrind.out: %s in %s with its samples at its loop, line %d: %s" % (fn, src, line, places))
+    check(tot["heavy"] + tot["light"] > 0 and abs(100.0 * tot["heavy"] / (tot["heavy"] + tot["light"]) - 70) <= 5,
+          "callgrind.out: heavy has 70 %% +- 5 of heavy's and light's samples: %s" % tot)
+    annotate = shutil.which("callgrind_annotate")
+    if annotate and os.path.exists(path):  # valgrind's own reader finds heavy in its file
+        p = subprocess.run([annotate, "--threshold=100", "--auto=no", path], capture_output=True, text=True)
+        check(p.returncode == 0 and re.search(r"\b%s:heavy\b" % re.escape(hot), p.stdout),
+              "callgrind_annotate lists heavy in %s: %s" % (hot, p.stdout[-800:] + p.stderr))
+
+
 def sampling_lines(err):
     return [l for l in err.splitlines() if "XSPROF_SAMPLE_HZ" in l]
 
@@ -324,9 +375,11 @@ def main():
         check(main_tid and (sm["os_tid"] == main_tid[0]).sum() > 0.5 * len(sm),
               "most samples are the main thread's (os_tid %s)" % main_tid)
         check(len(sm) and all((sm["stack"] > 0)), "every sample has a call stack")
-    p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-merged"], capture_output=True, text=True, timeout=300)
+    p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-merged", "--format", "callgrind"], capture_output=True,
+                       text=True, timeout=300)
     RUNS.append(run_dir + "-merged")
     check(p.returncode == 0, "xsmerge merges a run with samples: %s" % p.stderr)
+    check_callgrind(run_dir + "-merged", hot, hot_line, cold, cold_line)
     # the report says where the CPU time went: heavy's loop line first,
     # light's after it, 70 : 30 between them, in seconds (perf clock); the
     # same from --stream (one analysis)

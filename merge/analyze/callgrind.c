@@ -4,11 +4,11 @@
  * arc per child; KCachegrind sums blocks of the same function. With CPU
  * samples (XSPROF_SAMPLE_HZ) a second event, samples: the sampled call
  * graph (samples.c) as function blocks in their source files, self samples
- * at the sampled lines and calls at the caller's line; a region that is
- * such a function (an -finstrument-functions region, or one named like
- * it; not an MPI call, which stays the call) is placed in its file at the
- * first line its samples name. Without
- * samples the regions stay in the file "[xsprof regions]", line 0. */
+ * at the sampled lines and calls at the caller's line. A region that is a
+ * function the samples or the MPI call sites place (an
+ * -finstrument-functions region, or one named like it; not an MPI call,
+ * which stays the call) is placed in its file at the first line they name
+ * there. Other regions stay in the file "[xsprof regions]", line 0. */
 #include <stdlib.h>
 #include <string.h>
 #include "an.h"
@@ -39,6 +39,16 @@ static void fl_ref(xsm_buf *b, const char *tag, const xsm_an *a, int32_t file, u
         xsm_buf_printf(b, "%s=(%d) %s\n", tag, file + 2, xsm_an_name(a, file));
         seen[file] = 1;
     }
+}
+
+/* Function fn is in file at line: the first file it was seen in, its
+ * smallest line there. */
+static void place(int32_t *pfile, int *pline, int32_t fn, int32_t file, int line)
+{
+    if (pfile[fn] < 0)
+        pfile[fn] = file;
+    if (pfile[fn] == file && line > 0 && (!pline[fn] || line < pline[fn]))
+        pline[fn] = line;
 }
 
 static const xsm_cgarc *cg_sort_base;
@@ -118,13 +128,15 @@ void xsm_callgrind_write(const xsm_an *a, xsm_buf *b)
     for (size_t i = 0; i < a->names.n; i++)
         pfile[i] = -1, pline[i] = 0;
     for (size_t i = 0; i < a->ncga; i++) {
-        const xsm_cgarc *g = &a->cga[i];
-        nsmp += g->callee < 0 ? g->n : 0;
-        if (pfile[g->function] < 0)
-            pfile[g->function] = g->file;
-        if (pfile[g->function] == g->file && g->line > 0 && (!pline[g->function] || g->line < pline[g->function]))
-            pline[g->function] = g->line;
+        nsmp += a->cga[i].callee < 0 ? a->cga[i].n : 0;
+        place(pfile, pline, a->cga[i].function, a->cga[i].file, a->cga[i].line);
     }
+    int placed = a->ncga > 0; /* some function has a file: regions go to files */
+    for (size_t i = 0; i < a->ncss; i++)
+        if (a->css[i].file >= 0) {
+            place(pfile, pline, a->css[i].function, a->css[i].file, a->css[i].line);
+            placed = 1;
+        }
     xsm_buf_puts(b, "# callgrind format\nversion: 1\ncreator: xsprof\n");
     xsm_buf_printf(b, "cmd: %s\n", a->run->command[0] ? a->run->command : a->run->run_dir);
     if (a->ncga)
@@ -132,8 +144,8 @@ void xsm_callgrind_write(const xsm_an *a, xsm_buf *b)
                           "samples under a call)\npositions: line\nevents: ns samples\nsummary: %lld %llu\n\n",
                        a->nranks, (long long)total, (unsigned long long)nsmp);
     else
-        xsm_buf_printf(b, "part: 1\ndesc: Ranks: %zu (times summed over ranks)\npositions: line\nevents: ns\nsummary: %lld\n\nfl=(1) [xsprof regions]\n", a->nranks,
-                       (long long)total);
+        xsm_buf_printf(b, "part: 1\ndesc: Ranks: %zu (times summed over ranks)\npositions: line\nevents: ns\nsummary: %lld\n\n%s", a->nranks,
+                       (long long)total, placed ? "" : "fl=(1) [xsprof regions]\n");
     for (size_t c = 0; c < nc; c++)
         if (a->cn[c].is_mpi) /* an MPI call is the call, not the library function of its name */
             pfile[a->cn[c].name] = -1;
@@ -142,7 +154,7 @@ void xsm_callgrind_write(const xsm_an *a, xsm_buf *b)
         if (!calls[c])
             continue;
         int32_t nm = a->cn[c].name;
-        if (a->ncga && pfile[nm] != cur)
+        if (placed && pfile[nm] != cur)
             fl_ref(b, "fl", a, cur = pfile[nm], seenfl);
         fn_ref(b, "fn", a, nm, seen);
         xsm_buf_printf(b, "%d %lld\n", pfile[nm] >= 0 ? pline[nm] : 0, (long long)excl[c]);
@@ -150,7 +162,7 @@ void xsm_callgrind_write(const xsm_an *a, xsm_buf *b)
             if (!calls[k])
                 continue;
             int32_t kn = a->cn[k].name;
-            if (a->ncga)
+            if (placed)
                 fl_ref(b, "cfl", a, pfile[kn], seenfl);
             fn_ref(b, "cfn", a, kn, seen);
             xsm_buf_printf(b, "calls=%llu %d\n%d %lld\n", (unsigned long long)calls[k], pfile[kn] >= 0 ? pline[kn] : 0,

@@ -679,6 +679,10 @@ int xsm_samples_delay(const xsm_an *a, int kind, int32_t causer, const xsm_dwin 
 struct xsm_symbols;
 const struct xsm_loc *xsm_an_locate(xsm_an *a, struct xsm_symbols *sym, const xsprof_rank_data *d, uint64_t pc, int ret,
                                     const xsprof_io_module **mod);
+/* Where the program (the first present rank's first module) defines the
+ * function named `name`: its file (a name index) and in *line its first
+ * line; -1 when it defines none with line information (frames.c). */
+int32_t xsm_an_function_place(xsm_an *a, struct xsm_symbols *sym, const char *name, int *line);
 int xsm_an_topology(xsm_an *a);                         /* topology.c: bindings, NUMA nodes, GPUs */
 int xsm_an_findings(xsm_an *a);                         /* findings.c */
 int xsm_topo_findings(xsm_an *a);                       /* topology.c, called by xsm_an_findings */
@@ -695,7 +699,7 @@ void xsm_flame_folded(const xsm_an *a, xsm_buf *b);
  * differential graph: widths from `folded`, colour from the change. */
 void xsm_flame_svg(const char *folded, const char *base, const char *title, xsm_buf *b);
 void xsm_report_html(const char *json, const char *folded, xsm_buf *b);
-void xsm_callgrind_write(const xsm_an *a, xsm_buf *b);
+void xsm_callgrind_write(xsm_an *a, xsm_buf *b);
 
 /* Baseline comparison. Appends regression findings to `a`, writes a section
  * into `b`. Returns 0 nothing passed the threshold, 3 regression, 1 error. */

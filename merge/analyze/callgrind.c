@@ -8,10 +8,13 @@
  * function the samples or the MPI call sites place (an
  * -finstrument-functions region, or one named like it; not an MPI call,
  * which stays the call) is placed in its file at the first line they name
- * there. Other regions stay in the file "[xsprof regions]", line 0. */
+ * there; else, one the program defines (its symbol table), at the line
+ * where the function begins. Other regions stay in the file
+ * "[xsprof regions]", line 0. */
 #include <stdlib.h>
 #include <string.h>
 #include "an.h"
+#include "merge/symbols/symbols.h"
 
 static void fn_ref(xsm_buf *b, const char *tag, const xsm_an *a, int32_t name, unsigned char *seen)
 {
@@ -92,9 +95,36 @@ static void cg_samples(const xsm_an *a, xsm_buf *b, unsigned char *seen, unsigne
     free(ix);
 }
 
-void xsm_callgrind_write(const xsm_an *a, xsm_buf *b)
+/* The regions (call-tree nodes, not MPI calls) named like a function of
+ * the program (an -finstrument-functions region is one): where it begins,
+ * file name index into sfile[c] (-1 none), line into sline[c]. Before
+ * the writer sizes its tables: this interns the files. 0, or -1. */
+static int cg_defined(xsm_an *a, int32_t *sfile, int *sline)
+{
+    xsm_symbols *sym = NULL;
+    for (size_t c = 0; c < a->ncn; c++) {
+        sfile[c] = -1;
+        if (a->cn[c].is_mpi)
+            continue;
+        if (!sym && !(sym = xsm_symbols_open()))
+            return -1;
+        sfile[c] = xsm_an_function_place(a, sym, xsm_an_name(a, a->cn[c].name), &sline[c]);
+    }
+    xsm_symbols_close(sym);
+    return 0;
+}
+
+void xsm_callgrind_write(xsm_an *a, xsm_buf *b)
 {
     size_t nc = a->ncn;
+    int32_t *sfile = malloc((nc + 1) * sizeof *sfile);
+    int *sline = malloc((nc + 1) * sizeof *sline);
+    if (!sfile || !sline || cg_defined(a, sfile, sline)) {
+        free(sfile);
+        free(sline);
+        b->failed = 1;
+        return;
+    }
     uint64_t *calls = calloc(nc + 1, sizeof *calls);
     int64_t *incl = calloc(nc + 1, sizeof *incl), *excl = calloc(nc + 1, sizeof *excl);
     unsigned char *seen = calloc(a->names.n + 1, 1), *seenfl = calloc(a->names.n + 1, 1);
@@ -149,6 +179,13 @@ void xsm_callgrind_write(const xsm_an *a, xsm_buf *b)
     for (size_t c = 0; c < nc; c++)
         if (a->cn[c].is_mpi) /* an MPI call is the call, not the library function of its name */
             pfile[a->cn[c].name] = -1;
+    for (size_t c = 0; c < nc; c++) { /* the rest where the program defines them */
+        int32_t nm = a->cn[c].name;
+        if (pfile[nm] < 0 && sfile[c] >= 0) {
+            pfile[nm] = sfile[c], pline[nm] = sline[c];
+            placed = 1;
+        }
+    }
     int32_t cur = -2; /* the current fl= (-1: the regions' file) */
     for (size_t c = 0; c < nc; c++) {
         if (!calls[c])
@@ -178,6 +215,8 @@ out:
     free(excl);
     free(seen);
     free(seenfl);
+    free(sfile);
+    free(sline);
     free(pfile);
     free(pline);
     free(first);

@@ -29,3 +29,24 @@ const xsm_loc *xsm_an_locate(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data
     a->frm[a->nfrm++] = f;
     return loc;
 }
+
+int32_t xsm_an_function_place(xsm_an *a, xsm_symbols *sym, const char *name, int *line)
+{
+    const xsprof_rank_data *d = NULL;
+    for (size_t r = 0; r < a->nranks && !d; r++)
+        if (a->rs[r].present && a->run->ranks[r].d.nmodules)
+            d = &a->run->ranks[r].d;
+    if (!d)
+        return -1;
+    const xsprof_io_module *m = &d->modules[0]; /* the program: the first object a process lists */
+    int h = xsm_symbols_module(sym, xsprof_rank_data_string(d, m->path), xsprof_rank_data_string(d, m->build_id));
+    uint64_t at;
+    if (h < 0 || xsm_symbols_function(sym, h, name, &at))
+        return -1;
+    const xsm_loc *loc = xsm_symbols_lookup(sym, h, at, 0);
+    const xsm_frame *f = loc ? &loc->frames[loc->nframes - 1] : NULL;
+    if (!f || !f->file)
+        return -1;
+    *line = f->line;
+    return xsm_names_intern(&a->names, f->file);
+}

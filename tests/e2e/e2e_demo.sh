@@ -19,20 +19,12 @@ assert {"solve", "step", "halo", "compute"} <= names, names
 ops = {x["op"] for x in r["mpi"]}
 assert {"MPI_Allreduce", "MPI_Isend", "MPI_Irecv", "MPI_Wait", "MPI_Bcast", "MPI_Barrier"} <= ops, ops
 print("demo report: 4 ranks, regions", sorted(names))
-import os, re
-names, cur, place = {"fl": {}, "fn": {}}, {}, {}  # place: function -> (file, line of its first cost line)
-expect_cost = False
-for line in open(os.path.join(os.path.dirname(sys.argv[1]), "callgrind.out")):
-    m = re.match(r"(c?fl|c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
-    if m:
-        kind = m.group(1).lstrip("c")
-        if m.group(3) is not None:
-            names[kind][m.group(2)] = m.group(3)
-        cur[m.group(1)] = names[kind].get(m.group(2))
-        expect_cost = m.group(1) == "fn"
-    elif expect_cost and re.match(r"\d+ ", line):
-        place.setdefault(cur["fn"], (cur.get("fl"), int(line.split()[0])))
-        expect_cost = False
+import os
+sys.path.insert(0, os.environ["CALLGRIND_OUT_DIR"])
+import callgrind_out
+place = {}  # function -> (file, its first line)
+for (fl, fn), lines in callgrind_out.self_costs(os.path.join(os.path.dirname(sys.argv[1]), "callgrind.out")).items():
+    place.setdefault(fn, (fl, min(lines)))
 f, ln = place.get("halo", (None, 0))
 assert f and f.endswith("/demo.c") and ln > 0, place
 assert "MPI_" in open(sys.argv[2]).read().splitlines()[ln - 1], ln

@@ -37,6 +37,8 @@ import sys
 
 import h5py
 
+import callgrind_out
+
 FAILS = []
 RUNS = []
 
@@ -256,38 +258,10 @@ def check_h5(merged, run_dir, hot, hot_line):
     check(all(x["module"] in mods for x in fr), "merged.h5 /analysis/frames: every frame's module is in /analysis/modules")
 
 
-def callgrind_self(path):
-    """{(file, function): {line: self samples}} of a callgrind.out (name
-    compression; cost lines after calls= are inclusive, left out)."""
-    names, cur, out, events, after_call = {"fl": {}, "fn": {}}, {}, {}, [], False
-    for line in open(path):
-        line = line.rstrip("\n")
-        if line.startswith("events:"):
-            events = line.split()[1:]
-            continue
-        m = re.match(r"(c?f[lie]|c?fn)=\((\d+)\)(?: (.*))?$", line)
-        if m:
-            kind = "fn" if m.group(1).endswith("fn") else "fl"
-            if m.group(3) is not None:
-                names[kind][m.group(2)] = m.group(3)
-            cur[m.group(1)] = names[kind].get(m.group(2))
-            continue
-        if line.startswith("calls="):
-            after_call = True
-            continue
-        m = re.match(r"(\d+)((?: \d+)*)$", line)
-        if m:
-            if not after_call:
-                costs = dict(zip(events, [int(x) for x in m.group(2).split()]))
-                place = out.setdefault((cur.get("fl"), cur.get("fn")), {})
-                place[int(m.group(1))] = place.get(int(m.group(1)), 0) + costs.get("samples", 0)
-            after_call = False
-    return out
-
-
 def check_callgrind(merged, hot, hot_line, cold, cold_line):
     path = os.path.join(merged, "callgrind.out")
-    cg = callgrind_self(path) if os.path.exists(path) else {}
+    cg = {k: {ln: c.get("samples", 0) for ln, c in v.items()} for k, v in callgrind_out.self_costs(path).items()} \
+        if os.path.exists(path) else {}
     tot = {}
     for fn, src, line in (("heavy", hot, hot_line), ("light", cold, cold_line)):
         places = {k: v for k, v in cg.items() if k[1] == fn}

@@ -25,6 +25,12 @@ with their self samples at their loop lines, read by a parser here and by
 callgrind_annotate when valgrind is installed. merged.h5: /analysis/frames (heavy's sampled addresses in its file
 at its loop, one row per address) and /analysis/modules (every rank's modules).
 
+With --clock DEMO PROTO XSMERGE: the demo (messages) sampled at 2 kHz,
+merged with --min-latency 2ms so that the logical clock moves events: the
+samples move with them (by at most the largest correction, some by more
+than 0), and trace.pftrace is the same bytes from the in-memory merge,
+--stream and two processes under mpiexec.
+
 usage: check_sampling.py [--lang fortran] [--plugin LIB LIB_SRC] [--proto PERFETTO_MIN_PROTO]
                          XSM_SAMPLES XSMERGE PROGRAM HOT_SRC COLD_SRC
 (--plugin: the C program also burns CPU in LIB, dlopened and closed during the run)
@@ -283,8 +289,38 @@ def sampling_lines(err):
     return [l for l in err.splitlines() if "XSPROF_SAMPLE_HZ" in l]
 
 
+def clock_case(demo, proto, xsmerge):
+    run_dir, err = run("clock", 3, {"XSPROF_SAMPLE_HZ": "2000"}, 30, demo)
+    pb = perfetto_module(proto)
+    outs = {}
+    for name, pre, extra in (("plain", [], []), ("memory", [], ["--min-latency", "2ms"]),
+                             ("stream", [], ["--min-latency", "2ms", "--stream"]),
+                             ("np2", [os.environ.get("MPIEXEC") or "mpiexec", "-np", "2", "--oversubscribe"],
+                              ["--min-latency", "2ms"])):
+        out = run_dir + "-" + name
+        RUNS.append(out)
+        p = subprocess.run(pre + [xsmerge, run_dir, "-o", out, "--outputs", "pftrace,report"] + extra,
+                           capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, "clock: xsmerge %s: %s" % (name, p.stderr))
+        outs[name] = open(os.path.join(out, "trace.pftrace"), "rb").read() if p.returncode == 0 else b""
+    check(outs["memory"] and outs["memory"] == outs["stream"] == outs["np2"],
+          "clock: trace.pftrace the same bytes in memory, --stream and under mpiexec")
+    import json
+    corr = json.load(open(run_dir + "-memory/report.json"))["clock"]["max_correction_us"] * 1000
+    a = decode_pftrace(pb, os.path.join(run_dir + "-plain", "trace.pftrace"))[0]
+    b = decode_pftrace(pb, os.path.join(run_dir + "-memory", "trace.pftrace"))[0]
+    shift = [y["ts"] - x["ts"] for x, y in zip(a, b)]
+    check(len(a) == len(b) > 0 and corr > 0 and all(0 <= d <= corr + 1 for d in shift) and max(shift) > 0,
+          "clock: the logical clock moves the samples by 0 to its largest correction (%.0f ns): %s"
+          % (corr, (min(shift), max(shift)) if shift else None))
+    finish()
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--clock"]:
+        clock_case(*args[1:4])
+        return
     fortran = args[:2] == ["--lang", "fortran"]
     if fortran:
         args = args[2:]

@@ -49,6 +49,20 @@ static int xsm_u32_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The first of v[0..n) (sorted) that is not below x. */
+static size_t xsm_u32_lower(const uint32_t *v, size_t n, uint32_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static int xsm_gs_cmp(const void *a, const void *b)
 {
     const xsm_gstream *x = a, *y = b;
@@ -153,12 +167,6 @@ static int xsm_erank_names(xsm_emit *e, int32_t r)
     return 0;
 }
 
-static int xsm_i32_cmp(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The threads only the samples name (er->xos): known everywhere, since
  * samples are loaded whole with every rank in every mode. */
 static int xsm_erank_sampled(xsm_emit *e, int32_t r)
@@ -170,14 +178,14 @@ static int xsm_erank_sampled(xsm_emit *e, int32_t r)
         return -1;
     size_t n = 0;
     for (size_t i = 0; i < d->nsamples; i++) {
-        int32_t os = d->samples[i].os_tid;
+        uint32_t os = (uint32_t)d->samples[i].os_tid;
         size_t k = 0;
-        while (k < d->nthreads && d->threads[k].os_tid != os)
+        while (k < d->nthreads && (uint32_t)d->threads[k].os_tid != os)
             k++;
         if (k == d->nthreads && (n == 0 || er->xos[n - 1] != os))
             er->xos[n++] = os; /* runs of one thread: few duplicates left for the sort */
     }
-    er->nxos = xsm_uniq(er->xos, n, sizeof *er->xos, xsm_i32_cmp);
+    er->nxos = xsm_uniq(er->xos, n, sizeof *er->xos, xsm_u32_cmp);
     return 0;
 }
 
@@ -188,15 +196,7 @@ size_t xsm_emit_sample_thread(const xsm_emit *e, int32_t r, int32_t os_tid)
     for (size_t k = 0; k < d->nthreads; k++)
         if (d->threads[k].os_tid == os_tid)
             return xsm_emit_tid_index(er, d->threads[k].tid);
-    size_t lo = 0, hi = er->nxos;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (er->xos[mid] < os_tid)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return er->ntids + lo;
+    return er->ntids + xsm_u32_lower(er->xos, er->nxos, (uint32_t)os_tid);
 }
 
 /* Everything else of a rank (touches only e->ranks[r]). */
@@ -675,18 +675,7 @@ void xsm_emit_free(xsm_emit *e)
     memset(e, 0, sizeof *e);
 }
 
-size_t xsm_emit_tid_index(const xsm_erank *er, uint32_t tid)
-{
-    size_t lo = 0, hi = er->ntids;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (er->tids[mid] < tid)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
+size_t xsm_emit_tid_index(const xsm_erank *er, uint32_t tid) { return xsm_u32_lower(er->tids, er->ntids, tid); }
 
 size_t xsm_emit_gpu_index(const xsm_erank *er, uint32_t device, uint32_t stream)
 {

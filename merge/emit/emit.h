@@ -82,7 +82,7 @@ typedef struct xsm_erank {
     int16_t *memdev; size_t nmemdev;       /* devices with memory rows (-1 host), sorted */
     xsm_flow *mflows; size_t nmflows;      /* on mpi rows, sorted by row */
     xsm_flow *gflows; size_t ngflows;      /* on gpu rows, sorted by row */
-    int32_t *xos; size_t nxos;             /* kernel tids of the sampled threads the thread table
+    uint32_t *xos; size_t nxos;            /* kernel tids of the sampled threads the thread table
                                               lacks (they never called xsprof), sorted: thread
                                               tracks of their own, after the rank's other tracks */
     uint64_t track_base;                   /* first dense track number of this rank (from 1) */

@@ -477,7 +477,7 @@ static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
         xsm_pf_flush_packet(pf);
     }
     for (size_t i = er->ntids; i < er->ntids + er->nxos; i++) {
-        snprintf(buf, sizeof buf, "sampled thread (tid %d)", (int)er->xos[i - er->ntids]);
+        snprintf(buf, sizeof buf, "sampled thread (tid %u)", er->xos[i - er->ntids]);
         uint64_t uuid = xsm_uuid_sampled(er, i);
         xsm_pf_packet_begin(pf);
         xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);

@@ -71,22 +71,21 @@ static inline int64_t xsm_align_interp(xsm_clk *c, int64_t t)
     return t + (a->offset_ns + (int64_t)(wide / (b->t_local - a->t_local)));
 }
 
-/* A CPU sample's time (XSPROF_SAMPLE_HZ) on the merged timeline: its
- * rank's interpolated clock from the run's origin. The logical clock's
- * corrections move the rows around a message by microseconds, not the
- * instants between rows; leaving them out places a sample alike in both
- * merge modes (the streamed one maps its rows through them, the in-memory
- * one moved them in place). */
+/* Rank r's local clock -> merged time, for the records no stage moves (CPU
+ * samples, allocation stacks): its clock samples' interpolation and the
+ * logical clock's knots (xsm_rank.knots, kept by the in-memory clock and
+ * by the streamed one) into c, for xsm_align_sample_time. The rows went
+ * through the same map, in memory and streamed alike, so a sample sits
+ * among them as it ran (the logical clock moves rows by up to its largest
+ * correction: 34 ms in mpi_sampling_clock). */
+void xsm_align_rank_clock(const xsm_run *run, size_t r, xsm_clk *c);
+
+/* A record's local time t (XSPROF_SAMPLE_HZ samples) on the merged
+ * timeline, through c from xsm_align_rank_clock. */
 static inline int64_t xsm_align_sample_time(const xsm_run *run, xsm_clk *c, int64_t t)
 {
-    return xsm_align_interp(c, t) - run->t0_ref_ns;
+    return xsm_align_clock_map(c, t) - run->t0_ref_ns;
 }
-
-/* Rank r's local clock -> merged time, for records the stages leave on
- * the local clock (CPU samples): its clock samples' interpolation and the
- * logical clock's knots into c; the merged time of local t is then
- * xsm_align_clock_map(c, t) - run->t0_ref_ns, in memory and streamed. */
-void xsm_align_rank_clock(const xsm_run *run, size_t r, xsm_clk *c);
 
 /* Sort a rank's clock samples in place and drop those of one instant with
  * a worse round trip; returns the largest error bound (rtt / 2, us). */

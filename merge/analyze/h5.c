@@ -381,8 +381,8 @@ static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const ui
         for (size_t i = 0; i < d->nmodules; i++) {
             const xsprof_io_module *m = &d->modules[i];
             /* load and unload on the merged clock; "to the end" stays INT64_MAX */
-            int64_t tl = xsm_align_clock_map(&c, m->t_load) - a->run->t0_ref_ns;
-            int64_t tu = m->t_unload == INT64_MAX ? INT64_MAX : xsm_align_clock_map(&c, m->t_unload) - a->run->t0_ref_ns;
+            int64_t tl = xsm_align_sample_time(a->run, &c, m->t_load);
+            int64_t tu = m->t_unload == INT64_MAX ? INT64_MAX : xsm_align_sample_time(a->run, &c, m->t_unload);
             md[n++] = (xsm_ah_mod){(int32_t)r, xsprof_rank_data_string(d, m->path),
                                    xsprof_rank_data_string(d, m->build_id), m->lo, m->hi, m->bias, tl, tu};
         }

@@ -15,9 +15,11 @@
 /* The call stack rank d recorded for its allocation of ptr at t (merged
  * timeline): of its stacks for that address, the one closest in time
  * (an address is reused after a free); 0 none. */
-static uint32_t alloc_stack(const xsm_run *run, const xsprof_rank_data *d, uint64_t ptr, int64_t t)
+static uint32_t alloc_stack(const xsm_run *run, size_t r, uint64_t ptr, int64_t t)
 {
-    xsm_clk c = {d->clock, d->nclock, 0, NULL, 0, 0};
+    const xsprof_rank_data *d = &run->ranks[r].d;
+    xsm_clk c;
+    xsm_align_rank_clock(run, r, &c);
     uint32_t best = 0;
     int64_t bd = INT64_MAX;
     for (size_t i = 0; i < d->nalloc_stacks; i++) {
@@ -97,7 +99,7 @@ int xsm_an_memory(xsm_an *a, const xsm_sanalysis *sa)
             if (l->region >= 0 && reg < 0)
                 goto fail;
             m->leaks[i] = (xsm_leak){l->ptr, l->bytes, l->t, reg, l->device, {0}, 0};
-            if (d->nalloc_stacks && leak_frames(a, &sym, d, alloc_stack(a->run, d, l->ptr, l->t), &m->leaks[i]))
+            if (d->nalloc_stacks && leak_frames(a, &sym, d, alloc_stack(a->run, r, l->ptr, l->t), &m->leaks[i]))
                 goto fail;
         }
         m->nleaks = s->nleaks;

@@ -50,7 +50,8 @@ xsm_ssmp *xsm_ssmp_new(const xsm_run *run, int32_t r)
         return NULL;
     }
     s->d = d;
-    xsm_clk c = {d->clock, d->nclock, 0, NULL, 0, 0};
+    xsm_clk c;
+    xsm_align_rank_clock(run, (size_t)r, &c);
     size_t n = 0;
     for (size_t k = 0; k < d->nsamples; k++) {
         int64_t t = xsm_align_sample_time(run, &c, d->samples[k].t);

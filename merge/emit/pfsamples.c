@@ -104,7 +104,7 @@ xsm_pfs *xsm_pfs_open(const xsm_emit *e, size_t r)
     xsm_clk c;
     xsm_align_rank_clock(run, r, &c);
     for (size_t i = 0; i < d->nsamples; i++) {
-        int64_t t = xsm_align_clock_map(&c, d->samples[i].t) - run->t0_ref_ns;
+        int64_t t = xsm_align_sample_time(run, &c, d->samples[i].t);
         if (run->win && (t < run->win_from || t > run->win_to))
             continue; /* as the events outside --from/--to */
         s->ord[s->n++] = (xsm_pfs_ord){t, (uint32_t)i};

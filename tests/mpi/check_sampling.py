@@ -28,8 +28,8 @@ at its loop, one row per address) and /analysis/modules (every rank's modules).
 With --clock DEMO PROTO XSMERGE: the demo (messages) sampled at 2 kHz,
 merged with --min-latency 2ms so that the logical clock moves events: the
 samples move with them (by at most the largest correction, some by more
-than 0), and trace.pftrace is the same bytes from the in-memory merge,
---stream and two processes under mpiexec.
+than 0), and trace.pftrace and report.json are the same bytes from the
+in-memory merge, --stream and two processes under mpiexec.
 
 usage: check_sampling.py [--lang fortran] [--plugin LIB LIB_SRC] [--proto PERFETTO_MIN_PROTO]
                          XSM_SAMPLES XSMERGE PROGRAM HOT_SRC COLD_SRC
@@ -302,9 +302,11 @@ def clock_case(demo, proto, xsmerge):
         p = subprocess.run(pre + [xsmerge, run_dir, "-o", out, "--outputs", "pftrace,report"] + extra,
                            capture_output=True, text=True, timeout=300)
         check(p.returncode == 0, "clock: xsmerge %s: %s" % (name, p.stderr))
-        outs[name] = open(os.path.join(out, "trace.pftrace"), "rb").read() if p.returncode == 0 else b""
-    check(outs["memory"] and outs["memory"] == outs["stream"] == outs["np2"],
-          "clock: trace.pftrace the same bytes in memory, --stream and under mpiexec")
+        outs[name] = [open(os.path.join(out, f), "rb").read() if p.returncode == 0 else b""
+                      for f in ("trace.pftrace", "report.json")]
+    for k, f in enumerate(("trace.pftrace", "report.json (the engine's samples)")):
+        check(outs["memory"][k] and outs["memory"][k] == outs["stream"][k] == outs["np2"][k],
+              "clock: %s the same bytes in memory, --stream and under mpiexec" % f)
     import json
     corr = json.load(open(run_dir + "-memory/report.json"))["clock"]["max_correction_us"] * 1000
     a = decode_pftrace(pb, os.path.join(run_dir + "-plain", "trace.pftrace"))[0]

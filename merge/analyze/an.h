@@ -358,7 +358,8 @@ typedef struct xsm_dwin {
     int line;
     uint64_t n, line_n, all;
 } xsm_dwin;
-/* One address the call sites or the samples resolved (frames.c): where
+/* One address the analysis resolved (frames.c: call sites, samples, leak
+ * stacks): where
  * it is and what is there (the function the code was compiled into, the
  * function inlined deepest at the address, its file and line). */
 typedef struct xsm_anframe {

@@ -1,6 +1,6 @@
 /* merge/analyze/frames.c — the addresses the analysis resolved (call
  * sites: the return address into the program; samples: every frame of
- * every sampled stack), one row per place in a module's code whatever the
+ * every sampled stack; leak candidates' stacks), one row per place in a module's code whatever the
  * rank and its ASLR, for merged.h5's /analysis/frames. Owner: merge
  * analysis. */
 #include <stdio.h>

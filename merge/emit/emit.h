@@ -285,9 +285,11 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 /* One rank's self-contained packet sequence of trace.pftrace (the file is
  * these segments in rank order), appended to f; *bytes gets its size;
- * messages name dir/trace.pftrace. */
-int xsm_emit_pftrace_rank(const xsm_emit *e, size_t rank, FILE *f, const char *dir, uint64_t *bytes, char *err,
-                          size_t errlen);
+ * messages name dir/trace.pftrace. *sym: the writer's symbols for the
+ * samples' call stacks (opened when NULL; the writer closes them). */
+struct xsm_symbols;
+int xsm_emit_pftrace_rank(const xsm_emit *e, size_t rank, FILE *f, const char *dir, uint64_t *bytes,
+                          struct xsm_symbols **sym, char *err, size_t errlen);
 struct xsm_place;
 /* The writers of the segments of ranks lo, lo + step, ... (n of them) into
  * the blocks of pl (block k: rank lo + k * step), taken in order by up to

@@ -70,7 +70,7 @@ struct xsm_pfs {
     uint64_t nframes;         /* frame iids given */
     uint64_t *ids;            /* the callstack being interned: its frame iids */
     size_t nids, capids;
-    xsm_symbols *sym;
+    xsm_symbols **sym;        /* the writer's */
 };
 
 static int xsm_pfs_ord_cmp(const void *a, const void *b)
@@ -81,7 +81,7 @@ static int xsm_pfs_ord_cmp(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-xsm_pfs *xsm_pfs_open(const xsm_emit *e, size_t r)
+xsm_pfs *xsm_pfs_open(const xsm_emit *e, size_t r, xsm_symbols **sym)
 {
     const xsm_run *run = e->run;
     const xsprof_rank_data *d = &run->ranks[r].d;
@@ -91,6 +91,7 @@ xsm_pfs *xsm_pfs_open(const xsm_emit *e, size_t r)
     s->e = e;
     s->r = (int32_t)r;
     s->d = d;
+    s->sym = sym;
     s->addrs.size = sizeof(xsm_pfs_addr);
     xsm_strtab_init(&s->funcs);
     xsm_strtab_init(&s->files);
@@ -124,7 +125,6 @@ void xsm_pfs_close(xsm_pfs *s)
     xsm_ktab_free(&s->addrs);
     xsm_strtab_free(&s->funcs);
     xsm_strtab_free(&s->files);
-    xsm_symbols_close(s->sym);
     free(s);
 }
 
@@ -206,10 +206,10 @@ static int xsm_pfs_frames(xsm_pfs *s, xsm_out *o, uint64_t a, int ret, uint64_t 
         *n = x->n;
         return 0;
     }
-    if (!s->sym && !(s->sym = xsm_symbols_open()))
+    if (!*s->sym && !(*s->sym = xsm_symbols_open()))
         return -1;
     const xsprof_io_module *m;
-    const xsm_loc *loc = xsm_read_locate(s->sym, s->d, a, ret, &m);
+    const xsm_loc *loc = xsm_read_locate(*s->sym, s->d, a, ret, &m);
     if (m && !loc)
         return -1;
     size_t mi = m ? (size_t)(m - s->d->modules) : 0;

@@ -22,8 +22,11 @@
 
 typedef struct xsm_pfs xsm_pfs;
 
-/* Rank r's samples inside the run's window; NULL: out of memory. */
-xsm_pfs *xsm_pfs_open(const xsm_emit *e, size_t r);
+/* Rank r's samples inside the run's window; NULL: out of memory. *sym:
+ * the caller's symbols (opened here when NULL, closed by the caller), so
+ * that a writer resolves each module's addresses once for all its ranks. */
+struct xsm_symbols;
+xsm_pfs *xsm_pfs_open(const xsm_emit *e, size_t r, struct xsm_symbols **sym);
 void xsm_pfs_close(xsm_pfs *s);
 
 /* The next sample's merged time; INT64_MAX when none is left. */

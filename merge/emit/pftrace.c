@@ -36,6 +36,7 @@
 #include "merge/emit/memtrack.h"
 #include "merge/emit/place.h"
 #include "merge/emit/pfsamples.h"
+#include "merge/symbols/symbols.h"
 #include "merge/progress.h"
 #include "core/record.h" /* kinds of mpi, gpu and arg rows */
 
@@ -755,8 +756,8 @@ static int xsm_pf_samples_until(xsm_pf *pf, xsm_pfs *smp, size_t r, int64_t t)
     return 0;
 }
 
-int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir, uint64_t *bytes, char *err,
-                          size_t errlen)
+int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir, uint64_t *bytes, xsm_symbols **sym,
+                          char *err, size_t errlen)
 {
     xsm_pf pf = {.e = e, .seq_id = (uint32_t)r + 1};
     xsm_out_init(&pf.o, f);
@@ -768,7 +769,7 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir,
     pf.sent_comm = calloc(e->ncomms + 1, 1);
     pf.live = xsm_memtrack_new();
     pf.recv_name = e->key[XSM_KEY_RECV]; /* name of the flow-terminus instants */
-    xsm_pfs *smp = xsm_pfs_open(e, r);
+    xsm_pfs *smp = xsm_pfs_open(e, r, sym);
     const xsm_src_ops *ops = xsm_emit_source(e);
     void *src = NULL;
     int rc = 0;
@@ -845,6 +846,7 @@ static void *xsm_pf_writers_run(void *arg)
 {
     xsm_pf_writers *s = arg;
     char err[1024];
+    xsm_symbols *sym = NULL; /* this thread's, for all its ranks' samples */
     for (;;) {
         size_t k = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
         if (k >= s->n)
@@ -856,7 +858,7 @@ static void *xsm_pf_writers_run(void *arg)
             uint64_t n;
             if (!(f = xsm_place_file(s->pl, k)))
                 rc = xsm_err_set(err, sizeof err, "xsmerge: %s/trace.pftrace: %s", s->dir, strerror(errno));
-            else if (!(rc = xsm_emit_pftrace_rank(s->e, r, f, s->dir, &n, err, sizeof err)) && fflush(f) != 0)
+            else if (!(rc = xsm_emit_pftrace_rank(s->e, r, f, s->dir, &n, &sym, err, sizeof err)) && fflush(f) != 0)
                 rc = xsm_err_set(err, sizeof err, "xsmerge: %s/trace.pftrace: write failed: %s", s->dir,
                                  strerror(errno));
         }
@@ -873,6 +875,7 @@ static void *xsm_pf_writers_run(void *arg)
         xsm_place_help(s->pl, 0); /* the bytes its finish placed */
     }
     xsm_place_help(s->pl, 1); /* none left to take: write what still waits and is placed */
+    xsm_symbols_close(sym);
     return NULL;
 }
 

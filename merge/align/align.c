@@ -598,6 +598,29 @@ void xsm_align_rank_clock(const xsm_run *run, size_t r, xsm_clk *c)
     *c = (xsm_clk){k->d.clock, k->d.nclock, 0, k->knots, k->nknots, 0};
 }
 
+static int xsm_sample_at_cmp(const void *pa, const void *pb)
+{
+    const xsm_sample_at *a = pa, *b = pb;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+size_t xsm_align_samples(const xsm_run *run, size_t r, xsm_sample_at *at)
+{
+    const xsprof_rank_data *d = &run->ranks[r].d;
+    xsm_clk c;
+    xsm_align_rank_clock(run, r, &c);
+    size_t n = 0;
+    for (size_t k = 0; k < d->nsamples; k++) {
+        int64_t t = xsm_align_sample_time(run, &c, d->samples[k].t);
+        if (!run->win || (t >= run->win_from && t <= run->win_to)) /* as the events outside --from/--to */
+            at[n++] = (xsm_sample_at){t, (uint32_t)k};
+    }
+    qsort(at, n, sizeof *at, xsm_sample_at_cmp);
+    return n;
+}
+
 /* The map of rank state s kept for xsm_align_rank_clock: only the groups
  * whose shift differs from a neighbour's (and the first and last), the
  * same map exactly (as merge/align/stream_clc.c keeps it); 0, or -1. */

@@ -87,6 +87,16 @@ static inline int64_t xsm_align_sample_time(const xsm_run *run, xsm_clk *c, int6
     return xsm_align_clock_map(c, t) - run->t0_ref_ns;
 }
 
+/* Rank r's CPU samples (/events/samples) inside the run's window
+ * (--from/--to) in merged time order, one thread's in row order at equal
+ * times: their times and rows into at (room for d->nsamples); returns how
+ * many. The engine and trace.pftrace take them so. */
+typedef struct xsm_sample_at {
+    int64_t t;
+    uint32_t i;
+} xsm_sample_at;
+size_t xsm_align_samples(const xsm_run *run, size_t r, xsm_sample_at *at);
+
 /* Sort a rank's clock samples in place and drop those of one instant with
  * a worse round trip; returns the largest error bound (rtt / 2, us). */
 double xsm_align_clock_prepare(xsprof_rank_data *d);

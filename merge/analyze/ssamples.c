@@ -27,15 +27,6 @@ struct xsm_ssmp {
     uint8_t *counted; /* per sample: the wait kinds whose windows counted it (bit per kind) */
 };
 
-typedef struct smp_at { int64_t t; uint32_t i; } smp_at;
-
-static int by_time(const void *pa, const void *pb)
-{
-    const smp_at *a = pa, *b = pb;
-    if (a->t != b->t)
-        return a->t < b->t ? -1 : 1;
-    return a->i < b->i ? -1 : a->i > b->i; /* one thread's samples keep their order */
-}
 
 xsm_ssmp *xsm_ssmp_new(const xsm_run *run, int32_t r)
 {
@@ -43,22 +34,14 @@ xsm_ssmp *xsm_ssmp_new(const xsm_run *run, int32_t r)
     if (!d->nsamples)
         return NULL;
     xsm_ssmp *s = calloc(1, sizeof *s);
-    smp_at *at = malloc(d->nsamples * sizeof *at);
+    xsm_sample_at *at = malloc(d->nsamples * sizeof *at);
     if (!s || !at || !(s->t = malloc(d->nsamples * sizeof *s->t)) || !(s->i = malloc(d->nsamples * sizeof *s->i))) {
         free(at);
         xsm_ssmp_free(s);
         return NULL;
     }
     s->d = d;
-    xsm_clk c;
-    xsm_align_rank_clock(run, (size_t)r, &c);
-    size_t n = 0;
-    for (size_t k = 0; k < d->nsamples; k++) {
-        int64_t t = xsm_align_sample_time(run, &c, d->samples[k].t);
-        if (!run->win || (t >= run->win_from && t <= run->win_to)) /* --from/--to */
-            at[n++] = (smp_at){t, (uint32_t)k};
-    }
-    qsort(at, n, sizeof *at, by_time);
+    size_t n = xsm_align_samples(run, (size_t)r, at);
     for (size_t k = 0; k < n; k++) {
         s->t[k] = at[k].t;
         s->i[k] = at[k].i;

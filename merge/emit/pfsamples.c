@@ -42,11 +42,6 @@ enum {
     PB_CS_FRAMES = 2
 };
 
-typedef struct xsm_pfs_ord {
-    int64_t t;  /* merged time */
-    uint32_t i; /* row of /events/samples */
-} xsm_pfs_ord;
-
 /* One resolved address: its frames are iids first .. first + n - 1, the
  * outermost function of its inlined chain first. */
 typedef struct xsm_pfs_addr {
@@ -59,7 +54,7 @@ struct xsm_pfs {
     const xsm_emit *e;
     int32_t r;
     const xsprof_rank_data *d;
-    xsm_pfs_ord *ord;
+    xsm_sample_at *ord;       /* the samples in time order */
     size_t n, next;
     size_t cur;               /* callstack row of the sample just taken */
     unsigned char *cs_sent;   /* per callstack row: interned on the sequence */
@@ -72,14 +67,6 @@ struct xsm_pfs {
     size_t nids, capids;
     xsm_symbols **sym;        /* the writer's */
 };
-
-static int xsm_pfs_ord_cmp(const void *a, const void *b)
-{
-    const xsm_pfs_ord *x = a, *y = b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
 
 xsm_pfs *xsm_pfs_open(const xsm_emit *e, size_t r, xsm_symbols **sym)
 {
@@ -102,15 +89,7 @@ xsm_pfs *xsm_pfs_open(const xsm_emit *e, size_t r, xsm_symbols **sym)
         xsm_pfs_close(s);
         return NULL;
     }
-    xsm_clk c;
-    xsm_align_rank_clock(run, r, &c);
-    for (size_t i = 0; i < d->nsamples; i++) {
-        int64_t t = xsm_align_sample_time(run, &c, d->samples[i].t);
-        if (run->win && (t < run->win_from || t > run->win_to))
-            continue; /* as the events outside --from/--to */
-        s->ord[s->n++] = (xsm_pfs_ord){t, (uint32_t)i};
-    }
-    qsort(s->ord, s->n, sizeof *s->ord, xsm_pfs_ord_cmp);
+    s->n = xsm_align_samples(run, r, s->ord);
     return s;
 }
 

@@ -115,6 +115,24 @@ xsprof_status xsprof_buf_append(const void *rec, uint32_t size, int is_definitio
     return XSPROF_OK;
 }
 
+xsprof_status xsprof_buf_append_paused(const void *rec, uint32_t size) {
+    if (atomic_load_explicit(&xsprof_g.collecting, memory_order_relaxed))
+        return xsprof_buf_append(rec, size, 0);
+    if (atomic_load_explicit(&xsprof_g.state, memory_order_acquire) != XSPROF_STATE_RUNNING || !xsprof_journal_is_open())
+        return XSPROF_ERR_DISABLED;
+    uint32_t padded = xsprof_rec_size(size);
+    xsprof_thread *t = xsprof_thread_get();
+    void *p = t ? xsprof_thread_reserve(t, padded) : NULL;
+    if (!p)
+        return XSPROF_ERR_FULL;
+    memcpy(p, rec, size);
+    if (padded > size)
+        memset((char *)p + size, 0, padded - size);
+    ((xsprof_rec_hdr *)p)->size = (uint16_t)padded;
+    xsprof_buf_commit(p);
+    return XSPROF_OK;
+}
+
 /* A communicator's definition: the first members in the COMM record, the
  * rest in COMM_MORE records appended right after it by the same thread, so
  * the reader finds them in sequence (definitions are never dropped). */

@@ -24,6 +24,11 @@ XSPROF_HIDDEN void *xsprof_buf_reserve_def(uint32_t size);
 
 /* Append a fully built record (copying `size` bytes); definitions flag as above. */
 XSPROF_HIDDEN xsprof_status xsprof_buf_append(const void *rec, uint32_t size, int is_definition);
+/* The same for a record also kept while the session is paused (stopped,
+ * or outside the schedule's active window) once the journal is open (it
+ * never opens it: xsprof_recording_prepare does, at a safe point):
+ * XSPROF_ERR_DISABLED (nothing written) when it cannot be kept. */
+XSPROF_HIDDEN xsprof_status xsprof_buf_append_paused(const void *rec, uint32_t size);
 
 /* Intern a string for a record's string-id field (names, keys, values).
  * Unlike the public xsprof_name_intern, never flags filtered names. */
@@ -73,10 +78,11 @@ XSPROF_HIDDEN int xsprof_core_shadowed(void);
 /* Defined (1) in libxsprof-mpi only: this copy has the MPI wrappers. */
 XSPROF_HIDDEN extern const int xsprof_mpi_linked __attribute__((weak));
 
-/* Creates this rank's journal now when the session records (else its
- * first record does): the file, the first chunks, the writer thread and
- * the start hooks then cost the caller's time (mpi/: inside MPI_Init,
- * whose exit starts the measured window), not the program's first event's. */
+/* Creates this rank's journal now when the session records, or when
+ * XSPROF_MEMORY=1 keeps memory rows while it is paused (else its first
+ * record does): the file, the first chunks, the writer thread and the
+ * start hooks then cost the caller's time (mpi/: inside MPI_Init, whose
+ * exit starts the measured window), not the program's first event's. */
 XSPROF_HIDDEN xsprof_status xsprof_recording_prepare(void);
 
 /* Hooks run once when this process starts to really record (its journal
@@ -108,6 +114,10 @@ XSPROF_HIDDEN const char *xsprof_config_get(const char *name); /* NULL when unse
  * definition (xsprof_rec_stack). Returns the id (from 1), 0 when the stack
  * cannot be recorded (empty, too deep, table full, out of memory). */
 XSPROF_HIDDEN uint32_t xsprof_callstack_intern(const uint64_t *pcs, uint32_t n);
+/* The call stack id of an allocation of `size` bytes made by the program
+ * (its caller out, xsprof's frames left out), 0 when it is below
+ * XSPROF_MEMORY_STACK_BYTES or could not be unwound (memstack.c). */
+XSPROF_HIDDEN uint32_t xsprof_memstack_capture(uint64_t size);
 
 /* Loaded objects (modules.c): writes xsprof_rec_module records for the
  * objects loaded or unloaded since the last call (cheap when nothing

@@ -31,7 +31,8 @@ enum xsprof_rec_type {
     XSPROF_REC_COMM_MORE = 14, /* xsprof_rec_comm_more: members that did not fit the COMM record */
     XSPROF_REC_STACK = 15,  /* xsprof_rec_stack: an interned call stack (definition) */
     XSPROF_REC_MODULE = 16, /* xsprof_rec_module: an object seen loaded or gone (definition) */
-    XSPROF_REC_SAMPLE = 17  /* xsprof_rec_sample: a sampled call stack of some thread */
+    XSPROF_REC_SAMPLE = 17, /* xsprof_rec_sample: a sampled call stack of some thread */
+    XSPROF_REC_ALLOC_STACK = 18 /* xsprof_rec_alloc_stack: the call stack of the MEM record before it */
 };
 
 typedef struct xsprof_rec_hdr {
@@ -182,6 +183,11 @@ typedef struct xsprof_rec_clock {
 } xsprof_rec_clock; /* 32 bytes */
 
 enum xsprof_mem_kind { XSPROF_MEM_ALLOC = 1, XSPROF_MEM_FREE = 2 };
+/* kind flag: made while the session was paused (stopped, or outside the
+ * schedule's active window): counted in the memory figures (high-water
+ * mark, leak candidates), left off the timeline */
+#define XSPROF_MEM_F_PAUSED 0x100
+#define XSPROF_MEM_KIND(k) ((k) & 0xff)
 typedef struct xsprof_rec_mem {
     xsprof_rec_hdr h;
     uint16_t kind;
@@ -283,6 +289,16 @@ typedef struct xsprof_rec_sample {
     int32_t os_tid;    /* kernel thread id (xsprof_rec_thread.os_tid) */
     uint32_t pad;
 } xsprof_rec_sample; /* 24 bytes */
+
+/* Where an allocation was made (XSPROF_MEMORY, allocations of at least
+ * XSPROF_MEMORY_STACK_BYTES): written by the allocating thread right after
+ * its MEM record, whose time and address it repeats. */
+typedef struct xsprof_rec_alloc_stack {
+    xsprof_rec_hdr h;
+    uint32_t stack;    /* call stack id, from the allocation's caller out */
+    int64_t t;
+    uint64_t ptr;
+} xsprof_rec_alloc_stack; /* 24 bytes */
 
 /* Round a record size up to the 8-byte alignment of the stream. */
 static inline uint16_t xsprof_rec_size(uint32_t raw) { return (uint16_t)((raw + 7u) & ~7u); }

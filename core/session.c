@@ -164,7 +164,13 @@ xsprof_status xsprof_identity_set(int rank, int size, const char *run_dir) {
 }
 
 xsprof_status xsprof_recording_prepare(void) {
-    if (!atomic_load(&xsprof_g.collecting))
+    /* XSPROF_MEMORY's rows are kept while the session is paused too (a
+     * schedule's wait, a stopped session), but must not open the journal
+     * themselves: an allocation may come from inside the dynamic loader,
+     * whose lock the writer thread's creation then waits for */
+    const char *mem = xsprof_config_get("XSPROF_MEMORY");
+    int memory = mem && !strcmp(mem, "1") && atomic_load(&xsprof_g.state) == XSPROF_STATE_RUNNING;
+    if (!atomic_load(&xsprof_g.collecting) && !memory)
         return XSPROF_ERR_DISABLED;
     return xsprof_journal_open();
 }

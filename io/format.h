@@ -32,6 +32,7 @@
 #define XSPROF_DS_FRAMES "/definitions/frames"
 #define XSPROF_DS_MODULES "/definitions/modules"
 #define XSPROF_DS_SAMPLES "/events/samples"
+#define XSPROF_DS_ALLOC_STACKS "/events/alloc_stacks"
 
 typedef struct xsprof_io_region {
     int64_t t_begin;
@@ -188,5 +189,15 @@ typedef struct xsprof_io_sample {
     uint32_t stack; /* 0 = unknown (more distinct stacks than the table holds) */
     int32_t os_tid;
 } xsprof_io_sample;
+
+/* Where an allocation was made (XSPROF_MEMORY, allocations of at least
+ * XSPROF_MEMORY_STACK_BYTES): the /events/memory allocation of this time
+ * and address, and its call stack (from the program's allocating call
+ * out). Absent in files written before it. */
+typedef struct xsprof_io_alloc_stack {
+    int64_t t;
+    uint64_t ptr;
+    uint32_t stack;
+} xsprof_io_alloc_stack;
 
 #endif

@@ -27,6 +27,7 @@ static const struct {
     [XSPROF_H5_FRAMES] = {XSPROF_DS_FRAMES, sizeof(uint64_t)},
     [XSPROF_H5_MODULES] = {XSPROF_DS_MODULES, sizeof(xsprof_io_module)},
     [XSPROF_H5_SAMPLES] = {XSPROF_DS_SAMPLES, sizeof(xsprof_io_sample)},
+    [XSPROF_H5_ALLOC_STACKS] = {XSPROF_DS_ALLOC_STACKS, sizeof(xsprof_io_alloc_stack)},
     [XSPROF_H5_STRINGS] = {XSPROF_DS_STRINGS, 0}, /* width chosen per file */
 };
 
@@ -186,6 +187,11 @@ hid_t xsprof_h5_ds_mem_type(enum xsprof_h5_ds ds)
         F(xsprof_io_sample, t, H5T_NATIVE_INT64);
         F(xsprof_io_sample, stack, H5T_NATIVE_UINT32);
         F(xsprof_io_sample, os_tid, H5T_NATIVE_INT32);
+        break;
+    case XSPROF_H5_ALLOC_STACKS:
+        F(xsprof_io_alloc_stack, t, H5T_NATIVE_INT64);
+        F(xsprof_io_alloc_stack, ptr, H5T_NATIVE_UINT64);
+        F(xsprof_io_alloc_stack, stack, H5T_NATIVE_UINT32);
         break;
     default:
         ok = 0;

@@ -29,6 +29,7 @@ enum xsprof_h5_ds {
     XSPROF_H5_FRAMES,
     XSPROF_H5_MODULES,
     XSPROF_H5_SAMPLES, /* loaded whole like the definitions (not streamed) */
+    XSPROF_H5_ALLOC_STACKS, /* the same */
     XSPROF_H5_STRINGS,
     XSPROF_H5_COUNT
 };

@@ -64,7 +64,8 @@ typedef struct jr_ctx {
     xsprof_rec_arg *pending;
     size_t npending, cpending;
     /* definition capacities */
-    size_t cap_strings, cap_threads, cap_comms, cap_members, cap_topo, cap_meta, cap_stacks, cap_frames, cap_modules, cap_samples;
+    size_t cap_strings, cap_threads, cap_comms, cap_members, cap_topo, cap_meta, cap_stacks, cap_frames, cap_modules, cap_samples,
+        cap_alloc_stacks;
     /* per row of out->threads: named by a THREAD record in its own chunks */
     unsigned char *own_name;
     size_t cap_own_name;
@@ -282,6 +283,7 @@ static uint32_t jr_min_size(uint16_t type)
     case XSPROF_REC_STACK: return sizeof(xsprof_rec_stack) + sizeof(uint64_t);
     case XSPROF_REC_MODULE: return sizeof(xsprof_rec_module);
     case XSPROF_REC_SAMPLE: return sizeof(xsprof_rec_sample);
+    case XSPROF_REC_ALLOC_STACK: return sizeof(xsprof_rec_alloc_stack);
     default: return 0;
     }
 }
@@ -608,6 +610,16 @@ static int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t s
             return -1;
         }
         d->samples[d->nsamples++] = (xsprof_io_sample){.t = r.t, .stack = r.stack, .os_tid = r.os_tid};
+        return 0;
+    }
+    case XSPROF_REC_ALLOC_STACK: {
+        xsprof_rec_alloc_stack r;
+        memcpy(&r, p, sizeof r);
+        if (jr_grow((void **)&d->alloc_stacks, &c->cap_alloc_stacks, d->nalloc_stacks + 1, sizeof *d->alloc_stacks)) {
+            *fail = jr_fail(c, XSPROF_ERR_NOMEM, "out of memory reading allocation stacks");
+            return -1;
+        }
+        d->alloc_stacks[d->nalloc_stacks++] = (xsprof_io_alloc_stack){.t = r.t, .ptr = r.ptr, .stack = r.stack};
         return 0;
     }
     case XSPROF_REC_TOPO: {

@@ -81,6 +81,7 @@ void xsprof_rank_data_free(xsprof_rank_data *d)
     rd_release(d->frames);
     rd_release(d->modules);
     rd_release(d->samples);
+    rd_release(d->alloc_stacks);
     memset(d, 0, sizeof *d);
 }
 
@@ -563,19 +564,20 @@ static xsprof_status rd_load(rd_ctx *r, xsprof_rank_data *d, unsigned stream, rd
         (void **)&d->mpi,     (void **)&d->gpu,   (void **)&d->mem,      (void **)&d->clock,
         (void **)&d->threads, (void **)&d->comms, (void **)&d->comm_members, (void **)&d->topo,
         (void **)&d->meta,    (void **)&d->callstacks, (void **)&d->frames, (void **)&d->modules,
-        (void **)&d->samples};
+        (void **)&d->samples, (void **)&d->alloc_stacks};
     size_t *n[XSPROF_H5_STRINGS] = {&d->nregions, &d->nargs,  &d->ninstants,     &d->ncounters, &d->nmpi,
                                     &d->ngpu,     &d->nmem,   &d->nclock,        &d->nthreads,  &d->ncomms,
                                     &d->ncomm_members, &d->ntopo, &d->nmeta, &d->ncallstacks, &d->nframes,
-                                    &d->nmodules, &d->nsamples};
+                                    &d->nmodules, &d->nsamples, &d->nalloc_stacks};
     for (int t = 0; t < XSPROF_IO_T_COUNT; t++)
         tabs[t] = (rd_tab){.ds = -1, .mem = -1};
     _Static_assert(XSPROF_IO_T_COUNT == XSPROF_STORED_SAMPLES, "stored_rows: the event tables, then samples");
     r->d = d;
     xsprof_status s = rd_attributes(r, d);
     for (int i = 0; s == XSPROF_OK && i < XSPROF_H5_STRINGS; i++) {
-        if (i == XSPROF_H5_SAMPLES && H5Lexists(r->file, XSPROF_DS_SAMPLES, H5P_DEFAULT) <= 0) {
-            H5Eclear2(H5E_DEFAULT); /* a file from before sampling: no samples */
+        if ((i == XSPROF_H5_SAMPLES || i == XSPROF_H5_ALLOC_STACKS) &&
+            H5Lexists(r->file, xsprof_h5_ds_path((enum xsprof_h5_ds)i), H5P_DEFAULT) <= 0) {
+            H5Eclear2(H5E_DEFAULT); /* a file from before sampling or allocation stacks: none */
             continue;
         }
         s = i < XSPROF_IO_T_COUNT && (stream >> i & 1u) ? rd_tab_open(r, (enum xsprof_h5_ds)i, &tabs[i])

@@ -61,6 +61,7 @@ typedef struct xsprof_rank_data {
     uint64_t *frames;          size_t nframes;
     xsprof_io_module *modules; size_t nmodules;
     xsprof_io_sample *samples; size_t nsamples;
+    xsprof_io_alloc_stack *alloc_stacks; size_t nalloc_stacks;
 } xsprof_rank_data;
 
 /* Load a whole rank file. On error `out` is left empty (safe to free). */

@@ -69,7 +69,10 @@ static hsize_t wr_chunk_rows(enum xsprof_h5_ds ds)
 {
     if (ds < XSPROF_H5_THREADS)
         return xsprof_io_table_block_rows((enum xsprof_io_table)ds);
-    return ds == XSPROF_H5_COMM_MEMBERS || ds == XSPROF_H5_FRAMES || ds == XSPROF_H5_SAMPLES ? 4096 : 256;
+    return ds == XSPROF_H5_COMM_MEMBERS || ds == XSPROF_H5_FRAMES || ds == XSPROF_H5_SAMPLES ||
+                   ds == XSPROF_H5_ALLOC_STACKS
+               ? 4096
+               : 256;
 }
 
 /* Chunk of a table known to hold `rows` rows in all: no longer than the
@@ -328,7 +331,8 @@ static xsprof_status wr_definitions(wr_ctx *w, const xsprof_rank_data *d)
         (s = wr_def_table(w, XSPROF_H5_CALLSTACKS, d->callstacks, d->ncallstacks)) ||
         (s = wr_def_table(w, XSPROF_H5_FRAMES, d->frames, d->nframes)) ||
         (s = wr_def_table(w, XSPROF_H5_MODULES, d->modules, d->nmodules)) ||
-        (s = wr_def_table(w, XSPROF_H5_SAMPLES, d->samples, d->nsamples)))
+        (s = wr_def_table(w, XSPROF_H5_SAMPLES, d->samples, d->nsamples)) ||
+        (s = wr_def_table(w, XSPROF_H5_ALLOC_STACKS, d->alloc_stacks, d->nalloc_stacks)))
         return s;
     /* Fixed width = the longest string + NUL; deflate absorbs the padding. */
     size_t width = 1;

@@ -66,7 +66,7 @@ static const char xsm_usage[] =
     "  --outputs LIST        write only these products: any of pftrace, json,\n"
     "                        h5, report (default: all), and otf2 (trace.otf2,\n"
     "                        an OTF2 archive for Vampir and Scalasca; only when\n"
-    "                        asked for, not with --stream)\n"
+    "                        asked for)\n"
     "  --stream              write trace.pftrace (the products of --outputs\n"
     "                        with it), reading the rank files chunk by chunk:\n"
     "                        memory does not grow with the trace (the same trace\n"
@@ -293,13 +293,9 @@ static int xsm_parse_args(int argc, char **argv, xsm_opts *o)
         return xsm_bad_usage("--to is before --from", NULL);
     /* the reports stream only when asked to: a streamed analysis leaves out
      * what needs the whole timeline */
-    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON | XSM_OUT_H5));
+    int streamable = !(o->outputs & ~(XSM_OUT_PFTRACE | XSM_OUT_JSON | XSM_OUT_H5 | XSM_OUT_OTF2));
     if (o->stream && !o->outputs_given)
         o->outputs = XSM_OUT_PFTRACE;
-    /* trace.otf2 is written from the whole matched model (merge/README) */
-    if (o->stream && (o->outputs & XSM_OUT_OTF2))
-        return xsm_bad_usage("--stream does not write trace.otf2 (it needs the whole message table): merge it "
-                             "without --stream, in memory or under mpirun", NULL);
     /* they compare or extend the report: without it they would do nothing */
     if ((o->report.baseline_dir || o->report.diff_dir || o->report.callgrind) && !(o->outputs & XSM_OUT_REPORT))
         return xsm_bad_usage(o->report.baseline_dir ? "--baseline needs the report: add report to --outputs"
@@ -503,7 +499,7 @@ static int xsm_stream_estimate(const xsm_opts *o, uint64_t budget, int procs, FI
  * process 0 decides for all (one note, one choice). */
 static int xsm_stream_auto(const xsm_opts *o, const xsm_par *par, FILE *notes)
 {
-    if (o->stream || (o->outputs & XSM_OUT_OTF2))
+    if (o->stream)
         return 0;
     uint64_t budget = xsm_par_min_u64(par, xsm_memory_budget() / (uint64_t)par->local);
     int on = par->rank == 0 ? xsm_stream_estimate(o, budget, par->size, notes) : 0;
@@ -534,7 +530,8 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
     xsm_staging_guard(staging);
     xsm_stream_summary sum = {0};
     int what = (o->outputs & XSM_OUT_PFTRACE ? XSM_STREAM_PFTRACE : 0) | (o->outputs & XSM_OUT_JSON ? XSM_STREAM_JSON : 0) |
-               (o->outputs & XSM_OUT_H5 ? XSM_STREAM_H5 : 0) | (o->outputs & XSM_OUT_REPORT ? XSM_STREAM_REPORT : 0);
+               (o->outputs & XSM_OUT_H5 ? XSM_STREAM_H5 : 0) | (o->outputs & XSM_OUT_REPORT ? XSM_STREAM_REPORT : 0) |
+               (o->outputs & XSM_OUT_OTF2 ? XSM_STREAM_OTF2 : 0);
     xsm_report_opts ro = o->report;
     ro.summary = o->report.quiet ? NULL : stdout;
     ro.keep = NULL;
@@ -585,24 +582,16 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
     return sum.report_rc;
 }
 
-/* trace.otf2, with a note on the messages it leaves out: analysers wait
- * for every message they see, so only messages with both ends are written
- * (under mpirun by the process that writes it; notes NULL: -q). */
-static int xsm_otf2_main(const xsm_emit *e, const xsm_run *run, const char *dir, FILE *notes, char *err, size_t errlen)
+/* trace.otf2 from the model (under mpirun by the process that writes it;
+ * notes NULL: -q). */
+static int xsm_otf2_main(xsm_emit *e, const char *dir, FILE *notes, char *err, size_t errlen)
 {
 #if XSPROF_HAVE_OTF2
-    uint64_t out = 0;
-    if (xsm_emit_otf2(e, dir, &out, err, errlen))
-        return 1;
-    out = 2 * out + run->unmatched_sends + run->unmatched_recvs; /* a left-out message has two ends */
-    if (notes && (out || run->incomplete_colls))
-        fprintf(notes, "xsmerge: note: trace.otf2 leaves out %llu message end(s) without their other end and the "
-                "collective records of %zu incomplete collective(s) (a rank that died, a message never received): "
-                "analysers wait for every message and member they see\n", (unsigned long long)out,
-                run->incomplete_colls);
-    return 0;
+    if (xsm_emit_marks(e))
+        return xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2");
+    return xsm_emit_otf2(e, xsm_emit_source_calls(), dir, notes, err, errlen);
 #else
-    (void)e, (void)run, (void)dir, (void)notes;
+    (void)e, (void)dir, (void)notes;
     return xsm_err_set(err, errlen, "xsmerge: otf2 is unavailable: built without libotf2");
 #endif
 }
@@ -860,7 +849,7 @@ int main(int argc, char **argv)
                             xsm_env_num("XSPROF_MERGE_JSON_PART_MB", 256, 1, 0x1p20));
             }
         } else if (t == XSM_TASK_OTF2)
-            rc = xsm_otf2_main(&e, &run, staging, o.load.quiet ? NULL : stderr, err, sizeof err);
+            rc = xsm_otf2_main(&e, staging, o.load.quiet ? NULL : stderr, err, sizeof err);
         else
             rc = xsm_emit_h5(&e, staging, err, sizeof err);
         static const char *const task_name[XSM_TASK_N] = {"trace.json", "pftrace", "merged.h5", "trace.otf2"};

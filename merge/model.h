@@ -24,6 +24,14 @@ typedef struct xsm_rank {
      * loaded the rank, mapped read-only here; that process alone converts
      * their times, the others wait (xsm_run.sync) and read. */
     int ro;
+    /* Added by merge (additive): the logical clock's map of this rank's
+     * interpolated times, (t, C) pairs where its shift changes (NULL, 0:
+     * the identity), for the records no stage moves (samples:
+     * xsm_align_rank_clock). Owned when knots_own; else the streamed
+     * merge's (its knot file). */
+    int64_t *knots;
+    size_t nknots;
+    int knots_own;
 } xsm_rank;
 
 /* One matched point-to-point message. Indices are rows of ranks[x].d.mpi. */

@@ -682,6 +682,13 @@ static void track_post(xsprof_mpi_call *c, xsprof_rec_mpi *r, xsprof_comm_entry 
 }
 
 void xsprof_mpi_post(xsprof_mpi_call *c, int rc) {
+    if (xsprof_mpi_g.test_send_stall_ns && xsprof_mpi_ops[c->op].wkind == XSPROF_W_SEND) {
+        /* test hook: every MPI_Send lasts this much longer, as one whose
+         * rank was descheduled inside the call does (issue 38's eager sends) */
+        int64_t until = c->t_begin + xsprof_mpi_g.test_send_stall_ns;
+        while (xsprof_clock_read() < until)
+            nanosleep(&(struct timespec){0, 100000}, NULL);
+    }
     int64_t t_end = xsprof_clock_read();
     int e = errno;
     xsprof_guard_leave();

@@ -64,6 +64,56 @@ static void command_line(char *out, size_t len) {
             out[i] = ' ';
 }
 
+/* The transports' eager limits (MPI_T control variables whose name says
+ * eager_limit: Open MPI's btl_vader_eager_limit, btl_tcp_eager_limit, ...),
+ * each as meta "mpit:<name>": a send of a message below its path's limit
+ * returns without waiting for the receiver, so the merge counts no Late
+ * Receiver for it (merge/README "Wait states"). Nothing when the library
+ * has no such variable or MPI_T is refused. */
+static void eager_limits_record(void) {
+    int prov, n = 0;
+    if (PMPI_T_init_thread(MPI_THREAD_SINGLE, &prov) != MPI_SUCCESS)
+        return;
+    if (PMPI_T_cvar_get_num(&n) != MPI_SUCCESS)
+        n = 0;
+    for (int i = 0; i < n; i++) {
+        char name[256], key[300], val[32];
+        int nlen = (int)sizeof name, dlen = 0, verb, bind, scope, count;
+        MPI_Datatype dt;
+        MPI_T_enum et;
+        if (PMPI_T_cvar_get_info(i, name, &nlen, &verb, &dt, &et, NULL, &dlen, &bind, &scope) != MPI_SUCCESS ||
+            !strstr(name, "eager_limit") || strstr(name, "rndv") || bind != MPI_T_BIND_NO_OBJECT)
+            continue;
+        MPI_T_cvar_handle h;
+        if (PMPI_T_cvar_handle_alloc(i, NULL, &h, &count) != MPI_SUCCESS)
+            continue;
+        unsigned long long v = 0;
+        int ok = count == 1;
+        if (ok && (dt == MPI_INT || dt == MPI_UNSIGNED)) {
+            unsigned int x = 0;
+            ok = PMPI_T_cvar_read(h, &x) == MPI_SUCCESS;
+            v = x;
+        } else if (ok && (dt == MPI_UNSIGNED_LONG || dt == MPI_LONG)) {
+            unsigned long x = 0;
+            ok = PMPI_T_cvar_read(h, &x) == MPI_SUCCESS;
+            v = x;
+        } else if (ok && (dt == MPI_UNSIGNED_LONG_LONG || dt == MPI_LONG_LONG || dt == MPI_COUNT)) {
+            unsigned long long x = 0;
+            ok = PMPI_T_cvar_read(h, &x) == MPI_SUCCESS;
+            v = x;
+        } else {
+            ok = 0;
+        }
+        PMPI_T_cvar_handle_free(&h);
+        if (!ok)
+            continue;
+        snprintf(key, sizeof key, "mpit:%s", name);
+        snprintf(val, sizeof val, "%llu", v);
+        xsprof_meta_set(key, val);
+    }
+    PMPI_T_finalize();
+}
+
 static void meta_record(void) {
     char buf[4096];
     int len = 0;
@@ -85,6 +135,7 @@ static void meta_record(void) {
     xsprof_meta_set("mpi_thread_level", l >= 0 && l <= 3 ? levels[l] : "unknown");
     snprintf(buf, sizeof buf, "%d", xsprof_mpi_g.size);
     xsprof_meta_set("mpi_world_size", buf);
+    eager_limits_record();
 }
 
 void xsprof_mpi_init_after(int thread_level) {
@@ -110,6 +161,8 @@ void xsprof_mpi_init_after(int thread_level) {
     xsprof_end_state_set("exit without MPI_Finalize");
     xsprof_mpi_g.group_mask = xsprof_mpi_groups_parse(xsprof_config_get("XSPROF_MPI"));
     xsprof_mpi_g.callsite_depth = xsprof_mpi_callsite_depth_parse(xsprof_config_get("XSPROF_CALLSITE_DEPTH"));
+    const char *stall = xsprof_config_get("XSPROF_TEST_SEND_STALL_US");
+    xsprof_mpi_g.test_send_stall_ns = stall ? (int64_t)(atof(stall) * 1e3) : 0;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &xsprof_mpi_g.sync_comm) != MPI_SUCCESS)
         xsprof_mpi_g.sync_comm = MPI_COMM_NULL;
     if (xsprof_comm_registry_init() != XSPROF_OK) {

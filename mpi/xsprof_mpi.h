@@ -128,6 +128,7 @@ typedef struct xsprof_mpi_state {
     _Atomic uint64_t sync_next; /* WORLD collective (coll_seq) that takes the next periodic clock sample, 0 = off */
     int64_t sync_period_ns;     /* XSPROF_CLOCK_SYNC_S */
     int callsite_depth;    /* XSPROF_CALLSITE_DEPTH: frames per call site, 1..XSPROF_STACK_MAX */
+    int64_t test_send_stall_ns; /* XSPROF_TEST_SEND_STALL_US: test hook, see xsprof_mpi_post */
     int64_t init_sync_ns;  /* time spent in clock exchanges (benchmarks) */
     int64_t final_sync_ns;
 } xsprof_mpi_state;

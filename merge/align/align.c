@@ -592,6 +592,58 @@ static int64_t xsm_lc_fn(void *ctx, int64_t t)
     return xsm_align_pl_map(m->s->t, m->s->C, 1, m->s->G, &m->seg, t);
 }
 
+void xsm_align_rank_clock(const xsm_run *run, size_t r, xsm_clk *c)
+{
+    const xsm_rank *k = &run->ranks[r];
+    *c = (xsm_clk){k->d.clock, k->d.nclock, 0, k->knots, k->nknots, 0};
+}
+
+static int xsm_sample_at_cmp(const void *pa, const void *pb)
+{
+    const xsm_sample_at *a = pa, *b = pb;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+size_t xsm_align_samples(const xsm_run *run, size_t r, xsm_sample_at *at)
+{
+    const xsprof_rank_data *d = &run->ranks[r].d;
+    xsm_clk c;
+    xsm_align_rank_clock(run, r, &c);
+    size_t n = 0;
+    for (size_t k = 0; k < d->nsamples; k++) {
+        int64_t t = xsm_align_sample_time(run, &c, d->samples[k].t);
+        if (!run->win || (t >= run->win_from && t <= run->win_to)) /* as the events outside --from/--to */
+            at[n++] = (xsm_sample_at){t, (uint32_t)k};
+    }
+    qsort(at, n, sizeof *at, xsm_sample_at_cmp);
+    return n;
+}
+
+/* The map of rank state s kept for xsm_align_rank_clock: only the groups
+ * whose shift differs from a neighbour's (and the first and last), the
+ * same map exactly (as merge/align/stream_clc.c keeps it); 0, or -1. */
+static int xsm_keep_knots(xsm_rank *k, const xsm_rstate *s)
+{
+    int64_t *v = malloc(2 * s->G * sizeof *v);
+    if (!v)
+        return -1;
+    size_t n = 0;
+    for (size_t g = 0; g < s->G; g++) {
+        int64_t sh = s->C[g] - s->t[g];
+        if (g == 0 || g + 1 == s->G || sh != s->C[g - 1] - s->t[g - 1] || sh != s->C[g + 1] - s->t[g + 1]) {
+            v[2 * n] = s->t[g];
+            v[2 * n + 1] = s->C[g];
+            n++;
+        }
+    }
+    k->knots = v;
+    k->nknots = n;
+    k->knots_own = 1;
+    return 0;
+}
+
 static void xsm_rstates_free(xsm_rstate *st, size_t n)
 {
     for (size_t r = 0; r < n && st; r++) {
@@ -693,6 +745,7 @@ int xsm_align_logical(xsm_run *run, int64_t lat, char *err, size_t errlen)
         }
     }
     int64_t max_corr = 0;
+    int knots_lost = 0;
     xsm_sync_ro(run); /* every process has read the times it needed: now they move */
     for (size_t r = 0; r < n; r++) {
         xsm_rstate *s = &st[r];
@@ -707,10 +760,14 @@ int xsm_align_logical(xsm_run *run, int64_t lat, char *err, size_t errlen)
             xsm_lc_map m = {s, 0};
             xsm_rank_map(&run->ranks[r].d, xsm_lc_fn, &m, NULL);
         }
+        if (s->G && corr > 0 && !run->ranks[r].knots && xsm_keep_knots(&run->ranks[r], s))
+            knots_lost = 1; /* said after the syncs, which every process reaches */
     }
     run->clock.max_correction_ns = max_corr;
     xsm_sync_ro(run);
     run->clock.violations_after = xsm_align_violations(run);
+    if (knots_lost)
+        goto oom;
     xsm_rstates_free(st, n);
     free(xrow);
     free(xoff);

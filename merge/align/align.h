@@ -71,6 +71,32 @@ static inline int64_t xsm_align_interp(xsm_clk *c, int64_t t)
     return t + (a->offset_ns + (int64_t)(wide / (b->t_local - a->t_local)));
 }
 
+/* Rank r's local clock -> merged time, for the records no stage moves (CPU
+ * samples, allocation stacks): its clock samples' interpolation and the
+ * logical clock's knots (xsm_rank.knots, kept by the in-memory clock and
+ * by the streamed one) into c, for xsm_align_sample_time. The rows went
+ * through the same map, in memory and streamed alike, so a sample sits
+ * among them as it ran (the logical clock moves rows by up to its largest
+ * correction: 34 ms in mpi_sampling_clock). */
+void xsm_align_rank_clock(const xsm_run *run, size_t r, xsm_clk *c);
+
+/* A record's local time t (XSPROF_SAMPLE_HZ samples) on the merged
+ * timeline, through c from xsm_align_rank_clock. */
+static inline int64_t xsm_align_sample_time(const xsm_run *run, xsm_clk *c, int64_t t)
+{
+    return xsm_align_clock_map(c, t) - run->t0_ref_ns;
+}
+
+/* Rank r's CPU samples (/events/samples) inside the run's window
+ * (--from/--to) in merged time order, one thread's in row order at equal
+ * times: their times and rows into at (room for d->nsamples); returns how
+ * many. The engine and trace.pftrace take them so. */
+typedef struct xsm_sample_at {
+    int64_t t;
+    uint32_t i;
+} xsm_sample_at;
+size_t xsm_align_samples(const xsm_run *run, size_t r, xsm_sample_at *at);
+
 /* Sort a rank's clock samples in place and drop those of one instant with
  * a worse round trip; returns the largest error bound (rtt / 2, us). */
 double xsm_align_clock_prepare(xsprof_rank_data *d);

@@ -280,7 +280,12 @@ typedef struct xsm_finding {
     int outside;          /* a wait finding whose delay lies outside every region */
     int32_t where1;       /* 1 + the call site (a->css) where most of these waits were, 0 none */
     int32_t cause1;       /* 1 + the call site that caused most of them, 0 none */
-    int32_t burn1, burn_file; /* 1 + the function the causing rank burned the delay in (name index), 0 none; its file */
+    /* 1 + the function the causing rank ran most while they waited (name
+     * index), 0 none; its file (-1 unknown), most sampled line, share of
+     * the waits' samples (xsm_samples_delay) */
+    int32_t burn1, burn_file;
+    int burn_line;
+    double burn_share;
 } xsm_finding;
 
 typedef struct xsm_gpudev {
@@ -294,11 +299,16 @@ typedef struct xsm_gpudev {
 } xsm_gpudev;
 
 /* Memory events (xsprof_mem_alloc/free, XSPROF_MEMORY=1): per rank. */
+#define XSM_LEAK_FRAMES 8
 typedef struct xsm_leak {
     uint64_t ptr, bytes;
     int64_t t;        /* allocation time */
     int32_t region;   /* innermost region of the main thread then, -1 none/other thread */
     int16_t device;
+    /* where it was allocated (XSPROF_MEMORY_STACK_BYTES): "function
+     * (file:line)" name indices, the allocating call first */
+    int32_t frames[XSM_LEAK_FRAMES];
+    int nframes;
 } xsm_leak;
 
 typedef struct xsm_memrank {
@@ -339,6 +349,37 @@ typedef struct xsm_sample {
     uint32_t nranks;
     int32_t last_rank;
 } xsm_sample;
+/* The samples a causing rank took in the delay windows of waits of one
+ * kind (samples.c), by each program function on their stacks (function
+ * -1: all of them), with its most sampled line, and all the rank's
+ * samples in that function. */
+typedef struct xsm_dwin {
+    int32_t kind, rank, function, file; /* file -1 unknown */
+    int line;
+    uint64_t n, line_n, all;
+} xsm_dwin;
+/* One address the analysis resolved (frames.c: call sites, samples, leak
+ * stacks): where
+ * it is and what is there (the function the code was compiled into, the
+ * function inlined deepest at the address, its file and line). */
+typedef struct xsm_anframe {
+    int32_t module, function, inlined, file; /* name indices; inlined, file -1 none */
+    int line;
+    int ret;          /* 1: a return address (looked up at offset - 1) */
+    uint64_t offset;  /* the ELF address in the module */
+} xsm_anframe;
+
+/* The sampled call graph for callgrind.out (samples.c), summed over
+ * ranks: samples at a place in the code (cg_self: the sampled line; arcs:
+ * the line of the caller that calls callee, with the samples under it).
+ * Name indices; file is the module's path where no line information is. */
+typedef struct xsm_cgarc {
+    int32_t function, file;
+    int line;
+    int32_t callee, cfile; /* -1: a self cost, not a call */
+    uint64_t n;
+} xsm_cgarc;
+
 /* Where a rank ran (topology.c), from its file's hwloc record and the
  * topo_* metadata (mpi/topo.c); strings point into the run's. */
 typedef struct xsm_toporank {
@@ -419,11 +460,18 @@ typedef struct xsm_an {
     xsm_sample *smp; size_t nsmp, smpcap;
     uint64_t smp_total;
     int smp_timed;
-    /* samples per (rank, function on their stacks), rank by rank: where a
-     * causing rank's CPU time exceeds the others' (xsm_samples_excess) */
-    struct xsm_rfun { int32_t rank, function, file; uint64_t n; } *rfun;
-    size_t nrfun, rfuncap;
+    /* the samples taken in no region (the engine placed them), by place */
+    xsm_sample *nosmp; size_t nnosmp, nosmpcap;
+    uint64_t nosmp_total;
+    /* what causing ranks ran while others waited (xsm_samples_delay) */
+    xsm_dwin *dwin; size_t ndwin, dwincap;
     xsm_buf smp_folded; /* the sampled stacks folded ("rank N;main;f;g samples"), rank by rank, sorted */
+    /* every address resolved for the call sites and the samples, first
+     * seen first (frames.c; merged.h5 /analysis/frames) */
+    xsm_anframe *frm; size_t nfrm, frmcap;
+    xsm_names frm_keys;
+    xsm_cgarc *cga; size_t ncga, cgacap; /* the sampled call graph, first seen first */
+    xsm_names cga_keys;
     double score_for;        /* the report's `score` projection (xsm_report_opts.score_for) */
     int css_known;
     char css_note[512];
@@ -541,6 +589,7 @@ typedef struct xsm_anrank_out {
     const xsm_scs *cs; size_t ncs;         /* by call site */
     uint32_t main_thread;
     int64_t t_first, t_last, init_end, fin_begin, mpi_ns;
+    const struct xsm_ssmp *smp;            /* its samples by region and delay window (NULL: none) */
 } xsm_anrank_out;
 
 /* Rank r's accumulator (all zero for an absent rank). */
@@ -550,6 +599,28 @@ const char *xsm_sanalysis_name(const xsm_sanalysis *sa, int32_t g);
 const xsm_srcause *xsm_sanalysis_rootcauses(const xsm_sanalysis *sa, size_t *n);
 /* Its look-back window, in calls per rank. */
 size_t xsm_sanalysis_window(const xsm_sanalysis *sa);
+/* ---- ssamples.c: a rank's CPU samples in the engine (sprofile.c takes
+ * them in time order among the rank's events) */
+typedef struct xsm_ssmp xsm_ssmp;
+/* samples by (key, call stack id): key the call-tree node + 1 of the
+ * innermost region or MPI call (0: neither) for the regions', a wait kind
+ * for the delay windows' */
+typedef struct xsm_ssmpn { uint32_t key, stack; uint64_t n; } xsm_ssmpn;
+/* Rank r's samples in time order on the merged timeline (inside
+ * --from/--to); NULL when it has none or memory ran out (d->nsamples
+ * tells them apart). */
+xsm_ssmp *xsm_ssmp_new(const xsm_run *run, int32_t r);
+void xsm_ssmp_free(xsm_ssmp *s);
+/* The next sample before `before`: 1 with its time, stack and thread
+ * (tid, UINT32_MAX a thread xsprof does not know), 0 none. */
+int xsm_ssmp_next(xsm_ssmp *s, int64_t before, int64_t *t, uint32_t *stack, uint32_t *tid);
+/* One sample in region context ctx. 0, -1 out of memory. */
+int xsm_ssmp_ctx(xsm_ssmp *s, uint32_t ctx, uint32_t stack);
+/* The samples of [t0, t1) (while another rank waited `kind` for this one). */
+int xsm_ssmp_window(xsm_ssmp *s, int kind, int64_t t0, int64_t t1);
+const xsm_ssmpn *xsm_ssmp_ctxs(const xsm_ssmp *s, size_t *n);
+const xsm_ssmpn *xsm_ssmp_windows(const xsm_ssmp *s, size_t *n);
+
 /* A wait instance of a streamed analysis (sprofile.c), spilled for
  * merged.h5: string ids are the waiter's; root a name of the analysis. */
 typedef struct xsm_swinst {
@@ -597,12 +668,22 @@ int xsm_an_gpu(xsm_an *a, const xsm_sanalysis *sa);     /* misc.c: GPU devices *
 int xsm_an_health(xsm_an *a);                           /* misc.c: health, wall-time denominators */
 int xsm_an_memory(xsm_an *a, const xsm_sanalysis *sa);  /* memory.c: high-water marks, leak candidates */
 int xsm_an_callsites(xsm_an *a, const xsm_sanalysis *sa); /* callsites.c: MPI time and waits by call site */
-int xsm_an_samples(xsm_an *a);                          /* samples.c: sampled CPU time by place in the code */
-/* The function (name index; *file its file) on whose stacks rank r has the
- * most samples above the other ranks' mean, the most specific of those
- * nearly as far above (the function it burned a delay in), -1 none;
- * *excess: those samples. The program's code only (functions with a file). */
-int32_t xsm_samples_excess(const xsm_an *a, int32_t r, int32_t *file, double *excess);
+int xsm_an_samples(xsm_an *a, const xsm_sanalysis *sa); /* samples.c: sampled CPU time by place in the code */
+/* The function causer ran while others waited for it in waits of `kind`
+ * (*top; returns 1, 0 when it took no samples then): of the program's
+ * functions on nearly every stack of the waits' windows, the one whose
+ * samples fell most in them. *total: the windows' samples. */
+int xsm_samples_delay(const xsm_an *a, int kind, int32_t causer, const xsm_dwin **top, uint64_t *total);
+/* xsm_read_locate, the address noted in a->frm when a module holds it
+ * (frames.c): the analysis's one way to resolve an address. NULL as
+ * xsm_read_locate; also when the note ran out of memory (*mod set). */
+struct xsm_symbols;
+const struct xsm_loc *xsm_an_locate(xsm_an *a, struct xsm_symbols *sym, const xsprof_rank_data *d, uint64_t pc, int ret,
+                                    const xsprof_io_module **mod);
+/* Where the program (the first present rank's first module) defines the
+ * function named `name`: its file (a name index) and in *line its first
+ * line; -1 when it defines none with line information (frames.c). */
+int32_t xsm_an_function_place(xsm_an *a, struct xsm_symbols *sym, const char *name, int *line);
 int xsm_an_topology(xsm_an *a);                         /* topology.c: bindings, NUMA nodes, GPUs */
 int xsm_an_findings(xsm_an *a);                         /* findings.c */
 int xsm_topo_findings(xsm_an *a);                       /* topology.c, called by xsm_an_findings */
@@ -619,7 +700,7 @@ void xsm_flame_folded(const xsm_an *a, xsm_buf *b);
  * differential graph: widths from `folded`, colour from the change. */
 void xsm_flame_svg(const char *folded, const char *base, const char *title, xsm_buf *b);
 void xsm_report_html(const char *json, const char *folded, xsm_buf *b);
-void xsm_callgrind_write(const xsm_an *a, xsm_buf *b);
+void xsm_callgrind_write(xsm_an *a, xsm_buf *b);
 
 /* Baseline comparison. Appends regression findings to `a`, writes a section
  * into `b`. Returns 0 nothing passed the threshold, 3 regression, 1 error. */

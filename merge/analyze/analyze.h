@@ -116,6 +116,10 @@ int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, 
  * to t_post (waits.c poll_wait). */
 int xsm_sanalysis_pollwait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, int32_t causer, uint64_t causer_row,
                            int64_t t_post);
+/* Rank r's CPU samples taken before t (its next row's time; INT64_MAX
+ * after its last): each in the region or MPI call its thread was in
+ * then. 0, -1 out of memory. */
+int xsm_sanalysis_samples(xsm_sanalysis *sa, int32_t r, int64_t t);
 /* After the last row: closes what is still open. */
 int xsm_sanalysis_finish(xsm_sanalysis *sa);
 
@@ -172,21 +176,31 @@ static inline int xsm_is_p2p_wait_pair(int32_t src, int32_t dst) { return src !=
 /* Late Receiver: the call [cb, ce] that sent a message (Send, Ssend,
  * Sendrecv) or completed an Isend (a Wait or Test), its receive posted at
  * t_post; sync: a synchronous send (Ssend), which cannot return before the
- * post. Returns the end of the call's wait on the receiver (it waited
- * [cb, until)), XSM_LR_POLL when the call began after the post (a polling
- * loop's polls before an Isend's completion may have waited; a blocking
- * send had not begun), XSM_LR_NONE when it did not wait (a buffered send
- * returned before the post). Asked by waits.c and the streaming merge's
- * MPI pass alike. */
+ * post; eager: the message went eagerly (xsm_eager_send), so the send
+ * never waited for the receiver. Returns the end of the call's wait on the
+ * receiver (it waited [cb, until)), XSM_LR_POLL when the call began after
+ * the post (a polling loop's polls before an Isend's completion may have
+ * waited; a blocking send had not begun), XSM_LR_NONE when it did not wait
+ * (an eager or buffered send). Asked by the in-memory feeding (mfeed.c)
+ * and the streaming merge's MPI pass alike. */
 #define XSM_LR_NONE INT64_MIN
 #define XSM_LR_POLL (INT64_MIN + 1)
-static inline int64_t xsm_lr_until(int sync, int64_t cb, int64_t ce, int64_t t_post)
+static inline int64_t xsm_lr_until(int sync, int eager, int64_t cb, int64_t ce, int64_t t_post)
 {
-    if (!sync && ce < t_post)
+    if (!sync && (eager || ce < t_post))
         return XSM_LR_NONE;
     int64_t until = t_post < ce ? t_post : ce;
     return until > cb ? until : XSM_LR_POLL;
 }
+
+/* Which sends went eagerly (eager.c): from the eager limits the ranks
+ * recorded, by the message's path (one host, or between hosts). */
+typedef struct xsm_eager xsm_eager;
+xsm_eager *xsm_eager_new(const xsm_run *run); /* NULL: out of memory */
+void xsm_eager_free(xsm_eager *e);
+/* 1 when a message of `bytes` from src to dst, sent by src's call named
+ * op (string id), went eagerly: not a synchronous send (0 unknown). */
+int xsm_eager_send(const xsm_eager *e, int32_t src, int32_t dst, uint64_t bytes, uint32_t op);
 
 /* ---- the wait states of one collective instance (collwait.c): one set of
  * rules for the in-memory analysis and the streaming merge's MPI pass */

@@ -23,7 +23,7 @@ static int32_t site_of(xsm_an *a, xsm_symbols *sym, xsm_names *keys, int32_t r, 
     if (st && st->depth && st->frames < d->nframes) {
         uint64_t pc = d->frames[st->frames]; /* the return address into the program */
         const xsprof_io_module *m;
-        const xsm_loc *loc = xsm_read_locate(sym, d, pc, 1, &m);
+        const xsm_loc *loc = xsm_an_locate(a, sym, d, pc, 1, &m);
         if (m) {
             if (!loc)
                 return -1;

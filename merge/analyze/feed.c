@@ -272,6 +272,8 @@ static int xsm_feed_event(const xsm_feed *f, xsm_sanalysis *sa, xsm_rep_rank *v,
 {
     xsm_rep_rank *k = &v[r];
     const xsm_ev *ev = &k->ev;
+    if (xsm_sanalysis_samples(sa, r, ev->t)) /* the samples before it, in the regions open then */
+        return -1;
     if (ev->kind == XSM_EV_REGION)
         return xsm_sanalysis_region(sa, r, ev->rec);
     if (ev->kind == XSM_EV_GPU)
@@ -417,6 +419,11 @@ int xsm_feed_run(const xsm_feed *f, xsm_spath *p, FILE *inst, int alone, xsm_san
                 goto out;
         }
     }
+    for (size_t r = 0; r < n; r++) /* samples after a rank's last row */
+        if (xsm_sanalysis_samples(sa, (int32_t)r, INT64_MAX)) {
+            xsm_feed_an_err(f, sa, p, err, errlen);
+            goto out;
+        }
     if (xsm_sanalysis_finish(sa)) {
         xsm_feed_an_err(f, sa, p, err, errlen);
         goto out;

@@ -324,14 +324,22 @@ static int wait_findings(xsm_an *a)
                     delayed, kn);
         else
             msg_set(f.message, sizeof f.message, "%s %s for rank %d%s (%s)", who, where, causer, delayed, kn);
-        double burnx = 0;
         f.burn_file = -1;
-        f.burn1 = (causer >= 0 ? xsm_samples_excess(a, causer, &f.burn_file, &burnx) : -1) + 1;
-        if (f.burn1) { /* what the causing rank did meanwhile: its samples above the others' */
+        const xsm_dwin *burn;
+        uint64_t wsamples = 0;
+        if (causer >= 0 && xsm_samples_delay(a, w0->kind, causer, &burn, &wsamples)) {
+            /* what the causing rank ran while they waited: its samples then */
+            f.burn1 = burn->function + 1;
+            f.burn_file = burn->file;
+            f.burn_line = burn->line;
+            f.burn_share = wsamples ? (double)burn->n / (double)wsamples : 0;
+            char at[600] = "";
+            if (burn->file >= 0)
+                snprintf(at, sizeof at, " (%s:%d)", xsm_an_name(a, burn->file), burn->line);
             size_t used = strlen(f.message);
             snprintf(f.message + used, sizeof f.message - used,
-                     "; rank %d's CPU time exceeds the other ranks' most in %s (%s): %.0f samples more than their mean",
-                     causer, xsm_an_name(a, f.burn1 - 1), xsm_an_name(a, f.burn_file), burnx);
+                     "; while they waited, rank %d ran %s%s in %.0f%% of its samples then", causer,
+                     xsm_an_name(a, burn->function), at, 100.0 * f.burn_share);
         }
         if (f.cause1) { /* where the causing rank's late call is */
             char loc[600];
@@ -440,55 +448,87 @@ static int outlier_inherited(const xsm_an *a, size_t i)
 static int outlier_findings(xsm_an *a, size_t nwf)
 {
     unsigned char *skip = calloc(a->nout + 1, 1);
-    if (!skip)
+    int32_t *ranks = malloc((a->nranks + 1) * sizeof *ranks);
+    if (!skip || !ranks) {
+        free(skip);
+        free(ranks);
         return -1;
+    }
+    /* inherited, or on a rank a wait finding already explains there */
     for (size_t i = 0; i < a->nout; i++)
-        skip[i] = (unsigned char)outlier_inherited(a, i);
-    /* group the kept outliers by (region, rank) */
-    for (size_t i = 0; i < a->nout; i++) {
+        skip[i] = (unsigned char)(outlier_inherited(a, i) || explained(a, nwf, a->out[i].rank, a->out[i].region));
+    /* one finding per region, every rank with outliers in it named (one
+     * cause seen on several ranks is one finding, issue 38) */
+    int rc = 0;
+    for (size_t i = 0; i < a->nout && !rc; i++) {
         const xsm_outlier *o = &a->out[i];
         int seen = skip[i];
         for (size_t j = 0; j < i && !seen; j++)
-            seen = !skip[j] && a->out[j].region == o->region && a->out[j].rank == o->rank;
-        if (seen || explained(a, nwf, o->rank, o->region))
+            seen = !skip[j] && a->out[j].region == o->region;
+        if (seen)
             continue;
-        double excess = 0, worst = 0;
-        size_t n = 0;
-        for (size_t j = i; j < a->nout; j++)
-            if (!skip[j] && a->out[j].region == o->region && a->out[j].rank == o->rank) {
-                excess += a->out[j].seconds - a->out[j].mean_s;
-                if (a->out[j].seconds > worst)
-                    worst = a->out[j].seconds;
-                n++;
+        double excess = 0, worst = 0, worst_mean = o->mean_s;
+        int32_t worst_rank = o->rank;
+        size_t n = 0, nr = 0;
+        for (size_t j = i; j < a->nout; j++) {
+            const xsm_outlier *x = &a->out[j];
+            if (skip[j] || x->region != o->region)
+                continue;
+            excess += x->seconds - x->mean_s;
+            if (x->seconds > worst) {
+                worst = x->seconds;
+                worst_rank = x->rank;
+                worst_mean = x->mean_s;
+            }
+            n++;
+            size_t k = 0;
+            while (k < nr && ranks[k] != x->rank)
+                k++;
+            if (k == nr)
+                ranks[nr++] = x->rank;
+        }
+        for (size_t p = 1; p < nr; p++) /* rank order */
+            for (size_t q = p; q > 0 && ranks[q - 1] > ranks[q]; q--) {
+                int32_t t = ranks[q];
+                ranks[q] = ranks[q - 1];
+                ranks[q - 1] = t;
             }
         xsm_finding f;
         memset(&f, 0, sizeof f);
-        f.ranks = malloc(sizeof *f.ranks);
-        if (!f.ranks) {
-            free(skip);
-            return -1;
+        if (!(f.ranks = malloc(nr * sizeof *f.ranks))) {
+            rc = -1;
+            break;
         }
-        f.ranks[f.nranks++] = o->rank;
+        memcpy(f.ranks, ranks, nr * sizeof *ranks);
+        f.nranks = nr;
         snprintf(f.kind, sizeof f.kind, "Outlier");
         f.seconds_lost = excess;
         f.severity = severity_of(a, excess);
         f.region = o->region;
-        char w[32], m[32];
+        char w[32], m[32], who[256];
         xsm_fmt_dur(w, sizeof w, worst);
-        xsm_fmt_dur(m, sizeof m, o->mean_s);
-        snprintf(f.message, sizeof f.message, "%zu instance%s of `%s` on rank %d took up to %s against a mean of %s (more than mean + 2 sigma)", n,
-                 n == 1 ? "" : "s", xsm_an_name(a, o->region), o->rank, w, m);
+        xsm_fmt_dur(m, sizeof m, worst_mean);
+        xsm_fmt_ranks(who, sizeof who, ranks, nr);
+        if (nr == 1)
+            msg_set(f.message, sizeof f.message,
+                    "%zu instance%s of `%s` on rank %s took up to %s against a mean of %s (more than mean + 2 sigma)", n,
+                    n == 1 ? "" : "s", xsm_an_name(a, o->region), who, w, m);
+        else
+            msg_set(f.message, sizeof f.message,
+                    "%zu instances of `%s` on ranks %s took longer than their rank's mean + 2 sigma, up to %s on rank %d "
+                    "(mean there %s)",
+                    n, xsm_an_name(a, o->region), who, w, worst_rank, m);
         snprintf(f.recommendation, sizeof f.recommendation,
                  "look at what differs in the slow instances of `%s` (input size, interference from other processes, paging, I/O)",
                  xsm_an_name(a, o->region));
         if (xsm_an_finding_add(a, &f) != 0) {
             free(f.ranks);
-            free(skip);
-            return -1;
+            rc = -1;
         }
     }
     free(skip);
-    return 0;
+    free(ranks);
+    return rc;
 }
 
 static int slow_rank_findings(xsm_an *a, size_t nwf)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "analyze.h"
 #include "an.h"
+#include "merge/align/align.h"
 
 typedef struct { int32_t rank, present, outlier; int64_t t_first, t_last, mpi_ns, wait_ns, gpu_ns; double critical_path_s; } xsm_ah_rank;
 typedef struct { uint32_t name; int32_t rank; uint64_t calls; double incl_s, excl_s; } xsm_ah_region;
@@ -26,7 +27,10 @@ typedef struct { const char *op, *function, *file; int32_t line; const char *mod
 typedef struct { const char *function, *inlined, *file; int32_t line; const char *module; uint64_t samples; double seconds;
                  uint32_t ranks; } xsm_ah_smp;
 
-enum { AH_RANK, AH_REGION, AH_OP, AH_WAIT, AH_SEG, AH_PAIR, AH_SITE, AH_SMP };
+typedef struct { const char *module; uint64_t offset; int32_t ret; const char *function, *inlined, *file; int32_t line; } xsm_ah_frame;
+typedef struct { int32_t rank; const char *path, *build_id; uint64_t lo, hi, bias; int64_t t_load, t_unload; } xsm_ah_mod;
+
+enum { AH_RANK, AH_REGION, AH_OP, AH_WAIT, AH_SEG, AH_PAIR, AH_SITE, AH_SMP, AH_FRAME, AH_MOD };
 
 #define F(T, m, type) ok &= H5Tinsert(t, #m, HOFFSET(T, m), (type)) >= 0
 
@@ -37,10 +41,12 @@ static hid_t xsm_ah_type(int which)
         H5Tclose(vs);
         vs = -1;
     }
-    if ((which == AH_SITE || which == AH_SMP) && vs < 0)
+    if (which >= AH_SITE && vs < 0)
         return -1;
-    static const size_t size[] = {sizeof(xsm_ah_rank), sizeof(xsm_ah_region), sizeof(xsm_ah_op), sizeof(xsm_ah_wait),
-                                  sizeof(xsm_ah_seg),  sizeof(xsm_ah_pair),   sizeof(xsm_ah_site), sizeof(xsm_ah_smp)};
+    static const size_t size[] = {sizeof(xsm_ah_rank), sizeof(xsm_ah_region), sizeof(xsm_ah_op),
+                                  sizeof(xsm_ah_wait), sizeof(xsm_ah_seg),    sizeof(xsm_ah_pair),
+                                  sizeof(xsm_ah_site), sizeof(xsm_ah_smp),    sizeof(xsm_ah_frame),
+                                  sizeof(xsm_ah_mod)};
     hid_t t = H5Tcreate(H5T_COMPOUND, size[which]);
     if (t < 0)
         return -1;
@@ -88,6 +94,17 @@ static hid_t xsm_ah_type(int which)
         F(xsm_ah_smp, file, vs); F(xsm_ah_smp, line, H5T_NATIVE_INT32);
         F(xsm_ah_smp, module, vs); F(xsm_ah_smp, samples, H5T_NATIVE_UINT64);
         F(xsm_ah_smp, seconds, H5T_NATIVE_DOUBLE); F(xsm_ah_smp, ranks, H5T_NATIVE_UINT32);
+        break;
+    case AH_FRAME:
+        F(xsm_ah_frame, module, vs); F(xsm_ah_frame, offset, H5T_NATIVE_UINT64);
+        F(xsm_ah_frame, ret, H5T_NATIVE_INT32); F(xsm_ah_frame, function, vs);
+        F(xsm_ah_frame, inlined, vs); F(xsm_ah_frame, file, vs); F(xsm_ah_frame, line, H5T_NATIVE_INT32);
+        break;
+    case AH_MOD:
+        F(xsm_ah_mod, rank, H5T_NATIVE_INT32); F(xsm_ah_mod, path, vs); F(xsm_ah_mod, build_id, vs);
+        F(xsm_ah_mod, lo, H5T_NATIVE_UINT64); F(xsm_ah_mod, hi, H5T_NATIVE_UINT64);
+        F(xsm_ah_mod, bias, H5T_NATIVE_UINT64); F(xsm_ah_mod, t_load, H5T_NATIVE_INT64);
+        F(xsm_ah_mod, t_unload, H5T_NATIVE_INT64);
         break;
     default:
         F(xsm_ah_pair, src, H5T_NATIVE_INT32); F(xsm_ah_pair, dst, H5T_NATIVE_INT32);
@@ -341,6 +358,37 @@ static int xsm_ah_write(const xsm_an *a, hid_t g, const xsm_names *ids, const ui
     }
     bad |= !sp || xsm_ah_table(g, "samples", AH_SMP, sp, a->nsmp, sizeof *sp);
     free(sp);
+    /* the addresses behind them, and every rank's modules */
+    xsm_ah_frame *fr = malloc((a->nfrm + 1) * sizeof *fr);
+    for (size_t i = 0; fr && i < a->nfrm; i++) {
+        const xsm_anframe *f = &a->frm[i];
+        fr[i] = (xsm_ah_frame){xsm_ah_str_or_empty(a, f->module), f->offset, f->ret, xsm_ah_str_or_empty(a, f->function),
+                               xsm_ah_str_or_empty(a, f->inlined), xsm_ah_str_or_empty(a, f->file), f->line};
+    }
+    bad |= !fr || xsm_ah_table(g, "frames", AH_FRAME, fr, a->nfrm, sizeof *fr);
+    free(fr);
+    size_t nm = 0;
+    for (size_t r = 0; r < R; r++)
+        nm += a->rs[r].present ? a->run->ranks[r].d.nmodules : 0;
+    xsm_ah_mod *md = malloc((nm + 1) * sizeof *md);
+    n = 0;
+    for (size_t r = 0; md && r < R; r++) {
+        const xsprof_rank_data *d = &a->run->ranks[r].d;
+        if (!a->rs[r].present)
+            continue;
+        xsm_clk c;
+        xsm_align_rank_clock(a->run, r, &c);
+        for (size_t i = 0; i < d->nmodules; i++) {
+            const xsprof_io_module *m = &d->modules[i];
+            /* load and unload on the merged clock; "to the end" stays INT64_MAX */
+            int64_t tl = xsm_align_sample_time(a->run, &c, m->t_load);
+            int64_t tu = m->t_unload == INT64_MAX ? INT64_MAX : xsm_align_sample_time(a->run, &c, m->t_unload);
+            md[n++] = (xsm_ah_mod){(int32_t)r, xsprof_rank_data_string(d, m->path),
+                                   xsprof_rank_data_string(d, m->build_id), m->lo, m->hi, m->bias, tl, tu};
+        }
+    }
+    bad |= !md || xsm_ah_table(g, "modules", AH_MOD, md, n, sizeof *md);
+    free(md);
     return bad ? -1 : 0;
 }
 

@@ -1,6 +1,8 @@
 /* merge/analyze/html.c — report.html: one self-contained page. The data is
  * the report JSON itself (written with '<', '>' and '&' escaped so it cannot
- * close its <script> element), drawn by the page's inline script. */
+ * close its <script> element), drawn by the page's inline script: its
+ * sections (report.txt's, topology and trace size included) are computed
+ * once, for report.json. */
 #include "an.h"
 #include "html_page.h"
 

@@ -98,7 +98,13 @@ static void rank_memory(const xsm_an *a, const xsm_memrank *m, xsm_buf *b, int h
         NUM(b, (double)(l->t - a->t0) * 1e-9);
         xsm_buf_puts(b, ",\"region\":");
         region_or_null(b, a, l->region, h);
-        xsm_buf_puts(b, "}");
+        xsm_buf_puts(b, ",\"stack\":["); /* where it was allocated, the allocating call first ([]: not recorded) */
+        for (int f = 0; f < l->nframes; f++) {
+            if (f)
+                xsm_buf_puts(b, ",");
+            str(b, xsm_an_name(a, l->frames[f]), h);
+        }
+        xsm_buf_puts(b, "]}");
     }
     xsm_buf_puts(b, "]}");
 }
@@ -649,14 +655,14 @@ static void callsites(const xsm_an *a, xsm_buf *b, int h)
     xsm_buf_puts(b, "]");
 }
 
-/* Where the CPU time goes: the 100 places with the most samples (empty
- * without XSPROF_SAMPLE_HZ); seconds null when a sample's weight is not
- * known (CPU-time timers). */
-static void samples(const xsm_an *a, xsm_buf *b, int h)
+/* Where the CPU time goes: the 100 places of v (n) with the most samples
+ * (empty without XSPROF_SAMPLE_HZ), shares of total; seconds null when a
+ * sample's weight is not known (CPU-time timers). */
+static void samples(const xsm_an *a, const xsm_sample *v, size_t n, uint64_t total, xsm_buf *b, int h)
 {
     xsm_buf_puts(b, "[");
-    for (size_t i = 0; i < a->nsmp && i < 100; i++) {
-        const xsm_sample *s = &a->smp[i];
+    for (size_t i = 0; i < n && i < 100; i++) {
+        const xsm_sample *s = &v[i];
         xsm_buf_puts(b, i ? ",\n{" : "{");
         key(b, "function", 1);
         str(b, xsm_an_name(a, s->function), h);
@@ -671,7 +677,7 @@ static void samples(const xsm_an *a, xsm_buf *b, int h)
         else
             xsm_buf_puts(b, "null");
         key(b, "share", 0);
-        NUM(b, a->smp_total ? (double)s->n / (double)a->smp_total : 0.0);
+        NUM(b, total ? (double)s->n / (double)total : 0.0);
         key(b, "ranks", 0);
         NUM(b, s->nranks);
         xsm_buf_puts(b, "}");
@@ -709,13 +715,20 @@ static void findings(const xsm_an *a, xsm_buf *b, int h)
             callsite_obj(a, &a->css[f->where1 - 1], b, h, 0);
         else
             xsm_buf_puts(b, "null");
-        key(b, "cause_function", 0); /* where the causing rank burned the delay (its samples above the others') */
+        key(b, "cause_function", 0); /* what the causing rank ran while they waited (its samples then) */
         if (f->burn1) {
             xsm_buf_puts(b, "{");
             key(b, "function", 1);
             str(b, xsm_an_name(a, f->burn1 - 1), h);
             key(b, "file", 0);
-            str(b, xsm_an_name(a, f->burn_file), h);
+            if (f->burn_file >= 0)
+                str(b, xsm_an_name(a, f->burn_file), h);
+            else
+                xsm_buf_puts(b, "null");
+            key(b, "line", 0);
+            xsm_buf_printf(b, "%d", f->burn_line);
+            key(b, "share", 0);
+            xsm_buf_printf(b, "%.4f", f->burn_share);
             xsm_buf_puts(b, "}");
         } else {
             xsm_buf_puts(b, "null");
@@ -841,7 +854,10 @@ void xsm_report_json(const xsm_an *a, xsm_buf *b, int h)
     xsm_buf_puts(b, ",\n\"callsites\":");
     callsites(a, b, h);
     xsm_buf_puts(b, ",\n\"samples\":");
-    samples(a, b, h);
+    samples(a, a->smp, a->nsmp, a->smp_total, b, h);
+    /* the samples taken outside every region and MPI call ("(no region)"), shares of those */
+    xsm_buf_puts(b, ",\n\"samples_no_region\":");
+    samples(a, a->nosmp, a->nnosmp, a->nosmp_total, b, h);
     xsm_buf_puts(b, ",\n\"topology\":");
     topology(a, b, h);
     xsm_buf_puts(b, ",\n\"score\":");

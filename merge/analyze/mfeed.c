@@ -35,6 +35,7 @@ typedef struct xsm_mfeed {
     const xsm_run *run;
     xsm_mrank *r;
     uint64_t seq;
+    xsm_eager *eager; /* sends that went eagerly: no Late Receiver */
 } xsm_mfeed;
 
 static int xsm_mput(xsm_mfeed *m, int32_t r, int64_t p, int64_t ns, uint64_t row, uint32_t op, int kind, int32_t causer,
@@ -255,7 +256,8 @@ static int xsm_mp2p(xsm_mfeed *m)
         if (!xsm_is_p2p_wait_pair(x->src, x->dst))
             continue;
         if (snd->kind == XSPROF_MPI_SEND || snd->kind == XSPROF_MPI_SSEND || snd->kind == XSPROF_MPI_SENDRECV) {
-            int64_t until = xsm_lr_until(snd->kind == XSPROF_MPI_SSEND, snd->t_begin, snd->t_end, post_t);
+            int64_t until = xsm_lr_until(snd->kind == XSPROF_MPI_SSEND, xsm_eager_send(m->eager, x->src, x->dst, x->bytes, snd->op),
+                                         snd->t_begin, snd->t_end, post_t);
             if (until != XSM_LR_NONE && until != XSM_LR_POLL)
                 rc = xsm_mput(m, x->src, snd->t_end, until - snd->t_begin, x->send_row, snd->op, XSM_WAIT_LATE_RECEIVER,
                               x->dst, post_row, 0);
@@ -264,7 +266,8 @@ static int xsm_mp2p(xsm_mfeed *m)
             if (c < 0)
                 continue;
             const xsprof_io_mpi *cs = &sd->mpi[c];
-            int64_t until = xsm_lr_until(0, cs->t_begin, cs->t_end, post_t);
+            int64_t until = xsm_lr_until(0, xsm_eager_send(m->eager, x->src, x->dst, x->bytes, snd->op), cs->t_begin, cs->t_end,
+                                         post_t);
             if (until == XSM_LR_POLL) /* a polling loop's: the polls' time is the analysis's */
                 rc = xsm_mput(m, x->src, cs->t_end, post_t, (uint64_t)c, cs->op, XSM_WAIT_LATE_RECEIVER, x->dst, post_row, 1);
             else if (until != XSM_LR_NONE)
@@ -315,7 +318,7 @@ int xsm_an_compute(xsm_an *a, const xsm_run *run, char *err, size_t errlen)
 int xsm_an_compute_emit(xsm_an *a, const xsm_run *run, const xsm_emit *given, char *err, size_t errlen)
 {
     xsm_emit e;
-    xsm_mfeed m = {run, calloc(run->nranks + 1, sizeof *m.r), 0};
+    xsm_mfeed m = {run, calloc(run->nranks + 1, sizeof *m.r), 0, xsm_eager_new(run)};
     unsigned char *has_gpu = calloc(run->nranks + 1, 1);
     xsm_cpairs cp = {0};
     xsm_sanalysis *sa = NULL;
@@ -324,7 +327,7 @@ int xsm_an_compute_emit(xsm_an *a, const xsm_run *run, const xsm_emit *given, ch
     /* the writers' prepared trace when given (the same orders and flows) */
     int rc = -1, einit = !given && xsm_emit_init_local(&e, run, err, errlen) == 0;
     memset(a, 0, sizeof *a);
-    if ((!given && !einit) || !m.r || !has_gpu || !pf || !inst || !pieces) {
+    if ((!given && !einit) || !m.r || !m.eager || !has_gpu || !pf || !inst || !pieces) {
         if (given || einit)
             xsm_err_set(err, errlen, "analysis of %s: %s", run->run_dir,
                         !pf || !inst || !pieces ? "cannot make a temporary file (TMPDIR)" : "out of memory");
@@ -373,6 +376,7 @@ out:
         free(m.r[r].call_of);
     }
     free(m.r);
+    xsm_eager_free(m.eager);
     free(has_gpu);
     xsm_cpairs_free(&cp);
     xsm_sanalysis_free(sa);

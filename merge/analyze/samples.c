@@ -9,6 +9,7 @@
 #include "an.h"
 #include "merge/read/read.h"
 #include "merge/symbols/symbols.h"
+#include "kmap.h"
 
 /* What one sample of rank d weighs in ns (its meta sample_period_ns), 0
  * when not known (CPU-time timers, or a file that does not say). */
@@ -20,9 +21,17 @@ static int64_t sample_period(const xsprof_rank_data *d)
     return 0;
 }
 
-/* The row of the sampled instruction of stack `id` of rank d (interned by
- * its place in the code), -1 out of memory. */
-static int32_t sample_site(xsm_an *a, xsm_symbols *sym, xsm_names *keys, const xsprof_rank_data *d, uint32_t id)
+/* A table of sampled places (the samples' table, the "(no region)" one):
+ * its rows and their keys. */
+typedef struct smptab {
+    xsm_sample **v;
+    size_t *n, *cap;
+    xsm_names keys;
+} smptab;
+
+/* The row of table tb of the sampled instruction of stack `id` of rank d
+ * (interned by its place in the code), -1 out of memory. */
+static int32_t sample_site(xsm_an *a, xsm_symbols *sym, smptab *tb, const xsprof_rank_data *d, uint32_t id)
 {
     const xsprof_io_callstack *st = id ? xsprof_rank_data_callstack(d, id) : NULL;
     const char *function = "(unknown)", *inlined = NULL, *file = NULL, *module = NULL;
@@ -30,7 +39,7 @@ static int32_t sample_site(xsm_an *a, xsm_symbols *sym, xsm_names *keys, const x
     if (st && st->depth && st->frames < d->nframes) {
         uint64_t pc = d->frames[st->frames]; /* the interrupted instruction itself */
         const xsprof_io_module *m;
-        const xsm_loc *loc = xsm_read_locate(sym, d, pc, 0, &m);
+        const xsm_loc *loc = xsm_an_locate(a, sym, d, pc, 0, &m);
         if (m) {
             if (!loc)
                 return -1;
@@ -49,12 +58,12 @@ static int32_t sample_site(xsm_an *a, xsm_symbols *sym, xsm_names *keys, const x
         snprintf(key, sizeof key, "%s\n%s\n%s\n%d", function, inlined ? inlined : "", file, line);
     else
         snprintf(key, sizeof key, "%s\n%s", function, module ? module : "");
-    int32_t k = xsm_names_find(keys, key);
+    int32_t k = xsm_names_find(&tb->keys, key);
     if (k >= 0)
         return k;
-    if ((k = xsm_names_intern(keys, key)) < 0 || xsm_grow((void **)&a->smp, &a->smpcap, a->nsmp, sizeof *a->smp))
+    if ((k = xsm_names_intern(&tb->keys, key)) < 0 || xsm_grow((void **)tb->v, tb->cap, *tb->n, sizeof **tb->v))
         return -1;
-    xsm_sample *s = &a->smp[a->nsmp++];
+    xsm_sample *s = &(*tb->v)[(*tb->n)++];
     memset(s, 0, sizeof *s);
     s->function = xsm_names_intern(&a->names, function);
     s->inlined = inlined ? xsm_names_intern(&a->names, inlined) : -1;
@@ -67,9 +76,6 @@ static int32_t sample_site(xsm_an *a, xsm_symbols *sym, xsm_names *keys, const x
     return k;
 }
 
-/* Rank r's samples by every function on their stacks (inclusive, once per
- * sample however often a function recurs): cnt[k] samples of the k-th
- * callstack row. The functions are the ones code was compiled into. */
 /* One frame's names for a folded stack, outermost first (its inlined
  * chain), each kept clear of ';', ' ' and newlines. */
 static void fold_frame(xsm_buf *line, const xsm_loc *loc)
@@ -81,12 +87,50 @@ static void fold_frame(xsm_buf *line, const xsm_loc *loc)
     }
 }
 
+/* n samples more at a place of the call graph (callee -1: the sampled
+ * line itself); 0, or -1. */
+static int cg_add(xsm_an *a, int32_t fn, int32_t file, int line, int32_t callee, int32_t cfile, uint64_t n)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%d %d %d %d %d", fn, file, line, callee, cfile);
+    int32_t k = xsm_names_find(&a->cga_keys, key);
+    if (k < 0) {
+        if ((k = xsm_names_intern(&a->cga_keys, key)) < 0 || xsm_grow((void **)&a->cga, &a->cgacap, a->ncga, sizeof *a->cga))
+            return -1;
+        a->cga[a->ncga++] = (xsm_cgarc){fn, file, line, callee, cfile, 0};
+    }
+    a->cga[k].n += n;
+    return 0;
+}
+
+/* A sampled stack (locs, the innermost first) taken n times in the call
+ * graph: each function of each inlined chain, outermost first, calls the
+ * next at its line; the last one is at the sampled line. */
+static int cg_stack(xsm_an *a, const xsm_loc *const *locs, uint32_t nlocs, uint64_t n)
+{
+    int32_t pfn = -1, pfile = -1;
+    int pline = 0;
+    for (uint32_t i = nlocs; i-- > 0;) {
+        for (int j = locs[i]->nframes - 1; j >= 0; j--) {
+            const xsm_frame *f = &locs[i]->frames[j];
+            int32_t fn = xsm_names_intern(&a->names, f->function);
+            int32_t file = xsm_names_intern(&a->names, f->file ? f->file : locs[i]->module);
+            if (fn < 0 || file < 0 || (pfn >= 0 && cg_add(a, pfn, pfile, pline, fn, file, n)))
+                return -1;
+            pfn = fn, pfile = file, pline = f->line;
+        }
+    }
+    return pfn >= 0 ? cg_add(a, pfn, pfile, pline, -1, -1, n) : 0;
+}
+
 static int str_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
-static int rank_functions(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, int32_t r, const uint64_t *cnt)
+/* Rank r's sampled stacks folded into a->smp_folded ("rank N;outermost;
+ * ...;leaf samples", sorted): cnt[k] samples of its k-th callstack row. */
+static int rank_folded(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, int32_t r, const uint64_t *cnt)
 {
-    size_t first = a->nrfun, nlines = 0;
-    char **lines = malloc((d->ncallstacks + 1) * sizeof *lines); /* this rank's folded stacks */
+    size_t nlines = 0;
+    char **lines = malloc((d->ncallstacks + 1) * sizeof *lines);
     if (!lines)
         return -1;
     int rc = 0;
@@ -94,14 +138,11 @@ static int rank_functions(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d
         if (!cnt[k + 1])
             continue;
         const xsprof_io_callstack *st = &d->callstacks[k];
-        int32_t seen[XSPROF_IO_STACK_MAX];
-        size_t nseen = 0;
         const xsm_loc *locs[XSPROF_IO_STACK_MAX];
         uint32_t nlocs = 0;
         for (uint32_t f = 0; f < st->depth && st->frames + f < d->nframes; f++) {
-            uint64_t pc = d->frames[st->frames + f];
             const xsprof_io_module *m;
-            const xsm_loc *loc = xsm_read_locate(sym, d, pc, f > 0, &m);
+            const xsm_loc *loc = xsm_an_locate(a, sym, d, d->frames[st->frames + f], f > 0, &m);
             if (!m)
                 continue;
             if (!loc) {
@@ -109,34 +150,11 @@ static int rank_functions(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d
                 break;
             }
             locs[nlocs++] = loc;
-            const xsm_frame *fr = &loc->frames[loc->nframes - 1];
-            if (!fr->file)
-                continue; /* the program's code only: libraries without lines are not where a user can act */
-            int32_t fn = xsm_names_intern(&a->names, fr->function), fl = xsm_names_intern(&a->names, fr->file);
-            if (fn < 0 || fl < 0) {
-                rc = -1;
-                break;
-            }
-            size_t j = 0;
-            while (j < nseen && seen[j] != fn)
-                j++;
-            if (j < nseen)
-                continue; /* recursion: once per sample */
-            seen[nseen++] = fn;
-            size_t e = first;
-            while (e < a->nrfun && a->rfun[e].function != fn)
-                e++;
-            if (e == a->nrfun) {
-                if (xsm_grow((void **)&a->rfun, &a->rfuncap, a->nrfun, sizeof *a->rfun)) {
-                    rc = -1;
-                    break;
-                }
-                a->rfun[a->nrfun++] = (struct xsm_rfun){r, fn, fl, 0};
-            }
-            a->rfun[e].n += cnt[k + 1];
         }
-        if (rc)
+        if (rc || cg_stack(a, locs, nlocs, cnt[k + 1])) {
+            rc = -1;
             break;
+        }
         /* its folded line: "rank N;outermost;...;leaf samples" */
         xsm_buf line = {0};
         xsm_buf_printf(&line, "rank %d", (int)r);
@@ -161,6 +179,133 @@ static int rank_functions(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d
     return rc;
 }
 
+/* The program's functions on stack `id` of rank d, innermost first, each
+ * once, with the line it was at: the frames with a source line (a
+ * library's function without lines is not where the user can act: its
+ * caller in the program is); none: the sampled function itself, file -1.
+ * Returns how many, -1 out of memory. */
+typedef struct pframe { int32_t fn, file; int line; } pframe;
+static int program_frames(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, uint32_t id,
+                          pframe out[XSPROF_IO_STACK_MAX])
+{
+    const xsprof_io_callstack *st = id ? xsprof_rank_data_callstack(d, id) : NULL;
+    const char *leaf = "(unknown)";
+    int n = 0;
+    for (uint32_t f = 0; st && f < st->depth && st->frames + f < d->nframes; f++) {
+        const xsprof_io_module *m;
+        const xsm_loc *loc = xsm_an_locate(a, sym, d, d->frames[st->frames + f], f > 0, &m);
+        if (!m)
+            continue;
+        if (!loc)
+            return -1;
+        const char *name = loc->frames[loc->nframes - 1].function; /* compiled into */
+        if (!f)
+            leaf = name;
+        if (!loc->frames[0].file)
+            continue;
+        pframe p = {xsm_names_intern(&a->names, name), xsm_names_intern(&a->names, loc->frames[0].file),
+                    loc->frames[0].line};
+        if (p.fn < 0 || p.file < 0)
+            return -1;
+        int seen = 0;
+        for (int k = 0; k < n && !seen; k++)
+            seen = out[k].fn == p.fn; /* recursion: once per sample */
+        if (!seen)
+            out[n++] = p;
+    }
+    if (!n) {
+        out[0] = (pframe){xsm_names_intern(&a->names, leaf), -1, 0};
+        n = out[0].fn < 0 ? -1 : 1;
+    }
+    return n;
+}
+
+/* Rank r's samples in the delay windows of the waits it caused, by wait
+ * kind and each program function on their stacks (a->dwin; its most
+ * sampled line names it), and, for those functions, all of the rank's
+ * samples in them (xsm_dwin.all): what it ran while others waited, and
+ * how much of that function's time was such. */
+struct xsm_dwline { uint64_t n; };
+static int rank_delay(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, int32_t r, const xsm_ssmp *smp,
+                      const uint64_t *cnt, xsm_kmap *fmap, xsm_kmap *lmap, struct xsm_dwline **lines, size_t *nlines,
+                      size_t *caplines)
+{
+    size_t n, first = a->ndwin;
+    const xsm_ssmpn *w = xsm_ssmp_windows(smp, &n);
+    pframe pf[XSPROF_IO_STACK_MAX + 1];
+    for (size_t i = 0; i < n; i++) {
+        int np = program_frames(a, sym, d, w[i].stack, pf);
+        if (np < 0)
+            return -1;
+        pf[np++] = (pframe){-1, -1, 0}; /* the windows' samples in all */
+        for (int k = 0; k < np; k++) {
+            uint64_t k1 = (uint64_t)w[i].key << 32 | (uint32_t)r, k2 = (uint64_t)(uint32_t)pf[k].fn << 32 | (uint32_t)pf[k].file;
+            int64_t e = xsm_kvec_index(fmap, (void **)&a->dwin, &a->ndwin, &a->dwincap, sizeof *a->dwin, k1, k2);
+            int64_t l = e < 0 ? -1 : xsm_kvec_index(lmap, (void **)lines, nlines, caplines, sizeof **lines, (uint64_t)e,
+                                                    (uint32_t)pf[k].line);
+            if (l < 0)
+                return -1;
+            xsm_dwin *x = &a->dwin[e];
+            *x = (xsm_dwin){(int32_t)w[i].key, r, pf[k].fn, pf[k].file, x->line, x->n + w[i].n, x->line_n, 0};
+            if (((*lines)[l].n += w[i].n) > x->line_n) {
+                x->line_n = (*lines)[l].n;
+                x->line = pf[k].line;
+            }
+        }
+    }
+    /* every sample of the rank (function -1), for the functions met in its windows */
+    for (size_t slot = 0; a->ndwin > first && slot <= d->ncallstacks; slot++) {
+        if (!cnt[slot])
+            continue;
+        for (size_t e = first; e < a->ndwin; e++)
+            if (a->dwin[e].function < 0)
+                a->dwin[e].all += cnt[slot];
+        if (!slot)
+            continue;
+        int np = program_frames(a, sym, d, d->callstacks[slot - 1].id, pf);
+        if (np < 0)
+            return -1;
+        for (int k = 0; k < np; k++)
+            for (size_t e = first; e < a->ndwin; e++)
+                if (a->dwin[e].function == pf[k].fn && a->dwin[e].file == pf[k].file)
+                    a->dwin[e].all += cnt[slot];
+    }
+    return 0;
+}
+
+/* The samples of rank r's callstack rows by row (cnt[k + 1]; cnt[0]: no
+ * stack) into table tb: *site caches each row's table row + 1. */
+static int count_sites(xsm_an *a, xsm_symbols *sym, smptab *tb, const xsprof_rank_data *d, int32_t r, int64_t period,
+                       const uint64_t *cnt, int32_t *site, uint64_t *total)
+{
+    for (size_t slot = 0; slot <= d->ncallstacks; slot++) {
+        if (!cnt[slot])
+            continue;
+        if (!site[slot]) {
+            int32_t k = sample_site(a, sym, tb, d, slot ? d->callstacks[slot - 1].id : 0);
+            if (k < 0)
+                return -1;
+            site[slot] = k + 1;
+        }
+        xsm_sample *s = &(*tb->v)[site[slot] - 1];
+        s->n += cnt[slot];
+        s->seconds += (double)period * 1e-9 * (double)cnt[slot];
+        if (s->last_rank != r) {
+            s->last_rank = r;
+            s->nranks++;
+        }
+        *total += cnt[slot];
+    }
+    return 0;
+}
+
+/* The slot of stack `id` of rank d: its callstack row + 1, 0 none. */
+static size_t stack_slot(const xsprof_rank_data *d, uint32_t id)
+{
+    const xsprof_io_callstack *st = id ? xsprof_rank_data_callstack(d, id) : NULL;
+    return st ? (size_t)(st - d->callstacks) + 1 : 0;
+}
+
 static int sample_cmp(const void *pa, const void *pb)
 {
     const xsm_sample *a = pa, *b = pb;
@@ -169,106 +314,105 @@ static int sample_cmp(const void *pa, const void *pb)
     return a->last_rank < b->last_rank ? -1 : a->last_rank > b->last_rank; /* first seen first */
 }
 
-int xsm_an_samples(xsm_an *a)
+static void sort_sites(xsm_sample *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i].last_rank = (int32_t)i; /* ties: first seen first */
+    if (n > 1)
+        qsort(v, n, sizeof *v, sample_cmp);
+}
+
+int xsm_an_samples(xsm_an *a, const xsm_sanalysis *sa)
 {
     xsm_symbols *sym = NULL;
-    xsm_names keys = {0};
-    int32_t *site = NULL; /* per callstack row of the rank: its site + 1 */
-    uint64_t *cnt = NULL; /* ... and its samples */
+    smptab all = {&a->smp, &a->nsmp, &a->smpcap, {0}}, outside = {&a->nosmp, &a->nnosmp, &a->nosmpcap, {0}};
+    int32_t *site = NULL, *osite = NULL; /* per callstack row of the rank: its row + 1 in each table */
+    uint64_t *cnt = NULL, *ocnt = NULL;  /* ... and its samples */
+    xsm_kmap fmap = {0}, lmap = {0};
+    struct xsm_dwline *lines = NULL;
+    size_t nlines = 0, caplines = 0;
     int rc = 0;
     a->smp_timed = 1;
     for (size_t r = 0; !rc && r < a->nranks; r++) {
         const xsprof_rank_data *d = &a->run->ranks[r].d;
         if (!a->rs[r].present || !d->nsamples)
             continue;
-        if ((!sym && !(sym = xsm_symbols_open())) || !(site = calloc(d->ncallstacks + 1, sizeof *site)) ||
-            !(cnt = calloc(d->ncallstacks + 1, sizeof *cnt))) {
+        size_t ns = d->ncallstacks + 1;
+        if ((!sym && !(sym = xsm_symbols_open())) || !(site = calloc(ns, sizeof *site)) ||
+            !(cnt = calloc(ns, sizeof *cnt)) || !(osite = calloc(ns, sizeof *osite)) || !(ocnt = calloc(ns, sizeof *ocnt))) {
             rc = -1;
             break;
         }
         int64_t period = sample_period(d);
         a->smp_timed &= period > 0;
-        for (size_t i = 0; i < d->nsamples; i++) {
-            const xsprof_io_callstack *st = d->samples[i].stack ? xsprof_rank_data_callstack(d, d->samples[i].stack) : NULL;
-            size_t slot = st ? (size_t)(st - d->callstacks) + 1 : 0;
-            if (!site[slot]) {
-                int32_t k = sample_site(a, sym, &keys, d, d->samples[i].stack);
-                if (k < 0) {
-                    rc = -1;
-                    break;
-                }
-                site[slot] = k + 1;
-            }
-            xsm_sample *s = &a->smp[site[slot] - 1];
-            s->n++;
-            cnt[slot]++;
-            s->seconds += (double)period * 1e-9;
-            if (s->last_rank != (int32_t)r) {
-                s->last_rank = (int32_t)r;
-                s->nranks++;
-            }
-            a->smp_total++;
-        }
-        if (!rc && rank_functions(a, sym, d, (int32_t)r, cnt))
+        for (size_t i = 0; i < d->nsamples; i++)
+            cnt[stack_slot(d, d->samples[i].stack)]++;
+        /* the engine's: the samples in no region, and in delay windows */
+        xsm_anrank_out o;
+        xsm_sanalysis_view(sa, (int32_t)r, &o);
+        size_t nctx;
+        const xsm_ssmpn *ctx = xsm_ssmp_ctxs(o.smp, &nctx);
+        for (size_t i = 0; i < nctx; i++)
+            if (!ctx[i].key)
+                ocnt[stack_slot(d, ctx[i].stack)] += ctx[i].n;
+        if (count_sites(a, sym, &all, d, (int32_t)r, period, cnt, site, &a->smp_total) ||
+            count_sites(a, sym, &outside, d, (int32_t)r, period, ocnt, osite, &a->nosmp_total) ||
+            rank_folded(a, sym, d, (int32_t)r, cnt) ||
+            rank_delay(a, sym, d, (int32_t)r, o.smp, cnt, &fmap, &lmap, &lines, &nlines, &caplines))
             rc = -1;
         free(site);
         free(cnt);
-        site = NULL;
-        cnt = NULL;
+        free(osite);
+        free(ocnt);
+        site = osite = NULL;
+        cnt = ocnt = NULL;
     }
     free(site);
     free(cnt);
-    if (!rc && a->nsmp > 1) {
-        for (size_t i = 0; i < a->nsmp; i++)
-            a->smp[i].last_rank = (int32_t)i; /* ties: first seen first */
-        qsort(a->smp, a->nsmp, sizeof *a->smp, sample_cmp);
+    free(osite);
+    free(ocnt);
+    free(lines);
+    xsm_kmap_free(&fmap);
+    xsm_kmap_free(&lmap);
+    if (!rc) {
+        sort_sites(a->smp, a->nsmp);
+        sort_sites(a->nosmp, a->nnosmp);
     }
-    xsm_names_free(&keys);
+    xsm_names_free(&all.keys);
+    xsm_names_free(&outside.keys);
     xsm_symbols_close(sym);
     return rc;
 }
 
-int32_t xsm_samples_excess(const xsm_an *a, int32_t r, int32_t *file, double *excess)
+int xsm_samples_delay(const xsm_an *a, int kind, int32_t causer, const xsm_dwin **top, uint64_t *total)
 {
-    size_t others = 0;
-    for (size_t q = 0; q < a->nranks; q++)
-        others += a->rs[q].present && (int32_t)q != r;
-    /* the others' samples of a function: summed over their entries */
-    double best_x = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        int32_t best = -1;
-        double best_ratio = -1;
-        for (size_t i = 0; i < a->nrfun; i++) {
-            const struct xsm_rfun *e = &a->rfun[i];
-            if (e->rank != r)
-                continue;
-            uint64_t rest = 0;
-            for (size_t j = 0; j < a->nrfun; j++)
-                if (a->rfun[j].rank != r && a->rfun[j].function == e->function)
-                    rest += a->rfun[j].n;
-            double x = (double)e->n - (double)rest / (double)(others ? others : 1);
-            if (pass == 0) {
-                if (x > best_x)
-                    best_x = x;
-                continue;
-            }
-            /* of the functions nearly that far above the others (main and
-             * every caller of the culprit are), the one whose samples are
-             * most of them excess: the most specific */
-            double ratio = x / (double)e->n;
-            if (x >= 0.9 * best_x && x > 0 && ratio > best_ratio) {
-                best_ratio = ratio;
-                best = e->function;
-                *file = e->file;
-            }
+    const xsm_dwin *all = NULL;
+    for (size_t i = 0; i < a->ndwin && !all; i++)
+        if (a->dwin[i].kind == kind && a->dwin[i].rank == causer && a->dwin[i].function < 0)
+            all = &a->dwin[i];
+    if (!all || !all->n || !all->all)
+        return 0;
+    /* The function that ran in the windows more than its share of the
+     * rank's samples says: its window samples above what it would have
+     * had if it ran evenly over the run. main and every caller of the
+     * culprit ran as much outside the windows as in (none above), a
+     * helper that every rank calls too (above only by the culprit's
+     * calls); the culprit, only there, has all of its samples above. With
+     * none above (the windows are the whole run), the innermost of the
+     * most sampled. */
+    const xsm_dwin *best = NULL;
+    double best_x = 0, w = (double)all->n / (double)all->all;
+    for (size_t i = 0; i < a->ndwin; i++) {
+        const xsm_dwin *e = &a->dwin[i];
+        if (e->kind != kind || e->rank != causer || e->function < 0)
+            continue;
+        double x = (double)e->n - (double)e->all * w;
+        if (x > best_x || (!best_x && (!best || e->n > best->n))) {
+            best = e;
+            best_x = x > 0 ? x : 0;
         }
-        if (pass == 1) {
-            *excess = best_x;
-            return best;
-        }
-        if (best_x <= 0)
-            break;
     }
-    *excess = 0;
-    return -1;
+    *top = best;
+    *total = all->n;
+    return best != NULL;
 }

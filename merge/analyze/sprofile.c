@@ -24,83 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "an.h"
+#include "kmap.h"
 #include "core/record.h"
 #include "merge/emit/emit.h"
-
-/* ---- exact-key map: (k1, k2) -> index ------------------------------------- */
-typedef struct kmap {
-    uint64_t *k;   /* 2 per slot */
-    uint32_t *v;   /* index + 1, 0 empty */
-    size_t nslot, n;
-} kmap;
-
-static size_t kmap_hash(uint64_t k1, uint64_t k2, size_t mask)
-{
-    uint64_t h = (k1 * 0x9e3779b97f4a7c15ull) ^ (k2 + 0x632be59bd9b4e019ull) * 0xff51afd7ed558ccdull;
-    return (size_t)(h ^ h >> 29) & mask;
-}
-
-/* Index of (k1, k2), or -1 when absent. */
-static int64_t kmap_get(const kmap *m, uint64_t k1, uint64_t k2)
-{
-    if (!m->nslot)
-        return -1;
-    for (size_t i = kmap_hash(k1, k2, m->nslot - 1);; i = (i + 1) & (m->nslot - 1)) {
-        if (!m->v[i])
-            return -1;
-        if (m->k[2 * i] == k1 && m->k[2 * i + 1] == k2)
-            return (int64_t)m->v[i] - 1;
-    }
-}
-
-/* Store (k1, k2) -> idx (the key is absent). 0 ok, -1 out of memory. */
-static int kmap_put(kmap *m, uint64_t k1, uint64_t k2, uint32_t idx)
-{
-    if (2 * (m->n + 1) > m->nslot) {
-        size_t ns = m->nslot ? 2 * m->nslot : 64;
-        kmap b = {calloc(2 * ns, sizeof *b.k), calloc(ns, sizeof *b.v), ns, 0};
-        if (!b.k || !b.v) {
-            free(b.k);
-            free(b.v);
-            return -1;
-        }
-        for (size_t i = 0; i < m->nslot; i++)
-            if (m->v[i])
-                kmap_put(&b, m->k[2 * i], m->k[2 * i + 1], m->v[i] - 1);
-        free(m->k);
-        free(m->v);
-        *m = b;
-    }
-    size_t i = kmap_hash(k1, k2, m->nslot - 1);
-    while (m->v[i])
-        i = (i + 1) & (m->nslot - 1);
-    m->k[2 * i] = k1;
-    m->k[2 * i + 1] = k2;
-    m->v[i] = idx + 1;
-    m->n++;
-    return 0;
-}
-
-/* Index of the element keyed (k1, k2) in the vector *v (n elements of
- * `size`, cap allocated): the one m maps it to, else a zeroed one appended
- * and mapped. -1 when memory ran out. */
-static int64_t kvec_index(kmap *m, void **v, size_t *n, size_t *cap, size_t size, uint64_t k1, uint64_t k2)
-{
-    int64_t i = kmap_get(m, k1, k2);
-    if (i >= 0)
-        return i;
-    if (xsm_grow(v, cap, *n, size) || kmap_put(m, k1, k2, (uint32_t)*n))
-        return -1;
-    memset((char *)*v + *n * size, 0, size);
-    return (int64_t)(*n)++;
-}
-
-static void kmap_free(kmap *m)
-{
-    free(m->k);
-    free(m->v);
-    memset(m, 0, sizeof *m);
-}
 
 /* The window's calls by row: the ring slot of a row (open addressing at
  * most half full, backward-shift deletion; a call leaves when its slot is
@@ -330,16 +256,16 @@ struct xsm_anrank {
     sthread *th; size_t nth, thcap;
     size_t last_th;
     xsm_scnode *cn; size_t ncn, cncap;
-    kmap cnmap;
+    xsm_kmap cnmap;
     xsm_sop *ops; size_t nops, opcap;
-    kmap opmap;
+    xsm_kmap opmap;
     xsm_sname *nm; size_t nnm, nmcap;
-    kmap nmmap;
+    xsm_kmap nmmap;
     xsm_swait *w; size_t nw, wcap;
-    kmap wmap;
+    xsm_kmap wmap;
     xsm_scs *cs; size_t ncs, capcs; /* per (call site, kind): calls and MPI time (kind -1), waits */
     int64_t cscache[64];             /* entry + 1 of recently seen (site, op, kind): cs_add */
-    kmap csmap;
+    xsm_kmap csmap;
     int32_t *gid;       /* per string id: its name in sa->names, -2 not looked up */
     signed char *opcls; /* per string id: -1 unknown, 0 other, 1 init, 2 finalize, 3 a poll (xsm_is_poll_op) */
     int have_main, have_first;
@@ -365,7 +291,7 @@ struct xsm_anrank {
     size_t npoll, ipoll;
     struct xsm_pairrec { uint64_t call; int64_t t_send; } *pr;
     size_t npr, prcap;
-    kmap prmap;
+    xsm_kmap prmap;
     /* the waiter's side of a Late Receiver pass 1 reported before its
      * blocking send came (pend_lr), for call pwl_row - 1 (0: none) and its
      * receiver: kept until that call's wait is settled with the next call */
@@ -400,6 +326,7 @@ struct xsm_anrank {
     uint64_t mem_cur;
     xsm_live *live;
     size_t nlive, nused, caplive; /* live entries, slots used (live or deleted) */
+    xsm_ssmp *smp;                /* its CPU samples (NULL: none) */
     int failed;
 };
 
@@ -408,7 +335,7 @@ struct xsm_sanalysis {
     xsm_anrank **acc;
     xsm_names names;     /* region names of every rank, for comparing intervals */
     xsm_srcause *rc; size_t nrc, rccap;
-    kmap rcmap;
+    xsm_kmap rcmap;
     xsm_spath *path;     /* not NULL: the critical path's waits go there */
     FILE *inst;          /* not NULL: every wait instance (xsm_swinst) goes there */
     uint64_t ninst;
@@ -446,7 +373,8 @@ static xsm_anrank *anrank_new(xsm_sanalysis *sa, int32_t r, int has_gpu)
     x->mpi_cover = INT64_MIN;
     x->fin_begin = INT64_MAX;
     x->has_gpu = has_gpu;
-    if (has_gpu && (!(x->ks = malloc(XSM_GPU_KEEP * sizeof *x->ks)) || !(x->ws = malloc(XSM_GPU_KEEP * sizeof *x->ws)))) {
+    if ((has_gpu && (!(x->ks = malloc(XSM_GPU_KEEP * sizeof *x->ks)) || !(x->ws = malloc(XSM_GPU_KEEP * sizeof *x->ws)))) ||
+        (d->nsamples && !(x->smp = xsm_ssmp_new(sa->run, r)))) {
         anrank_free(x);
         return NULL;
     }
@@ -476,19 +404,20 @@ static void anrank_free(xsm_anrank *x)
     free(x->ks);
     free(x->ws);
     free(x->live);
+    xsm_ssmp_free(x->smp);
     free(x->ep);
     free(x->recent);
     free(x->rix.row1);
     free(x->cs);
-    kmap_free(&x->csmap);
+    xsm_kmap_free(&x->csmap);
     free(x->rix.slot);
     free(x->poll);
     free(x->pr);
-    kmap_free(&x->prmap);
-    kmap_free(&x->cnmap);
-    kmap_free(&x->opmap);
-    kmap_free(&x->nmmap);
-    kmap_free(&x->wmap);
+    xsm_kmap_free(&x->prmap);
+    xsm_kmap_free(&x->cnmap);
+    xsm_kmap_free(&x->opmap);
+    xsm_kmap_free(&x->nmmap);
+    xsm_kmap_free(&x->wmap);
     free(x);
 }
 
@@ -552,7 +481,7 @@ void xsm_sanalysis_free(xsm_sanalysis *sa)
     free(sa->acc);
     xsm_names_free(&sa->names);
     free(sa->rc);
-    kmap_free(&sa->rcmap);
+    xsm_kmap_free(&sa->rcmap);
     free(sa);
 }
 
@@ -583,7 +512,7 @@ static sthread *thread_of(xsm_anrank *x, uint32_t tid)
 
 static xsm_sname *name_of(xsm_anrank *x, uint32_t sid)
 {
-    int64_t i = kvec_index(&x->nmmap, (void **)&x->nm, &x->nnm, &x->nmcap, sizeof *x->nm, sid, 0);
+    int64_t i = xsm_kvec_index(&x->nmmap, (void **)&x->nm, &x->nnm, &x->nmcap, sizeof *x->nm, sid, 0);
     if (i < 0)
         return NULL;
     x->nm[i].sid = sid;
@@ -627,6 +556,10 @@ static int inst_put(xsm_anrank *x, int kind, int32_t causer, uint32_t op, int64_
                     uint64_t row, int64_t tb, int64_t ns, int64_t tc)
 {
     xsm_sanalysis *sa = x->sa;
+    /* what the causing rank ran while this one waited (its delay window) */
+    if (causer >= 0 && (size_t)causer < sa->run->nranks && sa->acc[causer] &&
+        xsm_ssmp_window(sa->acc[causer]->smp, kind, tb, tb + ns))
+        return -1;
     if (!sa->inst)
         return 0;
     xsm_swinst w = {kind, x->rank, causer, root, root_rank, op, encl >= 0 ? (uint32_t)encl : UINT32_MAX, row, tb, tb + ns,
@@ -650,7 +583,7 @@ static int cs_add(xsm_anrank *x, uint32_t cs, uint32_t op, int kind, uint64_t n,
     size_t c = (size_t)((k1 * 0x9e3779b97f4a7c15ull) >> 58 ^ (uint64_t)(kind + 1)) & 63;
     int64_t i = x->cscache[c] - 1;
     if (i < 0 || x->cs[i].cs != cs || x->cs[i].op != op || x->cs[i].kind != kind) {
-        i = kvec_index(&x->csmap, (void **)&x->cs, &x->ncs, &x->capcs, sizeof *x->cs, k1, (uint64_t)(kind + 1));
+        i = xsm_kvec_index(&x->csmap, (void **)&x->cs, &x->ncs, &x->capcs, sizeof *x->cs, k1, (uint64_t)(kind + 1));
         if (i < 0)
             return -1;
         x->cs[i].cs = cs; /* (a new entry is zero: its key now, for the cache) */
@@ -670,7 +603,7 @@ static int wait_add(xsm_anrank *x, int kind, int32_t causer, uint32_t op, uint32
     /* (causer, root, kind) and (encl, op): a rank and a string id take 32 bits, a kind 4 */
     uint64_t k1 = (uint64_t)(uint32_t)(causer + 1) << 32 | (uint64_t)(uint32_t)(root + 1) << 4 | (uint64_t)kind;
     uint64_t k2 = (uint64_t)(uint32_t)(encl + 1) << 32 | op;
-    int64_t i = kvec_index(&x->wmap, (void **)&x->w, &x->nw, &x->wcap, sizeof *x->w, k1, k2);
+    int64_t i = xsm_kvec_index(&x->wmap, (void **)&x->w, &x->nw, &x->wcap, sizeof *x->w, k1, k2);
     if (i < 0)
         return -1;
     x->w[i] = (xsm_swait){kind, causer, op, encl, root, x->w[i].n + 1, x->w[i].ns + ns};
@@ -791,7 +724,7 @@ static int ep_sum(const xsm_anrank *x, uint64_t from, uint64_t to, const xsm_vec
  * thread whose interval so far is cur (an.h XSM_PAIR_SPAN). */
 static void pair_waiter(const xsm_anrank *x, int32_t causer, const xsm_vec *cur, xsm_pairw *pw)
 {
-    int64_t i = kmap_get(&x->prmap, (uint64_t)(uint32_t)causer, 0);
+    int64_t i = xsm_kmap_get(&x->prmap, (uint64_t)(uint32_t)causer, 0);
     uint64_t b = i >= 0 ? x->pr[i].call : 0;
     memset(pw, 0, sizeof *pw);
     for (uint64_t j = x->nsync; j > b && x->nsync + 1 - j <= XSM_PAIR_SPAN; j--) { /* waits.c pair_coll */
@@ -876,7 +809,7 @@ static int64_t v_get(const xsm_vec *v, int32_t g)
 static int rc_add(xsm_sanalysis *sa, int kind, int32_t causer, int32_t g, double s)
 {
     uint64_t k1 = (uint64_t)(uint32_t)(causer + 1) << 32 | (uint64_t)kind, k2 = (uint64_t)(uint32_t)(g + 1);
-    int64_t i = kvec_index(&sa->rcmap, (void **)&sa->rc, &sa->nrc, &sa->rccap, sizeof *sa->rc, k1, k2);
+    int64_t i = xsm_kvec_index(&sa->rcmap, (void **)&sa->rc, &sa->nrc, &sa->rccap, sizeof *sa->rc, k1, k2);
     if (i < 0)
         return -1;
     sa->rc[i] = (xsm_srcause){kind, causer, g, sa->rc[i].seconds + s};
@@ -1136,7 +1069,7 @@ int xsm_sanalysis_mem(xsm_sanalysis *sa, int32_t r, const xsprof_io_mem *e)
         return -1;
     xsm_smem *m = &x->mem;
     m->present = 1;
-    if (e->kind == XSPROF_MEM_ALLOC) {
+    if (XSPROF_MEM_KIND(e->kind) == XSPROF_MEM_ALLOC) {
         m->allocs++;
         if (live_grow(x))
             return x->failed = -1;
@@ -1170,7 +1103,7 @@ int xsm_sanalysis_mem(xsm_sanalysis *sa, int32_t r, const xsprof_io_mem *e)
             m->peak_bytes = x->mem_cur;
             m->peak_t = e->t;
         }
-    } else if (e->kind == XSPROF_MEM_FREE) {
+    } else if (XSPROF_MEM_KIND(e->kind) == XSPROF_MEM_FREE) {
         m->frees++;
         for (size_t s = x->caplive ? live_slot(e->ptr, e->device, x->caplive - 1) : 0;; s = (s + 1) & (x->caplive - 1)) {
             if (!x->caplive || !x->live[s].used) {
@@ -1326,7 +1259,7 @@ static sframe *open_frame(xsm_anrank *x, uint32_t tid, int64_t t0, int64_t t1, u
     if (t->sp && end > t->st[t->sp - 1].end) /* clip partial overlaps to the parent */
         end = t->st[t->sp - 1].end;
     uint64_t k1 = (uint64_t)(uint32_t)(parent + 1), k2 = (uint64_t)sid << 1 | (uint64_t)(is_mpi != 0);
-    int64_t c = kvec_index(&x->cnmap, (void **)&x->cn, &x->ncn, &x->cncap, sizeof *x->cn, k1, k2);
+    int64_t c = xsm_kvec_index(&x->cnmap, (void **)&x->cn, &x->ncn, &x->cncap, sizeof *x->cn, k1, k2);
     if (c < 0)
         return NULL;
     x->cn[c] = (xsm_scnode){parent, sid, is_mpi != 0, x->cn[c].cs};
@@ -1364,7 +1297,7 @@ int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g
 
 static xsm_sop *op_of(xsm_anrank *x, uint32_t sid)
 {
-    int64_t i = kvec_index(&x->opmap, (void **)&x->ops, &x->nops, &x->opcap, sizeof *x->ops, sid, 0);
+    int64_t i = xsm_kvec_index(&x->opmap, (void **)&x->ops, &x->nops, &x->opcap, sizeof *x->ops, sid, 0);
     if (i < 0)
         return NULL;
     x->ops[i].sid = sid;
@@ -1784,7 +1717,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
     for (size_t i = 0; m->thread == x->main_thread && xsm_an_is_recv_call(m->kind) && i < nfl; i++) {
         if (fl[i].out || fl[i].peer < 0 || !xsm_is_p2p_wait_pair(fl[i].peer, x->rank))
             continue;
-        int64_t k = kvec_index(&x->prmap, (void **)&x->pr, &x->npr, &x->prcap, sizeof *x->pr, (uint64_t)(uint32_t)fl[i].peer, 0);
+        int64_t k = xsm_kvec_index(&x->prmap, (void **)&x->pr, &x->npr, &x->prcap, sizeof *x->pr, (uint64_t)(uint32_t)fl[i].peer, 0);
         if (k < 0)
             return x->failed = -1;
         if (x->pr[k].call != x->nsync + 1 || fl[i].sent > x->pr[k].t_send)
@@ -1829,6 +1762,36 @@ int xsm_sanalysis_pollwait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t 
     if (xsm_grow((void **)&x->pend, &x->cappend, x->npend, sizeof *x->pend))
         return x->failed = -1;
     x->pend[x->npend++] = (xsm_pwait){(uint32_t)row, op, XSM_WAIT_LATE_RECEIVER, causer, causer_row, 0, t_post};
+    return 0;
+}
+
+/* The call-tree node + 1 of the innermost region or MPI call thread tid
+ * of x was in at t (0: neither). Frames that ended by t may still be on
+ * the stack (closed when the thread's next row comes). */
+static uint32_t sample_ctx(const xsm_anrank *x, uint32_t tid, int64_t t)
+{
+    for (size_t i = 0; i < x->nth; i++) {
+        const sthread *th = &x->th[i];
+        if (th->tid != tid)
+            continue;
+        for (size_t k = th->sp; k-- > 0;)
+            if (th->st[k].t0 <= t && t < th->st[k].end)
+                return (uint32_t)th->st[k].cn + 1;
+        return 0;
+    }
+    return 0;
+}
+
+int xsm_sanalysis_samples(xsm_sanalysis *sa, int32_t r, int64_t t)
+{
+    xsm_anrank *x = sa->acc[r];
+    if (!x || !x->smp)
+        return 0;
+    int64_t ts;
+    uint32_t stack, tid;
+    while (xsm_ssmp_next(x->smp, t, &ts, &stack, &tid))
+        if (xsm_ssmp_ctx(x->smp, tid == UINT32_MAX ? 0 : sample_ctx(x, tid, ts), stack))
+            return x->failed = -1;
     return 0;
 }
 
@@ -1918,6 +1881,7 @@ void xsm_sanalysis_view(const xsm_sanalysis *sa, int32_t r, xsm_anrank_out *o)
     o->init_end = x->init_end;
     o->fin_begin = x->fin_begin;
     o->mpi_ns = x->mpi_ns;
+    o->smp = x->smp;
 }
 
 void xsm_sanalysis_set_path(xsm_sanalysis *sa, xsm_spath *p)

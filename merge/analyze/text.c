@@ -176,6 +176,25 @@ static int pair_cmp(const void *pa, const void *pb)
     return a->msgs > b->msgs ? -1 : a->msgs < b->msgs;
 }
 
+/* The 12 places of v (n) with the most samples, shares of total. */
+static void sample_rows(const xsm_an *a, const xsm_sample *v, size_t n, uint64_t total, xsm_buf *b)
+{
+    char d1[32] = "";
+    xsm_buf_puts(b, "  share       time  where\n");
+    for (size_t i = 0; i < n && i < 12; i++) {
+        const xsm_sample *s = &v[i];
+        char loc[600];
+        if (s->file >= 0 && s->line > 0)
+            snprintf(loc, sizeof loc, "%s (%s:%d)", xsm_an_name(a, s->function), xsm_an_name(a, s->file), s->line);
+        else
+            snprintf(loc, sizeof loc, "%s", xsm_an_name(a, s->function));
+        if (a->smp_timed)
+            xsm_fmt_dur(d1, sizeof d1, s->seconds);
+        xsm_buf_printf(b, "%6.1f%% %10s  %s\n", total ? 100.0 * (double)s->n / (double)total : 0.0,
+                       a->smp_timed ? d1 : "-", loc);
+    }
+}
+
 void xsm_report_text(const xsm_an *a, xsm_buf *b)
 {
     xsm_report_summary(a, b);
@@ -239,19 +258,13 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
     if (a->nsmp) {
         xsm_buf_printf(b, "\n==== Sampled CPU time (XSPROF_SAMPLE_HZ: %llu samples, where the program was) ====\n",
                        (unsigned long long)a->smp_total);
-        xsm_buf_puts(b, "  share       time  where\n");
-        for (size_t i = 0; i < a->nsmp && i < 12; i++) {
-            const xsm_sample *s = &a->smp[i];
-            char loc[600];
-            if (s->file >= 0 && s->line > 0)
-                snprintf(loc, sizeof loc, "%s (%s:%d)", xsm_an_name(a, s->function), xsm_an_name(a, s->file), s->line);
-            else
-                snprintf(loc, sizeof loc, "%s", xsm_an_name(a, s->function));
-            if (a->smp_timed)
-                xsm_fmt_dur(d1, sizeof d1, s->seconds);
-            xsm_buf_printf(b, "%6.1f%% %10s  %s\n", a->smp_total ? 100.0 * (double)s->n / (double)a->smp_total : 0.0,
-                           a->smp_timed ? d1 : "-", loc);
-        }
+        sample_rows(a, a->smp, a->nsmp, a->smp_total, b);
+    }
+    if (a->nnosmp) {
+        xsm_buf_printf(b, "\n==== (no region): %llu samples outside every region and MPI call (%.0f%%), where ====\n",
+                       (unsigned long long)a->nosmp_total,
+                       a->smp_total ? 100.0 * (double)a->nosmp_total / (double)a->smp_total : 0.0);
+        sample_rows(a, a->nosmp, a->nnosmp, a->nosmp_total, b);
     }
 
     xsm_buf_puts(b, "\n==== Wait states ====\n");
@@ -325,10 +338,14 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
                            (unsigned long long)m->peak_bytes, (double)(m->peak_t - a->t0) * 1e-9,
                            (unsigned long long)m->leaked_allocs, (unsigned long long)m->leaked_bytes,
                            (unsigned long long)m->mpi_held_bytes);
-            for (size_t k = 0; k < m->nleaks; k++)
+            for (size_t k = 0; k < m->nleaks; k++) {
+                const xsm_leak *l = &m->leaks[k];
                 xsm_buf_printf(b, "      leak candidate %llu bytes at 0x%llx, allocated at %.3f s in `%s`\n",
-                               (unsigned long long)m->leaks[k].bytes, (unsigned long long)m->leaks[k].ptr,
-                               (double)(m->leaks[k].t - a->t0) * 1e-9, xsm_an_name(a, m->leaks[k].region));
+                               (unsigned long long)l->bytes, (unsigned long long)l->ptr, (double)(l->t - a->t0) * 1e-9,
+                               xsm_an_name(a, l->region));
+                for (int f = 0; f < l->nframes; f++) /* where (XSPROF_MEMORY_STACK_BYTES) */
+                    xsm_buf_printf(b, "        %s %s\n", f ? "from" : "by", xsm_an_name(a, l->frames[f]));
+            }
         }
     }
 

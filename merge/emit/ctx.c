@@ -49,6 +49,20 @@ static int xsm_u32_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The first of v[0..n) (sorted) that is not below x. */
+static size_t xsm_u32_lower(const uint32_t *v, size_t n, uint32_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static int xsm_gs_cmp(const void *a, const void *b)
 {
     const xsm_gstream *x = a, *y = b;
@@ -151,6 +165,38 @@ static int xsm_erank_names(xsm_emit *e, int32_t r)
     if ((er->gname[d->nstrings] = xsm_strtab_intern(&e->names, "?")) == UINT32_MAX)
         return -1;
     return 0;
+}
+
+/* The threads only the samples name (er->xos): known everywhere, since
+ * samples are loaded whole with every rank in every mode. */
+static int xsm_erank_sampled(xsm_emit *e, int32_t r)
+{
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    xsm_erank *er = &e->ranks[r];
+    er->xos = malloc((d->nsamples + 1) * sizeof *er->xos);
+    if (!er->xos)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < d->nsamples; i++) {
+        uint32_t os = (uint32_t)d->samples[i].os_tid;
+        size_t k = 0;
+        while (k < d->nthreads && (uint32_t)d->threads[k].os_tid != os)
+            k++;
+        if (k == d->nthreads && (n == 0 || er->xos[n - 1] != os))
+            er->xos[n++] = os; /* runs of one thread: few duplicates left for the sort */
+    }
+    er->nxos = xsm_uniq(er->xos, n, sizeof *er->xos, xsm_u32_cmp);
+    return 0;
+}
+
+size_t xsm_emit_sample_thread(const xsm_emit *e, int32_t r, int32_t os_tid)
+{
+    const xsprof_rank_data *d = &e->run->ranks[r].d;
+    const xsm_erank *er = &e->ranks[r];
+    for (size_t k = 0; k < d->nthreads; k++)
+        if (d->threads[k].os_tid == os_tid)
+            return xsm_emit_tid_index(er, d->threads[k].tid);
+    return er->ntids + xsm_u32_lower(er->xos, er->nxos, (uint32_t)os_tid);
 }
 
 /* Everything else of a rank (touches only e->ranks[r]). */
@@ -477,9 +523,11 @@ static int xsm_emit_init_split(xsm_emit *e, const xsm_run *run, const unsigned c
     e->ranks = calloc(run->nranks ? run->nranks : 1, sizeof *e->ranks);
     if (!e->ranks)
         goto oom;
+    for (size_t r = 0; r < run->nranks; r++)
+        e->ranks[r].mpi_thread = UINT32_MAX;
     int bad = 0; /* divided, every process reaches the tally, whatever failed */
     for (size_t r = 0; !bad && r < run->nranks; r++)
-        bad = run->ranks[r].present && xsm_erank_names(e, (int32_t)r);
+        bad = run->ranks[r].present && (xsm_erank_names(e, (int32_t)r) || xsm_erank_sampled(e, (int32_t)r));
     uint64_t *nev = calloc(run->nranks + 1, sizeof *nev);
     xsm_build_ctx bc = {e, order, nev, split};
     bad = bad || !nev || xsm_parallel_for(run->nranks, xsm_erank_build_one, &bc) != 0;
@@ -524,6 +572,73 @@ int xsm_emit_init_local(xsm_emit *e, const xsm_run *run, char *err, size_t errle
     return xsm_emit_init_split(e, run, NULL, 0, err, errlen);
 }
 
+int xsm_mark_set(uint64_t **set, uint64_t rows, uint64_t row)
+{
+    if (!*set && !(*set = calloc(rows / 64 + 1, sizeof **set)))
+        return -1;
+    (*set)[row >> 6] |= 1ull << (row & 63);
+    return 0;
+}
+
+typedef struct xsm_csize {
+    uint32_t id, size;
+} xsm_csize;
+
+static int xsm_csize_cmp(const void *a, const void *b)
+{
+    const xsm_csize *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+int xsm_emit_marks(xsm_emit *e)
+{
+    const xsm_run *run = e->run;
+    size_t nc = 0;
+    for (size_t r = 0; r < run->nranks; r++) {
+        xsm_erank *er = &e->ranks[r];
+        if (run->ranks[r].present && er->norder[XSM_EV_MPI])
+            er->mpi_thread = run->ranks[r].d.mpi[er->order[XSM_EV_MPI][0]].thread;
+        nc += run->ranks[r].present ? run->ranks[r].d.ncomms : 0;
+    }
+    for (size_t i = 0; i < run->nmsgs; i++) {
+        const xsm_message *m = &run->msgs[i];
+        const xsprof_rank_data *sd = &run->ranks[m->src].d, *rd = &run->ranks[m->dst].d;
+        if (!run->ranks[m->src].present || !run->ranks[m->dst].present)
+            continue;
+        if (rd->mpi[m->recv_call_row].kind == XSPROF_MPI_COMPLETION) {
+            if (xsm_mark_set(&e->ranks[m->src].mark[XSM_MARK_SEND_HIDDEN], sd->nmpi, m->send_row))
+                return -1;
+        } else if (m->recv_post_row >= 0 &&
+                   xsm_mark_set(&e->ranks[m->dst].mark[XSM_MARK_RECV_POST], rd->nmpi, (uint64_t)m->recv_post_row)) {
+            return -1;
+        }
+    }
+    /* the size of each communicator, as the first rank defining it says */
+    xsm_csize *cs = malloc((nc + 1) * sizeof *cs);
+    if (!cs)
+        return -1;
+    nc = 0;
+    for (size_t r = 0; r < run->nranks; r++)
+        for (size_t i = 0; run->ranks[r].present && i < run->ranks[r].d.ncomms; i++)
+            cs[nc++] = (xsm_csize){run->ranks[r].d.comms[i].id, run->ranks[r].d.comms[i].size};
+    if (nc) /* the ranks defining one agree on its size */
+        qsort(cs, nc, sizeof *cs, xsm_csize_cmp);
+    int rc = 0;
+    for (size_t i = 0; i < run->ncolls && !rc; i++) {
+        const xsm_collective *c = &run->colls[i];
+        xsm_csize key = {c->comm, 0};
+        const xsm_csize *k = nc ? bsearch(&key, cs, nc, sizeof *cs, xsm_csize_cmp) : NULL;
+        if (!k || c->n != k->size)
+            continue;
+        for (size_t j = 0; j < c->n && !rc; j++)
+            if (c->ranks[j] >= 0 && (size_t)c->ranks[j] < run->nranks && run->ranks[c->ranks[j]].present)
+                rc = xsm_mark_set(&e->ranks[c->ranks[j]].mark[XSM_MARK_COLL_WHOLE], run->ranks[c->ranks[j]].d.nmpi,
+                                  c->rows[j]);
+    }
+    free(cs);
+    return rc;
+}
+
 void xsm_emit_number_tracks(xsm_emit *e)
 {
     uint64_t base = 1;
@@ -531,7 +646,7 @@ void xsm_emit_number_tracks(xsm_emit *e)
         xsm_erank *er = &e->ranks[r];
         er->track_base = base;
         if (e->run->ranks[r].present)
-            base += 1 + er->ntids + er->ngpu + er->ncounters + er->nmemdev;
+            base += 1 + er->ntids + er->ngpu + er->ncounters + er->nmemdev + er->nxos;
     }
 }
 
@@ -549,6 +664,9 @@ void xsm_emit_free(xsm_emit *e)
         free(er->memdev);
         free(er->mflows);
         free(er->gflows);
+        for (int k = 0; k < XSM_MARK_N; k++)
+            free(er->mark[k]);
+        free(er->xos);
     }
     free(e->ranks);
     free(e->comm_ids);
@@ -557,18 +675,7 @@ void xsm_emit_free(xsm_emit *e)
     memset(e, 0, sizeof *e);
 }
 
-size_t xsm_emit_tid_index(const xsm_erank *er, uint32_t tid)
-{
-    size_t lo = 0, hi = er->ntids;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (er->tids[mid] < tid)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
+size_t xsm_emit_tid_index(const xsm_erank *er, uint32_t tid) { return xsm_u32_lower(er->tids, er->ntids, tid); }
 
 size_t xsm_emit_gpu_index(const xsm_erank *er, uint32_t device, uint32_t stream)
 {

@@ -27,6 +27,14 @@ typedef struct xsm_evflow {
     int64_t sent; /* the send's begin (trace.json's; a per-rank in-memory source leaves a receive's INT64_MIN) */
     int32_t peer; /* the other end's rank: the receiver of a start, the sender of an end (-1 unknown) */
     uint64_t peer_row; /* the other end's mpi row (UINT64_MAX unknown) */
+    /* trace.otf2's, filled for a receive's end by its source (xsm_emit_source_calls):
+     * the message's comm, tag and bytes (the send's) and, when the receive
+     * was posted by an Irecv row, posted 1 and that request */
+    uint32_t comm;
+    int32_t tag;
+    uint64_t bytes;
+    uint64_t request;
+    int posted;
 } xsm_evflow;
 
 typedef struct xsm_ev {
@@ -56,6 +64,13 @@ typedef struct xsm_gstream {
     uint32_t device, stream;
 } xsm_gstream;
 
+/* Rows a message or collective of trace.otf2 touches beyond its flow ends:
+ * the Irecv posts of messages it writes; the sends whose receive shows in
+ * no call (left out, with their receive); the collective calls whose
+ * instance every member of the communicator reached (the others get no
+ * collective records). */
+enum xsm_mark { XSM_MARK_RECV_POST = 0, XSM_MARK_SEND_HIDDEN, XSM_MARK_COLL_WHOLE, XSM_MARK_N };
+
 typedef struct xsm_erank {
     uint32_t *gname;          /* local string id -> global id */
     uint32_t *order[XSM_EV_N]; /* rows sorted by begin time (MPI: COMPLETION rows left out) */
@@ -67,8 +82,25 @@ typedef struct xsm_erank {
     int16_t *memdev; size_t nmemdev;       /* devices with memory rows (-1 host), sorted */
     xsm_flow *mflows; size_t nmflows;      /* on mpi rows, sorted by row */
     xsm_flow *gflows; size_t ngflows;      /* on gpu rows, sorted by row */
+    uint32_t *xos; size_t nxos;            /* kernel tids of the sampled threads the thread table
+                                              lacks (they never called xsprof), sorted: thread
+                                              tracks of their own, after the rank's other tracks */
     uint64_t track_base;                   /* first dense track number of this rank (from 1) */
+    /* trace.otf2's (xsm_emit_marks, or the streamed merge's pass 1): the
+     * thread of the rank's first MPI call (UINT32_MAX none), and bit sets
+     * over its MPI rows, NULL when none is set (enum xsm_mark) */
+    uint32_t mpi_thread;
+    uint64_t *mark[XSM_MARK_N];
 } xsm_erank;
+
+/* Set bit `row` of a bit set over `rows` rows, made on its first bit; -1
+ * out of memory. */
+int xsm_mark_set(uint64_t **set, uint64_t rows, uint64_t row);
+static inline int xsm_mark_get(const xsm_erank *er, int mark, size_t row)
+{
+    const uint64_t *b = er->mark[mark];
+    return b && (b[row >> 6] >> (row & 63)) & 1;
+}
 
 /* Argument names the writers use, interned once (debug annotations). */
 enum xsm_key { XSM_KEY_PEER = 0, XSM_KEY_TAG, XSM_KEY_ROOT, XSM_KEY_BYTES_SENT, XSM_KEY_BYTES_RECV, XSM_KEY_COMM,
@@ -160,6 +192,13 @@ const xsm_src_ops *xsm_emit_source_all(const xsm_emit *e);
  * xsm_emit_init_local prepares. */
 const xsm_src_ops *xsm_emit_source_analysis(void);
 const xsm_src_ops *xsm_emit_source_model(void);
+/* trace.otf2's source over the model: every event of one rank with its
+ * COMPLETION rows among them (as the analysis's), and each receive's flow
+ * end with its message (xsm_evflow's comm ... posted). */
+const xsm_src_ops *xsm_emit_source_calls(void);
+/* trace.otf2's marks (xsm_erank.mpi_thread, .mark) of every rank whose
+ * events are ordered here, from the model's messages and collectives. */
+int xsm_emit_marks(xsm_emit *e);
 
 /* `order` (NULL = all) marks the ranks whose events will be iterated: only
  * they get sorted row orders and message flows (collective mode prepares
@@ -194,6 +233,9 @@ size_t xsm_emit_tid_index(const xsm_erank *er, uint32_t tid);
 size_t xsm_emit_gpu_index(const xsm_erank *er, uint32_t device, uint32_t stream);
 size_t xsm_emit_counter_index(const xsm_erank *er, uint32_t gname);
 size_t xsm_emit_memdev_index(const xsm_erank *er, int16_t device);
+/* The thread of a sample of rank r taken on kernel thread os_tid: i <
+ * er->ntids, thread tids[i]; else the sampled thread er->xos[i - ntids]. */
+size_t xsm_emit_sample_thread(const xsm_emit *e, int32_t r, int32_t os_tid);
 /* Where flow f (on an mpi row of rank, or a gpu row when gpu) touches its
  * row: a send or launch at the row's begin, the end of a launch at its
  * activity's begin, the end of a message at its receive's completion. */
@@ -243,9 +285,11 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 /* One rank's self-contained packet sequence of trace.pftrace (the file is
  * these segments in rank order), appended to f; *bytes gets its size;
- * messages name dir/trace.pftrace. */
-int xsm_emit_pftrace_rank(const xsm_emit *e, size_t rank, FILE *f, const char *dir, uint64_t *bytes, char *err,
-                          size_t errlen);
+ * messages name dir/trace.pftrace. *sym: the writer's symbols for the
+ * samples' call stacks (opened when NULL; the writer closes them). */
+struct xsm_symbols;
+int xsm_emit_pftrace_rank(const xsm_emit *e, size_t rank, FILE *f, const char *dir, uint64_t *bytes,
+                          struct xsm_symbols **sym, char *err, size_t errlen);
 struct xsm_place;
 /* The writers of the segments of ranks lo, lo + step, ... (n of them) into
  * the blocks of pl (block k: rank lo + k * step), taken in order by up to
@@ -272,11 +316,12 @@ int xsm_emit_h5_help(const xsm_emit *e);
 /* merged.h5's deflate level: XSPROF_MERGE_H5_DEFLATE, 0-9, default 1. */
 int xsm_emit_h5_level(void);
 
-/* dir/trace.otf2 (with trace.def and trace/): the OTF2 archive, from the
- * model through xsm_iter (every rank ordered). Only in builds with libotf2
- * (XSPROF_HAVE_OTF2). *left_out gets the matched messages it could not
- * place inside calls (their ends are left out, as unmatched ones). */
-int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *err, size_t errlen);
+/* dir/trace.otf2 (with trace.def and trace/): the OTF2 archive, each
+ * rank's events from `src` (xsm_emit_source_calls over the model, or the
+ * streamed merge's), with the ranks' marks set. Only in builds with
+ * libotf2 (XSPROF_HAVE_OTF2). Notes (NULL: none) get one line on the
+ * message ends and collective records it leaves out. */
+int xsm_emit_otf2(const xsm_emit *e, const xsm_src_ops *src, const char *dir, FILE *notes, char *err, size_t errlen);
 
 /* Create dir/name for writing, exclusively and without following links. */
 FILE *xsm_emit_create(const char *dir, const char *name, char *err, size_t errlen);

@@ -692,6 +692,8 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
                     break;
                 }
                 tot = memtot[k] += (double)delta;
+                if (m->kind & XSPROF_MEM_F_PAUSED) /* counted, not drawn: outside the recorded window */
+                    continue;
             }
             if (xsm_jbatch_add(b, &ev, tot) != 0) {
                 got = -1;

@@ -85,7 +85,7 @@ int xsm_memtrack_apply(xsm_memtrack *t, int32_t rank, const xsprof_io_mem *m, in
     *delta = 0;
     if (!m->ptr)
         return 0;
-    if (m->kind == XSPROF_MEM_ALLOC) {
+    if (XSPROF_MEM_KIND(m->kind) == XSPROF_MEM_ALLOC) {
         if (2 * (t->n + 1) > t->cap && xsm_memtrack_grow(t))
             return -1;
         size_t s = xsm_live_find(t, m->ptr, rank, m->device);
@@ -95,7 +95,7 @@ int xsm_memtrack_apply(xsm_memtrack *t, int32_t rank, const xsprof_io_mem *m, in
             t->n++;
         t->slot[s] = (xsm_live){m->ptr, m->size, rank, m->device};
         *delta += (int64_t)m->size;
-    } else if (m->kind == XSPROF_MEM_FREE) {
+    } else if (XSPROF_MEM_KIND(m->kind) == XSPROF_MEM_FREE) {
         size_t s = xsm_live_find(t, m->ptr, rank, m->device);
         if (t->slot[s].ptr) {
             *delta = -(int64_t)t->slot[s].bytes;

@@ -9,14 +9,20 @@
  * - a COMM_LOCATIONS group (the ranks' MPI locations in rank order) before
  *   the communicators' groups, whose members are then world ranks;
  * - Enter/Leave properly nested per location, every MPI record inside the
- *   Enter/Leave of its call. Events come from xsm_iter, rank by rank in
- *   begin order, so a location's Leaves are written lazily, when a later
- *   event on it begins after them (a per-location stack of open calls);
+ *   Enter/Leave of its call. Each rank's events come from a source in
+ *   begin order (the model's or the streamed merge's: the same events), so
+ *   a location's Leaves are written lazily, when a later event on it
+ *   begins after them (a per-location stack of open calls);
  * - only messages whose both ends are in the trace (analysers wait for
  *   every message they see): unmatched ones are left out, and so are the
  *   collective records of instances that lack members (a crashed rank).
- * Records that belong to an MPI call are prepared per rank before the
- * events are written ("attachments", sorted by the call's row).
+ * A call's message records come with its event: a send's start flow (the
+ * row says to whom), a receive's end flow (with its message), an Irecv
+ * post's mark (xsm_erank.mark); an Isend's completion record goes into the
+ * call open on its thread when its COMPLETION row comes. Regions and
+ * metrics are numbered as events first use them (the definitions are
+ * written last). Memory: per open location its stack and the records of
+ * its open calls, per rank its Isends not completed yet.
  * GPU work goes on ACCELERATOR_STREAM locations (one per device and
  * stream, in an ACCELERATOR location group per rank that the rank's
  * process created), CUDA API calls on their CPU thread, counters as
@@ -29,15 +35,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What a call row carries besides its Enter/Leave. */
+/* What a call writes besides its Enter/Leave: at its Enter or before its Leave. */
 enum { XSM_AT_SEND, XSM_AT_ISEND, XSM_AT_IRECV_REQ, XSM_AT_RECV, XSM_AT_IRECV, XSM_AT_ISEND_DONE };
 
-typedef struct xsm_att {
-    uint32_t row;   /* the call */
-    uint32_t what;  /* XSM_AT_* */
-    int64_t t;      /* completion time (records written before the Leave) */
-    size_t msg;     /* index into run->msgs */
-} xsm_att;
+typedef struct xsm_orec { /* a record written before its call's Leave */
+    int64_t t;
+    uint32_t what;   /* XSM_AT_RECV, XSM_AT_IRECV, XSM_AT_ISEND_DONE */
+    uint32_t frame;  /* its call's place in the location's stack */
+    uint64_t id;     /* the message (order among records of one time) */
+    int32_t peer;    /* the sender's world rank */
+    uint32_t comm;   /* xsprof's id */
+    int32_t tag;
+    uint64_t bytes, request;
+} xsm_orec;
 
 typedef struct xsm_ocomm {
     uint32_t id;                /* xsprof's global communicator id */
@@ -53,10 +63,13 @@ typedef struct xsm_oreg {
 } xsm_oreg;
 
 typedef struct xsm_frame {
-    int64_t end;
+    int64_t end;   /* kept inside its parent */
+    int64_t t_end; /* as recorded (the call holding a completion) */
     uint32_t region;
-    int32_t rank;
-    uint32_t row; /* mpi row, UINT32_MAX for a user region */
+    int coll;      /* a complete collective: its records, with these */
+    OTF2_CollectiveOp op;
+    uint32_t comm, root;
+    uint64_t sent, received;
 } xsm_frame;
 
 typedef struct xsm_oloc {
@@ -66,7 +79,15 @@ typedef struct xsm_oloc {
     uint64_t nev; /* events written, once its writer is closed */
     xsm_frame *st;
     size_t n, cap;
+    size_t lastmpi; /* 1 + the stack place of the latest MPI call entered, 0: left */
+    xsm_orec *rec;  /* records of its open calls */
+    size_t nrec, caprec;
 } xsm_oloc;
+
+typedef struct xsm_oisend { /* an Isend written, until its completion */
+    uint64_t request;         /* the key */
+    uint64_t id;
+} xsm_oisend;
 
 typedef struct xsm_otf2 {
     const xsm_emit *e;
@@ -85,13 +106,12 @@ typedef struct xsm_otf2 {
     uint32_t nmetrics;
     xsm_oreg *regs; uint32_t nregions;
     xsm_ocomm *comms; size_t ncomms;
-    xsm_att **att; size_t *natt; /* per rank */
-    unsigned char **coll_ok;     /* per rank and mpi row: a complete collective */
     size_t *loc_base;            /* per rank: its first location's index */
     size_t *main_tid;            /* per rank: index of its MPI thread in tids */
     size_t *ncpu;                /* per rank: its CPU thread locations (GPU streams follow) */
     xsm_oloc *locs; size_t nlocs;
-    uint64_t left_out;           /* messages not representable (see xsm_otf2_msg_ok) */
+    xsm_ktab isends;             /* the rank's xsm_oisend by request */
+    uint64_t left_out;           /* matched messages whose receive shows in no call */
 } xsm_otf2;
 
 /* libotf2 prints its errors to stderr itself; xsmerge says one line,
@@ -215,148 +235,6 @@ static uint32_t xsm_otf2_comm_rank(const xsm_otf2 *x, size_t c, int32_t world)
     return p ? (uint32_t)p[1] : OTF2_UNDEFINED_UINT32;
 }
 
-/* ---- records attached to MPI calls --------------------------------------- */
-
-static int xsm_att_cmp(const void *a, const void *b)
-{
-    const xsm_att *p = a, *q = b;
-    if (p->row != q->row) return p->row < q->row ? -1 : 1;
-    if (p->t != q->t) return p->t < q->t ? -1 : 1;
-    return (p->what > q->what) - (p->what < q->what);
-}
-
-static int xsm_otf2_att_add(xsm_otf2 *x, size_t *cap, int32_t r, size_t row, int what, int64_t t, size_t msg)
-{
-    if (x->natt[r] == cap[r]) {
-        size_t nc = cap[r] ? 2 * cap[r] : 64;
-        xsm_att *p = realloc(x->att[r], nc * sizeof *p);
-        if (!p)
-            return -1;
-        x->att[r] = p;
-        cap[r] = nc;
-    }
-    x->att[r][x->natt[r]++] = (xsm_att){(uint32_t)row, (uint32_t)what, t, msg};
-    return 0;
-}
-
-/* The call on rank r's thread that holds COMPLETION row c (a Wait or Test),
- * or SIZE_MAX: the latest call of that thread beginning at or before it. */
-static size_t xsm_otf2_holder(const xsm_emit *e, int32_t r, size_t c)
-{
-    const xsprof_rank_data *d = &e->run->ranks[r].d;
-    const xsm_erank *er = &e->ranks[r];
-    const xsprof_io_mpi *m = &d->mpi[c];
-    if (m->kind != XSPROF_MPI_COMPLETION)
-        return c;
-    size_t lo = 0, hi = er->norder[XSM_EV_MPI];
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (d->mpi[er->order[XSM_EV_MPI][mid]].t_begin <= m->t_begin)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    while (lo-- > 0) {
-        const xsprof_io_mpi *w = &d->mpi[er->order[XSM_EV_MPI][lo]];
-        if (w->thread == m->thread)
-            return w->t_end >= m->t_begin ? er->order[XSM_EV_MPI][lo] : SIZE_MAX;
-    }
-    return SIZE_MAX;
-}
-
-/* A message is written when both of its ends are calls in the trace: its
- * send call, and the call that shows its receive. */
-static int xsm_otf2_msg_ok(const xsm_emit *e, const xsm_message *m, size_t *send_done)
-{
-    const xsm_run *run = e->run;
-    if (!run->ranks[m->src].present || !run->ranks[m->dst].present)
-        return 0;
-    const xsprof_io_mpi *s = &run->ranks[m->src].d.mpi[m->send_row];
-    const xsprof_io_mpi *rc = &run->ranks[m->dst].d.mpi[m->recv_call_row];
-    if (s->kind == XSPROF_MPI_COMPLETION || rc->kind == XSPROF_MPI_COMPLETION)
-        return 0;
-    *send_done = SIZE_MAX;
-    if (s->kind == XSPROF_MPI_ISEND && m->send_completion_row >= 0)
-        *send_done = xsm_otf2_holder(e, m->src, (size_t)m->send_completion_row);
-    return 1;
-}
-
-static int xsm_otf2_attach(xsm_otf2 *x)
-{
-    const xsm_run *run = x->run;
-    size_t *cap = calloc(run->nranks + 1, sizeof *cap);
-    if (!cap)
-        return -1;
-    for (size_t i = 0; i < run->nmsgs; i++) {
-        const xsm_message *m = &run->msgs[i];
-        size_t done;
-        if (!xsm_otf2_msg_ok(x->e, m, &done)) {
-            x->left_out++;
-            continue;
-        }
-        const xsprof_rank_data *sd = &run->ranks[m->src].d, *rd = &run->ranks[m->dst].d;
-        const xsprof_io_mpi *s = &sd->mpi[m->send_row], *rc = &rd->mpi[m->recv_call_row];
-        int isend = s->kind == XSPROF_MPI_ISEND;
-        int bad = xsm_otf2_att_add(x, cap, m->src, m->send_row, isend ? XSM_AT_ISEND : XSM_AT_SEND, s->t_begin, i);
-        if (isend && done != SIZE_MAX) {
-            int64_t t = m->send_completion_row >= 0 ? sd->mpi[m->send_completion_row].t_end : sd->mpi[done].t_end;
-            bad |= xsm_otf2_att_add(x, cap, m->src, done, XSM_AT_ISEND_DONE, t, i);
-        }
-        int64_t t = rd->mpi[m->recv_row].t_end; /* the receive's completion */
-        if (m->recv_post_row >= 0) {
-            bad |= xsm_otf2_att_add(x, cap, m->dst, (size_t)m->recv_post_row, XSM_AT_IRECV_REQ,
-                                    rd->mpi[m->recv_post_row].t_begin, i);
-            bad |= xsm_otf2_att_add(x, cap, m->dst, m->recv_call_row, XSM_AT_IRECV, t, i);
-        } else {
-            bad |= xsm_otf2_att_add(x, cap, m->dst, m->recv_call_row, XSM_AT_RECV, rc->t_end, i);
-        }
-        if (bad) {
-            free(cap);
-            return -1;
-        }
-    }
-    free(cap);
-    for (size_t r = 0; r < run->nranks; r++)
-        if (x->natt[r])
-            qsort(x->att[r], x->natt[r], sizeof *x->att[r], xsm_att_cmp);
-    /* collective records only for instances every member of the
-     * communicator reached */
-    for (size_t i = 0; i < run->ncolls; i++) {
-        const xsm_collective *c = &run->colls[i];
-        size_t k = xsm_otf2_comm(x, c->comm);
-        if (k == x->ncomms || c->n != x->comms[k].n)
-            continue;
-        for (size_t j = 0; j < c->n; j++) {
-            int32_t r = c->ranks[j];
-            if (r < 0 || (size_t)r >= run->nranks || !run->ranks[r].present)
-                continue;
-            if (!x->coll_ok[r] && !(x->coll_ok[r] = calloc(run->ranks[r].d.nmpi + 1, 1)))
-                return -1;
-            x->coll_ok[r][c->rows[j]] = 1;
-        }
-    }
-    return 0;
-}
-
-/* The records attached to row `row` of rank r: *n of them. */
-static const xsm_att *xsm_otf2_att_at(const xsm_otf2 *x, int32_t r, size_t row, size_t *n)
-{
-    const xsm_att *a = x->att[r];
-    size_t lo = 0, hi = x->natt[r];
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (a[mid].row < row)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    size_t k = lo;
-    while (k < x->natt[r] && a[k].row == row)
-        k++;
-    *n = k - lo;
-    return a + lo;
-}
-
 /* ---- regions -------------------------------------------------------------- */
 
 static OTF2_CollectiveOp xsm_otf2_coll_op(const char *name, int *ok)
@@ -402,9 +280,7 @@ static OTF2_RegionRole xsm_otf2_role(const xsprof_io_mpi *m)
     }
 }
 
-/* One region per MPI function and per user region name (ids in order of
- * first use; MPI_Init and MPI_Finalize always, Scalasca looks for them):
- * numbered before the events, written with the definitions. */
+/* Region definitions, written with the definitions. */
 static int xsm_otf2_region_add(xsm_otf2 *x, uint32_t gid, OTF2_RegionRole role, OTF2_Paradigm par)
 {
     if ((x->nregions & (x->nregions - 1)) == 0 && x->nregions >= 2) {
@@ -423,56 +299,31 @@ static OTF2_RegionRole xsm_otf2_gpu_role(uint32_t kind)
                                                                         : OTF2_REGION_ROLE_FUNCTION;
 }
 
-static int xsm_otf2_regions(xsm_otf2 *x)
+/* The region of name gid among ids (x->mpi_region, user_region or
+ * gpu_region), numbered at its first use; MPI_Init and MPI_Finalize are
+ * always 0 and 1 (Scalasca looks for them, in the run or not). */
+static uint32_t xsm_otf2_region(xsm_otf2 *x, uint32_t *ids, uint32_t gid, OTF2_RegionRole role, OTF2_Paradigm par)
 {
-    const xsm_emit *e = x->e;
-    if (!(x->regs = malloc(2 * sizeof *x->regs)))
-        return -1;
-    x->regs[0] = (xsm_oreg){UINT32_MAX, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_MPI}; /* MPI_Init */
-    x->regs[1] = (xsm_oreg){UINT32_MAX, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_MPI}; /* MPI_Finalize */
-    x->nregions = 2;
-    for (size_t r = 0; r < x->run->nranks; r++) {
-        const xsprof_rank_data *d = &x->run->ranks[r].d;
-        if (!x->run->ranks[r].present)
-            continue;
-        for (size_t i = 0; i < d->nmpi; i++) {
-            const xsprof_io_mpi *m = &d->mpi[i];
-            uint32_t gid = xsm_emit_gid(e, (int32_t)r, m->op);
-            if (m->kind == XSPROF_MPI_COMPLETION || x->mpi_region[gid])
-                continue;
-            const char *name = e->names.str[gid];
-            int fixed = strcmp(name, "MPI_Init") == 0 ? 0 : strcmp(name, "MPI_Finalize") == 0 ? 1 : -1;
-            if (fixed >= 0)
-                x->regs[fixed].name = gid;
-            else if (xsm_otf2_region_add(x, gid, xsm_otf2_role(m), OTF2_PARADIGM_MPI))
-                return -1;
-            x->mpi_region[gid] = fixed >= 0 ? (uint32_t)fixed + 1 : x->nregions;
-        }
-        for (size_t i = 0; i < d->nregions; i++) {
-            uint32_t gid = xsm_emit_gid(e, (int32_t)r, d->regions[i].name);
-            if (x->user_region[gid])
-                continue;
-            if (xsm_otf2_region_add(x, gid, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER))
-                return -1;
-            x->user_region[gid] = x->nregions;
-        }
-        for (size_t i = 0; i < d->ngpu; i++) {
-            uint32_t gid = xsm_emit_gid(e, (int32_t)r, d->gpu[i].name);
-            if (x->gpu_region[gid])
-                continue;
-            if (xsm_otf2_region_add(x, gid, xsm_otf2_gpu_role(d->gpu[i].kind), OTF2_PARADIGM_CUDA))
-                return -1;
-            x->gpu_region[gid] = x->nregions;
-        }
-        for (size_t i = 0; i < d->ncounters; i++) {
-            uint32_t gid = xsm_emit_gid(e, (int32_t)r, d->counters[i].name);
-            if (!x->metric[gid]) {
-                x->metric_name[x->nmetrics++] = gid;
-                x->metric[gid] = x->nmetrics;
-            }
-        }
+    if (ids[gid])
+        return ids[gid] - 1;
+    const char *name = x->e->names.str[gid];
+    int fixed = par != OTF2_PARADIGM_MPI ? -1 : strcmp(name, "MPI_Init") == 0 ? 0 : strcmp(name, "MPI_Finalize") == 0 ? 1 : -1;
+    if (fixed >= 0)
+        x->regs[fixed].name = gid;
+    else if (xsm_otf2_region_add(x, gid, role, par))
+        x->oom = 1;
+    ids[gid] = fixed >= 0 ? (uint32_t)fixed + 1 : x->nregions;
+    return ids[gid] - 1;
+}
+
+/* The metric class of counter name gid, numbered at its first use. */
+static uint32_t xsm_otf2_metric(xsm_otf2 *x, uint32_t gid)
+{
+    if (!x->metric[gid]) {
+        x->metric_name[x->nmetrics++] = gid;
+        x->metric[gid] = x->nmetrics;
     }
-    return 0;
+    return x->metric[gid] - 1;
 }
 
 static void xsm_otf2_regions_write(xsm_otf2 *x, OTF2_GlobalDefWriter *g)
@@ -505,156 +356,219 @@ static size_t xsm_otf2_loc(const xsm_otf2 *x, int32_t r, size_t ti)
     return x->loc_base[r] + (ti == m ? 0 : ti < m ? ti + 1 : ti);
 }
 
-static void xsm_otf2_mpi_rec(xsm_otf2 *x, xsm_oloc *L, const xsm_att *a, uint64_t ts)
+/* A receive or an Isend's completion (a send's records are written at its Enter). */
+static void xsm_otf2_rec_write(xsm_otf2 *x, xsm_oloc *L, const xsm_orec *a, uint64_t ts)
 {
-    const xsm_message *m = &x->run->msgs[a->msg];
-    size_t c = xsm_otf2_comm(x, m->comm);
-    uint32_t tag = (uint32_t)m->tag;
-    const xsprof_rank_data *sd = &x->run->ranks[m->src].d, *rd = &x->run->ranks[m->dst].d;
-    switch (a->what) {
-    case XSM_AT_SEND:
-        xsm_otf2_chk(x, OTF2_EvtWriter_MpiSend(L->w, NULL, ts, xsm_otf2_comm_rank(x, c, m->dst), (OTF2_CommRef)c, tag,
-                                               m->bytes));
-        break;
-    case XSM_AT_ISEND:
-        xsm_otf2_chk(x, OTF2_EvtWriter_MpiIsend(L->w, NULL, ts, xsm_otf2_comm_rank(x, c, m->dst), (OTF2_CommRef)c, tag,
-                                                m->bytes, sd->mpi[m->send_row].request));
-        break;
-    case XSM_AT_ISEND_DONE:
-        xsm_otf2_chk(x, OTF2_EvtWriter_MpiIsendComplete(L->w, NULL, ts, sd->mpi[m->send_row].request));
-        break;
-    case XSM_AT_IRECV_REQ:
-        xsm_otf2_chk(x, OTF2_EvtWriter_MpiIrecvRequest(L->w, NULL, ts, rd->mpi[m->recv_post_row].request));
-        break;
-    case XSM_AT_IRECV:
-        xsm_otf2_chk(x, OTF2_EvtWriter_MpiIrecv(L->w, NULL, ts, xsm_otf2_comm_rank(x, c, m->src), (OTF2_CommRef)c, tag,
-                                                m->bytes, rd->mpi[m->recv_post_row].request));
-        break;
-    default:
-        xsm_otf2_chk(x, OTF2_EvtWriter_MpiRecv(L->w, NULL, ts, xsm_otf2_comm_rank(x, c, m->src), (OTF2_CommRef)c, tag,
-                                               m->bytes));
-        break;
-    }
+    size_t c = xsm_otf2_comm(x, a->comm);
+    if (a->what == XSM_AT_ISEND_DONE)
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiIsendComplete(L->w, NULL, ts, a->request));
+    else if (a->what == XSM_AT_IRECV)
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiIrecv(L->w, NULL, ts, xsm_otf2_comm_rank(x, c, a->peer), (OTF2_CommRef)c,
+                                                (uint32_t)a->tag, a->bytes, a->request));
+    else
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiRecv(L->w, NULL, ts, xsm_otf2_comm_rank(x, c, a->peer), (OTF2_CommRef)c,
+                                               (uint32_t)a->tag, a->bytes));
 }
 
-/* A collective's record at its begin (arrival) or end. */
-static void xsm_otf2_coll(xsm_otf2 *x, xsm_oloc *L, int32_t r, const xsprof_io_mpi *m, int end, uint64_t ts)
+static int xsm_orec_cmp(const void *a, const void *b)
 {
-    int ok;
-    OTF2_CollectiveOp op = xsm_otf2_coll_op(xsm_emit_str(x->e, r, m->op), &ok);
-    if (!ok)
-        return;
-    if (!end) {
-        xsm_otf2_chk(x, OTF2_EvtWriter_MpiCollectiveBegin(L->w, NULL, ts));
-        return;
-    }
-    size_t c = xsm_otf2_comm(x, m->comm);
-    uint32_t root = m->coll == XSPROF_COLL_ONE2N || m->coll == XSPROF_COLL_N2ONE ? xsm_otf2_comm_rank(x, c, m->root) : OTF2_UNDEFINED_UINT32;
-    xsm_otf2_chk(x, OTF2_EvtWriter_MpiCollectiveEnd(L->w, NULL, ts, op, (OTF2_CommRef)c, root, m->bytes_sent,
-                                                    m->bytes_recv));
+    const xsm_orec *p = a, *q = b;
+    if (p->t != q->t) return p->t < q->t ? -1 : 1;
+    if (p->what != q->what) return p->what < q->what ? -1 : 1;
+    return (p->id > q->id) - (p->id < q->id);
 }
 
-static int xsm_otf2_is_coll(const xsm_otf2 *x, int32_t r, uint32_t row)
+static void xsm_otf2_rec_add(xsm_otf2 *x, xsm_oloc *L, const xsm_orec *a)
 {
-    return x->coll_ok[r] && x->coll_ok[r][row] && x->run->ranks[r].d.mpi[row].kind == XSPROF_MPI_COLL;
+    if (xsm_grow((void **)&L->rec, &L->caprec, L->nrec, sizeof *L->rec))
+        x->oom = 1;
+    else
+        L->rec[L->nrec++] = *a;
 }
 
 /* Leave the innermost open call of L, with what it completed before. */
 static void xsm_otf2_leave(xsm_otf2 *x, xsm_oloc *L)
 {
-    xsm_frame *f = &L->st[--L->n];
-    if (f->row != UINT32_MAX) {
-        size_t na;
-        const xsm_att *a = xsm_otf2_att_at(x, f->rank, f->row, &na);
-        for (size_t k = 0; k < na; k++) {
-            if (a[k].what != XSM_AT_RECV && a[k].what != XSM_AT_IRECV && a[k].what != XSM_AT_ISEND_DONE)
-                continue;
-            int64_t t = a[k].t < L->last ? L->last : a[k].t > f->end ? f->end : a[k].t;
-            L->last = t;
-            xsm_otf2_mpi_rec(x, L, &a[k], xsm_otf2_ts(x, t));
+    size_t at = --L->n;
+    const xsm_frame *f = &L->st[at];
+    if (L->lastmpi == at + 1)
+        L->lastmpi = 0;
+    /* its records to the end (those of the calls inside it left with them) */
+    size_t k = 0;
+    for (size_t i = 0; i < L->nrec; i++)
+        if (L->rec[i].frame != at) {
+            xsm_orec t = L->rec[k];
+            L->rec[k++] = L->rec[i];
+            L->rec[i] = t;
         }
-        if (xsm_otf2_is_coll(x, f->rank, f->row))
-            xsm_otf2_coll(x, L, f->rank, &x->run->ranks[f->rank].d.mpi[f->row], 1, xsm_otf2_ts(x, f->end));
+    if (L->nrec - k > 1)
+        qsort(L->rec + k, L->nrec - k, sizeof *L->rec, xsm_orec_cmp);
+    for (size_t i = k; i < L->nrec; i++) {
+        int64_t t = L->rec[i].t < L->last ? L->last : L->rec[i].t > f->end ? f->end : L->rec[i].t;
+        L->last = t;
+        xsm_otf2_rec_write(x, L, &L->rec[i], xsm_otf2_ts(x, t));
     }
+    L->nrec = k;
+    if (f->coll)
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiCollectiveEnd(L->w, NULL, xsm_otf2_ts(x, f->end), f->op, (OTF2_CommRef)f->comm,
+                                                        f->root, f->sent, f->received));
     if (f->end > L->last)
         L->last = f->end;
     xsm_otf2_chk(x, OTF2_EvtWriter_Leave(L->w, NULL, xsm_otf2_ts(x, L->last), f->region));
 }
 
-/* Enter a region or MPI call at t on L, after leaving what ended before. */
-static void xsm_otf2_enter(xsm_otf2 *x, xsm_oloc *L, int32_t r, int64_t t, int64_t end, uint32_t region, uint32_t row)
+/* Enter a region or call at t on L, after leaving what ended before: its
+ * frame (filled in by the caller), NULL out of memory. */
+static xsm_frame *xsm_otf2_enter(xsm_otf2 *x, xsm_oloc *L, int64_t t, int64_t end, uint32_t region)
 {
     while (L->n && L->st[L->n - 1].end <= t)
         xsm_otf2_leave(x, L);
+    int64_t t_end = end;
     if (L->n && end > L->st[L->n - 1].end)
         end = L->st[L->n - 1].end; /* kept nested: an overlap ends with its parent */
-    if (L->n == L->cap) {
-        size_t nc = L->cap ? 2 * L->cap : 16;
-        xsm_frame *p = realloc(L->st, nc * sizeof *p);
-        if (!p) {
-            x->oom = 1;
-            return;
-        }
-        L->st = p;
-        L->cap = nc;
+    if (xsm_grow((void **)&L->st, &L->cap, L->n, sizeof *L->st)) {
+        x->oom = 1;
+        return NULL;
     }
     if (t < L->last)
         t = L->last;
     if (end < t)
         end = t;
     L->last = t;
-    L->st[L->n++] = (xsm_frame){end, region, r, row};
-    uint64_t ts = xsm_otf2_ts(x, t);
-    xsm_otf2_chk(x, OTF2_EvtWriter_Enter(L->w, NULL, ts, region));
-    if (row == UINT32_MAX)
-        return;
-    size_t na;
-    const xsm_att *a = xsm_otf2_att_at(x, r, row, &na);
-    for (size_t k = 0; k < na; k++)
-        if (a[k].what == XSM_AT_SEND || a[k].what == XSM_AT_ISEND || a[k].what == XSM_AT_IRECV_REQ)
-            xsm_otf2_mpi_rec(x, L, &a[k], ts);
-    if (xsm_otf2_is_coll(x, r, row))
-        xsm_otf2_coll(x, L, r, &x->run->ranks[r].d.mpi[row], 0, ts);
+    xsm_frame *f = &L->st[L->n++];
+    *f = (xsm_frame){.end = end, .t_end = t_end, .region = region};
+    xsm_otf2_chk(x, OTF2_EvtWriter_Enter(L->w, NULL, xsm_otf2_ts(x, t), region));
+    return f;
 }
 
-/* Rank r's events, its rows in begin order (xsm_iter over the rank):
- * only its locations' writers are open meanwhile, since libotf2 holds a
- * chunk of events in memory per open writer. */
-static int xsm_otf2_rank(xsm_otf2 *x, size_t r)
+/* An MPI call: its Enter, the records written there (sends, an Irecv's
+ * request, a collective's begin) and those it writes before its Leave
+ * (the receives it shows). */
+static void xsm_otf2_call(xsm_otf2 *x, int32_t r, const xsm_ev *ev)
 {
     const xsm_emit *e = x->e;
+    const xsm_erank *er = &e->ranks[r];
+    const xsprof_io_mpi *m = ev->rec;
+    xsm_oloc *L = &x->locs[xsm_otf2_loc(x, r, xsm_emit_tid_index(er, m->thread))];
+    uint32_t gid = xsm_emit_gid(e, r, m->op);
+    xsm_frame *f = xsm_otf2_enter(x, L, m->t_begin, m->t_end,
+                                  xsm_otf2_region(x, x->mpi_region, gid, xsm_otf2_role(m), OTF2_PARADIGM_MPI));
+    if (!f)
+        return;
+    size_t at = L->n - 1;
+    L->lastmpi = L->n;
+    uint64_t ts = xsm_otf2_ts(x, L->last);
+    int isend = m->kind == XSPROF_MPI_ISEND, sent = 0;
+    size_t c = xsm_otf2_comm(x, m->comm);
+    for (size_t k = 0; k < ev->nmflows; k++) {
+        const xsm_evflow *fl = &ev->mflows[k];
+        if (fl->out) {
+            if (xsm_mark_get(er, XSM_MARK_SEND_HIDDEN, ev->row)) {
+                x->left_out++;
+                continue;
+            }
+            uint32_t to = xsm_otf2_comm_rank(x, c, m->peer);
+            sent = 1;
+            if (!isend) {
+                xsm_otf2_chk(x, OTF2_EvtWriter_MpiSend(L->w, NULL, ts, to, (OTF2_CommRef)c, (uint32_t)m->tag,
+                                                       m->bytes_sent));
+                continue;
+            }
+            xsm_otf2_chk(x, OTF2_EvtWriter_MpiIsend(L->w, NULL, ts, to, (OTF2_CommRef)c, (uint32_t)m->tag,
+                                                    m->bytes_sent, m->request));
+            xsm_oisend *p = xsm_ktab_get(&x->isends, m->request);
+            if (!p)
+                x->oom = 1;
+            else
+                p->id = fl->id;
+            continue;
+        }
+        /* a receive: at its completion, or (posted by no Irecv) at the call's end */
+        xsm_orec a = {fl->posted ? fl->t : m->t_end, fl->posted ? XSM_AT_IRECV : XSM_AT_RECV, (uint32_t)at, fl->id,
+                      fl->peer, fl->comm, fl->tag, fl->bytes, fl->request};
+        xsm_otf2_rec_add(x, L, &a);
+    }
+    /* a request posted again: its earlier Isend was completed or never will be */
+    if (m->request && !sent && (isend || m->kind == XSPROF_MPI_IRECV || m->kind == XSPROF_MPI_ICOLL)) {
+        xsm_oisend *p = xsm_ktab_find(&x->isends, m->request);
+        if (p)
+            xsm_ktab_del(&x->isends, p);
+    }
+    if (m->kind == XSPROF_MPI_IRECV && xsm_mark_get(er, XSM_MARK_RECV_POST, ev->row))
+        xsm_otf2_chk(x, OTF2_EvtWriter_MpiIrecvRequest(L->w, NULL, ts, m->request));
+    int ok = 0;
+    if (m->kind == XSPROF_MPI_COLL && xsm_mark_get(er, XSM_MARK_COLL_WHOLE, ev->row))
+        f->op = xsm_otf2_coll_op(xsm_emit_str(e, r, m->op), &ok);
+    if (!ok)
+        return;
+    f->coll = 1;
+    f->comm = (uint32_t)c;
+    f->root = m->coll == XSPROF_COLL_ONE2N || m->coll == XSPROF_COLL_N2ONE ? xsm_otf2_comm_rank(x, c, m->root)
+                                                                           : OTF2_UNDEFINED_UINT32;
+    f->sent = m->bytes_sent;
+    f->received = m->bytes_recv;
+    xsm_otf2_chk(x, OTF2_EvtWriter_MpiCollectiveBegin(L->w, NULL, ts));
+}
+
+/* A COMPLETION row: an Isend the trace has completes in the call of its
+ * thread that holds it (the latest begun, not ended before it). */
+static void xsm_otf2_completion(xsm_otf2 *x, int32_t r, const xsprof_io_mpi *m)
+{
+    if (m->flags & XSPROF_MPI_F_RECV)
+        return;
+    xsm_oisend *p = xsm_ktab_find(&x->isends, m->request);
+    if (!p)
+        return;
+    uint64_t id = p->id;
+    xsm_ktab_del(&x->isends, p);
+    xsm_oloc *L = &x->locs[xsm_otf2_loc(x, r, xsm_emit_tid_index(&x->e->ranks[r], m->thread))];
+    if (!L->lastmpi || L->st[L->lastmpi - 1].t_end < m->t_begin)
+        return;
+    xsm_orec a = {m->t_end, XSM_AT_ISEND_DONE, (uint32_t)(L->lastmpi - 1), id, -1, 0, 0, 0, m->request};
+    xsm_otf2_rec_add(x, L, &a);
+}
+
+/* Rank r's events from the source, in begin order: only its locations'
+ * writers are open meanwhile, since libotf2 holds a chunk of events in
+ * memory per open writer. */
+static int xsm_otf2_rank(xsm_otf2 *x, const xsm_src_ops *src, size_t r, char *err, size_t errlen)
+{
+    const xsm_emit *e = x->e;
+    const xsm_erank *er = &e->ranks[r];
     size_t lo = x->loc_base[r], hi = r + 1 < x->run->nranks ? x->loc_base[r + 1] : x->nlocs;
     for (size_t i = lo; i < hi && x->rc == OTF2_SUCCESS; i++)
         if (!(x->locs[i].w = OTF2_Archive_GetEvtWriter(x->ar, x->locs[i].id)))
             xsm_otf2_chk(x, OTF2_ERROR_MEM_FAULT);
-    xsm_iter it;
-    if (x->rc != OTF2_SUCCESS || xsm_iter_init(&it, e, (int64_t)r))
-        return x->rc != OTF2_SUCCESS ? 0 : -1;
+    void *s = x->rc == OTF2_SUCCESS && x->run->ranks[r].present ? src->open(e, r, err, errlen) : NULL;
+    if (x->rc == OTF2_SUCCESS && x->run->ranks[r].present && !s)
+        return 1;
     xsm_ev ev;
-    while (!x->oom && x->rc == OTF2_SUCCESS && xsm_iter_next(&it, &ev)) {
-        const xsprof_rank_data *d = &x->run->ranks[ev.rank].d;
-        const xsm_erank *er = &e->ranks[ev.rank];
+    int got = 0;
+    while (s && !x->oom && x->rc == OTF2_SUCCESS && (got = src->next(s, &ev)) > 0) {
+        int32_t rk = (int32_t)r;
         if (ev.kind == XSM_EV_REGION) {
-            const xsprof_io_region *g = &d->regions[ev.row];
-            size_t ti = xsm_emit_tid_index(er, g->thread);
-            uint32_t reg = x->user_region[xsm_emit_gid(e, ev.rank, g->name)] - 1;
-            xsm_otf2_enter(x, &x->locs[xsm_otf2_loc(x, ev.rank, ti)], ev.rank, g->t_begin, g->t_end, reg, UINT32_MAX);
+            const xsprof_io_region *g = ev.rec;
+            uint32_t reg = xsm_otf2_region(x, x->user_region, xsm_emit_gid(e, rk, g->name), OTF2_REGION_ROLE_FUNCTION,
+                                           OTF2_PARADIGM_USER);
+            xsm_otf2_enter(x, &x->locs[xsm_otf2_loc(x, rk, xsm_emit_tid_index(er, g->thread))], g->t_begin, g->t_end,
+                           reg);
         } else if (ev.kind == XSM_EV_MPI) {
-            const xsprof_io_mpi *m = &d->mpi[ev.row];
-            size_t ti = xsm_emit_tid_index(er, m->thread);
-            uint32_t reg = x->mpi_region[xsm_emit_gid(e, ev.rank, m->op)] - 1;
-            xsm_otf2_enter(x, &x->locs[xsm_otf2_loc(x, ev.rank, ti)], ev.rank, m->t_begin, m->t_end, reg,
-                           (uint32_t)ev.row);
+            const xsprof_io_mpi *m = ev.rec;
+            if (m->kind == XSPROF_MPI_COMPLETION)
+                xsm_otf2_completion(x, rk, m);
+            else
+                xsm_otf2_call(x, rk, &ev);
         } else if (ev.kind == XSM_EV_GPU) {
-            const xsprof_io_gpu *g = &d->gpu[ev.row];
-            uint32_t reg = x->gpu_region[xsm_emit_gid(e, ev.rank, g->name)] - 1;
-            size_t li = g->kind == XSPROF_GPU_API ? xsm_otf2_loc(x, ev.rank, xsm_emit_tid_index(er, g->thread))
-                                                  : x->loc_base[ev.rank] + x->ncpu[ev.rank] +
+            const xsprof_io_gpu *g = ev.rec;
+            uint32_t reg = xsm_otf2_region(x, x->gpu_region, xsm_emit_gid(e, rk, g->name), xsm_otf2_gpu_role(g->kind),
+                                           OTF2_PARADIGM_CUDA);
+            size_t li = g->kind == XSPROF_GPU_API ? xsm_otf2_loc(x, rk, xsm_emit_tid_index(er, g->thread))
+                                                  : x->loc_base[rk] + x->ncpu[rk] +
                                                         xsm_emit_gpu_index(er, g->device, g->stream);
-            xsm_otf2_enter(x, &x->locs[li], ev.rank, g->t_begin, g->t_end, reg, UINT32_MAX);
+            xsm_otf2_enter(x, &x->locs[li], g->t_begin, g->t_end, reg);
         } else if (ev.kind == XSM_EV_COUNTER) {
-            const xsprof_io_counter *c = &d->counters[ev.row];
-            xsm_oloc *L = &x->locs[xsm_otf2_loc(x, ev.rank, xsm_emit_tid_index(er, c->thread))];
+            const xsprof_io_counter *c = ev.rec;
+            xsm_oloc *L = &x->locs[xsm_otf2_loc(x, rk, xsm_emit_tid_index(er, c->thread))];
             while (L->n && L->st[L->n - 1].end <= c->t)
                 xsm_otf2_leave(x, L);
             if (c->t > L->last)
@@ -662,13 +576,16 @@ static int xsm_otf2_rank(xsm_otf2 *x, size_t r)
             OTF2_Type type = OTF2_TYPE_DOUBLE;
             OTF2_MetricValue v = {.floating_point = c->value};
             xsm_otf2_chk(x, OTF2_EvtWriter_Metric(L->w, NULL, xsm_otf2_ts(x, L->last),
-                                                  x->metric[xsm_emit_gid(e, ev.rank, c->name)] - 1, 1, &type, &v));
+                                                  xsm_otf2_metric(x, xsm_emit_gid(e, rk, c->name)), 1, &type, &v));
         }
     }
-    xsm_iter_free(&it);
+    int failed = s && (src->close(s, err, errlen) || got < 0);
+    if (failed && !err[0])
+        xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2");
+    xsm_ktab_free(&x->isends);
     for (size_t i = lo; i < hi; i++) {
         xsm_oloc *L = &x->locs[i];
-        while (L->n && x->rc == OTF2_SUCCESS)
+        while (L->n && x->rc == OTF2_SUCCESS && !failed)
             xsm_otf2_leave(x, L);
         if (L->w) {
             xsm_otf2_chk(x, OTF2_EvtWriter_GetNumberOfEvents(L->w, &L->nev));
@@ -676,9 +593,14 @@ static int xsm_otf2_rank(xsm_otf2 *x, size_t r)
             L->w = NULL;
         }
         free(L->st);
+        free(L->rec);
         L->st = NULL;
+        L->rec = NULL;
+        L->n = L->cap = L->nrec = L->caprec = 0;
     }
-    return x->oom ? -1 : 0;
+    if (failed)
+        return 1;
+    return x->oom ? xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2") : 0;
 }
 
 /* ---- definitions ------------------------------------------------------------ */
@@ -816,22 +738,23 @@ static int xsm_otf2_prepare(xsm_otf2 *x)
     x->metric = calloc(e->names.n + 1, sizeof *x->metric);
     x->metric_name = calloc(e->names.n + 1, sizeof *x->metric_name);
     x->ncpu = calloc(n, sizeof *x->ncpu);
-    x->att = calloc(n, sizeof *x->att);
-    x->natt = calloc(n, sizeof *x->natt);
-    x->coll_ok = calloc(n, sizeof *x->coll_ok);
     x->loc_base = calloc(n, sizeof *x->loc_base);
     x->main_tid = calloc(n, sizeof *x->main_tid);
-    if (!x->mpi_region || !x->user_region || !x->gpu_region || !x->metric || !x->metric_name || !x->ncpu || !x->att || !x->natt || !x->coll_ok || !x->loc_base || !x->main_tid)
+    x->regs = malloc(2 * sizeof *x->regs);
+    if (!x->mpi_region || !x->user_region || !x->gpu_region || !x->metric || !x->metric_name || !x->ncpu ||
+        !x->loc_base || !x->main_tid || !x->regs)
         return -1;
+    x->regs[0] = (xsm_oreg){UINT32_MAX, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_MPI}; /* MPI_Init */
+    x->regs[1] = (xsm_oreg){UINT32_MAX, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_MPI}; /* MPI_Finalize */
+    x->nregions = 2;
+    x->isends.size = sizeof(xsm_oisend);
     for (size_t r = 0; r < run->nranks; r++) {
         const xsm_erank *er = &e->ranks[r];
         x->loc_base[r] = x->nlocs;
         x->ncpu[r] = run->ranks[r].present && er->ntids ? er->ntids : 1;
         x->nlocs += x->ncpu[r] + (run->ranks[r].present ? er->ngpu : 0);
-        if (er->norder[XSM_EV_MPI]) {
-            const xsprof_io_mpi *m = &run->ranks[r].d.mpi[er->order[XSM_EV_MPI][0]];
-            x->main_tid[r] = xsm_emit_tid_index(er, m->thread);
-        }
+        if (er->mpi_thread != UINT32_MAX)
+            x->main_tid[r] = xsm_emit_tid_index(er, er->mpi_thread);
     }
     x->locs = calloc(x->nlocs + 1, sizeof *x->locs);
     if (!x->locs)
@@ -839,7 +762,7 @@ static int xsm_otf2_prepare(xsm_otf2 *x)
     for (size_t r = 0; r < run->nranks; r++)
         for (size_t k = 0; k < (r + 1 < run->nranks ? x->loc_base[r + 1] : x->nlocs) - x->loc_base[r]; k++)
             x->locs[x->loc_base[r] + k].id = xsm_otf2_loc_id(k, (int32_t)r);
-    if (xsm_otf2_comms(x) || xsm_otf2_attach(x) || xsm_otf2_regions(x))
+    if (xsm_otf2_comms(x))
         return -1;
     x->offset = run->t0_ref_ns > 0 ? (uint64_t)run->t0_ref_ns : 0;
     x->tmin = UINT64_MAX;
@@ -853,18 +776,12 @@ static void xsm_otf2_free(xsm_otf2 *x)
         free(x->comms[c].sorted);
     }
     free(x->comms);
-    for (size_t r = 0; r < x->run->nranks; r++) {
-        if (x->att)
-            free(x->att[r]);
-        if (x->coll_ok)
-            free(x->coll_ok[r]);
-    }
-    for (size_t i = 0; x->locs && i < x->nlocs; i++)
+    for (size_t i = 0; x->locs && i < x->nlocs; i++) {
         free(x->locs[i].st);
+        free(x->locs[i].rec);
+    }
     free(x->locs);
-    free(x->att);
-    free(x->natt);
-    free(x->coll_ok);
+    xsm_ktab_free(&x->isends);
     free(x->loc_base);
     free(x->main_tid);
     free(x->mpi_region);
@@ -876,7 +793,7 @@ static void xsm_otf2_free(xsm_otf2 *x)
     free(x->regs);
 }
 
-int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *err, size_t errlen)
+int xsm_emit_otf2(const xsm_emit *e, const xsm_src_ops *src, const char *dir, FILE *notes, char *err, size_t errlen)
 {
     xsm_otf2 x;
     memset(&x, 0, sizeof x);
@@ -901,9 +818,10 @@ int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *
     xsm_otf2_chk(&x, OTF2_Archive_SetSerialCollectiveCallbacks(x.ar));
     xsm_otf2_chk(&x, OTF2_Archive_SetCreator(x.ar, "xsmerge"));
     xsm_otf2_chk(&x, OTF2_Archive_OpenEvtFiles(x.ar));
+    if (errlen)
+        err[0] = 0;
     for (size_t r = 0; r < x.run->nranks && x.rc == OTF2_SUCCESS && !rc; r++)
-        if (xsm_otf2_rank(&x, r))
-            rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.otf2");
+        rc = xsm_otf2_rank(&x, src, r, err, errlen);
     for (size_t i = 0; i < x.nlocs; i++)
         if (x.locs[i].w) /* after a failure */
             OTF2_Archive_CloseEvtWriter(x.ar, x.locs[i].w);
@@ -925,8 +843,15 @@ int xsm_emit_otf2(const xsm_emit *e, const char *dir, uint64_t *left_out, char *
         rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.otf2: %s", dir,
                          OTF2_Error_GetDescription(first != OTF2_SUCCESS ? first : x.rc));
     OTF2_Error_RegisterCallback(before, NULL);
-    if (left_out)
-        *left_out = x.left_out;
+    /* analysers wait for every message and member they see: a message
+     * left out has two ends */
+    const xsm_run *run = x.run;
+    uint64_t out = 2 * x.left_out + run->unmatched_sends + run->unmatched_recvs;
+    if (!rc && notes && (out || run->incomplete_colls))
+        fprintf(notes, "xsmerge: note: trace.otf2 leaves out %llu message end(s) without their other end and the "
+                "collective records of %zu incomplete collective(s) (a rank that died, a message never received): "
+                "analysers wait for every message and member they see\n", (unsigned long long)out,
+                run->incomplete_colls);
     xsm_otf2_free(&x);
     return rc;
 }

@@ -18,6 +18,16 @@
  * carries flow_ids, and an instant "recv" at the receive's completion on
  * the receiving thread carries terminating_flow_ids (a flow must begin
  * before it ends in time order, which the receive call's begin need not).
+ * CPU samples (XSPROF_SAMPLE_HZ) are PerfSample packets in time order
+ * among the events, with the pid and tid of their thread's track and
+ * interned callstacks (pfsamples.c); threads only the samples name get a
+ * thread track of their own. PerfSample rather than
+ * StreamingProfilePacket: it names its pid and tid in every sample (one
+ * sequence here holds all of a rank's threads, a StreamingProfilePacket
+ * belongs to its sequence's one thread) and takes the packet's own
+ * timestamp on the sequence clock (StreamingProfilePacket: microsecond
+ * deltas from a ThreadDescriptor); Perfetto's UI shows PerfSamples as the
+ * thread's and the process's CPU samples with their flame graph.
  *
  * Field numbers are Perfetto's published ones (protos/perfetto/trace/...);
  * tests/merge/perfetto_min.proto lists the subset used here. */
@@ -25,6 +35,8 @@
 #include "merge/emit/pb.h"
 #include "merge/emit/memtrack.h"
 #include "merge/emit/place.h"
+#include "merge/emit/pfsamples.h"
+#include "merge/symbols/symbols.h"
 #include "merge/progress.h"
 #include "core/record.h" /* kinds of mpi, gpu and arg rows */
 
@@ -47,6 +59,13 @@ enum {
     PB_PKT_TS_CLOCK = 58,
     PB_PKT_DEFAULTS = 59,
     PB_PKT_TRACK_DESC = 60,
+    PB_PKT_PERF_SAMPLE = 66,
+    /* PerfSample (profiling/profile_packet.proto) */
+    PB_PS_PID = 2,
+    PB_PS_TID = 3,
+    PB_PS_CALLSTACK = 4,
+    PB_PS_CPU_MODE = 5,
+    PS_MODE_USER = 2,
     /* TracePacketDefaults, TrackEventDefaults, ClockSnapshot(.Clock) */
     PB_DEF_TS_CLOCK = 58,
     PB_DEF_TRACK_EVENT = 11,
@@ -117,6 +136,15 @@ static uint64_t xsm_uuid_mem(const xsm_erank *er, size_t i)
 {
     return er->track_base + 1 + er->ntids + er->ngpu + er->ncounters + i;
 }
+/* thread track i of xsm_emit_sample_thread: a thread, or a sampled one */
+static uint64_t xsm_uuid_sampled(const xsm_erank *er, size_t i)
+{
+    return i < er->ntids ? xsm_uuid_thread(er, i)
+                         : er->track_base + 1 + er->ntids + er->ngpu + er->ncounters + er->nmemdev + (i - er->ntids);
+}
+/* A thread track's tid: synthetic and unique in the trace (Perfetto keys
+ * threads by tid), from its track number. */
+static int64_t xsm_pf_tid(uint64_t uuid) { return (int64_t)uuid + 999999; }
 
 /* A slice end or a flow terminus waiting for its time. */
 typedef struct xsm_pend {
@@ -259,8 +287,8 @@ static int xsm_pf_use_comm(xsm_pf *pf, uint32_t comm)
     return -1;
 }
 
-/* Start an event packet: timestamp, sequence, interned data for new names. */
-static size_t xsm_pf_event_begin(xsm_pf *pf, int64_t t)
+/* Start a packet at time t on the sequence that needs its incremental state. */
+static xsm_out *xsm_pf_timed_begin(xsm_pf *pf, int64_t t)
 {
     xsm_out *p = xsm_pf_packet_begin(pf);
     uint8_t *w = xsm_pb_room(p, 40);
@@ -276,6 +304,13 @@ static size_t xsm_pf_event_begin(xsm_pf *pf, int64_t t)
         w = xsm_pb_w_uint(w, PB_PKT_SEQ_FLAGS, SEQ_NEEDS);
         xsm_pb_commit(p, w);
     }
+    return p;
+}
+
+/* Start an event packet: timestamp, sequence, interned data for new names. */
+static size_t xsm_pf_event_begin(xsm_pf *pf, int64_t t)
+{
+    xsm_out *p = xsm_pf_timed_begin(pf, t);
     if (pf->nnew_names || pf->nnew_keys || pf->nnew_comms || pf->new_cat) {
         size_t id = xsm_pb_begin(p, PB_PKT_INTERNED);
         if (pf->new_cat) {
@@ -382,8 +417,6 @@ static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
     xsm_pb_end(p, cs);
     xsm_pf_flush_packet(pf);
     pf->last_t = 0;
-    /* synthetic tids, unique in the trace: Perfetto keys threads by tid */
-    uint64_t tid = 1000000 + er->track_base;
     snprintf(buf, sizeof buf, "rank %zu (%s)", r, run->ranks[r].d.host);
     xsm_pf_packet_begin(pf);
     xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
@@ -409,7 +442,7 @@ static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
         xsm_pb_str(p, PB_TD_NAME, buf);
         size_t th = xsm_pb_begin(p, PB_TD_THREAD);
         xsm_pb_int(p, PB_THD_PID, (int64_t)r + 1);
-        xsm_pb_int(p, PB_THD_TID, (int64_t)tid++);
+        xsm_pb_int(p, PB_THD_TID, xsm_pf_tid(xsm_uuid_thread(er, i)));
         xsm_pb_str(p, PB_THD_NAME, buf);
         xsm_pb_end(p, th);
         xsm_pb_end(p, td);
@@ -444,6 +477,50 @@ static void xsm_pf_descriptors(xsm_pf *pf, size_t r)
         xsm_pb_end(p, td);
         xsm_pf_flush_packet(pf);
     }
+    for (size_t i = er->ntids; i < er->ntids + er->nxos; i++) {
+        snprintf(buf, sizeof buf, "sampled thread (tid %u)", er->xos[i - er->ntids]);
+        uint64_t uuid = xsm_uuid_sampled(er, i);
+        xsm_pf_packet_begin(pf);
+        xsm_pb_uint(p, PB_PKT_SEQ_ID, pf->seq_id);
+        td = xsm_pb_begin(p, PB_PKT_TRACK_DESC);
+        xsm_pb_uint(p, PB_TD_UUID, uuid);
+        xsm_pb_uint(p, PB_TD_PARENT, xsm_uuid_proc(er));
+        xsm_pb_str(p, PB_TD_NAME, buf);
+        size_t th = xsm_pb_begin(p, PB_TD_THREAD);
+        xsm_pb_int(p, PB_THD_PID, (int64_t)r + 1);
+        xsm_pb_int(p, PB_THD_TID, xsm_pf_tid(uuid));
+        xsm_pb_str(p, PB_THD_NAME, buf);
+        xsm_pb_end(p, th);
+        xsm_pb_end(p, td);
+        xsm_pf_flush_packet(pf);
+    }
+}
+
+/* The next CPU sample as a PerfSample packet on its thread's track, its
+ * callstack interned in the same packet when new. 0, or -1. */
+static int xsm_pf_sample(xsm_pf *pf, xsm_pfs *smp, size_t r)
+{
+    const xsm_erank *er = &pf->e->ranks[r];
+    int64_t t = xsm_pfs_time(smp);
+    size_t thread;
+    uint64_t cs;
+    int fresh = xsm_pfs_take(smp, &thread, &cs);
+    xsm_out *p = xsm_pf_timed_begin(pf, t);
+    if (fresh) {
+        size_t id = xsm_pb_begin(p, PB_PKT_INTERNED);
+        if (xsm_pfs_intern(smp, p))
+            return -1;
+        xsm_pb_end(p, id);
+    }
+    size_t ps = xsm_pb_begin(p, PB_PKT_PERF_SAMPLE);
+    xsm_pb_uint(p, PB_PS_PID, (uint64_t)r + 1);
+    xsm_pb_uint(p, PB_PS_TID, (uint64_t)xsm_pf_tid(xsm_uuid_sampled(er, thread)));
+    if (cs)
+        xsm_pb_uint(p, PB_PS_CALLSTACK, cs);
+    xsm_pb_uint(p, PB_PS_CPU_MODE, PS_MODE_USER);
+    xsm_pb_end(p, ps);
+    xsm_pf_flush_packet(pf);
+    return 0;
 }
 
 /* An event's track: left out when it is the sequence's default. */
@@ -655,6 +732,8 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
         if (xsm_memtrack_apply(pf->live, r, m, &delta))
             return -1;
         *tot += (double)delta;
+        if (m->kind & XSPROF_MEM_F_PAUSED) /* counted, not drawn: outside the recorded window */
+            return 0;
         te = xsm_pf_event_begin(pf, m->t);
         xsm_pb_uint(p, PB_TE_TYPE, TE_COUNTER);
         xsm_pb_uint(p, PB_TE_TRACK, xsm_uuid_mem(er, i));
@@ -665,8 +744,20 @@ static int xsm_pf_event(xsm_pf *pf, const xsm_ev *ev)
     }
 }
 
-int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir, uint64_t *bytes, char *err,
-                          size_t errlen)
+/* The samples before time t (all: INT64_MAX), each after the slice ends
+ * due before it. 0, or -1. */
+static int xsm_pf_samples_until(xsm_pf *pf, xsm_pfs *smp, size_t r, int64_t t)
+{
+    for (int64_t ts; (ts = xsm_pfs_time(smp)) < t || (t == INT64_MAX && ts != INT64_MAX);) {
+        xsm_pf_drain(pf, ts, 0);
+        if (xsm_pf_sample(pf, smp, r) || pf->o.failed)
+            return -1;
+    }
+    return 0;
+}
+
+int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir, uint64_t *bytes, xsm_symbols **sym,
+                          char *err, size_t errlen)
 {
     xsm_pf pf = {.e = e, .seq_id = (uint32_t)r + 1};
     xsm_out_init(&pf.o, f);
@@ -678,11 +769,12 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir,
     pf.sent_comm = calloc(e->ncomms + 1, 1);
     pf.live = xsm_memtrack_new();
     pf.recv_name = e->key[XSM_KEY_RECV]; /* name of the flow-terminus instants */
+    xsm_pfs *smp = xsm_pfs_open(e, r, sym);
     const xsm_src_ops *ops = xsm_emit_source(e);
     void *src = NULL;
     int rc = 0;
     *bytes = 0;
-    if (!pf.memtot || !pf.sent_name || !pf.sent_key || !pf.sent_comm || !pf.live)
+    if (!pf.memtot || !pf.sent_name || !pf.sent_key || !pf.sent_comm || !pf.live || !smp)
         rc = xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
     else if (!(src = ops->open(e, r, err, errlen)))
         rc = 1;
@@ -692,6 +784,11 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir,
         uint64_t n = 0;
         int got;
         while ((got = ops->next(src, &ev)) > 0) {
+            if (xsm_pf_samples_until(&pf, smp, r, ev.t)) {
+                rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir,
+                                 errno ? strerror(errno) : "out of memory");
+                break;
+            }
             xsm_pf_drain(&pf, ev.t, 0);
             if (xsm_pf_event(&pf, &ev) || pf.o.failed) {
                 rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir,
@@ -707,6 +804,9 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir,
         else if (ops->close(src, err, errlen) && !rc)
             rc = 1;
         src = NULL;
+        if (!rc && xsm_pf_samples_until(&pf, smp, r, INT64_MAX))
+            rc = xsm_err_set(err, errlen, "xsmerge: %s/trace.pftrace: write failed: %s", dir,
+                             errno ? strerror(errno) : "out of memory");
         if (!rc)
             xsm_pf_drain(&pf, INT64_MAX, 1);
     }
@@ -720,6 +820,7 @@ int xsm_emit_pftrace_rank(const xsm_emit *e, size_t r, FILE *f, const char *dir,
     free(pf.sent_key);
     free(pf.sent_comm);
     xsm_memtrack_free(pf.live);
+    xsm_pfs_close(smp);
     return rc;
 }
 
@@ -745,6 +846,7 @@ static void *xsm_pf_writers_run(void *arg)
 {
     xsm_pf_writers *s = arg;
     char err[1024];
+    xsm_symbols *sym = NULL; /* this thread's, for all its ranks' samples */
     for (;;) {
         size_t k = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
         if (k >= s->n)
@@ -756,7 +858,7 @@ static void *xsm_pf_writers_run(void *arg)
             uint64_t n;
             if (!(f = xsm_place_file(s->pl, k)))
                 rc = xsm_err_set(err, sizeof err, "xsmerge: %s/trace.pftrace: %s", s->dir, strerror(errno));
-            else if (!(rc = xsm_emit_pftrace_rank(s->e, r, f, s->dir, &n, err, sizeof err)) && fflush(f) != 0)
+            else if (!(rc = xsm_emit_pftrace_rank(s->e, r, f, s->dir, &n, &sym, err, sizeof err)) && fflush(f) != 0)
                 rc = xsm_err_set(err, sizeof err, "xsmerge: %s/trace.pftrace: write failed: %s", s->dir,
                                  strerror(errno));
         }
@@ -773,6 +875,7 @@ static void *xsm_pf_writers_run(void *arg)
         xsm_place_help(s->pl, 0); /* the bytes its finish placed */
     }
     xsm_place_help(s->pl, 1); /* none left to take: write what still waits and is placed */
+    xsm_symbols_close(sym);
     return NULL;
 }
 

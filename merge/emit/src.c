@@ -18,6 +18,7 @@ typedef struct xsm_msrc {
     size_t capfl;
     int all; /* trace.json's (all ranks): a receive's flow end needs its send's begin */
     int sent; /* the analysis's: so does it */
+    int calls; /* trace.otf2's: a receive's flow end with its message */
 } xsm_msrc;
 
 static void *xsm_msrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
@@ -77,7 +78,15 @@ static int xsm_msrc_next(void *src, xsm_ev *ev)
                            : s->all || s->sent ? s->e->run->ranks[msg->src].d.mpi[msg->send_row].t_begin
                                                 : INT64_MIN;
             s->fl[k] = (xsm_evflow){f[k].id, t, (int)f[k].out, sent, f[k].out ? msg->dst : msg->src,
-                                    f[k].out ? msg->recv_row : msg->send_row};
+                                    f[k].out ? msg->recv_row : msg->send_row, 0, 0, 0, 0, 0};
+            if (s->calls && !f[k].out) {
+                xsm_evflow *x = &s->fl[k];
+                x->comm = msg->comm;
+                x->tag = msg->tag;
+                x->bytes = msg->bytes;
+                x->posted = msg->recv_post_row >= 0;
+                x->request = x->posted ? d->mpi[msg->recv_post_row].request : 0;
+            }
         }
         ev->mflows = s->fl;
         ev->nmflows = nf;
@@ -118,6 +127,7 @@ typedef struct xsm_ansrc {
     size_t ncompl, icompl;
     xsm_ev head; /* the next event of m, when has */
     int has, done;
+    int every; /* trace.otf2's: instants and counters too */
     size_t rank;
 } xsm_ansrc;
 
@@ -176,8 +186,8 @@ static int xsm_ansrc_next(void *src, xsm_ev *ev)
             return -1;
         a->done = !got;
         /* instants and counters are not the analysis's */
-        a->has = got && (a->head.kind == XSM_EV_REGION || a->head.kind == XSM_EV_MPI || a->head.kind == XSM_EV_GPU ||
-                         a->head.kind == XSM_EV_MEM);
+        a->has = got && (a->every || a->head.kind == XSM_EV_REGION || a->head.kind == XSM_EV_MPI ||
+                         a->head.kind == XSM_EV_GPU || a->head.kind == XSM_EV_MEM);
     }
     const xsm_emit *e = a->m->e;
     if (a->icompl < a->ncompl) {
@@ -196,8 +206,22 @@ static int xsm_ansrc_next(void *src, xsm_ev *ev)
 
 static const xsm_src_ops xsm_ansrc_ops = {xsm_ansrc_open, xsm_ansrc_next, xsm_ansrc_close};
 
+static void *xsm_csrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
+{
+    xsm_ansrc *a = xsm_ansrc_open(e, r, err, errlen);
+    if (a) {
+        a->every = 1;
+        a->m->sent = 0;
+        a->m->calls = 1;
+    }
+    return a;
+}
+
+static const xsm_src_ops xsm_csrc_ops = {xsm_csrc_open, xsm_ansrc_next, xsm_ansrc_close};
+
 const xsm_src_ops *xsm_emit_source_analysis(void) { return &xsm_ansrc_ops; }
 const xsm_src_ops *xsm_emit_source_model(void) { return &xsm_msrc_ops; }
+const xsm_src_ops *xsm_emit_source_calls(void) { return &xsm_csrc_ops; }
 
 /* All ranks from a per-rank source: a k-way merge by (time, rank, kind),
  * the order of xsm_iter. */

@@ -15,7 +15,8 @@
  * start with the logical clock (clc.c), for which this pass first runs in
  * collect mode: no checks, nothing for the writers, the constraints
  * written per rank instead. With merged.h5 asked for, matched messages and
- * Isend completions are spilled and collectives kept for it (h5src.c). */
+ * Isend completions are spilled and collectives kept for it (h5src.c);
+ * with trace.otf2, rows are marked for it (xsm_srank.mark). */
 #include "merge/stream/internal.h"
 #include "merge/match/match.h"
 #include "merge/util.h"
@@ -56,6 +57,9 @@ typedef struct xsm_pend_end {
     uint32_t post_row;
     int64_t call_begin; /* receive: begin of its call (Wrong Order) */
     uint8_t polled;     /* receive: its rank polled before it (Wrong Order) */
+    /* trace.otf2: receive: its request, its Irecv row inside --from/--to */
+    uint64_t request;
+    uint8_t post_kept;
 } xsm_pend_end;
 
 typedef struct xsm_ptab {
@@ -203,6 +207,7 @@ typedef struct xsm_req_state {
     uint32_t icomm;
     uint64_t iseq;
     int64_t it;       /* its post's begin */
+    int kept;         /* its post is inside --from/--to */
 } xsm_req_state;
 
 typedef struct xsm_mrank {
@@ -278,6 +283,7 @@ typedef struct xsm_isl {
     uint64_t key;      /* 0: free */
     int has_post, has_call;
     int32_t dst;
+    int eager;         /* the message went eagerly (xsm_eager_send) */
     uint32_t post_row, call_row, call_op;
     int64_t post_t, cb, ce;
 } xsm_isl;
@@ -296,6 +302,7 @@ typedef struct xsm_mctx {
      * match) meets the call that completed the Isend, in either order */
     xsm_ktab isl;         /* of xsm_isl */
     xsm_wo *wo;           /* the reports' Wrong Order (worder.c) */
+    xsm_eager *eager;     /* the reports' eager sends (no Late Receiver) */
     uint64_t late_waits;  /* waits that came after XSM_CWQ_HOLD later ones of their rank */
     int done;             /* all rows processed: the collectives still open are closed */
     uint32_t *comm_ids;   /* communicators the present ranks define */
@@ -578,9 +585,36 @@ static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
     return rc ? 1 : 0;
 }
 
+/* trace.otf2's collective records: for instances every member of the
+ * communicator reached (inside --from/--to), as the in-memory merge's
+ * xsm_emit_marks marks them. */
+static int xsm_coll_whole(xsm_mctx *c, const xsm_cinst *ci)
+{
+    size_t k = xsm_comm_index(c, ci->comm);
+    if (k == SIZE_MAX)
+        return 0;
+    const xsprof_rank_data *d = &c->s->run->ranks[c->comm_owner[k]].d;
+    size_t i = 0;
+    while (i < d->ncomms && d->comms[i].id != ci->comm)
+        i++;
+    if (i == d->ncomms || ci->n != d->comms[i].size)
+        return 0;
+    for (size_t j = 0; j < ci->n; j++)
+        if (!xsm_stream_keep(c->s, ci->m[j].entry, ci->m[j].row_end))
+            return 0;
+    for (size_t j = 0; j < ci->n; j++) {
+        xsm_srank *sr = &c->s->r[ci->m[j].rank];
+        if (xsm_mark_set(&sr->mark[XSM_MARK_COLL_WHOLE], sr->mpi_rows, ci->m[j].row))
+            return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
+    }
+    return 0;
+}
+
 static void xsm_coll_close(xsm_mctx *c, xsm_cinst *ci)
 {
     c->violations += xsm_coll_violations(c, ci);
+    if (c->s->otf2 && !c->s->collect && ci->n && xsm_coll_whole(c, ci))
+        c->collect_failed = 1;
     if (c->s->report && !c->s->collect && ci->n && xsm_coll_waits(c, ci))
         c->collect_failed = 1;
     if (c->s->collect && ci->n && xsm_coll_collect(c, ci))
@@ -855,7 +889,7 @@ static void xsm_isl_del(xsm_mctx *c, xsm_isl *e) { xsm_ktab_del(&c->isl, e); }
 static int xsm_isl_done(xsm_mctx *c, xsm_isl *e)
 {
     int32_t src = (int32_t)(e->key >> 32) - 1;
-    int64_t until = xsm_lr_until(0, e->cb, e->ce, e->post_t);
+    int64_t until = xsm_lr_until(0, e->eager, e->cb, e->ce, e->post_t);
     int rc = 0, pair = xsm_is_p2p_wait_pair(src, e->dst);
     if (pair && until != XSM_LR_NONE && until != XSM_LR_POLL) {
         rc = xsm_wait_put_at(c, e->ce, src, e->call_row, e->call_op, XSM_WAIT_LATE_RECEIVER, e->dst, e->post_row,
@@ -891,6 +925,7 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
         int cut = !snd->kept || !q->kept;
         e->has_post = cut ? -1 : 1; /* a cut message: the entry goes when its completion comes */
         e->dst = dst;
+        e->eager = xsm_eager_send(c->eager, src, dst, snd->bytes, snd->op);
         e->post_t = q->post_t;
         e->post_row = q->post_row;
         if (e->has_call && cut)
@@ -915,7 +950,8 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
      * receive was posted; a buffered send that returned before did not */
     if (c->s->report && xsm_is_p2p_wait_pair(src, dst) && (snd->skind == XSPROF_MPI_SEND || snd->skind == XSPROF_MPI_SSEND ||
                          snd->skind == XSPROF_MPI_SENDRECV)) {
-        int64_t until = xsm_lr_until(snd->skind == XSPROF_MPI_SSEND, send_t, snd->send_end, q->post_t);
+        int64_t until = xsm_lr_until(snd->skind == XSPROF_MPI_SSEND, xsm_eager_send(c->eager, src, dst, snd->bytes, snd->op), send_t,
+                                     snd->send_end, q->post_t);
         if (until != XSM_LR_NONE && until != XSM_LR_POLL &&
             xsm_wait_put_at(c, snd->send_end, src, send_row, snd->op, XSM_WAIT_LATE_RECEIVER, dst, q->post_row,
                             until - send_t))
@@ -936,15 +972,22 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
     }
     /* a completion no call holds, or whose call is outside --from/--to (in
      * memory its flow then ends on the completion row): the writers never
-     * draw it */
+     * draw it, trace.otf2 leaves out its send too */
+    int posted = q->post >= 0 && q->post_kept;
     if (q->call_row == UINT32_MAX || !q->call_kept)
-        return 0;
+        return c->s->otf2 && xsm_mark_set(&c->s->r[src].mark[XSM_MARK_SEND_HIDDEN], c->s->r[src].mpi_rows, send_row)
+                   ? xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages")
+                   : 0;
+    if (c->s->otf2 && posted &&
+        xsm_mark_set(&c->s->r[dst].mark[XSM_MARK_RECV_POST], c->s->r[dst].mpi_rows, (uint64_t)q->post))
+        return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
     if (now > q->call_end) {
         /* the writers read a rank's spill only up to a call's end */
         return xsm_err_set(c->err, c->errlen, "a receive on rank %d was matched after its call ended",
                            (int)dst) ? 2 : 2;
     }
-    xsm_spill x = {now, q->t, send_t, q->call_row, send_row, src, 0};
+    xsm_spill x = {now,      q->t,      send_t,          q->call_row, send_row,  src, q->k.comm,
+                   q->k.tag, (uint32_t)posted, snd->bytes, posted ? q->request : 0};
     return xsm_spill_put(c, dst, &x) ? 1 : 0;
 }
 
@@ -955,7 +998,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     if (c->wo && xsm_wo_run(c, now))
         return 1;
     int64_t po = -1, po_t = 0;
-    int po_irecv = 0, po_isend = 0, po_float = 0;
+    int po_irecv = 0, po_isend = 0, po_float = 0, po_kept = 0;
     uint32_t po_comm = UINT32_MAX;
     if (xsm_is_req(row)) {
         if (row->kind != XSPROF_MPI_COMPLETION) {
@@ -971,6 +1014,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
                 q->iseq = row->coll_seq;
             }
             q->it = row->t_begin;
+            q->kept = xsm_stream_keep(c->s, row->t_begin, row->t_end);
             /* an earlier post of this request never completed stays counted open */
             q->row = i;
             q->kind = row->kind;
@@ -1005,6 +1049,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
                 po_isend = q->kind == XSPROF_MPI_ISEND;
                 po_irecv = q->kind == XSPROF_MPI_IRECV;
                 po_float = q->floating;
+                po_kept = q->kept;
                 po_comm = q->comm;
                 if (!q->completed) {
                     q->completed = 1;
@@ -1077,7 +1122,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
         if (c->wo && kept && xsm_wo_send(c->wo, row->peer, row->t_begin, r, i))
             return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
         xsm_pend_end me = {{row->comm, r, row->peer, row->tag, row->seq}, 0, i, UINT32_MAX, row->t_begin, 0, 0,
-                           (uint8_t)kept, 0, row->t_end, row->bytes_sent, -1, row->kind, row->op, 0, 0, 0, 0};
+                           (uint8_t)kept, 0, row->t_end, row->bytes_sent, -1, row->kind, row->op, 0, 0, 0, 0, 0, 0};
         xsm_pend_end q;
         int dup;
         if (xsm_ptab_take(&c->pend, &me.k, 0, &q, &dup))
@@ -1131,7 +1176,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     int64_t call_begin = row->kind == XSPROF_MPI_RECV ? row->t_begin : ca_begin;
     xsm_pend_end me = {{comm, row->peer, r, row->tag, row->seq}, 1, i, call, row->t_end, call_end, 0,
                        (uint8_t)kept, (uint8_t)call_kept, 0, 0, po >= 0 && po_irecv ? po : -1, 0, 0, post_t, post_row,
-                       call_begin, m->polled};
+                       call_begin, m->polled, row->request, (uint8_t)po_kept};
     xsm_pend_end q;
     int dup;
     if (xsm_ptab_take(&c->pend, &me.k, 1, &q, &dup))
@@ -1161,6 +1206,10 @@ static int xsm_writer_rows(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, 
     if (kept && row->kind != XSPROF_MPI_COMPLETION) {
         sr->nev++;
         xsm_skey k = {row->t_begin, row->t_end, 0, 0, i};
+        if (sr->mpi_thread == UINT32_MAX || xsm_skey_less(&k, &sr->mpi_first)) {
+            sr->mpi_first = k;
+            sr->mpi_thread = row->thread;
+        }
         if (xsm_sheap_late(&m->emit, &k)) {
             if (xsm_outl_add(&sr->out[XSM_EV_MPI], &k, row))
                 return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
@@ -1343,7 +1392,8 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     c.isl.size = sizeof(xsm_isl);
     c.m = calloc(n + 1, sizeof *c.m);
     c.heap = malloc((n + 1) * sizeof *c.heap);
-    int rc = !c.m || !c.heap || xsm_comms_index(&c) || (s->report && !s->collect && !(c.wo = xsm_wo_new(n)))
+    int rc = !c.m || !c.heap || xsm_comms_index(&c) ||
+                     (s->report && !s->collect && (!(c.wo = xsm_wo_new(n)) || !(c.eager = xsm_eager_new(s->run))))
                  ? xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages")
                  : 0;
     if (!rc && s->h5 && !s->collect &&
@@ -1372,6 +1422,8 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
             break;
         }
         sr->out[XSM_EV_MPI].size = sizeof(xsprof_io_mpi);
+        sr->mpi_rows = m->tab.n;
+        sr->mpi_thread = UINT32_MAX;
         if ((rc = xsm_advance(&c, m)))
             break;
         if (m->has_head)
@@ -1469,6 +1521,7 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     free(c.coll);
     xsm_ktab_free(&c.isl);
     xsm_wo_free(c.wo);
+    xsm_eager_free(c.eager);
     free(c.pend.e);
     free(c.pend.head);
     free(c.m);

@@ -681,6 +681,8 @@ void xsm_run_free(xsm_run *run)
     for (size_t r = 0; r < run->nranks; r++) {
         xsm_read_release(&run->ranks[r].d);
         xsprof_rankfile_close(run->ranks[r].rf);
+        if (run->ranks[r].knots_own)
+            free(run->ranks[r].knots);
     }
     free(run->ranks);
     for (size_t i = 0; i < run->ncolls; i++)

@@ -173,7 +173,11 @@ typedef struct xsm_spill {
     uint32_t call_row; /* the call that shows the receive */
     uint32_t send_row; /* on src */
     int32_t src;
-    uint32_t pad;
+    /* trace.otf2's (xsm_evflow): the message, the receive's Irecv */
+    uint32_t comm;
+    int32_t tag;
+    uint32_t posted;
+    uint64_t bytes, request;
 } xsm_spill;
 
 
@@ -219,6 +223,13 @@ typedef struct xsm_srank {
     uint64_t kept_rows[XSPROF_IO_T_COUNT];
     uint64_t *kmpi, *kmpi_before, *kreg, *kreg_before;
     uint64_t kreg_rows;
+    /* trace.otf2 (xsm_erank's, handed over once pass 1 is done): the
+     * thread of the first MPI call in the writers' order (its key), and
+     * the marks over the MPI table's mpi_rows rows */
+    uint32_t mpi_thread;
+    xsm_skey mpi_first;
+    uint64_t *mark[XSM_MARK_N];
+    uint64_t mpi_rows;
 } xsm_srank;
 
 /* Bit sets over a table's rows with a count per 64 rows before them: the
@@ -350,6 +361,7 @@ struct xsm_stream {
      * ranks; analyze/sfeed.c reads every rank again into the analysis */
     int report;
     xsm_cpairs cm;
+    int otf2; /* trace.otf2: pass 1 marks rows (xsm_srank.mark) */
 };
 
 /* The event source of the writers (stream.c): a rank's rows in time order,
@@ -361,6 +373,9 @@ extern const xsm_src_ops xsm_ssrc_an_ops;
 /* For the critical path's second read (analyze/sfeed.c): region and MPI rows
  * only, no completions, no flows. */
 extern const xsm_src_ops xsm_ssrc_frames_ops;
+/* For trace.otf2: every row but the arguments, the completions too, with
+ * the flow ends. */
+extern const xsm_src_ops xsm_ssrc_calls_ops;
 
 /* ---- analyze/sfeed.c: report.txt/json/html, flame graphs --------------------------- */
 

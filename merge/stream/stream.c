@@ -8,6 +8,7 @@
 #include "merge/read/read.h"
 #include "merge/util.h"
 #include "core/record.h"
+#include "xsprof_config.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -395,7 +396,8 @@ typedef struct xsm_ssrc {
     xsm_evflow *fl;
     size_t capfl;
     int analysis;         /* xsm_ssrc_an_ops: region, MPI, GPU and memory rows, completions too;
-                           * 2 (xsm_ssrc_frames_ops): region and MPI rows only, no flows */
+                           * 2 (xsm_ssrc_frames_ops): region and MPI rows only, no flows;
+                           * 3 (xsm_ssrc_calls_ops): every row and the completions, no arguments */
     xsprof_io_mpi *compl; /* analysis: completion rows read, times mapped, still to give */
     size_t ncompl, icompl, capcompl;
     char err[1024];
@@ -420,7 +422,7 @@ static int xsm_sq_fill(xsm_ssrc *x, xsm_sq *q)
          * writers draw their calls; the analysis counts the bytes received,
          * in any order, so they are handed out aside from the heap */
         int compl = q->kind == XSM_EV_MPI && ((const xsprof_io_mpi *)src)->kind == XSPROF_MPI_COMPLETION;
-        if (compl && x->analysis != 1)
+        if (compl && x->analysis != 1 && x->analysis != 3)
             continue;
         unsigned char row[XSM_ROW_MAX];
         memcpy(row, src, q->tab.size);
@@ -524,7 +526,8 @@ static int xsm_mpi_flows(xsm_ssrc *x, uint64_t row, int64_t te, xsm_ev *ev)
         if (xsm_flow_room(x, n))
             return -1;
         int64_t tb = ((const xsprof_io_mpi *)x->cur)->t_begin; /* the row, times final */
-        x->fl[n++] = (xsm_evflow){xsm_stream_msg_index(x->sr, row) + 1, tb, 1, tb, -1, UINT64_MAX}; /* the receiver is not kept */
+        /* the receiver is not kept */
+        x->fl[n++] = (xsm_evflow){xsm_stream_msg_index(x->sr, row) + 1, tb, 1, tb, -1, UINT64_MAX, 0, 0, 0, 0, 0};
     }
     /* every end drawn at this call was spilled before pass 1 passed its end */
     while (x->has_sp && x->sp.p <= te) {
@@ -550,7 +553,9 @@ static int xsm_mpi_flows(xsm_ssrc *x, uint64_t row, int64_t te, xsm_ev *ev)
             if (xsm_flow_room(x, n))
                 return -1;
             uint64_t id = xsm_stream_msg_index(&x->s->r[e->sp.src], e->sp.send_row) + 1;
-            x->fl[n++] = (xsm_evflow){id, e->sp.t - x->s->t0, 0, e->sp.sent - x->s->t0, e->sp.src, e->sp.send_row};
+            const xsm_spill *sp = &e->sp;
+            x->fl[n++] = (xsm_evflow){id,       sp->t - x->s->t0, 0,         sp->sent - x->s->t0, sp->src, sp->send_row,
+                                      sp->comm, sp->tag,          sp->bytes, sp->request,         (int)sp->posted};
             uint32_t i = *p;
             *p = e->next;
             e->sp.src = -1;
@@ -741,7 +746,16 @@ static void *xsm_ssrc_frames_open(const xsm_emit *e, size_t r, char *err, size_t
     return xsm_ssrc_open_mode(e, r, err, errlen, 2);
 }
 
+static void *xsm_ssrc_calls_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
+{
+    xsm_ssrc *x = xsm_ssrc_open(e, r, err, errlen);
+    if (x)
+        x->analysis = 3;
+    return x;
+}
+
 const xsm_src_ops xsm_ssrc_an_ops = {xsm_ssrc_an_open, xsm_ssrc_next, xsm_ssrc_close};
+const xsm_src_ops xsm_ssrc_calls_ops = {xsm_ssrc_calls_open, xsm_ssrc_next, xsm_ssrc_close};
 const xsm_src_ops xsm_ssrc_frames_ops = {xsm_ssrc_frames_open, xsm_ssrc_next, xsm_ssrc_close};
 
 /* ---- driver ----------------------------------------------------------------- */
@@ -770,6 +784,8 @@ static void xsm_srank_free(xsm_srank *sr)
     free(sr->kmpi_before);
     free(sr->kreg);
     free(sr->kreg_before);
+    for (int k = 0; k < XSM_MARK_N; k++)
+        free(sr->mark[k]);
     if (sr->spill_path[0])
         unlink(sr->spill_path);
     if (sr->cwait_path[0])
@@ -867,6 +883,7 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     run.min_latency_ns = o.min_latency_ns > 0 ? o.min_latency_ns : 0; /* as merge/read */
     s.h5 = (what & XSM_STREAM_H5) != 0;
     s.report = (what & XSM_STREAM_REPORT) != 0;
+    s.otf2 = (what & XSM_STREAM_OTF2) != 0;
     s.h5msgs_fd = -1;
     s.h5tab_rank = -1;
     size_t n = run.nranks;
@@ -909,6 +926,10 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
         if (!rc)
             rc = xsm_clc_run(&s, err, errlen);
         s.clc = !rc;
+        for (size_t r = 0; r < n && !rc; r++) { /* the map of what no pass moves (samples) */
+            run.ranks[r].knots = s.r[r].knots;
+            run.ranks[r].nknots = s.r[r].nknots;
+        }
         for (size_t r = 0; r < n; r++) /* 3 bits per MPI row and the records: done with */
             xsm_clc_records_free(&s.r[r]);
         xsm_progress_mark("stream-clock");
@@ -978,6 +999,9 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
             rc = xsm_err_set(err, errlen, "xsmerge: out of memory");
         else
             sr->gflows = NULL; /* the emit context owns them now */
+        e.ranks[r].mpi_thread = sr->mpi_thread;
+        memcpy(e.ranks[r].mark, sr->mark, sizeof sr->mark);
+        memset(sr->mark, 0, sizeof sr->mark);
     }
     if ((rc = xsm_stream_agree_said(par, rc, err, errlen)) != 0)
         goto out; /* every process stops before the collective writes */
@@ -1007,6 +1031,15 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     if (!rc && (what & XSM_STREAM_JSON) && (!par || par->rank == par->size - 1)) {
         rc = xsm_emit_json(&e, dir, err, errlen) ? 1 : 0;
         xsm_progress_mark("trace.json");
+    }
+    /* trace.otf2 on the last process, as in memory */
+    if (!rc && (what & XSM_STREAM_OTF2) && (!par || par->rank == par->size - 1)) {
+#if XSPROF_HAVE_OTF2
+        rc = xsm_emit_otf2(&e, &xsm_ssrc_calls_ops, dir, notes, err, errlen) ? 1 : 0;
+#else
+        rc = xsm_err_set(err, errlen, "xsmerge: otf2 is unavailable: built without libotf2");
+#endif
+        xsm_progress_mark("trace.otf2");
     }
     if (!rc && s.h5 && (!par || par->rank == 0)) {
         /* the collectives (sorted as merge/match sorts them) become the run's */

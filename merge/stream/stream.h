@@ -10,7 +10,8 @@
  * segment through the same writer as the in-memory merge, fed by reorder
  * heaps over the tables read again, so the file is byte for byte the one
  * `--outputs pftrace` gives; trace.json is a third pass, all ranks' sources
- * merged in time order.
+ * merged in time order; trace.otf2 reads the ranks once more, one after
+ * the other, with the rows pass 1 marked for it.
  *
  * Memory: per rank being read, two chunks per table and a window of rows
  * per table (XSPROF_MERGE_STREAM_WINDOW, default 4096); one bit per MPI
@@ -30,9 +31,9 @@ typedef struct xsm_stream_summary {
     int report_rc; /* the reports: 0, or 3 when the baseline found a regression */
 } xsm_stream_summary;
 
-enum { XSM_STREAM_PFTRACE = 1, XSM_STREAM_JSON = 2, XSM_STREAM_H5 = 4, XSM_STREAM_REPORT = 8 };
+enum { XSM_STREAM_PFTRACE = 1, XSM_STREAM_JSON = 2, XSM_STREAM_H5 = 4, XSM_STREAM_REPORT = 8, XSM_STREAM_OTF2 = 16 };
 
-/* Write trace.pftrace, trace.json, merged.h5 and/or the reports (`what`,
+/* Write trace.pftrace, trace.json, merged.h5, trace.otf2 and/or the reports (`what`,
  * XSM_STREAM_*; the reports with `ro`, a streamed analysis: analyze.h) of
  * run_dir into dir with `threads` writer threads.
  * Returns 0 (notes printed to `notes`), 1 with err set on bad input or

@@ -28,7 +28,15 @@ typedef struct sym_mod {
     int no_symbols, no_lines; /* some lookup found none */
     cu_index **cus;           /* compilation units indexed so far, last used first */
     int ncus, capcus;
+    struct fn_sym *fns;       /* its defined functions by name (xsm_symbols_function) */
+    size_t nfns;
+    int fns_done;
 } sym_mod;
+
+typedef struct fn_sym {
+    const char *name; /* demangled; the Dwfl's or the demangler's (owned) */
+    uint64_t addr;
+} fn_sym;
 
 typedef struct sym_entry {
     uint64_t addr;
@@ -118,6 +126,7 @@ void xsm_symbols_close(xsm_symbols *s)
         for (int k = 0; k < s->mods[i].ncus; k++)
             cu_index_free(s->mods[i].cus[k]);
         free(s->mods[i].cus);
+        free(s->mods[i].fns);
         if (s->mods[i].dwfl)
             dwfl_end(s->mods[i].dwfl);
         free(s->mods[i].path);
@@ -463,6 +472,56 @@ static int resolve(xsm_symbols *s, sym_entry *e)
     e->loc.nframes = f.n;
     e->loc.frames = f.v;
     s->resolved++;
+    return 0;
+}
+
+static int fn_cmp(const void *a, const void *b)
+{
+    const fn_sym *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Module m's defined functions, sorted by name (once): 0, or -1. */
+static int fns_index(xsm_symbols *s, sym_mod *m)
+{
+    m->fns_done = 1;
+    int n = m->state == MOD_OPEN ? dwfl_module_getsymtab(m->m) : 0;
+    if (n <= 0)
+        return 0;
+    if (!(m->fns = malloc((size_t)n * sizeof *m->fns)))
+        return -1;
+    for (int i = 1; i < n; i++) {
+        GElf_Sym sym;
+        GElf_Addr addr;
+        const char *name = dwfl_module_getsym_info(m->m, i, &sym, &addr, NULL, NULL, NULL);
+        if (name && *name && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF)
+            m->fns[m->nfns++] = (fn_sym){demangle(s, name), addr};
+    }
+    qsort(m->fns, m->nfns, sizeof *m->fns, fn_cmp);
+    return 0;
+}
+
+int xsm_symbols_function(xsm_symbols *s, int h, const char *name, uint64_t *addr)
+{
+    if (!s || h < 0 || h >= s->nmods || !name)
+        return -1;
+    sym_mod *m = &s->mods[h];
+    if (m->state == MOD_UNOPENED)
+        mod_open(m);
+    if (!m->fns_done && fns_index(s, m))
+        return -1;
+    size_t lo = 0, hi = m->nfns;
+    while (lo < hi) { /* the first of that name: the lowest address */
+        size_t mid = (lo + hi) / 2;
+        if (strcmp(m->fns[mid].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == m->nfns || strcmp(m->fns[lo].name, name))
+        return -1;
+    *addr = m->fns[lo].addr;
     return 0;
 }
 

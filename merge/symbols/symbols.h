@@ -52,6 +52,12 @@ int xsm_symbols_module(xsm_symbols *s, const char *path, const char *build_id);
  * when h is not a handle or memory is short. */
 const xsm_loc *xsm_symbols_lookup(xsm_symbols *s, int h, uint64_t addr, int ret);
 
+/* The ELF address of the function named `name` (as lookups name it:
+ * demangled) that module h defines, by its symbol table (the lowest of
+ * several): 0 with *addr set, or -1 when it defines none (or memory is
+ * short). The module's symbols are indexed by name at the first call. */
+int xsm_symbols_function(xsm_symbols *s, int h, const char *name, uint64_t *addr);
+
 /* Calls fn once per module that gave incomplete answers (file missing or
  * changed since the run, no symbols, no line information), with one line
  * saying how to get symbols. Returns the number of notes. */

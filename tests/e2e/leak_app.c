@@ -11,6 +11,14 @@
  * test's own leaks. */
 void *planted[2];
 
+/* the large leak's allocating function: its leak candidate's stack starts
+ * here (XSPROF_MEMORY_STACK_BYTES) */
+__attribute__((noinline)) void *make_buffer(size_t n) {
+    void *p = malloc(n); /* the large leak (e2e_memory.sh) */
+    __asm__ volatile("" ::: "memory"); /* no tail call: this frame stays */
+    return p;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank;
@@ -20,12 +28,12 @@ int main(int argc, char **argv) {
         XSPROF_SCOPE("setup");
         for (int i = 0; i < 100; i++)
             free(malloc(1000 + (size_t)i));
-        keep = malloc(123456 * (size_t)(rank + 1));
+        keep = make_buffer(123456 * (size_t)(rank + 1));
         planted[0] = keep;
     }
     {
         XSPROF_SCOPE("solve");
-        void *lost = malloc(7777);
+        void *lost = malloc(7777); /* the small leak (e2e_memory.sh) */
         planted[1] = lost;
         char *tmp = calloc(10, 100);
         tmp = realloc(tmp, 5000);

@@ -53,6 +53,12 @@ void fuzz_walk_code(const xsprof_rank_data *d)
             abort();
         sum += c ? d->frames[c->frames] : (uint64_t)d->samples[i].t;
     }
+    for (size_t i = 0; i < d->nalloc_stacks; i++) { /* the same: looked up */
+        const xsprof_io_callstack *c = xsprof_rank_data_callstack(d, d->alloc_stacks[i].stack);
+        if (c && (c->frames > d->nframes || c->depth > d->nframes - c->frames))
+            abort();
+        sum += c ? d->frames[c->frames] : d->alloc_stacks[i].ptr;
+    }
     for (size_t i = 0; i < d->nmodules; i++) {
         sum += strlen(xsprof_rank_data_string(d, d->modules[i].path));
         sum += strlen(xsprof_rank_data_string(d, d->modules[i].build_id));

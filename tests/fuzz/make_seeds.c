@@ -257,6 +257,12 @@ static void seed_mpi(sj *j)
                                 .t = 110 + 10 * i, .os_tid = 4000 + (i & 1)};
         sj_rec(j, 2, &sm, sizeof sm);
     }
+    /* an allocation's stack (XSPROF_MEMORY), after its MEM record */
+    xsprof_rec_mem mem = {.h = {XSPROF_REC_MEM, 0}, .kind = XSPROF_MEM_ALLOC, .device = -1, .t = 105, .ptr = 0x1000,
+                          .size = 1 << 20};
+    sj_rec(j, 0, &mem, sizeof mem);
+    xsprof_rec_alloc_stack as = {.h = {XSPROF_REC_ALLOC_STACK, 0}, .stack = 2, .t = 105, .ptr = 0x1000};
+    sj_rec(j, 0, &as, sizeof as);
     xsprof_rec_mpi mp;
     memset(&mp, 0, sizeof mp);
     mp.h.type = XSPROF_REC_MPI;
@@ -333,6 +339,7 @@ static void convert(const char *jpath, const char *h5path, const char *state)
     /* the MPI seed's definitions survive the conversion, in id order */
     if (d.nmpi && (d.ncallstacks != 2 || d.nframes != 4 || d.nmodules != 2 || d.modules[1].t_unload != 150 ||
                    d.nsamples != 3 || d.samples[1].os_tid != 4001 || d.samples[2].stack != 7 ||
+                   d.nalloc_stacks != 1 || d.alloc_stacks[0].stack != 2 || d.alloc_stacks[0].ptr != 0x1000 ||
                    d.modules[1].t_load != 50 || !xsprof_rank_data_callstack(&d, 2))) {
         fprintf(stderr, "make_seeds: %s: call stacks or modules lost\n", h5path);
         exit(1);

@@ -4,18 +4,22 @@ mpi_instrument.c, compiled with -finstrument-functions, runs under mpiexec
 (libxsprof-mpi.so preloaded, or linked: --linked) with XSPROF_FILTER=-skipme;
 xsmerge names each region after its function (captured as fn@0x<address>,
 named from the binary at merge time), and merged.h5 holds per rank the
-counts and nesting mpi_instrument.c's comment promises.
+counts and nesting mpi_instrument.c's comment promises; callgrind.out puts
+each function region in mpi_instrument.c where its function begins.
 
 usage: check_instrument.py [--linked] XSMERGE PROGRAM
 Environment (set by xsprof_add_test): MPIEXEC, XSPROF_MPI_LIB, XSPROF_BUILD."""
 import argparse
 import collections
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import h5py
+
+import callgrind_out
 
 FAILS = []
 
@@ -48,8 +52,8 @@ def main():
     deep = [l for l in p.stderr.splitlines() if "nested deeper" in l]
     check(len(deep) == 2, "one note per rank about the 300-deep recursion: %s" % deep)
     check("API misuse" not in p.stderr, "deep recursion is not reported as API misuse")
-    p = subprocess.run([a.xsmerge, run_dir, "-o", out_dir, "--outputs", "h5,report"], capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run([a.xsmerge, run_dir, "-o", out_dir, "--outputs", "h5,report", "--format", "callgrind"],
+                       capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         sys.exit("check_instrument: xsmerge failed (%d): %s" % (p.returncode, p.stderr))
     with h5py.File(os.path.join(out_dir, "merged.h5"), "r") as f:
@@ -82,6 +86,19 @@ def main():
         skipped = [x for x in r if names[x["name"]] == "inner_of_skipped"]
         check(skipped and works and skipped[0]["depth"] == works[0]["depth"] + 1,
               "rank %d: the filtered function keeps its level: its callee is one deeper" % rank)
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_instrument.c")
+    starts = {}  # function -> the line its definition starts on
+    for no, line in enumerate(open(src), 1):
+        m = re.match(r"(?:__attribute__\(\(\w+\)\) )?(?:static )?\w+ (\w+)\(", line)
+        if m:
+            starts.setdefault(m.group(1), no)
+    cg = callgrind_out.self_costs(os.path.join(out_dir, "callgrind.out"))
+    for fn in ("work", "leaf", "rec", "deep"):
+        places = [(os.path.basename(fl or ""), min(lines)) for (fl, f), lines in cg.items() if f == fn]
+        check(places and all(p[0] == "mpi_instrument.c" and starts.get(fn, -9) <= p[1] <= starts.get(fn, -9) + 2
+                             for p in places),
+              "callgrind.out: the function region %s in mpi_instrument.c where it begins (line %s): %s"
+              % (fn, starts.get(fn), places))
     with open(os.path.join(out_dir, "report.txt")) as rep:
         text = rep.read()
     check("`deep`" in text or " deep " in text, "the report names function regions")

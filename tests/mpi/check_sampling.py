@@ -14,7 +14,25 @@ and timers refused (no samples, the run goes on).
 With --lang fortran, mpi_sample.f90 and only the first part (heavy and light
 at 70 % / 30 % in their file, their callers).
 
-usage: check_sampling.py [--lang fortran] [--plugin LIB LIB_SRC] XSM_SAMPLES XSMERGE PROGRAM HOT_SRC COLD_SRC
+trace.pftrace (decoded with Perfetto's own profiling protos through
+python3-protobuf, --proto): every sample is a PerfSample whose callstack
+resolves through the sequence's interned frames to heavy or light in their
+files (the leaf), on the pid/tid of its rank's thread track (the main
+thread's, or the sampled thread's own track for the thread that never called
+xsprof), outside the thread's MPI slices (aligned times); --stream writes the
+same bytes. callgrind.out (--format callgrind): heavy and light in their files
+with their self samples at their loop lines, read by a parser here and by
+callgrind_annotate when valgrind is installed. merged.h5: /analysis/frames (heavy's sampled addresses in its file
+at its loop, one row per address) and /analysis/modules (every rank's modules).
+
+With --clock DEMO PROTO XSMERGE: the demo (messages) sampled at 2 kHz,
+merged with --min-latency 2ms so that the logical clock moves events: the
+samples move with them (by at most the largest correction, some by more
+than 0), and trace.pftrace and report.json are the same bytes from the
+in-memory merge, --stream and two processes under mpiexec.
+
+usage: check_sampling.py [--lang fortran] [--plugin LIB LIB_SRC] [--proto PERFETTO_MIN_PROTO]
+                         XSM_SAMPLES XSMERGE PROGRAM HOT_SRC COLD_SRC
 (--plugin: the C program also burns CPU in LIB, dlopened and closed during the run)
 Environment (set by xsprof_add_test): MPIEXEC, XSPROF_MPI_LIB, XSPROF_BUILD."""
 import os
@@ -24,6 +42,8 @@ import subprocess
 import sys
 
 import h5py
+
+import callgrind_out
 
 FAILS = []
 RUNS = []
@@ -82,18 +102,235 @@ def leaf_n(r, fn):
     return sum(n for _, n in r["leaf"].get(fn, []))
 
 
+def perfetto_module(proto):
+    """perfetto_min.proto and Perfetto's profiling protos beside it, compiled
+    for python3-protobuf into a temporary directory."""
+    import glob
+    import importlib
+    import tempfile
+    inc = os.path.dirname(os.path.abspath(proto))
+    out = tempfile.mkdtemp(prefix="xsprof-pb-")
+    RUNS.append(out)
+    files = [proto] + sorted(glob.glob(os.path.join(inc, "protos", "**", "*.proto"), recursive=True))
+    p = subprocess.run(["protoc", "-I", inc, "--python_out", out] + files, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("check_sampling: protoc: " + p.stderr)
+    sys.path.insert(0, out)
+    return importlib.import_module(os.path.splitext(os.path.basename(proto))[0] + "_pb2")
+
+
+def decode_pftrace(pb, path):
+    """(samples, threads, procs, mpi): samples as dicts (pid, tid, ts, stack:
+    [(function, file, line)] outermost first); threads {(pid, tid): name};
+    procs {pid: name}; mpi {(pid, tid): [(begin, end)]} of the MPI slices.
+    Checks the sequences' incremental state and interning on the way."""
+    tr = pb.Trace()
+    with open(path, "rb") as f:
+        tr.ParseFromString(f.read())
+    seqs, threads, procs, track_of, samples, mpi = {}, {}, {}, {}, [], {}
+    bad = []
+    for pk in tr.packet:
+        seq = pk.trusted_packet_sequence_id
+        st = seqs.get(seq)
+        if st is None:
+            if not pk.sequence_flags & 1:
+                bad.append("sequence %d does not start by clearing its incremental state" % seq)
+            st = seqs[seq] = {"t": 0, "def": 0, "open": {}, "names": {}, "fn": {}, "src": {}, "frames": {}, "cs": {}}
+        if pk.HasField("trace_packet_defaults") and pk.trace_packet_defaults.HasField("track_event_defaults"):
+            st["def"] = pk.trace_packet_defaults.track_event_defaults.track_uuid
+        for c in pk.clock_snapshot.clocks:
+            if c.clock_id == 64:
+                st["t"] = c.timestamp
+        ts = None
+        if pk.HasField("timestamp"):
+            if pk.timestamp_clock_id == 6:
+                ts = pk.timestamp
+            else:
+                st["t"] += pk.timestamp
+                ts = st["t"]
+        if pk.HasField("interned_data"):
+            d = pk.interned_data
+            for x in d.event_names:
+                st["names"][x.iid] = x.name
+            for x in d.function_names:
+                st["fn"][x.iid] = x.str.decode()
+            for x in d.source_paths:
+                st["src"][x.iid] = x.str.decode()
+            for x in d.frames:
+                st["frames"][x.iid] = x
+            for x in d.callstacks:
+                st["cs"][x.iid] = x
+        if pk.HasField("track_descriptor"):
+            td = pk.track_descriptor
+            if td.HasField("process"):
+                procs[td.process.pid] = td.process.process_name
+            if td.HasField("thread"):
+                threads[(td.thread.pid, td.thread.tid)] = td.thread.thread_name
+                track_of[td.uuid] = (td.thread.pid, td.thread.tid)
+        if pk.HasField("track_event"):
+            te = pk.track_event
+            track = te.track_uuid if te.HasField("track_uuid") else st["def"]
+            if te.type == 1:
+                st["open"].setdefault(track, []).append((ts, st["names"].get(te.name_iid, "")))
+            elif te.type == 2 and st["open"].get(track):
+                t0, name = st["open"][track].pop()
+                if name.startswith("MPI_") and track in track_of:
+                    mpi.setdefault(track_of[track], []).append((t0, ts))
+        if pk.HasField("perf_sample"):
+            ps = pk.perf_sample
+            if not pk.sequence_flags & 2:
+                bad.append("a PerfSample packet does not say it needs the incremental state")
+            cs = st["cs"].get(ps.callstack_iid)
+            stack = []
+            for fid in (cs.frame_ids if cs else []):
+                fr = st["frames"].get(fid)
+                if fr is None or fr.function_name_id not in st["fn"] or \
+                        (fr.source_path_iid and fr.source_path_iid not in st["src"]):
+                    bad.append("frame %d of callstack %d is not interned before its use" % (fid, ps.callstack_iid))
+                    break
+                stack.append((st["fn"][fr.function_name_id], st["src"].get(fr.source_path_iid, ""), fr.line_number))
+            if cs is None:
+                bad.append("callstack %d is not interned before its use" % ps.callstack_iid)
+            samples.append({"pid": ps.pid, "tid": ps.tid, "ts": ts, "stack": stack})
+    check(not bad, "trace.pftrace: samples interned right: %s" % bad[:3])
+    return samples, threads, procs, mpi
+
+
+def check_pftrace(pb, merged, run_dir, hot, cold):
+    """The PerfSamples of a merge of the main run (see the docstring)."""
+    samples, threads, procs, mpi = decode_pftrace(pb, os.path.join(merged, "trace.pftrace"))
+    for rank in (0, 1):
+        pid = [p for p, n in procs.items() if n.startswith("rank %d " % rank)]
+        check(len(pid) == 1, "trace.pftrace: a process track for rank %d: %s" % (rank, procs))
+        if not pid:
+            continue
+        mine = [s for s in samples if s["pid"] == pid[0]]
+        with h5py.File(os.path.join(run_dir, "rank-%05d.h5" % rank), "r") as f:
+            nrows = len(f["/events/samples"])
+            names = [x.decode() for x in f["/definitions/strings"][:]]
+            known = set(int(t["os_tid"]) for t in f["/definitions/threads"][:])
+            others = sorted(set(int(x) for x in f["/events/samples"]["os_tid"]) - known)
+        check(len(mine) == nrows, "trace.pftrace: rank %d's %d samples are PerfSamples on its pid: %d"
+              % (rank, nrows, len(mine)))
+        hot_s = [s for s in mine if s["stack"] and s["stack"][-1][0] in ("heavy", "light")]
+        check(len(hot_s) >= 200, "trace.pftrace: rank %d: at least 200 samples end in heavy or light: %d"
+              % (rank, len(hot_s)))
+        for fn, src in (("heavy", hot), ("light", cold)):
+            leaf = [s["stack"][-1] for s in hot_s if s["stack"][-1][0] == fn]
+            check(leaf and all(os.path.basename(x[1]) == src and x[2] > 0 for x in leaf),
+                  "trace.pftrace: rank %d: %s's frames name its file %s and a line: %s" % (rank, fn, src, leaf[:2]))
+        check(all([x[0] for x in s["stack"][-3:-1]] == ["main", "step"] for s in hot_s),
+              "trace.pftrace: rank %d: heavy and light are called by step, called by main: %s"
+              % (rank, [s["stack"][-3:] for s in hot_s][:2]))
+        main = [k for k, n in threads.items() if k[0] == pid[0] and n.startswith("main (thread")]
+        check(len(main) == 1 and all((s["pid"], s["tid"]) == main[0] for s in hot_s),
+              "trace.pftrace: rank %d: heavy's and light's samples sit on the main thread's track %s: %s"
+              % (rank, main, sorted(set((s["pid"], s["tid"]) for s in hot_s))))
+        burn = [s for s in mine if s["stack"] and s["stack"][-1][0] == "burn" and
+                any(x[0] == "thread_work" for x in s["stack"])]
+        own = ["sampled thread (tid %d)" % t for t in others]
+        check(burn and all(threads.get((s["pid"], s["tid"])) in own for s in burn),
+              "trace.pftrace: rank %d: the thread that never called xsprof has a track of its own (%s): %s"
+              % (rank, own, sorted(set(threads.get((s["pid"], s["tid"])) for s in burn))))
+        if main:
+            inside = sum(1 for s in hot_s if any(b <= s["ts"] <= e for b, e in mpi.get(main[0], [])))
+            check(mpi.get(main[0]) and inside <= 0.05 * len(hot_s),
+                  "trace.pftrace: rank %d: compute samples fall outside the thread's MPI slices (aligned clock): "
+                  "%d of %d inside" % (rank, inside, len(hot_s)))
+
+
+def check_h5(merged, run_dir, hot, hot_line):
+    """merged.h5's /analysis/frames and /analysis/modules (merge/README)."""
+    with h5py.File(os.path.join(merged, "merged.h5"), "r") as f:
+        fr = f["/analysis/frames"][:] if "/analysis/frames" in f else []
+        md = f["/analysis/modules"][:] if "/analysis/modules" in f else []
+    keys = [(x["module"], int(x["offset"]), int(x["ret"])) for x in fr]
+    check(len(fr) and len(keys) == len(set(keys)), "merged.h5 /analysis/frames: one row per resolved address: %d rows"
+          % len(fr))
+    hv = [x for x in fr if x["function"] == b"heavy" and x["ret"] == 0]
+    check(hv and all(os.path.basename(x["file"].decode()) == hot for x in hv) and
+          any(x["line"] in (hot_line, hot_line + 1) for x in hv),
+          "merged.h5 /analysis/frames: heavy's sampled addresses in %s, its loop at line %d: %s" % (hot, hot_line, hv[:2]))
+    for rank in (0, 1):
+        with h5py.File(os.path.join(run_dir, "rank-%05d.h5" % rank), "r") as f:
+            names = [x.decode() for x in f["/definitions/strings"][:]]
+            want = sorted((names[m["path"]], names[m["build_id"]], int(m["lo"]), int(m["hi"]))
+                          for m in f["/definitions/modules"][:])
+        got = sorted((m["path"].decode(), m["build_id"].decode(), int(m["lo"]), int(m["hi"]))
+                     for m in md if m["rank"] == rank)
+        check(got and got == want, "merged.h5 /analysis/modules: rank %d's modules (path, build-id, range): %d of %d"
+              % (rank, len(got), len(want)))
+    mods = set(m["path"] for m in md)
+    check(all(x["module"] in mods for x in fr), "merged.h5 /analysis/frames: every frame's module is in /analysis/modules")
+
+
+def check_callgrind(merged, hot, hot_line, cold, cold_line):
+    path = os.path.join(merged, "callgrind.out")
+    cg = {k: {ln: c.get("samples", 0) for ln, c in v.items()} for k, v in callgrind_out.self_costs(path).items()} \
+        if os.path.exists(path) else {}
+    tot = {}
+    for fn, src, line in (("heavy", hot, hot_line), ("light", cold, cold_line)):
+        places = {k: v for k, v in cg.items() if k[1] == fn}
+        tot[fn] = sum(sum(v.values()) for v in places.values())
+        files = set(os.path.basename(k[0] or "") for k in places)
+        top = max(((n, ln) for v in places.values() for ln, n in v.items()), default=(0, 0))
+        check(files == {src} and top[1] in (line, line + 1),
+              "callgrind.out: %s in %s with its samples at its loop, line %d: %s" % (fn, src, line, places))
+    check(tot["heavy"] + tot["light"] > 0 and abs(100.0 * tot["heavy"] / (tot["heavy"] + tot["light"]) - 70) <= 5,
+          "callgrind.out: heavy has 70 %% +- 5 of heavy's and light's samples: %s" % tot)
+    annotate = shutil.which("callgrind_annotate")
+    if annotate and os.path.exists(path):  # valgrind's own reader finds heavy in its file
+        p = subprocess.run([annotate, "--threshold=100", "--auto=no", path], capture_output=True, text=True)
+        check(p.returncode == 0 and re.search(r"\b%s:heavy\b" % re.escape(hot), p.stdout),
+              "callgrind_annotate lists heavy in %s: %s" % (hot, p.stdout[-800:] + p.stderr))
+
+
 def sampling_lines(err):
     return [l for l in err.splitlines() if "XSPROF_SAMPLE_HZ" in l]
 
 
+def clock_case(demo, proto, xsmerge):
+    run_dir, err = run("clock", 3, {"XSPROF_SAMPLE_HZ": "2000"}, 30, demo)
+    pb = perfetto_module(proto)
+    outs = {}
+    for name, pre, extra in (("plain", [], []), ("memory", [], ["--min-latency", "2ms"]),
+                             ("stream", [], ["--min-latency", "2ms", "--stream"]),
+                             ("np2", [os.environ.get("MPIEXEC") or "mpiexec", "-np", "2", "--oversubscribe"],
+                              ["--min-latency", "2ms"])):
+        out = run_dir + "-" + name
+        RUNS.append(out)
+        p = subprocess.run(pre + [xsmerge, run_dir, "-o", out, "--outputs", "pftrace,report"] + extra,
+                           capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, "clock: xsmerge %s: %s" % (name, p.stderr))
+        outs[name] = [open(os.path.join(out, f), "rb").read() if p.returncode == 0 else b""
+                      for f in ("trace.pftrace", "report.json")]
+    for k, f in enumerate(("trace.pftrace", "report.json (the engine's samples)")):
+        check(outs["memory"][k] and outs["memory"][k] == outs["stream"][k] == outs["np2"][k],
+              "clock: %s the same bytes in memory, --stream and under mpiexec" % f)
+    import json
+    corr = json.load(open(run_dir + "-memory/report.json"))["clock"]["max_correction_us"] * 1000
+    a = decode_pftrace(pb, os.path.join(run_dir + "-plain", "trace.pftrace"))[0]
+    b = decode_pftrace(pb, os.path.join(run_dir + "-memory", "trace.pftrace"))[0]
+    shift = [y["ts"] - x["ts"] for x, y in zip(a, b)]
+    check(len(a) == len(b) > 0 and corr > 0 and all(0 <= d <= corr + 1 for d in shift) and max(shift) > 0,
+          "clock: the logical clock moves the samples by 0 to its largest correction (%.0f ns): %s"
+          % (corr, (min(shift), max(shift)) if shift else None))
+    finish()
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--clock"]:
+        clock_case(*args[1:4])
+        return
     fortran = args[:2] == ["--lang", "fortran"]
     if fortran:
         args = args[2:]
-    plugin = plugin_src = None
+    plugin = plugin_src = proto = None
     if args[:1] == ["--plugin"]:
         plugin, plugin_src, args = args[1], args[2], args[3:]
+    if args[:1] == ["--proto"]:
+        proto, args = args[1], args[2:]
     if len(args) != 5:
         sys.exit(__doc__)
     xsm, xsmerge, program, hot_src, cold_src = args
@@ -150,9 +387,11 @@ def main():
         check(main_tid and (sm["os_tid"] == main_tid[0]).sum() > 0.5 * len(sm),
               "most samples are the main thread's (os_tid %s)" % main_tid)
         check(len(sm) and all((sm["stack"] > 0)), "every sample has a call stack")
-    p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-merged"], capture_output=True, text=True, timeout=300)
+    p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-merged", "--format", "callgrind"], capture_output=True,
+                       text=True, timeout=300)
     RUNS.append(run_dir + "-merged")
     check(p.returncode == 0, "xsmerge merges a run with samples: %s" % p.stderr)
+    check_callgrind(run_dir + "-merged", hot, hot_line, cold, cold_line)
     # the report says where the CPU time went: heavy's loop line first,
     # light's after it, 70 : 30 between them, in seconds (perf clock); the
     # same from --stream (one analysis)
@@ -177,12 +416,18 @@ def main():
     with open(os.path.join(run_dir + "-merged", "report.txt")) as f:
         txt = f.read()
     check("==== Sampled CPU time" in txt and "heavy (" in txt, "report.txt has the sampled CPU time with heavy")
-    p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-stream", "--stream", "--outputs", "report"],
+    if proto:
+        check_pftrace(perfetto_module(proto), run_dir + "-merged", run_dir, hot, cold)
+    check_h5(run_dir + "-merged", run_dir, hot, hot_line)
+    p = subprocess.run([xsmerge, run_dir, "-o", run_dir + "-stream", "--stream", "--outputs", "report,pftrace"],
                        capture_output=True, text=True, timeout=300)
     RUNS.append(run_dir + "-stream")
     check(p.returncode == 0 and open(os.path.join(run_dir + "-stream", "report.json")).read() ==
           open(os.path.join(run_dir + "-merged", "report.json")).read(),
           "--stream writes the same report.json (samples included): %s" % p.stderr)
+    with open(os.path.join(run_dir + "-stream", "trace.pftrace"), "rb") as a, \
+            open(os.path.join(run_dir + "-merged", "trace.pftrace"), "rb") as b:
+        check(p.returncode == 0 and a.read() == b.read(), "--stream writes the same trace.pftrace (samples included)")
     # a rank file from before sampling (no /events/samples) still loads: no samples
     old = os.path.join(run_dir, "old.h5")
     shutil.copy(os.path.join(run_dir, "rank-00001.h5"), old)

@@ -15,16 +15,20 @@ tool chain's own readers:
                              report.json within 1 %; the archive of a
                              collective merge (mpirun -np 2 xsmerge) is the
                              same; a write that fails is one line naming the
-                             archive; --stream with otf2 is refused in one line
+                             archive; the streamed merge (--stream, serial and
+                             under mpirun -np 2) writes the same archive, which
+                             passes the same checks against its own merged.h5
+                             and report.json
   check_otf2.py crash PROG   rank 3 sends a message nobody receives and is
                              killed: the archive is valid, the message is left
-                             out with a note
+                             out with a note; in memory and streamed, the same
+                             archive
   check_otf2.py gpu MAKE_RUNS  runs of tests/merge/make_runs.c with GPU work
                              on several devices and streams, CUDA API calls and
                              counters (no GPU here): a stream location per
                              device and stream in an accelerator group of its
                              rank, every GPU row an Enter/Leave, every counter
-                             row a Metric
+                             row a Metric; streamed, the same archive
 
 Environment (set by xsprof_add_test): XSMERGE, XSPROF_MPI_LIB, MPIEXEC."""
 import collections
@@ -283,17 +287,9 @@ def archive_bytes(out):
     return res
 
 
-def full(prog):
-    work = os.path.abspath("otf2_full")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    rundir, r = profile(work, prog)
-    if r.returncode != 0:
-        fail(f"mpiexec exited {r.returncode}: {r.stdout} {r.stderr}")
-    out = os.path.join(work, "out")
-    r = merge(rundir, out, "--outputs", "otf2,h5,report", "-q")
-    if r.returncode != 0:
-        fail(f"xsmerge exited {r.returncode}")
+def check_full(out):
+    """The definitions, the event counts against merged.h5 and the waits
+    recomputed from the events against report.json."""
     check_defs(out, 4)
     evs = read_events(out)
     check_counts(out, evs)
@@ -308,6 +304,35 @@ def full(prog):
     for name, a, b in (("Late Sender", ls, rls), ("Wait at NxN", nxn, rnxn)):
         if abs(a - b) > 0.01 * b:
             fail(f"{name}: {a:.6f} s from the OTF2 events, {b:.6f} s in report.json (more than 1 % apart)")
+
+
+def streamed(rundir, out, ref, products, np=0):
+    """A --stream merge into out: it streamed (no note of an in-memory
+    merge), and its archive is ref's, byte for byte, as otf2-print lists it too."""
+    r = merge(rundir, out, "--stream", "--outputs", products, np=np)
+    if r.returncode != 0:
+        fail(f"xsmerge --stream exited {r.returncode}")
+    if "in memory" in r.stderr:
+        fail("the streamed merge went in memory: " + r.stderr)
+    if archive_bytes(out) != archive_bytes(ref) or otf2_print(out) != otf2_print(ref):
+        fail(f"the streamed trace.otf2 ({out}) differs from the in-memory one ({ref})")
+    print(f"--stream{f' under mpirun -np {np}' if np else ''}: the same archive (definition and event files "
+          "byte for byte, the same otf2-print listing)")
+    return r
+
+
+def full(prog):
+    work = os.path.abspath("otf2_full")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    rundir, r = profile(work, prog)
+    if r.returncode != 0:
+        fail(f"mpiexec exited {r.returncode}: {r.stdout} {r.stderr}")
+    out = os.path.join(work, "out")
+    r = merge(rundir, out, "--outputs", "otf2,h5,report", "-q")
+    if r.returncode != 0:
+        fail(f"xsmerge exited {r.returncode}")
+    check_full(out)
     # collective mode: the same archive, byte for byte
     out2 = os.path.join(work, "out-np2")
     r = merge(rundir, out2, "--outputs", "otf2,h5,report", "-q", np=2)
@@ -330,11 +355,12 @@ def full(prog):
     if r.returncode != 1 or said != f"xsmerge: {out4}/trace.otf2: File is too large\n" or os.path.exists(out4):
         fail(f"a trace.otf2 past the file size limit: exit {r.returncode}, {said!r}")
     print("a failed write: " + said.strip())
-    # streamed: refused in one line, nothing written
+    # streamed: the same archive, and the same checks against the streamed
+    # merged.h5 and report.json
     out3 = os.path.join(work, "out-stream")
-    r = merge(rundir, out3, "--stream", "--outputs", "otf2")
-    if r.returncode != 1 or "--stream does not write trace.otf2" not in r.stderr or os.path.exists(out3):
-        fail(f"--stream --outputs otf2: exit {r.returncode}, {r.stderr!r}")
+    streamed(rundir, out3, out, "otf2,h5,report")
+    check_full(out3)
+    streamed(rundir, os.path.join(work, "out-stream-np2"), out, "otf2,pftrace", np=2)
     print("PASS")
 
 
@@ -369,6 +395,9 @@ def crash(prog):
     if entered != 3 or want["MPI_COLLECTIVE_BEGIN"] != 0:
         fail(f"the incomplete Bcast: {entered} calls, {want['MPI_COLLECTIVE_BEGIN']} collective records")
     print("the Bcast rank 3 never joined: its 3 calls are in the trace, without collective records")
+    r = streamed(rundir, os.path.join(work, "out-stream"), out, "otf2,h5")
+    if "trace.otf2 leaves out 1 message end(s)" not in r.stderr or "1 incomplete collective" not in r.stderr:
+        fail("the streamed merge does not say what trace.otf2 leaves out")
     print("PASS")
 
 
@@ -402,6 +431,7 @@ def gpu(make_runs):
         if on_gpu != sum(1 for x in g if x["kind"] != 8):
             fail(f"{shape}: {on_gpu} Enters on stream locations for {sum(1 for x in g if x['kind'] != 8)} GPU rows")
         print(f"{shape}: {len(locs)} stream locations, {on_gpu} GPU activities, {want['METRIC']} metrics")
+        streamed(rundir, os.path.join(work, "out-stream"), out, "otf2")
     print("PASS")
 
 

@@ -3,7 +3,7 @@
  *   planted MODE MS [ITER]
  * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | outside | threads (2 ranks)
  *       | poll_receiver | steady | selfpoll, farcause (2 ranks) | hidden_imbalance (run with XSPROF_SAMPLE_HZ)
- *       | tinyhot
+ *       | tinyhot | eager (2 ranks)
  * MS: the planted delay (a sleep inside a region), ITER: repetitions (steady).
  * Regions are recorded through xsprof's API when libxsprof-mpi.so is loaded
  * (LD_PRELOAD); the program is not linked against xsprof, so the symbols are
@@ -291,6 +291,34 @@ int main(int argc, char **argv)
             x += burn_extra(ms);
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* the hidden_imbalance wait (report_e2e.py) */
         begin("main");
+    } else if (strcmp(mode, "eager") == 0) {
+        /* NetPIPE's shape: ITER round trips of a small message (below the
+         * shared-memory transport's eager limit) and of a large one, the
+         * receiver late each time; run with XSPROF_TEST_SEND_STALL_US of
+         * 3 MS ms, so every MPI_Send also lasts past the receive's post as
+         * a descheduled sender's does. The small one's receive is posted MS
+         * ms in, the large one's 5 MS ms in, 2 MS ms after its send began
+         * (after the small send's stall): only that one waited for the
+         * receiver, 2 MS ms a round trip. */
+        static char buf[1 << 18];
+        for (int i = 0; i < iter && rank < 2; i++) {
+            for (int large = 0; large < 2; large++) {
+                int n = large ? (int)sizeof buf : 1024;
+                if (rank == 0) {
+                    if (large)
+                        MPI_Send(buf, n, MPI_CHAR, 1, 5, MPI_COMM_WORLD); /* the eager large send (report_e2e.py) */
+                    else
+                        MPI_Send(buf, n, MPI_CHAR, 1, 5, MPI_COMM_WORLD); /* the eager small send (report_e2e.py) */
+                    MPI_Recv(buf, 1, MPI_CHAR, 1, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                } else {
+                    in_region("late", large ? 4 * ms : ms);
+                    MPI_Recv(buf, n, MPI_CHAR, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Request q; /* the reply: not an MPI_Send, so not stalled */
+                    MPI_Isend(buf, 1, MPI_CHAR, 0, 6, MPI_COMM_WORLD, &q);
+                    MPI_Wait(&q, MPI_STATUS_IGNORE);
+                }
+            }
+        }
     } else if (strcmp(mode, "tinyhot") == 0) {
         /* trace-size scoring: ITER steps of `step` (MS ms of `solve`, an
          * Allreduce) with 2000 visits of the tiny `hot` inside each, and one

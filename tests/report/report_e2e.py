@@ -11,16 +11,19 @@ and check what the report says against what was planted.
   report_e2e.py pollrecv NP PLANTED_MS       an Issend polled with MPI_Test while the receive is
                                              posted late: the polls before the post are one Late
                                              Receiver (exactly, from the trace), the same streamed
+  report_e2e.py eager MS ITER                 a ping-pong of an eager and a large message, the receiver
+                                             late, every MPI_Send stalled past the post: Late Receiver
+                                             only at the large send (issue 38), the same streamed
   report_e2e.py html [PAGE...]               report.html (and PAGEs) render in headless chromium without script errors
   report_e2e.py regression                   a 20 % slowdown exits 3, an identical run does not
   report_e2e.py score                        xsmerge --score on a program with a tiny region visited
                                              40000 times a rank: the suggested XSPROF_FILTER is
                                              -hot, report.json's score says the same in memory and
-                                             --stream; bad input: one line, exit 1
+                                             --stream, report.html draws it; bad input: one line, exit 1
   report_e2e.py topology                     mpirun --bind-to core / none / --cpu-set 0, hwloc
                                              synthetic topologies (SMT, NUMA) and a rank file moved
                                              to another host: each topology finding, the same in
-                                             memory and --stream
+                                             memory and --stream, report.html's Topology section
   report_e2e.py streampath NP ITER           ITER Allreduce steps on NP ranks (a critical path of
                                              thousands of pieces): xsmerge --stream gives the
                                              in-memory wait states, critical path and merged.h5
@@ -94,7 +97,7 @@ def load_report(out):
     if rep.get("job", {}).get("analysis") != "streamed":  # one engine, however fed
         fail(f"report.json job.analysis {rep.get('job', {}).get('analysis')!r}")
     keys = ["schema", "job", "ranks", "regions", "mpi", "wait_states", "critical_path", "comm_matrix", "gpu",
-            "clock", "callsites", "samples", "topology", "score", "findings", "drops"]
+            "clock", "callsites", "samples", "samples_no_region", "topology", "score", "findings", "drops"]
     if rep.get("schema") != "xsprof-report/1" or list(rep.keys()) != keys:
         fail(f"report.json keys {list(rep.keys())}")
     kinds = [w["kind"] for w in rep["wait_states"]]
@@ -299,8 +302,11 @@ def hidden(np, ms):
     """A planted imbalance in code without any region (issue 34): the last
     rank burns ms more CPU in burn_extra() before an MPI_Allreduce; sampled
     at 1 kHz, the top finding names the waiting call site (MPI_Allreduce at
-    its planted.c line) and burn_extra as where the causing rank's CPU time
-    exceeds the others', in memory and streamed alike."""
+    its planted.c line) and burn_extra as what the causing rank ran while
+    the others waited (its samples in the waits' windows: spin_ms, which
+    every rank calls, ran there too, but not only there), and the time
+    outside every region splits into the sampled functions, in memory and
+    streamed alike."""
     rundir = profile("hidden", "hidden_imbalance", np, ms, env={"XSPROF_SAMPLE_HZ": "1000"})
     base = os.path.dirname(rundir)
     out, st = os.path.join(base, "out"), os.path.join(base, "out-stream")
@@ -324,9 +330,59 @@ def hidden(np, ms):
         fail(f"hidden: the causing rank's function {cf}, expected burn_extra (planted.c:{bline})")
     if "burn_extra (" not in top["message"] or f"MPI_Allreduce at main (" not in top["message"]:
         fail(f"hidden: the message names neither burn_extra nor the call site: {top['message']}")
+    # "(no region)": the whole program, MPI calls aside; its CPU is spin_ms's loop
+    nr = rep["samples_no_region"]
+    if not nr or nr[0]["function"] != "spin_ms" or os.path.basename(nr[0]["file"] or "") != "planted.c" or \
+            abs(sum(x["share"] for x in nr) - 1) > 0.01 or any(x["function"].startswith("MPI_") for x in nr):
+        fail(f"hidden: samples_no_region {nr[:3]}")
+    if "==== (no region): " not in open(os.path.join(out, "report.txt")).read():
+        fail("hidden: report.txt has no (no region) breakdown")
     if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
         fail("hidden: --stream report.json differs")
     print("ok: hidden imbalance named by function and call site")
+
+
+def eager(ms, iters):
+    """NetPIPE's shape (issue 38): a 2-rank ping-pong of a small message
+    (below Open MPI's shared-memory eager limit) and a large one, the
+    receiver ms late each time, every MPI_Send made to last past the
+    receive's post (XSPROF_TEST_SEND_STALL_US, as a descheduled sender's
+    does). The eager ones never waited for the receiver: no Late Receiver
+    at their call sites; the large one did: 2 ms per round trip. The
+    limits come from the ranks' MPI_T control variables (meta mpit:*), in
+    memory and streamed alike."""
+    import h5py
+    rundir = profile("eager", "eager", 2, ms, iters, env={"XSPROF_TEST_SEND_STALL_US": str(3 * ms * 1000)})
+    base = os.path.dirname(rundir)
+    out, st = os.path.join(base, "out"), os.path.join(base, "out-stream")
+    if merge(rundir, out, "--outputs", "report").returncode or \
+            merge(rundir, st, "--stream", "--outputs", "report").returncode:
+        fail("xsmerge failed")
+    with h5py.File(os.path.join(rundir, "rank-00000.h5"), "r") as f:
+        strings = [s[0] if not isinstance(s, bytes) else s for s in f["/definitions/strings"][:]] \
+            if "strings" in f["/definitions"] else None
+        meta = f["/definitions/metadata"][:]
+        keys = {(strings[k] if strings else b"").decode() for k, _ in meta} if strings else set()
+    if strings and not any(k.startswith("mpit:") and "eager_limit" in k for k in keys):
+        fail(f"eager: rank 0 recorded no eager limit (meta {sorted(keys)})")
+    rep = load_report(out)
+    src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted.c")).read().splitlines()
+    line = {w: [i + 1 for i, l in enumerate(src) if f"the eager {w} send (report_e2e.py)" in l][0]
+            for w in ("small", "large")}
+    lr = {}
+    for c in rep["callsites"]:
+        s = c["waits"].get("Late Receiver", {}).get("seconds", 0.0)
+        if s:
+            lr[(c["op"], c["line"])] = lr.get((c["op"], c["line"]), 0.0) + s
+    big = lr.pop(("MPI_Send", line["large"]), 0.0)
+    print(f"eager: Late Receiver at the large send {big:.4f} s, elsewhere {lr}")
+    if lr:
+        fail(f"eager: Late Receiver at eager sends: {lr}")
+    if not 0.5 * iters * 2 * ms / 1e3 <= big <= 2 * iters * 2 * ms / 1e3:
+        raise Noisy(f"the large send's Late Receiver {big:.4f} s, planted {iters} x {2 * ms} ms")
+    if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
+        fail("eager: --stream report.json differs")
+    print("ok: eager sends are no Late Receiver, the large one is")
 
 
 def report_of(rundir, out):
@@ -382,6 +438,10 @@ def score():
         fail(f"regions table {tab['regions']}")
     if not sc["filter"]["events_share"] > 0.99 or not sc["filter"]["time_share"] < 0.05:
         fail(f"filter saves {sc['filter']}")
+    # report.html draws the same table and suggestion, as report.txt
+    html_shows(os.path.join(os.path.dirname(rundir), "merged", "report.html"),
+               ("Trace size (xsmerge --score)", "for a run 10x as long", "<code>XSPROF_FILTER='-hot'</code>",
+                "<td>hot</td><td>yes</td><td>80000</td>", " ns</td>", "<td>solve</td><td></td><td>40</td>", "<td>regions</td>"))
     # the suggestion applied: no `hot` rows, the regions table a small part of what it was
     work = os.path.abspath("score-filtered")
     shutil.rmtree(work, ignore_errors=True)
@@ -399,6 +459,7 @@ def score():
     if "hot" in [x["name"] for x in fsc["regions"]] or ftab["regions"]["rows"] > 200 or fsc["filter"] is not None:
         fail(f"XSPROF_FILTER=-hot: regions {[(x['name'], x['visits']) for x in fsc['regions']]}, "
              f"table {ftab['regions']}, filter {fsc['filter']}")
+    html_shows(os.path.join(work, "merged", "report.html"), ("Trace size (xsmerge --score)", "No filter suggested"))
     # bad input: one line on stderr, exit 1
     garbage = os.path.join(work, "garbage")
     os.makedirs(garbage)
@@ -468,6 +529,11 @@ def topology():
         txt = open(os.path.join(work, "merged", "report.txt")).read()
         if "==== Topology" not in txt:
             fail(f"{name}: no Topology section in report.txt")
+        # report.html: the same section, a row per rank with its binding and PUs
+        r0 = rep["topology"]["ranks"][0]
+        html_shows(os.path.join(work, "merged", "report.html"),
+                   ("Topology (hwloc, where each rank ran)",
+                    f"<td>0</td><td>{r0['host']}</td><td>{'bound' if bound[0] else 'not bound'}</td><td>{r0['cpuset']}</td>"))
     # unequal ranks per node: rank 2 of 3 said it ran on "othernode"
     rundir, work = case("hosts", 3, ["--bind-to", "none"])
     with h5py.File(os.path.join(rundir, "rank-00002.h5"), "r+") as f:
@@ -482,6 +548,7 @@ def topology():
     print(f"hosts: {hosts}, findings {got}")
     if got.get("Unequal ranks per node") != [0, 1] or len(hosts) != 2:
         fail(f"hosts: {hosts}, findings {got}")
+    html_shows(os.path.join(work, "merged", "report.html"), ("<td>othernode</td><td>1</td>", "<td>2</td><td>othernode</td>"))
     print("ok: topology")
 
 
@@ -579,8 +646,38 @@ def render(base, page, needles):
     return dom
 
 
-def html(extra_pages):
+def chromium_base():
+    """Headless chromium's command line and its profile directory (the
+    caller removes it), or (None, None) when chromium is not installed."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        return None, None
+    prof = tempfile.mkdtemp(prefix="xsr-chromium-")
+    return [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--user-data-dir=" + prof], prof
+
+
+def html_shows(page, needles):
+    """report.html drawn in headless chromium shows every needle (its
+    script's output, the data itself left out); without chromium, said and
+    not checked."""
+    base, prof = chromium_base()
+    if not base:
+        print(f"note: chromium is not installed: {page} not drawn")
+        return
+    try:
+        dom = render(base, page, ())
+    finally:
+        shutil.rmtree(prof, ignore_errors=True)
+    shown = re.sub(r"<script.*?</script>", "", dom, flags=re.S | re.I)
+    for needle in needles:
+        if needle not in shown:
+            fail(f"{page}: the drawn page lacks {needle!r}")
+    print(f"ok: {os.path.basename(os.path.dirname(page))}/report.html shows {', '.join(repr(n) for n in needles)}")
+
+
+def html(extra_pages):
     rundir = profile("html", "imbalance", 3, 50)
     out = os.path.join(os.path.dirname(rundir), "out")
     r = merge(rundir, out)
@@ -596,13 +693,10 @@ def html(extra_pages):
     for bad in ("http://", "https://", "src=\"", "href=\"", "@import", "url("):
         if bad in text.replace("http://www.w3.org/2000/svg", ""):
             fail(f"report.html refers to something outside itself ({bad})")
-    if not chromium:
+    base, prof = chromium_base()
+    if not base:
         print("SKIP: chromium is not installed (Debian package `chromium`)")
         sys.exit(SKIP)
-    prof = tempfile.mkdtemp(prefix="xsr-chromium-")
-    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--user-data-dir=" + prof]
     if "<noscript>" not in text or "report.txt" not in text.split("<noscript>")[1].split("</noscript>")[0]:
         fail("report.html says nothing to a browser without JavaScript (<noscript> pointing to report.txt)")
     try:
@@ -789,6 +883,15 @@ def main():
         for attempt in (1, 2, 3):
             try:
                 hidden(int(sys.argv[2]), int(sys.argv[3]))
+                break
+            except Noisy as e:
+                print(f"run {attempt} of 3: {e}", flush=True)
+                if attempt == 3:
+                    fail(str(e))
+    elif what == "eager":
+        for attempt in (1, 2, 3):
+            try:
+                eager(int(sys.argv[2]), int(sys.argv[3]))
                 break
             except Noisy as e:
                 print(f"run {attempt} of 3: {e}", flush=True)

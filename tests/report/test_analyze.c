@@ -481,6 +481,32 @@ static void test_outlier_and_gpu(void)
     fx_free(&run);
 }
 
+/* Outliers of one region on several ranks are one finding naming them all
+ * (issue 38: the demo had four findings of one cause, one per rank). */
+static void test_outliers_grouped(void)
+{
+    xsm_run run;
+    fx_init(&run, 3);
+    for (int r = 0; r < 3; r++)
+        for (int i = 0; i < 10; i++) {
+            int64_t t0 = i * 20 * MS, d = (r > 0 && i == 7) ? 15 * MS : 5 * MS;
+            region(&run, r, S_SOLVE, t0, t0 + d, 0);
+        }
+    xsm_an a;
+    analyse(&run, &a);
+    int found = 0;
+    for (size_t i = 0; i < a.nf; i++)
+        if (strcmp(a.f[i].kind, "Outlier") == 0) {
+            int32_t want[] = {1, 2};
+            found++;
+            CHECK(ranks_are(&a.f[i], want, 2) && strstr(a.f[i].message, "on ranks 1-2"), "the outlier finding names ranks 1-2: %s",
+                  a.f[i].message);
+        }
+    CHECK(found == 1, "one outlier finding for solve's outliers on two ranks (%d)", found);
+    xsm_an_free(&a);
+    fx_free(&run);
+}
+
 /* report.txt's rank table shows the compute time the outlier flag is about,
  * and says what the flag means (issue 38: "outlier" stood unexplained
  * beside columns that did not show compute time) */
@@ -972,6 +998,7 @@ int main(int argc, char **argv)
     test_nonblocking_nxn();
     test_early_reduce();
     test_outlier_and_gpu();
+    test_outliers_grouped();
     test_topology_gpu();
     test_score_rule();
     test_streamed_path();

@@ -491,7 +491,15 @@ static int feed(xsm_live *l, int32_t r, int all)
                 if (!e && !all && k->max_end - m->m.t_end < SEND_PATIENCE_NS)
                     goto held; /* the sender's rows have not come yet */
                 if (e) {
-                    xsm_evflow fl = {1, m->m.t_end, 0, e->tb, m->m.peer, e->row};
+                    xsm_evflow fl;
+                    memset(&fl, 0, sizeof fl);
+                    fl.id = 1;
+                    fl.t = m->m.t_end;
+                    fl.sent = e->tb;
+                    fl.peer = m->m.peer;
+                    fl.peer_row = e->row;
+                    fl.comm = m->m.comm;
+                    fl.tag = m->m.tag;
                     xsm_ktab_del(&l->sends, e);
                     rc = xsm_sanalysis_mpi(l->sa, r, &m->m, m->row, &fl, 1);
                     break;

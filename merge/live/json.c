@@ -16,7 +16,7 @@
 typedef struct agg {
     uint64_t calls, n;
     double incl, excl, s, bytes;
-    uint64_t ranks; /* bit per rank < 64 */
+    int32_t last; /* the last rank counted (+1): ranks are summed in order */
     int nranks;
 } agg;
 
@@ -38,10 +38,8 @@ static agg *tab_get(tab *t, const char *name)
 
 static void agg_rank(agg *a, int32_t r)
 {
-    if (r < 64 && !(a->ranks >> r & 1)) {
-        a->ranks |= 1ULL << r;
-        a->nranks++;
-    } else if (r >= 64) {
+    if (a->last != r + 1) {
+        a->last = r + 1;
         a->nranks++;
     }
 }

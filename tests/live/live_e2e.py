@@ -16,6 +16,7 @@
 
 Waits are bounded and say what they waited for; no wall-clock threshold is
 asserted. Exit 77: a tool is missing (skip)."""
+import atexit
 import glob
 import json
 import os
@@ -32,6 +33,14 @@ import urllib.request
 import urllib.error
 
 SKIP = 77
+STARTED = []  # processes to kill when a check fails (fail() exits at once)
+
+
+@atexit.register
+def _cleanup():
+    for p in STARTED:
+        if p.poll() is None:
+            p.kill()
 
 
 def fail(msg):
@@ -62,7 +71,9 @@ def start_job(rundir, secs, rate, extra=()):
     cmd = [env_path("MPIEXEC"), "-np", "4", "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", "-x", "LD_PRELOAD=" + env_path("XSPROF_MPI_LIB"),
            "-x", "XSPROF_OUTPUT=" + rundir, env_path("LIVE_JOB"), str(secs), str(rate)] + list(extra)
     print("+ " + " ".join(cmd), flush=True)
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    STARTED.append(p)
+    return p
 
 
 class Live:
@@ -73,6 +84,7 @@ class Live:
         cmd = [env_path("XSMERGE"), "--live", rundir, "--port", "0"] + list(args)
         print("+ " + " ".join(cmd), flush=True)
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.err, text=True)
+        STARTED.append(self.p)
         self.url = None
         lines = []
 
@@ -250,6 +262,7 @@ def killed():
     # the terminal table beside it: it ends with the job
     tty = subprocess.Popen([env_path("XSMERGE"), "--live", rundir, "--tty"], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
+    STARTED.append(tty)
     try:
         seen = []
 

@@ -507,6 +507,8 @@ static void comm_matrix(const xsm_an *a, xsm_buf *b)
     NUM(b, a->run->unmatched_sends);
     key(b, "unmatched_recvs", 0);
     NUM(b, a->run->unmatched_recvs);
+    key(b, "unreceived_sends", 0); /* of unmatched_sends, the ones the application never received (its finding) */
+    NUM(b, a->run->unreceived);
     xsm_buf_puts(b, "}");
 }
 
@@ -806,8 +808,8 @@ static void drops(const xsm_an *a, xsm_buf *b, int h)
     NUM(b, a->recovered);
     key(b, "missing_ranks", 0);
     NUM(b, a->missing);
-    key(b, "unmatched_sends", 0);
-    NUM(b, a->run->unmatched_sends);
+    key(b, "unmatched_sends", 0); /* what the run lost: not the sends the application never received */
+    NUM(b, a->run->unmatched_sends - a->run->unreceived);
     key(b, "unmatched_recvs", 0);
     NUM(b, a->run->unmatched_recvs);
     key(b, "incomplete_collectives", 0);

@@ -15,7 +15,10 @@ static void health(const xsm_an *a, xsm_buf *b)
      * above a millisecond, whatever the findings */
     double corr = (double)c->max_correction_ns * 1e-9;
     int clock_bad = c->violations_after > 0 || corr >= 1e-3 || (a->nf && corr >= 0.01 * a->f[0].seconds_lost);
-    int any = a->dropped_total || a->truncated || a->missing || a->recovered || clock_bad || a->run->unmatched_sends ||
+    /* the application's own unreceived messages are its finding, not the
+     * profiler's health (match/unrecv.c) */
+    size_t lost_sends = a->run->unmatched_sends - a->run->unreceived;
+    int any = a->dropped_total || a->truncated || a->missing || a->recovered || clock_bad || lost_sends ||
               a->run->unmatched_recvs || a->run->incomplete_colls;
     if (!any)
         return;
@@ -38,9 +41,9 @@ static void health(const xsm_an *a, xsm_buf *b)
         xsm_buf_printf(b, "  ! clocks: %llu ordering violations after offset alignment, %llu after correction; largest correction %.1f us, sample error up to %.1f us\n",
                        (unsigned long long)c->violations_before, (unsigned long long)c->violations_after,
                        (double)c->max_correction_ns * 1e-3, c->max_residual_us);
-    if (a->run->unmatched_sends || a->run->unmatched_recvs)
+    if (lost_sends || a->run->unmatched_recvs)
         xsm_buf_printf(b, "  ! %zu sends and %zu receives could not be matched (their wait states are not counted)\n",
-                       a->run->unmatched_sends, a->run->unmatched_recvs);
+                       lost_sends, a->run->unmatched_recvs);
     if (a->run->incomplete_colls)
         xsm_buf_printf(b, "  ! %zu collectives were not seen on every member\n", a->run->incomplete_colls);
     xsm_buf_puts(b, "\n");

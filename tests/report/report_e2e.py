@@ -14,6 +14,8 @@ and check what the report says against what was planted.
   report_e2e.py eager MS ITER                 a ping-pong of an eager and a large message, the receiver
                                              late, every MPI_Send stalled past the post: Late Receiver
                                              only at the large send (issue 38), the same streamed
+  report_e2e.py unreceived NP N               rank 0 sends itself N messages it never receives: a finding
+                                             of the application's, not the profiler's health (issue 38)
   report_e2e.py html [PAGE...]               report.html (and PAGEs) render in headless chromium without script errors
   report_e2e.py regression                   a 20 % slowdown exits 3, an identical run does not
   report_e2e.py score                        xsmerge --score on a program with a tiny region visited
@@ -383,6 +385,36 @@ def eager(ms, iters):
     if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
         fail("eager: --stream report.json differs")
     print("ok: eager sends are no Late Receiver, the large one is")
+
+
+def unreceived(np, n):
+    """Ray's shape (issue 38): rank 0 sends itself n messages it never
+    receives before MPI_Finalize. The application did that, not the
+    profiler: a finding of its own ("Messages never received", rank 0, to
+    itself), comm_matrix.unreceived_sends n, and neither drops nor the
+    health section of report.txt/report.html count them as lost; the same
+    streamed."""
+    rundir = profile("unreceived", "unreceived", np, 10, n)
+    base = os.path.dirname(rundir)
+    out, st = os.path.join(base, "out"), os.path.join(base, "out-stream")
+    if merge(rundir, out, "--outputs", "report").returncode or \
+            merge(rundir, st, "--stream", "--outputs", "report").returncode:
+        fail("xsmerge failed")
+    rep = load_report(out)
+    f = [x for x in rep["findings"] if x["kind"] == "Messages never received"]
+    print(f"unreceived: findings {f}, drops {rep['drops']['unmatched_sends']}, "
+          f"comm {rep['comm_matrix']['unmatched_sends']}/{rep['comm_matrix']['unreceived_sends']}")
+    if len(f) != 1 or f[0]["ranks"] != [0] or f"sent {n} messages to itself" not in f[0]["message"]:
+        fail(f"unreceived: findings {f}")
+    if rep["drops"]["unmatched_sends"] != 0 or rep["comm_matrix"]["unreceived_sends"] != n or \
+            rep["comm_matrix"]["unmatched_sends"] != n:
+        fail(f"unreceived: drops {rep['drops']}, comm_matrix unmatched {rep['comm_matrix']['unmatched_sends']}")
+    txt = open(os.path.join(out, "report.txt")).read()
+    if "could not be matched" in txt or "Messages never received" not in txt:
+        fail("unreceived: report.txt calls them unmatched, or does not name them")
+    if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
+        fail("unreceived: --stream report.json differs")
+    print("ok: the application's unreceived messages are its finding, not the profiler's health")
 
 
 def report_of(rundir, out):
@@ -888,6 +920,8 @@ def main():
                 print(f"run {attempt} of 3: {e}", flush=True)
                 if attempt == 3:
                     fail(str(e))
+    elif what == "unreceived":
+        unreceived(int(sys.argv[2]), int(sys.argv[3]))
     elif what == "eager":
         for attempt in (1, 2, 3):
             try:

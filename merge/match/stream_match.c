@@ -1457,11 +1457,11 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         free(m->wq);
         open_posts += m->open_posts;
         if (m->spill && !rc && (fflush(m->spill) != 0 || ferror(m->spill)))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", sr->spill_path);
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", sr->spill_path, strerror(errno ? errno : EIO));
         if (m->spill)
             fclose(m->spill);
         if (m->cwait && !rc && (fflush(m->cwait) != 0 || ferror(m->cwait)))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", sr->cwait_path);
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", sr->cwait_path, strerror(errno ? errno : EIO));
         if (m->cwait)
             fclose(m->cwait);
         xsm_tab_unprefetch(&m->tab);
@@ -1496,9 +1496,9 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         s->clc_violations = c.violations;
         for (size_t r = 0; r < n && !rc; r++)
             if (s->r[r].dep && fflush(s->r[r].dep) != 0)
-                rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", s->r[r].dep_path);
+                rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", s->r[r].dep_path, strerror(errno ? errno : EIO));
         if (!rc && s->coll_file && fflush(s->coll_file) != 0)
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", s->coll_path);
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", s->coll_path, strerror(errno ? errno : EIO));
     } else if (!rc && s->clc) {
         /* times corrected by the logical clock: none may be left */
         run->clock.violations_before = s->clc_violations;

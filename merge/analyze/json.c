@@ -214,6 +214,29 @@ static void regions(const xsm_an *a, xsm_buf *b, int h)
         NUM(b, g->saving_s);
         key(b, "outliers", 0);
         NUM(b, g->outliers);
+        key(b, "counters", 0); /* XSPROF_COUNTERS: each counter's total and mean per visit, the rates they allow */
+        xsm_buf_puts(b, "{");
+        int nc = 0;
+        for (size_t k = 0; k < a->nctr; k++) {
+            const xsm_ctr *c = &a->ctr[k];
+            if (c->region != g->name)
+                continue;
+            key(b, xsm_an_name(a, c->counter), !nc++);
+            xsm_buf_puts(b, "{\"total\":");
+            NUM(b, c->total);
+            xsm_buf_puts(b, ",\"visits\":");
+            NUM(b, c->visits);
+            xsm_buf_puts(b, ",\"per_visit\":");
+            NUM(b, c->visits ? (double)c->total / (double)c->visits : 0.0);
+            xsm_buf_puts(b, "}");
+        }
+        xsm_rate rt[4];
+        int nr = xsm_counter_rates(a, g, rt);
+        for (int k = 0; k < nr; k++) {
+            key(b, rt[k].name, !nc++);
+            NUM(b, rt[k].value);
+        }
+        xsm_buf_puts(b, "}");
         key(b, "per_rank", 0);
         xsm_buf_puts(b, "[");
         int first = 1;

@@ -223,6 +223,24 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
             xsm_buf_printf(b, "%-30.30s %6llu %12s %12s %9d %9.0f%% %9s %12s\n", xsm_an_name(a, g->name),
                            (unsigned long long)g->calls, d1, d2, g->excl_max_rank, 100.0 * g->imbalance, d3, d4);
         }
+        if (a->nctr) { /* XSPROF_COUNTERS, in the same order */
+            xsm_buf_puts(b, "\n==== Counters per region (XSPROF_COUNTERS: deltas over each visit, summed) ====\n");
+            xsm_buf_puts(b, "region                         counter                     total        per visit\n");
+            for (size_t i = 0; i < a->nreg && i < 40; i++) {
+                const xsm_region *g = rv[i];
+                for (size_t k = 0; k < a->nctr; k++) {
+                    const xsm_ctr *c = &a->ctr[k];
+                    if (c->region == g->name)
+                        xsm_buf_printf(b, "%-30.30s %-18.18s %16lld %16.1f\n", xsm_an_name(a, g->name),
+                                       xsm_an_name(a, c->counter), (long long)c->total,
+                                       c->visits ? (double)c->total / (double)c->visits : 0.0);
+                }
+                xsm_rate rt[4];
+                int nr = xsm_counter_rates(a, g, rt);
+                for (int k = 0; k < nr; k++)
+                    xsm_buf_printf(b, "%-30.30s %-18.18s %16.3f\n", xsm_an_name(a, g->name), rt[k].name, rt[k].value);
+            }
+        }
         free(rv);
     }
 

@@ -11,6 +11,7 @@
  * events must keep counting when the hardware group cannot get the PMU. An
  * event the kernel will not add to its group is read alone. */
 #include <errno.h>
+#include <stdio.h>
 #include <linux/perf_event.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -70,8 +71,16 @@ xsprof_status xsprof_counters_parse(const char *spec) {
         if (*p == ',')
             p++;
     }
-    for (int i = 0; i < g_nsel; i++)
+    char list[256] = "";
+    for (int i = 0; i < g_nsel; i++) {
         xsprof_string_intern(g_known[g_sel[i]].name, &g_key[i]);
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", i ? "," : "", g_known[g_sel[i]].name);
+    }
+    /* which integer region arguments are counter deltas: the merge sums
+     * them per region (merge/analyze/README "Counters") */
+    if (g_nsel)
+        xsprof_meta_set("counters", list);
     atomic_store(&xsprof_counters_on, g_nsel > 0);
     return st;
 }

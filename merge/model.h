@@ -74,6 +74,14 @@ typedef struct xsm_clock_stats {
 
 enum { XSM_REDUCE_SUM, XSM_REDUCE_MIN, XSM_REDUCE_MAX };
 
+/* The sends of one rank that no receive matched though their destination
+ * ran to its end with every record: the application never received them
+ * (a message to itself before MPI_Finalize), not data the profiler lost.
+ * dst_min/dst_max: the destinations' range; self: those to itself. */
+typedef struct xsm_unrecv {
+    int64_t msgs, self, dst_min, dst_max;
+} xsm_unrecv;
+
 typedef struct xsm_run {
     char run_dir[4096];
     xsm_rank *ranks;      /* indexed by world rank, nranks entries */
@@ -81,6 +89,10 @@ typedef struct xsm_run {
     xsm_message *msgs; size_t nmsgs;
     xsm_collective *colls; size_t ncolls;
     size_t unmatched_sends, unmatched_recvs, incomplete_colls;
+    /* Added by merge (additive): of unmatched_sends, the application's
+     * own (xsm_unrecv), per sending rank (NULL when none) and in all */
+    xsm_unrecv *unrecv;
+    size_t unreceived;
     xsm_clock_stats clock;
     int64_t t_end;        /* last event, reference clock (ns since t = 0) */
     char command[4096];

@@ -604,7 +604,7 @@ static int xsm_crank_finish(xsm_cctx *c, xsm_crank *k)
         k->nknots++;
     }
     if (k->kf && fflush(k->kf) != 0)
-        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: write failed", sr->knot_path);
+        return xsm_err_set(c->err, c->errlen, "xsmerge: %s: write failed: %s", sr->knot_path, strerror(errno ? errno : EIO));
     return 0;
 }
 

@@ -235,6 +235,21 @@ typedef struct xsm_region {
     uint64_t outliers;   /* instances > mean + 2 sigma on their rank */
 } xsm_region;
 
+/* A counter summed over the visits of a region name on every rank
+ * (counters.c; names are name indices). */
+typedef struct xsm_ctr {
+    int32_t region, counter;
+    int64_t total;
+    uint64_t visits;
+    uint32_t nranks;
+    int32_t last_rank;
+} xsm_ctr;
+/* A rate of counters of one region (counters.c). */
+typedef struct xsm_rate {
+    const char *name; /* ipc, cache_miss_rate, branch_miss_rate, cpu_share */
+    double value;
+} xsm_rate;
+
 typedef struct xsm_mpiop {
     int32_t name;
     uint64_t calls;
@@ -463,6 +478,8 @@ typedef struct xsm_an {
     /* the samples taken in no region (the engine placed them), by place */
     xsm_sample *nosmp; size_t nnosmp, nosmpcap;
     uint64_t nosmp_total;
+    /* per-region counters (XSPROF_COUNTERS), by region and counter */
+    xsm_ctr *ctr; size_t nctr, ctrcap;
     /* what causing ranks ran while others waited (xsm_samples_delay) */
     xsm_dwin *dwin; size_t ndwin, dwincap;
     xsm_buf smp_folded; /* the sampled stacks folded ("rank N;main;f;g samples"), rank by rank, sorted */
@@ -577,6 +594,14 @@ typedef struct xsm_smem {
     size_t nleaks;
 } xsm_smem;
 
+/* A rank's counter deltas (XSPROF_COUNTERS) summed over the visits of a
+ * region name (string ids of the rank). */
+typedef struct xsm_sctr {
+    uint32_t name, counter;
+    int64_t total;
+    uint64_t visits;
+} xsm_sctr;
+
 typedef struct xsm_anrank_out {
     const xsm_scnode *cn; size_t ncn;      /* parents before children */
     const xsm_sgpu *gpu; size_t ngpu;      /* devices in order of their first row */
@@ -590,6 +615,7 @@ typedef struct xsm_anrank_out {
     uint32_t main_thread;
     int64_t t_first, t_last, init_end, fin_begin, mpi_ns;
     const struct xsm_ssmp *smp;            /* its samples by region and delay window (NULL: none) */
+    const xsm_sctr *ctr; size_t nctr;      /* counter deltas by (region name, counter), string ids */
 } xsm_anrank_out;
 
 /* Rank r's accumulator (all zero for an absent rank). */
@@ -685,6 +711,11 @@ const struct xsm_loc *xsm_an_locate(xsm_an *a, struct xsm_symbols *sym, const xs
  * line; -1 when it defines none with line information (frames.c). */
 int32_t xsm_an_function_place(xsm_an *a, struct xsm_symbols *sym, const char *name, int *line);
 int xsm_an_topology(xsm_an *a);                         /* topology.c: bindings, NUMA nodes, GPUs */
+int xsm_an_counters(xsm_an *a, const xsm_sanalysis *sa); /* counters.c: per-region counters */
+/* Counter `counter` of region name `region` (NULL: not recorded), and the
+ * rates region g's counters allow (out: at most 4; returns how many). */
+const xsm_ctr *xsm_counter_of(const xsm_an *a, int32_t region, const char *counter);
+int xsm_counter_rates(const xsm_an *a, const xsm_region *g, xsm_rate *out);
 int xsm_an_findings(xsm_an *a);                         /* findings.c */
 int xsm_topo_findings(xsm_an *a);                       /* topology.c, called by xsm_an_findings */
 int xsm_an_finding_add(xsm_an *a, const xsm_finding *f); /* copies f (takes ranks) */

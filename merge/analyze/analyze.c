@@ -74,7 +74,7 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
     }
     int bad = xsm_an_waits(a, sa) != 0 || xsm_an_path(a, path) != 0 || xsm_an_gpu(a, sa) != 0 ||
               xsm_an_health(a) != 0 || xsm_an_memory(a, sa) != 0 || xsm_an_callsites(a, sa) != 0 ||
-              xsm_an_samples(a, sa) != 0 || xsm_an_topology(a) != 0;
+              xsm_an_samples(a, sa) != 0 || xsm_an_topology(a) != 0 || xsm_an_counters(a, sa) != 0;
     if (bad || xsm_an_findings(a) != 0)
         goto nomem;
     return 0;
@@ -122,6 +122,7 @@ void xsm_an_free(xsm_an *a)
     free(a->css);
     free(a->smp);
     free(a->nosmp);
+    free(a->ctr);
     free(a->dwin);
     free(a->frm);
     xsm_names_free(&a->frm_keys);

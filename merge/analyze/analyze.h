@@ -93,8 +93,10 @@ size_t xsm_analysis_window(size_t dflt);
  * of memory. */
 int xsm_sanalysis_rank_sync(xsm_sanalysis *sa, int32_t r, int has_gpu);
 void xsm_sanalysis_free(xsm_sanalysis *sa);
-/* Rows of rank r; 0 ok, -1 out of memory (the analysis stays failed). */
-int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g);
+/* Rows of rank r; 0 ok, -1 out of memory (the analysis stays failed). A
+ * region's arguments (g->nargs of them, NULL none): its counter deltas
+ * (XSPROF_COUNTERS) are summed per region name. */
+int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g, const xsprof_io_arg *args);
 int xsm_sanalysis_gpu(xsm_sanalysis *sa, int32_t r, const xsprof_io_gpu *g);
 int xsm_sanalysis_mem(xsm_sanalysis *sa, int32_t r, const xsprof_io_mem *e);
 /* fl: the message ends on this row (merge/emit/emit.h), a receive's with

@@ -87,6 +87,8 @@ typedef struct xsm_rep_batch {
     xsm_rep_row row[XSM_REP_BATCH];
     xsm_evflow *fl; /* the batch's flow ends, in event order */
     size_t nfl, capfl;
+    xsprof_io_arg *ar; /* its regions' arguments (a source's are valid until its next event) */
+    size_t nar, capar;
     size_t n, i;    /* events in it, the next one to take */
     int end;        /* the source ended after them (-1: failed) */
 } xsm_rep_batch;
@@ -117,7 +119,7 @@ static size_t xsm_rep_row_size(int kind)
 /* Fill batch b from source src (the feeder's thread; nothing else reads src). */
 static void xsm_rep_fill(const xsm_src_ops *ops, void *src, xsm_rep_batch *b)
 {
-    b->n = b->i = b->nfl = 0;
+    b->n = b->i = b->nfl = b->nar = 0;
     b->end = 0;
     while (b->n < XSM_REP_BATCH) {
         xsm_ev ev;
@@ -140,14 +142,34 @@ static void xsm_rep_fill(const xsm_src_ops *ops, void *src, xsm_rep_batch *b)
         }
         if (ev.nmflows)
             memcpy(b->fl + b->nfl, ev.mflows, ev.nmflows * sizeof *ev.mflows);
+        uint32_t na = ev.kind == XSM_EV_REGION && ev.args ? ((const xsprof_io_region *)ev.rec)->nargs : 0;
+        if (na && b->nar + na > b->capar) {
+            size_t cap = b->capar ? 2 * b->capar : 64;
+            while (cap < b->nar + na)
+                cap *= 2;
+            xsprof_io_arg *a = realloc(b->ar, cap * sizeof *a);
+            if (!a) {
+                b->end = -1;
+                break;
+            }
+            b->ar = a;
+            b->capar = cap;
+        }
+        if (na)
+            memcpy(b->ar + b->nar, ev.args, na * sizeof *ev.args);
         memcpy(&b->row[b->n], ev.rec, xsm_rep_row_size(ev.kind));
         ev.rec = &b->row[b->n];
         ev.mflows = (const xsm_evflow *)(uintptr_t)b->nfl; /* an offset until the batch is done */
+        ev.args = na ? (const xsprof_io_arg *)(uintptr_t)(b->nar + 1) : NULL; /* the same, + 1 */
         b->nfl += ev.nmflows;
+        b->nar += na;
         b->ev[b->n++] = ev;
     }
-    for (size_t k = 0; k < b->n; k++)
+    for (size_t k = 0; k < b->n; k++) {
         b->ev[k].mflows = b->ev[k].nmflows ? b->fl + (uintptr_t)b->ev[k].mflows : NULL;
+        if (b->ev[k].args)
+            b->ev[k].args = b->ar + ((uintptr_t)b->ev[k].args - 1);
+    }
 }
 
 static void *xsm_rep_feed_run(void *arg)
@@ -183,8 +205,10 @@ static void xsm_rep_feed_ask(xsm_rep_feed *f, size_t r)
 static void xsm_rep_feed_free(xsm_rep_feed *f)
 {
     for (size_t r = 0; f->fr && r < f->n; r++)
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < 2; k++) {
             free(f->fr[r].b[k].fl);
+            free(f->fr[r].b[k].ar);
+        }
     free(f->fr);
     free(f->q);
     pthread_mutex_destroy(&f->mu);
@@ -275,7 +299,7 @@ static int xsm_feed_event(const xsm_feed *f, xsm_sanalysis *sa, xsm_rep_rank *v,
     if (xsm_sanalysis_samples(sa, r, ev->t)) /* the samples before it, in the regions open then */
         return -1;
     if (ev->kind == XSM_EV_REGION)
-        return xsm_sanalysis_region(sa, r, ev->rec);
+        return xsm_sanalysis_region(sa, r, ev->rec, ev->args);
     if (ev->kind == XSM_EV_GPU)
         return xsm_sanalysis_gpu(sa, r, ev->rec);
     if (ev->kind == XSM_EV_MEM)

@@ -627,6 +627,45 @@ static int memory_findings(xsm_an *a)
     return 0;
 }
 
+/* Messages the application sent and never received (match/unrecv.c): no
+ * time measured, after the time-ranked findings; one per sending rank. */
+static int unreceived_findings(xsm_an *a)
+{
+    for (size_t r = 0; a->run->unrecv && r < a->nranks; r++) {
+        const xsm_unrecv *u = &a->run->unrecv[r];
+        if (!u->msgs)
+            continue;
+        xsm_finding f;
+        memset(&f, 0, sizeof f);
+        snprintf(f.kind, sizeof f.kind, "Messages never received");
+        f.severity = "low";
+        f.region = -1;
+        if (!(f.ranks = malloc(sizeof *f.ranks)))
+            return -1;
+        f.ranks[f.nranks++] = (int32_t)r;
+        char to[96];
+        if (u->self == u->msgs)
+            snprintf(to, sizeof to, "to itself");
+        else if (u->dst_min == u->dst_max)
+            snprintf(to, sizeof to, "to rank %lld", (long long)u->dst_min);
+        else
+            snprintf(to, sizeof to, "to ranks %lld-%lld%s", (long long)u->dst_min, (long long)u->dst_max,
+                     u->self ? " (itself among them)" : "");
+        msg_set(f.message, sizeof f.message,
+                "rank %zu sent %lld message%s %s that no receive ever matched, though %s ran to its end with every "
+                "record: the application never received them (this is not data the profiler lost)",
+                r, (long long)u->msgs, u->msgs == 1 ? "" : "s", to, u->self == u->msgs ? "it" : "the receiver");
+        snprintf(f.recommendation, sizeof f.recommendation,
+                 "receive them, or cancel and free their requests, before MPI_Finalize: each holds MPI resources "
+                 "until then, and a program that relies on them being delivered has a bug");
+        if (xsm_an_finding_add(a, &f) != 0) {
+            free(f.ranks);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Polling: time in loops of MPI_Test, Testany, ... and MPI_Iprobe. Only the
  * polls made before the awaited message was sent are wait states (Late
  * Sender, waits.c poll_wait): a program that polls (hpcc's RandomAccess: 14
@@ -734,7 +773,7 @@ int xsm_an_findings(xsm_an *a)
                      "NVTX ranges) to see which");
             break;
         }
-    if (memory_findings(a) != 0)
+    if (memory_findings(a) != 0 || unreceived_findings(a) != 0)
         return -1;
     return xsm_topo_findings(a);
 }

@@ -214,6 +214,29 @@ static void regions(const xsm_an *a, xsm_buf *b, int h)
         NUM(b, g->saving_s);
         key(b, "outliers", 0);
         NUM(b, g->outliers);
+        key(b, "counters", 0); /* XSPROF_COUNTERS: each counter's total and mean per visit, the rates they allow */
+        xsm_buf_puts(b, "{");
+        int nc = 0;
+        for (size_t k = 0; k < a->nctr; k++) {
+            const xsm_ctr *c = &a->ctr[k];
+            if (c->region != g->name)
+                continue;
+            key(b, xsm_an_name(a, c->counter), !nc++);
+            xsm_buf_puts(b, "{\"total\":");
+            NUM(b, c->total);
+            xsm_buf_puts(b, ",\"visits\":");
+            NUM(b, c->visits);
+            xsm_buf_puts(b, ",\"per_visit\":");
+            NUM(b, c->visits ? (double)c->total / (double)c->visits : 0.0);
+            xsm_buf_puts(b, "}");
+        }
+        xsm_rate rt[4];
+        int nr = xsm_counter_rates(a, g, rt);
+        for (int k = 0; k < nr; k++) {
+            key(b, rt[k].name, !nc++);
+            NUM(b, rt[k].value);
+        }
+        xsm_buf_puts(b, "}");
         key(b, "per_rank", 0);
         xsm_buf_puts(b, "[");
         int first = 1;
@@ -507,6 +530,8 @@ static void comm_matrix(const xsm_an *a, xsm_buf *b)
     NUM(b, a->run->unmatched_sends);
     key(b, "unmatched_recvs", 0);
     NUM(b, a->run->unmatched_recvs);
+    key(b, "unreceived_sends", 0); /* of unmatched_sends, the ones the application never received (its finding) */
+    NUM(b, a->run->unreceived);
     xsm_buf_puts(b, "}");
 }
 
@@ -806,8 +831,8 @@ static void drops(const xsm_an *a, xsm_buf *b, int h)
     NUM(b, a->recovered);
     key(b, "missing_ranks", 0);
     NUM(b, a->missing);
-    key(b, "unmatched_sends", 0);
-    NUM(b, a->run->unmatched_sends);
+    key(b, "unmatched_sends", 0); /* what the run lost: not the sends the application never received */
+    NUM(b, a->run->unmatched_sends - a->run->unreceived);
     key(b, "unmatched_recvs", 0);
     NUM(b, a->run->unmatched_recvs);
     key(b, "incomplete_collectives", 0);

@@ -78,13 +78,18 @@ static int32_t sample_site(xsm_an *a, xsm_symbols *sym, smptab *tb, const xsprof
 
 /* One frame's names for a folded stack, outermost first (its inlined
  * chain), each kept clear of ';', ' ' and newlines. */
+/* The slot of stack `id` of rank d: its callstack row + 1, 0 none. */
+static size_t stack_slot(const xsprof_rank_data *d, uint32_t id)
+{
+    const xsprof_io_callstack *st = id ? xsprof_rank_data_callstack(d, id) : NULL;
+    return st ? (size_t)(st - d->callstacks) + 1 : 0;
+}
+
+static void fold_name(xsm_buf *line, const char *name);
 static void fold_frame(xsm_buf *line, const xsm_loc *loc)
 {
-    for (int i = loc->nframes - 1; i >= 0; i--) {
-        xsm_buf_puts(line, ";");
-        for (const char *c = loc->frames[i].function; *c; c++)
-            xsm_buf_put(line, *c == ';' || *c == ' ' || *c == '\n' ? "_" : c, 1);
-    }
+    for (int i = loc->nframes - 1; i >= 0; i--)
+        fold_name(line, loc->frames[i].function);
 }
 
 /* n samples more at a place of the call graph (callee -1: the sampled
@@ -125,42 +130,70 @@ static int cg_stack(xsm_an *a, const xsm_loc *const *locs, uint32_t nlocs, uint6
 
 static int str_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
-/* Rank r's sampled stacks folded into a->smp_folded ("rank N;outermost;
- * ...;leaf samples", sorted): cnt[k] samples of its k-th callstack row. */
-static int rank_folded(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, int32_t r, const uint64_t *cnt)
+/* One name of a folded line, clear of ';', ' ' and newlines. */
+static void fold_name(xsm_buf *line, const char *name)
 {
+    xsm_buf_puts(line, ";");
+    for (const char *c = name; *c; c++)
+        xsm_buf_put(line, *c == ';' || *c == ' ' || *c == '\n' ? "_" : c, 1);
+}
+
+/* The locations of stack row k of rank d (program frames first: the
+ * leaf), *n of them; -1 out of memory. */
+static int stack_locs(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, size_t k, const xsm_loc **locs,
+                      uint32_t *n)
+{
+    const xsprof_io_callstack *st = &d->callstacks[k];
+    *n = 0;
+    for (uint32_t f = 0; f < st->depth && st->frames + f < d->nframes; f++) {
+        const xsprof_io_module *m;
+        const xsm_loc *loc = xsm_an_locate(a, sym, d, d->frames[st->frames + f], f > 0, &m);
+        if (!m)
+            continue;
+        if (!loc)
+            return -1;
+        locs[(*n)++] = loc;
+    }
+    return 0;
+}
+
+/* Rank r's sampled stacks, for callgrind.out (cnt[k + 1] samples of its
+ * k-th callstack row), and folded into a->smp_folded with the regions the
+ * engine placed them in as their outer frames ("rank N;region;sub-region;
+ * MPI_Op;outermost function;...;leaf samples", sorted; ctx: the engine's
+ * counts by (call-tree node + 1, stack), cn its call tree). */
+static int rank_folded(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, int32_t r, const uint64_t *cnt,
+                       const xsm_ssmpn *ctx, size_t nctx, const xsm_scnode *cn)
+{
+    const xsm_loc *locs[XSPROF_IO_STACK_MAX];
+    uint32_t nlocs;
+    for (size_t k = 0; k < d->ncallstacks; k++)
+        if (cnt[k + 1] && (stack_locs(a, sym, d, k, locs, &nlocs) || cg_stack(a, locs, nlocs, cnt[k + 1])))
+            return -1;
     size_t nlines = 0;
-    char **lines = malloc((d->ncallstacks + 1) * sizeof *lines);
+    char **lines = malloc((nctx + 1) * sizeof *lines);
     if (!lines)
         return -1;
     int rc = 0;
-    for (size_t k = 0; k < d->ncallstacks && !rc; k++) {
-        if (!cnt[k + 1])
-            continue;
-        const xsprof_io_callstack *st = &d->callstacks[k];
-        const xsm_loc *locs[XSPROF_IO_STACK_MAX];
-        uint32_t nlocs = 0;
-        for (uint32_t f = 0; f < st->depth && st->frames + f < d->nframes; f++) {
-            const xsprof_io_module *m;
-            const xsm_loc *loc = xsm_an_locate(a, sym, d, d->frames[st->frames + f], f > 0, &m);
-            if (!m)
-                continue;
-            if (!loc) {
-                rc = -1;
-                break;
-            }
-            locs[nlocs++] = loc;
-        }
-        if (rc || cg_stack(a, locs, nlocs, cnt[k + 1])) {
+    for (size_t i = 0; i < nctx && !rc; i++) {
+        size_t slot = stack_slot(d, ctx[i].stack);
+        if (!slot)
+            continue; /* no stack: nothing to draw */
+        if (stack_locs(a, sym, d, slot - 1, locs, &nlocs)) {
             rc = -1;
             break;
         }
-        /* its folded line: "rank N;outermost;...;leaf samples" */
         xsm_buf line = {0};
         xsm_buf_printf(&line, "rank %d", (int)r);
-        for (uint32_t i = nlocs; i-- > 0;)
-            fold_frame(&line, locs[i]);
-        xsm_buf_printf(&line, " %llu\n", (unsigned long long)cnt[k + 1]);
+        int32_t path[64];
+        int np = 0;
+        for (int64_t c = (int64_t)ctx[i].key - 1; c >= 0 && np < 64; c = cn[c].parent)
+            path[np++] = (int32_t)c;
+        while (np-- > 0)
+            fold_name(&line, xsprof_rank_data_string(d, cn[path[np]].sid));
+        for (uint32_t f = nlocs; f-- > 0;)
+            fold_frame(&line, locs[f]);
+        xsm_buf_printf(&line, " %llu\n", (unsigned long long)ctx[i].n);
         if (line.failed || !line.p) {
             xsm_buf_free(&line);
             rc = -1;
@@ -299,12 +332,6 @@ static int count_sites(xsm_an *a, xsm_symbols *sym, smptab *tb, const xsprof_ran
     return 0;
 }
 
-/* The slot of stack `id` of rank d: its callstack row + 1, 0 none. */
-static size_t stack_slot(const xsprof_rank_data *d, uint32_t id)
-{
-    const xsprof_io_callstack *st = id ? xsprof_rank_data_callstack(d, id) : NULL;
-    return st ? (size_t)(st - d->callstacks) + 1 : 0;
-}
 
 static int sample_cmp(const void *pa, const void *pb)
 {
@@ -357,7 +384,7 @@ int xsm_an_samples(xsm_an *a, const xsm_sanalysis *sa)
                 ocnt[stack_slot(d, ctx[i].stack)] += ctx[i].n;
         if (count_sites(a, sym, &all, d, (int32_t)r, period, cnt, site, &a->smp_total) ||
             count_sites(a, sym, &outside, d, (int32_t)r, period, ocnt, osite, &a->nosmp_total) ||
-            rank_folded(a, sym, d, (int32_t)r, cnt) ||
+            rank_folded(a, sym, d, (int32_t)r, cnt, ctx, nctx, o.cn) ||
             rank_delay(a, sym, d, (int32_t)r, o.smp, cnt, &fmap, &lmap, &lines, &nlines, &caplines))
             rc = -1;
         free(site);

@@ -327,6 +327,12 @@ struct xsm_anrank {
     xsm_live *live;
     size_t nlive, nused, caplive; /* live entries, slots used (live or deleted) */
     xsm_ssmp *smp;                /* its CPU samples (NULL: none) */
+    /* XSPROF_COUNTERS: the counter names' string ids (-1: not looked up),
+     * the deltas summed per (region name, counter) */
+    int nctrkey;
+    uint32_t ctrkey[8];
+    xsm_sctr *ctr; size_t nctr, capctr;
+    xsm_kmap ctrmap;
     int failed;
 };
 
@@ -373,6 +379,7 @@ static xsm_anrank *anrank_new(xsm_sanalysis *sa, int32_t r, int has_gpu)
     x->mpi_cover = INT64_MIN;
     x->fin_begin = INT64_MAX;
     x->has_gpu = has_gpu;
+    x->nctrkey = -1;
     if ((has_gpu && (!(x->ks = malloc(XSM_GPU_KEEP * sizeof *x->ks)) || !(x->ws = malloc(XSM_GPU_KEEP * sizeof *x->ws)))) ||
         (d->nsamples && !(x->smp = xsm_ssmp_new(sa->run, r)))) {
         anrank_free(x);
@@ -405,6 +412,8 @@ static void anrank_free(xsm_anrank *x)
     free(x->ws);
     free(x->live);
     xsm_ssmp_free(x->smp);
+    free(x->ctr);
+    xsm_kmap_free(&x->ctrmap);
     free(x->ep);
     free(x->recent);
     free(x->rix.row1);
@@ -1277,11 +1286,60 @@ static sframe *open_frame(xsm_anrank *x, uint32_t tid, int64_t t0, int64_t t1, u
     return f;
 }
 
-int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g)
+/* The rank's counter names (meta "counters", core/counters.c): their
+ * string ids, found once; -1 when the rank recorded none. */
+static int counters_known(xsm_anrank *x)
+{
+    if (x->nctrkey >= 0)
+        return (int)x->nctrkey;
+    const xsprof_rank_data *d = x->d;
+    x->nctrkey = 0;
+    for (size_t i = 0; i < d->nmeta; i++) {
+        if (strcmp(xsprof_rank_data_string(d, d->meta[i].key), "counters"))
+            continue;
+        const char *list = xsprof_rank_data_string(d, d->meta[i].value);
+        for (uint32_t s = 0; s < d->nstrings && x->nctrkey < 8; s++) {
+            const char *nm = xsprof_rank_data_string(d, s);
+            size_t n = strlen(nm);
+            for (const char *p = list; n && (p = strstr(p, nm)); p += n)
+                if ((p == list || p[-1] == ',') && (p[n] == ',' || !p[n])) {
+                    x->ctrkey[x->nctrkey++] = s;
+                    break;
+                }
+        }
+    }
+    return (int)x->nctrkey;
+}
+
+/* A region's counter deltas into (name, counter) sums. */
+static int counters_add(xsm_anrank *x, uint32_t name, const xsprof_io_arg *args, uint32_t nargs)
+{
+    for (uint32_t k = 0; k < nargs; k++) {
+        if (args[k].kind != XSPROF_ARG_INT)
+            continue;
+        for (int c = 0; c < x->nctrkey; c++)
+            if (args[k].key == x->ctrkey[c]) {
+                int64_t i = xsm_kvec_index(&x->ctrmap, (void **)&x->ctr, &x->nctr, &x->capctr, sizeof *x->ctr, name,
+                                           args[k].key);
+                if (i < 0)
+                    return -1;
+                x->ctr[i].name = name;
+                x->ctr[i].counter = args[k].key;
+                x->ctr[i].total += args[k].i;
+                x->ctr[i].visits++;
+                break;
+            }
+    }
+    return 0;
+}
+
+int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g, const xsprof_io_arg *args)
 {
     xsm_anrank *x = sa->acc[r];
     if (!x || x->failed)
         return -1;
+    if (args && g->nargs && counters_known(x) > 0 && counters_add(x, g->name, args, g->nargs))
+        return x->failed = -1;
     int64_t b = g->t_begin, e = g->t_end; /* inside --from/--to, as profile.c */
     xsm_run_clip(sa->run, &b, &e);
     if (b < x->t_first)
@@ -1882,6 +1940,8 @@ void xsm_sanalysis_view(const xsm_sanalysis *sa, int32_t r, xsm_anrank_out *o)
     o->fin_begin = x->fin_begin;
     o->mpi_ns = x->mpi_ns;
     o->smp = x->smp;
+    o->ctr = x->ctr;
+    o->nctr = x->nctr;
 }
 
 void xsm_sanalysis_set_path(xsm_sanalysis *sa, xsm_spath *p)

@@ -15,7 +15,10 @@ static void health(const xsm_an *a, xsm_buf *b)
      * above a millisecond, whatever the findings */
     double corr = (double)c->max_correction_ns * 1e-9;
     int clock_bad = c->violations_after > 0 || corr >= 1e-3 || (a->nf && corr >= 0.01 * a->f[0].seconds_lost);
-    int any = a->dropped_total || a->truncated || a->missing || a->recovered || clock_bad || a->run->unmatched_sends ||
+    /* the application's own unreceived messages are its finding, not the
+     * profiler's health (match/unrecv.c) */
+    size_t lost_sends = a->run->unmatched_sends - a->run->unreceived;
+    int any = a->dropped_total || a->truncated || a->missing || a->recovered || clock_bad || lost_sends ||
               a->run->unmatched_recvs || a->run->incomplete_colls;
     if (!any)
         return;
@@ -38,9 +41,9 @@ static void health(const xsm_an *a, xsm_buf *b)
         xsm_buf_printf(b, "  ! clocks: %llu ordering violations after offset alignment, %llu after correction; largest correction %.1f us, sample error up to %.1f us\n",
                        (unsigned long long)c->violations_before, (unsigned long long)c->violations_after,
                        (double)c->max_correction_ns * 1e-3, c->max_residual_us);
-    if (a->run->unmatched_sends || a->run->unmatched_recvs)
+    if (lost_sends || a->run->unmatched_recvs)
         xsm_buf_printf(b, "  ! %zu sends and %zu receives could not be matched (their wait states are not counted)\n",
-                       a->run->unmatched_sends, a->run->unmatched_recvs);
+                       lost_sends, a->run->unmatched_recvs);
     if (a->run->incomplete_colls)
         xsm_buf_printf(b, "  ! %zu collectives were not seen on every member\n", a->run->incomplete_colls);
     xsm_buf_puts(b, "\n");
@@ -219,6 +222,24 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
             xsm_fmt_dur(d4, sizeof d4, g->incl_mean);
             xsm_buf_printf(b, "%-30.30s %6llu %12s %12s %9d %9.0f%% %9s %12s\n", xsm_an_name(a, g->name),
                            (unsigned long long)g->calls, d1, d2, g->excl_max_rank, 100.0 * g->imbalance, d3, d4);
+        }
+        if (a->nctr) { /* XSPROF_COUNTERS, in the same order */
+            xsm_buf_puts(b, "\n==== Counters per region (XSPROF_COUNTERS: deltas over each visit, summed) ====\n");
+            xsm_buf_puts(b, "region                         counter                     total        per visit\n");
+            for (size_t i = 0; i < a->nreg && i < 40; i++) {
+                const xsm_region *g = rv[i];
+                for (size_t k = 0; k < a->nctr; k++) {
+                    const xsm_ctr *c = &a->ctr[k];
+                    if (c->region == g->name)
+                        xsm_buf_printf(b, "%-30.30s %-18.18s %16lld %16.1f\n", xsm_an_name(a, g->name),
+                                       xsm_an_name(a, c->counter), (long long)c->total,
+                                       c->visits ? (double)c->total / (double)c->visits : 0.0);
+                }
+                xsm_rate rt[4];
+                int nr = xsm_counter_rates(a, g, rt);
+                for (int k = 0; k < nr; k++)
+                    xsm_buf_printf(b, "%-30.30s %-18.18s %16.3f\n", xsm_an_name(a, g->name), rt[k].name, rt[k].value);
+            }
         }
         free(rv);
     }

@@ -680,6 +680,9 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
     xsm_match_ctx c = {.run = run, .part = run->part, .parts = run->shm && run->sync ? run->parts : 1};
     int divided = c.parts > 1; /* asked for: every process must take part in the region's making */
     run->unmatched_sends = run->unmatched_recvs = run->incomplete_colls = 0;
+    free(run->unrecv);
+    run->unrecv = NULL;
+    run->unreceived = 0;
     /* One counting pass per rank sizes every key array exactly and places
      * each rank's keys, so the ranks then build their keys in parallel; it
      * also tells each rank whether it has nonblocking requests to pair. */
@@ -756,11 +759,17 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
             if (!xsm_mine(&c, r))
                 continue;
             for (size_t i = pl->sfirst; i < pl->sfirst + pl->nsend; i++)
-                u[0] += xsm_unmatched_send(&c, i);
+                if (xsm_unmatched_send(&c, i)) {
+                    u[0]++;
+                    if (xsm_unrecv_add(run, c.s[i].src, c.s[i].dst))
+                        goto oom;
+                }
             for (size_t j = pl->rfirst; j < pl->rfirst + pl->nrecv; j++)
                 u[1] += xsm_unmatched_recv(&c, j);
         }
         run->reduce(run->sync_ctx, u, 2, XSM_REDUCE_SUM);
+        if (xsm_unrecv_reduce(run))
+            goto oom;
         run->unmatched_sends = (size_t)u[0];
         run->unmatched_recvs = (size_t)u[1];
         for (size_t i = 0; notes && u[0] && listed_s < XSM_NOTES_LISTED && i < nsend; i++)
@@ -774,6 +783,8 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
             if (xsm_unmatched_send(&c, i)) {
                 run->unmatched_sends++;
                 xsm_note_p2p(notes, "send", &c.s[i], &listed_s);
+                if (xsm_unrecv_add(run, c.s[i].src, c.s[i].dst))
+                    goto oom;
             }
         }
         for (size_t j = 0; j < nrecv; j++) {

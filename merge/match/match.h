@@ -22,6 +22,13 @@
  * lists the first few unmatched operations there. Returns 0, or 1 on OOM. */
 int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen);
 
+/* An unmatched send from src to dst: counted in run->unrecv when the
+ * application never received it (dst present, ended normally, no record
+ * dropped), which both matchers ask. 0, -1 out of memory. */
+int xsm_unrecv_add(xsm_run *run, int32_t src, int32_t dst);
+/* The same sums from the processes of a collective merge (run->reduce). */
+int xsm_unrecv_reduce(xsm_run *run);
+
 /* Rank d's links between rows (-1 none): post_of[completion] the
  * nonblocking post it completes (the most recent post of its request
  * before it), compl_of[post] that completion, call_of[completion] the call

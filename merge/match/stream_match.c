@@ -1300,7 +1300,7 @@ static int xsm_pend_cmp(const void *a, const void *b)
     return x->row < y->row ? -1 : x->row > y->row;
 }
 
-static void xsm_notes(xsm_mctx *c, uint64_t open_posts)
+static int xsm_notes(xsm_mctx *c, uint64_t open_posts)
 {
     xsm_run *run = c->s->run;
     size_t n = 0;
@@ -1316,6 +1316,8 @@ static void xsm_notes(xsm_mctx *c, uint64_t open_posts)
             run->unmatched_recvs++;
         else
             run->unmatched_sends++;
+        if (!e->recv && xsm_unrecv_add(run, (int32_t)e->k.src, (int32_t)e->k.dst))
+            return -1;
         if (!c->s->notes || listed[e->recv]++ >= 5)
             continue;
         fprintf(c->s->notes, "xsmerge: note: unmatched %s: rank %d -> %d, comm %u, tag %d, seq %llu (row %zu on rank %d)\n",
@@ -1341,6 +1343,7 @@ static void xsm_notes(xsm_mctx *c, uint64_t open_posts)
                 "xsmerge: note: %llu Wrong Order checks waited behind messages never received and were given up "
                 "(those waits count as Late Sender)\n",
                 (unsigned long long)dropped);
+    return 0;
 }
 
 /* ---- driver --------------------------------------------------------------- */
@@ -1454,11 +1457,11 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         free(m->wq);
         open_posts += m->open_posts;
         if (m->spill && !rc && (fflush(m->spill) != 0 || ferror(m->spill)))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", sr->spill_path);
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", sr->spill_path, strerror(errno ? errno : EIO));
         if (m->spill)
             fclose(m->spill);
         if (m->cwait && !rc && (fflush(m->cwait) != 0 || ferror(m->cwait)))
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", sr->cwait_path);
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", sr->cwait_path, strerror(errno ? errno : EIO));
         if (m->cwait)
             fclose(m->cwait);
         xsm_tab_unprefetch(&m->tab);
@@ -1493,9 +1496,9 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
         s->clc_violations = c.violations;
         for (size_t r = 0; r < n && !rc; r++)
             if (s->r[r].dep && fflush(s->r[r].dep) != 0)
-                rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", s->r[r].dep_path);
+                rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", s->r[r].dep_path, strerror(errno ? errno : EIO));
         if (!rc && s->coll_file && fflush(s->coll_file) != 0)
-            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed", s->coll_path);
+            rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", s->coll_path, strerror(errno ? errno : EIO));
     } else if (!rc && s->clc) {
         /* times corrected by the logical clock: none may be left */
         run->clock.violations_before = s->clc_violations;
@@ -1511,7 +1514,8 @@ int xsm_smatch_run(xsm_stream *s, char *err, size_t errlen)
     }
     if (!rc && !s->collect) {
         run->nmsgs = 0;
-        xsm_notes(&c, open_posts);
+        if (xsm_notes(&c, open_posts))
+            rc = xsm_err_set(err, errlen, "xsmerge: out of memory while matching messages");
         s->nmsgs = base;
         s->ncolls = c.ncolls;
     }

@@ -688,6 +688,8 @@ void xsm_run_free(xsm_run *run)
     for (size_t i = 0; i < run->ncolls; i++)
         xsm_collective_free(&run->colls[i]);
     free(run->colls);
+    free(run->unrecv);
+    run->unrecv = NULL;
     if (run->msgs_shm_len)
         munmap(run->msgs, run->msgs_shm_len);
     else

@@ -398,6 +398,8 @@ typedef struct xsm_ssrc {
     int analysis;         /* xsm_ssrc_an_ops: region, MPI, GPU and memory rows, completions too;
                            * 2 (xsm_ssrc_frames_ops): region and MPI rows only, no flows;
                            * 3 (xsm_ssrc_calls_ops): every row and the completions, no arguments */
+    int args_on;          /* regions come with their arguments: trace.pftrace's, and the
+                           * analysis's when the rank recorded counters (meta "counters") */
     xsprof_io_mpi *compl; /* analysis: completion rows read, times mapped, still to give */
     size_t ncompl, icompl, capcompl;
     char err[1024];
@@ -614,6 +616,7 @@ static void *xsm_ssrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen
     x->clk = x->sr->clk; /* interpolation and the logical clock's knots */
     x->clk.seg = x->clk.kseg = 0;
     int bad = xsm_tab_open(&x->args, x->sr->rf, d, XSPROF_IO_T_ARGS);
+    x->args_on = 1;
     for (int k = 0; k < XSM_EV_N && !bad; k++) {
         xsm_sq *q = &x->q[k];
         q->kind = k;
@@ -691,7 +694,7 @@ static int xsm_ssrc_next(void *src, xsm_ev *ev)
     ev->nmflows = 0;
     if (best == XSM_EV_REGION) {
         const xsprof_io_region *g = (const xsprof_io_region *)x->cur;
-        if (!x->analysis && g->nargs && g->args >= 0 && (uint64_t)g->args + g->nargs <= x->args.n) {
+        if (x->args_on && g->nargs && g->args >= 0 && (uint64_t)g->args + g->nargs <= x->args.n) {
             if (x->capargs < g->nargs) {
                 xsprof_io_arg *p = realloc(x->argbuf, g->nargs * sizeof *p);
                 if (!p)
@@ -723,6 +726,10 @@ static void *xsm_ssrc_open_mode(const xsm_emit *e, size_t r, char *err, size_t e
     xsm_ssrc *x = xsm_ssrc_open(e, r, err, errlen);
     if (x) {
         x->analysis = mode;
+        x->args_on = 0;
+        const xsprof_rank_data *d = &e->run->ranks[r].d;
+        for (size_t i = 0; mode == 1 && i < d->nmeta && !x->args_on; i++)
+            x->args_on = !strcmp(xsprof_rank_data_string(d, d->meta[i].key), "counters");
         /* the analysis reads regions, MPI, GPU and memory; the frames regions and MPI */
         x->live &= 1u << XSM_EV_REGION | 1u << XSM_EV_MPI | (mode == 1 ? 1u << XSM_EV_GPU | 1u << XSM_EV_MEM : 0);
         xsm_stream *s = e->src_ctx;
@@ -749,8 +756,10 @@ static void *xsm_ssrc_frames_open(const xsm_emit *e, size_t r, char *err, size_t
 static void *xsm_ssrc_calls_open(const xsm_emit *e, size_t r, char *err, size_t errlen)
 {
     xsm_ssrc *x = xsm_ssrc_open(e, r, err, errlen);
-    if (x)
+    if (x) {
         x->analysis = 3;
+        x->args_on = 0;
+    }
     return x;
 }
 

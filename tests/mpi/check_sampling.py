@@ -413,6 +413,13 @@ def main():
     hv = sum(int(l.rsplit(" ", 1)[1]) for l in flines if re.search(r";main;(.*;)?step;heavy( |;)", l))
     check(os.path.exists(os.path.join(run_dir + "-merged", "flame-samples.svg")) and hv >= 0.9 * hs,
           "flame-samples.folded holds heavy's samples under main;step (%d of %d)" % (hv, hs))
+    # the engine placed each sample in the MPI call it fell in: a call is
+    # the outer frame of the samples taken inside it (regions the same)
+    inmpi = [l for l in flines if ";PMPI_Allreduce;" in l]
+    placed = sum(int(l.rsplit(" ", 1)[1]) for l in inmpi if re.match(r"rank \d+;MPI_Allreduce;", l))
+    total = sum(int(l.rsplit(" ", 1)[1]) for l in inmpi)
+    check(total == 0 or placed >= 0.9 * total,
+          "flame-samples.folded: samples inside PMPI_Allreduce under the MPI_Allreduce call frame (%d of %d)" % (placed, total))
     with open(os.path.join(run_dir + "-merged", "report.txt")) as f:
         txt = f.read()
     check("==== Sampled CPU time" in txt and "heavy (" in txt, "report.txt has the sampled CPU time with heavy")

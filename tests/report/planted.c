@@ -3,7 +3,7 @@
  *   planted MODE MS [ITER]
  * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | outside | threads (2 ranks)
  *       | poll_receiver | steady | selfpoll, farcause (2 ranks) | hidden_imbalance (run with XSPROF_SAMPLE_HZ)
- *       | tinyhot | eager (2 ranks)
+ *       | tinyhot | eager (2 ranks) | unreceived | counters
  * MS: the planted delay (a sleep inside a region), ITER: repetitions (steady).
  * Regions are recorded through xsprof's API when libxsprof-mpi.so is loaded
  * (LD_PRELOAD); the program is not linked against xsprof, so the symbols are
@@ -291,6 +291,25 @@ int main(int argc, char **argv)
             x += burn_extra(ms);
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* the hidden_imbalance wait (report_e2e.py) */
         begin("main");
+    } else if (strcmp(mode, "counters") == 0) {
+        /* per-region counters: ITER visits of `burn` (MS ms of CPU) and of
+         * `nap` (MS ms asleep) on every rank */
+        for (int i = 0; i < iter; i++) {
+            begin("burn");
+            x += spin_ms(ms);
+            end();
+            in_region("nap", ms);
+        }
+    } else if (strcmp(mode, "unreceived") == 0) {
+        /* Ray's shape: rank 0 sends itself ITER messages it never
+         * receives, and frees their requests, before MPI_Finalize */
+        static double msg[64];
+        for (int i = 0; i < iter && i < 64 && rank == 0; i++) {
+            MPI_Request q;
+            MPI_Isend(&msg[i], 1, MPI_DOUBLE, 0, 99, MPI_COMM_WORLD, &q);
+            MPI_Request_free(&q);
+        }
+        in_region("work", ms);
     } else if (strcmp(mode, "eager") == 0) {
         /* NetPIPE's shape: ITER round trips of a small message (below the
          * shared-memory transport's eager limit) and of a large one, the

@@ -14,6 +14,10 @@ and check what the report says against what was planted.
   report_e2e.py eager MS ITER                 a ping-pong of an eager and a large message, the receiver
                                              late, every MPI_Send stalled past the post: Late Receiver
                                              only at the large send (issue 38), the same streamed
+  report_e2e.py counters MS ITER              XSPROF_COUNTERS summed per region with their rates
+                                             (issue 38), the same streamed
+  report_e2e.py unreceived NP N               rank 0 sends itself N messages it never receives: a finding
+                                             of the application's, not the profiler's health (issue 38)
   report_e2e.py html [PAGE...]               report.html (and PAGEs) render in headless chromium without script errors
   report_e2e.py regression                   a 20 % slowdown exits 3, an identical run does not
   report_e2e.py score                        xsmerge --score on a program with a tiny region visited
@@ -383,6 +387,72 @@ def eager(ms, iters):
     if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
         fail("eager: --stream report.json differs")
     print("ok: eager sends are no Late Receiver, the large one is")
+
+
+def counters(ms, iters):
+    """Per-region counters (issue 38 item 3): XSPROF_COUNTERS' deltas summed
+    per region in report.json (total, visits, per visit) and report.txt,
+    with the rates they allow: `burn` spins ms of CPU a visit, `nap`
+    sleeps as long, so burn's task-clock is its CPU time and its cpu_share
+    far above nap's; cycles and instructions give ipc where the machine
+    has them (not in a VM: then neither appears); the same streamed."""
+    rundir = profile("counters", "counters", 2, ms, iters,
+                     env={"XSPROF_COUNTERS": "task-clock,page-faults,cycles,instructions", "XSPROF_LOG": "error"})
+    base = os.path.dirname(rundir)
+    out, st = os.path.join(base, "out"), os.path.join(base, "out-stream")
+    if merge(rundir, out, "--outputs", "report").returncode or \
+            merge(rundir, st, "--stream", "--outputs", "report").returncode:
+        fail("xsmerge failed")
+    rep = load_report(out)
+    reg = {g["name"]: g for g in rep["regions"]}
+    burn, nap = reg["burn"]["counters"], reg["nap"]["counters"]
+    print(f"counters: burn {burn}, nap {nap}")
+    want = 2 * iters * ms * 1e6  # ns of CPU: both ranks
+    tc = burn.get("task-clock", {})
+    if tc.get("visits") != 2 * iters or not 0.9 * want <= tc.get("total", 0) <= 1.5 * want:
+        fail(f"counters: burn's task-clock {tc}, expected {2 * iters} visits and about {want:.0f} ns")
+    if abs(tc["per_visit"] - tc["total"] / tc["visits"]) > 1 or "page-faults" not in burn:
+        fail(f"counters: burn {burn}")
+    if not nap.get("task-clock") or nap["task-clock"]["total"] > 0.2 * want or \
+            not burn.get("cpu_share", 0) > 4 * nap.get("cpu_share", 1):
+        fail(f"counters: nap {nap} against burn {burn}")
+    if ("cycles" in burn) != ("ipc" in burn) or ("ipc" in burn and not burn["ipc"] > 0):
+        fail(f"counters: cycles and ipc {burn}")
+    if "==== Counters per region" not in open(os.path.join(out, "report.txt")).read():
+        fail("counters: report.txt has no counters section")
+    if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
+        fail("counters: --stream report.json differs")
+    print("ok: per-region counters")
+
+
+def unreceived(np, n):
+    """Ray's shape (issue 38): rank 0 sends itself n messages it never
+    receives before MPI_Finalize. The application did that, not the
+    profiler: a finding of its own ("Messages never received", rank 0, to
+    itself), comm_matrix.unreceived_sends n, and neither drops nor the
+    health section of report.txt/report.html count them as lost; the same
+    streamed."""
+    rundir = profile("unreceived", "unreceived", np, 10, n)
+    base = os.path.dirname(rundir)
+    out, st = os.path.join(base, "out"), os.path.join(base, "out-stream")
+    if merge(rundir, out, "--outputs", "report").returncode or \
+            merge(rundir, st, "--stream", "--outputs", "report").returncode:
+        fail("xsmerge failed")
+    rep = load_report(out)
+    f = [x for x in rep["findings"] if x["kind"] == "Messages never received"]
+    print(f"unreceived: findings {f}, drops {rep['drops']['unmatched_sends']}, "
+          f"comm {rep['comm_matrix']['unmatched_sends']}/{rep['comm_matrix']['unreceived_sends']}")
+    if len(f) != 1 or f[0]["ranks"] != [0] or f"sent {n} messages to itself" not in f[0]["message"]:
+        fail(f"unreceived: findings {f}")
+    if rep["drops"]["unmatched_sends"] != 0 or rep["comm_matrix"]["unreceived_sends"] != n or \
+            rep["comm_matrix"]["unmatched_sends"] != n:
+        fail(f"unreceived: drops {rep['drops']}, comm_matrix unmatched {rep['comm_matrix']['unmatched_sends']}")
+    txt = open(os.path.join(out, "report.txt")).read()
+    if "could not be matched" in txt or "Messages never received" not in txt:
+        fail("unreceived: report.txt calls them unmatched, or does not name them")
+    if open(os.path.join(out, "report.json")).read() != open(os.path.join(st, "report.json")).read():
+        fail("unreceived: --stream report.json differs")
+    print("ok: the application's unreceived messages are its finding, not the profiler's health")
 
 
 def report_of(rundir, out):
@@ -888,6 +958,10 @@ def main():
                 print(f"run {attempt} of 3: {e}", flush=True)
                 if attempt == 3:
                     fail(str(e))
+    elif what == "counters":
+        counters(int(sys.argv[2]), int(sys.argv[3]))
+    elif what == "unreceived":
+        unreceived(int(sys.argv[2]), int(sys.argv[3]))
     elif what == "eager":
         for attempt in (1, 2, 3):
             try:

@@ -478,7 +478,7 @@ static int feed(xsm_live *l, int32_t r, int all)
         const void *w = k->q[q] + at[q] * q_size[q];
         int rc = 0;
         switch (q) {
-        case QR: rc = xsm_sanalysis_region(l->sa, r, w); break;
+        case QR: rc = xsm_sanalysis_region(l->sa, r, w, NULL); break;
         case QE: rc = xsm_sanalysis_mem(l->sa, r, w); break;
         case QG: rc = xsm_sanalysis_gpu(l->sa, r, w); break;
         default: {

@@ -478,6 +478,10 @@ typedef struct xsm_an {
     /* the samples taken in no region (the engine placed them), by place */
     xsm_sample *nosmp; size_t nnosmp, nosmpcap;
     uint64_t nosmp_total;
+    /* the report's one symbol resolver (xsm_an_symbols): call sites,
+     * samples, leak stacks and callgrind places share its cache, so each
+     * unique address is resolved once */
+    struct xsm_symbols *sym;
     /* per-region counters (XSPROF_COUNTERS), by region and counter */
     xsm_ctr *ctr; size_t nctr, ctrcap;
     /* what causing ranks ran while others waited (xsm_samples_delay) */
@@ -704,6 +708,9 @@ int xsm_samples_delay(const xsm_an *a, int kind, int32_t causer, const xsm_dwin 
  * (frames.c): the analysis's one way to resolve an address. NULL as
  * xsm_read_locate; also when the note ran out of memory (*mod set). */
 struct xsm_symbols;
+/* The report's symbol resolver, opened at its first use; NULL when out of
+ * memory. Closed with the model. */
+struct xsm_symbols *xsm_an_symbols(xsm_an *a);
 const struct xsm_loc *xsm_an_locate(xsm_an *a, struct xsm_symbols *sym, const xsprof_rank_data *d, uint64_t pc, int ret,
                                     const xsprof_io_module **mod);
 /* Where the program (the first present rank's first module) defines the

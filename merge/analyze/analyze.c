@@ -4,6 +4,7 @@
 #include <string.h>
 #include "analyze.h"
 #include "an.h"
+#include "merge/symbols/symbols.h"
 
 const char *xsm_an_name(const xsm_an *a, int32_t idx)
 {
@@ -122,6 +123,7 @@ void xsm_an_free(xsm_an *a)
     free(a->css);
     free(a->smp);
     free(a->nosmp);
+    xsm_symbols_close(a->sym);
     free(a->ctr);
     free(a->dwin);
     free(a->frm);

@@ -106,11 +106,10 @@ static int cg_defined(xsm_an *a, int32_t *sfile, int *sline)
         sfile[c] = -1;
         if (a->cn[c].is_mpi)
             continue;
-        if (!sym && !(sym = xsm_symbols_open()))
+        if (!sym && !(sym = xsm_an_symbols(a)))
             return -1;
         sfile[c] = xsm_an_function_place(a, sym, xsm_an_name(a, a->cn[c].name), &sline[c]);
     }
-    xsm_symbols_close(sym);
     return 0;
 }
 

@@ -76,7 +76,7 @@ static int site_cmp(const void *pa, const void *pb)
 
 int xsm_an_callsites(xsm_an *a, const xsm_sanalysis *sa)
 {
-    xsm_symbols *sym = xsm_symbols_open();
+    xsm_symbols *sym = xsm_an_symbols(a);
     xsm_names keys = {0};
     int rc = sym ? 0 : -1;
     for (size_t r = 0; !rc && r < a->nranks; r++) {
@@ -119,7 +119,6 @@ int xsm_an_callsites(xsm_an *a, const xsm_sanalysis *sa)
         xsm_symbols_notes(sym, note_keep, a);
     }
     xsm_names_free(&keys);
-    xsm_symbols_close(sym);
     return rc;
 }
 

@@ -8,6 +8,13 @@
 #include "merge/read/read.h"
 #include "merge/symbols/symbols.h"
 
+xsm_symbols *xsm_an_symbols(xsm_an *a)
+{
+    if (!a->sym)
+        a->sym = xsm_symbols_open();
+    return a->sym;
+}
+
 const xsm_loc *xsm_an_locate(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, uint64_t pc, int ret,
                              const xsprof_io_module **mod)
 {

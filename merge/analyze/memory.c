@@ -42,7 +42,7 @@ static int leak_frames(xsm_an *a, xsm_symbols **sym, const xsprof_rank_data *d, 
     const xsprof_io_callstack *st = id ? xsprof_rank_data_callstack(d, id) : NULL;
     if (!st)
         return 0;
-    if (!*sym && !(*sym = xsm_symbols_open()))
+    if (!*sym && !(*sym = xsm_an_symbols(a)))
         return -1;
     for (uint32_t f = 0; f < st->depth && st->frames + f < d->nframes && l->nframes < XSM_LEAK_FRAMES; f++) {
         const xsprof_io_module *m;
@@ -91,22 +91,18 @@ int xsm_an_memory(xsm_an *a, const xsm_sanalysis *sa)
         if (!s->nleaks)
             continue;
         if (!(m->leaks = malloc(s->nleaks * sizeof *m->leaks)))
-            goto fail;
+            return -1;
         const xsprof_rank_data *d = &a->run->ranks[r].d;
         for (size_t i = 0; i < s->nleaks; i++) {
             const xsm_sleak *l = &s->leaks[i];
             int32_t reg = l->region >= 0 ? xsm_an_sname(a, (int32_t)r, (uint32_t)l->region) : -1;
             if (l->region >= 0 && reg < 0)
-                goto fail;
+                return -1;
             m->leaks[i] = (xsm_leak){l->ptr, l->bytes, l->t, reg, l->device, {0}, 0};
             if (d->nalloc_stacks && leak_frames(a, &sym, d, alloc_stack(a->run, r, l->ptr, l->t), &m->leaks[i]))
-                goto fail;
+                return -1;
         }
         m->nleaks = s->nleaks;
     }
-    xsm_symbols_close(sym);
     return 0;
-fail:
-    xsm_symbols_close(sym);
-    return -1;
 }

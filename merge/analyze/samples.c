@@ -76,8 +76,6 @@ static int32_t sample_site(xsm_an *a, xsm_symbols *sym, smptab *tb, const xsprof
     return k;
 }
 
-/* One frame's names for a folded stack, outermost first (its inlined
- * chain), each kept clear of ';', ' ' and newlines. */
 /* The slot of stack `id` of rank d: its callstack row + 1, 0 none. */
 static size_t stack_slot(const xsprof_rank_data *d, uint32_t id)
 {
@@ -85,7 +83,16 @@ static size_t stack_slot(const xsprof_rank_data *d, uint32_t id)
     return st ? (size_t)(st - d->callstacks) + 1 : 0;
 }
 
-static void fold_name(xsm_buf *line, const char *name);
+/* One name of a folded line, clear of ';', ' ' and newlines. */
+static void fold_name(xsm_buf *line, const char *name)
+{
+    xsm_buf_puts(line, ";");
+    for (const char *c = name; *c; c++)
+        xsm_buf_put(line, *c == ';' || *c == ' ' || *c == '\n' ? "_" : c, 1);
+}
+
+/* One frame's names for a folded stack, outermost first (its inlined
+ * chain). */
 static void fold_frame(xsm_buf *line, const xsm_loc *loc)
 {
     for (int i = loc->nframes - 1; i >= 0; i--)
@@ -129,14 +136,6 @@ static int cg_stack(xsm_an *a, const xsm_loc *const *locs, uint32_t nlocs, uint6
 }
 
 static int str_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
-
-/* One name of a folded line, clear of ';', ' ' and newlines. */
-static void fold_name(xsm_buf *line, const char *name)
-{
-    xsm_buf_puts(line, ";");
-    for (const char *c = name; *c; c++)
-        xsm_buf_put(line, *c == ';' || *c == ' ' || *c == '\n' ? "_" : c, 1);
-}
 
 /* The locations of stack row k of rank d (program frames first: the
  * leaf), *n of them; -1 out of memory. */
@@ -365,7 +364,7 @@ int xsm_an_samples(xsm_an *a, const xsm_sanalysis *sa)
         if (!a->rs[r].present || !d->nsamples)
             continue;
         size_t ns = d->ncallstacks + 1;
-        if ((!sym && !(sym = xsm_symbols_open())) || !(site = calloc(ns, sizeof *site)) ||
+        if ((!sym && !(sym = xsm_an_symbols(a))) || !(site = calloc(ns, sizeof *site)) ||
             !(cnt = calloc(ns, sizeof *cnt)) || !(osite = calloc(ns, sizeof *osite)) || !(ocnt = calloc(ns, sizeof *ocnt))) {
             rc = -1;
             break;
@@ -407,7 +406,6 @@ int xsm_an_samples(xsm_an *a, const xsm_sanalysis *sa)
     }
     xsm_names_free(&all.keys);
     xsm_names_free(&outside.keys);
-    xsm_symbols_close(sym);
     return rc;
 }
 

@@ -785,6 +785,18 @@ int main(int argc, char **argv)
     /* trace.pftrace is written by all processes together (collective call,
      * so first and on every process, once all could prepare); the other
      * products by one each */
+    /* the report's addresses: each process resolves those of its share of
+     * the ranks, the report's process then finds them resolved (issue 34) */
+    int share = !rc && par.size > 1 && (o.outputs & XSM_OUT_REPORT);
+    if (share) {
+        uint64_t n = 0;
+        rc = xsm_an_symbols_share(&run, par.rank, par.size, staging, &n, err, sizeof err) ? 1 : 0;
+        run.sym_share_dir = staging;
+        run.sym_share_parts = par.size;
+        char phase[96];
+        snprintf(phase, sizeof phase, "symbols (%llu addresses, this process's share)", (unsigned long long)n);
+        xsm_progress_mark(phase);
+    }
     int ready = xsm_par_agree(&par, rc, 1, &first) == 0;
     if (ready && (o.outputs & XSM_OUT_PFTRACE)) {
         int prc = xsm_par_pftrace(&par, &e, staging, err, sizeof err);
@@ -880,6 +892,8 @@ int main(int argc, char **argv)
     }
     if (an_on)
         xsm_analyze_free(an.an);
+    if (share) /* read by the analysis, which has ended: not a product */
+        xsm_an_symbols_unshare(staging, par.rank);
     if (all == 1) {
         if (rc == 1 && par.rank == first) {
             xsm_err_unstage(err, sizeof err, staging, o.out_dir);

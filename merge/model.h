@@ -93,6 +93,12 @@ typedef struct xsm_run {
      * own (xsm_unrecv), per sending rank (NULL when none) and in all */
     xsm_unrecv *unrecv;
     size_t unreceived;
+    /* Added by merge (additive): under mpirun -np K xsmerge, the files in
+     * which the K processes left the addresses of their ranks they resolved
+     * (<dir>/.xsm-symbols-<p>, merge/analyze/frames.c), loaded by the
+     * report's resolver; NULL: none. */
+    const char *sym_share_dir;
+    int sym_share_parts;
     xsm_clock_stats clock;
     int64_t t_end;        /* last event, reference clock (ns since t = 0) */
     char command[4096];

@@ -708,8 +708,9 @@ int xsm_samples_delay(const xsm_an *a, int kind, int32_t causer, const xsm_dwin 
  * (frames.c): the analysis's one way to resolve an address. NULL as
  * xsm_read_locate; also when the note ran out of memory (*mod set). */
 struct xsm_symbols;
-/* The report's symbol resolver, opened at its first use; NULL when out of
- * memory. Closed with the model. */
+/* The report's symbol resolver, opened at its first use with what the
+ * processes of a collective merge resolved (run->sym_share_dir); NULL when
+ * out of memory. Closed with the model. */
 struct xsm_symbols *xsm_an_symbols(xsm_an *a);
 const struct xsm_loc *xsm_an_locate(xsm_an *a, struct xsm_symbols *sym, const xsprof_rank_data *d, uint64_t pc, int ret,
                                     const xsprof_io_module **mod);

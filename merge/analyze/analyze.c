@@ -1,9 +1,11 @@
 /* merge/analyze/analyze.c — xsm_analyze_run: compute the analysis once, then
  * write every report from it (each file atomically). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "analyze.h"
 #include "an.h"
+#include "merge/progress.h"
 #include "merge/symbols/symbols.h"
 
 const char *xsm_an_name(const xsm_an *a, int32_t idx)
@@ -78,6 +80,12 @@ int xsm_an_build(xsm_an *a, const xsm_run *run, const xsm_sanalysis *sa, const x
               xsm_an_samples(a, sa) != 0 || xsm_an_topology(a) != 0 || xsm_an_counters(a, sa) != 0;
     if (bad || xsm_an_findings(a) != 0)
         goto nomem;
+    if (a->sym) { /* what the report looked up itself (the rest came from a collective merge's processes) */
+        char phase[96];
+        snprintf(phase, sizeof phase, "symbols (%llu addresses resolved by the report)",
+                 (unsigned long long)xsm_symbols_resolved(a->sym));
+        xsm_progress_mark(phase);
+    }
     return 0;
 nomem:
     snprintf(err, errlen, "analysis of %s: out of memory", run->run_dir);

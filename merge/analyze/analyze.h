@@ -22,6 +22,15 @@ typedef struct xsm_report_opts {
                                     the analysis instead of preparing its own (NULL: it prepares them) */
 } xsm_report_opts;
 
+/* Under mpirun -np K xsmerge: this process (part of parts) resolves its
+ * share of the run's unique recorded addresses (by a hash of module and
+ * address) with merge/symbols and leaves them in dir for the report's
+ * process (run->sym_share_dir), so the K processes divide that work;
+ * *resolved: how many; _unshare removes the file. 0, or -1 with err set. */
+int xsm_an_symbols_share(const xsm_run *run, int part, int parts, const char *dir, uint64_t *resolved, char *err,
+                         size_t errlen);
+void xsm_an_symbols_unshare(const char *dir, int part);
+
 /* Writes the reports into out_dir. Returns 0 ok, 1 failure (err set),
  * 3 regression found against the baseline. */
 int xsm_analyze_run(const xsm_run *run, const char *out_dir, const xsm_report_opts *opts, char *err, size_t errlen);

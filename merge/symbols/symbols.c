@@ -56,6 +56,24 @@ struct xsm_symbols {
     size_t nowned, capowned;
 };
 
+/* d (malloc'd) kept until close: d, or NULL (freed) when memory is short. */
+static const char *own(xsm_symbols *s, char *d)
+{
+    if (!d)
+        return NULL;
+    if (s->nowned == s->capowned) {
+        size_t cap = s->capowned ? 2 * s->capowned : 64;
+        char **v = realloc(s->owned, cap * sizeof *v);
+        if (!v) {
+            free(d);
+            return NULL;
+        }
+        s->owned = v;
+        s->capowned = cap;
+    }
+    return s->owned[s->nowned++] = d;
+}
+
 /* The C++ runtime's demangler (libstdc++, linked): symbol-table names of
  * C++ code are mangled (_ZN9LAMMPS_NS9CommBrick12reverse_commEv is
  * LAMMPS_NS::CommBrick::reverse_comm()); DWARF names are not. */
@@ -71,17 +89,8 @@ static const char *demangle(xsm_symbols *s, const char *name)
         free(d);
         return name;
     }
-    if (s->nowned == s->capowned) {
-        size_t cap = s->capowned ? 2 * s->capowned : 64;
-        char **v = realloc(s->owned, cap * sizeof *v);
-        if (!v) {
-            free(d);
-            return name;
-        }
-        s->owned = v;
-        s->capowned = cap;
-    }
-    return s->owned[s->nowned++] = d;
+    const char *o = own(s, d);
+    return o ? o : name;
 }
 
 static const Dwfl_Callbacks sym_callbacks = {
@@ -606,3 +615,153 @@ size_t xsm_symbols_notes(const xsm_symbols *s, void (*fn)(void *user, const char
 }
 
 uint64_t xsm_symbols_resolved(const xsm_symbols *s) { return s ? s->resolved : 0; }
+
+/* ---- sharing a cache (xsm_symbols_save / _load) ------------------------------
+ * A length-prefixed string: u32 length (UINT32_MAX: NULL), the bytes. */
+static int put_str(FILE *f, const char *v)
+{
+    uint32_t n = v ? (uint32_t)strlen(v) : UINT32_MAX;
+    return fwrite(&n, sizeof n, 1, f) != 1 || (v && n && fwrite(v, 1, n, f) != n);
+}
+
+static int get_str(FILE *f, char **v)
+{
+    uint32_t n;
+    *v = NULL;
+    if (fread(&n, sizeof n, 1, f) != 1)
+        return -1;
+    if (n == UINT32_MAX)
+        return 0;
+    if (n > (1u << 20) || !(*v = malloc((size_t)n + 1)))
+        return -1;
+    if (n && fread(*v, 1, n, f) != n) {
+        free(*v);
+        *v = NULL;
+        return -1;
+    }
+    (*v)[n] = 0;
+    return 0;
+}
+
+#define SHARE_MAGIC 0x31594d5358ull /* "XSMY1" */
+
+int xsm_symbols_save(const xsm_symbols *s, FILE *f)
+{
+    uint64_t magic = SHARE_MAGIC, n = s->nentries;
+    int32_t nm = s->nmods, bad = fwrite(&magic, 8, 1, f) != 1 || fwrite(&nm, 4, 1, f) != 1;
+    for (int i = 0; i < s->nmods && !bad; i++) {
+        const sym_mod *m = &s->mods[i];
+        int32_t st = m->state < 0 ? m->state : 0; /* what another process needs not find again */
+        uint8_t fl = (uint8_t)((m->no_symbols ? 1 : 0) | (m->no_lines ? 2 : 0));
+        bad = put_str(f, m->path) || put_str(f, m->build_id) || fwrite(&st, 4, 1, f) != 1 || fwrite(&fl, 1, 1, f) != 1;
+    }
+    bad = bad || fwrite(&n, 8, 1, f) != 1;
+    for (size_t b = 0; b < s->nbuckets && !bad; b++)
+        for (const sym_entry *e = s->table[b]; e && !bad; e = e->next) {
+            int32_t h = e->mod, nf = e->loc.nframes;
+            uint8_t flags = (uint8_t)((e->ret ? 1 : 0) | (e->loc.symbolized ? 2 : 0));
+            bad = fwrite(&h, 4, 1, f) != 1 || fwrite(&e->addr, 8, 1, f) != 1 || fwrite(&flags, 1, 1, f) != 1 ||
+                  fwrite(&nf, 4, 1, f) != 1;
+            for (int k = 0; k < nf && !bad; k++) {
+                int32_t line = e->loc.frames[k].line;
+                bad = put_str(f, e->loc.frames[k].function) || put_str(f, e->loc.frames[k].file) ||
+                      fwrite(&line, 4, 1, f) != 1;
+            }
+        }
+    return bad || fflush(f) ? -1 : 0;
+}
+
+int xsm_symbols_load(xsm_symbols *s, FILE *f)
+{
+    uint64_t magic, n;
+    int32_t nm;
+    if (fread(&magic, 8, 1, f) != 1 || magic != SHARE_MAGIC || fread(&nm, 4, 1, f) != 1 || nm < 0 || nm > (1 << 20))
+        return -1;
+    int *map = malloc(((size_t)nm + 1) * sizeof *map), rc = 0;
+    if (!map)
+        return -1;
+    for (int32_t i = 0; i < nm && !rc; i++) {
+        char *path, *bid;
+        int32_t st;
+        uint8_t fl;
+        if (get_str(f, &path) || get_str(f, &bid) || fread(&st, 4, 1, f) != 1 || fread(&fl, 1, 1, f) != 1 || !path) {
+            free(path);
+            free(bid);
+            rc = -1;
+            break;
+        }
+        map[i] = xsm_symbols_module(s, path, bid);
+        free(path);
+        free(bid);
+        if (map[i] < 0) {
+            rc = -1;
+            break;
+        }
+        sym_mod *m = &s->mods[map[i]];
+        if (st < 0 && m->state == MOD_UNOPENED)
+            m->state = st; /* missing or changed: its notes, without looking again */
+        m->no_symbols |= fl & 1;
+        m->no_lines |= (fl >> 1) & 1;
+    }
+    if (!rc && fread(&n, 8, 1, f) != 1)
+        rc = -1;
+    for (uint64_t i = 0; i < n && !rc; i++) {
+        int32_t h, nf;
+        uint64_t addr;
+        uint8_t flags;
+        if (fread(&h, 4, 1, f) != 1 || fread(&addr, 8, 1, f) != 1 || fread(&flags, 1, 1, f) != 1 ||
+            fread(&nf, 4, 1, f) != 1 || h < 0 || h >= nm || nf < 1 || nf > 4096) {
+            rc = -1;
+            break;
+        }
+        sym_entry *e = calloc(1, sizeof *e);
+        xsm_frame *fr = calloc((size_t)nf, sizeof *fr);
+        if (!e || !fr) {
+            free(e);
+            free(fr);
+            rc = -1;
+            break;
+        }
+        e->addr = addr;
+        e->mod = map[h];
+        e->ret = flags & 1;
+        e->loc.symbolized = (flags >> 1) & 1;
+        e->loc.module = s->mods[e->mod].path;
+        e->loc.addr = addr;
+        e->loc.nframes = nf;
+        e->loc.frames = fr;
+        for (int k = 0; k < nf && !rc; k++) {
+            char *fn, *file;
+            int32_t line;
+            if (get_str(f, &fn) || get_str(f, &file) || fread(&line, 4, 1, f) != 1 || !fn) {
+                free(fn);
+                free(file);
+                rc = -1;
+                break;
+            }
+            /* an entry without symbols owns its one name (entry_free) */
+            fr[k].function = e->loc.symbolized ? own(s, fn) : fn;
+            fr[k].file = file ? own(s, file) : NULL;
+            fr[k].line = line;
+            if (!fr[k].function || (file && !fr[k].file))
+                rc = -1;
+        }
+        size_t b = bucket_of(s, e->mod, e->addr, e->ret);
+        const sym_entry *have = s->table[b];
+        while (have && !(have->addr == e->addr && have->mod == e->mod && have->ret == e->ret))
+            have = have->next;
+        if (rc || have) { /* known already: this one goes */
+            if (!e->loc.symbolized)
+                free((char *)fr[0].function);
+            free(fr);
+            free(e);
+            continue;
+        }
+        e->next = s->table[b];
+        s->table[b] = e;
+        if (++s->nentries > 2 * s->nbuckets)
+            grow(s);
+    }
+    free(map);
+    return rc;
+}

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct xsm_frame {
     const char *function; /* never NULL: a name, or "libfoo.so+0x1a2b" when unknown */
@@ -65,5 +66,13 @@ size_t xsm_symbols_notes(const xsm_symbols *s, void (*fn)(void *user, const char
 
 /* Unique addresses resolved so far (lookups that were not cache hits). */
 uint64_t xsm_symbols_resolved(const xsm_symbols *s);
+
+/* Sharing the work (mpirun -np K xsmerge): every address s resolved, and
+ * what it found out about its modules, written to f / read from f into s
+ * (addresses s knows already are kept as they are), so one process's
+ * lookups hit what the others resolved. 0, -1 on a write/read error, a
+ * damaged file or short memory (s stays usable; what was read is kept). */
+int xsm_symbols_save(const xsm_symbols *s, FILE *f);
+int xsm_symbols_load(xsm_symbols *s, FILE *f);
 
 #endif

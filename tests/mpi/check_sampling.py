@@ -299,9 +299,26 @@ def clock_case(demo, proto, xsmerge):
                               ["--min-latency", "2ms"])):
         out = run_dir + "-" + name
         RUNS.append(out)
+        env = dict(os.environ, XSPROF_MERGE_TIMES="1")
+        if pre:
+            pre = pre + ["-x", "XSPROF_MERGE_TIMES"]
         p = subprocess.run(pre + [xsmerge, run_dir, "-o", out, "--outputs", "pftrace,report"] + extra,
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=300, env=env)
         check(p.returncode == 0, "clock: xsmerge %s: %s" % (name, p.stderr))
+        # the report's addresses: resolved by the report alone in one
+        # process; under mpiexec each process resolves its share, the
+        # shares add up to the same unique addresses, the report finds
+        # every one resolved (issue 34: the work is divided)
+        got = [(int(m.group(1)), m.group(2)) for m in
+               re.finditer(r"time symbols \((\d+) addresses(, this process's share| resolved by the report)\)", p.stderr)]
+        alone = [n for n, w in got if w == " resolved by the report"]
+        shares = [n for n, w in got if w != " resolved by the report"]
+        if name == "memory":
+            serial = alone[0] if alone else -1
+        elif name == "np2":
+            check(len(shares) == 2 and all(n > 0 for n in shares) and sum(shares) == serial and alone == [0],
+                  "clock: under mpiexec -np 2 the processes resolve %s addresses, the report %s (alone: %d)"
+                  % (shares, alone, serial))
         outs[name] = [open(os.path.join(out, f), "rb").read() if p.returncode == 0 else b""
                       for f in ("trace.pftrace", "report.json")]
     for k, f in enumerate(("trace.pftrace", "report.json (the engine's samples)")):

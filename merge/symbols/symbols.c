@@ -710,7 +710,7 @@ int xsm_symbols_load(xsm_symbols *s, FILE *f)
         uint64_t addr;
         uint8_t flags;
         if (fread(&h, 4, 1, f) != 1 || fread(&addr, 8, 1, f) != 1 || fread(&flags, 1, 1, f) != 1 ||
-            fread(&nf, 4, 1, f) != 1 || h < 0 || h >= nm || nf < 1 || nf > 4096) {
+            fread(&nf, 4, 1, f) != 1 || h < 0 || h >= nm || nf < 1 || nf > 4096 || (!(flags & 2) && nf != 1)) {
             rc = -1;
             break;
         }

@@ -681,7 +681,7 @@ int xsm_symbols_load(xsm_symbols *s, FILE *f)
     if (!map)
         return -1;
     for (int32_t i = 0; i < nm && !rc; i++) {
-        char *path, *bid;
+        char *path = NULL, *bid = NULL;
         int32_t st;
         uint8_t fl;
         if (get_str(f, &path) || get_str(f, &bid) || fread(&st, 4, 1, f) != 1 || fread(&fl, 1, 1, f) != 1 || !path) {
@@ -731,7 +731,7 @@ int xsm_symbols_load(xsm_symbols *s, FILE *f)
         e->loc.nframes = nf;
         e->loc.frames = fr;
         for (int k = 0; k < nf && !rc; k++) {
-            char *fn, *file;
+            char *fn = NULL, *file = NULL;
             int32_t line;
             if (get_str(f, &fn) || get_str(f, &file) || fread(&line, 4, 1, f) != 1 || !fn) {
                 free(fn);

@@ -175,6 +175,42 @@ int main(int argc, char **argv)
     notes = 0;
     CHECK(xsm_symbols_notes(s, note_count, &notes) == 3, "three notes: %d", notes);
     CHECK(xsm_symbols_lookup(s, 99, 1, 0) == NULL, "a bad handle gives NULL");
+
+    /* a cache saved by one process and loaded by another (mpirun -np K
+     * xsmerge): the same answers and notes, nothing resolved again */
+    FILE *f = tmpfile();
+    CHECK(f && xsm_symbols_save(s, f) == 0, "save");
+    long len = f ? ftell(f) : 0;
+    rewind(f);
+    xsm_symbols *t = xsm_symbols_open();
+    CHECK(t && xsm_symbols_load(t, f) == 0, "load");
+    int tme = xsm_symbols_module(t, self, g_build_id);
+    const xsm_loc *a = xsm_symbols_lookup(s, me, ra, 1), *b = xsm_symbols_lookup(t, tme, ra, 1);
+    CHECK(a && b && a->nframes == b->nframes && !strcmp(a->frames[0].function, b->frames[0].function) &&
+              a->frames[0].line == b->frames[0].line && !strcmp(a->frames[1].file, b->frames[1].file),
+          "a loaded address gives the saved answer");
+    b = xsm_symbols_lookup(t, xsm_symbols_module(t, argv[1], g_build_id), ra, 1);
+    CHECK(b && !b->symbolized && !strcmp(b->frames[0].function, want), "a loaded stripped address: %s",
+          b ? b->frames[0].function : "NULL");
+    notes = 0;
+    CHECK(xsm_symbols_resolved(t) == 0 && xsm_symbols_notes(t, note_count, &notes) == 3,
+          "nothing resolved again (%llu), the notes carried over (%d)", (unsigned long long)xsm_symbols_resolved(t), notes);
+    xsm_symbols_close(t);
+    /* a damaged (cut) file: refused, what was read kept, nothing broken */
+    for (long cut = 0; f && cut < len; cut += len / 7 + 1) {
+        char *buf = malloc((size_t)len);
+        rewind(f);
+        CHECK(buf && fread(buf, 1, (size_t)len, f) == (size_t)len, "read back");
+        FILE *g = buf ? fmemopen(buf, (size_t)cut, "rb") : NULL;
+        xsm_symbols *u = xsm_symbols_open();
+        CHECK(g && u && xsm_symbols_load(u, g) == -1, "a file cut at %ld of %ld bytes is refused", cut, len);
+        xsm_symbols_close(u);
+        if (g)
+            fclose(g);
+        free(buf);
+    }
+    if (f)
+        fclose(f);
     xsm_symbols_close(s);
     if (!g_fail)
         printf("merge/symbols: all checks passed\n");

@@ -55,8 +55,12 @@ uint32_t xsprof_memstack_capture(uint64_t size)
         return 0;
     void *bt[XSPROF_STACK_MAX + 8];
     int got = backtrace(bt, XSPROF_STACK_MAX + 8), i = 0;
-    while (i < got && ours(bt[i])) /* this function, the record's, the hook */
-        i++;
+    /* the stack starts after the last of xsprof's frames among the first
+     * few (this function, the record's, the hook's malloc), whatever runs
+     * between them (a sanitizer intercepts backtrace itself) */
+    for (int k = 0; k < got && k < 10; k++)
+        if (ours(bt[k]))
+            i = k + 1;
     uint64_t pcs[XSPROF_STACK_MAX];
     uint32_t n = 0;
     for (; n < XSPROF_STACK_MAX && i < got; n++, i++)

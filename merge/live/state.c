@@ -515,6 +515,8 @@ static int feed(xsm_live *l, int32_t r, int all)
     }
 held:
     for (int t = 0; t < NQ; t++) { /* the rows still held to the front (few: HOLD_NS of them) */
+        if (!at[t])
+            continue; /* nothing taken (an empty queue has no buffer at all) */
         memmove(k->q[t], k->q[t] + at[t] * q_size[t], (k->nq[t] - at[t]) * q_size[t]);
         k->nq[t] -= at[t];
     }

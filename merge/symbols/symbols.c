@@ -673,7 +673,7 @@ int xsm_symbols_save(const xsm_symbols *s, FILE *f)
 
 int xsm_symbols_load(xsm_symbols *s, FILE *f)
 {
-    uint64_t magic, n;
+    uint64_t magic, n = 0;
     int32_t nm;
     if (fread(&magic, 8, 1, f) != 1 || magic != SHARE_MAGIC || fread(&nm, 4, 1, f) != 1 || nm < 0 || nm > (1 << 20))
         return -1;

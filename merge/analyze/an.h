@@ -57,6 +57,7 @@ int32_t xsm_an_sname(struct xsm_an *a, int32_t r, uint32_t id);
 
 /* ---- wait states (kinds: analyze.h) ------------------------------------------ */
 const char *xsm_wait_kind_name(int kind); /* the report.json spelling */
+int xsm_wait_kind_at(int i);               /* the kind listed i-th (0 .. XSM_WAIT_NKINDS-1) */
 
 /* ---- delay costs (delay.c): where a wait's time goes ------------------------- */
 /* A wait's root causes as shares (summing to 1) of (rank, region), the

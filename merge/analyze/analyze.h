@@ -57,8 +57,23 @@ enum xsm_wait_kind {
     XSM_WAIT_NXN_COMPLETION,
     XSM_WAIT_LATE_BCAST,
     XSM_WAIT_EARLY_REDUCE,
+    /* appended (merged.h5's enum values of the kinds above stay) */
+    XSM_WAIT_BARRIER_COMPLETION,
+    XSM_WAIT_EARLY_SCAN,
+    /* xsprof's extensions, Scalasca computes none: waits in polls */
+    XSM_WAIT_LS_POLL,
+    XSM_WAIT_LR_POLL,
     XSM_WAIT_NKINDS
 };
+/* A kind whose wait's time is another rank's point-to-point lateness
+ * (the pairwise delay intervals apply). */
+static inline int xsm_wait_is_ls(int k)
+{
+    return k == XSM_WAIT_LATE_SENDER || k == XSM_WAIT_WRONG_ORDER || k == XSM_WAIT_LS_POLL;
+}
+static inline int xsm_wait_is_lr(int k) { return k == XSM_WAIT_LATE_RECEIVER || k == XSM_WAIT_LR_POLL; }
+/* A completion kind: its time runs up to the call's exit, no single rank causes it. */
+static inline int xsm_wait_at_exit(int k) { return k == XSM_WAIT_NXN_COMPLETION || k == XSM_WAIT_BARRIER_COMPLETION; }
 /* Point-to-point traffic from one rank to another. */
 typedef struct xsm_cpair {
     int32_t src, dst;
@@ -221,6 +236,7 @@ typedef struct xsm_cwmember {
     int has_call;           /* the blocking call it waited in is known (the call, or the Wait completing it) */
     int64_t call_b, call_e; /* that call's entry and exit */
     int receives, sends;    /* merge/align's xsm_coll_receives, xsm_coll_sends */
+    int64_t pos;            /* its rank in the communicator (scans; -1 unknown) */
     uint64_t id;            /* the caller's (rows) */
 } xsm_cwmember;
 /* A wait of member w of `kind` over [t_begin, t_end) in its call, caused
@@ -257,11 +273,10 @@ void xsm_wo_free(xsm_wo *w);
 int xsm_wo_send(xsm_wo *w, int32_t dst, int64_t e_send, int32_t src, uint32_t row);
 /* That send is no message (cut by --from/--to). */
 void xsm_wo_cut(xsm_wo *w, int32_t dst, int32_t src, uint32_t row);
-/* It matched a receive on dst completing at t_recv in the call call_row
- * (UINT32_MAX: none) that began at e_recv; polled: dst polled before (a
- * polling loop's Late Sender may end in that call). */
+/* It matched a receive on dst's thread `thread` completing at t_recv in
+ * the call call_row (UINT32_MAX: none) that began at e_recv. */
 int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t e_send, int64_t t_recv, int64_t e_recv,
-                uint32_t call_row, int polled);
+                uint32_t call_row, uint32_t thread);
 /* The message (src, send_row) received on dst at t in call_row is Wrong Order. */
 typedef int (*xsm_wo_verdict_fn)(void *ctx, int32_t dst, int64_t t, uint32_t call_row, int32_t src, uint32_t send_row);
 /* Everything due before `now` (pass 1's time; INT64_MAX at the end): the

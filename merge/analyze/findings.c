@@ -104,6 +104,10 @@ static const char *recommend(int kind)
     case XSM_WAIT_NXN_COMPLETION: return "this is the collective's own cost: use fewer, larger collectives or a nonblocking one (MPI_Iallreduce) overlapped with work";
     case XSM_WAIT_LATE_BCAST: return "let the root reach the broadcast earlier: move or split the work it does before it";
     case XSM_WAIT_EARLY_REDUCE: return "give the root work to do before the reduction (or use MPI_Ireduce), and balance the work of the late contributors";
+    case XSM_WAIT_BARRIER_COMPLETION: return "this is the barrier's own cost: remove barriers the algorithm does not need";
+    case XSM_WAIT_EARLY_SCAN: return "balance the work before the scan across ranks, or use MPI_Iscan and compute while the lower ranks catch up";
+    case XSM_WAIT_LS_POLL: return "the polls before the message came were spent waiting: send earlier on the causing rank, or do useful work between the polls";
+    case XSM_WAIT_LR_POLL: return "the polls before the receive was posted were spent waiting: post the receive earlier on the causing rank, or do useful work between the polls";
     }
     return "";
 }
@@ -350,7 +354,7 @@ static int wait_findings(xsm_an *a)
         }
         if (w0->kind == XSM_WAIT_WRONG_ORDER) {
             size_t used = strlen(f.message);
-            snprintf(f.message + used, sizeof f.message - used, "; a message sent earlier was already there to be received");
+            snprintf(f.message + used, sizeof f.message - used, "; a message sent before the awaited one was received after it");
         }
         if (causer >= 0 && w0->root_region >= 0 && (w0->kind == XSM_WAIT_NXN || w0->kind == XSM_WAIT_BARRIER))
             snprintf(f.recommendation, sizeof f.recommendation, "rebalance `%s` across ranks; %s", rname, recommend(w0->kind));

@@ -339,7 +339,8 @@ static void wait_states(const xsm_an *a, xsm_buf *b, int h)
         return;
     }
     xsm_buf_puts(b, "[");
-    for (int k = 0; k < XSM_WAIT_NKINDS; k++) {
+    for (int i = 0; i < XSM_WAIT_NKINDS; i++) {
+        int k = xsm_wait_kind_at(i);
         size_t ns = 0;
         for (size_t i = 0; i < a->nw; i++) {
             const xsm_wait *w = &a->w[i];
@@ -360,7 +361,7 @@ static void wait_states(const xsm_an *a, xsm_buf *b, int h)
         }
         ns = m;
         qsort(s, ns, sizeof *s, site_cmp);
-        if (k)
+        if (i)
             xsm_buf_puts(b, ",");
         xsm_buf_puts(b, "{");
         key(b, "kind", 1);
@@ -627,8 +628,8 @@ static void by_kind(xsm_buf *b, const uint64_t *n, const double *sec)
 {
     xsm_buf_puts(b, "{");
     int first = 1;
-    for (int k = 0; k < XSM_WAIT_NKINDS; k++)
-        if (n[k]) {
+    for (int i = 0, k; i < XSM_WAIT_NKINDS; i++)
+        if (n[k = xsm_wait_kind_at(i)]) {
             key(b, xsm_wait_kind_name(k), first);
             first = 0;
             xsm_buf_puts(b, "{\"seconds\":");

@@ -28,7 +28,6 @@ typedef struct xsm_mrank {
     xsm_mrec *v;
     size_t n, cap, next;
     int64_t *compl_of, *call_of; /* xsm_match_links (NULL: no nonblocking row) */
-    int64_t first_poll;          /* begin of its first polling call (INT64_MAX none) */
 } xsm_mrank;
 
 typedef struct xsm_mfeed {
@@ -56,29 +55,17 @@ static int xsm_mrec_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Per rank: the links of its nonblocking rows, its first polling call. */
+/* Per rank: the links of its nonblocking rows. */
 static int xsm_mrank_prepare(const xsm_run *run, int32_t r, xsm_mrank *x)
 {
     const xsprof_rank_data *d = &run->ranks[r].d;
     size_t nreq = 0, ncompl = 0;
-    x->first_poll = INT64_MAX;
-    signed char *poll = calloc(d->nstrings + 1, 1); /* per op string: 1 poll, 2 not, 0 not asked */
-    if (!poll)
-        return -1;
     for (size_t i = 0; i < d->nmpi; i++) {
         const xsprof_io_mpi *m = &d->mpi[i];
         ncompl += m->kind == XSPROF_MPI_COMPLETION;
         nreq += m->request && (m->kind == XSPROF_MPI_ISEND || m->kind == XSPROF_MPI_IRECV ||
                                m->kind == XSPROF_MPI_ICOLL || m->kind == XSPROF_MPI_COMPLETION);
-        if (m->kind == XSPROF_MPI_OTHER && m->t_begin < x->first_poll) {
-            signed char *c = &poll[m->op < d->nstrings ? m->op : d->nstrings];
-            if (!*c)
-                *c = xsm_is_poll_op(xsprof_rank_data_string(d, m->op)) ? 1 : 2;
-            if (*c == 1)
-                x->first_poll = m->t_begin;
-        }
     }
-    free(poll);
     if (!nreq && !ncompl)
         return 0;
     int64_t *post_of = malloc((d->nmpi + 1) * sizeof *post_of);
@@ -143,7 +130,8 @@ static int xsm_mcolls(xsm_mfeed *m)
             const xsprof_io_mpi *x = &d->mpi[c->rows[k]];
             int64_t cr = x->kind == XSPROF_MPI_COLL ? (int64_t)c->rows[k] : xsm_mcall(&m->r[r], c->rows[k]);
             mb[n] = (xsm_cwmember){r, x->t_begin, cr >= 0, cr >= 0 ? d->mpi[cr].t_begin : 0, cr >= 0 ? d->mpi[cr].t_end : 0,
-                                   xsm_coll_receives(c->coll_kind, x), xsm_coll_sends(x), k};
+                                   xsm_coll_receives(c->coll_kind, x), xsm_coll_sends(x),
+                                   c->coll_kind == XSPROF_COLL_SCAN ? xsm_align_comm_position(d, c->comm, r) : -1, k};
             call[k] = cr;
             n++;
         }
@@ -249,7 +237,7 @@ static int xsm_mp2p(xsm_mfeed *m)
         uint32_t call_row = is_recv ? (uint32_t)x->recv_row : ca ? (uint32_t)x->recv_call_row : UINT32_MAX;
         int64_t e_recv = is_recv ? rcv->t_begin : ca ? ca->t_begin : rcv->t_end;
         if (xsm_wo_recv(wo, x->dst, x->src, (uint32_t)x->send_row, snd->t_begin, rcv->t_end, e_recv, call_row,
-                        m->r[x->dst].first_poll <= rcv->t_begin)) {
+                        rcv->thread)) {
             rc = -1;
             break;
         }

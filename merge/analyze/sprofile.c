@@ -155,8 +155,8 @@ typedef struct xsm_epoch {
 
 /* A recent call on the main thread, for waits that arrive after it. The
  * latest call's point-to-point waits (a Late Sender of a Sendrecv or Wait,
- * Late Receivers of its sends) wait here until the next call: one counts
- * per call, the longest, as in waits.c. */
+ * Late Receivers of its sends) wait here until the next call: the longest
+ * of each side counts (lr_beyond_ls). */
 typedef struct xsm_recent {
     uint32_t row, op;
     uint32_t cs;       /* its call site (io/FORMAT.md), 0 unknown */
@@ -172,6 +172,10 @@ typedef struct xsm_recent {
     uint64_t def_crow;
     int64_t def_ns;
     int64_t def_tb;    /* when that wait began (a polling loop's: before the call) */
+    int has_lr, lr_kind; /* its longest Late Receiver, the same way */
+    int32_t lr_causer;
+    uint64_t lr_crow;
+    int64_t lr_ns, lr_tb;
     int idle;          /* a poll that completed nothing, no wait came for it */
     int32_t hold_c;    /* the causer asked to keep its call for the held Late Sender (recent_hold), -1 none */
 } xsm_recent;
@@ -1180,11 +1184,11 @@ static int wait_found(xsm_anrank *w, int kind, int32_t causer, uint64_t crow, ui
 {
     /* the wait's span in its call [tb, te]: from the entry, NxN Completion's up to the exit */
     if (tb < te)
-        gpu_wait(w, kind == XSM_WAIT_NXN_COMPLETION ? te - ns : tb, kind == XSM_WAIT_NXN_COMPLETION ? te : tb + ns);
+        gpu_wait(w, xsm_wait_at_exit(kind) ? te - ns : tb, xsm_wait_at_exit(kind) ? te : tb + ns);
     xsm_sanalysis *sa = w->sa;
     xsm_anrank *c = causer >= 0 && (size_t)causer < sa->run->nranks ? sa->acc[causer] : NULL;
     if (!c) { /* no single causing rank, or one not merged; NxN Completion's wait ends with its call */
-        int64_t b = kind == XSM_WAIT_NXN_COMPLETION ? te - ns : tb;
+        int64_t b = xsm_wait_at_exit(kind) ? te - ns : tb;
         if (te > tb && inst_put(w, kind, causer, op, encl, -1, -1, row, b, ns, b))
             return -1;
         return wait_add(w, kind, causer, op, cs, encl, -1, ns);
@@ -1353,6 +1357,21 @@ int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g
     return 0;
 }
 
+/* What call op (string id) is: 1 MPI_Init(_thread), 2 MPI_Finalize, 3 a
+ * poll (xsm_is_poll_op), 0 else; known once per name. */
+static const signed char *op_class(xsm_anrank *x, uint32_t op)
+{
+    signed char *cls = &x->opcls[op < x->d->nstrings ? op : x->d->nstrings];
+    if (*cls < 0) {
+        const char *opn = xsprof_rank_data_string(x->d, op);
+        *cls = strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0 ? 1
+               : strcmp(opn, "MPI_Finalize") == 0                                   ? 2
+               : xsm_is_poll_op(opn)                                                ? 3
+                                                                                    : 0;
+    }
+    return cls;
+}
+
 static xsm_sop *op_of(xsm_anrank *x, uint32_t sid)
 {
     int64_t i = xsm_kvec_index(&x->opmap, (void **)&x->ops, &x->nops, &x->opcap, sizeof *x->ops, sid, 0);
@@ -1372,7 +1391,7 @@ static int32_t pend_lr(const xsm_anrank *x, uint64_t row)
     int32_t c = -1;
     int64_t ns = -1;
     for (size_t i = 0; i < x->npend; i++)
-        if (x->pend[i].row == (uint32_t)row && x->pend[i].kind == XSM_WAIT_LATE_RECEIVER && x->pend[i].ns > ns) {
+        if (x->pend[i].row == (uint32_t)row && xsm_wait_is_lr(x->pend[i].kind) && x->pend[i].ns > ns) {
             ns = x->pend[i].ns;
             c = x->pend[i].causer;
         }
@@ -1384,19 +1403,49 @@ static int32_t pend_lr(const xsm_anrank *x, uint64_t row)
  * the one receiver of a blocking send (an.h xsm_pair_lr_call). */
 static const xsm_pairw *recent_pw(const xsm_anrank *x, const xsm_recent *p, int kind, int32_t causer)
 {
-    if (kind == XSM_WAIT_LATE_SENDER || kind == XSM_WAIT_WRONG_ORDER)
+    if (xsm_wait_is_ls(kind))
         return &p->pw;
-    return kind == XSM_WAIT_LATE_RECEIVER && x->pwl_row == (uint64_t)p->row + 1 && causer == x->pwl_peer ? &x->pwl
+    return xsm_wait_is_lr(kind) && x->pwl_row == (uint64_t)p->row + 1 && causer == x->pwl_peer ? &x->pwl
                                                                                                         : NULL;
 }
 
+/* Both point-to-point waits of one call count, as Scalasca counts each:
+ * the Late Sender (has_ls) its whole time, the Late Receiver what it
+ * waited beyond it (its span outside the Late Sender's), so that a call's
+ * kinds never add up to more than the call. Returns that time, *tb where
+ * it begins. */
+static int64_t lr_beyond_ls(int has_ls, int64_t ls_tb, int64_t ls_ns, int64_t lr_tb, int64_t lr_ns, int64_t *tb)
+{
+    *tb = lr_tb;
+    if (!has_ls)
+        return lr_ns;
+    int64_t le = ls_tb + ls_ns, re = lr_tb + lr_ns;
+    int64_t ob = ls_tb > lr_tb ? ls_tb : lr_tb, oe = le < re ? le : re;
+    if (oe <= ob)
+        return lr_ns;
+    if (ob == lr_tb && re > le) /* the part after the Late Sender */
+        *tb = le;
+    return lr_ns - (oe - ob);
+}
+
 /* A wait of a recent call p: the latest call's point-to-point ones wait
- * for the others of the call (the longest counts). */
+ * for the others of the call (the longest of each side counts). */
 static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, uint64_t crow, int64_t ns, int64_t tb)
 {
     p->idle = 0;
     int latest = x->nrecent && p == &x->recent[(x->irecent + x->sa->nrecent_max - 1) % x->sa->nrecent_max];
-    if (latest && (kind == XSM_WAIT_LATE_SENDER || kind == XSM_WAIT_LATE_RECEIVER)) {
+    if (latest && xsm_wait_is_lr(kind)) {
+        if (!p->has_lr || ns > p->lr_ns) {
+            p->has_lr = 1;
+            p->lr_kind = kind;
+            p->lr_causer = causer;
+            p->lr_crow = crow;
+            p->lr_ns = ns;
+            p->lr_tb = tb;
+        }
+        return 0;
+    }
+    if (latest && kind == XSM_WAIT_LATE_SENDER) {
         if (!p->has_def || ns > p->def_ns) {
             p->has_def = 1;
             p->def_kind = kind;
@@ -1476,11 +1525,18 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
         }
         p->hold_c = -1;
     }
-    if (!p->has_def)
-        return 0;
-    p->has_def = 0;
-    return wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->cs, p->encl, &p->v,
-                      recent_pw(x, p, p->def_kind, p->def_causer), p->def_ns, p->row, p->def_tb, p->te, has ? &o : NULL);
+    if (p->has_def && wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->cs, p->encl, &p->v,
+                                 recent_pw(x, p, p->def_kind, p->def_causer), p->def_ns, p->row, p->def_tb, p->te,
+                                 has ? &o : NULL))
+        return -1;
+    if (p->has_lr) {
+        int64_t tb, ns = lr_beyond_ls(p->has_def, p->def_tb, p->def_ns, p->lr_tb, p->lr_ns, &tb);
+        if (ns > 0 && wait_found(x, p->lr_kind, p->lr_causer, p->lr_crow, p->op, p->cs, p->encl, &p->v,
+                                 recent_pw(x, p, p->lr_kind, p->lr_causer), ns, p->row, tb, p->te, NULL))
+            return -1;
+    }
+    p->has_def = p->has_lr = 0;
+    return 0;
 }
 
 /* The waits call `row` of rank x caused, which came before it: compared
@@ -1538,7 +1594,7 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, uint32_t cs, in
     if (rix_put(&x->rix, row, (uint32_t)(p - x->recent), W < 1024 ? W : 1024))
         return -1;
     *p = (xsm_recent){(uint32_t)row, op, cs, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
-                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, idle, -1};
+                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, 0, 0, -1, 0, 0, 0, idle, -1};
     if (ls && recent_hold(x, p))
         return -1;
     if (!again) {
@@ -1613,14 +1669,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         }
     }
     /* MPI start-up and shutdown bound the measured window (profile.c) */
-    signed char *cls = &x->opcls[m->op < x->d->nstrings ? m->op : x->d->nstrings];
-    if (*cls < 0) {
-        const char *opn = xsprof_rank_data_string(x->d, m->op);
-        *cls = strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0 ? 1
-               : strcmp(opn, "MPI_Finalize") == 0                                   ? 2
-               : xsm_is_poll_op(opn)                                                ? 3
-                                                                                    : 0;
-    }
+    const signed char *cls = op_class(x, m->op);
     if (*cls == 1) {
         if (ce > x->init_end)
             x->init_end = ce;
@@ -1642,6 +1691,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
      * The send comes later in time: its interval is settled there. */
     const struct xsm_evflow *best = NULL;
     int64_t wait = 0, wait_tb = m->t_begin;
+    int wait_poll = 0; /* it is a polling loop's (poll_time), or the call is a poll (MPI_Test*) */
     /* a Recv or Wait (or a Test) that completed a receive after polling for
      * it: waits.c poll_wait (its polls before the send began) */
     int polled = m->thread == x->main_thread && (m->kind == XSPROF_MPI_WAIT || m->kind == XSPROF_MPI_RECV) && x->npoll;
@@ -1649,14 +1699,17 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
         if (fl[i].out || fl[i].peer < 0 || !xsm_is_p2p_wait_pair(fl[i].peer, x->rank))
             continue;
         int64_t until = fl[i].sent < m->t_end ? fl[i].sent : m->t_end, ns = until - m->t_begin, tb = m->t_begin;
+        int pl = *cls == 3;
         if (ns <= 0 && polled) {
             ns = poll_time(x, fl[i].sent);
             tb = (fl[i].sent < m->t_begin ? fl[i].sent : m->t_begin) - ns;
+            pl = 1;
         }
         if (ns > wait) {
             wait = ns;
             best = &fl[i];
             wait_tb = tb;
+            wait_poll = pl;
         }
     }
     /* a polling loop's Late Receivers of this call (an Isend's completing
@@ -1698,6 +1751,8 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
             kind = XSM_WAIT_WRONG_ORDER;
         x->wo[i] = x->wo[--x->nwo];
     }
+    if (wait_poll) /* not Scalasca's Late Sender (it has none in polls): ours, named apart */
+        kind = XSM_WAIT_LS_POLL;
     /* a Sendrecv's, or a Wait's that also completed an Isend, may meet a
      * Late Receiver of the same call (recent_wait) */
     int defer = best && (m->kind == XSPROF_MPI_SENDRECV || m->kind == XSPROF_MPI_WAIT) && m->thread == x->main_thread;
@@ -1747,7 +1802,7 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
             xsm_pwait q = x->pend[i];
             memmove(&x->pend[i], &x->pend[i + 1], (x->npend - i - 1) * sizeof *x->pend); /* keep their order */
             x->npend--;
-            if (q.kind == XSM_WAIT_LATE_RECEIVER) {
+            if (xsm_wait_is_lr(q.kind)) {
                 if (!has_lr || q.ns > lr.ns)
                     lr = q;
                 has_lr = 1;
@@ -1757,13 +1812,10 @@ int xsm_sanalysis_mpi(xsm_sanalysis *sa, int32_t r, const xsprof_io_mpi *m, uint
                 return x->failed = -1;
             }
         }
-        if (has_lr && (!best || lr.ns > wait)) {
-            best = NULL;
-            if (wait_found(x, lr.kind, lr.causer, lr.causer_row, m->op, m->callsite, f->encl, &f->v, NULL, lr.ns, row,
-                           m->t_begin,
-                           m->t_end, NULL))
-                return x->failed = -1;
-        }
+        int64_t lrtb, lrns = has_lr ? lr_beyond_ls(best != NULL, wait_tb, wait, m->t_begin, lr.ns, &lrtb) : 0;
+        if (lrns > 0 && wait_found(x, lr.kind, lr.causer, lr.causer_row, m->op, m->callsite, f->encl, &f->v, NULL, lrns, row,
+                                   lrtb, m->t_end, NULL))
+            return x->failed = -1;
     }
     if (best && !defer &&
         wait_found(x, kind, best->peer, best->peer_row, m->op, m->callsite, f->encl, &f->v, pw.ok ? &pw : NULL, wait, row,
@@ -1791,6 +1843,8 @@ int xsm_sanalysis_wait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t op, 
     if (!x || x->failed)
         return -1;
     int64_t k = row <= UINT32_MAX ? rix_get(&x->rix, row) : -1;
+    if (kind == XSM_WAIT_LATE_RECEIVER && *op_class(x, op) == 3) /* in an MPI_Test: ours, not Scalasca's */
+        kind = XSM_WAIT_LR_POLL;
     if (kind == XSM_WAIT_WRONG_ORDER) { /* a verdict for the Late Sender of a call to come */
         if (k >= 0) /* came after its call (merge/README): that wait stays a Late Sender */
             return 0;
@@ -1819,7 +1873,7 @@ int xsm_sanalysis_pollwait(xsm_sanalysis *sa, int32_t r, uint64_t row, uint32_t 
         return 0;
     if (xsm_grow((void **)&x->pend, &x->cappend, x->npend, sizeof *x->pend))
         return x->failed = -1;
-    x->pend[x->npend++] = (xsm_pwait){(uint32_t)row, op, XSM_WAIT_LATE_RECEIVER, causer, causer_row, 0, t_post};
+    x->pend[x->npend++] = (xsm_pwait){(uint32_t)row, op, XSM_WAIT_LR_POLL, causer, causer_row, 0, t_post};
     return 0;
 }
 

@@ -13,7 +13,7 @@
 #include "merge/align/align.h"
 
 /* a bit per wait kind in xsm_ssmp.counted */
-_Static_assert(XSM_WAIT_NKINDS <= 8, "wait kinds fit a byte");
+_Static_assert(XSM_WAIT_NKINDS <= 16, "wait kinds fit 16 bits");
 
 struct xsm_ssmp {
     const xsprof_rank_data *d;
@@ -24,7 +24,7 @@ struct xsm_ssmp {
     xsm_kmap ctxmap;
     xsm_ssmpn *win; size_t nwin, capwin;
     xsm_kmap winmap;
-    uint8_t *counted; /* per sample: the wait kinds whose windows counted it (bit per kind) */
+    uint16_t *counted; /* per sample: the wait kinds whose windows counted it (bit per kind) */
 };
 
 
@@ -117,9 +117,9 @@ int xsm_ssmp_window(xsm_ssmp *s, int kind, int64_t t0, int64_t t1)
         return 0;
     /* ranks that wait for the same call wait over the same time: a sample
      * counts once per kind however many waited then */
-    if (!s->counted && !(s->counted = calloc(s->n + 1, 1)))
+    if (!s->counted && !(s->counted = calloc(s->n + 1, sizeof *s->counted)))
         return -1;
-    uint8_t bit = (uint8_t)(1u << kind);
+    uint16_t bit = (uint16_t)(1u << kind);
     for (size_t k = first_at(s, t0); k < s->n && s->t[k] < t1; k++) {
         if (s->counted[k] & bit)
             continue;

@@ -136,8 +136,8 @@ void xsm_report_summary(const xsm_an *a, xsm_buf *b)
         anyw |= a->wait_n[k] > 0;
     if (anyw) {
         xsm_buf_puts(b, "\nWait states:");
-        for (int k = 0; k < XSM_WAIT_NKINDS; k++)
-            if (a->wait_n[k]) {
+        for (int i = 0, k; i < XSM_WAIT_NKINDS; i++)
+            if (a->wait_n[k = xsm_wait_kind_at(i)]) {
                 xsm_fmt_dur(d, sizeof d, a->wait_s[k]);
                 xsm_buf_printf(b, "  %s %s;", xsm_wait_kind_name(k), d);
             }
@@ -289,7 +289,8 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
     }
 
     xsm_buf_puts(b, "\n==== Wait states ====\n");
-    for (int k = 0; k < XSM_WAIT_NKINDS; k++) {
+    for (int i = 0; i < XSM_WAIT_NKINDS; i++) {
+        int k = xsm_wait_kind_at(i);
         xsm_fmt_dur(d1, sizeof d1, a->wait_s[k]);
         xsm_buf_printf(b, "%-28s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->wait_n[k]);
     }
@@ -298,8 +299,8 @@ void xsm_report_text(const xsm_an *a, xsm_buf *b)
                           "window (the causer's last %zu MPI calls, XSPROF_MERGE_ANALYSIS_WINDOW) when they were found; no cause is\n"
                           "named for them:\n",
                        (unsigned long long)a->beyond_total, a->window);
-        for (int k = 0; k < XSM_WAIT_NKINDS; k++)
-            if (a->beyond_n[k]) {
+        for (int i = 0, k; i < XSM_WAIT_NKINDS; i++)
+            if (a->beyond_n[k = xsm_wait_kind_at(i)]) {
                 xsm_fmt_dur(d1, sizeof d1, a->beyond_s[k]);
                 xsm_buf_printf(b, "  %-26s %10s  (%llu instances)\n", xsm_wait_kind_name(k), d1, (unsigned long long)a->beyond_n[k]);
             }

@@ -22,7 +22,17 @@
 
 static const char *const kind_names[XSM_WAIT_NKINDS] = {
     "Late Sender", "Late Sender / Wrong Order", "Late Receiver", "Wait at Barrier",
-    "Wait at NxN", "NxN Completion", "Late Broadcast", "Early Reduce"};
+    "Wait at NxN", "NxN Completion", "Late Broadcast", "Early Reduce", "Barrier Completion", "Early Scan",
+    "Late Sender (polling)", "Late Receiver (polling)"};
+
+/* The order the reports list the kinds in: each extension beside its
+ * Scalasca neighbour (the enum's values stay those merged.h5 has). */
+static const int kind_order[XSM_WAIT_NKINDS] = {
+    XSM_WAIT_LATE_SENDER, XSM_WAIT_WRONG_ORDER, XSM_WAIT_LS_POLL, XSM_WAIT_LATE_RECEIVER, XSM_WAIT_LR_POLL,
+    XSM_WAIT_BARRIER, XSM_WAIT_BARRIER_COMPLETION, XSM_WAIT_NXN, XSM_WAIT_NXN_COMPLETION, XSM_WAIT_LATE_BCAST,
+    XSM_WAIT_EARLY_REDUCE, XSM_WAIT_EARLY_SCAN};
+
+int xsm_wait_kind_at(int i) { return kind_order[i]; }
 
 const char *xsm_wait_kind_name(int kind)
 {

@@ -1,10 +1,12 @@
-/* merge/analyze/worder.c — Wrong Order for the reports of xsmerge --stream,
- * found by pass 1 (see internal.h).
+/* merge/analyze/worder.c — Late Sender / Wrong Order, found by the MPI pass
+ * of either merge (read forward in time).
  *
- * waits.c (wrong_order_flags) calls message m Wrong Order when another
- * message to the same rank that was sent before m's receiving call began is
- * received after m. Read forward in time: when m's receive completes (t_recv),
- * some message to that rank sent before m's call began is still in flight.
+ * Scalasca's definition: the Late Sender of message m is Wrong Order when
+ * another message to the same rank, sent before m was sent, is received
+ * after m (by the same thread: Scalasca's location; a message another
+ * thread takes was no alternative to m). Read forward in time: when m's
+ * receive completes (t_recv), some message to that rank sent before m is
+ * still in flight, and is then received by m's thread.
  * Pass 1 sees every send at its begin, in time order, so each receiving
  * rank keeps the sends to it in flight in order of their begin (the oldest
  * first: the minimum is at the front; removed ones are dropped when they
@@ -31,8 +33,10 @@ typedef struct xsm_wo_ev {
     int check;
     int32_t dst;
     uint64_t id;
-    int64_t e_recv; /* the call's begin (a check); the send's begin (leaving) */
+    int64_t e_recv; /* the awaited send's begin (a check, its bound); the send's begin (leaving) */
     uint32_t call_row;
+    uint32_t thread; /* the receiving thread */
+    uint64_t seq;    /* a check: its rank's Late Senders before it (XSM_WO_KEEP) */
 } xsm_wo_ev;
 
 /* One rank's sends in flight, in order of their begin: v[head..n). */
@@ -40,14 +44,20 @@ typedef struct xsm_wo_q {
     xsm_wo_ent *v;
     size_t head, n, cap;
     size_t live;
-    /* checks waiting for a message sent before their call began to be
-     * received: pend[ph..npend), by the call's begin */
+    /* checks waiting for a message sent before theirs to be received:
+     * pend[ph..npend), by their send's begin */
     xsm_wo_ev *pend;
     size_t ph, npend, cappend;
+    uint64_t nls; /* its Late Senders checked so far */
 } xsm_wo_q;
 
+/* Scalasca's bound: a rank remembers its last 100 Late Senders; a message
+ * received later that was sent before one of those makes it Wrong Order,
+ * an older one no more. */
+#define XSM_WO_KEEP 100
+
 /* Pending checks a rank keeps at most (40 B each). A message received
- * resolves those whose call began after it was sent; those behind sends
+ * resolves those whose message was sent after it; those behind sends
  * never received wait for ever, so past this the earliest is dropped (no
  * Wrong Order) rather than memory growing with the run. */
 #define XSM_WO_PEND_MAX 65536
@@ -138,7 +148,7 @@ void xsm_wo_cut(xsm_wo *w, int32_t dst, int32_t src, uint32_t row)
     wo_gone(w, dst, wo_id(src, row));
 }
 
-/* First pending check of q whose call began after t. */
+/* First pending check of q whose message was sent after t. */
 static size_t pend_after(const xsm_wo_q *q, int64_t t)
 {
     size_t lo = q->ph, hi = q->npend;
@@ -155,6 +165,8 @@ static size_t pend_after(const xsm_wo_q *q, int64_t t)
 /* A check waits, in order of its call's begin (mostly the last). */
 static int pend_add(xsm_wo *w, xsm_wo_q *q, const xsm_wo_ev *e)
 {
+    while (q->ph < q->npend && q->nls - q->pend[q->ph].seq > XSM_WO_KEEP) /* past the bound: no verdict can come */
+        q->ph++;
     if (q->npend - q->ph == XSM_WO_PEND_MAX) {
         q->ph++; /* the earliest call's check, behind a send never received */
         w->dropped++;
@@ -173,16 +185,24 @@ static int pend_add(xsm_wo *w, xsm_wo_q *q, const xsm_wo_ev *e)
     return 0;
 }
 
-/* A message sent at e_send to dst was received: the pending checks whose
- * call began after that send are Wrong Order (it was in flight then). */
-static int wo_resolve(xsm_wo *w, int32_t dst, int64_t e_send, xsm_wo_verdict_fn fn, void *ctx)
+/* A message sent at e_send to dst was received by `thread`: the pending
+ * checks of that thread whose message was sent after it are Wrong Order
+ * (it was received later); the other threads' stay. */
+static int wo_resolve(xsm_wo *w, int32_t dst, int64_t e_send, uint32_t thread, xsm_wo_verdict_fn fn, void *ctx)
 {
     xsm_wo_q *q = &w->q[dst];
-    size_t k = pend_after(q, e_send);
+    size_t k = pend_after(q, e_send), keep = k;
     int rc = 0;
-    for (size_t i = k; i < q->npend && !rc; i++)
-        rc = fn(ctx, dst, q->pend[i].t, q->pend[i].call_row, (int32_t)(q->pend[i].id >> 32) - 1, (uint32_t)q->pend[i].id);
-    q->npend = k;
+    for (size_t i = k; i < q->npend; i++) {
+        if (q->pend[i].thread != thread) {
+            q->pend[keep++] = q->pend[i];
+            continue;
+        }
+        if (!rc && q->nls - q->pend[i].seq <= XSM_WO_KEEP)
+            rc = fn(ctx, dst, q->pend[i].t, q->pend[i].call_row, (int32_t)(q->pend[i].id >> 32) - 1,
+                    (uint32_t)q->pend[i].id);
+    }
+    q->npend = keep;
     if (q->ph == q->npend)
         q->ph = q->npend = 0;
     return rc;
@@ -203,18 +223,17 @@ static int ev_push(xsm_wo *w, const xsm_wo_ev *e)
 }
 
 int xsm_wo_recv(xsm_wo *w, int32_t dst, int32_t src, uint32_t send_row, int64_t e_send, int64_t t_recv, int64_t e_recv,
-                uint32_t call_row, int polled)
+                uint32_t call_row, uint32_t thread)
 {
     uint64_t id = wo_id(src, send_row);
-    xsm_wo_ev gone = {t_recv, 0, dst, id, e_send, 0};
+    xsm_wo_ev gone = {t_recv, 0, dst, id, e_send, 0, thread, 0};
     if (ev_push(w, &gone))
         return -1;
-    /* a Late Sender (its send began after the call), or, on a rank that
-     * polled, one the analysis finds in a polling loop before the call (its
-     * send began earlier: analyze/an.h XSM_POLL_KEEP), can be Wrong Order */
-    if (call_row == UINT32_MAX || (e_send <= e_recv && !polled))
+    /* only a Late Sender in its call (its send began after the call) can be
+     * Wrong Order; a polling loop's is ours, not Scalasca's (waits.c) */
+    if (call_row == UINT32_MAX || e_send <= e_recv)
         return 0;
-    xsm_wo_ev check = {t_recv, 1, dst, id, e_recv, call_row};
+    xsm_wo_ev check = {t_recv, 1, dst, id, e_send, call_row, thread, 0};
     return ev_push(w, &check);
 }
 
@@ -226,12 +245,13 @@ int xsm_wo_due(xsm_wo *w, int64_t now, xsm_wo_verdict_fn fn, void *ctx)
         xsm_wo_ev e;
         xsm_bheap_pop(w->h, &w->nh, sizeof *w->h, &e, ev_less);
         if (!e.check) {
-            int rc = wo_gone(w, e.dst, e.id) ? wo_resolve(w, e.dst, e.e_recv, fn, ctx) : 0;
+            int rc = wo_gone(w, e.dst, e.id) ? wo_resolve(w, e.dst, e.e_recv, e.thread, fn, ctx) : 0;
             if (rc)
                 return rc;
             continue;
         }
         xsm_wo_q *q = &w->q[e.dst];
+        e.seq = ++q->nls;
         while (q->head < q->n && !set_has(w, q->v[q->head].id))
             q->head++;
         if (q->head < q->n && q->v[q->head].e_send < e.e_recv && pend_add(w, q, &e))

@@ -251,7 +251,11 @@ static int coll_close(xsm_live *l, linst *c)
     if (!v)
         return -1;
     for (size_t k = 0; k < c->n; k++)
-        v[k] = (xsm_cwmember){c->m[k].rank, c->m[k].b, 1, c->m[k].b, c->m[k].e, c->m[k].receives, c->m[k].sends, k};
+        v[k] = (xsm_cwmember){c->m[k].rank, c->m[k].b, 1, c->m[k].b, c->m[k].e, c->m[k].receives, c->m[k].sends,
+                              c->kind == XSPROF_COLL_SCAN ? xsm_align_comm_position(&l->run.ranks[c->m[k].rank].d,
+                                                                                    (uint32_t)((c->key - 1) >> 40), c->m[k].rank)
+                                                          : -1,
+                              k};
     cw_ctx cx = {l, c};
     int rc = xsm_coll_waits_find(c->kind, c->root, v, c->n, cw_put, &cx);
     free(v);

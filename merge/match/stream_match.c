@@ -56,7 +56,7 @@ typedef struct xsm_pend_end {
     int64_t post_t;
     uint32_t post_row;
     int64_t call_begin; /* receive: begin of its call (Wrong Order) */
-    uint8_t polled;     /* receive: its rank polled before it (Wrong Order) */
+    uint32_t thread;    /* receive: the thread that received it (Wrong Order) */
     /* trace.otf2: receive: its request, its Irecv row inside --from/--to */
     uint64_t request;
     uint8_t post_kept;
@@ -230,11 +230,6 @@ typedef struct xsm_mrank {
     size_t nwq, capwq;
     uint64_t wseq;
     int64_t wlast;        /* p of the last record written */
-    /* the rank polled (xsm_is_poll_op) before the row now read: from then
-     * on a receive whose send began before its call may still be a polling
-     * loop's Late Sender, whose Wrong Order is checked too */
-    uint8_t polled;
-    uint32_t other_op; /* + 1: the last op name found not a poll (0 none) */
     int64_t *numt;     /* XSM_NUMT latest posts numbered, by key hash, from the first floating post */
 } xsm_mrank;
 
@@ -577,7 +572,8 @@ static int xsm_coll_waits(xsm_mctx *c, xsm_cinst *ci)
     for (size_t k = 0; k < ci->n; k++) {
         const xsm_cmember *x = &ci->m[k];
         if (xsm_stream_keep(c->s, x->entry, x->row_end))
-            v[n++] = (xsm_cwmember){x->rank, x->entry, x->has_call, x->call_b, x->call_e, x->receives, x->sends, k};
+            v[n++] = (xsm_cwmember){x->rank, x->entry, x->has_call, x->call_b, x->call_e, x->receives, x->sends,
+                                    x->kind == XSPROF_COLL_SCAN ? xsm_comm_rank_of(c, ci->comm, x->rank) : -1, k};
     }
     xsm_cw_ctx cx = {c, ci};
     int rc = xsm_coll_waits_find(ci->m[0].kind, xsm_cinst_root(ci), v, n, xsm_coll_wait_put, &cx);
@@ -938,7 +934,7 @@ static int xsm_meet(xsm_mctx *c, int64_t now, const xsm_pend_end *snd, const xsm
             xsm_wo_cut(c->wo, dst, src, send_row);
     } else if (c->wo && xsm_wo_recv(c->wo, dst, src, send_row, send_t, q->t,
                                     q->call_row != UINT32_MAX && q->call_kept ? q->call_begin : q->t,
-                                    q->call_kept ? q->call_row : UINT32_MAX, q->polled)) {
+                                    q->call_kept ? q->call_row : UINT32_MAX, q->thread)) {
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
     }
     if (!snd->kept || !q->kept)
@@ -1058,12 +1054,6 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
             }
         }
     }
-    if (c->wo && !m->polled && row->kind == XSPROF_MPI_OTHER && row->op + 1 != m->other_op) {
-        if (xsm_is_poll_op(xsprof_rank_data_string(&c->s->run->ranks[r].d, row->op)))
-            m->polled = 1;
-        else
-            m->other_op = row->op + 1;
-    }
     xsm_thr_state *th = xsm_thr_get(m, row->thread);
     if (!th)
         return xsm_err_set(c->err, c->errlen, "xsmerge: out of memory while matching messages");
@@ -1176,7 +1166,7 @@ static int xsm_process(xsm_mctx *c, xsm_mrank *m, const xsprof_io_mpi *row, uint
     int64_t call_begin = row->kind == XSPROF_MPI_RECV ? row->t_begin : ca_begin;
     xsm_pend_end me = {{comm, row->peer, r, row->tag, row->seq}, 1, i, call, row->t_end, call_end, 0,
                        (uint8_t)kept, (uint8_t)call_kept, 0, 0, po >= 0 && po_irecv ? po : -1, 0, 0, post_t, post_row,
-                       call_begin, m->polled, row->request, (uint8_t)po_kept};
+                       call_begin, row->thread, row->request, (uint8_t)po_kept};
     xsm_pend_end q;
     int dup;
     if (xsm_ptab_take(&c->pend, &me.k, 1, &q, &dup))

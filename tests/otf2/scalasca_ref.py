@@ -66,8 +66,12 @@ Two switches bring the reader to xsprof's deliberate differences
                 synchronous (MPI_Ssend)
   --sendrecv-lr (b) MPI_Sendrecv's send half is a Late Receiver (as a
                 blocking send; with --eager only when rendezvous-sized), and
-                of that call's Late Sender and Late Receiver only the longer
-                counts (xsprof: one point-to-point wait per call)
+                a call with both a Late Sender and a Late Receiver (Sendrecv,
+                Waitall/any/some) keeps both: the Late Sender whole, the Late
+                Receiver only for the time it lasted beyond it (both begin
+                at the call's Enter), so the call's kinds never add up to
+                more than the call (Scalasca drops such a Waitall's Late
+                Receiver and analyses no Sendrecv send)
 
 Usage: scalasca_ref.py TRACE.otf2 [--run RUNDIR] [--eager] [--sendrecv-lr] [--json]
 Prints per kind and rank: seconds and instances (--json: a JSON object
@@ -257,7 +261,7 @@ def went_eagerly(m, lim):
 
 def point_to_point(calls, msgs, recvs, res, lim=None, sendrecv_lr=False):
     # Late Sender and Wrong Order, per location in replay order
-    ls_at = {}  # Sendrecv call -> its Late Sender [ns, instance] (switch b)
+    ls_at = {}  # Sendrecv or Waitall-type call -> its Late Sender's ns (switch b)
     instances = []  # [ns, rank, wrong order?]
     for loc, lst in recvs.items():
         buf = collections.deque()
@@ -274,11 +278,12 @@ def point_to_point(calls, msgs, recvs, res, lim=None, sendrecv_lr=False):
                         if c.name in WAIT_MULTI:
                             if best is None or idle > best[0][0]:
                                 best = ([idle, c.rank, False], m.t_send)
+                                ls_at[id(c)] = idle
                         else:
                             inst = [idle, c.rank, False]
                             instances.append(inst)
                             if c.name in SENDRECV:
-                                ls_at[id(c)] = inst
+                                ls_at[id(c)] = idle
                             if len(buf) == LSWO_BUFFER:
                                 buf.popleft()
                             buf.append((m.t_send, inst))
@@ -308,17 +313,12 @@ def point_to_point(calls, msgs, recvs, res, lim=None, sendrecv_lr=False):
             continue
         if d.name in BLOCK_SEND or d.name == "MPI_Wait":
             res.add("Late Receiver", d.rank, idle)
-        elif d.name in WAIT_MULTI and not d.ls:
-            multi[id(d)] = max(multi.get(id(d), (0, d.rank)), (idle, d.rank))
-        elif sendrecv_lr and d.name in SENDRECV:
-            ls = ls_at.get(id(d))
-            if ls is not None and ls[0] >= idle:
-                continue  # the call's Late Sender is the longer
-            if ls is not None:
-                ls[0] = 0  # the Late Receiver is the longer: the Late Sender no longer counts
-            multi[id(d)] = max(multi.get(id(d), (0, d.rank)), (idle, d.rank))
-    for idle, rank in multi.values():
-        res.add("Late Receiver", rank, idle)
+        elif (d.name in WAIT_MULTI and (sendrecv_lr or not d.ls)) or (sendrecv_lr and d.name in SENDRECV):
+            multi[id(d)] = max(multi.get(id(d), (0, d.rank, id(d))), (idle, d.rank, id(d)))
+    for idle, rank, call in multi.values():
+        idle -= ls_at.get(call, 0) if sendrecv_lr else 0  # (b): the time beyond the call's Late Sender
+        if idle > 0:
+            res.add("Late Receiver", rank, idle)
     for ns, rank, wo in instances:
         res.add("Late Sender / Wrong Order" if wo else "Late Sender", rank, ns)
 

@@ -105,8 +105,9 @@ def load_report(out):
     if rep.get("schema") != "xsprof-report/1" or list(rep.keys()) != keys:
         fail(f"report.json keys {list(rep.keys())}")
     kinds = [w["kind"] for w in rep["wait_states"]]
-    if kinds != ["Late Sender", "Late Sender / Wrong Order", "Late Receiver", "Wait at Barrier", "Wait at NxN",
-                 "NxN Completion", "Late Broadcast", "Early Reduce"]:
+    if kinds != ["Late Sender", "Late Sender / Wrong Order", "Late Sender (polling)", "Late Receiver",
+                 "Late Receiver (polling)", "Wait at Barrier", "Barrier Completion", "Wait at NxN", "NxN Completion",
+                 "Late Broadcast", "Early Reduce", "Early Scan"]:
         fail(f"wait_states kinds {kinds}")
     lost = [f["seconds_lost"] for f in rep["findings"]]
     if lost != sorted(lost, reverse=True):
@@ -268,8 +269,8 @@ def oneengine(mode, ms):
         fail("xsmerge failed")
     rep = load_report(mem)
 
-    def late_sender(r):  # farcause's is Wrong Order too: the word is sent before its receive began
-        v = [w for w in r["wait_states"] if w["kind"] in ("Late Sender", "Late Sender / Wrong Order")]
+    def late_sender(r):  # of either kind: farcause's is Wrong Order, selfpoll's in its polls
+        v = [w for w in r["wait_states"] if w["kind"] in ("Late Sender", "Late Sender / Wrong Order", "Late Sender (polling)")]
         return {"sites": [x for w in v for x in w["sites"]], "beyond_window": sum(w["beyond_window"] for w in v),
                 "root_causes": sorted((r for w in v for r in w["root_causes"]), key=lambda r: -r["seconds"])}
     ls = late_sender(rep)
@@ -648,14 +649,14 @@ def pollrecv(np, ms):
         fail(f"calls other than MPI_Test in the polling loop: {sorted({name(r) for r in polls})}")
     want = sum(max(0, min(int(r["t_end"]), post) - int(r["t_begin"])) for r in polls[-1024:]) * 1e-9
     print(f"{len(polls)} polls, {want * 1e3:.3f} ms of them before the post")
-    lr = {w["kind"]: w for w in ref["wait_states"]}["Late Receiver"]
+    lr = {w["kind"]: w for w in ref["wait_states"]}["Late Receiver (polling)"]  # ours: Scalasca has none in MPI_Test
     sites = [(x["region"], x["op"], x["waiting_rank"], x["causing_rank"]) for x in lr["sites"]]
     if lr["instances"] != 1 or sites != [("exchange", "MPI_Test", 0, 1)] or abs(lr["seconds"] - want) > 2e-9:
-        fail(f"Late Receiver {lr['instances']} x {lr['seconds']} s at {sites}; the polls before the post: {want} s "
+        fail(f"Late Receiver (polling) {lr['instances']} x {lr['seconds']} s at {sites}; the polls before the post: {want} s "
              f"in rank 0's MPI_Test for rank 1")
     if not lr["root_causes"] or (lr["root_causes"][0]["rank"], lr["root_causes"][0]["region"]) != (1, "prepare"):
         fail(f"Late Receiver root causes {lr['root_causes']}, not rank 1's prepare first")
-    lw = [w for w in waits if w[0] == 2]  # (kind, waiter, causer, op, region, root_region, mpi_row, t_begin, t_end, ...)
+    lw = [w for w in waits if w[0] == 11]  # Late Receiver (polling) (kind, waiter, causer, op, region, root_region, mpi_row, t_begin, t_end, ...)
     if len(lw) != 1 or lw[0][1:3] != (0, 1) or lw[0][8] != post or lw[0][8] - lw[0][7] != round(want * 1e9):
         fail(f"merged.h5 Late Receiver rows {lw}: one of rank 0 for rank 1, ending at the post {post}")
     for k in ("wait_states", "critical_path"):

@@ -468,9 +468,100 @@ xsprof_status xsprof_journal_relocate(const char *dir, int rank) {
     return st;
 }
 
+/* Rank 0 says what finalize is doing when it takes long: a heavily traced
+ * rank's conversion takes seconds after the application's last output,
+ * which looked like a hang (issue 39). A thread waits out the deadline (2 s;
+ * XSPROF_TEST_FINALIZE_NOTE_MS for tests) and, unless finish is done by
+ * then, logs one line; it ends when finish does. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    int done;
+    int64_t ms;
+    double mb; /* the journal's size */
+    pthread_t th;
+} g_note = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void note_say(void) {
+    xsprof_log(XSPROF_LOG_WARN,
+               "finalize: writing the rank files from the journals (rank 0's: %.0f MB), %.1f s so far; the job ends "
+               "when every rank has written its own",
+               g_note.mb, (double)g_note.ms / 1000.0);
+}
+
+static void *note_main(void *arg) {
+    (void)arg;
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += g_note.ms / 1000;
+    dl.tv_nsec += g_note.ms % 1000 * 1000000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&g_note.lock);
+    int rc = 0;
+    while (!g_note.done && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&g_note.cv, &g_note.lock, &dl);
+    int late = !g_note.done;
+    pthread_mutex_unlock(&g_note.lock);
+    if (late)
+        note_say();
+    return NULL;
+}
+
+/* 1 when a note thread was started (note_stop joins it). */
+static int note_start(void) {
+    if (xsprof_g.rank != 0)
+        return 0;
+    g_note.ms = xsprof_config_int("XSPROF_TEST_FINALIZE_NOTE_MS", 2000);
+    struct stat sb;
+    g_note.mb = fstat(g_j.fd, &sb) == 0 ? (double)sb.st_size / 1e6 : 0;
+    g_note.done = 0;
+    if (g_note.ms <= 0) { /* tests: at once, deterministically */
+        note_say();
+        return 0;
+    }
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) ||
+        pthread_cond_init(&g_note.cv, &ca))
+        return 0;
+    pthread_condattr_destroy(&ca);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals never land on it */
+    int ok = pthread_create(&g_note.th, NULL, note_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!ok) {
+        pthread_cond_destroy(&g_note.cv);
+        return 0;
+    }
+    return 1;
+}
+
+static void note_stop(int started) {
+    if (!started)
+        return;
+    pthread_mutex_lock(&g_note.lock);
+    g_note.done = 1;
+    pthread_cond_signal(&g_note.cv);
+    pthread_mutex_unlock(&g_note.lock);
+    pthread_join(g_note.th, NULL);
+    pthread_cond_destroy(&g_note.cv);
+}
+
+static xsprof_status journal_finish(const char *end_state);
+
 xsprof_status xsprof_journal_finish(const char *end_state) {
     if (!g_j.open)
         return XSPROF_OK;
+    int note = note_start();
+    xsprof_status st = journal_finish(end_state);
+    note_stop(note);
+    return st;
+}
+
+static xsprof_status journal_finish(const char *end_state) {
     pthread_mutex_lock(&g_j.lock);
     g_j.stop = 1;
     pthread_cond_broadcast(&g_j.wake_writer);

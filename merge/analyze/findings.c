@@ -356,7 +356,8 @@ static int wait_findings(xsm_an *a)
             size_t used = strlen(f.message);
             snprintf(f.message + used, sizeof f.message - used, "; a message sent before the awaited one was received after it");
         }
-        if (causer >= 0 && w0->root_region >= 0 && (w0->kind == XSM_WAIT_NXN || w0->kind == XSM_WAIT_BARRIER))
+        if (causer >= 0 && w0->root_region >= 0 &&
+            (w0->kind == XSM_WAIT_NXN || w0->kind == XSM_WAIT_BARRIER || w0->kind == XSM_WAIT_EARLY_SCAN))
             snprintf(f.recommendation, sizeof f.recommendation, "rebalance `%s` across ranks; %s", rname, recommend(w0->kind));
         else
             snprintf(f.recommendation, sizeof f.recommendation, "%s", recommend(w0->kind));

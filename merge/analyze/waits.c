@@ -3,18 +3,8 @@
  * (sprofile.c) found, their totals, the waits beyond its window, and the
  * root causes of its delay analysis (delay.c).
  *
- * Definitions (E = enter, X = exit of the call, clipped at 0 and at the
- * waiting call's exit):
- *   Late Sender       receiver blocks in Recv/Wait before the send began: E_send - E_recv
- *   ... / Wrong Order a Late Sender while another message to the same rank,
- *                     already sent when the receive began, is received later
- *   Late Receiver     Ssend (or a send that only returned after the receive
- *                     was posted: rendezvous) blocks before the receive is posted
- *                     (an Isend polled for: its polls before the post)
- *   Wait at Barrier, Wait at NxN   last entry - own entry
- *   NxN Completion    own exit - first exit
- *   Late Broadcast    non-root of Bcast/Scatter: root entry - own entry
- *   Early Reduce      root of Reduce/Gather: last contributor's entry - root entry */
+ * The kinds and their definitions (Scalasca's, and ours named apart): the
+ * table in merge/analyze/README.md "Wait states". */
 #include <stdlib.h>
 #include <string.h>
 #include "an.h"

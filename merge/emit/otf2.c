@@ -713,16 +713,40 @@ static void xsm_otf2_defs(xsm_otf2 *x, OTF2_GlobalDefWriter *g)
                                                         OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, k->n, gm));
         free(gm);
     }
-    for (size_t c = 0; c < x->ncomms; c++) {
-        const xsm_ocomm *k = &x->comms[c];
-        const xsprof_io_comm *def = &run->ranks[k->rank].d.comms[k->def];
-        size_t parent = xsm_otf2_comm(x, def->parent);
-        xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteComm(g, (OTF2_CommRef)c, xsm_emit_gid(e, k->rank, def->name),
-                                                       (OTF2_GroupRef)(c + 1),
-                                                       parent < x->ncomms && parent != c ? (OTF2_CommRef)parent
-                                                                                         : OTF2_UNDEFINED_COMM,
-                                                       OTF2_COMM_FLAG_NONE));
+    /* a parent before its children: readers (python3-otf2, otf2-print)
+     * reject a parent defined later (MPI_Comm_split's comm of a comm made
+     * after it was numbered); a chain that loops back ends undefined */
+    unsigned char *st = calloc(x->ncomms + 1, 1); /* 1 on the chain being written, 2 written */
+    size_t *chain = malloc((x->ncomms + 1) * sizeof *chain);
+    if (!st || !chain) {
+        free(st);
+        free(chain);
+        x->oom = 1;
+        return;
     }
+    for (size_t c0 = 0; c0 < x->ncomms; c0++) {
+        size_t n = 0;
+        for (size_t c = c0; c < x->ncomms && !st[c];) {
+            st[c] = 1;
+            chain[n++] = c;
+            const xsm_ocomm *k = &x->comms[c];
+            c = xsm_otf2_comm(x, run->ranks[k->rank].d.comms[k->def].parent);
+        }
+        while (n--) {
+            size_t c = chain[n];
+            const xsm_ocomm *k = &x->comms[c];
+            const xsprof_io_comm *def = &run->ranks[k->rank].d.comms[k->def];
+            size_t parent = xsm_otf2_comm(x, def->parent);
+            xsm_otf2_chk(x, OTF2_GlobalDefWriter_WriteComm(g, (OTF2_CommRef)c, xsm_emit_gid(e, k->rank, def->name),
+                                                           (OTF2_GroupRef)(c + 1),
+                                                           parent < x->ncomms && st[parent] == 2 ? (OTF2_CommRef)parent
+                                                                                                 : OTF2_UNDEFINED_COMM,
+                                                           OTF2_COMM_FLAG_NONE));
+            st[c] = 2;
+        }
+    }
+    free(st);
+    free(chain);
 }
 
 /* ---- the archive ---------------------------------------------------------- */

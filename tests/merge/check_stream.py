@@ -731,12 +731,13 @@ def part_report():
           report_of(got[3])["job"]["waits_beyond_window"] == 0,
           "XSPROF_MERGE_ANALYSIS_WINDOW='a lot': one warning, the default window (%s)" % got[2])
 
-    # the checks given up behind the send never received are said (and
-    # were Late Senders: the waits above equal the in-memory ones)
+    # the checks behind the send never received end once 100 later Late
+    # Senders came (Scalasca's bound: no Wrong Order past it, by
+    # definition), so none is given up and none is said to be (they were
+    # 65 536 a rank, with a note, before the bound)
     rc, so, se, out = merge("unrecv_many", "--stream", "--outputs", "report")
     gave_up = [l for l in se if "Wrong Order checks waited behind messages never received" in l]
-    check(rc == 0 and len(gave_up) == 1 and gave_up[0].split("note: ")[1].split()[0].isdigit(),
-          "unrecv_many --stream: one note of the Wrong Order checks given up (%s)" % se[-4:])
+    check(rc == 0 and not gave_up, "unrecv_many --stream: no Wrong Order check given up (%s)" % se[-4:])
     print("merge_stream_report: %d of %d run and option sets streamed and compared (%d critical path pieces alike, "
           "%d Wrong Order waits, %d wait rows in merged.h5)" % (nstreamed, len(cases), nsegs, nwo, nwaits))
     check(nstreamed == len(cases), "every case streams (%d of %d)" % (nstreamed, len(cases)))

@@ -103,27 +103,6 @@ NXN = {Op.ALLREDUCE, Op.ALLGATHER, Op.ALLGATHERV, Op.ALLTOALL, Op.REDUCE_SCATTER
 SCAN = {Op.SCAN, Op.EXSCAN}
 
 
-# xsmerge's export may define a split communicator before its parent
-# (hpcc's MPI_Comm_split chains: otf2-print warns "invalid parent
-# Comm/InterComm"); python3-otf2 then stops at a KeyError. Nothing here
-# needs a communicator's parent: such a parent is read as none, and counted.
-FORWARD_PARENTS = []
-_registry_get = otf2.registry.DefinitionRegistry._get
-
-
-def _get_tolerant(self, def_type, ref):
-    try:
-        return _registry_get(self, def_type, ref)
-    except KeyError:
-        if def_type is not otf2.definitions.Comm:
-            raise
-        FORWARD_PARENTS.append(ref)
-        return None
-
-
-otf2.registry.DefinitionRegistry._get = _get_tolerant
-
-
 class Call:
     """An MPI call of a location: its times, name and the records inside."""
     __slots__ = ("enter", "leave", "name", "recs", "rank", "ls")
@@ -144,7 +123,6 @@ def read_calls(path):
     """Per location (in definition order) its MPI calls in order, the
     world rank of every location, and the timer resolution."""
     calls = collections.OrderedDict()
-    FORWARD_PARENTS.clear()
     with otf2.reader.open(path) as t:
         tps = t.definitions.clock_properties.timer_resolution
         stacks = {}
@@ -412,7 +390,7 @@ def analyse(path, rundir=None, eager=False, sendrecv_lr=False):
     point_to_point(calls, msgs, recvs, res, eager_limits(rundir) if eager else None, sendrecv_lr)
     skipped = collectives(calls, res)
     return res.seconds(tps), {"messages": len(msgs), "unmatched_records": unmatched,
-                              "incomplete_collectives": skipped, "comm_parents_defined_later": len(FORWARD_PARENTS)}
+                              "incomplete_collectives": skipped}
 
 
 def analyse_variants(path, rundir):
@@ -432,8 +410,7 @@ def analyse_variants(path, rundir):
             for r, v in d.items():
                 res.v[k][r] = list(v)
         out[name] = res.seconds(tps)
-    return out, {"messages": len(msgs), "unmatched_records": unmatched, "incomplete_collectives": skipped,
-                 "comm_parents_defined_later": len(FORWARD_PARENTS)}
+    return out, {"messages": len(msgs), "unmatched_records": unmatched, "incomplete_collectives": skipped}
 
 
 def main():

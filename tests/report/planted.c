@@ -1,7 +1,8 @@
 /* tests/report/planted.c — an MPI program that plants one known problem, so
  * the report can be checked against what was planted. Usage:
  *   planted MODE MS [ITER]
- * MODE: imbalance | late_sender | wrong_order | late_receiver | late_bcast | early_reduce | outside | threads (2 ranks)
+ * MODE: imbalance | late_sender | wrong_order | wrong_order_sent | late_receiver | late_bcast | early_reduce |
+ *       early_scan | poll_sender | sendrecv_eager | sendrecv_rendezvous | outside | threads (2 ranks)
  *       | poll_receiver | steady | selfpoll, farcause (2 ranks) | hidden_imbalance (run with XSPROF_SAMPLE_HZ)
  *       | tinyhot | eager (2 ranks) | unreceived | counters
  * MS: the planted delay (a sleep inside a region), ITER: repetitions (steady).
@@ -154,6 +155,92 @@ int main(int argc, char **argv)
         } else {
             in_region("other", 20 + ms);
         }
+    } else if (strcmp(mode, "wrong_order_sent") == 0) {
+        /* Scalasca's Wrong Order: rank 0's message goes after rank 2's
+         * receive began (no message was waiting then) but before rank 1's
+         * awaited one, and is received after it */
+        if (rank == 0) {
+            in_region("other", 20 + ms / 3);
+            MPI_Send(&x, 1, MPI_DOUBLE, 2, 1, MPI_COMM_WORLD);
+            in_region("other", ms);
+        } else if (rank == 1) {
+            in_region("produce", 20 + ms);
+            MPI_Send(&x, 1, MPI_DOUBLE, 2, 2, MPI_COMM_WORLD);
+        } else if (rank == 2) {
+            in_region("prepare", 20);
+            begin("consume");
+            MPI_Recv(&y, 1, MPI_DOUBLE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(&y, 1, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            end();
+        } else {
+            in_region("other", 20 + ms);
+        }
+    } else if (strcmp(mode, "early_scan") == 0) {
+        /* rank 1 is late to the scan: rank 2, after it, waits (Early
+         * Scan); rank 0, first, needs nobody */
+        if (rank == 1)
+            in_region("produce", ms);
+        begin("prefix");
+        MPI_Scan(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        end();
+    } else if (strcmp(mode, "poll_sender") == 0) {
+        /* rank 1 polls its Irecv with MPI_Test (50 us apart) while rank 0
+         * produces before sending: the polls before the send are a Late
+         * Sender (polling), not Scalasca's Late Sender */
+        if (rank == 0) {
+            in_region("produce", ms);
+            MPI_Send(&x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD);
+        } else if (rank == 1) {
+            MPI_Request rq;
+            int flag = 0;
+            begin("exchange");
+            MPI_Irecv(&y, 1, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD, &rq);
+            for (;;) {
+                MPI_Test(&rq, &flag, MPI_STATUS_IGNORE);
+                if (flag)
+                    break;
+                sleep_us(50);
+            }
+            end();
+        } else {
+            in_region("other", ms);
+        }
+    } else if (strcmp(mode, "sendrecv_eager") == 0) {
+        /* an 8-byte exchange in MPI_Sendrecv with rank 1 late: rank 0's
+         * send half went eagerly, its call waited for the incoming
+         * message: a Late Sender, no Late Receiver */
+        if (rank == 1)
+            in_region("produce", ms);
+        if (rank < 2) {
+            begin("exchange");
+            MPI_Sendrecv(&x, 1, MPI_DOUBLE, 1 - rank, 3, &y, 1, MPI_DOUBLE, 1 - rank, 3, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+            end();
+        } else {
+            in_region("other", ms);
+        }
+    } else if (strcmp(mode, "sendrecv_rendezvous") == 0) {
+        /* rank 0's MPI_Sendrecv sends 4 MiB (rendezvous) to rank 1, late
+         * in `produce`, and receives 8 bytes rank 2 sends at once: its
+         * send half waited, a Late Receiver */
+        enum { N = 1 << 19 };
+        double *big = calloc(N, sizeof *big);
+        if (!big)
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        if (rank == 0) {
+            begin("exchange");
+            MPI_Sendrecv(big, N, MPI_DOUBLE, 1, 4, &y, 1, MPI_DOUBLE, 2, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            end();
+        } else if (rank == 1) {
+            in_region("produce", ms);
+            begin("receive");
+            MPI_Recv(big, N, MPI_DOUBLE, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            end();
+        } else if (rank == 2) {
+            MPI_Send(&x, 1, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD);
+            in_region("other", ms);
+        }
+        free(big);
     } else if (strcmp(mode, "late_receiver") == 0) {
         if (rank == 0) {
             begin("exchange");

@@ -8,6 +8,8 @@ and check what the report says against what was planted.
                                              the same from xsmerge --stream (a streamed
                                              analysis), whose regions, MPI table and
                                              communication match the in-memory report
+  report_e2e.py pollsend NP PLANTED_MS       an Irecv polled with MPI_Test while the send comes late:
+                                             its polls before the send, a "Late Sender (polling)"
   report_e2e.py pollrecv NP PLANTED_MS       an Issend polled with MPI_Test while the receive is
                                              posted late: the polls before the post are one Late
                                              Receiver (exactly, from the trace), the same streamed
@@ -36,6 +38,7 @@ and check what the report says against what was planted.
 Environment (set by xsprof_add_test): XSMERGE, XSPROF_MPI_LIB, MPIEXEC, and
 PLANTED (path of the planted program). Outputs stay in the current directory
 (the test's build directory), including the HTML screenshot."""
+import collections
 import json
 import os
 import re
@@ -121,6 +124,15 @@ EXPECT = {
     "late_sender": ("Late Sender", "produce", lambda n, r: r == [0, 1], lambda n: 1),
     "wrong_order": ("Late Sender / Wrong Order", "produce", lambda n, r: r == [1, 2], lambda n: 1),
     "late_receiver": ("Late Receiver", "prepare", lambda n, r: r == [1, 0], lambda n: 1),
+    # Scalasca's sense: rank 0's message was sent after the receive began,
+    # before the awaited one, and received after it
+    "wrong_order_sent": ("Late Sender / Wrong Order", "produce", lambda n, r: r == [1, 2], lambda n: 1),
+    # rank 2 waits for rank 1 before it in the scan; rank 0 for nobody
+    "early_scan": ("Early Scan", "produce", lambda n, r: r == [1, 2], lambda n: 1),
+    # the call waited for its incoming message; its eager send half for nobody
+    "sendrecv_eager": ("Late Sender", "produce", lambda n, r: r == [1, 0], lambda n: 1),
+    # the rendezvous send half waited for the receiver
+    "sendrecv_rendezvous": ("Late Receiver", "produce", lambda n, r: r == [1, 0], lambda n: 1),
     "late_bcast": ("Late Broadcast", "prepare", lambda n, r: r == [1] + [k for k in range(n) if k != 1], lambda n: n - 1),
     # every non-root is late by the same amount: the causer is whichever entered last
     "early_reduce": ("Early Reduce", "produce", lambda n, r: len(r) == 2 and r[1] == 0 and 1 <= r[0] < n, lambda n: 1),
@@ -183,6 +195,15 @@ def planted(mode, np, ms, stream=False):
         for f in ("report.json", "report.txt"):  # one engine, fed two ways
             if open(os.path.join(out, f)).read() != open(os.path.join(mem, f)).read():
                 fail(f"--stream {f} differs from the in-memory one")
+        # and the third merge mode: two xsmerge processes under mpirun
+        coll = os.path.join(os.path.dirname(rundir), "out-collective")
+        rc = run([env_path("MPIEXEC"), "-np", "2", "--oversubscribe", env_path("XSMERGE"), rundir, "-o", coll,
+                  "--outputs", "report"], timeout=120)
+        if rc.returncode != 0:
+            fail(f"mpirun -np 2 xsmerge exited {rc.returncode}")
+        for f in ("report.json", "report.txt"):
+            if open(os.path.join(coll, f)).read() != open(os.path.join(mem, f)).read():
+                fail(f"mpirun -np 2 xsmerge's {f} differs from the serial one")
         if open(os.path.join(out, "flame.folded")).read() != open(os.path.join(mem, "flame.folded")).read():
             fail("--stream flame.folded differs from the in-memory one")
         # the critical path crosses the same waits (Wrong Order's are Late
@@ -226,6 +247,8 @@ def planted(mode, np, ms, stream=False):
             fail(f"late_sender: callsites has no row for the MPI_Recv at planted.c:{line} with its Late Sender: {sites}")
         if abs(sites[0]["waits"]["Late Sender"]["seconds"] - top["seconds_lost"]) > 0.01 * top["seconds_lost"]:
             fail(f"late_sender: the call site's Late Sender {sites[0]['waits']} is not the finding's {top['seconds_lost']}")
+    if mode == "sendrecv_eager" and {w["kind"]: w for w in rep["wait_states"]}["Late Receiver"]["instances"]:
+        fail("sendrecv_eager: a Late Receiver for a message that went eagerly")
     if top["kind"] != kind:
         raise Noisy(f"top finding kind {top['kind']!r}, planted {kind!r}")
     if top["region"] != region:
@@ -612,60 +635,72 @@ def topology():
     print("ok: topology")
 
 
-def pollrecv(np, ms):
-    """The sender's polls (MPI_Test of its Issend) before the receive was
-    posted are a Late Receiver in the Test that completed the send (waits.c
-    poll_wait): one wait of exactly their time, the last 1024 of them,
-    clipped at the post, caused by rank 1's `prepare`; the streamed
-    analysis finds the same. Before, no wait state at all."""
+def pollrecv(np, ms, side="receiver"):
+    """receiver: the sender's polls (MPI_Test of its Issend) before the
+    receive was posted are a "Late Receiver (polling)" in the Test that
+    completed the send (waits.c poll_wait), caused by rank 1's `prepare`.
+    sender: the receiver's polls (MPI_Test of its Irecv) before the send
+    began are a "Late Sender (polling)", caused by rank 0's `produce`.
+    Either: one wait of exactly their time, the last 1024 of them, clipped
+    where the other rank came, and no Scalasca kind for it (Scalasca counts
+    no wait in polls); the streamed analysis finds the same."""
     import h5py
-    rundir = profile("pollrecv", "poll_receiver", np, ms)
+    recv_side = side == "receiver"
+    poller, other = (0, 1) if recv_side else (1, 0)
+    kind = "Late Receiver (polling)" if recv_side else "Late Sender (polling)"
+    start, late_op, cause = ("MPI_Issend", "MPI_Recv", "prepare") if recv_side else ("MPI_Irecv", "MPI_Send", "produce")
+    rundir = profile("pollrecv" if recv_side else "pollsend", "poll_" + side, np, ms)
     work = os.path.dirname(rundir)
     outs = {}
-    for kind, extra in (("memory", ()), ("stream", ("--stream", "--outputs", "h5,report"))):
-        outs[kind] = os.path.join(work, "out-" + kind)
-        if merge(rundir, outs[kind], *extra).returncode != 0:
+    for how, extra in (("memory", ()), ("stream", ("--stream", "--outputs", "h5,report"))):
+        outs[how] = os.path.join(work, "out-" + how)
+        if merge(rundir, outs[how], *extra).returncode != 0:
             fail(f"xsmerge {' '.join(extra)} failed")
     ref, rep = load_report(outs["memory"]), load_report(outs["stream"])
     with h5py.File(os.path.join(outs["memory"], "merged.h5"), "r") as h:
         names = [x.decode() if isinstance(x, bytes) else x for x in h["strings"][:]]
+        kinds = [k.decode() if isinstance(k, bytes) else k for k in h["analysis"]["waits"].attrs["kind_names"]]
         mpi = h["mpi"][:]
         waits = h["analysis"]["waits"][:].tolist()
     name = lambda r: names[int(r["op"])]
-    r0 = [r for r in mpi if int(r["rank"]) == 0 and int(r["kind"]) != 10]  # calls, not completions
-    r1 = [r for r in mpi if int(r["rank"]) == 1 and name(r) == "MPI_Recv"]
-    isend = [i for i, r in enumerate(r0) if name(r) == "MPI_Issend"]
-    if len(isend) != 1 or len(r1) != 1:
-        fail(f"the trace has {len(isend)} MPI_Issend on rank 0, {len(r1)} MPI_Recv on rank 1")
-    loop = r0[isend[0] + 1:]
+    r0 = [r for r in mpi if int(r["rank"]) == poller and int(r["kind"]) != 10]  # calls, not completions
+    r1 = [r for r in mpi if int(r["rank"]) == other and name(r) == late_op]
+    first = [i for i, r in enumerate(r0) if name(r) == start]
+    if len(first) != 1 or len(r1) != 1:
+        fail(f"the trace has {len(first)} {start} on rank {poller}, {len(r1)} {late_op} on rank {other}")
+    loop = r0[first[0] + 1:]
     done = [i for i, r in enumerate(loop) if name(r) == "MPI_Test" and int(r["count"]) > 0]
     if not done:
-        fail("no MPI_Test completed the Issend")
+        fail(f"no MPI_Test completed the {start}")
     polls, test = loop[:done[0]], loop[done[0]]
-    post = int(r1[0]["t_begin"])
-    if int(test["t_begin"]) < post:  # the completing Test was already running when the receive came
-        raise Noisy("the Test that completed the Issend began before the receive was posted")
+    came = int(r1[0]["t_begin"])
+    if int(test["t_begin"]) < came:  # the completing Test was already running when the other rank came
+        raise Noisy(f"the Test that completed the {start} began before the {late_op}")
     if any(name(r) != "MPI_Test" for r in polls):
         fail(f"calls other than MPI_Test in the polling loop: {sorted({name(r) for r in polls})}")
-    want = sum(max(0, min(int(r["t_end"]), post) - int(r["t_begin"])) for r in polls[-1024:]) * 1e-9
-    print(f"{len(polls)} polls, {want * 1e3:.3f} ms of them before the post")
-    lr = {w["kind"]: w for w in ref["wait_states"]}["Late Receiver (polling)"]  # ours: Scalasca has none in MPI_Test
-    sites = [(x["region"], x["op"], x["waiting_rank"], x["causing_rank"]) for x in lr["sites"]]
-    if lr["instances"] != 1 or sites != [("exchange", "MPI_Test", 0, 1)] or abs(lr["seconds"] - want) > 2e-9:
-        fail(f"Late Receiver (polling) {lr['instances']} x {lr['seconds']} s at {sites}; the polls before the post: {want} s "
-             f"in rank 0's MPI_Test for rank 1")
-    if not lr["root_causes"] or (lr["root_causes"][0]["rank"], lr["root_causes"][0]["region"]) != (1, "prepare"):
-        fail(f"Late Receiver root causes {lr['root_causes']}, not rank 1's prepare first")
-    lw = [w for w in waits if w[0] == 11]  # Late Receiver (polling) (kind, waiter, causer, op, region, root_region, mpi_row, t_begin, t_end, ...)
-    if len(lw) != 1 or lw[0][1:3] != (0, 1) or lw[0][8] != post or lw[0][8] - lw[0][7] != round(want * 1e9):
-        fail(f"merged.h5 Late Receiver rows {lw}: one of rank 0 for rank 1, ending at the post {post}")
+    want = sum(max(0, min(int(r["t_end"]), came) - int(r["t_begin"])) for r in polls[-1024:]) * 1e-9
+    print(f"{len(polls)} polls, {want * 1e3:.3f} ms of them before the {late_op}")
+    ws = {w["kind"]: w for w in ref["wait_states"]}
+    got = ws[kind]
+    sites = [(x["region"], x["op"], x["waiting_rank"], x["causing_rank"]) for x in got["sites"]]
+    if got["instances"] != 1 or sites != [("exchange", "MPI_Test", poller, other)] or abs(got["seconds"] - want) > 2e-9:
+        fail(f"{kind} {got['instances']} x {got['seconds']} s at {sites}; the polls before the {late_op}: {want} s "
+             f"in rank {poller}'s MPI_Test for rank {other}")
+    scalasca = "Late Receiver" if recv_side else "Late Sender"
+    if ws[scalasca]["instances"]:
+        fail(f"{ws[scalasca]['instances']} {scalasca} (Scalasca's kind) for polls")
+    if not got["root_causes"] or (got["root_causes"][0]["rank"], got["root_causes"][0]["region"]) != (other, cause):
+        fail(f"{kind} root causes {got['root_causes']}, not rank {other}'s {cause} first")
+    lw = [w for w in waits if kinds[w[0]] == kind]  # (kind, waiter, causer, op, region, root_region, mpi_row, t_begin, t_end, ...)
+    if len(lw) != 1 or lw[0][1:3] != (poller, other) or lw[0][8] != came or lw[0][8] - lw[0][7] != round(want * 1e9):
+        fail(f"merged.h5 {kind} rows {lw}: one of rank {poller} for rank {other}, ending at {came}")
     for k in ("wait_states", "critical_path"):
         if not alike(rep[k], ref[k]):
             fail(f"--stream report.json {k} differs from the in-memory one:\n{rep[k]}\n{ref[k]}")
     with h5py.File(os.path.join(outs["stream"], "merged.h5"), "r") as h:
         if sorted(h["analysis"]["waits"][:].tolist()) != sorted(waits):
             fail("--stream merged.h5 /analysis/waits differs from the in-memory one")
-    print(f"ok: a {want * 1e3:.3f} ms Late Receiver of {len(polls)} polls, caused by prepare, as streamed")
+    print(f"ok: a {want * 1e3:.3f} ms {kind} of {len(polls)} polls, caused by {cause}, as streamed")
 
 
 def check_h5_waits(out, rep):
@@ -685,6 +720,33 @@ def check_h5_waits(out, rep):
             row = mpi[int(x["mpi_row"])]
             if int(row["rank"]) != int(x["waiter"]) or not row["t_begin"] <= x["t_begin"] <= x["t_end"] <= row["t_end"]:
                 fail(f"wait {x} is not inside its MPI row {row}")
+        # the kinds of one call never add up to more than the call (both
+        # waits of a Sendrecv or Waitall count: the Late Receiver's beyond
+        # the Late Sender's)
+        per_call = collections.Counter()
+        for x in waits:
+            per_call[int(x["mpi_row"])] += int(x["t_end"]) - int(x["t_begin"])
+        for row, ns in per_call.items():
+            if ns > int(mpi[row]["t_end"]) - int(mpi[row]["t_begin"]):
+                fail(f"the waits of MPI row {row} add up to {ns} ns, more than its call {mpi[row]}")
+        # Barrier Completion, recomputed from the rows: a member's time in the
+        # barrier past the first member's exit (Scalasca: X - min X)
+        names = [n.decode() if isinstance(n, bytes) else n for n in h["strings"][:]]
+        inst = collections.defaultdict(list)
+        for row in mpi:
+            if names[int(row["op"])] == "MPI_Barrier":
+                inst[(int(row["comm"]), int(row["coll_seq"]))].append((int(row["t_begin"]), int(row["t_end"])))
+        bc_n, bc_ns = 0, 0
+        for members in inst.values():
+            if len(members) < 2:
+                continue
+            first_x = min(e for b, e in members)
+            for b, e in members:
+                if e > max(first_x, b):
+                    bc_n, bc_ns = bc_n + 1, bc_ns + e - max(first_x, b)
+        bc = {w["kind"]: w for w in rep["wait_states"]}["Barrier Completion"]
+        if bc["instances"] != bc_n or abs(bc["seconds"] - bc_ns * 1e-9) > 1e-9 * (bc_n + 1):
+            fail(f"Barrier Completion {bc['instances']} x {bc['seconds']} s; from the rows {bc_n} x {bc_ns * 1e-9} s")
         path = sum(int(c["t_end"]) - int(c["t_begin"]) for c in an["critical_path"][:]) * 1e-9
         if abs(path - rep["critical_path"]["length_s"]) > 1e-9 + 1e-7 * path:
             fail(f"critical path: merged.h5 {path} s, report {rep['critical_path']['length_s']} s")
@@ -930,10 +992,10 @@ def main():
                 print(f"run {attempt} of 3: {e}", flush=True)
                 if attempt == 3:
                     fail(str(e))
-    elif what == "pollrecv":
+    elif what in ("pollrecv", "pollsend"):
         for attempt in (1, 2, 3):
             try:
-                pollrecv(int(sys.argv[2]), int(sys.argv[3]))
+                pollrecv(int(sys.argv[2]), int(sys.argv[3]), "receiver" if what == "pollrecv" else "sender")
                 break
             except Noisy as e:
                 print(f"run {attempt} of 3: {e}", flush=True)

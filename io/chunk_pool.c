@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#ifdef XSPROF_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -116,7 +119,13 @@ void xsprof_chunk_codec_free(xsprof_chunk_codec *c)
 
 size_t xsprof_chunk_encoded_max(const xsprof_chunk_codec *c)
 {
-    return (size_t)compressBound((uLong)(c->chunk_rows * c->file_size)) + 4;
+    size_t n = c->chunk_rows * c->file_size, z = (size_t)compressBound((uLong)n);
+#ifdef XSPROF_HAVE_LIBDEFLATE
+    size_t l = libdeflate_zlib_compress_bound(NULL, n);
+    if (l > z)
+        z = l;
+#endif
+    return z + 4;
 }
 
 /* ---- encoding ------------------------------------------------------------ */
@@ -241,6 +250,27 @@ uint32_t xsprof_adler32(uint32_t adler, const unsigned char *p, size_t len)
     return (uint32_t)(s2 << 16 | s1);
 }
 
+#ifdef XSPROF_HAVE_LIBDEFLATE
+/* A zlib stream (2-byte header, raw deflate, big-endian Adler-32), as HDF5's
+ * deflate filter inflates it, from libdeflate: the same level compresses
+ * about 2.5 times faster than zlib and a little smaller (io/README.md), the
+ * finalize of a heavily traced rank. The compressor is kept per thread.
+ * Returns the length, 0 on failure. */
+static size_t ck_deflate(const unsigned char *in, size_t len, unsigned char *out, size_t cap, int level,
+                         xsprof_chunk_work *w)
+{
+    if (level < 1 || level > 12)
+        level = 6;
+    if (!w->ldc || w->ldc_level != level) {
+        libdeflate_free_compressor(w->ldc);
+        w->ldc = libdeflate_alloc_compressor(level);
+        w->ldc_level = level;
+        if (!w->ldc)
+            return 0;
+    }
+    return libdeflate_zlib_compress(w->ldc, in, len, out, cap);
+}
+#else
 /* zlib's memory for one chunk: deflate allocates ~270 KB per stream, which
  * malloc would map and unmap (page faults, TLB shootdowns) for every chunk.
  * Served from one block, reset per chunk; beyond it, malloc. */
@@ -306,6 +336,7 @@ static size_t ck_deflate(const unsigned char *in, size_t len, unsigned char *out
         out[n + (size_t)b] = (unsigned char)(a >> (24 - 8 * b));
     return n + 4;
 }
+#endif
 
 static int ck_grow(unsigned char **buf, size_t *cap, size_t need)
 {
@@ -323,6 +354,9 @@ void xsprof_chunk_work_free(xsprof_chunk_work *w)
 {
     free(w->planes);
     free(w->zmem);
+#ifdef XSPROF_HAVE_LIBDEFLATE
+    libdeflate_free_compressor(w->ldc);
+#endif
     memset(w, 0, sizeof *w);
 }
 

@@ -91,6 +91,8 @@ typedef struct xsprof_chunk_work {
     size_t planes_cap;
     unsigned char *zmem;   /* zlib's state */
     size_t zmem_used;
+    void *ldc;             /* libdeflate's compressor (builds with it), for ldc_level */
+    int ldc_level;
 } xsprof_chunk_work;
 XSPROF_HIDDEN void xsprof_chunk_work_free(xsprof_chunk_work *w);
 

@@ -178,6 +178,7 @@ typedef struct xsm_recent {
     int64_t lr_ns, lr_tb;
     int idle;          /* a poll that completed nothing, no wait came for it */
     int32_t hold_c;    /* the causer asked to keep its call for the held Late Sender (recent_hold), -1 none */
+    int had_ls;        /* its Late Sender was counted (def_tb, def_ns): a Late Receiver after counts beyond it */
 } xsm_recent;
 
 /* A wait pass 1 found that came before its call (a collective's, a Late
@@ -1445,6 +1446,11 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
         }
         return 0;
     }
+    if (xsm_wait_is_lr(kind) && p->had_ls) { /* came after the call's Late Sender was counted */
+        ns = lr_beyond_ls(1, p->def_tb, p->def_ns, tb, ns, &tb);
+        if (ns <= 0)
+            return 0;
+    }
     if (latest && kind == XSM_WAIT_LATE_SENDER) {
         if (!p->has_def || ns > p->def_ns) {
             p->has_def = 1;
@@ -1535,6 +1541,7 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
                                  recent_pw(x, p, p->lr_kind, p->lr_causer), ns, p->row, tb, p->te, NULL))
             return -1;
     }
+    p->had_ls = p->has_def;
     p->has_def = p->has_lr = 0;
     return 0;
 }
@@ -1594,7 +1601,7 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, uint32_t cs, in
     if (rix_put(&x->rix, row, (uint32_t)(p - x->recent), W < 1024 ? W : 1024))
         return -1;
     *p = (xsm_recent){(uint32_t)row, op, cs, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
-                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, 0, 0, -1, 0, 0, 0, idle, -1};
+                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, 0, 0, -1, 0, 0, 0, idle, -1, 0};
     if (ls && recent_hold(x, p))
         return -1;
     if (!again) {

@@ -76,8 +76,8 @@ def check(cond, what):
         failures.append(what)
 
 
-def run(cmd, cwd, what):
-    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+def run(cmd, cwd, what, env=None):
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600, env=env)
     if p.returncode != 0:
         print(p.stdout[-4000:])
         print("FAIL: %s exited with %d" % (what, p.returncode))
@@ -126,9 +126,12 @@ def main():
               (len(msgs), bad[:5]))
         check(wild > 1000, "%d MPI rows of receives posted with MPI_ANY_SOURCE/ANY_TAG" % wild)
 
+        # the same look-back window as in memory (256 calls): the same bytes
+        # (one engine); with --stream's own (16) a wait whose cause lies
+        # between the two windows back has its root cause "beyond window"
         streamed = os.path.join(work, "streamed")
         said = run([xsmerge, rundir, "-o", streamed, "--stream", "--outputs", "pftrace,json,h5,report"], work,
-                   "xsmerge --stream")
+                   "xsmerge --stream", env=dict(os.environ, XSPROF_MERGE_ANALYSIS_WINDOW="256"))
         smsgs, _, _ = pairs(streamed)
         check(smsgs.tolist() == msgs.tolist(), "--stream pairs the same messages")
         check(filecmp.cmp(os.path.join(mem, "trace.pftrace"), os.path.join(streamed, "trace.pftrace"), shallow=False),
@@ -142,6 +145,13 @@ def main():
             check(sorted(a["analysis"]) == sorted(b["analysis"]) and
                   all(same_table(a["analysis"][k][()], b["analysis"][k][()]) for k in a["analysis"]),
                   "--stream writes the same merged.h5 /analysis tables (%d wait rows)" % a["analysis/waits"].shape[0])
+
+        # with --stream's own window: every wait the same, kind by kind; only
+        # root causes may differ (beyond its window)
+        small = os.path.join(work, "streamed-16")
+        run([xsmerge, rundir, "-o", small, "--stream", "--outputs", "report"], work, "xsmerge --stream (window 16)")
+        ws = lambda d: [(w["kind"], w["instances"], w["seconds"]) for w in json.load(open(os.path.join(d, "report.json")))["wait_states"]]
+        check(ws(small) == ws(mem), "--stream with its own window finds the same waits, kind by kind")
 
         coll = os.path.join(work, "collective")
         run([mpiexec, "-np", "2", "--oversubscribe", xsmerge, rundir, "-o", coll, "--quiet"], work,

@@ -75,6 +75,18 @@ static void in_region(const char *name, int ms)
     end();
 }
 
+/* A polling loop: MPI_Test every 50 us until the request completed. */
+static void test_until_done(MPI_Request *rq)
+{
+    int flag = 0;
+    for (;;) {
+        MPI_Test(rq, &flag, MPI_STATUS_IGNORE);
+        if (flag)
+            break;
+        sleep_us(50);
+    }
+}
+
 /* threads mode: thread t of each rank exchanges one message with thread t
  * of the other rank (tag t) in a Sendrecv; rank 1's threads first spend
  * the planted delay in `produce` */
@@ -192,15 +204,9 @@ int main(int argc, char **argv)
             MPI_Send(&x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD);
         } else if (rank == 1) {
             MPI_Request rq;
-            int flag = 0;
             begin("exchange");
             MPI_Irecv(&y, 1, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD, &rq);
-            for (;;) {
-                MPI_Test(&rq, &flag, MPI_STATUS_IGNORE);
-                if (flag)
-                    break;
-                sleep_us(50);
-            }
+            test_until_done(&rq);
             end();
         } else {
             in_region("other", ms);
@@ -260,15 +266,9 @@ int main(int argc, char **argv)
          * before the post are a Late Receiver */
         if (rank == 0) {
             MPI_Request rq;
-            int flag = 0;
             begin("exchange");
             MPI_Issend(&x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD, &rq);
-            for (;;) {
-                MPI_Test(&rq, &flag, MPI_STATUS_IGNORE);
-                if (flag)
-                    break;
-                sleep_us(50);
-            }
+            test_until_done(&rq);
             end();
         } else if (rank == 1) {
             in_region("prepare", ms);

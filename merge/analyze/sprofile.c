@@ -153,6 +153,16 @@ typedef struct xsm_epoch {
 } xsm_epoch;
 
 
+/* The longest point-to-point wait of one side (Late Sender or Late
+ * Receiver) a recent call holds until it is counted. */
+typedef struct xsm_p2pw {
+    int has, kind;
+    int32_t causer;
+    uint64_t crow;
+    int64_t ns;
+    int64_t tb; /* when that wait began (a polling loop's: before the call) */
+} xsm_p2pw;
+
 /* A recent call on the main thread, for waits that arrive after it. The
  * latest call's point-to-point waits (a Late Sender of a Sendrecv or Wait,
  * Late Receivers of its sends) wait here until the next call: the longest
@@ -166,19 +176,11 @@ typedef struct xsm_recent {
     int has_pc;        /* the synchronising call that opened the interval v */
     uint64_t pc;
     uint64_t nsync;    /* synchronising calls ended before it */
-    xsm_pairw pw;      /* its Late Sender's waiter side, when kept (has_def) */
-    int has_def, def_kind;
-    int32_t def_causer;
-    uint64_t def_crow;
-    int64_t def_ns;
-    int64_t def_tb;    /* when that wait began (a polling loop's: before the call) */
-    int has_lr, lr_kind; /* its longest Late Receiver, the same way */
-    int32_t lr_causer;
-    uint64_t lr_crow;
-    int64_t lr_ns, lr_tb;
+    xsm_pairw pw;      /* its Late Sender's waiter side, when kept (ls.has) */
+    xsm_p2pw ls, lr;   /* its longest Late Sender and Late Receiver */
     int idle;          /* a poll that completed nothing, no wait came for it */
     int32_t hold_c;    /* the causer asked to keep its call for the held Late Sender (recent_hold), -1 none */
-    int had_ls;        /* its Late Sender was counted (def_tb, def_ns): a Late Receiver after counts beyond it */
+    int had_ls;        /* its Late Sender was counted (ls.tb, ls.ns): a Late Receiver after counts beyond it */
 } xsm_recent;
 
 /* A wait pass 1 found that came before its call (a collective's, a Late
@@ -1429,6 +1431,13 @@ static int64_t lr_beyond_ls(int has_ls, int64_t ls_tb, int64_t ls_ns, int64_t lr
     return lr_ns - (oe - ob);
 }
 
+/* Side s keeps the wait when it is the longest so far. */
+static void p2pw_keep(xsm_p2pw *s, int kind, int32_t causer, uint64_t crow, int64_t ns, int64_t tb)
+{
+    if (!s->has || ns > s->ns)
+        *s = (xsm_p2pw){1, kind, causer, crow, ns, tb};
+}
+
 /* A wait of a recent call p: the latest call's point-to-point ones wait
  * for the others of the call (the longest of each side counts). */
 static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, uint64_t crow, int64_t ns, int64_t tb)
@@ -1436,30 +1445,16 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
     p->idle = 0;
     int latest = x->nrecent && p == &x->recent[(x->irecent + x->sa->nrecent_max - 1) % x->sa->nrecent_max];
     if (latest && xsm_wait_is_lr(kind)) {
-        if (!p->has_lr || ns > p->lr_ns) {
-            p->has_lr = 1;
-            p->lr_kind = kind;
-            p->lr_causer = causer;
-            p->lr_crow = crow;
-            p->lr_ns = ns;
-            p->lr_tb = tb;
-        }
+        p2pw_keep(&p->lr, kind, causer, crow, ns, tb);
         return 0;
     }
     if (xsm_wait_is_lr(kind) && p->had_ls) { /* came after the call's Late Sender was counted */
-        ns = lr_beyond_ls(1, p->def_tb, p->def_ns, tb, ns, &tb);
+        ns = lr_beyond_ls(1, p->ls.tb, p->ls.ns, tb, ns, &tb);
         if (ns <= 0)
             return 0;
     }
     if (latest && kind == XSM_WAIT_LATE_SENDER) {
-        if (!p->has_def || ns > p->def_ns) {
-            p->has_def = 1;
-            p->def_kind = kind;
-            p->def_causer = causer;
-            p->def_crow = crow;
-            p->def_ns = ns;
-            p->def_tb = tb;
-        }
+        p2pw_keep(&p->ls, kind, causer, crow, ns, tb);
         return 0;
     }
     return wait_found(x, kind, causer, crow, p->op, p->cs, p->encl, &p->v, recent_pw(x, p, kind, causer), ns, p->row, tb,
@@ -1472,14 +1467,14 @@ static int recent_wait(xsm_anrank *x, xsm_recent *p, int kind, int32_t causer, u
 static int recent_hold(xsm_anrank *x, xsm_recent *p)
 {
     xsm_sanalysis *sa = x->sa;
-    int32_t c = p->def_causer;
+    int32_t c = p->ls.causer;
     if (c < 0 || (size_t)c >= sa->run->nranks || !sa->acc[c] || c == x->rank)
         return 0;
     xsm_anrank *ca = sa->acc[c];
     if (xsm_grow((void **)&ca->req, &ca->capreq, ca->nreq, sizeof *ca->req))
         return -1;
-    ca->req[ca->nreq++] = (xsm_req){p->def_crow, p->def_kind, x->rank, p->op, p->cs, p->encl, p->def_ns, p->v, p->pw, p->row,
-                                    p->def_tb, 1};
+    ca->req[ca->nreq++] = (xsm_req){p->ls.crow, p->ls.kind, x->rank, p->op, p->cs, p->encl, p->ls.ns, p->v, p->pw, p->row,
+                                    p->ls.tb, 1};
     p->hold_c = c;
     return 0;
 }
@@ -1523,7 +1518,7 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
                 i++;
                 continue;
             }
-            if (p->has_def && x->prep[i].causer == p->def_causer && x->prep[i].crow == p->def_crow) {
+            if (p->ls.has && x->prep[i].causer == p->ls.causer && x->prep[i].crow == p->ls.crow) {
                 o = x->prep[i];
                 has = 1;
             }
@@ -1531,18 +1526,18 @@ static int recent_flush(xsm_anrank *x, xsm_recent *p)
         }
         p->hold_c = -1;
     }
-    if (p->has_def && wait_found(x, p->def_kind, p->def_causer, p->def_crow, p->op, p->cs, p->encl, &p->v,
-                                 recent_pw(x, p, p->def_kind, p->def_causer), p->def_ns, p->row, p->def_tb, p->te,
-                                 has ? &o : NULL))
+    if (p->ls.has && wait_found(x, p->ls.kind, p->ls.causer, p->ls.crow, p->op, p->cs, p->encl, &p->v,
+                                recent_pw(x, p, p->ls.kind, p->ls.causer), p->ls.ns, p->row, p->ls.tb, p->te,
+                                has ? &o : NULL))
         return -1;
-    if (p->has_lr) {
-        int64_t tb, ns = lr_beyond_ls(p->has_def, p->def_tb, p->def_ns, p->lr_tb, p->lr_ns, &tb);
-        if (ns > 0 && wait_found(x, p->lr_kind, p->lr_causer, p->lr_crow, p->op, p->cs, p->encl, &p->v,
-                                 recent_pw(x, p, p->lr_kind, p->lr_causer), ns, p->row, tb, p->te, NULL))
+    if (p->lr.has) {
+        int64_t tb, ns = lr_beyond_ls(p->ls.has, p->ls.tb, p->ls.ns, p->lr.tb, p->lr.ns, &tb);
+        if (ns > 0 && wait_found(x, p->lr.kind, p->lr.causer, p->lr.crow, p->op, p->cs, p->encl, &p->v,
+                                 recent_pw(x, p, p->lr.kind, p->lr.causer), ns, p->row, tb, p->te, NULL))
             return -1;
     }
-    p->had_ls = p->has_def;
-    p->has_def = p->has_lr = 0;
+    p->had_ls = p->ls.has;
+    p->ls.has = p->lr.has = 0;
     return 0;
 }
 
@@ -1600,8 +1595,9 @@ static int call_passed(xsm_anrank *x, uint64_t row, uint32_t op, uint32_t cs, in
         rix_del(&x->rix, p->row);
     if (rix_put(&x->rix, row, (uint32_t)(p - x->recent), W < 1024 ? W : 1024))
         return -1;
-    *p = (xsm_recent){(uint32_t)row, op, cs, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw, ls != NULL,
-                      ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb, 0, 0, -1, 0, 0, 0, idle, -1, 0};
+    *p = (xsm_recent){(uint32_t)row, op, cs, f->t0, te, f->encl, f->v, x->has_sync, x->sync_row, x->nsync, *pw,
+                      {ls != NULL, ls_kind, ls ? ls->peer : -1, ls ? ls->peer_row : 0, ls_ns, ls_tb}, {0, 0, -1, 0, 0, 0},
+                      idle, -1, 0};
     if (ls && recent_hold(x, p))
         return -1;
     if (!again) {

@@ -75,6 +75,18 @@ static void in_region(const char *name, int ms)
     end();
 }
 
+/* The wrong_order modes' receiver (rank 2): after 20 ms, rank 1's message
+ * (tag 2), then rank 0's (tag 1). */
+static void receive_in_order(void)
+{
+    double y = 0;
+    in_region("prepare", 20);
+    begin("consume");
+    MPI_Recv(&y, 1, MPI_DOUBLE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(&y, 1, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    end();
+}
+
 /* A polling loop: MPI_Test every 50 us until the request completed. */
 static void test_until_done(MPI_Request *rq)
 {
@@ -159,11 +171,7 @@ int main(int argc, char **argv)
             MPI_Send(&x, 1, MPI_DOUBLE, 2, 2, MPI_COMM_WORLD);
             end();
         } else if (rank == 2) {
-            in_region("prepare", 20);
-            begin("consume");
-            MPI_Recv(&y, 1, MPI_DOUBLE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Recv(&y, 1, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            end();
+            receive_in_order();
         } else {
             in_region("other", 20 + ms);
         }
@@ -179,11 +187,7 @@ int main(int argc, char **argv)
             in_region("produce", 20 + ms);
             MPI_Send(&x, 1, MPI_DOUBLE, 2, 2, MPI_COMM_WORLD);
         } else if (rank == 2) {
-            in_region("prepare", 20);
-            begin("consume");
-            MPI_Recv(&y, 1, MPI_DOUBLE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Recv(&y, 1, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            end();
+            receive_in_order();
         } else {
             in_region("other", 20 + ms);
         }

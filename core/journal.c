@@ -23,6 +23,7 @@
 
 #define STRINGS_CAPACITY (4u << 20)
 #define MAX_CHUNKS 65536
+#define SPARE_MAX 16
 
 typedef struct journal {
     int fd;
@@ -36,7 +37,12 @@ typedef struct journal {
     uint32_t budget;            /* chunks that may be mapped at once */
     uint32_t spare_target;
     uint32_t mapped;            /* guarded by lock */
-    xsprof_chunk_header *spare[MAX_CHUNKS];
+    /* oldest first: chunks are handed out in file order, so everything
+     * before the first spare is records (the periodic writeback's range) */
+    struct {
+        xsprof_chunk_header *c;
+        uint64_t idx;
+    } spare[SPARE_MAX];
     uint32_t nspare;
     xsprof_chunk_header **full; /* queue for the writer, capacity budget */
     uint32_t nfull;
@@ -127,7 +133,7 @@ static void journal_alive_mark(void) {
                           (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, memory_order_relaxed);
 }
 
-static xsprof_chunk_header *chunk_grow(void) {
+static xsprof_chunk_header *chunk_grow(uint64_t *idx_out) {
     xsprof_journal_header *h = g_j.hdr;
     uint64_t idx = atomic_load_explicit((_Atomic uint64_t *)&h->nchunks, memory_order_relaxed);
     if (idx >= MAX_CHUNKS * 64ull)
@@ -157,6 +163,7 @@ static xsprof_chunk_header *chunk_grow(void) {
     c->magic = XSPROF_CHUNK_MAGIC;
     atomic_store_explicit((_Atomic uint64_t *)&h->nchunks, idx + 1, memory_order_release);
     g_j.mapped++;
+    *idx_out = idx;
     return c;
 }
 
@@ -185,7 +192,8 @@ static void chunk_prefault(xsprof_chunk_header *c) {
  * journal). */
 static void spares_refill(int writer, uint32_t want) {
     while (!g_j.enospc && g_j.nspare < want && g_j.mapped < g_j.budget) {
-        xsprof_chunk_header *c = chunk_grow();
+        uint64_t idx;
+        xsprof_chunk_header *c = chunk_grow(&idx);
         if (!c)
             break;
         if (writer)
@@ -193,7 +201,8 @@ static void spares_refill(int writer, uint32_t want) {
         chunk_prefault(c);
         if (writer)
             pthread_mutex_lock(&g_j.lock);
-        g_j.spare[g_j.nspare++] = c;
+        g_j.spare[g_j.nspare].c = c;
+        g_j.spare[g_j.nspare++].idx = idx;
     }
     atomic_fetch_add_explicit(&g_j.spare_gen, 1, memory_order_release);
     pthread_cond_broadcast(&g_j.wake_waiters);
@@ -261,7 +270,7 @@ xsprof_status xsprof_journal_open(void) {
         budget_mb = 1;
     uint64_t b = (budget_mb << 20) / g_j.chunk_size;
     g_j.budget = (uint32_t)(b < 2 ? 2 : b > MAX_CHUNKS ? MAX_CHUNKS : b);
-    g_j.spare_target = g_j.budget / 2 < 2 ? 2 : g_j.budget / 2 > 16 ? 16 : g_j.budget / 2;
+    g_j.spare_target = g_j.budget / 2 < 2 ? 2 : g_j.budget / 2 > SPARE_MAX ? SPARE_MAX : g_j.budget / 2;
     g_j.full = calloc(g_j.budget, sizeof *g_j.full);
     const char *pol = xsprof_config_get("XSPROF_ON_FULL");
     g_j.block_on_full = pol && !strcmp(pol, "block");
@@ -344,11 +353,16 @@ xsprof_chunk_header *xsprof_journal_chunk_take(int block) {
         pthread_cond_signal(&g_j.wake_writer);
         pthread_cond_wait(&g_j.wake_waiters, &g_j.lock);
     }
-    xsprof_chunk_header *c = g_j.nspare ? g_j.spare[--g_j.nspare] : NULL;
+    xsprof_chunk_header *c = NULL;
+    if (g_j.nspare) {
+        c = g_j.spare[0].c;
+        memmove(&g_j.spare[0], &g_j.spare[1], --g_j.nspare * sizeof g_j.spare[0]);
+    }
     /* The writer is starved of CPU (more busy threads than cores) but the
      * budget has room: map the chunk here rather than drop records. */
+    uint64_t idx;
     if (!c && g_j.mapped < g_j.budget && !g_j.enospc)
-        c = chunk_grow();
+        c = chunk_grow(&idx);
     if (g_j.nspare < g_j.spare_target / 2 + 1)
         pthread_cond_signal(&g_j.wake_writer);
     pthread_mutex_unlock(&g_j.lock);
@@ -415,9 +429,13 @@ static void *writer_main(void *arg) {
         journal_alive_mark();
         if ((double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) * 1e-9 >= g_j.flush_s) {
             /* Periodic flush: start writeback (without waiting for it, so
-             * spares keep coming) so data also survives a node crash. */
+             * spares keep coming) so data also survives a node crash. Not
+             * the spares: their zeros would be written now and again once
+             * filled, and cleaning their pages makes the recording threads
+             * fault on them again. */
+            off_t end = g_j.nspare ? (off_t)(g_j.hdr->chunks_offset + g_j.spare[0].idx * g_j.chunk_size) : 0;
             pthread_mutex_unlock(&g_j.lock);
-            sync_file_range(g_j.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+            sync_file_range(g_j.fd, 0, end, SYNC_FILE_RANGE_WRITE);
             pthread_mutex_lock(&g_j.lock);
             last = now;
         }

@@ -22,7 +22,8 @@
 #include <stdint.h>
 
 #define XSPROF_JOURNAL_MAGIC "XSPJRNL\1"
-#define XSPROF_JOURNAL_VERSION 2u
+#define XSPROF_JOURNAL_VERSION 3u /* 3: MPI calls as XSPROF_REC_MPI_PACKED */
+#define XSPROF_JOURNAL_VERSION_OLDEST 2u /* a reader takes journals from this version on */
 #define XSPROF_JOURNAL_HEADER_SIZE 4096u
 #define XSPROF_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
 

@@ -32,7 +32,8 @@ enum xsprof_rec_type {
     XSPROF_REC_STACK = 15,  /* xsprof_rec_stack: an interned call stack (definition) */
     XSPROF_REC_MODULE = 16, /* xsprof_rec_module: an object seen loaded or gone (definition) */
     XSPROF_REC_SAMPLE = 17, /* xsprof_rec_sample: a sampled call stack of some thread */
-    XSPROF_REC_ALLOC_STACK = 18 /* xsprof_rec_alloc_stack: the call stack of the MEM record before it */
+    XSPROF_REC_ALLOC_STACK = 18, /* xsprof_rec_alloc_stack: the call stack of the MEM record before it */
+    XSPROF_REC_MPI_PACKED = 19 /* an xsprof_rec_mpi in the varint form of record_pack.h (what mpi/ writes) */
 };
 
 typedef struct xsprof_rec_hdr {

@@ -17,6 +17,7 @@
 
 #include "core/journal.h"
 #include "core/record.h"
+#include "core/record_pack.h"
 
 /* A chunk bigger than this is not something core writes: reject the header
  * rather than allocate whatever a damaged file asks for. */
@@ -270,6 +271,7 @@ static uint32_t jr_min_size(uint16_t type)
     case XSPROF_REC_INSTANT: return sizeof(xsprof_rec_instant);
     case XSPROF_REC_COUNTER: return sizeof(xsprof_rec_counter);
     case XSPROF_REC_MPI: return sizeof(xsprof_rec_mpi);
+    case XSPROF_REC_MPI_PACKED: return sizeof(xsprof_rec_mpi_packed) + 8; /* mask, op, duration: 3+ bytes */
     case XSPROF_REC_GPU: return sizeof(xsprof_rec_gpu);
     case XSPROF_REC_CLOCK: return sizeof(xsprof_rec_clock);
     case XSPROF_REC_MEM: return sizeof(xsprof_rec_mem);
@@ -440,9 +442,13 @@ static int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t s
         *fail = jr_emit(c, XSPROF_IO_T_COUNTERS, &row);
         return *fail ? -1 : 0;
     }
-    case XSPROF_REC_MPI: {
+    case XSPROF_REC_MPI:
+    case XSPROF_REC_MPI_PACKED: {
         xsprof_rec_mpi r;
-        memcpy(&r, p, sizeof r);
+        if (h.type == XSPROF_REC_MPI)
+            memcpy(&r, p, sizeof r);
+        else if (xsprof_rec_mpi_unpack(p, size, &r))
+            return 1;
         xsprof_io_mpi row = {.t_begin = r.t_begin, .t_end = r.t_end, .op = r.op, .thread = tid, .comm = r.comm,
                              .peer = r.peer, .tag = r.tag, .root = r.root, .bytes_sent = r.bytes_sent,
                              .bytes_recv = r.bytes_recv, .request = r.request, .seq = r.seq,
@@ -772,9 +778,9 @@ static xsprof_status jr_check_header(jr_ctx *c)
     const xsprof_journal_header *h = &c->hdr;
     if (memcmp(h->magic, XSPROF_JOURNAL_MAGIC, sizeof h->magic) != 0)
         return jr_fail(c, XSPROF_ERR_FORMAT, "not an xsprof journal (bad magic)");
-    if (h->version != XSPROF_JOURNAL_VERSION)
-        return jr_fail(c, XSPROF_ERR_VERSION, "journal version %u, this reader reads version %u", h->version,
-                       XSPROF_JOURNAL_VERSION);
+    if (h->version < XSPROF_JOURNAL_VERSION_OLDEST || h->version > XSPROF_JOURNAL_VERSION)
+        return jr_fail(c, XSPROF_ERR_VERSION, "journal version %u, this reader reads versions %u to %u", h->version,
+                       XSPROF_JOURNAL_VERSION_OLDEST, XSPROF_JOURNAL_VERSION);
     if (h->header_size < sizeof *h || h->header_size > XSPROF_JOURNAL_HEADER_SIZE)
         return jr_fail(c, XSPROF_ERR_FORMAT, "bad journal header size %u", h->header_size);
     if (h->chunk_size < sizeof(xsprof_chunk_header) + 8 || h->chunk_size % 8 || h->chunk_size > JR_MAX_CHUNK)

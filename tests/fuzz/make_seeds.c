@@ -14,6 +14,7 @@
 
 #include "core/journal.h"
 #include "core/record.h"
+#include "core/record_pack.h"
 #include "io/reader.h"
 #include "io/writer.h"
 
@@ -279,7 +280,11 @@ static void seed_mpi(sj *j)
         mp.bytes_recv = i ? 800 : 0;
         mp.seq = 1;
         mp.callsite = 1 + (uint32_t)i;
-        sj_rec(j, 0, &mp, sizeof mp);
+        if (i) { /* the receive packed, as collectors write it */
+            unsigned char pk[XSPROF_MPI_PACKED_MAX] __attribute__((aligned(8)));
+            sj_rec(j, 0, pk, xsprof_rec_mpi_pack(&mp, pk));
+        } else
+            sj_rec(j, 0, &mp, sizeof mp);
     }
     memset(&mp, 0, sizeof mp);
     mp.h.type = XSPROF_REC_MPI;
@@ -291,7 +296,8 @@ static void seed_mpi(sj *j)
     mp.peer = mp.tag = mp.root = XSPROF_MPI_NONE;
     mp.bytes_sent = mp.bytes_recv = 8;
     mp.coll_seq = 1;
-    sj_rec(j, 0, &mp, sizeof mp);
+    unsigned char pk[XSPROF_MPI_PACKED_MAX] __attribute__((aligned(8)));
+    sj_rec(j, 0, pk, xsprof_rec_mpi_pack(&mp, pk));
     xsprof_rec_topo tp = {.h = {XSPROF_REC_TOPO, 0}, .numa_node = 0, .cpuset = sj_str(j, "0-1"),
                           .cores = sj_str(j, "0-1"), .gpus = sj_str(j, ""), .host = sj_str(j, "seed-host"),
                           .ncores_host = 2};

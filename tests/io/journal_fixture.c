@@ -1,6 +1,7 @@
 /* tests/io/journal_fixture.c — see journal_fixture.h. Everything is kept in
  * memory and written at once; tests damage the file afterwards. */
 #include "journal_fixture.h"
+#include "core/record_pack.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,7 +228,13 @@ static void jfx_mixed_events(jfx *j, uint32_t tid, long i, int64_t t, const uint
                             .peer = (int32_t)(i % 8), .tag = 7, .root = -1, .bytes_sent = (uint64_t)i * 8,
                             .request = (uint64_t)i, .seq = (uint64_t)i / 17, .kind = XSPROF_MPI_ISEND,
                             .flags = 1, .count = 1};
-        jfx_record(j, tid, &r, sizeof r);
+        /* both encodings the reader takes: the fixed one, and the packed
+         * one collectors write (core/record_pack.h) */
+        unsigned char pk[XSPROF_MPI_PACKED_MAX] __attribute__((aligned(8)));
+        if ((i / 17) & 1)
+            jfx_record(j, tid, pk, xsprof_rec_mpi_pack(&r, pk));
+        else
+            jfx_record(j, tid, &r, sizeof r);
     }
     if (i % 29 == 0) {
         xsprof_rec_gpu r = {.h.type = XSPROF_REC_GPU, .name = s[6], .t_begin = t, .t_end = t + 5000,

@@ -292,6 +292,7 @@ struct xsm_anrank {
     uint64_t nsync;
     xsm_epoch *ep; /* a ring of sa->nepochs, allocated as it fills */
     size_t capep;
+    int ep_unordered; /* a call began before the one before it: search linearly */
     /* the polls (xsm_is_poll_op) of the main thread since its last
      * synchronising call, the last XSM_POLL_KEEP (a ring): a polling loop */
     int64_t (*poll)[2];
@@ -783,9 +784,22 @@ static int pair_causer(const xsm_anrank *c, const xsm_pairw *pw, uint64_t nsc, c
     } else if (!pw->start) {
         uint64_t E = c->sa->nepochs;
         uint64_t lo = c->nsync >= E ? c->nsync - E + 1 : 1;
-        for (uint64_t j = lo; j <= nsc && !b; j++) /* calls begin in time order */
-            if (ep_at(c, j)->tb >= pw->t_send)
-                b = j;
+        if (c->ep_unordered) {
+            for (uint64_t j = lo; j <= nsc && !b; j++)
+                if (ep_at(c, j)->tb >= pw->t_send)
+                    b = j;
+        } else if (lo <= nsc) { /* calls begin in time order: the first at or after the send, by bisection
+                                 * (the ring holds the window's 256 + 16 calls, scanned per wait before) */
+            uint64_t l = lo, h = nsc + 1;
+            while (l < h) {
+                uint64_t m = l + (h - l) / 2;
+                if (ep_at(c, m)->tb >= pw->t_send)
+                    h = m;
+                else
+                    l = m + 1;
+            }
+            b = l <= nsc ? l : 0;
+        }
         if (!b || (b == lo && lo > 1)) /* none by the causing call, or an older one may be it */
             return 0;
     }
@@ -809,6 +823,8 @@ static int ep_push(xsm_anrank *x, const sframe *f)
         x->ep = v;
         x->capep = cap < E ? cap : E;
     }
+    if (x->nsync && f->t0 < x->ep[(x->nsync - 1) % E].tb)
+        x->ep_unordered = 1;
     x->ep[x->nsync % E] = (xsm_epoch){f->row, f->t0, f->v, f->comm, f->coll_seq};
     x->nsync++;
     return 0;

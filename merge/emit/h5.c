@@ -8,17 +8,13 @@
 #include "merge/emit/emit.h"
 #include "merge/progress.h"
 #include "io/chunk_pool.h"
+#include "merge/emit/h5ds.h"
 
 #include <hdf5.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define XSM_BATCH 65536
-/* Rows per chunk of every table: compressed (shuffle, deflate, fletcher32,
- * as in the rank files) the benchmark ring's tables shrink 53x; 8192 rows keep
- * a reader's slice cheap to decompress and the encoding threads' buffers
- * small (merged.h5 also streams). */
-#define XSM_H5_CHUNK 8192
 
 /* XSPROF_MERGE_H5_DEFLATE: 1 (default; higher levels cost more time than
  * they save bytes here) to 9, 0 for no filters at all. */
@@ -46,7 +42,7 @@ typedef struct { uint32_t id, size, name, parent; uint64_t members; } xsm_h5_com
 
 typedef struct xsm_h5 {
     const xsm_emit *e;
-    hid_t file, dcpl_track;
+    hid_t file;
     int ok;
     void *batch;
     void *src_rows;  /* streaming: one batch of source rows */
@@ -199,24 +195,11 @@ static hid_t xsm_h5_type(int which)
 #undef F
 #undef A
 
-typedef struct xsm_h5ds {
-    hid_t ds, type;
-    hsize_t pos, n;   /* rows appended, rows in all */
-    /* Rows gather into whole chunks, encoded by the pool (io/chunk_pool.h;
-     * with one thread, a process bound to one core under mpirun, by the
-     * appending thread: HDF5's conversion and filters took 1.8x the CPU,
-     * hpcc's merged.h5 under `mpirun -np 2` 3.6 s on one core) and stored
-     * with H5Dwrite_chunk; a table of one chunk by HDF5: the same bytes. */
-    hsize_t chunk;    /* rows per chunk; 0: no filters (variable-length strings), written as given */
-    size_t rowsize;
-    unsigned char *buf;
-    size_t nbuf;      /* rows gathered in buf */
-    hsize_t flushed;  /* rows handed on (pool or HDF5) */
-    hsize_t stored;   /* rows the pool stored */
-    xsprof_chunk_codec codec;
-    int have_codec;
-    xsprof_chunk_pool *pool;
-} xsm_h5ds;
+/* A table's rows gather into whole chunks (h5ds.h), encoded by the pool
+ * (io/chunk_pool.h; with one thread, a process bound to one core under
+ * mpirun, by the appending thread: HDF5's conversion and filters took 1.8x
+ * the CPU, hpcc's merged.h5 under `mpirun -np 2` 3.6 s on one core) and
+ * stored with H5Dwrite_chunk; a table of one chunk by HDF5: the same bytes. */
 
 /* The system's reason for the first failed write ("File too large"), from
  * the message HDF5's file driver leaves on its error stack ("..., error
@@ -259,7 +242,7 @@ static xsprof_status xsm_h5ds_store(void *user, int table, size_t n, const void 
     return XSPROF_OK;
 }
 
-static int xsm_h5ds_open(xsm_h5 *h, const char *name, hid_t type, hsize_t n, xsm_h5ds *d)
+int xsm_h5ds_create(hid_t loc, const char *name, hid_t type, hsize_t n, int level, int threads, xsm_h5ds *d)
 {
     memset(d, 0, sizeof *d);
     d->type = type;
@@ -270,12 +253,11 @@ static int xsm_h5ds_open(xsm_h5 *h, const char *name, hid_t type, hsize_t n, xsm
     int vlen = H5Tdetect_class(type, H5T_VLEN) > 0 || (H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) > 0);
     hsize_t dims[1] = {n};
     hid_t space = H5Screate_simple(1, dims, NULL);
-    hid_t dcpl = H5Pcopy(h->dcpl_track);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     hsize_t chunk[1] = {n ? (n < XSM_H5_CHUNK ? n : XSM_H5_CHUNK) : 1};
-    int ok = space >= 0 && dcpl >= 0;
+    int ok = space >= 0 && dcpl >= 0 && H5Pset_obj_track_times(dcpl, 0) >= 0; /* same run, same bytes */
     if (n && ok)
         ok = H5Pset_chunk(dcpl, 1, chunk) >= 0;
-    int level = h->e->h5share ? h->e->h5share->level : xsm_emit_h5_level();
     if (n && ok && !vlen) {
         if (level)
             ok = H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, (unsigned)level) >= 0 && H5Pset_fletcher32(dcpl) >= 0;
@@ -289,11 +271,11 @@ static int xsm_h5ds_open(xsm_h5 *h, const char *name, hid_t type, hsize_t n, xsm
     hid_t ftype = H5Tcopy(type);
     if (ftype >= 0 && H5Tget_class(ftype) == H5T_COMPOUND)
         H5Tpack(ftype);
-    d->ds = ok && ftype >= 0 ? H5Dcreate2(h->file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+    d->ds = ok && ftype >= 0 ? H5Dcreate2(loc, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
     if (d->ds >= 0 && d->chunk && level) {
         d->have_codec = xsprof_chunk_codec_init(&d->codec, type, ftype, d->chunk, level) == XSPROF_OK;
         if (d->have_codec && n > d->chunk) /* one chunk gains nothing from threads */
-            d->pool = xsprof_chunk_pool_create(h->e->threads > 1 ? (unsigned)h->e->threads : 1, xsm_h5ds_store, d);
+            d->pool = xsprof_chunk_pool_create(threads > 1 ? (unsigned)threads : 1, xsm_h5ds_store, d);
     }
     if (ftype >= 0)
         H5Tclose(ftype);
@@ -302,6 +284,12 @@ static int xsm_h5ds_open(xsm_h5 *h, const char *name, hid_t type, hsize_t n, xsm
     if (dcpl >= 0)
         H5Pclose(dcpl);
     return d->ds < 0 ? -1 : 0;
+}
+
+static int xsm_h5ds_open(xsm_h5 *h, const char *name, hid_t type, hsize_t n, xsm_h5ds *d)
+{
+    return xsm_h5ds_create(h->file, name, type, n, h->e->h5share ? h->e->h5share->level : xsm_emit_h5_level(),
+                           h->e->threads, d);
 }
 
 /* Rows [flushed, flushed + n) through HDF5 (its filters, if any). */
@@ -334,7 +322,7 @@ static int xsm_h5ds_flush(xsm_h5ds *d)
     return xsprof_chunk_pool_submit(d->pool, 0, &d->codec, d->buf, n, &failed_table) == XSPROF_OK ? 0 : -1;
 }
 
-static int xsm_h5ds_append(xsm_h5ds *d, const void *rows, hsize_t n)
+int xsm_h5ds_append(xsm_h5ds *d, const void *rows, hsize_t n)
 {
     if (!n)
         return 0;
@@ -354,7 +342,7 @@ static int xsm_h5ds_append(xsm_h5ds *d, const void *rows, hsize_t n)
     return 0;
 }
 
-static int xsm_h5ds_close(xsm_h5ds *d)
+int xsm_h5ds_close(xsm_h5ds *d)
 {
     int bad = 0, failed_table;
     if (d->ds >= 0 && d->chunk)
@@ -1063,8 +1051,6 @@ static int xsm_h5_drain(xsm_h5 *h, int rc, int walked, int64_t *reg_off, int64_t
         xsm_h5_tables_write(h, NULL, NULL, 1);
         xsm_h5_messages(h, NULL, 1);
     }
-    if (h->dcpl_track >= 0)
-        H5Pclose(h->dcpl_track);
     if (fcpl >= 0)
         H5Pclose(fcpl);
     free(reg_off);
@@ -1080,7 +1066,7 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     char path[8192];
     snprintf(path, sizeof path, "%s/merged.h5", dir);
     const xsm_run *run = e->run;
-    xsm_h5 h = {.e = e, .file = -1, .dcpl_track = -1};
+    xsm_h5 h = {.e = e, .file = -1};
     int64_t *reg_off = calloc(run->nranks + 1, sizeof *reg_off);
     int64_t *arg_off = calloc(run->nranks + 1, sizeof *arg_off);
     int64_t *mpi_off = calloc(run->nranks + 1, sizeof *mpi_off);
@@ -1104,8 +1090,6 @@ int xsm_emit_h5(const xsm_emit *e, const char *dir, char *err, size_t errlen)
         rc = xsm_err_set(err, errlen, "xsmerge: %s: cannot create (exists or not writable)", path);
         return xsm_h5_drain(&h, rc, 0, reg_off, arg_off, mpi_off, fcpl);
     }
-    h.dcpl_track = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_obj_track_times(h.dcpl_track, 0);
     xsm_progress_begin("writing merged.h5", e->nevents);
     int bad = xsm_h5_attrs(&h) || xsm_h5_strings(&h);
     bad = xsm_h5_tables_write(&h, reg_off, arg_off, bad) || bad;

@@ -360,7 +360,7 @@ static void thread_count(lrank *k, xsm_lrank_view *v, uint32_t tid)
 static int hold(lrank *k, int q, const void *row)
 {
     size_t sz = q_size[q];
-    if (k->nq[q] == k->capq[q] && k->q0[q] >= k->capq[q] / 2) { /* full, half of it fed rows: reuse their room */
+    if (k->nq[q] == k->capq[q] && k->q0[q] && k->q0[q] >= k->capq[q] / 2) { /* full, half of it fed rows: reuse their room */
         memmove(k->q[q], k->q[q] + k->q0[q] * sz, (k->nq[q] - k->q0[q]) * sz);
         k->nq[q] -= k->q0[q];
         k->q0[q] = 0;

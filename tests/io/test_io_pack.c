@@ -8,17 +8,7 @@
 #include <string.h>
 
 #include "core/record_pack.h"
-
-static int failures;
-#define CHECK(c, ...)                                                                                               \
-    do {                                                                                                            \
-        if (!(c)) {                                                                                                 \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                   \
-            fprintf(stderr, __VA_ARGS__);                                                                           \
-            fputc('\n', stderr);                                                                                    \
-            failures++;                                                                                             \
-        }                                                                                                           \
-    } while (0)
+#include "io_check.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next(void) {
@@ -129,11 +119,8 @@ int main(void) {
         r.count = (uint32_t)pick(32);
         r.callsite = (uint32_t)pick(32);
         roundtrip(&r, "random");
-        if (failures > 20)
+        if (io_check_failures > 20)
             break;
     }
-    if (failures)
-        return 1;
-    printf("packed MPI records: pack and unpack agree, damage is refused\n");
-    return 0;
+    return io_check_result("packed MPI records (pack and unpack agree, damage is refused)");
 }

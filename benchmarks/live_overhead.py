@@ -7,7 +7,11 @@ with it, a client fetches /api/snapshot once a second as a page would.
 Prints the job's own time (between two Barriers) median per mode and their
 ratio, and the live reader's CPU time (its rusage, os.wait4) per second of
 the job and per event. LIVE_NICE=N runs the view under nice -n N,
-JOB_YIELD=1 the job with mpi_yield_when_idle (experiments). usage: live_overhead.py [ROUNDS [STEPS REGIONS SPIN]]
+JOB_YIELD=1 the job with mpi_yield_when_idle (experiments); JOB_CPUS=LIST and
+LIVE_CPUS=LIST (taskset -c) place the job's ranks and the view on CPUs of
+their own: a node with a core left for the viewer. BASE_XSMERGE=PATH adds a
+third mode each round, the view of another build (the commit before), for
+the reader's cost side by side. usage: live_overhead.py [ROUNDS [STEPS REGIONS SPIN]]
 Environment: MPIEXEC, XSPROF_MPI_LIB, XSMERGE, BENCH_JOB (bench-live sets them)."""
 import os
 import re
@@ -22,7 +26,8 @@ import urllib.request
 
 
 def job(rundir, steps, regions, spin):
-    cmd = [os.environ["MPIEXEC"], "-np", "4", "--oversubscribe"] + (
+    pin = ["taskset", "-c", os.environ["JOB_CPUS"]] if os.environ.get("JOB_CPUS") else []
+    cmd = pin + [os.environ["MPIEXEC"], "-np", "4", "--oversubscribe"] + (["--bind-to", "none"] if pin else []) + (
         ["--mca", "mpi_yield_when_idle", "1"] if os.environ.get("JOB_YIELD") else []) + ["-x", "LD_PRELOAD=" + os.environ["XSPROF_MPI_LIB"],
            "-x", "XSPROF_OUTPUT=" + rundir, os.environ["BENCH_JOB"], str(steps), str(regions), str(spin)]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -32,9 +37,11 @@ def job(rundir, steps, regions, spin):
     return float(m.group(1)), float(m.group(2))
 
 
-def attached(rundir, steps, regions, spin):
+def attached(rundir, steps, regions, spin, xsmerge):
     nice = ["nice", "-n", os.environ["LIVE_NICE"]] if os.environ.get("LIVE_NICE") else []
-    live = subprocess.Popen(nice + [os.environ["XSMERGE"], "--live", rundir, "--port", "0"], stdout=subprocess.PIPE,
+    if os.environ.get("LIVE_CPUS"):
+        nice = ["taskset", "-c", os.environ["LIVE_CPUS"]] + nice
+    live = subprocess.Popen(nice + [xsmerge, "--live", rundir, "--port", "0"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     url = re.search(r"(http://\S+/)\?token=(\w+)", live.stdout.readline() + live.stdout.readline())
     stop = threading.Event()
@@ -64,18 +71,22 @@ def main():
     steps, regions, spin = (int(x) for x in (sys.argv[2:5] if len(sys.argv) > 4 else (500, 2500, 250000)))
     base = "/dev/shm/xsprof-bench-live" if os.path.isdir("/dev/shm") else "/tmp/xsprof-bench-live"
     plain, live, cpu, rate, nsev = [], [], [], [], []
+    base_cpu, base_nsev = [], []
+    modes = ["plain", "live"] + (["base"] if os.environ.get("BASE_XSMERGE") else [])
     for i in range(rounds):
-        for mode in ("plain", "live") if i % 2 == 0 else ("live", "plain"):
+        for mode in modes[i % len(modes):] + modes[:i % len(modes)]:
             rundir = os.path.join(base, "%s-%d" % (mode, i))
             shutil.rmtree(rundir, ignore_errors=True)
             if mode == "plain":
                 (t, eps) = job(rundir, steps, regions, spin)
                 plain.append(t)
             else:
-                (t, eps), c, wall = attached(rundir, steps, regions, spin)
-                live.append(t)
-                cpu.append(100.0 * c / t)
-                nsev.append(1e9 * c / (eps * t))
+                (t, eps), c, wall = attached(rundir, steps, regions, spin,
+                                             os.environ["XSMERGE" if mode == "live" else "BASE_XSMERGE"])
+                if mode == "live":
+                    live.append(t)
+                (cpu if mode == "live" else base_cpu).append(100.0 * c / t)
+                (nsev if mode == "live" else base_nsev).append(1e9 * c / (eps * t))
                 print("  live reader: %.3f s CPU over a %.2f s job (%.2f s attached)" % (c, t, wall), flush=True)
             rate.append(eps)
             print("round %d %-5s job %.3f s, %.0f events/s" % (i, mode, t, eps), flush=True)
@@ -88,6 +99,10 @@ def main():
         statistics.median(cpu), min(cpu), max(cpu)))
     print("live reader CPU per event recorded, median: %.0f ns (at 1 M events/s: %.1f %% of one core)" % (
         statistics.median(nsev), statistics.median(nsev) / 10.0))
+    if base_nsev:
+        print("the base build's reader, side by side: %.2f %% of one core per second of the job, %.0f ns per event "
+              "(this build / base: %.2f)" % (statistics.median(base_cpu), statistics.median(base_nsev),
+                                             statistics.median(nsev) / statistics.median(base_nsev)))
 
 
 if __name__ == "__main__":

@@ -123,12 +123,16 @@ typedef struct sframe {
     uint32_t comm;     /* a blocking collective's communicator and instance (coll_seq, else 0) */
     uint64_t coll_seq;
     xsm_vec v;         /* MPI calls on the main thread: the synchronisation interval before it */
+    int32_t kid;       /* the call-tree node of the last frame opened inside it (-1 none) */
+    uint64_t kid_key;  /* and its key (sid << 1 | is_mpi) */
 } sframe;
 
 typedef struct sthread {
     uint32_t tid;
     sframe *st;
     size_t sp, cap;
+    int32_t top;       /* the call-tree node of its last top-level frame (-1 none), */
+    uint64_t top_key;  /* and its key, as sframe's kid */
 } sthread;
 
 /* The waiter's side of a Late Sender's pairwise interval (an.h
@@ -268,6 +272,7 @@ struct xsm_anrank {
     xsm_kmap opmap;
     xsm_sname *nm; size_t nnm, nmcap;
     xsm_kmap nmmap;
+    int64_t nmcache[64]; /* entry + 1 of recently closed region names: name_of */
     xsm_swait *w; size_t nw, wcap;
     xsm_kmap wmap;
     xsm_scs *cs; size_t ncs, capcs; /* per (call site, kind): calls and MPI time (kind -1), waits */
@@ -522,17 +527,22 @@ static sthread *thread_of(xsm_anrank *x, uint32_t tid)
         }
     if (xsm_grow((void **)&x->th, &x->thcap, x->nth, sizeof *x->th))
         return NULL;
-    x->th[x->nth] = (sthread){tid, NULL, 0, 0};
+    x->th[x->nth] = (sthread){tid, NULL, 0, 0, -1, 0};
     x->last_th = x->nth;
     return &x->th[x->nth++];
 }
 
 static xsm_sname *name_of(xsm_anrank *x, uint32_t sid)
 {
-    int64_t i = xsm_kvec_index(&x->nmmap, (void **)&x->nm, &x->nnm, &x->nmcap, sizeof *x->nm, sid, 0);
-    if (i < 0)
+    /* a region closes under a name seen moments before: a direct-mapped
+     * cache before the hash, as cs_add's */
+    int64_t *slot = &x->nmcache[sid & 63], i = *slot - 1;
+    if (i >= 0 && x->nm[i].sid == sid)
+        return &x->nm[i];
+    if ((i = xsm_kvec_index(&x->nmmap, (void **)&x->nm, &x->nnm, &x->nmcap, sizeof *x->nm, sid, 0)) < 0)
         return NULL;
     x->nm[i].sid = sid;
+    *slot = i + 1;
     return &x->nm[i];
 }
 
@@ -1302,10 +1312,18 @@ static sframe *open_frame(xsm_anrank *x, uint32_t tid, int64_t t0, int64_t t1, u
     if (t->sp && end > t->st[t->sp - 1].end) /* clip partial overlaps to the parent */
         end = t->st[t->sp - 1].end;
     uint64_t k1 = (uint64_t)(uint32_t)(parent + 1), k2 = (uint64_t)sid << 1 | (uint64_t)(is_mpi != 0);
-    int64_t c = xsm_kvec_index(&x->cnmap, (void **)&x->cn, &x->ncn, &x->cncap, sizeof *x->cn, k1, k2);
-    if (c < 0)
-        return NULL;
-    x->cn[c] = (xsm_scnode){parent, sid, is_mpi != 0, x->cn[c].cs};
+    /* the same call as the last one under this parent (a loop's body)
+     * needs no hash lookup */
+    int32_t *kid = t->sp ? &t->st[t->sp - 1].kid : &t->top;
+    uint64_t *kid_key = t->sp ? &t->st[t->sp - 1].kid_key : &t->top_key;
+    int64_t c = *kid;
+    if (c < 0 || *kid_key != k2) {
+        if ((c = xsm_kvec_index(&x->cnmap, (void **)&x->cn, &x->ncn, &x->cncap, sizeof *x->cn, k1, k2)) < 0)
+            return NULL;
+        x->cn[c] = (xsm_scnode){parent, sid, is_mpi != 0, x->cn[c].cs};
+        *kid = (int32_t)c;
+        *kid_key = k2;
+    }
     int64_t encl = innermost_region(t);
     if (xsm_grow((void **)&t->st, &t->cap, t->sp, sizeof *t->st))
         return NULL;
@@ -1324,6 +1342,7 @@ static sframe *open_frame(xsm_anrank *x, uint32_t tid, int64_t t0, int64_t t1, u
     f->comm = 0;
     f->coll_seq = 0;
     f->v.n = 0; /* its entries are read only up to n */
+    f->kid = -1;
     return f;
 }
 

@@ -9,9 +9,10 @@
 #include <stdlib.h>
 
 /* Early Scan (Scalasca): a member of a Scan or Exscan waits for the last of
- * the members before it in the communicator to enter; the first waits for
- * nobody. Members without a known position take no part. In order of
- * position, the latest entry so far is the cause. */
+ * the members before it in the communicator that send data to enter; the
+ * first waits for nobody, nor does any member of a scan of no data. Members
+ * without a known position take no part. In order of position, the latest
+ * entry so far of a member that sends is the cause. */
 static int scan_cmp(const void *pa, const void *pb)
 {
     const xsm_cwmember *a = *(const xsm_cwmember *const *)pa, *b = *(const xsm_cwmember *const *)pb;
@@ -43,7 +44,7 @@ static int scan_waits(const xsm_cwmember *m, size_t n, xsm_cwait_fn fn, void *ct
                 rc = -1;
         }
         for (; i < e; i++)
-            if (!cause || o[i]->arrive > cause->arrive)
+            if (o[i]->sends && (!cause || o[i]->arrive > cause->arrive))
                 cause = o[i];
     }
     free(o);

@@ -4,8 +4,10 @@
  * the time-window selection, the threads a merging process takes, and
  * trace.pftrace's blocks waiting for their place (memory, spill, errors),
  * and rank files loaded by a helper begun before MPI_Init (claims shared
- * with the parent, tables mapped, a helper that dies, release). */
+ * with the parent, tables mapped, a helper that dies, release), and the
+ * Early Scan rule both feedings share (merge/analyze/collwait.c). */
 #include "merge/align/align.h"
+#include "merge/analyze/analyze.h"
 #include "merge/emit/place.h"
 #include "merge/match/match.h"
 #include "merge/read/read.h"
@@ -781,8 +783,73 @@ static void own_case(uint64_t budget, int want_mapped)
     rmdir(dir);
 }
 
+/* Early Scan: each member waits for the latest entry of the members
+ * before it that send data (Scalasca's definition); a member that moves
+ * nothing is nobody's cause, one without a position takes no part. */
+typedef struct scan_seen {
+    int n;
+    int32_t waiter[8], cause[8];
+    int64_t tb[8], te[8];
+} scan_seen;
+
+static int scan_got(void *ctx, const xsm_cwmember *w, int kind, const xsm_cwmember *cause, int64_t tb, int64_t te)
+{
+    scan_seen *s = ctx;
+    CHECK_EQ(kind, XSM_WAIT_EARLY_SCAN);
+    if (s->n < 8) {
+        s->waiter[s->n] = w->rank;
+        s->cause[s->n] = cause ? cause->rank : -1;
+        s->tb[s->n] = tb;
+        s->te[s->n] = te;
+    }
+    s->n++;
+    return 0;
+}
+
+static void test_scan_waits(void)
+{
+    /* rank, arrive, has_call, call_b, call_e, receives, sends, pos, id: rank 1
+     * enters last (at 500) but sends nothing (a member of no data), rank 3 has
+     * no known position */
+    xsm_cwmember m[5] = {{0, 100, 1, 100, 700, 1, 1, 0, 0}, {1, 500, 1, 500, 700, 1, 0, 1, 1},
+                         {2, 200, 1, 200, 700, 1, 1, 2, 2}, {3, 900, 1, 900, 950, 1, 1, -1, 3},
+                         {4, 300, 1, 300, 700, 1, 1, 3, 4}};
+    scan_seen s = {0};
+    CHECK_EQ(xsm_coll_waits_find(XSPROF_COLL_SCAN, -1, m, 5, scan_got, &s), 0);
+    /* rank 2 waits for rank 0 (entered at 100: no wait, before its own
+     * entry), rank 4 for rank 2 (200 < 300: none either), rank 1 would have
+     * waited for nobody; so: no waits at all */
+    CHECK_EQ(s.n, 0);
+    /* rank 0 late now: ranks 1, 2 and 4 wait for it until 600 */
+    m[0].arrive = m[0].call_b = 600;
+    memset(&s, 0, sizeof s);
+    CHECK_EQ(xsm_coll_waits_find(XSPROF_COLL_SCAN, -1, m, 5, scan_got, &s), 0);
+    CHECK_EQ(s.n, 3);
+    for (int i = 0; i < 3 && i < s.n; i++) {
+        CHECK_EQ(s.cause[i], 0);
+        CHECK_EQ(s.te[i], 600);
+    }
+    /* rank 1 late and sending: rank 2 and 4 wait for it (until 650), not 0 */
+    m[0].arrive = m[0].call_b = 100;
+    m[1].arrive = m[1].call_b = 650;
+    m[1].sends = 1;
+    memset(&s, 0, sizeof s);
+    CHECK_EQ(xsm_coll_waits_find(XSPROF_COLL_SCAN, -1, m, 5, scan_got, &s), 0);
+    CHECK_EQ(s.n, 2);
+    for (int i = 0; i < 2 && i < s.n; i++) {
+        CHECK_EQ(s.cause[i], 1);
+        CHECK_EQ(s.te[i], 650);
+    }
+    /* the same lateness from a member that sends nothing: nobody waits for it */
+    m[1].sends = 0;
+    memset(&s, 0, sizeof s);
+    CHECK_EQ(xsm_coll_waits_find(XSPROF_COLL_SCAN, -1, m, 5, scan_got, &s), 0);
+    CHECK_EQ(s.n, 0);
+}
+
 int main(void)
 {
+    test_scan_waits();
     test_early();
     own_case(64u << 20, 1);
     own_case(8192, 0); /* no room: the heap, and those tables are sent */

@@ -19,6 +19,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import json
 import sys
 import threading
 import time
@@ -45,12 +46,16 @@ def attached(rundir, steps, regions, spin, xsmerge):
                             stderr=subprocess.DEVNULL, text=True)
     url = re.search(r"(http://\S+/)\?token=(\w+)", live.stdout.readline() + live.stdout.readline())
     stop = threading.Event()
+    seen = []  # (when, the ranks' longest span shown) while the job runs
 
     def client():  # a page: one snapshot a second
         while not stop.wait(1.0):
             try:
-                urllib.request.urlopen(url.group(1) + "api/snapshot?token=" + url.group(2), timeout=5).read()
-            except OSError:
+                snap = json.loads(urllib.request.urlopen(url.group(1) + "api/snapshot?token=" + url.group(2),
+                                                         timeout=5).read())
+                if snap["job"]["state"] != "ended":
+                    seen.append((time.monotonic(), max([r["wall_s"] or 0 for r in snap["ranks"]] or [0])))
+            except (OSError, ValueError, KeyError, TypeError):
                 pass
     t = threading.Thread(target=client)
     t.start()
@@ -63,15 +68,20 @@ def attached(rundir, steps, regions, spin, xsmerge):
     live.send_signal(signal.SIGINT)
     _, status, ru = os.wait4(live.pid, 0)
     live.returncode = status
-    return res, (ru.ru_utime + ru.ru_stime), wall
+    # how far the view fell behind the job: at each snapshot, the time
+    # passed less the job time shown, against the snapshot where that was
+    # least (the view caught up); the largest over the job
+    off = [t - w for t, w in seen if w > 0]
+    lag = max(off) - min(off) if len(off) > 1 else None
+    return res, (ru.ru_utime + ru.ru_stime), wall, lag
 
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    steps, regions, spin = (int(x) for x in (sys.argv[2:5] if len(sys.argv) > 4 else (500, 2500, 250000)))
+    steps, regions, spin = (int(x) for x in (sys.argv[2:5] if len(sys.argv) > 4 else (600, 2500, 1200000)))
     base = "/dev/shm/xsprof-bench-live" if os.path.isdir("/dev/shm") else "/tmp/xsprof-bench-live"
     plain, live, cpu, rate, nsev = [], [], [], [], []
-    base_cpu, base_nsev = [], []
+    base_cpu, base_nsev, lags = [], [], []
     modes = ["plain", "live"] + (["base"] if os.environ.get("BASE_XSMERGE") else [])
     for i in range(rounds):
         for mode in modes[i % len(modes):] + modes[:i % len(modes)]:
@@ -81,13 +91,16 @@ def main():
                 (t, eps) = job(rundir, steps, regions, spin)
                 plain.append(t)
             else:
-                (t, eps), c, wall = attached(rundir, steps, regions, spin,
-                                             os.environ["XSMERGE" if mode == "live" else "BASE_XSMERGE"])
+                (t, eps), c, wall, lag = attached(rundir, steps, regions, spin,
+                                                  os.environ["XSMERGE" if mode == "live" else "BASE_XSMERGE"])
                 if mode == "live":
                     live.append(t)
+                    if lag is not None:
+                        lags.append(lag)
                 (cpu if mode == "live" else base_cpu).append(100.0 * c / t)
                 (nsev if mode == "live" else base_nsev).append(1e9 * c / (eps * t))
-                print("  live reader: %.3f s CPU over a %.2f s job (%.2f s attached)" % (c, t, wall), flush=True)
+                print("  live reader: %.3f s CPU over a %.2f s job (%.2f s attached), behind the job by %s" % (
+                    c, t, wall, "%.2f s" % lag if lag is not None else "?"), flush=True)
             rate.append(eps)
             print("round %d %-5s job %.3f s, %.0f events/s" % (i, mode, t, eps), flush=True)
             shutil.rmtree(rundir, ignore_errors=True)
@@ -95,6 +108,9 @@ def main():
     print("job run time, median of %d: without the view %.3f s, with it %.3f s: %+.2f %%" % (
         rounds, mp, ml, 100.0 * (ml / mp - 1)))
     print("events recorded per second (all ranks), median: %.0f" % statistics.median(rate))
+    if lags:
+        print("the view's largest lag behind the job while it ran (its snapshots), median: %.2f s" %
+              statistics.median(lags))
     print("live reader CPU per second of the job, median: %.2f %% of one core (range %.2f-%.2f)" % (
         statistics.median(cpu), min(cpu), max(cpu)))
     print("live reader CPU per event recorded, median: %.0f ns (at 1 M events/s: %.1f %% of one core)" % (

@@ -597,8 +597,8 @@ static int xsm_otf2_main(xsm_emit *e, const char *dir, FILE *notes, char *err, s
 }
 
 /* The analysis only reads the run, as the trace writers do, so it runs on
- * its own thread beside trace.json and merged.h5 (a writer thread and the
- * kernel's copies leave a core partly idle there). Its one-screen summary is
+ * its own thread beside them (trace.pftrace, trace.json, merged.h5), which
+ * then take a core fewer (xsm_beside_analysis). Its one-screen summary is
  * held until the writers finish so that it never cuts through their
  * progress bar. */
 typedef struct xsm_an_job {
@@ -610,6 +610,7 @@ typedef struct xsm_an_job {
     int rc, started;
     pthread_t t;
     struct xsm_an *an; /* kept for merged.h5's analysis tables */
+    int *beside;       /* xsm_emit.an_beside: set while it runs (NULL: none) */
     char err[4096];
 } xsm_an_job;
 
@@ -617,17 +618,23 @@ static void *xsm_an_job_run(void *p)
 {
     xsm_an_job *j = p;
     j->rc = xsm_analyze_run(j->run, j->dir, &j->opts, j->err, sizeof j->err);
+    if (j->beside)
+        __atomic_store_n(j->beside, 0, __ATOMIC_RELAXED);
     if (j->rc != 0 && j->rc != 3 && !j->err[0])
         xsm_err_set(j->err, sizeof j->err, "xsmerge: analysis failed");
     return NULL;
 }
 
 /* Starts the analysis (on a thread when `concurrent` and one can be made,
- * else now, on this one); `keep`: hold its results for merged.h5. */
+ * else now, on this one); `keep`: hold its results for merged.h5; *beside
+ * (when not NULL) is 1 while it runs. */
 static void xsm_an_job_start(xsm_an_job *j, const xsm_run *run, const char *dir, const xsm_report_opts *opts,
-                             int concurrent, int keep)
+                             int concurrent, int keep, int *beside)
 {
     memset(j, 0, sizeof *j);
+    j->beside = beside;
+    if (beside)
+        __atomic_store_n(beside, 1, __ATOMIC_RELAXED);
     j->run = run;
     j->dir = dir;
     j->opts = *opts;
@@ -797,20 +804,7 @@ int main(int argc, char **argv)
         snprintf(phase, sizeof phase, "symbols (%llu addresses, this process's share)", (unsigned long long)n);
         xsm_progress_mark(phase);
     }
-    int ready = xsm_par_agree(&par, rc, 1, &first) == 0;
-    if (ready && (o.outputs & XSM_OUT_PFTRACE)) {
-        int prc = xsm_par_pftrace(&par, &e, staging, err, sizeof err);
-        if (!rc)
-            rc = prc;
-        xsm_progress_mark("pftrace");
-    }
     static const int task_flag[XSM_TASK_N] = {XSM_OUT_JSON, 0, XSM_OUT_H5, XSM_OUT_OTF2};
-    /* the other products go one to a process and end at different times:
-     * merged.h5's encoders may use the cores of the node (within this
-     * process's affinity) that the others leave (5 M-event ring, all
-     * products, 2 processes: 3.72 -> 3.45 s, median of 3) */
-    if (par.size > 1)
-        e.threads = xsm_cpu_share(1);
     xsm_an_job an;
     int an_on = !rc && par.rank == xsm_report_owner(&par) && (o.outputs & XSM_OUT_REPORT);
     if (an_on) {
@@ -819,8 +813,21 @@ int main(int argc, char **argv)
             mine |= xsm_task_owner(t, par.size) == par.rank && (o.outputs & task_flag[t]);
         xsm_report_opts ro = o.report;
         ro.emit = emit_all ? &e : NULL;
-        xsm_an_job_start(&an, &run, staging, &ro, mine, (o.outputs & XSM_OUT_H5) != 0);
+        xsm_an_job_start(&an, &run, staging, &ro, mine, (o.outputs & XSM_OUT_H5) != 0, &e.an_beside);
     }
+    int ready = xsm_par_agree(&par, rc, 1, &first) == 0;
+    if (ready && (o.outputs & XSM_OUT_PFTRACE)) {
+        int prc = xsm_par_pftrace(&par, &e, staging, err, sizeof err);
+        if (!rc)
+            rc = prc;
+        xsm_progress_mark("pftrace");
+    }
+    /* the other products go one to a process and end at different times:
+     * merged.h5's encoders may use the cores of the node (within this
+     * process's affinity) that the others leave (5 M-event ring, all
+     * products, 2 processes: 3.72 -> 3.45 s, median of 3) */
+    if (par.size > 1)
+        e.threads = xsm_cpu_share(1);
     /* merged.h5's chunks are encoded by the processes that write no other
      * product too (all products: with 4 or more processes; a cluster's
      * merge has many idle ones), so that the writer mostly stores them;

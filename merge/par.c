@@ -561,7 +561,7 @@ int xsm_par_pftrace(const xsm_par *par, const xsm_emit *e, const char *dir, char
         MPI_Waitall((int)m, sreq, MPI_STATUSES_IGNORE);
         rc = w ? xsm_emit_pftrace_join(w, err, errlen)
                : xsm_err_set(err, errlen, "xsmerge: out of memory writing trace.pftrace");
-        xsm_place_write(pl, e->threads); /* what waited and was placed after the threads were done */
+        xsm_place_write(pl, xsm_emit_threads(e)); /* what waited and was placed after the threads were done */
         if (!rc && xsm_place_error(pl))
             rc = xsm_err_set(err, errlen, "xsmerge: %s: write failed: %s", path, strerror(xsm_place_error(pl)));
         xsm_progress_end();

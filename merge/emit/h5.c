@@ -289,7 +289,7 @@ int xsm_h5ds_create(hid_t loc, const char *name, hid_t type, hsize_t n, int leve
 static int xsm_h5ds_open(xsm_h5 *h, const char *name, hid_t type, hsize_t n, xsm_h5ds *d)
 {
     return xsm_h5ds_create(h->file, name, type, n, h->e->h5share ? h->e->h5share->level : xsm_emit_h5_level(),
-                           h->e->threads, d);
+                           xsm_emit_threads(h->e), d);
 }
 
 /* Rows [flushed, flushed + n) through HDF5 (its filters, if any). */
@@ -980,7 +980,7 @@ static void xsm_h5_help_table(const xsm_emit *e, int type, size_t rowsize, int t
     xsm_h5_sink sink = {sh, 0};
     int ok = !*bad && (off || table == XSM_T_MSGS);
     xsprof_chunk_pool *pool =
-        ok ? xsprof_chunk_pool_create(e->threads > 1 ? (unsigned)e->threads : 1, xsm_h5_sink_send, &sink) : NULL;
+        ok ? xsprof_chunk_pool_create((unsigned)xsm_emit_threads(e), xsm_h5_sink_send, &sink) : NULL;
     *bad = *bad || !pool;
     uint64_t owned = 0;
     for (uint64_t c = (uint64_t)sh->me; c * XSM_H5_CHUNK < total; c += (uint64_t)sh->n, owned++) {

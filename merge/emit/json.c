@@ -629,7 +629,7 @@ int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
     const xsm_run *run = e->run;
     if (e->json_whole && e->nevents * XSM_J_MIN_EVENT_BYTES > xsm_j_limit())
         return 2;
-    size_t nmem = 0, nt = e->threads > 1 ? (size_t)e->threads : 1;
+    size_t nmem = 0, nt = (size_t)xsm_emit_threads(e);
     if (nt > XSM_EMIT_MAX_THREADS)
         nt = XSM_EMIT_MAX_THREADS;
     size_t *memoff = malloc((run->nranks + 1) * sizeof *memoff);

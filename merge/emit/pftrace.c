@@ -888,7 +888,7 @@ xsm_pf_writers *xsm_emit_pftrace_start(const xsm_emit *e, const char *dir, size_
     *s = (xsm_pf_writers){.e = e, .dir = dir, .lo = lo, .step = step ? step : 1, .n = n, .pl = pl,
                           .caller_works = caller_works};
     pthread_mutex_init(&s->mu, NULL);
-    size_t nt = e->threads > 1 ? (size_t)e->threads : 1;
+    size_t nt = (size_t)xsm_emit_threads(e);
     if (nt > XSM_EMIT_MAX_THREADS)
         nt = XSM_EMIT_MAX_THREADS;
     if (nt > n)

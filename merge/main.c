@@ -804,6 +804,9 @@ int main(int argc, char **argv)
         snprintf(phase, sizeof phase, "symbols (%llu addresses, this process's share)", (unsigned long long)n);
         xsm_progress_mark(phase);
     }
+    /* every process has shared its addresses (a collective call) before
+     * the analysis reads them */
+    int ready = xsm_par_agree(&par, rc, 1, &first) == 0;
     static const int task_flag[XSM_TASK_N] = {XSM_OUT_JSON, 0, XSM_OUT_H5, XSM_OUT_OTF2};
     xsm_an_job an;
     int an_on = !rc && par.rank == xsm_report_owner(&par) && (o.outputs & XSM_OUT_REPORT);
@@ -815,7 +818,6 @@ int main(int argc, char **argv)
         ro.emit = emit_all ? &e : NULL;
         xsm_an_job_start(&an, &run, staging, &ro, mine, (o.outputs & XSM_OUT_H5) != 0, &e.an_beside);
     }
-    int ready = xsm_par_agree(&par, rc, 1, &first) == 0;
     if (ready && (o.outputs & XSM_OUT_PFTRACE)) {
         int prc = xsm_par_pftrace(&par, &e, staging, err, sizeof err);
         if (!rc)

@@ -788,22 +788,35 @@ static void own_case(uint64_t budget, int want_mapped)
  * nothing is nobody's cause, one without a position takes no part. */
 typedef struct scan_seen {
     int n;
-    int32_t waiter[8], cause[8];
-    int64_t tb[8], te[8];
+    int32_t cause[8];
+    int64_t te[8];
 } scan_seen;
 
 static int scan_got(void *ctx, const xsm_cwmember *w, int kind, const xsm_cwmember *cause, int64_t tb, int64_t te)
 {
     scan_seen *s = ctx;
+    (void)w;
+    (void)tb;
     CHECK_EQ(kind, XSM_WAIT_EARLY_SCAN);
     if (s->n < 8) {
-        s->waiter[s->n] = w->rank;
         s->cause[s->n] = cause ? cause->rank : -1;
-        s->tb[s->n] = tb;
         s->te[s->n] = te;
     }
     s->n++;
     return 0;
+}
+
+/* The scan of members m gives `want` waits, each for rank `cause` until `until`. */
+static void scan_expect(const xsm_cwmember *m, size_t n, int want, int32_t cause, int64_t until, int line)
+{
+    scan_seen s = {0};
+    CHECK_EQ(xsm_coll_waits_find(XSPROF_COLL_SCAN, -1, m, n, scan_got, &s), 0);
+    if (s.n != want)
+        fprintf(stderr, "%s:%d: scan case: %d waits, expected %d\n", __FILE__, line, s.n, want), failures++;
+    for (int i = 0; i < s.n && i < 8; i++)
+        if (s.cause[i] != cause || s.te[i] != until)
+            fprintf(stderr, "%s:%d: scan case: a wait for rank %d until %lld, expected %d until %lld\n", __FILE__, line,
+                    s.cause[i], (long long)s.te[i], cause, (long long)until), failures++;
 }
 
 static void test_scan_waits(void)
@@ -814,37 +827,21 @@ static void test_scan_waits(void)
     xsm_cwmember m[5] = {{0, 100, 1, 100, 700, 1, 1, 0, 0}, {1, 500, 1, 500, 700, 1, 0, 1, 1},
                          {2, 200, 1, 200, 700, 1, 1, 2, 2}, {3, 900, 1, 900, 950, 1, 1, -1, 3},
                          {4, 300, 1, 300, 700, 1, 1, 3, 4}};
-    scan_seen s = {0};
-    CHECK_EQ(xsm_coll_waits_find(XSPROF_COLL_SCAN, -1, m, 5, scan_got, &s), 0);
     /* rank 2 waits for rank 0 (entered at 100: no wait, before its own
      * entry), rank 4 for rank 2 (200 < 300: none either), rank 1 would have
      * waited for nobody; so: no waits at all */
-    CHECK_EQ(s.n, 0);
+    scan_expect(m, 5, 0, -1, 0, __LINE__);
     /* rank 0 late now: ranks 1, 2 and 4 wait for it until 600 */
     m[0].arrive = m[0].call_b = 600;
-    memset(&s, 0, sizeof s);
-    CHECK_EQ(xsm_coll_waits_find(XSPROF_COLL_SCAN, -1, m, 5, scan_got, &s), 0);
-    CHECK_EQ(s.n, 3);
-    for (int i = 0; i < 3 && i < s.n; i++) {
-        CHECK_EQ(s.cause[i], 0);
-        CHECK_EQ(s.te[i], 600);
-    }
+    scan_expect(m, 5, 3, 0, 600, __LINE__);
     /* rank 1 late and sending: rank 2 and 4 wait for it (until 650), not 0 */
     m[0].arrive = m[0].call_b = 100;
     m[1].arrive = m[1].call_b = 650;
     m[1].sends = 1;
-    memset(&s, 0, sizeof s);
-    CHECK_EQ(xsm_coll_waits_find(XSPROF_COLL_SCAN, -1, m, 5, scan_got, &s), 0);
-    CHECK_EQ(s.n, 2);
-    for (int i = 0; i < 2 && i < s.n; i++) {
-        CHECK_EQ(s.cause[i], 1);
-        CHECK_EQ(s.te[i], 650);
-    }
+    scan_expect(m, 5, 2, 1, 650, __LINE__);
     /* the same lateness from a member that sends nothing: nobody waits for it */
     m[1].sends = 0;
-    memset(&s, 0, sizeof s);
-    CHECK_EQ(xsm_coll_waits_find(XSPROF_COLL_SCAN, -1, m, 5, scan_got, &s), 0);
-    CHECK_EQ(s.n, 0);
+    scan_expect(m, 5, 0, -1, 0, __LINE__);
 }
 
 int main(void)

@@ -5,6 +5,7 @@
  * comparison: the follower does not carry them from one chunk, or poll, to
  * the next (journal_read.h), and the live view does not show them. */
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,14 +21,27 @@ typedef struct rows {
     size_t n[XSPROF_IO_T_COUNT]; /* bytes */
 } rows;
 
+/* Bytes of a row of table t that hold data: the rest is the struct's tail
+ * padding (clock and GPU rows), whose bytes the reader leaves undefined. */
+static size_t row_data(enum xsprof_io_table t)
+{
+    switch (t) {
+    case XSPROF_IO_T_CLOCK: return offsetof(xsprof_io_clock, phase) + sizeof(uint32_t);
+    case XSPROF_IO_T_GPU: return offsetof(xsprof_io_gpu, thread) + sizeof(uint32_t);
+    default: return xsprof_io_table_row_size(t);
+    }
+}
+
 static xsprof_status take(void *user, enum xsprof_io_table t, const void *p, size_t n)
 {
     rows *r = user;
-    size_t b = n * xsprof_io_table_row_size(t);
+    size_t sz = xsprof_io_table_row_size(t), b = n * sz, data = row_data(t);
     unsigned char *v = realloc(r->v[t], r->n[t] + b + 1);
     if (!v)
         return XSPROF_ERR_NOMEM;
     memcpy(v + r->n[t], p, b);
+    for (size_t i = 0; data < sz && i < n; i++) /* compared byte for byte: padding zeroed */
+        memset(v + r->n[t] + i * sz + data, 0, sz - data);
     r->v[t] = v;
     r->n[t] += b;
     return XSPROF_OK;

@@ -598,7 +598,7 @@ static int xsm_otf2_main(xsm_emit *e, const char *dir, FILE *notes, char *err, s
 
 /* The analysis only reads the run, as the trace writers do, so it runs on
  * its own thread beside them (trace.pftrace, trace.json, merged.h5), which
- * then take a core fewer (xsm_beside_analysis). Its one-screen summary is
+ * then take a core fewer (xsm_emit_threads). Its one-screen summary is
  * held until the writers finish so that it never cuts through their
  * progress bar. */
 typedef struct xsm_an_job {

@@ -159,13 +159,6 @@ typedef struct xsm_h5_share {
     void *ctx;
 } xsm_h5_share;
 
-struct xsm_emit;
-/* The threads a writer may start now: e->threads, one fewer while the
- * analysis runs beside (at least 1). On 2 cores, sharing both with the
- * writers the analysis of NetPIPE's 9.8 M events went on alone for 2.7 s
- * after merged.h5; a writer that starts after it ended takes them all. */
-static inline int xsm_emit_threads(const struct xsm_emit *e);
-
 struct xsm_emit {
     const xsm_run *run;
     uint32_t key[XSM_KEY_N]; /* global name ids of enum xsm_key */
@@ -190,6 +183,10 @@ struct xsm_emit {
                        writes nothing and returns 2 */
 };
 
+/* The threads a writer may start now: e->threads, one fewer while the
+ * analysis runs beside (at least 1). On 2 cores, sharing both with the
+ * writers the analysis of NetPIPE's 9.8 M events went on alone for 2.7 s
+ * after merged.h5; a writer that starts after it ended takes them all. */
 static inline int xsm_emit_threads(const struct xsm_emit *e)
 {
     int n = e->threads > 1 ? e->threads : 1;

@@ -15,7 +15,7 @@ PKGS := cmake make gcc g++ gfortran clang pkg-config python3 \
         libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libhwloc-dev libdeflate-dev \
         python3-h5py python3-mpi4py python3-numpy python3-pandas python3-pytest protobuf-compiler python3-protobuf gcovr chromium libclang-rt-14-dev hpcc \
         libdw-dev libotf2-trace-dev otf2-tools python3-otf2 \
-        libmicrohttpd-dev libjs-chart.js curl
+        libmicrohttpd-dev libjs-chart.js curl lammps lammps-examples
 
 export OMPI_ALLOW_RUN_AS_ROOT = 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1

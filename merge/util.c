@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,11 +23,37 @@ int xsm_err_set(char *err, size_t errlen, const char *fmt, ...)
     return 1;
 }
 
+/* Below this an array fits in a few huge pages at most: not worth a call. */
+#define XSM_HUGE_MIN ((size_t)4 << 20)
+
+void xsm_mem_huge(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    if (!p || bytes < XSM_HUGE_MIN)
+        return;
+    /* whole pages, so that a mapping of malloc's own is advised whole and
+     * stays one area (its realloc moves it with mremap) */
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p & ~(pg - 1), b = ((uintptr_t)p + bytes + pg - 1) & ~(pg - 1);
+    (void)madvise((void *)a, b - a, MADV_HUGEPAGE); /* only a hint */
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+void *xsm_malloc_big(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    xsm_mem_huge(p, bytes);
+    return p;
+}
+
 void *xsm_zalloc(size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size)
         return NULL;
-    void *p = malloc(n * size > 0 ? n * size : 1);
+    void *p = xsm_malloc_big(n * size);
     if (p)
         memset(p, 0, n * size);
     return p;
@@ -41,6 +69,7 @@ int xsm_reserve(void **p, size_t *cap, size_t need, size_t size)
     void *q = realloc(*p, c * size);
     if (!q)
         return -1;
+    xsm_mem_huge(q, c * size);
     *p = q;
     *cap = c;
     return 0;

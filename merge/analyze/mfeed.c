@@ -68,9 +68,9 @@ static int xsm_mrank_prepare(const xsm_run *run, int32_t r, xsm_mrank *x)
     }
     if (!nreq && !ncompl)
         return 0;
-    int64_t *post_of = malloc((d->nmpi + 1) * sizeof *post_of);
-    x->compl_of = malloc((d->nmpi + 1) * sizeof *x->compl_of);
-    x->call_of = malloc((d->nmpi + 1) * sizeof *x->call_of);
+    int64_t *post_of = xsm_malloc_big((d->nmpi + 1) * sizeof *post_of);
+    x->compl_of = xsm_malloc_big((d->nmpi + 1) * sizeof *x->compl_of);
+    x->call_of = xsm_malloc_big((d->nmpi + 1) * sizeof *x->call_of);
     int rc = post_of && x->compl_of && x->call_of ? xsm_match_links(d, nreq, ncompl, post_of, x->compl_of, x->call_of) : -1;
     free(post_of);
     return rc;
@@ -169,7 +169,7 @@ static int xsm_mkey_sort(xsm_mkey *v, size_t n)
         hi = v[i].t > hi ? v[i].t : hi;
     }
     uint64_t span = (uint64_t)hi - (uint64_t)lo;
-    xsm_mkey *tmp = malloc(n * sizeof *tmp);
+    xsm_mkey *tmp = xsm_malloc_big(n * sizeof *tmp);
     size_t *cnt = malloc(65537 * sizeof *cnt);
     if (!tmp || !cnt) {
         free(tmp);
@@ -202,7 +202,8 @@ static int xsm_mp2p(xsm_mfeed *m)
 {
     const xsm_run *run = m->run;
     xsm_wo *wo = xsm_wo_new(run->nranks);
-    xsm_mkey *snd_ord = malloc((run->nmsgs + 1) * sizeof *snd_ord), *ord = malloc((run->nmsgs + 1) * sizeof *ord);
+    xsm_mkey *snd_ord = xsm_malloc_big((run->nmsgs + 1) * sizeof *snd_ord),
+            *ord = xsm_malloc_big((run->nmsgs + 1) * sizeof *ord);
     int rc = wo && snd_ord && ord ? 0 : -1;
     /* Wrong Order (worder.c) read forward in time as the MPI pass reads
      * it: the sends in order of their begin and the receives in order of

@@ -221,7 +221,7 @@ static int xsm_erank_build(const xsm_emit *e, int32_t r, int want_order, uint64_
     for (int k = 0; k < XSM_EV_N; k++) {
         if (counts[k] > UINT32_MAX)
             return -1;
-        er->order[k] = malloc(((want_order ? counts[k] : 0) + 1) * sizeof *er->order[k]);
+        er->order[k] = xsm_malloc_big(((want_order ? counts[k] : 0) + 1) * sizeof *er->order[k]);
         if (!er->order[k])
             return -1;
         /* One pass per table: the thread set, the row order and whether it
@@ -410,7 +410,7 @@ static int xsm_mflows_rank(void *ctx, size_t r)
     xsm_erank *er = &c->e->ranks[r];
     size_t s0 = c->first[2 * r], s1 = c->first[2 * r + 1], d1 = c->first[2 * r + 2];
     er->nmflows = d1 - s0; /* 0 for a rank not iterated here */
-    if (!(er->mflows = malloc((er->nmflows + 1) * sizeof *er->mflows)))
+    if (!(er->mflows = xsm_malloc_big((er->nmflows + 1) * sizeof *er->mflows)))
         return -1;
     if (!er->nmflows)
         return 0;
@@ -441,7 +441,7 @@ static int xsm_emit_mflows(xsm_emit *e, const unsigned char *order)
 {
     const xsm_run *run = e->run;
     size_t n = run->nranks;
-    xsm_mflow_ctx c = {e, order, calloc(2 * n + 2, sizeof *c.first), malloc((2 * run->nmsgs + 1) * sizeof *c.list)};
+    xsm_mflow_ctx c = {e, order, calloc(2 * n + 2, sizeof *c.first), xsm_malloc_big((2 * run->nmsgs + 1) * sizeof *c.list)};
     int rc = -1;
     if (c.first && c.list && run->nmsgs < UINT32_MAX) { /* flow ids as rows: 32 bits (rows are too) */
         /* only the ranks iterated here are listed (collective mode: a share) */

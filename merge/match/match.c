@@ -662,15 +662,15 @@ static int xsm_match_alloc(xsm_match_ctx *c, size_t nsend, size_t nrecv, size_t 
     }
     c->parts = 1; /* no region (for any process): each matches everything alone */
     c->failed = &c->failed_here;
-    c->c = malloc(sz[1]);
+    c->c = xsm_malloc_big(sz[1]);
     c->recv_of = xsm_zalloc(nsend + 1, sizeof *c->recv_of);
-    c->recv_done = calloc(nrecv + 1, 1);
-    c->s = malloc(sz[4]);
+    c->recv_done = xsm_zalloc(nrecv + 1, 1);
+    c->s = xsm_malloc_big(sz[4]);
     if (lk) {
-        c->sl = malloc(sz[5]);
-        c->rl = malloc(sz[6]);
+        c->sl = xsm_malloc_big(sz[5]);
+        c->rl = xsm_malloc_big(sz[6]);
     }
-    c->v = malloc(sz[7]);
+    c->v = xsm_malloc_big(sz[7]);
     return c->s && c->v && c->c && c->recv_of && c->recv_done && (!lk || (c->sl && c->rl)) ? 0 : -1;
 }
 
@@ -818,7 +818,7 @@ int xsm_match_run(xsm_run *run, FILE *notes, char *err, size_t errlen)
         run->msgs_shm_len = mlen;
     } else {
         c.parts = 1; /* no shared table: each process writes all messages */
-        if (!(c.msgs = malloc(mlen)))
+        if (!(c.msgs = xsm_malloc_big(mlen)))
             goto oom;
         xsm_parallel_for(run->nranks, xsm_msgs_rank, &c);
     }

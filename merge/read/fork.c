@@ -18,6 +18,7 @@
 #define _GNU_SOURCE /* memfd_create */
 #endif
 #include "merge/read/read.h"
+#include "merge/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -531,7 +532,7 @@ static void xsm_arena_end(xsm_map *m, xsm_loaded *l, size_t n, const unsigned ch
 {
     if (!m)
         return;
-    xsprof_rankfile_set_table_alloc(NULL, NULL);
+    xsprof_rankfile_set_table_alloc(xsm_malloc_big, free);
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     size_t len = (xsm_arena.used + pg - 1) / pg * pg;
     xsm_arena.base = NULL;

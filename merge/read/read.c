@@ -255,6 +255,7 @@ static void xsm_load_setup(int threads)
     xsprof_rankfile_set_table_reader(xsm_chunks_read);
     xsprof_rankfile_set_rows_reader(xsm_chunks_rows);
     xsprof_rankfile_set_raw_reader(xsm_chunks_raw_plan, xsm_chunks_raw_rows, xsm_chunks_raw_free);
+    xsprof_rankfile_set_table_alloc(xsm_malloc_big, free);
     xsm_chunks_set_threads(threads);
     xsm_parallel_threads(threads); /* align, match and emit work per rank */
 }

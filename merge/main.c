@@ -94,7 +94,8 @@ static const char xsm_usage[] =
     "xsmerge itself reads XSPROF_MERGE_JSON_PART_MB (trace.json part size,\n"
     "default 256), XSPROF_MERGE_H5_DEFLATE (merged.h5's deflate level 1-9,\n"
     "default 1; 0 stores its tables uncompressed), XSPROF_MERGE_UI_MB (size of\n"
-    "trace.pftrace above which a note says how to open it, default 512) and\n"
+    "trace.pftrace above which a note says how to open it, default 512),\n"
+    "XSPROF_MERGE_THP=0 (no transparent huge pages for its big arrays) and\n"
     "XSPROF_MERGE_TIMES=1 (print the time of each phase).\n"
     "\n"
     "exit codes: 0 ok, 1 bad input or failure, 3 regression found (--baseline).\n";

@@ -26,10 +26,24 @@ int xsm_err_set(char *err, size_t errlen, const char *fmt, ...)
 /* Below this an array fits in a few huge pages at most: not worth a call. */
 #define XSM_HUGE_MIN ((size_t)4 << 20)
 
+/* XSPROF_MERGE_THP=0 turns the hint off (where compaction stalls the
+ * faults instead): read once, whichever thread asks first. */
+static int xsm_thp_on(void)
+{
+    static atomic_int on = -1;
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
+        const char *env = getenv("XSPROF_MERGE_THP");
+        v = !(env && strcmp(env, "0") == 0);
+        atomic_store_explicit(&on, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 void xsm_mem_huge(void *p, size_t bytes)
 {
 #ifdef MADV_HUGEPAGE
-    if (!p || bytes < XSM_HUGE_MIN)
+    if (!p || bytes < XSM_HUGE_MIN || !xsm_thp_on())
         return;
     /* whole pages, so that a mapping of malloc's own is advised whole and
      * stays one area (its realloc moves it with mremap) */

@@ -27,7 +27,8 @@ void *xsm_zalloc(size_t n, size_t size);
  * per 2 MiB instead of 512, which on a 10 M-event run was a third of the
  * merge's CPU (page faults of a paravirtualised VM). xsm_mem_huge advises
  * [p, p + bytes) when it is big enough to hold huge pages; xsm_malloc_big
- * is malloc followed by it. Both do nothing where THP does not exist. */
+ * is malloc followed by it. Both do nothing where THP does not exist, and
+ * with XSPROF_MERGE_THP=0. */
 void xsm_mem_huge(void *p, size_t bytes);
 void *xsm_malloc_big(size_t bytes);
 

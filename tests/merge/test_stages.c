@@ -844,8 +844,58 @@ static void test_scan_waits(void)
     scan_expect(m, 5, 0, -1, 0, __LINE__);
 }
 
+/* 1 when the mapping holding p lists `flag` among its VmFlags (smaps),
+ * 0 when not, -1 when p is in no mapping. */
+static int smaps_flag(const void *p, const char *flag)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int in = 0, found = -1;
+    uintptr_t a = (uintptr_t)p;
+    while (f && found < 0 && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in = a >= lo && a < hi;
+        else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            char want[8];
+            snprintf(want, sizeof want, " %s", flag);
+            found = strstr(line + 8, want) != NULL;
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* The big arrays' hint reaches the kernel: the mapping of an array of
+ * xsm_malloc_big and one grown by xsm_reserve carry VM_HUGEPAGE ("hg")
+ * where the kernel has transparent huge pages; a small array is left as
+ * malloc gave it. */
+static void test_huge_hint(void)
+{
+    if (access("/sys/kernel/mm/transparent_hugepage/enabled", R_OK) != 0) {
+        printf("no transparent huge pages here: hint not checked\n");
+        return;
+    }
+    size_t n = (size_t)64 << 20;
+    unsigned char *p = xsm_malloc_big(n);
+    void *q = NULL;
+    size_t cap = 0;
+    CHECK(p != NULL);
+    CHECK_EQ(xsm_reserve(&q, &cap, (size_t)16 << 20, 1), 0);
+    if (p && q) {
+        memset(p, 1, n);
+        memset(q, 1, cap);
+        CHECK_EQ(smaps_flag(p + n / 2, "hg"), 1);
+        CHECK_EQ(smaps_flag((unsigned char *)q + cap / 2, "hg"), 1);
+    }
+    free(p);
+    free(q);
+}
+
 int main(void)
 {
+    test_huge_hint();
     test_scan_waits();
     test_early();
     own_case(64u << 20, 1);

@@ -6,7 +6,9 @@ ranks) ROUNDS times without and with the live view attached, alternating;
 with it, a client fetches /api/snapshot once a second as a page would.
 Prints the job's own time (between two Barriers) median per mode and their
 ratio, and the live reader's CPU time (its rusage, os.wait4) per second of
-the job and per event. LIVE_NICE=N runs the view under nice -n N,
+the job and per event; and the same while it follows the job, from the CPU
+time in /proc and the events its snapshots count (its start and the first
+second, when its buffers grow, left out). LIVE_NICE=N runs the view under nice -n N,
 JOB_YIELD=1 the job with mpi_yield_when_idle (experiments); JOB_CPUS=LIST and
 LIVE_CPUS=LIST (taskset -c) place the job's ranks and the view on CPUs of
 their own: a node with a core left for the viewer. BASE_XSMERGE=PATH adds a
@@ -47,6 +49,13 @@ def attached(rundir, steps, regions, spin, xsmerge):
     url = re.search(r"(http://\S+/)\?token=(\w+)", live.stdout.readline() + live.stdout.readline())
     stop = threading.Event()
     seen = []  # (when, the ranks' longest span shown) while the job runs
+    follow = []  # (when, the view's CPU so far, events it has read) at each snapshot while the job runs
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def view_cpu():  # utime + stime of the view so far, as its rusage counts them at the end
+        with open("/proc/%d/stat" % live.pid) as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        return (int(v[11]) + int(v[12])) / tick
 
     def client():  # a page: one snapshot a second
         while not stop.wait(1.0):
@@ -55,6 +64,7 @@ def attached(rundir, steps, regions, spin, xsmerge):
                                                          timeout=5).read())
                 if snap["job"]["state"] != "ended":
                     seen.append((time.monotonic(), max([r["wall_s"] or 0 for r in snap["ranks"]] or [0])))
+                    follow.append((time.monotonic(), view_cpu(), sum(r["events"] or 0 for r in snap["ranks"])))
             except (OSError, ValueError, KeyError, TypeError):
                 pass
     t = threading.Thread(target=client)
@@ -73,7 +83,13 @@ def attached(rundir, steps, regions, spin, xsmerge):
     # least (the view caught up); the largest over the job
     off = [t - w for t, w in seen if w > 0]
     lag = max(off) - min(off) if len(off) > 1 else None
-    return res, (ru.ru_utime + ru.ru_stime), wall, lag
+    # the reader's steady cost: from its second snapshot of the job (past its
+    # start and the first second's growth of its buffers) to its last
+    steady = None
+    if len(follow) > 2 and follow[-1][2] > follow[1][2]:
+        (ta, ca, ea), (tb, cb, eb) = follow[1], follow[-1]
+        steady = (100.0 * (cb - ca) / (tb - ta), 1e9 * (cb - ca) / (eb - ea))
+    return res, (ru.ru_utime + ru.ru_stime), wall, lag, steady
 
 
 def main():
@@ -81,7 +97,7 @@ def main():
     steps, regions, spin = (int(x) for x in (sys.argv[2:5] if len(sys.argv) > 4 else (600, 2500, 1200000)))
     base = "/dev/shm/xsprof-bench-live" if os.path.isdir("/dev/shm") else "/tmp/xsprof-bench-live"
     plain, live, cpu, rate, nsev = [], [], [], [], []
-    base_cpu, base_nsev, lags = [], [], []
+    base_cpu, base_nsev, lags, steady = [], [], [], []
     modes = ["plain", "live"] + (["base"] if os.environ.get("BASE_XSMERGE") else [])
     for i in range(rounds):
         for mode in modes[i % len(modes):] + modes[:i % len(modes)]:
@@ -91,12 +107,14 @@ def main():
                 (t, eps) = job(rundir, steps, regions, spin)
                 plain.append(t)
             else:
-                (t, eps), c, wall, lag = attached(rundir, steps, regions, spin,
-                                                  os.environ["XSMERGE" if mode == "live" else "BASE_XSMERGE"])
+                (t, eps), c, wall, lag, st = attached(rundir, steps, regions, spin,
+                                                      os.environ["XSMERGE" if mode == "live" else "BASE_XSMERGE"])
                 if mode == "live":
                     live.append(t)
                     if lag is not None:
                         lags.append(lag)
+                    if st is not None:
+                        steady.append(st)
                 (cpu if mode == "live" else base_cpu).append(100.0 * c / t)
                 (nsev if mode == "live" else base_nsev).append(1e9 * c / (eps * t))
                 print("  live reader: %.3f s CPU over a %.2f s job (%.2f s attached), behind the job by %s" % (
@@ -115,6 +133,9 @@ def main():
         statistics.median(cpu), min(cpu), max(cpu)))
     print("live reader CPU per event recorded, median: %.0f ns (at 1 M events/s: %.1f %% of one core)" % (
         statistics.median(nsev), statistics.median(nsev) / 10.0))
+    if steady:
+        print("the same while it follows the job (from its second snapshot to its last), median: %.2f %% of one core, "
+              "%.0f ns per event" % (statistics.median(s[0] for s in steady), statistics.median(s[1] for s in steady)))
     if base_nsev:
         print("the base build's reader, side by side: %.2f %% of one core per second of the job, %.0f ns per event "
               "(this build / base: %.2f)" % (statistics.median(base_cpu), statistics.median(base_nsev),

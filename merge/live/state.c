@@ -377,6 +377,7 @@ static unsigned char *lq_room(lqueue *u, size_t sz)
         unsigned char *v = realloc(u->v, cap * sz);
         if (!v)
             return NULL;
+        xsm_mem_huge(v, cap * sz); /* a busy rank's queue reaches megabytes */
         u->v = v;
         u->cap = cap;
     }

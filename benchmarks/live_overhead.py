@@ -97,7 +97,7 @@ def main():
     steps, regions, spin = (int(x) for x in (sys.argv[2:5] if len(sys.argv) > 4 else (600, 2500, 1200000)))
     base = "/dev/shm/xsprof-bench-live" if os.path.isdir("/dev/shm") else "/tmp/xsprof-bench-live"
     plain, live, cpu, rate, nsev = [], [], [], [], []
-    base_cpu, base_nsev, lags, steady = [], [], [], []
+    base_cpu, base_nsev, lags, steady, base_steady = [], [], [], [], []
     modes = ["plain", "live"] + (["base"] if os.environ.get("BASE_XSMERGE") else [])
     for i in range(rounds):
         for mode in modes[i % len(modes):] + modes[:i % len(modes)]:
@@ -113,8 +113,8 @@ def main():
                     live.append(t)
                     if lag is not None:
                         lags.append(lag)
-                    if st is not None:
-                        steady.append(st)
+                if st is not None:
+                    (steady if mode == "live" else base_steady).append(st)
                 (cpu if mode == "live" else base_cpu).append(100.0 * c / t)
                 (nsev if mode == "live" else base_nsev).append(1e9 * c / (eps * t))
                 print("  live reader: %.3f s CPU over a %.2f s job (%.2f s attached), behind the job by %s" % (
@@ -140,6 +140,11 @@ def main():
         print("the base build's reader, side by side: %.2f %% of one core per second of the job, %.0f ns per event "
               "(this build / base: %.2f)" % (statistics.median(base_cpu), statistics.median(base_nsev),
                                              statistics.median(nsev) / statistics.median(base_nsev)))
+    if steady and base_steady:
+        b = statistics.median(s[1] for s in base_steady)
+        print("the base build's reader while it follows the job: %.2f %% of one core, %.0f ns per event "
+              "(this build / base: %.2f)" % (statistics.median(s[0] for s in base_steady), b,
+                                             statistics.median(s[1] for s in steady) / b))
 
 
 if __name__ == "__main__":

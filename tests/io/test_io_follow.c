@@ -18,7 +18,8 @@
 
 typedef struct rows {
     unsigned char *v[XSPROF_IO_T_COUNT];
-    size_t n[XSPROF_IO_T_COUNT]; /* bytes */
+    size_t n[XSPROF_IO_T_COUNT];   /* bytes */
+    size_t cap[XSPROF_IO_T_COUNT]; /* bytes allocated */
 } rows;
 
 /* Bytes of a row of table t that hold data: the rest is the struct's tail
@@ -36,9 +37,15 @@ static xsprof_status take(void *user, enum xsprof_io_table t, const void *p, siz
 {
     rows *r = user;
     size_t sz = xsprof_io_table_row_size(t), b = n * sz, data = row_data(t);
-    unsigned char *v = realloc(r->v[t], r->n[t] + b + 1);
-    if (!v)
-        return XSPROF_ERR_NOMEM;
+    unsigned char *v = r->v[t];
+    if (r->n[t] + b + 1 > r->cap[t]) { /* doubling: a copy per block was quadratic (minutes under ASan) */
+        size_t cap = r->cap[t] ? 2 * r->cap[t] : 4096;
+        while (cap < r->n[t] + b + 1)
+            cap *= 2;
+        if (!(v = realloc(r->v[t], cap)))
+            return XSPROF_ERR_NOMEM;
+        r->cap[t] = cap;
+    }
     memcpy(v + r->n[t], p, b);
     for (size_t i = 0; data < sz && i < n; i++) /* compared byte for byte: padding zeroed */
         memset(v + r->n[t] + i * sz + data, 0, sz - data);
@@ -95,12 +102,20 @@ static size_t map_chunks(const unsigned char *file, size_t len, chunkmap **out)
         m = realloc(m, (n + 1) * sizeof *m);
         chunkmap *k = &m[n++];
         *k = (chunkmap){off, c.used, c.state, NULL, 0};
-        for (uint64_t p = 0; p < c.used;) {
-            xsprof_rec_hdr r;
-            memcpy(&r, file + off + sizeof c + p, sizeof r);
-            p += r.size;
-            k->ends = realloc(k->ends, (k->nends + 1) * sizeof *k->ends);
-            k->ends[k->nends++] = p;
+        /* counted first, then one array: a realloc per record was
+         * quadratic (minutes under ASan) */
+        for (int fill = 0; fill < 2; fill++) {
+            if (fill && !(k->ends = malloc((k->nends + 1) * sizeof *k->ends)))
+                break;
+            k->nends = 0;
+            for (uint64_t p = 0; p < c.used;) {
+                xsprof_rec_hdr r;
+                memcpy(&r, file + off + sizeof c + p, sizeof r);
+                p += r.size;
+                if (fill)
+                    k->ends[k->nends] = p;
+                k->nends++;
+            }
         }
     }
     *out = m;

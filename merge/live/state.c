@@ -372,15 +372,10 @@ static unsigned char *lq_room(lqueue *u, size_t sz)
         u->n -= u->v0;
         u->v0 = 0;
     }
-    if (u->n == u->cap) {
-        size_t cap = u->cap ? 2 * u->cap : 4096;
-        unsigned char *v = realloc(u->v, cap * sz);
-        if (!v)
-            return NULL;
-        xsm_mem_huge(v, cap * sz); /* a busy rank's queue reaches megabytes */
-        u->v = v;
-        u->cap = cap;
-    }
+    /* doubling from 4096 rows; a busy rank's queue reaches megabytes,
+     * which xsm_reserve asks huge pages for */
+    if (xsm_reserve((void **)&u->v, &u->cap, u->cap ? u->n + 1 : 4096, sz))
+        return NULL;
     return u->v + u->n++ * sz;
 }
 

@@ -13,8 +13,9 @@
 #             detect_leaks=1. Suppressions: tests/ci/lsan.supp, every entry
 #             with its reason (Open MPI's and HDF5's own leaks, gfortran's
 #             SAVEd main-program arrays); nothing of xsprof is suppressed.
-#             OMPI_MCA_mca_base_component_disable_dlclose=1 keeps Open MPI's
-#             plugins loaded so their leak stacks stay matchable.
+#             Open MPI's and hwloc's plugins stay loaded in the ASan build
+#             (cmake/asan_keep_plugins.c), so their leak stacks stay
+#             matchable and LeakSanitizer's check at exit stays fast.
 #             Preloading: tests preload libxsprof-mpi.so (ASan-built here)
 #             into programs. ASan insists that its runtime comes first in
 #             the library list; verify_asan_link_order=0 lifts that check,
@@ -103,7 +104,6 @@ asan_ctest() {
   ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0:verify_asan_link_order=0:fast_unwind_on_malloc=0" \
     LSAN_OPTIONS="suppressions=$SRC/tests/ci/lsan.supp:print_suppressions=0" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-    OMPI_MCA_mca_base_component_disable_dlclose=1 \
     run_ctest "$@"
 }
 

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 
-from mergetest import XSMERGE, check, collective_runs, finish, make_run, same_dirs, tmpdir, xsmerge
+from mergetest import XSMERGE, check, collective_runs, finish, make_run, pairs, same_dirs, tmpdir, xsmerge
 
 maker, agent = sys.argv[1], sys.argv[2]
 mpiexec = os.environ.get("MPIEXEC") or "mpirun"
@@ -67,21 +67,21 @@ runs = collective_runs(maker, base) + [
         # encode a third of merged.h5's chunks each, 2 on the other node
         make_run(maker, "big", os.path.join(base, "bigh5"), 5, 30000)]
 
-for run in runs:
+# every layout, and the helper turned off on the layout of two a node
+serials = {}
+for run, (hosts, k, early) in pairs(runs, [l + ("",) for l in layouts] + [layouts[1] + ("0",)]):
     serial = run + "-serial"
-    rc, so, se = xsmerge(run, "-o", serial)
-    check(rc == 0, "serial merge of %s (%s)" % (run, se))
-    for hosts, k in layouts:
-        for early in ("", "0"):
-            if early and k != 4:
-                continue
-            par = "%s-%s-np%d-%s" % (run, hosts.replace(",", "_").replace(":", ""), k, early)
-            p = merge_on_nodes(hosts, k, run, par, more={"XSPROF_MERGE_EARLY": early})
-            what = "%s on %s, XSPROF_MERGE_EARLY=%r" % (os.path.basename(run), hosts, early)
-            check(p.returncode == 0, "merge %s: %s" % (what, p.stderr[-2000:]))
-            same_dirs(serial, par, "(%s)" % what)
-            check(xsmerge_lines(p.stderr, par) == se.replace(serial, "OUT"), "%s: stderr differs:\n%s\n--- serial:\n%s" % (what, p.stderr, se))
-            check(p.stdout == so, "%s: summary differs:\n%s\n--- serial:\n%s" % (what, p.stdout, so))
+    if run not in serials:
+        rc, so, se = serials[run] = xsmerge(run, "-o", serial)
+        check(rc == 0, "serial merge of %s (%s)" % (run, se))
+    rc, so, se = serials[run]
+    par = "%s-%s-np%d-%s" % (run, hosts.replace(",", "_").replace(":", ""), k, early)
+    p = merge_on_nodes(hosts, k, run, par, more={"XSPROF_MERGE_EARLY": early})
+    what = "%s on %s, XSPROF_MERGE_EARLY=%r" % (os.path.basename(run), hosts, early)
+    check(p.returncode == 0, "merge %s: %s" % (what, p.stderr[-2000:]))
+    same_dirs(serial, par, "(%s)" % what)
+    check(xsmerge_lines(p.stderr, par) == se.replace(serial, "OUT"), "%s: stderr differs:\n%s\n--- serial:\n%s" % (what, p.stderr, se))
+    check(p.stdout == so, "%s: summary differs:\n%s\n--- serial:\n%s" % (what, p.stdout, so))
 
 # the paths taken: the two processes of each node divide the run's files,
 # map each other's tables and divide matching, as on one node; the
@@ -111,33 +111,33 @@ check(helped == want, "2 nodes x 2: %d processes helped with merged.h5, expected
 # mapped on one node either: each process converts and matches its own
 # copies, and the counting passes and trace preparation are divided by
 # allreduce, on one node as across nodes
-for run, extra in ((runs[0], ("--from", "2ms", "--to", "7ms")), (runs[2], ("--from", "50us", "--to", "200us")),
-                   (runs[0], ("--from", "1ms", "--ranks", "0-1,3"))):
+windows = ((runs[0], ("--from", "2ms", "--to", "7ms")), (runs[2], ("--from", "50us", "--to", "200us")),
+           (runs[0], ("--from", "1ms", "--ranks", "0-1,3")))
+for (run, extra), (hosts, k) in pairs(windows, ((None, 2),) + layouts[:2]):
     serial = run + "-serial-window"
     shutil.rmtree(serial, ignore_errors=True)
     rc, so, se = xsmerge(run, "-o", serial, *extra)
     check(rc == 0, "serial merge %s of %s: %s" % (extra, run, se))
-    for hosts, k in ((None, 2),) + layouts[:2]:
-        par = "%s-window-np%d-%s" % (run, k, "nodes" if hosts else "one")
-        p = merge_on_nodes(hosts, k, run, par, *extra)
-        what = "%s %s on %s" % (os.path.basename(run), " ".join(extra), hosts or "one node")
-        check(p.returncode == 0, "merge %s: %s" % (what, p.stderr[-2000:]))
-        same_dirs(serial, par, "(%s)" % what)
-        check(p.stdout == so and xsmerge_lines(p.stderr, par) == se.replace(serial, "OUT"),
-              "%s: summary or notes differ:\n%s%s\n--- serial:\n%s%s" % (what, p.stdout, p.stderr, so, se))
-        shutil.rmtree(par, ignore_errors=True)
+    par = "%s-window-np%d-%s" % (run, k, "nodes" if hosts else "one")
+    p = merge_on_nodes(hosts, k, run, par, *extra)
+    what = "%s %s on %s" % (os.path.basename(run), " ".join(extra), hosts or "one node")
+    check(p.returncode == 0, "merge %s: %s" % (what, p.stderr[-2000:]))
+    same_dirs(serial, par, "(%s)" % what)
+    check(p.stdout == so and xsmerge_lines(p.stderr, par) == se.replace(serial, "OUT"),
+          "%s: summary or notes differ:\n%s%s\n--- serial:\n%s%s" % (what, p.stdout, p.stderr, so, se))
+    shutil.rmtree(par, ignore_errors=True)
     shutil.rmtree(serial, ignore_errors=True)
 
 # streamed across nodes: the files of a streamed serial merge
-for run in (runs[0], runs[2]):
+for run, (hosts, k) in pairs((runs[0], runs[2]), layouts):
     serial = run + "-serial-stream"
-    rc, so, se = xsmerge(run, "-o", serial, "--stream", "-q")
-    check(rc == 0, "serial streamed merge of %s: %s" % (run, se))
-    for hosts, k in layouts:
-        par = run + "-stream-np%d" % k
-        p = merge_on_nodes(hosts, k, run, par, "--stream", "-q")
-        check(p.returncode == 0, "streamed merge on %s: %s" % (hosts, p.stderr[-2000:]))
-        same_dirs(serial, par, "(streamed %s on %s)" % (os.path.basename(run), hosts))
+    if not os.path.isdir(serial):
+        rc, so, se = xsmerge(run, "-o", serial, "--stream", "-q")
+        check(rc == 0, "serial streamed merge of %s: %s" % (run, se))
+    par = run + "-stream-np%d" % k
+    p = merge_on_nodes(hosts, k, run, par, "--stream", "-q")
+    check(p.returncode == 0, "streamed merge on %s: %s" % (hosts, p.stderr[-2000:]))
+    same_dirs(serial, par, "(streamed %s on %s)" % (os.path.basename(run), hosts))
 
 # a damaged file (rank 2 of 5): the serial merge's one error line, or with
 # --partial its notes and files, whichever node met it
@@ -146,19 +146,21 @@ make_run(maker, "big", damaged, 5, 3000)
 with open(os.path.join(damaged, "rank-00002.h5"), "r+b") as f:
     f.seek(4096)
     f.write(b"\xff" * 8192)
-for extra in ((), ("--partial",)):
+serials = {}
+for extra, (hosts, k) in pairs(((), ("--partial",)), layouts):
     out = damaged + "-serial" + "".join(extra)
-    rc, so, se = xsmerge(damaged, "-o", out, *extra)
-    for hosts, k in layouts:
-        par = "%s-np%d%s" % (damaged, k, "".join(extra))
-        p = merge_on_nodes(hosts, k, damaged, par, *extra)
-        what = "damaged run %s on %s" % (" ".join(extra), hosts)
-        check(p.returncode == rc, "%s: exit %d, serial %d" % (what, p.returncode, rc))
-        check(xsmerge_lines(p.stderr, par) == se.replace(out, "OUT"), "%s: stderr differs:\n%s\n--- serial:\n%s" % (what, p.stderr, se))
-        if rc == 0:
-            same_dirs(out, par, "(%s)" % what)
-        else:
-            check("rank-00002.h5" in se and not os.path.exists(par), "%s: one error naming the file: %r" % (what, se))
+    if extra not in serials:
+        serials[extra] = xsmerge(damaged, "-o", out, *extra)
+    rc, so, se = serials[extra]
+    par = "%s-np%d%s" % (damaged, k, "".join(extra))
+    p = merge_on_nodes(hosts, k, damaged, par, *extra)
+    what = "damaged run %s on %s" % (" ".join(extra), hosts)
+    check(p.returncode == rc, "%s: exit %d, serial %d" % (what, p.returncode, rc))
+    check(xsmerge_lines(p.stderr, par) == se.replace(out, "OUT"), "%s: stderr differs:\n%s\n--- serial:\n%s" % (what, p.stderr, se))
+    if rc == 0:
+        same_dirs(out, par, "(%s)" % what)
+    else:
+        check("rank-00002.h5" in se and not os.path.exists(par), "%s: one error naming the file: %r" % (what, se))
 
 for h in (hosts_a, hosts_b):
     shutil.rmtree(os.path.join(base, "xsprof-fake-node-%s-%d" % (h, os.getuid())), ignore_errors=True)

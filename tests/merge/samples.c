@@ -3,7 +3,7 @@
  * end-to-end tests (the report's sampled breakdown comes with the analysis
  * engine). Tab-separated lines:
  *   rank  R  samples  N  threads  T      one per rank file
- *   leaf  R  function  file:line  N      samples whose interrupted instruction is in function
+ *   leaf  R  function  file:line  N      samples whose interrupted instruction is there
  *   path  R  f0<f1<f2  N                 the three innermost functions of each stack
  * then "note: ..." lines from merge/symbols. A frame is named by the
  * function its code was compiled into (the outermost of its inlined
@@ -27,10 +27,13 @@ typedef struct table {
     size_t n, cap;
 } table;
 
+/* One count per key and place: a function's leaf samples at each of its
+ * lines (keyed by the function alone, all were credited to the line of its
+ * first sample, one at the function's entry once: mpi_sampling under ASan). */
 static void table_add(table *t, const char *key, const char *where)
 {
     for (size_t i = 0; i < t->n; i++)
-        if (!strcmp(t->v[i].key, key)) {
+        if (!strcmp(t->v[i].key, key) && (!where || !strcmp(t->v[i].where, where))) {
             t->v[i].n++;
             return;
         }

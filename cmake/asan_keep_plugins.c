@@ -2,8 +2,9 @@
  * this into libxsprof-mpi.so and xsmerge, and exports dlclose from both).
  *
  * Open MPI 4.1 and its PMIx unload their plugins (mca_*.so) in
- * MPI_Finalize, hwloc its own (hwloc_*.so) when a topology is freed. LeakSanitizer's check at exit then meets return addresses
- * of the leaks Open MPI leaves in no module: it re-reads /proc/self/maps
+ * MPI_Finalize, hwloc its own (hwloc_*.so) when a topology is freed.
+ * LeakSanitizer's check at exit then meets return addresses of the leaks
+ * Open MPI leaves in no module: it re-reads /proc/self/maps
  * for each such frame (4 s of every 4.5 s mpirun of an ASan xsmerge, 70 %
  * of the ASan suite's MPI tests: mpi_coll_edge 33 -> 10 s) and cannot
  * match them to tests/ci/lsan.supp's `mca_` entry (the libhwloc entry

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 
-from mergetest import XSMERGE, check, collective_runs, finish, make_run, pairs, same_dirs, tmpdir, xsmerge
+from mergetest import XSMERGE, check, collective_runs, finish, make_run, merge_once, pairs, same_dirs, tmpdir
 
 maker, agent = sys.argv[1], sys.argv[2]
 mpiexec = os.environ.get("MPIEXEC") or "mpirun"
@@ -68,13 +68,10 @@ runs = collective_runs(maker, base) + [
         make_run(maker, "big", os.path.join(base, "bigh5"), 5, 30000)]
 
 # every layout, and the helper turned off on the layout of two a node
-serials = {}
 for run, (hosts, k, early) in pairs(runs, [l + ("",) for l in layouts] + [layouts[1] + ("0",)]):
     serial = run + "-serial"
-    if run not in serials:
-        rc, so, se = serials[run] = xsmerge(run, "-o", serial)
-        check(rc == 0, "serial merge of %s (%s)" % (run, se))
-    rc, so, se = serials[run]
+    rc, so, se = merge_once(run, serial)
+    check(rc == 0, "serial merge of %s (%s)" % (run, se))
     par = "%s-%s-np%d-%s" % (run, hosts.replace(",", "_").replace(":", ""), k, early)
     p = merge_on_nodes(hosts, k, run, par, more={"XSPROF_MERGE_EARLY": early})
     what = "%s on %s, XSPROF_MERGE_EARLY=%r" % (os.path.basename(run), hosts, early)
@@ -113,13 +110,10 @@ check(helped == want, "2 nodes x 2: %d processes helped with merged.h5, expected
 # allreduce, on one node as across nodes
 windows = ((runs[0], ("--from", "2ms", "--to", "7ms")), (runs[2], ("--from", "50us", "--to", "200us")),
            (runs[0], ("--from", "1ms", "--ranks", "0-1,3")))
-serials = {}
 for (run, extra), (hosts, k) in pairs(windows, ((None, 2),) + layouts[:2]):
     serial = "%s-serial-window%d" % (run, windows.index((run, extra)))
-    if serial not in serials:
-        serials[serial] = xsmerge(run, "-o", serial, *extra)
-        check(serials[serial][0] == 0, "serial merge %s of %s: %s" % (extra, run, serials[serial][2]))
-    rc, so, se = serials[serial]
+    rc, so, se = merge_once(run, serial, *extra)
+    check(rc == 0, "serial merge %s of %s: %s" % (extra, run, se))
     par = "%s-window-np%d-%s" % (run, k, "nodes" if hosts else "one")
     p = merge_on_nodes(hosts, k, run, par, *extra)
     what = "%s %s on %s" % (os.path.basename(run), " ".join(extra), hosts or "one node")
@@ -132,9 +126,8 @@ for (run, extra), (hosts, k) in pairs(windows, ((None, 2),) + layouts[:2]):
 # streamed across nodes: the files of a streamed serial merge
 for run, (hosts, k) in pairs((runs[0], runs[2]), layouts):
     serial = run + "-serial-stream"
-    if not os.path.isdir(serial):
-        rc, so, se = xsmerge(run, "-o", serial, "--stream", "-q")
-        check(rc == 0, "serial streamed merge of %s: %s" % (run, se))
+    rc, so, se = merge_once(run, serial, "--stream", "-q")
+    check(rc == 0, "serial streamed merge of %s: %s" % (run, se))
     par = run + "-stream-np%d" % k
     p = merge_on_nodes(hosts, k, run, par, "--stream", "-q")
     check(p.returncode == 0, "streamed merge on %s: %s" % (hosts, p.stderr[-2000:]))
@@ -147,12 +140,9 @@ make_run(maker, "big", damaged, 5, 3000)
 with open(os.path.join(damaged, "rank-00002.h5"), "r+b") as f:
     f.seek(4096)
     f.write(b"\xff" * 8192)
-serials = {}
 for extra, (hosts, k) in pairs(((), ("--partial",)), layouts):
     out = damaged + "-serial" + "".join(extra)
-    if extra not in serials:
-        serials[extra] = xsmerge(damaged, "-o", out, *extra)
-    rc, so, se = serials[extra]
+    rc, so, se = merge_once(damaged, out, *extra)
     par = "%s-np%d%s" % (damaged, k, "".join(extra))
     p = merge_on_nodes(hosts, k, damaged, par, *extra)
     what = "damaged run %s on %s" % (" ".join(extra), hosts)

@@ -52,6 +52,17 @@ def pairs(runs, configs):
     return [(runs[i % len(runs)], configs[i % len(configs)]) for i in range(n)]
 
 
+_merged = {}
+
+
+def merge_once(run, out, *args):
+    """xsmerge RUN -o OUT ARGS..., run once per OUT: (rc, stdout, stderr),
+    the same on later calls (the serial reference of several pairs())."""
+    if out not in _merged:
+        _merged[out] = xsmerge(run, "-o", out, *args)
+    return _merged[out]
+
+
 def make_run(maker, kind, path, *args):
     subprocess.run([maker, kind, path] + [str(a) for a in args], check=True)
     return path

@@ -62,6 +62,14 @@ if [ -n "$san" ]; then
   # of its own (exit status 1 instead of the signal): leave fatal signals
   # to the application, xsprof and Open MPI, as in a normal build.
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0"
+  # exit(3) without MPI_Finalize leaves Open MPI's progress threads running
+  # while LeakSanitizer stops the world at exit; its tracer then sometimes
+  # faults ("Tracer caught signal 11") and exits 1 in place of the
+  # application's 3. A job that skips MPI_Finalize leaks by definition, so
+  # leak checking says nothing here: turn it off for this case only.
+  if [ "$case_" = exit3 ]; then
+    export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"
+  fi
 fi
 
 # run_job LABEL PROGRESS_DIR MODE NREGIONS [mpiexec options...]

@@ -94,7 +94,9 @@ run_ctest() {
   line=$(grep -E 'tests passed' "$dir.ctest.log" | tail -1)
   note "  $label: ${line:-no tests ran}"
   if [ $rc != 0 ]; then
-    grep -E '^\s+[0-9]+ - ' "$dir.ctest.log" | sed 's/^/    failed: /' | tee -a "$SUMMARY"
+    # ctest lists skipped tests (not run on purpose) beside the failed ones.
+    grep -E '^\s+[0-9]+ - ' "$dir.ctest.log" |
+      sed -E '/\(Skipped\)$/s/^/    skipped: /; /^    skipped: /!s/^/    failed: /' | tee -a "$SUMMARY"
   fi
   return $rc
 }

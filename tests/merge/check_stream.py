@@ -31,7 +31,7 @@ import sys
 
 import h5py
 import numpy as np
-from mergetest import XSMERGE, check, finish, make_run, tmpdir, xsmerge
+from mergetest import XSMERGE, check, finish, make_run, pairs, tmpdir, xsmerge
 
 # the reference runs must merge in memory, whatever the caller's environment
 for v in ("XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_TIMES"):
@@ -268,43 +268,45 @@ def compare(what, ref, got, expect, check=check):
 def part_cases():
     """Every kind of run and option set against the in-memory merge."""
     checked_comparator = False
-    for run, opts, expect in CASES:
-        ref = merge(run, "--outputs", "pftrace", *opts)
-        if run in ERRORS:
-            check(ref[0] != 0 or "--partial" in opts, "%s %s: the in-memory merge fails" % (run, opts))
-            if ref[0]:
-                check(ERRORS[run] in "\n".join(ref[2]), "%s: error says %r: %s" % (run, ERRORS[run], ref[2]))
-        elif ref[0] != 0:
-            check(False, "%s %s: the in-memory merge fails: %s" % (run, opts, ref[2]))
-        for w in WINDOWS:
-            env = {"XSPROF_MERGE_STREAM_WINDOW": w} if w else None
-            got = merge(run, "--stream", *opts, env=env)
-            what = "%s %s --stream%s" % (run, " ".join(opts), " window " + w if w else "")
-            compare(what, ref, got, "stream" if expect == "stream-default" and not w else
-                    None if expect == "stream-default" else expect)
-            # the comparison must be able to fail: one changed byte, a missing tail
-            if not checked_comparator and got[0] == 0 and os.path.getsize(os.path.join(got[3], "trace.pftrace")) > 100:
-                checked_comparator = True
-                t = os.path.join(got[3], "trace.pftrace")
-                bad = os.path.join(base, "corrupt.pftrace")
-                shutil.copy(t, bad)
-                size = os.path.getsize(bad)
-                with open(bad, "r+b") as f:
-                    f.seek(size // 2)
-                    c = f.read(1)
-                    f.seek(size // 2)
-                    f.write(bytes([c[0] ^ 1]))
-                check(first_diff(t, bad) == size // 2, "comparator finds one changed byte at %d" % (size // 2))
-                with open(bad, "r+b") as f:
-                    f.seek(size // 2)
-                    f.write(c)
-                    f.truncate(size - 1)
-                check(first_diff(t, bad) == size - 1, "comparator finds a missing last byte")
-                seen = []
-                compare("self-check", ref, (got[0], got[1], got[2] + ["xsmerge: note: x"], got[3]), expect,
-                        check=lambda cond, msg: cond or seen.append(msg))
-                ok = len(seen) == 1 and seen[0].startswith("self-check: stderr differs")
-                check(ok, "a changed stderr makes the comparison fail")
+    refs = {}
+    for (run, opts, expect), w in pairs(CASES, WINDOWS):
+        if (run, opts) not in refs:
+            ref = refs[(run, opts)] = merge(run, "--outputs", "pftrace", *opts)
+            if run in ERRORS:
+                check(ref[0] != 0 or "--partial" in opts, "%s %s: the in-memory merge fails" % (run, opts))
+                if ref[0]:
+                    check(ERRORS[run] in "\n".join(ref[2]), "%s: error says %r: %s" % (run, ERRORS[run], ref[2]))
+            elif ref[0] != 0:
+                check(False, "%s %s: the in-memory merge fails: %s" % (run, opts, ref[2]))
+        ref = refs[(run, opts)]
+        env = {"XSPROF_MERGE_STREAM_WINDOW": w} if w else None
+        got = merge(run, "--stream", *opts, env=env)
+        what = "%s %s --stream%s" % (run, " ".join(opts), " window " + w if w else "")
+        compare(what, ref, got, "stream" if expect == "stream-default" and not w else
+                None if expect == "stream-default" else expect)
+        # the comparison must be able to fail: one changed byte, a missing tail
+        if not checked_comparator and got[0] == 0 and os.path.getsize(os.path.join(got[3], "trace.pftrace")) > 100:
+            checked_comparator = True
+            t = os.path.join(got[3], "trace.pftrace")
+            bad = os.path.join(base, "corrupt.pftrace")
+            shutil.copy(t, bad)
+            size = os.path.getsize(bad)
+            with open(bad, "r+b") as f:
+                f.seek(size // 2)
+                c = f.read(1)
+                f.seek(size // 2)
+                f.write(bytes([c[0] ^ 1]))
+            check(first_diff(t, bad) == size // 2, "comparator finds one changed byte at %d" % (size // 2))
+            with open(bad, "r+b") as f:
+                f.seek(size // 2)
+                f.write(c)
+                f.truncate(size - 1)
+            check(first_diff(t, bad) == size - 1, "comparator finds a missing last byte")
+            seen = []
+            compare("self-check", ref, (got[0], got[1], got[2] + ["xsmerge: note: x"], got[3]), expect,
+                    check=lambda cond, msg: cond or seen.append(msg))
+            ok = len(seen) == 1 and seen[0].startswith("self-check: stderr differs")
+            check(ok, "a changed stderr makes the comparison fail")
     check(checked_comparator, "the comparator was checked on a streamed trace")
 
 
@@ -321,28 +323,29 @@ def part_rest():
     # trace.json streams too (a third pass: all ranks' events merged in time
     # order), whole and split into parts, with the default window and window 1
     # (parts of a few events make thousands of files for bigring: 8 MB ones, ~12)
-    for run in ("golden", "journal", "gpu", "deep", "icoll", "ring", "bigring", "skew", "chunk"):
-        part = "8000000" if run == "bigring" else "60000"
-        for outs, env in (("pftrace,json", None), ("json", {"XSPROF_MERGE_JSON_PART_BYTES": part})):
-            ref = merge(run, "--outputs", outs, env=env)
-            for w in ("", "1"):
-                e = dict(env or {}, **({"XSPROF_MERGE_STREAM_WINDOW": w} if w else {}))
-                compare("%s --outputs %s%s --stream%s" % (run, outs, " (parts)" if env else "", " window " + w if w else ""),
-                        ref, merge(run, "--outputs", outs, "--stream", env=e or None),
-                        "stream" if run in ("golden", "ring", "bigring", "icoll", "skew") else None)
+    # (each run with each configuration; diagonally in instrumented builds)
+    refs = {}
+    for run, (outs, parts, w) in pairs(("golden", "journal", "gpu", "deep", "icoll", "ring", "bigring", "skew", "chunk"),
+                                       [(o, p, w) for o, p in (("pftrace,json", False), ("json", True)) for w in ("", "1")]):
+        env = {"XSPROF_MERGE_JSON_PART_BYTES": "8000000" if run == "bigring" else "60000"} if parts else None
+        if (run, outs, parts) not in refs:
+            refs[(run, outs, parts)] = merge(run, "--outputs", outs, env=env)
+        e = dict(env or {}, **({"XSPROF_MERGE_STREAM_WINDOW": w} if w else {}))
+        compare("%s --outputs %s%s --stream%s" % (run, outs, " (parts)" if env else "", " window " + w if w else ""),
+                refs[(run, outs, parts)], merge(run, "--outputs", outs, "--stream", env=e or None),
+                "stream" if run in ("golden", "ring", "bigring", "icoll", "skew") else None)
     # merged.h5 streams too (event tables read again in file order, messages
     # placed by id, collectives kept by pass 1): the same bytes, alone and
     # with the other products, also with --from/--to (rows cut and renumbered
     # as read/select.c does); a damaged chunk gives the in-memory error
-    for run in ("golden", "journal", "gpu", "deep", "icoll", "icoll_late", "mpithreads", "ring", "bigring", "skew",
-                "bigskew", "chunk"):
-        for outs in ("h5", "pftrace,json,h5"):
-            ref = merge(run, "--outputs", outs)
-            for w in ("", "1"):
-                e = {"XSPROF_MERGE_STREAM_WINDOW": w} if w else None
-                compare("%s --outputs %s --stream%s" % (run, outs, " window " + w if w else ""), ref,
-                        merge(run, "--outputs", outs, "--stream", env=e),
-                        None if run == "chunk" or (run == "mpithreads" and w) else "stream")
+    for run, (outs, w) in pairs(("golden", "journal", "gpu", "deep", "icoll", "icoll_late", "mpithreads", "ring", "bigring",
+                                 "skew", "bigskew", "chunk"), [(o, w) for o in ("h5", "pftrace,json,h5") for w in ("", "1")]):
+        if (run, outs) not in refs:
+            refs[(run, outs)] = merge(run, "--outputs", outs)
+        e = {"XSPROF_MERGE_STREAM_WINDOW": w} if w else None
+        compare("%s --outputs %s --stream%s" % (run, outs, " window " + w if w else ""), refs[(run, outs)],
+                merge(run, "--outputs", outs, "--stream", env=e),
+                None if run == "chunk" or (run == "mpithreads" and w) else "stream")
     for run, opts, expect in (("ring", ("--ranks", "1-2"), "stream"), ("bigskew", ("--min-latency", "1us"), "stream"),
                               ("golden", ("--from", "2us"), "stream"), ("ring", ("--from", "1ms", "--to", "5ms"), "stream"),
                               ("golden", ("--from", "2.5us", "--to", "6us", "--ranks", "0,2"), "stream"),
@@ -621,7 +624,10 @@ def part_report():
              ("chain", ()), ("halo", ()), ("halocoll", ()), ("outside", ()), ("waitall_tie", ()), ("pollwo", ()), ("overlap", ()), ("pollwait", ()), ("pollsend", ()), ("isendlr", ()),
              ("icollpoll", ()), ("farcause", ()), ("polllr", ()), ("selfpoll", ()), ("window", ("--from", "4us", "--to", "14us")), ("window", ("--from", "4us")), ("window", ("--to", "5.2us"))]
     nstreamed = nsegs = nwo = nwaits = 0
-    for run, opts in cases:
+    # an instrumented build (5-20x slower) checks the reports alone on every
+    # fourth case: the same feeder code, a quarter of its merges
+    every = 4 if os.environ.get("XSTEST_INSTRUMENTED") else 1
+    for i, (run, opts) in enumerate(cases):
         what = "%s %s --stream --outputs pftrace,json,h5,report" % (run, " ".join(opts))
         ref = merge(run, "--outputs", "h5,report", "-q", *opts)
         got = merge(run, "--stream", "--outputs", "pftrace,json,h5,report", "-q", *opts, env={"XSPROF_MERGE_TIMES": "1"})
@@ -631,10 +637,11 @@ def part_report():
         a, b = report_of(ref[3]), report_of(got[3])
         # the reports alone: the analysis reads through its feeder thread
         # (beside merged.h5's writer it reads the sources itself)
-        alone = merge(run, "--stream", "--outputs", "report", "-q", *opts)
-        check(alone[0] == 0 and open(os.path.join(alone[3], "report.json")).read() ==
-              open(os.path.join(got[3], "report.json")).read(),
-              "%s: report.json of --outputs report alone differs (exit %d)" % (what, alone[0]))
+        if i % every == 0:
+            alone = merge(run, "--stream", "--outputs", "report", "-q", *opts)
+            check(alone[0] == 0 and open(os.path.join(alone[3], "report.json")).read() ==
+                  open(os.path.join(got[3], "report.json")).read(),
+                  "%s: report.json of --outputs report alone differs (exit %d)" % (what, alone[0]))
         streamed = any(" time stream-analysis " in l for l in got[2])  # not merged in memory instead
         check(streamed or run in ("deep", "mpithreads", "journal"), "%s: streamed (%s)" % (what, b["job"]["analysis"]))
         for k in ("regions", "mpi", "comm_matrix", "clock", "drops", "gpu"):

@@ -38,7 +38,7 @@
 #             core, io, merge and mpi: modules below it are marked; with
 #             CHECK_COVERAGE_GATE=1 they fail the stage.
 #   fuzz      clang, ASan+UBSan+libFuzzer (-DXSPROF_FUZZ=ON), every target
-#             of tests/fuzz for CHECK_FUZZ_SECONDS (60) each, two at a time;
+#             of tests/fuzz for CHECK_FUZZ_SECONDS (45) each, two at a time;
 #             fails on any crash, leak, sanitizer report, timeout or OOM
 #             (tests/ci/fuzz.sh).
 # Environment: JOBS (2), CHECK_STAGES ("compilers asan tsan coverage fuzz"),
@@ -51,7 +51,7 @@ SRC=$PWD
 JOBS=${JOBS:-2}
 ROOT=${CHECK_BUILD_ROOT:-$SRC/build-ci}
 STAGES=${CHECK_STAGES:-compilers asan tsan coverage fuzz}
-FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-60}
+FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-45}
 COV_TARGET=${CHECK_COVERAGE_TARGET:-85}
 COV_GATE=${CHECK_COVERAGE_GATE:-0}
 TSAN_MPI_TESTS=${CHECK_TSAN_MPI_TESTS:-mpi_thread_multiple}

@@ -411,6 +411,8 @@ static int memory_mode(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* the in-memory rows merge in memory, whatever the run's size */
+    setenv("XSPROF_MERGE_STREAM_MB", "0", 1);
     if (argc > 1 && !strcmp(argv[1], "--memory"))
         return memory_mode(argc, argv);
     int ranks = argc > 1 ? atoi(argv[1]) : 8;

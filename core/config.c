@@ -20,7 +20,7 @@ static const char *const known[] = {
      * process that inherits them does not warn */
     "XSPROF_MERGE_JSON_PART_MB", "XSPROF_MERGE_JSON_PART_BYTES", "XSPROF_MERGE_READERS", "XSPROF_MERGE_TIMES",
     "XSPROF_MERGE_STREAM", "XSPROF_MERGE_STREAM_WINDOW", "XSPROF_MERGE_ANALYSIS_WINDOW", "XSPROF_MERGE_MEMORY_LIMIT", "XSPROF_MERGE_H5_DEFLATE",
-    "XSPROF_MERGE_THP", NULL};
+    "XSPROF_MERGE_THP", "XSPROF_MERGE_UI_MB", "XSPROF_MERGE_STREAM_MB", NULL};
 
 const char *xsprof_config_get(const char *name) {
     const char *v = getenv(name);

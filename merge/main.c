@@ -75,7 +75,10 @@ static const char xsm_usage[] =
     "                        the reports from a streamed analysis); chosen by\n"
     "                        itself, with a note, when the run would not fit in\n"
     "                        half the available memory\n"
-    "                        (XSPROF_MERGE_MEMORY_LIMIT bytes)\n"
+    "                        (XSPROF_MERGE_MEMORY_LIMIT bytes), or when its\n"
+    "                        merge in memory would pass XSPROF_MERGE_STREAM_MB\n"
+    "                        (1024; then with the in-memory analysis window:\n"
+    "                        the same files)\n"
     "  --score               size the run instead of merging it: per region name\n"
     "                        its visits, bytes on disk, time per visit and share,\n"
     "                        the size of a longer run and a suggested\n"
@@ -106,7 +109,8 @@ typedef struct xsm_opts {
     const char *run_dir, *out_dir;
     int outputs; /* XSM_OUT_* */
     int outputs_given;
-    int stream;  /* --stream: bounded memory, trace.pftrace, trace.json and/or merged.h5 */
+    int stream;  /* --stream (1): bounded memory, trace.pftrace, trace.json and/or merged.h5; chosen by
+                    xsm_stream_auto: XSM_STREAM_BUDGET or XSM_STREAM_BIG */
     int score;   /* --score: size the run, write nothing */
     xsm_load_opts load;
     xsm_report_opts report;
@@ -462,8 +466,31 @@ static void xsm_note_large_trace(const char *out_dir, FILE *notes)
  * only part of a rank's bytes wait (35-65 MiB for the 5 M-event ring). */
 #define XSM_PF_HOLD ((uint64_t)512 << 20)
 
-/* When only streamable products are asked for and the model of the run
- * would not fit the memory budget, stream instead (with a note). The model
+/* A run whose model passes XSPROF_MERGE_STREAM_MB streams even when it fits
+ * the budget: there the streamed merge writes the same products (the
+ * in-memory analysis window, XSM_MEMORY_WINDOW) in about the same time and a
+ * few tens of MiB (NetPIPE, 9.8 M events: 1.7 GiB in memory, 53 MiB
+ * streamed; benchmarks/README "The default merge of a big run"). 0: never
+ * for its size alone. */
+static uint64_t xsm_stream_above(void)
+{
+    return (uint64_t)(xsm_env_num("XSPROF_MERGE_STREAM_MB", 1024, 0, 0x1p40) * (1 << 20));
+}
+
+/* What the model may take before the run streams: the budget, or less. */
+static uint64_t xsm_stream_limit(uint64_t budget)
+{
+    uint64_t above = xsm_stream_above();
+    return above && above < budget ? above : budget;
+}
+
+/* 0: in memory; XSM_STREAM_BUDGET: stream, the model would not fit the
+ * budget (the bounded window); XSM_STREAM_BIG: stream, the run is big
+ * (xsm_stream_above; the in-memory window). */
+enum { XSM_STREAM_BUDGET = 1, XSM_STREAM_BIG = 2 };
+
+/* When the model of the run would not fit the memory budget, or pass
+ * xsm_stream_limit, stream instead (with a note). The model
  * holds every row as io/format.h lays it out plus, per event, about 45
  * bytes of matching and trace preparation (order, messages, flows) and 100
  * with the report's analysis (measured on a ring of sends and receives,
@@ -477,21 +504,29 @@ static int xsm_stream_estimate(const xsm_opts *o, uint64_t budget, int procs, FI
     char err[256];
     if (xsm_read_scan(o->run_dir, &c, &n, err, sizeof err))
         return 0; /* the merge reports it */
-    uint64_t rows = 0, need = budget ? xsm_read_need(c, n, budget, (o->outputs & XSM_OUT_REPORT) ? 100 : 45, &rows) : 0;
+    uint64_t limit = xsm_stream_limit(budget);
+    uint64_t rows = 0, need = limit ? xsm_read_need(c, n, limit, (o->outputs & XSM_OUT_REPORT) ? 100 : 45, &rows) : 0;
     free(c);
-    if (need <= budget)
+    if (need <= limit)
         return 0;
     /* streaming holds up to ~0.5 MB per rank file (chunks and windows of
      * every rank at once; merge/README "Memory bound"): for many ranks of
      * few events that is more than the model */
     uint64_t sneed = (uint64_t)n * (1u << 19);
     int better = sneed < need;
+    if (need <= budget) { /* only big: no note when streaming would not gain */
+        if (better && notes)
+            fprintf(notes, "xsmerge: note: merging %.0f events in memory would take about %.1f GiB: streaming them "
+                    "(the same files in bounded memory; XSPROF_MERGE_STREAM_MB=0 merges in memory)\n",
+                    (double)rows, (double)need / (1u << 30));
+        return better ? XSM_STREAM_BIG : 0;
+    }
     if (notes)
         fprintf(notes, "xsmerge: note: merging %.0f events in memory would take about %.1f GiB (budget %.1f GiB%s): %s\n",
                 (double)rows, (double)need / (1u << 30), (double)budget / (1u << 30),
                 procs > 1 ? " per process" : "",
                 !better ? "trying anyway; streaming its rank files would take more" : "streaming");
-    return better;
+    return better ? XSM_STREAM_BUDGET : 0;
 }
 
 /* Under mpirun every process holds the whole model (par.h; its event
@@ -532,10 +567,13 @@ static int xsm_stream_main(const xsm_opts *o, const xsm_par *par, FILE *notes, c
     xsm_stream_summary sum = {0};
     int what = (o->outputs & XSM_OUT_PFTRACE ? XSM_STREAM_PFTRACE : 0) | (o->outputs & XSM_OUT_JSON ? XSM_STREAM_JSON : 0) |
                (o->outputs & XSM_OUT_H5 ? XSM_STREAM_H5 : 0) | (o->outputs & XSM_OUT_REPORT ? XSM_STREAM_REPORT : 0) |
-               (o->outputs & XSM_OUT_OTF2 ? XSM_STREAM_OTF2 : 0);
+               (o->outputs & XSM_OUT_OTF2 ? XSM_STREAM_OTF2 : 0) |
+               (o->outputs & XSM_OUT_JSON && !o->outputs_given ? XSM_STREAM_JSON_WHOLE : 0);
     xsm_report_opts ro = o->report;
     ro.summary = o->report.quiet ? NULL : stdout;
     ro.keep = NULL;
+    if (o->stream == XSM_STREAM_BIG) /* the products of the in-memory merge */
+        ro.window = XSM_MEMORY_WINDOW;
     int mine = xsm_stream_merge(o->run_dir, &o->load, staging, notes, xsm_cpu_share(par->local), what,
                                 par->share ? par : NULL, &ro, &sum, err, errlen);
     rc = xsm_par_agree(par, mine, 1, &first); /* the same everywhere */
@@ -700,9 +738,12 @@ int main(int argc, char **argv)
     int prank, plocal; /* on this node, which loads every file */
     const char *early = getenv("XSPROF_MERGE_EARLY");
     long early_max = early && *early ? strtol(early, NULL, 10) : LONG_MAX;
-    if (!o.stream && early_max > 0 && xsm_par_place(&prank, &plocal))
+    if (!o.stream && early_max > 0 && xsm_par_place(&prank, &plocal)) {
+        /* not for a run xsm_stream_auto will stream */
         o.load.early = xsm_read_early_start(o.run_dir, &o.load, prank, plocal, xsm_cpu_share(plocal),
-                                            xsm_memory_budget() / (uint64_t)plocal, (size_t)early_max);
+                                            xsm_stream_limit(xsm_memory_budget() / (uint64_t)plocal),
+                                            (size_t)early_max);
+    }
     xsm_par par;
     if (xsm_par_start(&argc, &argv, &par, err, sizeof err)) {
         xsm_early_cancel(o.load.early);
@@ -717,8 +758,9 @@ int main(int argc, char **argv)
     xsm_progress_process(par.rank, par.size);
     FILE *notes = lead && !o.load.quiet ? stderr : NULL;
 
-    if (xsm_stream_auto(&o, &par, notes))
-        o.stream = 1;
+    int why = xsm_stream_auto(&o, &par, notes);
+    if (why)
+        o.stream = why;
     if (o.stream) {
         xsm_early_cancel(o.load.early);
         o.load.early = NULL;
@@ -863,12 +905,7 @@ int main(int argc, char **argv)
             rc = xsm_emit_json(&e, staging, err, sizeof err);
             if (rc == 2) { /* the default products: trace.json only while it fits one part */
                 rc = 0;
-                if (!o.load.quiet)
-                    fprintf(stderr,
-                            "xsmerge: note: trace.json left out: it would pass one part of %.0f MB "
-                            "(XSPROF_MERGE_JSON_PART_MB); trace.pftrace holds the same timeline. `--outputs json` "
-                            "writes it in parts, or merge a part of the run with --from/--to/--ranks\n",
-                            xsm_env_num("XSPROF_MERGE_JSON_PART_MB", 256, 1, 0x1p20));
+                xsm_emit_json_left_out(o.load.quiet ? NULL : stderr);
             }
         } else if (t == XSM_TASK_OTF2)
             rc = xsm_otf2_main(&e, staging, o.load.quiet ? NULL : stderr, err, sizeof err);

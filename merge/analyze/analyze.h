@@ -9,6 +9,11 @@
 #include "merge/model.h"
 #include "io/format.h"
 
+/* The look-back window in memory, in calls per rank: what a rank keeps
+ * per call (~0.5 KB) stays well below its rows in the model, and the
+ * lookups that scan it stay cheap (they are linear). */
+#define XSM_MEMORY_WINDOW 256
+
 typedef struct xsm_report_opts {
     const char *baseline_dir; /* --baseline: earlier runs, a comma list (run dirs, output dirs, report.json) */
     double threshold_pct;     /* --threshold, default 5 */
@@ -20,6 +25,8 @@ typedef struct xsm_report_opts {
     struct xsm_an **keep;     /* not NULL: receives the analysis (xsm_analyze_h5, then xsm_analyze_free) */
     const struct xsm_emit *emit; /* the writers' prepared trace with every rank's orders and flows, read by
                                     the analysis instead of preparing its own (NULL: it prepares them) */
+    size_t window;            /* a streamed analysis's look-back in MPI calls per rank (0: 16, its
+                                 bounded default; XSPROF_MERGE_ANALYSIS_WINDOW overrides either) */
 } xsm_report_opts;
 
 /* Under mpirun -np K xsmerge: this process (part of parts) resolves its

@@ -13,11 +13,6 @@
 #include "merge/match/match.h"
 #include "core/record.h"
 
-/* The look-back window in memory, in calls per rank: what a rank keeps
- * per call (~0.5 KB) stays well below its rows in the model, and the
- * lookups that scan it stay cheap (they are linear). */
-#define XSM_MEMORY_WINDOW 256
-
 /* A rank's waits, in the order they were found (seq), sorted by time. */
 typedef struct xsm_mrec {
     xsm_cwait_rec w;

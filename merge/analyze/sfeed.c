@@ -29,7 +29,7 @@ static int xsm_rep_wait_next(void *ctx, int32_t r, xsm_cwait_rec *w, char *err, 
     const xsm_srank *sr = &x->s->r[r];
     if (!x->left[r])
         return 0;
-    if (!x->f[r] && !(x->f[r] = fopen(sr->cwait_path, "rb")))
+    if (!x->f[r] && !(x->f[r] = xsm_stream_fopen(x->s, sr->cwait_path, "rb")))
         return xsm_err_set(err, errlen, "xsmerge: %s: cannot read (a temporary file of the merge)", sr->cwait_path) ? -1
                                                                                                                     : -1;
     if (fread(w, sizeof *w, 1, x->f[r]) != 1)
@@ -98,8 +98,10 @@ static int xsm_rep_read(xsm_stream *s, xsm_spath *p, FILE *inst, int alone, xsm_
         has_gpu[r] = k->present && (k->rf ? xsprof_rankfile_table_rows(k->rf, XSPROF_IO_T_GPU) > 0 : k->d.ngpu > 0);
         w.left[r] = s->r[r].present ? s->r[r].ncwait : 0;
     }
-    /* memory bounded by the ranks: a window of 16 calls each */
-    xsm_feed f = {s->run, s->e, &xsm_ssrc_an_ops, &xsm_ssrc_frames_ops, has_gpu, xsm_analysis_window(16),
+    /* memory bounded by the ranks: a window of 16 calls each, unless the
+     * merge asked for the in-memory one (a big run streamed by default) */
+    xsm_feed f = {s->run, s->e, &xsm_ssrc_an_ops, &xsm_ssrc_frames_ops, has_gpu,
+                  xsm_analysis_window(s->an_window ? s->an_window : 16),
                   xsm_rep_wait_next, &w, xsm_rep_phase, s, s->tmpdir, s->path_path};
     rc = xsm_feed_run(&f, p, inst, alone, out, err, errlen);
 out:

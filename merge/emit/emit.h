@@ -296,6 +296,9 @@ void xsm_iter_free(xsm_iter *it);
 
 /* Writers: each writes its file(s) into dir. Return 0, or 1 with err set. */
 int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen);
+/* The note that says trace.json was left out (xsm_emit_json returned 2),
+ * to f (NULL: none). */
+void xsm_emit_json_left_out(FILE *f);
 int xsm_emit_pftrace(const xsm_emit *e, const char *dir, char *err, size_t errlen);
 /* One rank's self-contained packet sequence of trace.pftrace (the file is
  * these segments in rank order), appended to f; *bytes gets its size;

@@ -624,6 +624,16 @@ static void xsm_jpipe_free(xsm_jpipe *p)
  * part is known too big without writing it. */
 #define XSM_J_MIN_EVENT_BYTES 40
 
+void xsm_emit_json_left_out(FILE *f)
+{
+    if (f)
+        fprintf(f,
+                "xsmerge: note: trace.json left out: it would pass one part of %.0f MB (XSPROF_MERGE_JSON_PART_MB); "
+                "trace.pftrace holds the same timeline. `--outputs json` writes it in parts, or merge a part of the "
+                "run with --from/--to/--ranks\n",
+                xsm_env_num("XSPROF_MERGE_JSON_PART_MB", 256, 1, 0x1p20));
+}
+
 int xsm_emit_json(const xsm_emit *e, const char *dir, char *err, size_t errlen)
 {
     const xsm_run *run = e->run;

@@ -48,6 +48,52 @@ int xsm_tid_set_add(xsm_srank *sr, uint32_t tid)
     return 0;
 }
 
+/* The buffers of xsm_stream_fopen: any thread may open a file (the
+ * reports' reader beside the writers). */
+typedef struct xsm_iobufs {
+    pthread_mutex_t mu;
+    size_t size; /* 0: stdio's own */
+    void **b;
+    size_t n, cap;
+} xsm_iobufs;
+
+/* Bytes of buffer per temporary file: about 3 files a rank share 4 MiB,
+ * between stdio's 4 KiB and 256 KiB (2 ranks: 256 KiB, 100 times fewer
+ * calls; 256 ranks: 5 KiB). */
+static size_t xsm_iobuf_size(size_t nranks)
+{
+    size_t b = ((size_t)4 << 20) / (3 * nranks + 8);
+    return b < 4096 ? 4096 : b > ((size_t)256 << 10) ? (size_t)256 << 10 : b;
+}
+
+FILE *xsm_stream_fopen(const xsm_stream *s, const char *path, const char *mode)
+{
+    FILE *f = fopen(path, mode);
+    xsm_iobufs *x = s->iob;
+    if (!f || !x || !x->size)
+        return f;
+    void *buf = malloc(x->size);
+    pthread_mutex_lock(&x->mu);
+    if (buf && x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 16;
+        void **p = realloc(x->b, cap * sizeof *p);
+        if (p) {
+            x->b = p;
+            x->cap = cap;
+        }
+    }
+    if (buf && x->n < x->cap)
+        x->b[x->n++] = buf;
+    else if (buf) { /* no room to keep it: stdio's own then */
+        free(buf);
+        buf = NULL;
+    }
+    pthread_mutex_unlock(&x->mu);
+    if (buf)
+        setvbuf(f, buf, _IOFBF, x->size);
+    return f;
+}
+
 FILE *xsm_stream_tmp(const xsm_stream *s, const char *what, int rank, char *path, size_t pathlen, char *err,
                      size_t errlen)
 {
@@ -57,12 +103,11 @@ FILE *xsm_stream_tmp(const xsm_stream *s, const char *what, int rank, char *path
     else
         snprintf(name, sizeof name, "stream-%s-%d.bin", what, s->proc);
     xsm_path(path, pathlen, s->tmpdir, name);
-    FILE *f = fopen(path, "w+b");
+    FILE *f = xsm_stream_fopen(s, path, "w+b");
     if (!f) {
         xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)", path, strerror(errno));
         return NULL;
     }
-    setvbuf(f, NULL, _IOFBF, 1 << 16);
     return f;
 }
 
@@ -626,7 +671,7 @@ static void *xsm_ssrc_open(const xsm_emit *e, size_t r, char *err, size_t errlen
             x->live |= 1u << k;
     }
     if (!bad && x->sr->nspill) {
-        x->spill = fopen(x->sr->spill_path, "rb");
+        x->spill = xsm_stream_fopen(s, x->sr->spill_path, "rb");
         if (!x->spill) {
             xsm_err_set(err, errlen, "xsmerge: %s: %s (a temporary file of the merge)",
                         x->sr->spill_path, strerror(errno));
@@ -859,8 +904,9 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     xsm_load_opts o = *opts;
     o.stream = 1;
     xsm_run run;
+    xsm_iobufs iob = {.mu = PTHREAD_MUTEX_INITIALIZER};
     xsm_stream s = {.run = &run, .window = xsm_stream_window(), .proc_window = proc_window, .tmpdir = dir, .notes = nf,
-                    .proc = par ? par->rank : 0};
+                    .proc = par ? par->rank : 0, .iob = &iob};
     xsm_emit e;
     memset(&e, 0, sizeof e);
     int rc = 0;
@@ -892,10 +938,12 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     run.min_latency_ns = o.min_latency_ns > 0 ? o.min_latency_ns : 0; /* as merge/read */
     s.h5 = (what & XSM_STREAM_H5) != 0;
     s.report = (what & XSM_STREAM_REPORT) != 0;
+    s.an_window = ro ? ro->window : 0;
     s.otf2 = (what & XSM_STREAM_OTF2) != 0;
     s.h5msgs_fd = -1;
     s.h5tab_rank = -1;
     size_t n = run.nranks;
+    iob.size = xsm_iobuf_size(n);
     s.r = calloc(n + 1, sizeof *s.r);
     int *rcs = calloc(n + 1, sizeof *rcs);
     char(*errs)[1024] = calloc(n + 1, sizeof *errs);
@@ -1028,7 +1076,8 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     xsm_stream_an *an = NULL;
     char rerr[256];
     int rstart = s.report && (!par || par->rank == 0) &&
-                 xsm_stream_report_start(&s, (what & ~XSM_STREAM_REPORT) != 0, &an, rerr, sizeof rerr);
+                 xsm_stream_report_start(&s, (what & ~(XSM_STREAM_REPORT | XSM_STREAM_JSON_WHOLE)) != 0, &an, rerr,
+                                         sizeof rerr);
     if (what & XSM_STREAM_PFTRACE) { /* collective under mpirun: every process, whatever failed */
         rc = (par ? xsm_par_pftrace(par, &e, dir, err, errlen) : xsm_emit_pftrace(&e, dir, err, errlen)) ? 1 : 0;
         xsm_progress_mark("pftrace");
@@ -1038,7 +1087,11 @@ static int xsm_stream_try(const char *run_dir, const xsm_load_opts *opts, const 
     /* as in memory: trace.json on the last process, merged.h5 and the
      * reports on process 0, so that two processes write them side by side */
     if (!rc && (what & XSM_STREAM_JSON) && (!par || par->rank == par->size - 1)) {
-        rc = xsm_emit_json(&e, dir, err, errlen) ? 1 : 0;
+        e.json_whole = (what & XSM_STREAM_JSON_WHOLE) != 0;
+        rc = xsm_emit_json(&e, dir, err, errlen);
+        if (rc == 2) /* as in memory, by the process that writes it */
+            xsm_emit_json_left_out(opts->quiet ? NULL : stderr);
+        rc = rc == 1;
         xsm_progress_mark("trace.json");
     }
     /* trace.otf2 on the last process, as in memory */
@@ -1098,6 +1151,9 @@ out:
     xsm_h5_cleanup(&s);
     xsm_cpairs_free(&s.cm);
     xsm_run_free(&run);
+    for (size_t i = 0; i < iob.n; i++) /* every file is closed now */
+        free(iob.b[i]);
+    free(iob.b);
     *proc_late = s.proc_late;
     *need_clc = s.need_clc;
     return rc;

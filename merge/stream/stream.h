@@ -31,7 +31,9 @@ typedef struct xsm_stream_summary {
     int report_rc; /* the reports: 0, or 3 when the baseline found a regression */
 } xsm_stream_summary;
 
-enum { XSM_STREAM_PFTRACE = 1, XSM_STREAM_JSON = 2, XSM_STREAM_H5 = 4, XSM_STREAM_REPORT = 8, XSM_STREAM_OTF2 = 16 };
+enum { XSM_STREAM_PFTRACE = 1, XSM_STREAM_JSON = 2, XSM_STREAM_H5 = 4, XSM_STREAM_REPORT = 8, XSM_STREAM_OTF2 = 16,
+       XSM_STREAM_JSON_WHOLE = 32 /* with JSON: the default products, trace.json only while it fits one part
+                                     (xsm_emit.json_whole; else left out with its note) */ };
 
 /* Write trace.pftrace, trace.json, merged.h5, trace.otf2 and/or the reports (`what`,
  * XSM_STREAM_*; the reports with `ro`, a streamed analysis: analyze.h) of

@@ -92,6 +92,29 @@ for size in (200000, max(nev * 45, os.path.getsize(os.path.join(whole, "trace.js
     check(all(n in names for n in ("trace.pftrace", "merged.h5", "report.json", "report.txt")),
           "the other default products are written (%s)" % names)
     check(se.count("trace.json left out") == 1 and "--outputs json" in se, "one note says how to get it: %r" % se)
+# ... and so do they when a big run streams by default (past
+# XSPROF_MERGE_STREAM_MB, here 1 KiB): trace.json whole, the in-memory one
+# byte for byte, while it fits one part; past it none, the same one note
+ring = make_run(maker, "big", os.path.join(base, "ring2"), 2, 30000)
+ref = os.path.join(base, "ring2-memory")
+rc, so, se = xsmerge(ring, "-o", ref, "-q", env={"XSPROF_MERGE_STREAM_MB": "0"})
+check(rc == 0 and os.path.exists(os.path.join(ref, "trace.json")), "ring2 in memory: trace.json (%s)" % se)
+for size, whole_json in ((None, True), ("200000", False)):
+    d = os.path.join(base, "ring2-stream-%s" % size)
+    env = dict({"XSPROF_MERGE_STREAM_MB": "0.001"}, **({"XSPROF_MERGE_JSON_PART_BYTES": size} if size else {}))
+    rc, so, se = xsmerge(ring, "-o", d, env=env)
+    names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    check(rc == 0 and se.count("streaming them") == 1, "ring2 past XSPROF_MERGE_STREAM_MB streams (%d %r)" % (rc, se))
+    jsons = [n for n in names if n.endswith(".json") and n.startswith("trace")]
+    if whole_json:
+        check(jsons == ["trace.json"] and "trace.json left out" not in se and
+              open(os.path.join(d, "trace.json"), "rb").read() == open(os.path.join(ref, "trace.json"), "rb").read(),
+              "ring2 streamed by default: trace.json whole, the in-memory one (%s)" % names)
+    else:
+        check(jsons == [] and se.count("trace.json left out") == 1 and "--outputs json" in se,
+              "ring2 streamed by default past one part: no trace.json, one note (%s %r)" % (names, se))
+    check(all(n in names for n in ("trace.pftrace", "merged.h5", "report.json", "report.txt")),
+          "ring2 streamed by default: the other default products (%s)" % names)
 # a later merge with fewer parts replaces the old ones
 rc, so, se = xsmerge(big, "-o", parts_dir, "-q")
 check(rc == 0 and os.path.exists(os.path.join(parts_dir, "trace.json")) and

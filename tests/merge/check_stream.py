@@ -733,6 +733,29 @@ def part_report():
                       "farpoll, a window of %s calls: merged.h5 /analysis/%s byte for byte" % (win, k))
         check(report_of(ra[3])["job"]["waits_beyond_window"] == (1 if win == "16" else 0),
               "farpoll, a window of %s calls: %s wait beyond it" % (win, "one" if win == "16" else "no"))
+    # a big run streams by default (past XSPROF_MERGE_STREAM_MB, here 1 MiB)
+    # with the in-memory window: every default product the in-memory
+    # merge's bytes (XSPROF_MERGE_STREAM_MB=0), farpoll's wait with its cause
+    R["farpoll_long"] = make_run(maker, "farpoll", os.path.join(base, "farpoll_long"), 20000)
+    ref = merge("farpoll_long", env={"XSPROF_MERGE_STREAM_MB": "0"})
+    got = merge("farpoll_long", env={"XSPROF_MERGE_STREAM_MB": "1", "XSPROF_MERGE_TIMES": "1"})
+    said = [l for l in got[2] if "would take about" in l]
+    check(ref[0] == got[0] == 0 and not [l for l in ref[2] if "would take about" in l] and len(said) == 1 and
+          said[0].endswith("streaming them (the same files in bounded memory; XSPROF_MERGE_STREAM_MB=0 merges in "
+                           "memory)"), "farpoll_long past XSPROF_MERGE_STREAM_MB: one note, it streams: %s" % got[2])
+    a, b = report_of(ref[3]), report_of(got[3])
+    # (16 calls, --stream's window, would leave its cause beyond it)
+    check(any(" time stream-analysis " in l for l in got[2]) and
+          a["job"]["waits_beyond_window"] == b["job"]["waits_beyond_window"] == 0,
+          "farpoll_long: the streamed analysis (XSPROF_MERGE_TIMES) with no wait beyond its window (%s, %s)" %
+          (b["job"]["waits_beyond_window"], got[2]))
+    check(outputs(got[3]) == outputs(ref[3]) and "trace.json" in outputs(got[3]),
+          "farpoll_long: the in-memory merge's files, trace.json too: %s, %s" % (outputs(got[3]), outputs(ref[3])))
+    for f in outputs(ref[3]):
+        d = first_diff(os.path.join(ref[3], f), os.path.join(got[3], f)) if f in outputs(got[3]) else "missing"
+        check(d is None, "farpoll_long streamed by default: %s differs from the in-memory one at %s" % (f, d))
+    check(got[1] == ref[1], "farpoll_long streamed by default: the same summary on stdout")
+
     got = merge("farpoll", "--outputs", "report", "-q", env={"XSPROF_MERGE_ANALYSIS_WINDOW": "a lot"})
     check(got[0] == 0 and any("XSPROF_MERGE_ANALYSIS_WINDOW" in l for l in got[2]) and
           report_of(got[3])["job"]["waits_beyond_window"] == 0,

@@ -465,8 +465,9 @@ static int pollsend(const char *dir)
     return close_all(f, 2);
 }
 
-/* farpoll: see the list at the top. */
-static int farpoll(const char *dir)
+/* farpoll: see the list at the top. tail: rank 1's calls after its Send
+ * (40; more make a run big enough to stream by default, the wait the same). */
+static int farpoll(const char *dir, int tail)
 {
     xsf *f[2];
     if (open2(dir, f))
@@ -476,8 +477,8 @@ static int farpoll(const char *dir)
     xsprof_rec_mpi m = M();
     m.t_begin = 15000; m.t_end = 15100; m.kind = XSPROF_MPI_SEND; m.peer = 0; m.tag = 1; m.bytes_sent = 8; m.seq = 1;
     xsf_mpi(f[1], 0, "MPI_Send", m);
-    for (int i = 0; i < 40; i++) {
-        m = M(); m.t_begin = 15200 + 200 * i; m.t_end = m.t_begin + 50; m.kind = XSPROF_MPI_OTHER;
+    for (int i = 0; i < tail; i++) {
+        m = M(); m.t_begin = 15200 + 200 * (int64_t)i; m.t_end = m.t_begin + 50; m.kind = XSPROF_MPI_OTHER;
         xsf_mpi(f[1], 0, "MPI_Comm_rank", m);
         xsf_region(f[1], 0, "tail", 0, m.t_end, m.t_end + 100);
     }
@@ -1430,7 +1431,7 @@ int main(int argc, char **argv)
     if (!strcmp(kind, "pollsend")) return pollsend(dir);
     if (!strcmp(kind, "isendlr")) return isendlr(dir);
     if (!strcmp(kind, "selfpoll")) return selfpoll(dir);
-    if (!strcmp(kind, "farpoll")) return farpoll(dir);
+    if (!strcmp(kind, "farpoll")) return farpoll(dir, argc >= 4 ? atoi(argv[3]) : 40);
     if (!strcmp(kind, "farcause")) return farcause(dir);
     if (!strcmp(kind, "polllr")) return polllr(dir);
     if (!strcmp(kind, "polling")) return polling(dir);

@@ -67,7 +67,8 @@ typedef struct lrank {
     xsprof_journal_stats st;
     char path[4400];
     int followed;   /* a journal is followed */
-    int ended;      /* finished or ended early, and every row fed */
+    int ended;      /* finished or ended early: its rows are all read */
+    int fresh;      /* not ended at the start of this look: gets a point */
     int dead_looks;
     int64_t offset; /* clock: reference = local + offset (its first sync) */
     int have_offset;
@@ -107,6 +108,7 @@ typedef struct lsend { /* first 8 bytes: the xsm_ktab key (p2p_key) */
 
 struct xsm_live {
     char run_dir[4096];
+    size_t nrunning; /* ranks not ended (or not followed yet) at this look */
     xsm_run run;
     xsm_sanalysis *sa;
     lrank *rk;
@@ -500,10 +502,25 @@ static xsprof_status on_rows(void *user, enum xsprof_io_table t, const void *row
     return XSPROF_OK;
 }
 
-/* Feed rank r's held rows that are due: begun HOLD_NS before its newest end
- * (all of them once it ended), and no blocking collective among them still
- * waiting for members. */
-static int feed(xsm_live *l, int32_t r, int all)
+/* What feed() may pass on. A rank's rows are read one rank after another,
+ * so a rank seen ended may still wait for a send or a collective's member
+ * that a running rank had not committed when it was read (under load the
+ * Late Sender of a 3-rank job was lost that way): an ended rank keeps
+ * those rows until the peer's come or the job ends. */
+enum {
+    FEED_DUE,   /* running: rows begun HOLD_NS before its newest end */
+    FEED_ENDED, /* ended: every row but those waiting for a running rank */
+    FEED_ALL    /* the job ended: every row, whatever it waits for */
+};
+
+static int running(const xsm_live *l, int32_t r)
+{
+    return r >= 0 && (size_t)r < l->run.nranks && l->rk[r].followed && !l->rk[r].ended;
+}
+
+/* Feed rank r's held rows that `mode` lets pass, merged by begin: how many
+ * passed, -1 out of memory. */
+static int feed(xsm_live *l, int32_t r, int mode)
 {
     lrank *k = &l->rk[r];
     const unsigned char *head[NQ];
@@ -513,9 +530,10 @@ static int feed(xsm_live *l, int32_t r, int all)
         any |= (head[t] = lq_next(k, t, &from[t])) != NULL;
     if (!any)
         return 0;
+    int fed = 0;
     if (xsm_sanalysis_rank_sync(l->sa, r, 1))
         return -1;
-    int64_t due = all ? INT64_MAX : k->max_end - HOLD_NS;
+    int64_t due = mode == FEED_DUE ? k->max_end - HOLD_NS : INT64_MAX;
     for (;;) { /* the tables merged by begin */
         int q = -1;
         int64_t best = due;
@@ -536,12 +554,13 @@ static int feed(xsm_live *l, int32_t r, int all)
         case QG: rc = xsm_sanalysis_gpu(l->sa, r, w); break;
         default: {
             const lmpi *m = w;
-            if (!all && m->m.kind == XSPROF_MPI_COLL && m->m.coll != XSPROF_COLL_NONE &&
-                xsm_ktab_find(&l->colls, coll_key(m->m.comm, m->m.coll_seq)))
-                goto held; /* its waits are not known yet */
+            if (mode != FEED_ALL && (mode == FEED_DUE || l->nrunning) && m->m.kind == XSPROF_MPI_COLL &&
+                m->m.coll != XSPROF_COLL_NONE && xsm_ktab_find(&l->colls, coll_key(m->m.comm, m->m.coll_seq)))
+                goto held; /* its waits are not known yet (or aged out: coll_age) */
             if (is_recv(&m->m)) { /* its sender's send, for a Late Sender */
                 lsend *e = xsm_ktab_find(&l->sends, p2p_key(m->m.comm, m->m.peer, r, m->m.tag, m->m.seq));
-                if (!e && !all && k->max_end - m->m.t_end < SEND_PATIENCE_NS)
+                if (!e && ((mode == FEED_DUE && k->max_end - m->m.t_end < SEND_PATIENCE_NS) ||
+                           (mode == FEED_ENDED && running(l, m->m.peer))))
                     goto held; /* the sender's rows have not come yet */
                 if (e) {
                     xsm_evflow fl;
@@ -564,6 +583,7 @@ static int feed(xsm_live *l, int32_t r, int all)
         }
         if (rc)
             return -1;
+        fed++;
         from[q]->v0++;
         head[q] = lq_next(k, q, &from[q]);
     }
@@ -577,7 +597,7 @@ held:
         if (k->late[t].v0 == k->late[t].n)
             k->late[t].v0 = k->late[t].n = 0;
     }
-    return 0;
+    return fed;
 }
 
 /* ---- the run directory ----------------------------------------------------- */
@@ -709,24 +729,32 @@ static void rank_state(xsm_live *l, int32_t r)
         snprintf(v->end_state, sizeof v->end_state, "running");
 }
 
-/* The rank's sums from the engine, and a point of its series. */
+/* The rank's sums from the engine; its wall and wait time in *wall, *wait. */
+static void rank_sums(xsm_live *l, int32_t r, xsm_anrank_out *o, int64_t *wall, int64_t *wait)
+{
+    xsm_lrank_view *v = &l->views[r];
+    xsm_sanalysis_view(l->sa, r, o);
+    int64_t f, last;
+    xsm_an_window(&l->run, o, &f, &last);
+    *wait = 0;
+    for (size_t i = 0; i < o->nw; i++)
+        *wait += o->w[i].ns;
+    *wall = last - f;
+    v->wall_s = (double)*wall * 1e-9;
+    v->mpi_s = (double)o->mpi_ns * 1e-9;
+    v->wait_s = (double)*wait * 1e-9;
+    v->gpu_s = (double)o->gpu_ns * 1e-9;
+    v->has_mem = o->mem && o->mem->present;
+}
+
+/* The rank's sums, and a point of its series. */
 static void rank_point(xsm_live *l, int32_t r, double t)
 {
     lrank *k = &l->rk[r];
     xsm_lrank_view *v = &l->views[r];
     xsm_anrank_out o;
-    xsm_sanalysis_view(l->sa, r, &o);
-    int64_t f, last;
-    xsm_an_window(&l->run, &o, &f, &last);
-    int64_t wait = 0;
-    for (size_t i = 0; i < o.nw; i++)
-        wait += o.w[i].ns;
-    int64_t wall = last - f;
-    v->wall_s = (double)wall * 1e-9;
-    v->mpi_s = (double)o.mpi_ns * 1e-9;
-    v->wait_s = (double)wait * 1e-9;
-    v->gpu_s = (double)o.gpu_ns * 1e-9;
-    v->has_mem = o.mem && o.mem->present;
+    int64_t wall, wait;
+    rank_sums(l, r, &o, &wall, &wait);
     int64_t dw = wall - k->prev_wall;
     xsm_lpoint *p = &v->series[v->head];
     p->t = t;
@@ -801,7 +829,7 @@ int xsm_live_read(xsm_live *l, char *err, size_t errlen)
             note(l, "xsmerge: --live: %s; rank %d is no longer followed", perr, r);
             k->st.state = XSPROF_JOURNAL_SIGNALED; /* shown as ended early */
         }
-        if (feed(l, r, 0))
+        if (feed(l, r, FEED_DUE) < 0)
             return xsm_err_set(err, errlen, "xsmerge: --live: out of memory in the analysis of rank %d", r);
     }
     return 0;
@@ -819,22 +847,30 @@ int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
         return -1;
     coll_age(l);
     sends_age(l);
-    int ended = 1;
+    /* every rank's state first: an ended rank's rows wait only for ranks
+     * still running (feed) */
+    l->nrunning = 0;
     for (int32_t r = 0; r < (int32_t)l->run.nranks; r++) {
         lrank *k = &l->rk[r];
-        if (!k->followed) {
-            ended = 0;
-            continue;
-        }
-        int was = k->ended;
-        if (!was && k->f)
+        k->fresh = k->followed && !k->ended;
+        if (k->fresh && k->f)
             rank_state(l, r);
-        if (k->ended && feed(l, r, 1)) /* its last rows, whatever they wait for */
-            return xsm_err_set(err, errlen, "xsmerge: --live: out of memory in the analysis of rank %d", r);
-        if (!was)
-            rank_point(l, r, t);
-        ended &= k->ended;
+        l->nrunning += !k->followed || !k->ended;
     }
+    for (int32_t r = 0; r < (int32_t)l->run.nranks; r++) {
+        lrank *k = &l->rk[r];
+        int fed = k->ended ? feed(l, r, l->nrunning ? FEED_ENDED : FEED_ALL) : 0;
+        if (fed < 0)
+            return xsm_err_set(err, errlen, "xsmerge: --live: out of memory in the analysis of rank %d", r);
+        if (k->fresh) {
+            rank_point(l, r, t);
+        } else if (fed) { /* rows that waited for a running rank: the sums, no point */
+            xsm_anrank_out o;
+            int64_t wall, wait;
+            rank_sums(l, r, &o, &wall, &wait);
+        }
+    }
+    int ended = !l->nrunning;
     alerts_check(l);
     l->v.ended = ended;
     return 0;

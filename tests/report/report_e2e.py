@@ -360,8 +360,11 @@ def hidden(np, ms):
         fail(f"hidden: the message names neither burn_extra nor the call site: {top['message']}")
     # "(no region)": the whole program, MPI calls aside; its CPU is spin_ms's loop
     nr = rep["samples_no_region"]
+    # (a sample may land in a PMPI wrapper's own code before the call's start
+    # is taken: a few in a thousand at most, more in instrumented builds)
+    in_mpi = sum(x["share"] for x in nr if x["function"].startswith("MPI_"))
     if not nr or nr[0]["function"] != "spin_ms" or os.path.basename(nr[0]["file"] or "") != "planted.c" or \
-            abs(sum(x["share"] for x in nr) - 1) > 0.01 or any(x["function"].startswith("MPI_") for x in nr):
+            abs(sum(x["share"] for x in nr) - 1) > 0.01 or in_mpi > 0.005:
         fail(f"hidden: samples_no_region {nr[:3]}")
     if "==== (no region): " not in open(os.path.join(out, "report.txt")).read():
         fail("hidden: report.txt has no (no region) breakdown")
@@ -475,10 +478,12 @@ def report_of(rundir, out):
 
 def score():
     """A tiny region (`hot`, 2000 visits per step, nanoseconds each) beside
-    `solve` (MS ms per step): --score suggests XSPROF_FILTER=-hot, and a run
-    with that filter has no `hot` rows."""
+    `solve` (20 ms per step): --score suggests XSPROF_FILTER=-hot, and a run
+    with that filter has no `hot` rows. (With 5 ms steps a coverage build's
+    225 ns a visit gave `hot` 6 % of the time, past the 5 % a filter may
+    hide, and no filter was suggested.)"""
     xs = env_path("XSMERGE")
-    rundir = profile("score", "tinyhot", 2, 5, 20)
+    rundir = profile("score", "tinyhot", 2, 20, 20)
     before = sorted(os.listdir(rundir))
     r = subprocess.run([xs, "--score", rundir], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     print(r.stdout + r.stderr)
@@ -524,7 +529,7 @@ def score():
     os.makedirs(work)
     fdir = os.path.join(work, "run")
     r = run([env_path("MPIEXEC"), "-np", "2", "--oversubscribe", "-x", "LD_PRELOAD=" + env_path("XSPROF_MPI_LIB"),
-             "-x", "XSPROF_OUTPUT=" + fdir, "-x", "XSPROF_FILTER=-hot", env_path("PLANTED"), "tinyhot", "5", "20"],
+             "-x", "XSPROF_OUTPUT=" + fdir, "-x", "XSPROF_FILTER=-hot", env_path("PLANTED"), "tinyhot", "20", "20"],
             timeout=120)
     if r.returncode:
         print(r.stdout)

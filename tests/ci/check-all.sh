@@ -9,13 +9,8 @@
 #             -O3 (every target, -Werror): warnings the default gcc -O2
 #             build does not see.
 #   asan      gcc, -DXSPROF_SANITIZE=address,undefined (halt on the first
-#             error, -fno-sanitize-recover=all) and gcov's counters
-#             (--coverage, atomic updates: the suite is multi-threaded and
-#             racing increments give counts gcovr cannot parse), the WHOLE
-#             CTest suite with detect_leaks=1, then the line coverage per
-#             module (below). One run of the suite for both: a build of its
-#             own for coverage (-O0) ran the suite a third time, 640 s of a
-#             3070 s CI, where the counters cost the ASan run ~20 %. Suppressions: tests/ci/lsan.supp, every entry
+#             error, -fno-sanitize-recover=all), the WHOLE CTest suite with
+#             detect_leaks=1. Suppressions: tests/ci/lsan.supp, every entry
 #             with its reason (Open MPI's and HDF5's own leaks, gfortran's
 #             SAVEd main-program arrays); nothing of xsprof is suppressed.
 #             Open MPI's and hwloc's plugins stay loaded in the ASan build
@@ -36,19 +31,17 @@
 #             every other test labelled `threads`), plus the MPI tests named
 #             in CHECK_TSAN_MPI_TESTS (mpi_thread_multiple). Must be
 #             TSan-clean; tests/ci/tsan.supp covers Open MPI's own code only.
-#   (coverage, not a stage of its own: after the asan stage's run) gcovr: line coverage per module
-#             (core io merge mpi pmpi_wrappers gpu; sources in the tree,
-#             generated wrappers excluded), counted in the -O2 build, so a
-#             line folded away by the optimiser counts as neither run nor
-#             missed. CHECK_COVERAGE_TARGET (85) is the issue's target for
+#   coverage  gcc, -DXSPROF_COVERAGE=ON (-O0 --coverage), the whole suite,
+#             then gcovr: line coverage per module (core io merge mpi
+#             pmpi_wrappers gpu; sources in the tree, generated wrappers
+#             excluded). CHECK_COVERAGE_TARGET (85) is the issue's target for
 #             core, io, merge and mpi: modules below it are marked; with
-#             CHECK_COVERAGE_GATE=1 they fail the stage. A build of its own
-#             at -O0: cmake -DXSPROF_COVERAGE=ON, ctest, then this report.
+#             CHECK_COVERAGE_GATE=1 they fail the stage.
 #   fuzz      clang, ASan+UBSan+libFuzzer (-DXSPROF_FUZZ=ON), every target
 #             of tests/fuzz for CHECK_FUZZ_SECONDS (45) each, two at a time;
 #             fails on any crash, leak, sanitizer report, timeout or OOM
 #             (tests/ci/fuzz.sh).
-# Environment: JOBS (2), CHECK_STAGES ("compilers asan tsan fuzz"),
+# Environment: JOBS (2), CHECK_STAGES ("compilers asan tsan coverage fuzz"),
 # CHECK_BUILD_ROOT (build-ci), CHECK_FUZZ_SECONDS, CHECK_COVERAGE_TARGET,
 # CHECK_COVERAGE_GATE, CHECK_TSAN_MPI_TESTS. Exit status 0 only when every stage passed; every
 # stage runs even when an earlier one failed, so the log has all figures.
@@ -57,7 +50,7 @@ cd "$(dirname "$0")/../.."
 SRC=$PWD
 JOBS=${JOBS:-2}
 ROOT=${CHECK_BUILD_ROOT:-$SRC/build-ci}
-STAGES=${CHECK_STAGES:-compilers asan tsan fuzz}
+STAGES=${CHECK_STAGES:-compilers asan tsan coverage fuzz}
 FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-45}
 COV_TARGET=${CHECK_COVERAGE_TARGET:-85}
 COV_GATE=${CHECK_COVERAGE_GATE:-0}
@@ -118,13 +111,10 @@ asan_ctest() {
 
 stage_asan() {
   local dir="$ROOT/asan" rc built
-  configure_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXSPROF_SANITIZE=address,undefined \
-    "-DCMAKE_C_FLAGS=--coverage -fprofile-update=atomic" "-DCMAKE_CXX_FLAGS=--coverage -fprofile-update=atomic" \
-    -DCMAKE_EXE_LINKER_FLAGS=--coverage -DCMAKE_SHARED_LINKER_FLAGS=--coverage -DCMAKE_MODULE_LINKER_FLAGS=--coverage
+  configure_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXSPROF_SANITIZE=address,undefined
   built=$?
   [ $built = 1 ] && return 1
   rc=0
-  find "$dir" -name '*.gcda' -delete
   asan_ctest "$dir" "ASan+UBSan suite" || rc=1
   # LeakSanitizer's own stop-the-world tracer sometimes dies at a process's
   # exit ("Tracer caught signal 11", google/sanitizers#1353): a crash of the
@@ -139,7 +129,6 @@ stage_asan() {
     asan_ctest "$dir" "ASan+UBSan rerun of the failed tests" --rerun-failed || rc=1
   fi
   [ $built = 0 ] || rc=1
-  coverage_report "$dir" || rc=1
   return $rc
 }
 
@@ -185,9 +174,16 @@ stage_compilers() {
   return $rc
 }
 
-# coverage_report DIR : line coverage per module of the suite's run in DIR.
-coverage_report() {
-  local dir=$1 rc=0
+stage_coverage() {
+  local dir="$ROOT/cov"
+  # Atomic counter updates: the suite is multi-threaded, and racing
+  # increments give gcov negative counts that gcovr cannot parse.
+  configure_build "$dir" -DCMAKE_BUILD_TYPE=Debug -DXSPROF_COVERAGE=ON -DCMAKE_C_FLAGS=-fprofile-update=atomic \
+    -DCMAKE_CXX_FLAGS=-fprofile-update=atomic
+  local rc=$?
+  [ $rc = 1 ] && return 1
+  find "$dir" -name '*.gcda' -delete
+  run_ctest "$dir" "coverage suite" || rc=1
   # Serial gcovr: gcovr 5.2 with -j hangs when a worker hits a parse error.
   timeout 1200 gcovr -r "$SRC" --object-directory "$dir" --gcov-ignore-parse-errors -e "$SRC/tests/" \
     -e "$SRC/benchmarks/" -e "$SRC/examples/" --json-summary "$dir/coverage.json" >"$dir.gcovr.log" 2>&1 || {

@@ -108,7 +108,6 @@ typedef struct lsend { /* first 8 bytes: the xsm_ktab key (p2p_key) */
 
 struct xsm_live {
     char run_dir[4096];
-    size_t nrunning; /* ranks not ended (or not followed yet) at this look */
     xsm_run run;
     xsm_sanalysis *sa;
     lrank *rk;
@@ -554,8 +553,8 @@ static int feed(xsm_live *l, int32_t r, int mode)
         case QG: rc = xsm_sanalysis_gpu(l->sa, r, w); break;
         default: {
             const lmpi *m = w;
-            if (mode != FEED_ALL && (mode == FEED_DUE || l->nrunning) && m->m.kind == XSPROF_MPI_COLL &&
-                m->m.coll != XSPROF_COLL_NONE && xsm_ktab_find(&l->colls, coll_key(m->m.comm, m->m.coll_seq)))
+            if (mode != FEED_ALL && m->m.kind == XSPROF_MPI_COLL && m->m.coll != XSPROF_COLL_NONE &&
+                xsm_ktab_find(&l->colls, coll_key(m->m.comm, m->m.coll_seq)))
                 goto held; /* its waits are not known yet (or aged out: coll_age) */
             if (is_recv(&m->m)) { /* its sender's send, for a Late Sender */
                 lsend *e = xsm_ktab_find(&l->sends, p2p_key(m->m.comm, m->m.peer, r, m->m.tag, m->m.seq));
@@ -849,17 +848,17 @@ int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
     sends_age(l);
     /* every rank's state first: an ended rank's rows wait only for ranks
      * still running (feed) */
-    l->nrunning = 0;
+    size_t nrunning = 0; /* ranks not ended (or not followed yet) */
     for (int32_t r = 0; r < (int32_t)l->run.nranks; r++) {
         lrank *k = &l->rk[r];
         k->fresh = k->followed && !k->ended;
         if (k->fresh && k->f)
             rank_state(l, r);
-        l->nrunning += !k->followed || !k->ended;
+        nrunning += !k->followed || !k->ended;
     }
     for (int32_t r = 0; r < (int32_t)l->run.nranks; r++) {
         lrank *k = &l->rk[r];
-        int fed = k->ended ? feed(l, r, l->nrunning ? FEED_ENDED : FEED_ALL) : 0;
+        int fed = k->ended ? feed(l, r, nrunning ? FEED_ENDED : FEED_ALL) : 0;
         if (fed < 0)
             return xsm_err_set(err, errlen, "xsmerge: --live: out of memory in the analysis of rank %d", r);
         if (k->fresh) {
@@ -870,7 +869,7 @@ int xsm_live_tick(xsm_live *l, char *err, size_t errlen)
             rank_sums(l, r, &o, &wall, &wait);
         }
     }
-    int ended = !l->nrunning;
+    int ended = !nrunning;
     alerts_check(l);
     l->v.ended = ended;
     return 0;

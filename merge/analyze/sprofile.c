@@ -127,6 +127,12 @@ typedef struct sframe {
     uint64_t kid_key;  /* and its key (sid << 1 | is_mpi) */
 } sframe;
 
+/* A rank's string as the analysis knows it (xsm_anrank's gid). */
+typedef struct sgname {
+    int32_t g;      /* its name in sa->names, -2 not looked up yet */
+    uint32_t vslot; /* its entry in the interval's names, when vg[vslot] == g (v_advance) */
+} sgname;
+
 typedef struct sthread {
     uint32_t tid;
     sframe *st;
@@ -278,7 +284,7 @@ struct xsm_anrank {
     xsm_scs *cs; size_t ncs, capcs; /* per (call site, kind): calls and MPI time (kind -1), waits */
     int64_t cscache[64];             /* entry + 1 of recently seen (site, op, kind): cs_add */
     xsm_kmap csmap;
-    int32_t *gid;       /* per string id: its name in sa->names, -2 not looked up */
+    sgname *gid;        /* per string id (one more slot: unknown ids) */
     signed char *opcls; /* per string id: -1 unknown, 0 other, 1 init, 2 finalize, 3 a poll (xsm_is_poll_op) */
     int have_main, have_first;
     uint32_t main_thread, first_thread;
@@ -385,7 +391,7 @@ static xsm_anrank *anrank_new(xsm_sanalysis *sa, int32_t r, int has_gpu)
     }
     memset(x->opcls, -1, (size_t)d->nstrings + 1);
     for (size_t k = 0; k <= d->nstrings; k++)
-        x->gid[k] = -2;
+        x->gid[k] = (sgname){-2, UINT32_MAX};
     x->t_first = INT64_MAX;
     x->t_last = INT64_MIN;
     x->init_end = INT64_MIN;
@@ -457,14 +463,14 @@ int xsm_sanalysis_rank_sync(xsm_sanalysis *sa, int32_t r, int has_gpu)
     if (!cls)
         return x->failed = -1;
     x->opcls = cls;
-    int32_t *gid = realloc(x->gid, ((size_t)now + 1) * sizeof *gid);
+    sgname *gid = realloc(x->gid, ((size_t)now + 1) * sizeof *gid);
     if (!gid)
         return x->failed = -1;
     x->gid = gid;
     /* the old unknown-id slot becomes a string of its own */
     memset(x->opcls + x->nstr, -1, (size_t)(now - x->nstr) + 1);
     for (size_t k = x->nstr; k <= now; k++)
-        x->gid[k] = -2;
+        x->gid[k] = (sgname){-2, UINT32_MAX};
     x->nstr = now;
     return 0;
 }
@@ -511,9 +517,9 @@ void xsm_sanalysis_free(xsm_sanalysis *sa)
 static int32_t gname(xsm_anrank *x, uint32_t sid)
 {
     uint32_t k = sid < x->d->nstrings ? sid : x->d->nstrings;
-    if (x->gid[k] == -2)
-        x->gid[k] = xsm_names_intern(&x->sa->names, xsprof_rank_data_string(x->d, sid));
-    return x->gid[k];
+    if (x->gid[k].g == -2)
+        x->gid[k].g = xsm_names_intern(&x->sa->names, xsprof_rank_data_string(x->d, sid));
+    return x->gid[k].g;
 }
 
 static sthread *thread_of(xsm_anrank *x, uint32_t tid)
@@ -639,36 +645,49 @@ static int wait_add(xsm_anrank *x, int kind, int32_t causer, uint32_t op, uint32
 
 /* ---- synchronisation intervals ---------------------------------------------- */
 
-static int v_add(xsm_anrank *x, int32_t g, int64_t ns)
+/* ns more for name g in the interval: the index of its entry, -1 out of memory. */
+static int64_t v_add(xsm_anrank *x, int32_t g, int64_t ns)
 {
     for (size_t i = 0; i < x->nv; i++)
         if (x->vg[i] == g) {
             x->vns[i] += ns;
-            return 0;
+            return (int64_t)i;
         }
     size_t c = x->capv;
     if (xsm_grow((void **)&x->vg, &c, x->nv, sizeof *x->vg) || xsm_grow((void **)&x->vns, &x->capv, x->nv, sizeof *x->vns))
         return -1;
     x->vg[x->nv] = g;
-    x->vns[x->nv++] = ns;
-    return 0;
+    x->vns[x->nv] = ns;
+    return (int64_t)x->nv++;
 }
 
 /* The main thread's piece [cursor, t) belongs to its innermost open frame:
  * a region's counts in the interval, and so does time outside every region
- * (as name -1, waits.c window_touch); an MPI call's does not. */
-static int v_advance(xsm_anrank *x, const sthread *t, int64_t to)
+ * (as name -1, waits.c window_touch); an MPI call's does not. A string
+ * remembers its entry (gid's vslot): the search, twice per region, was a
+ * tenth of the live reader with the name's lookup. */
+static int v_advance(xsm_anrank *x, sthread *t, int64_t to)
 {
     if (to <= x->cursor)
         return 0;
     int64_t from = x->cursor;
     x->cursor = to;
     if (!t->sp)
-        return v_add(x, -1, to - from);
-    if (t->st[t->sp - 1].is_mpi)
+        return v_add(x, -1, to - from) < 0 ? -1 : 0;
+    const sframe *f = &t->st[t->sp - 1];
+    if (f->is_mpi)
         return 0;
-    int32_t g = gname(x, t->st[t->sp - 1].name);
-    return g < 0 ? -1 : v_add(x, g, to - from);
+    sgname *n = &x->gid[f->name < x->d->nstrings ? f->name : x->d->nstrings];
+    if (n->vslot < x->nv && x->vg[n->vslot] == n->g) {
+        x->vns[n->vslot] += to - from;
+        return 0;
+    }
+    int32_t g = gname(x, f->name);
+    int64_t i = g < 0 ? -1 : v_add(x, g, to - from);
+    if (i < 0)
+        return -1;
+    n->vslot = (uint32_t)i;
+    return 0;
 }
 
 /* Names g[0..nv) with their times, its XSM_VMAX largest, in the order they

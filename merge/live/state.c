@@ -43,9 +43,9 @@
  * begin, and feeding merges the two. Inserting it among the held rows
  * moved all it encloses, 10 % of the reader (a step region around 2500). */
 enum { QR, QM, QE, QG, NQ };
-typedef struct lqueue {
+typedef struct lqueue { /* a ring: rows held are [v0, n), row i at i mod cap (a power of two) */
     unsigned char *v;
-    size_t v0, n, cap; /* held rows are [v0, n): fed rows leave from the front without a move */
+    size_t v0, n, cap;
 } lqueue;
 typedef struct lmpi {
     xsprof_io_mpi m;
@@ -365,59 +365,80 @@ static void thread_count(lrank *k, xsm_lrank_view *v, uint32_t tid)
     }
 }
 
-/* Room for one more row of `sz` bytes at the end of queue u. */
-static unsigned char *lq_room(lqueue *u, size_t sz)
+/* Row i of queue u (rows of `sz` bytes). */
+static inline unsigned char *lq_at(const lqueue *u, size_t i, size_t sz) { return u->v + (i & (u->cap - 1)) * sz; }
+
+/* A full queue twice as large, its rows from index 0. A ring, so that fed
+ * rows leave and held ones stay without a move: moving the held rows (100
+ * ms of them) to the front whenever the room ran out was 3 % of the reader. */
+static __attribute__((noinline)) int lq_grow(lqueue *u, size_t sz)
 {
-    if (u->n == u->cap && u->v0 && u->v0 >= u->cap / 2) { /* full, half of it fed rows: reuse their room */
-        memmove(u->v, u->v + u->v0 * sz, (u->n - u->v0) * sz);
-        u->n -= u->v0;
-        u->v0 = 0;
+    size_t held = u->n - u->v0, first = u->cap ? u->v0 & (u->cap - 1) : 0;
+    size_t a = held < u->cap - first ? held : u->cap - first;
+    unsigned char *v = NULL;
+    size_t cap = 0;
+    /* from 4096 rows; a busy rank's queue reaches megabytes, which
+     * xsm_reserve asks huge pages for */
+    if (xsm_reserve((void **)&v, &cap, u->cap ? 2 * u->cap : 4096, sz))
+        return -1;
+    if (held) {
+        memcpy(v, u->v + first * sz, a * sz);
+        memcpy(v + a * sz, u->v, (held - a) * sz);
     }
-    /* doubling from 4096 rows; a busy rank's queue reaches megabytes,
-     * which xsm_reserve asks huge pages for */
-    if (xsm_reserve((void **)&u->v, &u->cap, u->cap ? u->n + 1 : 4096, sz))
-        return NULL;
-    return u->v + u->n++ * sz;
+    free(u->v);
+    u->v = v;
+    u->cap = cap;
+    u->v0 = 0;
+    u->n = held;
+    return 0;
 }
 
-/* Hold a row of table q: appended, or among the late rows when it began
- * before the last held one or no later than the last late one. Rows of
- * one begin are fed in their order of arrival: a late row's tie with a held
+/* Room for one more row of `sz` bytes at the end of queue u. */
+static inline unsigned char *lq_room(lqueue *u, size_t sz)
+{
+    if (u->n - u->v0 == u->cap && lq_grow(u, sz))
+        return NULL;
+    return lq_at(u, u->n++, sz);
+}
+
+/* Hold a row of table q that begins at tb (its clock offset added): a
+ * copy appended, or among the late rows when it began before the last
+ * held one or no later than the last late one; the copy, whose times the
+ * caller then sets, from its own row: a copy read back right after it was
+ * stored (a row copied, changed and copied again, or changed in place)
+ * stalls on the store, a third of on_rows. NULL out of memory. Rows of one
+ * begin are fed in their order of arrival: a late row's tie with a held
  * row is one that came after it (feed takes the held row first). Inlined
- * where q is a constant: the row's copy is then of a known size, not a
- * call to memmove. */
-static inline __attribute__((always_inline)) int hold(lrank *k, int q, const void *row)
+ * where q is a constant: the row's copy (rsz bytes, an MPI row's without
+ * its index) is then of a known size, not a call to memmove. */
+static inline __attribute__((always_inline)) void *hold(lrank *k, int q, const void *row, size_t rsz, int64_t tb)
 {
     size_t sz = q_size[q];
     lqueue *u = &k->q[q], *w = &k->late[q];
-    int64_t tb = q_tb(row);
-    if ((u->n == u->v0 || q_tb(u->v + (u->n - 1) * sz) <= tb) && (w->n == w->v0 || q_tb(w->v + (w->n - 1) * sz) < tb)) {
+    if ((u->n == u->v0 || q_tb(lq_at(u, u->n - 1, sz)) <= tb) && (w->n == w->v0 || q_tb(lq_at(w, w->n - 1, sz)) < tb)) {
         unsigned char *p = lq_room(u, sz);
-        if (!p)
-            return -1;
-        memcpy(p, row, sz);
-        return 0;
+        if (p)
+            memcpy(p, row, rsz);
+        return p;
     }
     if (!lq_room(w, sz))
-        return -1;
-    unsigned char *v = w->v;
-    size_t j = w->n - 1, from = j;
-    while (j > w->v0 && q_tb(v + (j - 1) * sz) > tb)
-        j--;
-    if (j < from)
-        memmove(v + (j + 1) * sz, v + j * sz, (from - j) * sz);
-    memcpy(v + j * sz, row, sz);
-    return 0;
+        return NULL;
+    size_t j = w->n - 1; /* the late rows are few: later ones move up one by one */
+    for (; j > w->v0 && q_tb(lq_at(w, j - 1, sz)) > tb; j--)
+        memcpy(lq_at(w, j, sz), lq_at(w, j - 1, sz), sz);
+    unsigned char *p = lq_at(w, j, sz);
+    memcpy(p, row, rsz);
+    return p;
 }
 
 /* The next held row of table q to feed and where it is (its queue), NULL
  * none: the held rows' and the late rows' merged by begin (held first on a
  * tie, see hold). */
-static const unsigned char *lq_next(lrank *k, int q, lqueue **from)
+static inline const unsigned char *lq_next(lrank *k, int q, lqueue **from)
 {
     lqueue *u = &k->q[q], *w = &k->late[q];
-    const unsigned char *a = u->n > u->v0 ? u->v + u->v0 * q_size[q] : NULL;
-    const unsigned char *b = w->n > w->v0 ? w->v + w->v0 * q_size[q] : NULL;
+    const unsigned char *a = u->n > u->v0 ? lq_at(u, u->v0, q_size[q]) : NULL;
+    const unsigned char *b = w->n > w->v0 ? lq_at(w, w->v0, q_size[q]) : NULL;
     if (b && (!a || q_tb(b) < q_tb(a))) {
         *from = w;
         return b;
@@ -444,44 +465,64 @@ static xsprof_status on_rows(void *user, enum xsprof_io_table t, const void *row
             }
             continue;
         }
-        case XSPROF_IO_T_REGIONS: {
-            xsprof_io_region g = ((const xsprof_io_region *)rows)[i];
-            g.t_begin += k->offset;
-            g.t_end += k->offset;
-            te = g.t_end, tid = g.thread;
-            rc = hold(k, QR, &g);
+        case XSPROF_IO_T_REGIONS: { /* the copy's fields set from src, never read back (hold) */
+            const xsprof_io_region *src = (const xsprof_io_region *)rows + i;
+            int64_t tb = src->t_begin + k->offset;
+            xsprof_io_region *g = hold(k, QR, src, sizeof *src, tb);
+            if (!g) {
+                rc = -1;
+                break;
+            }
+            te = src->t_end + k->offset, tid = src->thread;
+            g->t_begin = tb;
+            g->t_end = te;
             break;
         }
-        case XSPROF_IO_T_MPI: {
-            lmpi w = {((const xsprof_io_mpi *)rows)[i], k->mpi_rows++};
-            w.m.t_begin += k->offset;
-            w.m.t_end += k->offset;
-            te = w.m.t_end, tid = w.m.thread;
-            if (w.m.kind == XSPROF_MPI_COLL && w.m.coll != XSPROF_COLL_NONE) {
-                rc = coll_add(x->l, x->r, &w.m, w.m.t_begin, w.m.t_end, w.row);
-            } else if (is_send(&w.m)) { /* its receive's Late Sender needs it */
-                lsend *e = xsm_ktab_get(&x->l->sends, p2p_key(w.m.comm, x->r, w.m.peer, w.m.tag, w.m.seq));
+        case XSPROF_IO_T_MPI: { /* an lmpi: the row, then its index */
+            const xsprof_io_mpi *src = (const xsprof_io_mpi *)rows + i;
+            int64_t tb = src->t_begin + k->offset;
+            lmpi *w = hold(k, QM, src, sizeof *src, tb);
+            if (!w) {
+                rc = -1;
+                break;
+            }
+            uint64_t row = k->mpi_rows++;
+            te = src->t_end + k->offset, tid = src->thread;
+            w->row = row;
+            w->m.t_begin = tb;
+            w->m.t_end = te;
+            if (src->kind == XSPROF_MPI_COLL && src->coll != XSPROF_COLL_NONE) {
+                rc = coll_add(x->l, x->r, src, tb, te, row);
+            } else if (is_send(src)) { /* its receive's Late Sender needs it */
+                lsend *e = xsm_ktab_get(&x->l->sends, p2p_key(src->comm, x->r, src->peer, src->tag, src->seq));
                 if (e)
-                    e->tb = w.m.t_begin, e->row = w.row;
+                    e->tb = tb, e->row = row;
                 rc = e ? 0 : -1;
             }
-            if (!rc)
-                rc = hold(k, QM, &w);
             break;
         }
         case XSPROF_IO_T_MEM: {
-            xsprof_io_mem e = ((const xsprof_io_mem *)rows)[i];
-            e.t += k->offset;
-            te = e.t, tid = e.thread;
-            rc = hold(k, QE, &e);
+            const xsprof_io_mem *src = (const xsprof_io_mem *)rows + i;
+            te = src->t + k->offset, tid = src->thread;
+            xsprof_io_mem *e = hold(k, QE, src, sizeof *src, te);
+            if (!e) {
+                rc = -1;
+                break;
+            }
+            e->t = te;
             break;
         }
         case XSPROF_IO_T_GPU: {
-            xsprof_io_gpu g = ((const xsprof_io_gpu *)rows)[i];
-            g.t_begin += k->offset;
-            g.t_end += k->offset;
-            te = g.t_end, tid = UINT32_MAX;
-            rc = hold(k, QG, &g);
+            const xsprof_io_gpu *src = (const xsprof_io_gpu *)rows + i;
+            int64_t tb = src->t_begin + k->offset;
+            xsprof_io_gpu *g = hold(k, QG, src, sizeof *src, tb);
+            if (!g) {
+                rc = -1;
+                break;
+            }
+            te = src->t_end + k->offset, tid = UINT32_MAX;
+            g->t_begin = tb;
+            g->t_end = te;
             break;
         }
         default: /* instants, counters, arguments: counted, not shown */
@@ -545,6 +586,20 @@ static int feed(xsm_live *l, int32_t r, int mode)
         }
         if (q < 0)
             break;
+        if (q == QR) { /* the regions up to the next row of another table (a tie: the lower table first) */
+            int64_t lim = due;
+            for (int t = QR + 1; t < NQ; t++)
+                if (head[t] && q_tb(head[t]) <= lim)
+                    lim = q_tb(head[t]);
+            do {
+                if (xsm_sanalysis_region(l->sa, r, (const xsprof_io_region *)(const void *)head[QR], NULL))
+                    return -1;
+                fed++;
+                from[QR]->v0++;
+                head[QR] = lq_next(k, QR, &from[QR]);
+            } while (head[QR] && q_tb(head[QR]) <= lim);
+            continue;
+        }
         const void *w = head[q];
         int rc = 0;
         switch (q) {
@@ -587,9 +642,8 @@ static int feed(xsm_live *l, int32_t r, int mode)
         head[q] = lq_next(k, q, &from[q]);
     }
 held:
-    /* the rows still held (HOLD_NS of them, a tenth of a second's: moving
-     * them to the front at every look was 4 % of the reader) stay put;
-     * hold() reclaims the room when the buffer fills */
+    /* the rows still held stay where they are (rings); an empty queue
+     * starts again from its first row */
     for (int t = 0; t < NQ; t++) {
         if (k->q[t].v0 == k->q[t].n)
             k->q[t].v0 = k->q[t].n = 0;

@@ -513,10 +513,16 @@ void xsm_sanalysis_free(xsm_sanalysis *sa)
     free(sa);
 }
 
+/* The slot of string `sid` in the per-string arrays (gid, opcls): ids the
+ * analysis has not synchronised (xsm_sanalysis_rank_sync) share the last.
+ * x's own count, not the rank data's: x is in the cache, the rank data's
+ * line was a miss per region in the live reader. */
+static inline uint32_t sslot(const xsm_anrank *x, uint32_t sid) { return sid < x->nstr ? sid : x->nstr; }
+
 /* Global name of the rank's string `sid`, -1 on allocation failure. */
 static int32_t gname(xsm_anrank *x, uint32_t sid)
 {
-    uint32_t k = sid < x->d->nstrings ? sid : x->d->nstrings;
+    uint32_t k = sslot(x, sid);
     if (x->gid[k].g == -2)
         x->gid[k].g = xsm_names_intern(&x->sa->names, xsprof_rank_data_string(x->d, sid));
     return x->gid[k].g;
@@ -677,7 +683,7 @@ static int v_advance(xsm_anrank *x, sthread *t, int64_t to)
     const sframe *f = &t->st[t->sp - 1];
     if (f->is_mpi)
         return 0;
-    sgname *n = &x->gid[f->name < x->d->nstrings ? f->name : x->d->nstrings];
+    sgname *n = &x->gid[sslot(x, f->name)];
     if (n->vslot < x->nv && x->vg[n->vslot] == n->g) {
         x->vns[n->vslot] += to - from;
         return 0;
@@ -1296,7 +1302,7 @@ static int close_until(xsm_anrank *x, sthread *t, int64_t t0)
             x->nv = 0;
             x->has_sync = 1;
             x->sync_row = f->row;
-        } else if (main && f->is_mpi && x->opcls[f->name < x->d->nstrings ? f->name : x->d->nstrings] == 1) {
+        } else if (main && f->is_mpi && x->opcls[sslot(x, f->name)] == 1) {
             x->nv = 0; /* MPI_Init's exit starts the measured window, and the first interval (waits.c) */
         }
     }
@@ -1436,7 +1442,7 @@ int xsm_sanalysis_region(xsm_sanalysis *sa, int32_t r, const xsprof_io_region *g
  * poll (xsm_is_poll_op), 0 else; known once per name. */
 static const signed char *op_class(xsm_anrank *x, uint32_t op)
 {
-    signed char *cls = &x->opcls[op < x->d->nstrings ? op : x->d->nstrings];
+    signed char *cls = &x->opcls[sslot(x, op)];
     if (*cls < 0) {
         const char *opn = xsprof_rank_data_string(x->d, op);
         *cls = strcmp(opn, "MPI_Init") == 0 || strcmp(opn, "MPI_Init_thread") == 0 ? 1

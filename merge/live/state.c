@@ -368,28 +368,24 @@ static void thread_count(lrank *k, xsm_lrank_view *v, uint32_t tid)
 /* Row i of queue u (rows of `sz` bytes). */
 static inline unsigned char *lq_at(const lqueue *u, size_t i, size_t sz) { return u->v + (i & (u->cap - 1)) * sz; }
 
-/* A full queue twice as large, its rows from index 0. A ring, so that fed
- * rows leave and held ones stay without a move: moving the held rows (100
- * ms of them) to the front whenever the room ran out was 3 % of the reader. */
+/* A full queue twice as large. A ring, so that fed rows leave and held
+ * ones stay without a move: moving the held rows (100 ms of them) to the
+ * front whenever the room ran out was 3 % of the reader. It grows in place
+ * (realloc: a big block's pages are moved, not copied, and only the new
+ * half is new memory: a new block at each doubling and its page faults
+ * were most of the reader's first second); the rows that had wrapped to
+ * the front go after the old end. */
 static __attribute__((noinline)) int lq_grow(lqueue *u, size_t sz)
 {
-    size_t held = u->n - u->v0, first = u->cap ? u->v0 & (u->cap - 1) : 0;
-    size_t a = held < u->cap - first ? held : u->cap - first;
-    unsigned char *v = NULL;
-    size_t cap = 0;
+    size_t old = u->cap, first = old ? u->v0 & (old - 1) : 0, held = u->n - u->v0;
     /* from 4096 rows; a busy rank's queue reaches megabytes, which
      * xsm_reserve asks huge pages for */
-    if (xsm_reserve((void **)&v, &cap, u->cap ? 2 * u->cap : 4096, sz))
+    if (xsm_reserve((void **)&u->v, &u->cap, old ? 2 * old : 4096, sz))
         return -1;
-    if (held) {
-        memcpy(v, u->v + first * sz, a * sz);
-        memcpy(v + a * sz, u->v, (held - a) * sz);
-    }
-    free(u->v);
-    u->v = v;
-    u->cap = cap;
-    u->v0 = 0;
-    u->n = held;
+    if (first + held > old)
+        memcpy(u->v + old * sz, u->v, (first + held - old) * sz);
+    u->v0 = first;
+    u->n = first + held;
     return 0;
 }
 

@@ -39,14 +39,15 @@ def _cleanup():
         shutil.rmtree(d, ignore_errors=True)
 
 
-def pairs(runs, configs):
+def pairs(runs, configs, diagonal=False):
     """Each run with each configuration; in an instrumented build
     (XSTEST_INSTRUMENTED: sanitizers or coverage, 5-20x slower) the
     product walked diagonally instead, run i with configuration i mod n and
     every configuration at least once: the same code under the sanitizers,
     the same lines for coverage, a fraction of the mpiruns (the two
-    collective tests did not finish in 900 s each under ASan in CI)."""
-    if not os.environ.get("XSTEST_INSTRUMENTED"):
+    collective tests did not finish in 900 s each under ASan in CI).
+    diagonal=True walks it diagonally in every build."""
+    if not diagonal and not os.environ.get("XSTEST_INSTRUMENTED"):
         return [(r, c) for r in runs for c in configs]
     n = max(len(runs), len(configs))
     return [(runs[i % len(runs)], configs[i % len(configs)]) for i in range(n)]

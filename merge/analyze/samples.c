@@ -29,17 +29,49 @@ typedef struct smptab {
     xsm_names keys;
 } smptab;
 
+/* Whether module m is one of xsprof's own libraries (libxsprof*.so). */
+static int own_module(const xsprof_rank_data *d, const xsprof_io_module *m)
+{
+    const char *path = xsprof_rank_data_string(d, m->path), *base = strrchr(path, '/');
+    return !strncmp(base ? base + 1 : path, "libxsprof", 9);
+}
+
+/* Frames of xsprof's own code are this near the sampled instruction at
+ * most (the clock's vDSO, xsprof_clock_read, a PMPI wrapper). */
+#define OWN_DEPTH 8
+
 /* The row of table tb of the sampled instruction of stack `id` of rank d
- * (interned by its place in the code), -1 out of memory. */
-static int32_t sample_site(xsm_an *a, xsm_symbols *sym, smptab *tb, const xsprof_rank_data *d, uint32_t id)
+ * (interned by its place in the code), -1 out of memory. With `caller`,
+ * a sample in xsprof's own code, or in what it called (the clock), counts
+ * where the program called xsprof: in "(no region)" that is a PMPI
+ * wrapper's work around the call's interval, the program's MPI call as
+ * its author sees it, not a function of the program's or xsprof's. */
+static int32_t sample_site(xsm_an *a, xsm_symbols *sym, smptab *tb, const xsprof_rank_data *d, uint32_t id, int caller)
 {
     const xsprof_io_callstack *st = id ? xsprof_rank_data_callstack(d, id) : NULL;
     const char *function = "(unknown)", *inlined = NULL, *file = NULL, *module = NULL;
     int line = 0;
     if (st && st->depth && st->frames < d->nframes) {
-        uint64_t pc = d->frames[st->frames]; /* the interrupted instruction itself */
+        uint32_t depth = st->frames + st->depth <= d->nframes ? st->depth : (uint32_t)(d->nframes - st->frames);
         const xsprof_io_module *m;
-        const xsm_loc *loc = xsm_an_locate(a, sym, d, pc, 0, &m);
+        /* the interrupted instruction itself; frames after it are return addresses */
+        const xsm_loc *loc = xsm_an_locate(a, sym, d, d->frames[st->frames], 0, &m);
+        /* with caller: the frame past the first run of xsprof's frames
+         * near the leaf, when the stack goes on past them */
+        int in_own = 0;
+        for (uint32_t k = 0; caller && k < depth && (in_own || k < OWN_DEPTH); k++) {
+            const xsprof_io_module *mk = m;
+            const xsm_loc *lk = k ? xsm_an_locate(a, sym, d, d->frames[st->frames + k], 1, &mk) : loc;
+            if (mk && !lk)
+                return -1;
+            if (mk && own_module(d, mk)) {
+                in_own = 1;
+            } else if (in_own) {
+                if (mk)
+                    loc = lk, m = mk;
+                break;
+            }
+        }
         if (m) {
             if (!loc)
                 return -1;
@@ -306,15 +338,16 @@ static int rank_delay(xsm_an *a, xsm_symbols *sym, const xsprof_rank_data *d, in
 }
 
 /* The samples of rank r's callstack rows by row (cnt[k + 1]; cnt[0]: no
- * stack) into table tb: *site caches each row's table row + 1. */
+ * stack) into table tb: *site caches each row's table row + 1 (caller:
+ * sample_site's). */
 static int count_sites(xsm_an *a, xsm_symbols *sym, smptab *tb, const xsprof_rank_data *d, int32_t r, int64_t period,
-                       const uint64_t *cnt, int32_t *site, uint64_t *total)
+                       const uint64_t *cnt, int32_t *site, uint64_t *total, int caller)
 {
     for (size_t slot = 0; slot <= d->ncallstacks; slot++) {
         if (!cnt[slot])
             continue;
         if (!site[slot]) {
-            int32_t k = sample_site(a, sym, tb, d, slot ? d->callstacks[slot - 1].id : 0);
+            int32_t k = sample_site(a, sym, tb, d, slot ? d->callstacks[slot - 1].id : 0, caller);
             if (k < 0)
                 return -1;
             site[slot] = k + 1;
@@ -381,8 +414,8 @@ int xsm_an_samples(xsm_an *a, const xsm_sanalysis *sa)
         for (size_t i = 0; i < nctx; i++)
             if (!ctx[i].key)
                 ocnt[stack_slot(d, ctx[i].stack)] += ctx[i].n;
-        if (count_sites(a, sym, &all, d, (int32_t)r, period, cnt, site, &a->smp_total) ||
-            count_sites(a, sym, &outside, d, (int32_t)r, period, ocnt, osite, &a->nosmp_total) ||
+        if (count_sites(a, sym, &all, d, (int32_t)r, period, cnt, site, &a->smp_total, 0) ||
+            count_sites(a, sym, &outside, d, (int32_t)r, period, ocnt, osite, &a->nosmp_total, 1) ||
             rank_folded(a, sym, d, (int32_t)r, cnt, ctx, nctx, o.cn) ||
             rank_delay(a, sym, d, (int32_t)r, o.smp, cnt, &fmap, &lmap, &lines, &nlines, &caplines))
             rc = -1;

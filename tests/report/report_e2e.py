@@ -360,11 +360,12 @@ def hidden(np, ms):
         fail(f"hidden: the message names neither burn_extra nor the call site: {top['message']}")
     # "(no region)": the whole program, MPI calls aside; its CPU is spin_ms's loop
     nr = rep["samples_no_region"]
-    # (a sample may land in a PMPI wrapper's own code before the call's start
-    # is taken: a few in a thousand at most, more in instrumented builds)
-    in_mpi = sum(x["share"] for x in nr if x["function"].startswith("MPI_"))
+    # (a sample in a PMPI wrapper's own code, before the call's start is
+    # taken or after its end, counts where the program called MPI: none is
+    # in an MPI_ function of xsprof's)
+    in_mpi = [x for x in nr if x["function"].startswith("MPI_")]
     if not nr or nr[0]["function"] != "spin_ms" or os.path.basename(nr[0]["file"] or "") != "planted.c" or \
-            abs(sum(x["share"] for x in nr) - 1) > 0.01 or in_mpi > 0.005:
+            abs(sum(x["share"] for x in nr) - 1) > 0.01 or in_mpi:
         fail(f"hidden: samples_no_region {nr[:3]}")
     if "==== (no region): " not in open(os.path.join(out, "report.txt")).read():
         fail("hidden: report.txt has no (no region) breakdown")
@@ -880,14 +881,22 @@ def regression():
         fail("xsmerge of the baseline failed")
     # 10 %: half the planted slowdown, several times the noise of sleeping regions
     r = merge(same, os.path.join(os.path.dirname(same), "out"), "--baseline", base_out, "--threshold", "10")
+    # a verdict the other way (exit 3 / 0) is the sleeps of a loaded
+    # machine, a rerun; any other exit is xsmerge's failure
+    if r.returncode == 3:
+        raise Noisy("identical run: exit 3 (a regression), expected 0")
     if r.returncode != 0:
         fail(f"identical run: exit {r.returncode}, expected 0")
     # a run directory works as a baseline too (analysed on the fly)
     r = merge(same, os.path.join(os.path.dirname(same), "out-vs-run"), "--baseline", base, "--threshold", "10")
+    if r.returncode == 3:
+        raise Noisy("identical run against the baseline run directory: exit 3 (a regression), expected 0")
     if r.returncode != 0:
         fail(f"identical run against the baseline run directory: exit {r.returncode}, expected 0")
     slow_out = os.path.join(os.path.dirname(slow), "out")
     r = merge(slow, slow_out, "--baseline", base_out, "--threshold", "10", "--diff", base_out, "--format", "callgrind")
+    if r.returncode == 0:
+        raise Noisy("20 % slower run: exit 0 (no regression), expected 3")
     if r.returncode != 3:
         fail(f"20 % slower run: exit {r.returncode}, expected 3")
     txt = open(os.path.join(slow_out, "report.txt")).read()
@@ -984,63 +993,40 @@ def streampath(np, iters):
           f"as in memory")
 
 
+def retried(fn, *args):
+    """fn(*args), run again (3 runs at most) while what the planted program
+    produced was disturbed (Noisy)."""
+    for attempt in (1, 2, 3):
+        try:
+            return fn(*args)
+        except Noisy as e:
+            print(f"run {attempt} of 3: {e}", flush=True)
+            if attempt == 3:
+                fail(str(e))
+
+
 def main():
     if len(sys.argv) < 2:
         fail(__doc__)
     what = sys.argv[1]
     if what == "planted":
-        for attempt in (1, 2, 3):
-            try:
-                planted(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), len(sys.argv) > 5 and sys.argv[5] == "stream")
-                break
-            except Noisy as e:
-                print(f"run {attempt} of 3: {e}", flush=True)
-                if attempt == 3:
-                    fail(str(e))
+        retried(planted, sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), len(sys.argv) > 5 and sys.argv[5] == "stream")
     elif what in ("pollrecv", "pollsend"):
-        for attempt in (1, 2, 3):
-            try:
-                pollrecv(int(sys.argv[2]), int(sys.argv[3]), "receiver" if what == "pollrecv" else "sender")
-                break
-            except Noisy as e:
-                print(f"run {attempt} of 3: {e}", flush=True)
-                if attempt == 3:
-                    fail(str(e))
+        retried(pollrecv, int(sys.argv[2]), int(sys.argv[3]), "receiver" if what == "pollrecv" else "sender")
     elif what == "hidden":
-        for attempt in (1, 2, 3):
-            try:
-                hidden(int(sys.argv[2]), int(sys.argv[3]))
-                break
-            except Noisy as e:
-                print(f"run {attempt} of 3: {e}", flush=True)
-                if attempt == 3:
-                    fail(str(e))
+        retried(hidden, int(sys.argv[2]), int(sys.argv[3]))
     elif what == "counters":
         counters(int(sys.argv[2]), int(sys.argv[3]))
     elif what == "unreceived":
         unreceived(int(sys.argv[2]), int(sys.argv[3]))
     elif what == "eager":
-        for attempt in (1, 2, 3):
-            try:
-                eager(int(sys.argv[2]), int(sys.argv[3]))
-                break
-            except Noisy as e:
-                print(f"run {attempt} of 3: {e}", flush=True)
-                if attempt == 3:
-                    fail(str(e))
+        retried(eager, int(sys.argv[2]), int(sys.argv[3]))
     elif what == "oneengine":
-        for attempt in (1, 2, 3):
-            try:
-                oneengine(sys.argv[2], int(sys.argv[3]))
-                break
-            except Noisy as e:
-                print(f"run {attempt} of 3: {e}", flush=True)
-                if attempt == 3:
-                    fail(str(e))
+        retried(oneengine, sys.argv[2], int(sys.argv[3]))
     elif what == "html":
         html(sys.argv[2:])
     elif what == "regression":
-        regression()
+        retried(regression)
     elif what == "score":
         score()
     elif what == "topology":

@@ -115,7 +115,12 @@ stage_asan() {
   built=$?
   [ $built = 1 ] && return 1
   rc=0
-  asan_ctest "$dir" "ASan+UBSan suite" || rc=1
+  # the two comparisons with Scalasca's wait states run in the suite: under
+  # ASan their time is LAMMPS and hpcc under the ASan runtime (45 and 31 s,
+  # 211 and 83 s beside another heavy test); the collector in a real
+  # application stays sanitized by e2e.hpcc, the OTF2 writer they drive by
+  # otf2_full, otf2_gpu and otf2_crash
+  asan_ctest "$dir" "ASan+UBSan suite" -E '^otf2_scalasca_' || rc=1
   # LeakSanitizer's own stop-the-world tracer sometimes dies at a process's
   # exit ("Tracer caught signal 11", google/sanitizers#1353): a crash of the
   # checker, not a leak or an error of the test (once in 166 MPI tests of one

@@ -438,7 +438,8 @@ static void jr_defs_finish(xsprof_rank_data *d)
  * damaged (the walk stops there), 0 when handled, -1 on failure. Inlined
  * into the walk, its only caller: a call per record was 5 % of the live
  * reader. */
-static inline __attribute__((always_inline)) int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p, uint32_t size, xsprof_status *fail)
+static inline __attribute__((always_inline)) int jr_record(jr_ctx *c, uint32_t tid, const unsigned char *p,
+                                                           uint32_t size, xsprof_status *fail)
 {
     xsprof_rank_data *d = c->out;
     xsprof_rec_hdr h;

@@ -672,7 +672,7 @@ static int64_t v_add(xsm_anrank *x, int32_t g, int64_t ns)
  * (as name -1, waits.c window_touch); an MPI call's does not. A string
  * remembers its entry (gid's vslot): the search, twice per region, was a
  * tenth of the live reader with the name's lookup. */
-static int v_advance(xsm_anrank *x, sthread *t, int64_t to)
+static int v_advance(xsm_anrank *x, const sthread *t, int64_t to)
 {
     if (to <= x->cursor)
         return 0;

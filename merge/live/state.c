@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,10 +372,8 @@ static inline unsigned char *lq_at(const lqueue *u, size_t i, size_t sz) { retur
 /* A full queue twice as large. A ring, so that fed rows leave and held
  * ones stay without a move: moving the held rows (100 ms of them) to the
  * front whenever the room ran out was 3 % of the reader. It grows in place
- * (realloc: a big block's pages are moved, not copied, and only the new
- * half is new memory: a new block at each doubling and its page faults
- * were most of the reader's first second); the rows that had wrapped to
- * the front go after the old end. */
+ * (realloc: a big block's pages are moved, not copied); the rows that had
+ * wrapped to the front go after the old end. */
 static __attribute__((noinline)) int lq_grow(lqueue *u, size_t sz)
 {
     size_t old = u->cap, first = old ? u->v0 & (old - 1) : 0, held = u->n - u->v0;
@@ -427,6 +426,29 @@ static inline __attribute__((always_inline)) void *hold(lrank *k, int q, const v
     return p;
 }
 
+/* Hold a row of table q that spans [begin, end), its first two fields
+ * (regions, MPI calls, GPU activity), both moved by the rank's clock
+ * offset into *tb and *te, and stored into the copy from there (hold):
+ * the copy, NULL out of memory. */
+_Static_assert(offsetof(xsprof_io_region, t_begin) == 0 && offsetof(xsprof_io_region, t_end) == 8 &&
+                   offsetof(xsprof_io_mpi, t_begin) == 0 && offsetof(xsprof_io_mpi, t_end) == 8 &&
+                   offsetof(xsprof_io_gpu, t_begin) == 0 && offsetof(xsprof_io_gpu, t_end) == 8,
+               "hold_span: a span's row begins with its begin and end");
+static inline __attribute__((always_inline)) void *hold_span(lrank *k, int q, const void *src, size_t rsz, int64_t *tb,
+                                                             int64_t *te)
+{
+    int64_t t[2];
+    memcpy(t, src, sizeof t);
+    *tb = t[0] + k->offset;
+    *te = t[1] + k->offset;
+    unsigned char *p = hold(k, q, src, rsz, *tb);
+    if (p) {
+        memcpy(p, tb, sizeof *tb);
+        memcpy(p + sizeof *tb, te, sizeof *te);
+    }
+    return p;
+}
+
 /* The next held row of table q to feed and where it is (its queue), NULL
  * none: the held rows' and the late rows' merged by begin (held first on a
  * tie, see hold). */
@@ -461,32 +483,24 @@ static xsprof_status on_rows(void *user, enum xsprof_io_table t, const void *row
             }
             continue;
         }
-        case XSPROF_IO_T_REGIONS: { /* the copy's fields set from src, never read back (hold) */
+        case XSPROF_IO_T_REGIONS: {
             const xsprof_io_region *src = (const xsprof_io_region *)rows + i;
-            int64_t tb = src->t_begin + k->offset;
-            xsprof_io_region *g = hold(k, QR, src, sizeof *src, tb);
-            if (!g) {
-                rc = -1;
-                break;
-            }
-            te = src->t_end + k->offset, tid = src->thread;
-            g->t_begin = tb;
-            g->t_end = te;
+            int64_t tb;
+            rc = hold_span(k, QR, src, sizeof *src, &tb, &te) ? 0 : -1;
+            tid = src->thread;
             break;
         }
         case XSPROF_IO_T_MPI: { /* an lmpi: the row, then its index */
             const xsprof_io_mpi *src = (const xsprof_io_mpi *)rows + i;
-            int64_t tb = src->t_begin + k->offset;
-            lmpi *w = hold(k, QM, src, sizeof *src, tb);
+            int64_t tb;
+            lmpi *w = hold_span(k, QM, src, sizeof *src, &tb, &te);
             if (!w) {
                 rc = -1;
                 break;
             }
             uint64_t row = k->mpi_rows++;
-            te = src->t_end + k->offset, tid = src->thread;
+            tid = src->thread;
             w->row = row;
-            w->m.t_begin = tb;
-            w->m.t_end = te;
             if (src->kind == XSPROF_MPI_COLL && src->coll != XSPROF_COLL_NONE) {
                 rc = coll_add(x->l, x->r, src, tb, te, row);
             } else if (is_send(src)) { /* its receive's Late Sender needs it */
@@ -509,16 +523,9 @@ static xsprof_status on_rows(void *user, enum xsprof_io_table t, const void *row
             break;
         }
         case XSPROF_IO_T_GPU: {
-            const xsprof_io_gpu *src = (const xsprof_io_gpu *)rows + i;
-            int64_t tb = src->t_begin + k->offset;
-            xsprof_io_gpu *g = hold(k, QG, src, sizeof *src, tb);
-            if (!g) {
-                rc = -1;
-                break;
-            }
-            te = src->t_end + k->offset, tid = UINT32_MAX;
-            g->t_begin = tb;
-            g->t_end = te;
+            int64_t tb;
+            rc = hold_span(k, QG, (const xsprof_io_gpu *)rows + i, sizeof(xsprof_io_gpu), &tb, &te) ? 0 : -1;
+            tid = UINT32_MAX;
             break;
         }
         default: /* instants, counters, arguments: counted, not shown */
